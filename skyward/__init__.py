@@ -1,0 +1,122 @@
+"""Skyward: run ordinary Python functions on a pool of machines.
+
+    import skyward as sky
+
+    @sky.function
+    def double(x):
+        return 2 * x
+
+    with sky.Compute(nodes=4) as pool:
+        double(21) >> pool        # one node
+        double(21) @ pool         # every node
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+from skyward import accelerators, time
+from skyward.compute import Compute, ComputePool, MultiPool
+from skyward.errors import (
+    NoActivePoolError,
+    NodeCrashedError,
+    PoolClosedError,
+    RemoteError,
+    RemoteTraceback,
+    SkywardError,
+)
+from skyward.function import (
+    PendingFunction,
+    PendingFunctionGroup,
+    SkywardFunction,
+    compute,
+    function,
+    gather,
+)
+from skyward.observe.bus import compose, emit, use_callback
+from skyward.observe.events import (
+    ClusterDestroyed,
+    ClusterProvisioned,
+    ClusterReady,
+    ClusterRequested,
+    CostFinal,
+    CostUpdate,
+    Error,
+    Event,
+    InstanceBootstrapped,
+    InstanceDestroyed,
+    InstancePreempted,
+    InstanceProvisioned,
+    InstanceReplaced,
+    Log,
+    Metric,
+    TaskCompleted,
+    TaskStarted,
+)
+from skyward.observe.log_config import LogConfig
+from skyward.output import CallbackWriter, redirect_output, silent, stderr, stdout
+from skyward.pool import Pool
+from skyward.providers.local import Local
+from skyward.runtime import (
+    AcceleratorInfo,
+    InstanceInfo,
+    NetworkInfo,
+    PeerInfo,
+    instance_info,
+    is_head,
+    shard,
+)
+from skyward.session import Session
+from skyward.spec import Image, Nodes, Options, PipIndex, Spec, Worker
+
+# Last, so the decorator (not the submodule skyward.pool) is what ``sky.pool`` names.
+from skyward.compute import pool  # noqa: E402
+
+PendingCompute = PendingFunction
+PendingBatch = PendingFunctionGroup
+DEFAULT_IMAGE = Image()
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AcceleratorInfo", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
+    "ClusterRequested", "Compute", "ComputePool", "CostFinal", "CostUpdate", "DEFAULT_IMAGE",
+    "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
+    "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "Local", "Log", "LogConfig",
+    "Metric", "MultiPool", "NetworkInfo", "NoActivePoolError", "NodeCrashedError", "Nodes",
+    "Options", "PeerInfo", "PendingBatch", "PendingCompute", "PendingFunction",
+    "PendingFunctionGroup", "PipIndex", "Pool", "PoolClosedError", "RemoteError",
+    "RemoteTraceback", "Session", "SkywardError", "SkywardFunction", "Spec", "TaskCompleted",
+    "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
+    "instance_info", "is_head", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
+    "time", "use_callback",
+]
+
+
+class _SkywardModule(types.ModuleType):
+    """Lets ``x >> sky`` with a non-pending ``x`` fail with a message that says the fix."""
+
+    def __rrshift__(self, other: Any) -> Any:
+        raise _left_side_error(other, ">>")
+
+    def __rmatmul__(self, other: Any) -> Any:
+        raise _left_side_error(other, "@")
+
+    def __lt__(self, other: Any) -> Any:
+        raise _left_side_error(other, ">")
+
+    def __reduce__(self) -> Any:
+        return (importlib.import_module, (self.__name__,))
+
+
+def _left_side_error(value: Any, operator: str) -> TypeError:
+    return TypeError(
+        f"the left side of `{operator} sky` must be a pending call such as f(x) where f is "
+        f"decorated with @sky.function; got {type(value).__name__} {value!r}"
+    )
+
+
+sys.modules[__name__].__class__ = _SkywardModule

@@ -1,0 +1,234 @@
+"""The client's side of a running cluster: sends requests to node agents and turns
+their outcomes (or Ray's failures) into results and clear exceptions.
+
+Every coroutine here runs on the pool's event loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError, RayTaskError
+
+from skyward.cluster.scheduler import ALL, SlotScheduler
+from skyward.cluster.wire import CALL, MAP, TaskFailure, TaskRequest, describe_unpicklable
+from skyward.errors import NodeCrashedError, PoolClosedError
+from skyward.function import PendingFunction
+from skyward.observe.events import InstanceReplaced, TaskCompleted, TaskStarted
+
+BACKSTOP_GRACE = 60.0
+CHUNKS_PER_SLOT = 2
+Emit = Callable[[Any], None]
+
+
+class ClusterDriver:
+    """Dispatches work to one agent per node through a ``SlotScheduler``."""
+
+    def __init__(
+        self,
+        agents: Sequence[Any],
+        slots_per_node: int,
+        default_timeout: float,
+        emit: Emit,
+        wants: Callable[[type], bool],
+        output_delivered: Callable[[int], None],
+    ) -> None:
+        self.agents = list(agents)
+        self._slots = slots_per_node
+        self._default_timeout = default_timeout
+        self._emit = emit
+        self._wants = wants
+        self._output_delivered = output_delivered
+        self._scheduler = SlotScheduler(len(self.agents), slots_per_node)
+        self._ids = itertools.count()
+        self.closing = False
+
+    @property
+    def nodes(self) -> int:
+        return len(self.agents)
+
+    def busy(self) -> int:
+        """Task slots in use right now."""
+        return self._scheduler.busy()
+
+    def target_node(self, target: Any) -> int | None:
+        """Validate ``pool.run(target=...)``: None, "head" or a rank; ValueError otherwise."""
+        if target is None:
+            return None
+        if target == "head":
+            return 0
+        if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < self.nodes:
+            return target
+        raise ValueError(
+            f"target={target!r} is not valid: use None (any node), \"head\" or a node rank "
+            f"0..{self.nodes - 1}"
+        )
+
+    def _request(self, pending: PendingFunction[Any], kind: str = CALL, chunk: list[Any] | None = None) -> TaskRequest:
+        timeout = pending.timeout if pending.timeout is not None else self._default_timeout
+        args = (chunk,) if kind == MAP else pending.args
+        kwargs = {} if kind == MAP else pending.kwargs
+        return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind)
+
+    async def run(self, pending: PendingFunction[Any], target: Any = None) -> Any:
+        """Run on one node (round-robin over free slots, or the pinned target)."""
+        self._check_open()
+        node = await self._scheduler.acquire(self.target_node(target))
+        try:
+            request = self._request(pending)
+            return await self._execute(node, request, request)
+        finally:
+            self._scheduler.release(node)
+
+    async def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
+        """Run on every node at once; the request is serialized once for all of them."""
+        self._check_open()
+        nodes = await self._scheduler.acquire(ALL)
+        released: set[int] = set()
+
+        async def one(node: int, shared: Any, request: TaskRequest) -> Any:
+            try:
+                return await self._execute(node, shared, request)
+            finally:
+                released.add(node)
+                self._scheduler.release(node)
+
+        try:
+            request = self._request(pending)
+            shared = self._put(request)
+            outcomes = await asyncio.gather(
+                *(one(node, shared, request) for node in nodes), return_exceptions=True
+            )
+        finally:
+            left = [node for node in nodes if node not in released]
+            if left:
+                self._scheduler.release(left)
+        failures = [(node, out) for node, out in zip(nodes, outcomes) if isinstance(out, BaseException)]
+        if failures:
+            node, first = failures[0]
+            if len(failures) > 1 and not isinstance(first, asyncio.CancelledError):
+                first.add_note(f"{len(failures)} of {len(nodes)} nodes failed; this is node {node}'s error")
+            raise first
+        return list(outcomes)
+
+    async def map(self, fn: PendingFunction[Any], items: list[Any]) -> list[Any]:
+        """Apply ``fn`` to every item, in chunks sized from what is left (guided
+        scheduling: big chunks first, single items at the end); results in input order."""
+        self._check_open()
+        results: list[Any] = [None] * len(items)
+        position = 0
+        lanes = self.nodes * self._slots
+
+        async def lane() -> None:
+            nonlocal position
+            while position < len(items):
+                node = await self._scheduler.acquire(None)
+                try:
+                    if position >= len(items):
+                        return
+                    size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * lanes)))
+                    start, position = position, position + size
+                    request = self._request(fn, MAP, items[start:position])
+                    values = await self._execute(node, request, request, offset=start)
+                    results[start : start + len(values)] = values
+                finally:
+                    self._scheduler.release(node)
+
+        workers = [asyncio.ensure_future(lane()) for _ in range(min(lanes, len(items)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for worker in workers:
+                worker.cancel()
+        return results
+
+    async def _execute(self, node: int, payload: Any, request: TaskRequest, offset: int = 0) -> Any:
+        started = time.monotonic()
+        if self._wants(TaskStarted):
+            self._emit(TaskStarted(request.task_id, request.name, node))
+        error: BaseException | None = None
+        try:
+            ok, value = await self._call(node, payload, request)
+            if ok:
+                return value
+            error = self._failure(value, request, offset)
+            raise error
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if self._wants(TaskCompleted):
+                failed = None if error is None else f"{type(error).__name__}: {error}"
+                self._emit(TaskCompleted(request.task_id, request.name, node, time.monotonic() - started, failed))
+
+    async def _call(self, node: int, payload: Any, request: TaskRequest) -> tuple[bool, Any]:
+        try:
+            ref = self.agents[node].execute.remote(payload)
+        except Exception as exc:
+            raise _unpicklable(request, exc) from None
+        items = len(request.args[0]) if request.kind == MAP else 1
+        backstop = (request.timeout or 0) * items * (1 + self._slots) + BACKSTOP_GRACE
+        try:
+            ok, value, events = await asyncio.wait_for(asyncio.wrap_future(ref.future()), backstop)
+            if events:
+                await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, events)
+            return ok, value
+        except asyncio.TimeoutError:
+            raise TimeoutError(
+                f"node {node} gave no answer for {request.name} within {backstop:g}s "
+                "(its agent is unresponsive)"
+            ) from None
+        except RayActorError as exc:
+            if self.closing:
+                raise PoolClosedError(f"the pool closed while {request.name} was running") from None
+            if self._wants(InstanceReplaced):
+                self._emit(InstanceReplaced(node, f"agent died while running {request.name}"))
+            raise NodeCrashedError(
+                f"node {node}'s worker process died while running {request.name} "
+                f"({_first_line(exc)}). The node's agent is replaced and the pool keeps working; "
+                "the task was not retried.",
+                node,
+            ) from None
+        except RayTaskError as exc:
+            raise TypeError(
+                f"the result of {request.name} on node {node} could not be sent back: "
+                f"{_first_line(exc.cause if exc.cause is not None else exc)}. Return something picklable."
+            ) from None
+
+    def _failure(self, failure: TaskFailure, request: TaskRequest, offset: int) -> BaseException:
+        if failure.item is not None:
+            failure = _shift_item(failure, offset)
+        if failure.crashed:
+            return NodeCrashedError(failure.message, failure.node)
+        return failure.to_exception(request.name)
+
+    def _put(self, request: TaskRequest) -> Any:
+        try:
+            return ray.put(request)
+        except Exception as exc:
+            raise _unpicklable(request, exc) from None
+
+    def _check_open(self) -> None:
+        if self.closing:
+            raise PoolClosedError("the pool is closed: open a new one to run more work")
+
+
+def _unpicklable(request: TaskRequest, exc: Exception) -> Exception:
+    found = describe_unpicklable(request.fn, request.args, request.kwargs, request.name)
+    return found if found is not None else exc
+
+
+def _shift_item(failure: TaskFailure, offset: int) -> TaskFailure:
+    return replace(failure, item=(failure.item or 0) + offset)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,113 @@
+"""The process's private Ray instance, shared by the local pools open at the same time.
+
+Started on first use with its own temp dir (short path under the system temp dir), no
+dashboard, bound to 127.0.0.1, token auth with a fresh token passed through the
+environment (so nothing is written to ~/.ray), usage stats off. Stopped, and its temp
+dir removed, when the last local pool closes. A Ray instance the user started is used
+as it is and never stopped by us.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+
+import ray
+
+_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_AUTH_MODE": "token",
+    "RAY_DEDUP_LOGS": "0",
+}
+_QUIET_LOGGERS = ("ray", "ray._private", "ray._raylet")
+
+
+class LocalRay:
+    """Reference-counted start/stop of the local Ray instance."""
+
+    _lock = threading.Lock()
+    _users = 0
+    _owned = False
+    _temp_dir: str | None = None
+    _saved_env: dict[str, str | None] = {}
+
+    @classmethod
+    def acquire(cls) -> None:
+        """Start Ray if this is the first local pool; otherwise share the running one."""
+        with cls._lock:
+            if cls._users == 0:
+                cls._start()
+            cls._users += 1
+
+    @classmethod
+    def release(cls) -> None:
+        """Stop Ray and remove its files when the last local pool lets go."""
+        with cls._lock:
+            cls._users = max(0, cls._users - 1)
+            if cls._users == 0:
+                cls._stop()
+
+    @classmethod
+    def temp_dir(cls) -> str | None:
+        return cls._temp_dir
+
+    @classmethod
+    def _start(cls) -> None:
+        if ray.is_initialized():
+            cls._owned = False
+            return
+        env = {**_ENV, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        cls._saved_env = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
+        _reload_ray_config()
+        cls._temp_dir = tempfile.mkdtemp(prefix="sky-")
+        for name in _QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            ray.init(
+                num_cpus=os.cpu_count() or 1,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                _temp_dir=cls._temp_dir,
+                _node_ip_address="127.0.0.1",
+                namespace="skyward",
+            )
+        except BaseException:
+            cls._stop_owned()
+            raise
+        cls._owned = True
+
+    @classmethod
+    def _stop(cls) -> None:
+        if cls._owned:
+            cls._stop_owned()
+        cls._owned = False
+
+    @classmethod
+    def _stop_owned(cls) -> None:
+        try:
+            ray.shutdown()
+        finally:
+            for key, value in cls._saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            cls._saved_env = {}
+            _reload_ray_config()
+            if cls._temp_dir:
+                shutil.rmtree(cls._temp_dir, ignore_errors=True)
+            cls._temp_dir = None
+
+
+def _reload_ray_config() -> None:
+    """Make Ray re-read its settings from the environment: it caches them when imported,
+    and the auth mode must follow the variables set just before ``ray.init``."""
+    from ray._raylet import Config
+
+    Config.initialize("")

@@ -1,0 +1,46 @@
+"""Exceptions skyward raises on the client."""
+
+from __future__ import annotations
+
+
+class SkywardError(Exception):
+    """Base class of skyward's own errors."""
+
+
+class NoActivePoolError(SkywardError, RuntimeError):
+    """Raised when ``>> sky`` or ``sky.dict(...)`` is used with no pool open."""
+
+
+class NodeCrashedError(SkywardError, RuntimeError):
+    """The process running a task died (os._exit, a signal, a segfault, out of memory).
+
+    The node's agent is replaced and the pool keeps working; the task is not retried.
+    """
+
+    def __init__(self, message: str, node: int) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+class RemoteError(SkywardError):
+    """Stands in for a remote exception that could not be sent back as itself."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.remote_message = message
+
+
+class RemoteTraceback(Exception):
+    """Carries the remote traceback text; set as ``__cause__`` of a re-raised remote error."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"\n\n[remote traceback]\n{self.text}"
+
+
+class PoolClosedError(SkywardError, RuntimeError):
+    """Raised when work is dispatched to a pool that was closed or never opened."""

@@ -1,0 +1,112 @@
+"""Delivering events to handlers: per pool (``pool.on``) and global (``sky.use_callback``).
+
+A handler that raises is reported once (per handler) on stderr and in the log, then
+kept; it never breaks the pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from skyward.observe.events import Event
+
+Handler = Callable[[Any], Any]
+Callback = Callable[[Event], Event | None]
+
+_log = logging.getLogger("skyward")
+_global_lock = threading.Lock()
+_global_callbacks: list[Callback] = []
+
+
+class EventBus:
+    """Handlers by event type, safe to call from any thread."""
+
+    def __init__(self) -> None:
+        self._handlers: list[tuple[type, Handler]] = []
+        self._lock = threading.Lock()
+        self._reported: set[int] = set()
+        self._types: frozenset[type] = frozenset()
+
+    def on(self, event_type: type, handler: Handler) -> Callable[[], None]:
+        """Call ``handler(event)`` for every event of ``event_type`` (or a subclass).
+        Returns a function that unsubscribes it."""
+        if not (isinstance(event_type, type) and issubclass(event_type, Event)):
+            raise TypeError(f"pool.on() takes an event class such as sky.TaskCompleted, got {event_type!r}")
+        if not callable(handler):
+            raise TypeError(f"pool.on() needs a callable handler, got {handler!r}")
+        entry = (event_type, handler)
+        with self._lock:
+            self._handlers.append(entry)
+            self._types = frozenset(t for t, _ in self._handlers)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if entry in self._handlers:
+                    self._handlers.remove(entry)
+                self._types = frozenset(t for t, _ in self._handlers)
+
+        return unsubscribe
+
+    def wants(self, event_type: type) -> bool:
+        """True when someone listens for ``event_type`` (lets hot paths skip building events)."""
+        if _global_callbacks:
+            return True
+        return any(issubclass(event_type, t) for t in self._types)
+
+    def emit(self, event: Any) -> None:
+        """Deliver ``event`` to matching handlers, then to the callbacks."""
+        with self._lock:
+            handlers = [h for t, h in self._handlers if isinstance(event, t)]
+        for handler in handlers:
+            self._call(handler, event)
+        with _global_lock:
+            callbacks = list(_global_callbacks)
+        for callback in callbacks:
+            self._call(callback, event)
+
+    def _call(self, handler: Handler, event: Any) -> None:
+        try:
+            handler(event)
+        except Exception as exc:  # noqa: BLE001 - a handler must not break the pool
+            key = id(handler)
+            if key not in self._reported:
+                self._reported.add(key)
+                name = getattr(handler, "__qualname__", repr(handler))
+                message = f"skyward: event handler {name} raised {type(exc).__name__}: {exc} (reported once)"
+                _log.error(message)
+                print(message, file=sys.stderr)
+
+
+def compose(*callbacks: Callback) -> Callback:
+    """One callback that calls each of ``callbacks`` in order."""
+
+    def composed(event: Event) -> None:
+        for callback in callbacks:
+            callback(event)
+
+    return composed
+
+
+@contextlib.contextmanager
+def use_callback(callback: Callback) -> Iterator[None]:
+    """Send every pool's events (and ``sky.emit`` calls) to ``callback`` while the block runs."""
+    with _global_lock:
+        _global_callbacks.append(callback)
+    try:
+        yield
+    finally:
+        with _global_lock:
+            _global_callbacks.remove(callback)
+
+
+def emit(event: Event) -> None:
+    """Send ``event`` to the callbacks registered with ``use_callback``."""
+    with _global_lock:
+        callbacks = list(_global_callbacks)
+    for callback in callbacks:
+        callback(event)

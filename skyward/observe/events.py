@@ -1,0 +1,180 @@
+"""Events a pool emits, as frozen dataclasses. Subscribe with ``pool.on(Type, handler)``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every skyward event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRequested(Event):
+    """A pool asked its provider for nodes."""
+
+    pool: str
+    provider: str
+    nodes: int
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterProvisioned(Event):
+    """The provider has the machines (for Local: the engine is running)."""
+
+    pool: str
+    nodes: int
+    duration: float
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterReady(Event):
+    """Every node's agent answered; work can start."""
+
+    pool: str
+    nodes: int
+    duration: float
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDestroyed(Event):
+    """The pool is torn down."""
+
+    pool: str
+    duration: float
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceProvisioned(Event):
+    """A node exists."""
+
+    node: int
+    instance_id: str
+    ip: str | None = None
+    spot: bool = False
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceBootstrapped(Event):
+    """A node's agent is running and answered."""
+
+    node: int
+    instance_id: str
+    duration: float
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class InstancePreempted(Event):
+    """A node was reclaimed by its provider."""
+
+    node: int
+    instance_id: str
+    reason: str = ""
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceReplaced(Event):
+    """A node's agent died and a new one took its place."""
+
+    node: int
+    reason: str
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceDestroyed(Event):
+    """A node was stopped."""
+
+    node: int
+    instance_id: str
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStarted(Event):
+    """A task was sent to a node."""
+
+    task_id: str
+    name: str
+    node: int
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCompleted(Event):
+    """A task finished; ``error`` is None on success."""
+
+    task_id: str
+    name: str
+    node: int
+    duration: float
+    error: str | None = None
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class Log(Event):
+    """One line a task printed."""
+
+    node: int
+    line: str
+    stream: str = "stdout"
+    task_id: str | None = None
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class Metric(Event):
+    """One sampled value on a node."""
+
+    node: int
+    name: str
+    value: float
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class Error(Event):
+    """Something went wrong outside a task's own code."""
+
+    message: str
+    node: int | None = None
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class CostUpdate(Event):
+    """Running cost so far."""
+
+    elapsed_seconds: float
+    accumulated_cost: float
+    hourly_rate: float
+    spot_count: int = 0
+    ondemand_count: int = 0
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class CostFinal(Event):
+    """Total cost of the pool, emitted once at teardown."""
+
+    total_cost: float
+    total_seconds: float
+    hourly_rate: float
+    spot_count: int = 0
+    ondemand_count: int = 0
+    savings_vs_ondemand: float = 0.0
+    timestamp: float = field(default_factory=_now)

@@ -1,0 +1,363 @@
+"""``Pool``: the synchronous face of a running cluster, and ``sky.Compute`` which opens one.
+
+A pool owns an asyncio loop on a daemon thread; every public method is synchronous and
+bridges to that loop. Opening provisions the nodes (trying each Spec in selection
+order); closing waits for work still in flight (up to ``Options.shutdown_timeout``) on a
+normal exit, cancels it at once when the block exits with an exception (Ctrl-C
+included), and stops every process the pool started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import Token
+from typing import Any
+
+from skyward import context
+from skyward.context import NESTED_DISPATCH
+from skyward.cluster.driver import ClusterDriver
+from skyward.cluster.hub import HubPoller
+from skyward.errors import PoolClosedError
+from skyward.function import PendingFunction, PendingFunctionGroup, SkywardFunction
+from skyward.observe import log_setup
+from skyward.observe.bus import EventBus
+from skyward.observe.console import Console, resolve_mode
+from skyward.observe.events import (
+    ClusterDestroyed,
+    ClusterProvisioned,
+    ClusterReady,
+    ClusterRequested,
+    CostFinal,
+    Error,
+    InstanceBootstrapped,
+    InstanceDestroyed,
+    InstanceProvisioned,
+)
+from skyward.providers.base import LaunchedCluster
+from skyward.runtime import current_task
+from skyward.spec import Options, Spec
+
+class Pool:
+    """A pool of nodes; use it as a context manager (``with sky.Compute(...) as pool``)."""
+
+    def __init__(self, specs: tuple[Spec, ...], options: Options, name: str | None = None) -> None:
+        if not specs:
+            raise ValueError("a pool needs at least one Spec")
+        self.specs = specs
+        self.options = options
+        self.name = name or f"pool-{uuid.uuid4().hex[:8]}"
+        self.id = uuid.uuid4().hex
+        self._bus = EventBus()
+        self._state = "new"
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._cluster: LaunchedCluster | None = None
+        self._driver: ClusterDriver | None = None
+        self._poller: HubPoller | None = None
+        self._console: Console | None = None
+        self._log_handlers: list[Any] = []
+        self._token: Token[Any] | None = None
+        self._futures: set[concurrent.futures.Future[Any]] = set()
+        self._opened_at = 0.0
+        self.spec: Spec | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> Pool:
+        self.open()
+        self._token = context.activate(self)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        token, self._token = self._token, None
+        context.deactivate(self, token)
+        self.close(cancel=exc_type is not None)
+
+    def open(self) -> Pool:
+        """Provision the nodes and start the agents; blocks until the pool is ready."""
+        with self._lock:
+            if self._state != "new":
+                raise RuntimeError(f"pool {self.name} was already opened; create a new one")
+            self._state = "opening"
+        self._opened_at = time.monotonic()
+        self._log_handlers = log_setup.install(self.options.logging)
+        self._console = Console(resolve_mode(self.options.console), self._bus)
+        try:
+            self._start_loop()
+            self._launch()
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def close(self, cancel: bool = False) -> None:
+        """Stop everything the pool started. Work in flight is awaited for up to
+        ``Options.shutdown_timeout`` seconds, or cancelled at once when ``cancel``."""
+        with self._lock:
+            if self._state in ("closing", "closed", "new"):
+                self._state = "closed" if self._state == "new" else self._state
+                return
+            self._state = "closing"
+        pending = [f for f in list(self._futures) if not f.done()]
+        if pending and not cancel:
+            concurrent.futures.wait(pending, timeout=self.options.shutdown_timeout)
+        for future in pending:
+            future.cancel()
+        self._teardown()
+
+    def _start_loop(self) -> None:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name=f"skyward-{self.name}", daemon=True)
+        thread.start()
+        self._loop, self._loop_thread = loop, thread
+
+    def _launch(self) -> None:
+        errors: list[BaseException] = []
+        for spec in self._ordered_specs():
+            nodes = spec.node_count.desired
+            self._bus.emit(ClusterRequested(self.name, spec.provider.name, nodes))
+            try:
+                spec.provider.validate(spec, self.options)
+                started = time.monotonic()
+                cluster = spec.provider.launch(spec, self.options, self.id)
+            except (ValueError, TypeError, NotImplementedError):
+                raise
+            except Exception as exc:  # provisioning failed: try the next spec
+                errors.append(exc)
+                self._bus.emit(Error(f"{spec.provider.name}: {exc}"))
+                continue
+            self.spec, self._cluster = spec, cluster
+            duration = time.monotonic() - started
+            self._bus.emit(ClusterProvisioned(self.name, nodes, duration))
+            for info in cluster.infos:
+                self._bus.emit(InstanceProvisioned(info.node, f"{self.id}-{info.node}", info.head_addr))
+                self._bus.emit(InstanceBootstrapped(info.node, f"{self.id}-{info.node}", duration))
+            worker = self.options.resolved_worker
+            self._poller = HubPoller(cluster.hub, self._bus.emit, lambda m: self._bus.emit(Error(m)))
+            self._driver = ClusterDriver(
+                cluster.agents, worker.slots, self.options.default_compute_timeout,
+                self._bus.emit, self._bus.wants, self._poller.wait_delivered,
+            )
+            with self._lock:
+                self._state = "open"
+            self._bus.emit(ClusterReady(self.name, nodes, time.monotonic() - self._opened_at))
+            return
+        if len(errors) == 1:
+            raise errors[0]
+        failure = RuntimeError(f"every Spec of pool {self.name} failed to provision")
+        for spec, error in zip(self.specs, errors):
+            failure.add_note(f"{spec.provider.name}: {type(error).__name__}: {error}")
+        raise failure
+
+    def _ordered_specs(self) -> list[Spec]:
+        if self.options.selection == "first" or len(self.specs) == 1:
+            return list(self.specs)
+        return sorted(self.specs, key=lambda s: getattr(s.provider, "hourly_price", lambda _s: 0.0)(s))
+
+    def _teardown(self) -> None:
+        if self._driver is not None:
+            self._driver.closing = True
+        if self._poller is not None:
+            self._poller.stop()
+        if self._cluster is not None:
+            try:
+                self._cluster.teardown()
+            except Exception as exc:  # report, keep tearing down
+                self._bus.emit(Error(f"teardown: {exc}"))
+            for info in self._cluster.infos:
+                self._bus.emit(InstanceDestroyed(info.node, f"{self.id}-{info.node}"))
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._loop_thread is not None:
+                self._loop_thread.join(timeout=5)
+            self._loop.close()
+        elapsed = time.monotonic() - self._opened_at
+        if self._cluster is not None:
+            self._bus.emit(CostFinal(self._cluster.hourly_rate * elapsed / 3600, elapsed, self._cluster.hourly_rate))
+        self._bus.emit(ClusterDestroyed(self.name, elapsed))
+        if self._console is not None:
+            self._console.close()
+        log_setup.uninstall(self._log_handlers)
+        self._cluster = self._driver = self._poller = None
+        with self._lock:
+            self._state = "closed"
+
+    # ----------------------------------------------------------------- dispatch
+
+    def _require_driver(self) -> ClusterDriver:
+        if current_task() is not None:
+            raise RuntimeError(NESTED_DISPATCH)
+        driver = self._driver
+        if driver is None or self._state != "open" or self._loop is None:
+            raise PoolClosedError(
+                f"pool {self.name} is not open: use it inside `with sky.Compute(...) as pool:`"
+            )
+        return driver
+
+    def _submit(self, make: Callable[[ClusterDriver], Any]) -> concurrent.futures.Future[Any]:
+        driver = self._require_driver()
+        assert self._loop is not None
+        future = asyncio.run_coroutine_threadsafe(make(driver), self._loop)
+        self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+        return future
+
+    def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def run(self, pending: PendingFunction[Any], *, target: Any = None) -> Any:
+        """Run on one node and return the result (``pending >> pool``). ``target`` pins the
+        node: "head" or a rank."""
+        _check_pending(pending, ">>")
+        return self._wait(self._submit(lambda d: d.run(pending, target)))
+
+    def run_async(self, pending: PendingFunction[Any], *, target: Any = None) -> concurrent.futures.Future[Any]:
+        """Start on one node and return a Future at once (``pending > pool``)."""
+        _check_pending(pending, ">")
+        return self._submit(lambda d: d.run(pending, target))
+
+    def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
+        """Run on every node at once; results in node order (``pending @ pool``)."""
+        _check_pending(pending, "@")
+        return self._wait(self._submit(lambda d: d.broadcast(pending)))
+
+    def run_parallel(self, group: PendingFunctionGroup) -> Any:
+        """Run a group in parallel: a tuple of results, or a generator when ``stream``."""
+        if not isinstance(group, PendingFunctionGroup):
+            raise TypeError(f"run_parallel() takes a group (a() & b(), or sky.gather(...)), got {group!r}")
+        futures = [self._submit(lambda d, p=p: d.run(p, None)) for p in group.items]
+        if group.stream:
+            return self._stream(futures, group.ordered)
+        try:
+            return tuple(future.result() for future in futures)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+    def _stream(self, futures: list[concurrent.futures.Future[Any]], ordered: bool) -> Iterator[Any]:
+        try:
+            source = futures if ordered else concurrent.futures.as_completed(futures)
+            for future in source:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def map(self, fn: Callable[..., Any], items: Iterable[Any], *, timeout: float | None = None) -> list[Any]:
+        """``[fn(x) for x in items]`` across the pool, results in input order.
+
+        ``fn`` need not be decorated. Items travel in chunks sized automatically (big
+        first, single items at the end), so 10,000 small items cost a few dozen round
+        trips. ``timeout`` applies per item (default: the function's, else the pool's).
+        """
+        pending = _as_pending(fn, timeout)
+        values = list(items)
+        if not values:
+            self._require_driver()
+            return []
+        return self._wait(self._submit(lambda d: d.map(pending, values)))
+
+    def current_nodes(self) -> int:
+        """How many nodes are ready now."""
+        return self._driver.nodes if self._driver is not None else 0
+
+    def resize(self, nodes: Any) -> None:
+        """Change the node count at run time: not implemented yet."""
+        raise NotImplementedError(
+            "pool.resize() is not implemented yet: pools keep the node count they were opened with"
+        )
+
+    def on(self, event_type: type, handler: Callable[[Any], Any]) -> Callable[[], None]:
+        """Call ``handler(event)`` for each event of ``event_type``; returns an unsubscribe function."""
+        return self._bus.on(event_type, handler)
+
+    # ----------------------------------------------------------------- old names
+
+    def run_batch(self, group: PendingFunctionGroup) -> Any:
+        """Old name of ``run_parallel``."""
+        return self.run_parallel(group)
+
+    @property
+    def is_active(self) -> bool:
+        """True while the pool is open."""
+        return self._state == "open"
+
+    @property
+    def instance_count(self) -> int:
+        """Old name of ``current_nodes()``."""
+        return self.current_nodes()
+
+    # ----------------------------------------------------------------- operators
+
+    def __rrshift__(self, other: Any) -> Any:
+        raise _not_pending(other, ">>")
+
+    def __rmatmul__(self, other: Any) -> Any:
+        raise _not_pending(other, "@")
+
+    def __lt__(self, other: Any) -> Any:
+        raise _not_pending(other, ">")
+
+    def __reduce__(self) -> Any:
+        return (DetachedPool, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"<Pool {self.name} {self._state} nodes={self.current_nodes()}>"
+
+
+class DetachedPool:
+    """What a pool becomes when a task captures it: any use says why it cannot work."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise RuntimeError(NESTED_DISPATCH)
+
+    def __rrshift__(self, other: Any) -> Any:
+        raise RuntimeError(NESTED_DISPATCH)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        raise RuntimeError(NESTED_DISPATCH)
+
+    def __lt__(self, other: Any) -> Any:
+        raise RuntimeError(NESTED_DISPATCH)
+
+
+def _check_pending(pending: Any, operator: str) -> None:
+    if not isinstance(pending, PendingFunction):
+        raise _not_pending(pending, operator)
+
+
+def _not_pending(value: Any, operator: str) -> TypeError:
+    if isinstance(value, SkywardFunction):
+        return TypeError(f"call the function first: `{value.__qualname__}(...) {operator} pool`")
+    if isinstance(value, PendingFunctionGroup):
+        return TypeError("a group runs with `>>` only: `(a() & b()) >> pool`")
+    return TypeError(
+        f"the left side of `{operator}` must be a pending call such as f(x) where f is decorated "
+        f"with @sky.function; got {type(value).__name__} {value!r}"
+    )
+
+
+def _as_pending(fn: Callable[..., Any], timeout: float | None) -> PendingFunction[Any]:
+    if isinstance(fn, PendingFunction):
+        raise TypeError("pool.map() takes the function itself, not a call: pool.map(f, items)")
+    if isinstance(fn, SkywardFunction):
+        pending = fn()
+    elif callable(fn):
+        pending = PendingFunction(fn)
+    else:
+        raise TypeError(f"pool.map() needs a function, got {type(fn).__name__} {fn!r}")
+    return pending.with_timeout(timeout) if timeout is not None else pending

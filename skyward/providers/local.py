@@ -1,0 +1,194 @@
+"""``sky.Local()``: N nodes as N agent processes on this machine, on a private Ray instance.
+
+Local nodes share this machine's Python environment, working directory and sys.path, so
+functions and classes from your own modules work as they are. Spec fields that describe
+a machine you cannot get here (an accelerator, a region, spot capacity, more CPUs or
+memory than this machine has) are refused with a ValueError rather than ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import psutil
+import ray
+
+from skyward.cluster.agent import AgentSetup, NodeAgent
+from skyward.cluster.hub import EventHub
+from skyward.cluster.local_ray import LocalRay
+from skyward.providers.base import LaunchedCluster
+from skyward.runtime import InstanceInfo, NetworkInfo, PeerInfo
+from skyward.spec import Image, Options, Spec, local_python
+from skyward.validation import fail
+
+SPARE_CONCURRENCY = 40
+DEFAULT_READY_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """Run the pool's nodes as processes on this machine (the default provider)."""
+
+    name: ClassVar[str] = "local"
+
+    def validate(self, spec: Spec, options: Options) -> None:
+        """Raise ValueError/NotImplementedError for what a local pool cannot honour."""
+        _check_machine(spec)
+        _check_image(spec.image)
+        if spec.node_count.elastic:
+            raise NotImplementedError(
+                f"Spec.nodes={spec.nodes!r}: elastic pools (a max above desired) are not "
+                "implemented yet; use a fixed node count"
+            )
+        if spec.volumes:
+            raise NotImplementedError("Spec.volumes is not implemented yet; remove it")
+        if spec.plugins:
+            raise NotImplementedError("Spec.plugins is not implemented yet; remove it")
+        if options.health_checker is not None:
+            raise NotImplementedError("Options.health_checker is not implemented yet; remove it")
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+        """Start (or share) the local Ray instance and one agent per node; blocks until
+        every agent answers or ``Options.provision_timeout`` passes."""
+        LocalRay.acquire()
+        actors: list[Any] = []
+        try:
+            hub_name = f"skyward-hub-{pool_id}"
+            hub = ray.remote(num_cpus=0)(EventHub).options(name=hub_name).remote()
+            actors.append(hub)
+            infos = _infos(spec.node_count.desired, pool_id)
+            worker = options.resolved_worker
+            remote_agent = ray.remote(
+                num_cpus=0,
+                max_restarts=-1,
+                max_task_retries=0,
+                max_concurrency=worker.slots + SPARE_CONCURRENCY,
+            )(NodeAgent)
+            env = {**spec.image.env}
+            sys_path = _sys_path(spec.image)
+            agents = [
+                remote_agent.remote(AgentSetup(info, worker, os.getcwd(), sys_path, env, hub_name))
+                for info in infos
+            ]
+            actors.extend(agents)
+            timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
+            _wait_ready(agents, timeout)
+        except BaseException:
+            _kill(actors)
+            LocalRay.release()
+            raise
+
+        def teardown() -> None:
+            _shutdown_agents(agents)
+            _kill(actors)
+            LocalRay.release()
+
+        return LaunchedCluster(agents, hub, infos, teardown)
+
+
+def _check_machine(spec: Spec) -> None:
+    if spec.accelerator is not None:
+        raise fail(
+            "Spec", "accelerator", spec.accelerator,
+            "sky.Local() runs on this machine's CPU; drop the accelerator or use a provider with GPUs",
+        )
+    cpus = os.cpu_count() or 1
+    if spec.vcpus is not None and spec.vcpus > cpus:
+        raise fail("Spec", "vcpus", spec.vcpus, f"this machine has {cpus} CPUs")
+    memory_gb = psutil.virtual_memory().total / 1024**3
+    if spec.memory_gb is not None and spec.memory_gb > memory_gb:
+        raise fail("Spec", "memory_gb", spec.memory_gb, f"this machine has {memory_gb:.1f} GB")
+    disk_gb = psutil.disk_usage(os.getcwd()).free / 1024**3
+    if spec.disk_gb is not None and spec.disk_gb > disk_gb:
+        raise fail("Spec", "disk_gb", spec.disk_gb, f"this machine has {disk_gb:.0f} GB free")
+    machine = {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
+    if spec.architecture is not None and spec.architecture != machine:
+        raise fail("Spec", "architecture", spec.architecture, f"this machine is {machine}")
+    if spec.allocation == "spot":
+        raise fail("Spec", "allocation", "spot", "sky.Local() has no spot capacity; use the default")
+    if spec.region is not None:
+        raise fail("Spec", "region", spec.region, "sky.Local() has no regions; remove it")
+
+
+def _check_image(image: Image) -> None:
+    if image.python != "auto" and image.python != local_python():
+        raise fail(
+            "Image", "python", image.python,
+            f"local nodes run this interpreter ({local_python()}); use \"auto\" or run the client with it",
+        )
+    for name in ("pip", "apt", "pip_indexes", "shell_vars", "excludes"):
+        if getattr(image, name):
+            raise fail(
+                "Image", name, getattr(image, name),
+                "sky.Local() uses this machine's environment as it is; install it locally, "
+                "or use a remote provider that bootstraps images",
+            )
+    if image.skyward_source not in ("auto", "local"):
+        raise fail("Image", "skyward_source", image.skyward_source, 'local nodes use this copy; use "auto"')
+    for include in image.includes:
+        if not os.path.exists(include):
+            raise fail("Image", "includes", include, "the path does not exist")
+
+
+def _sys_path(image: Image) -> tuple[str, ...]:
+    """The client's import path (its cwd first), plus the parent dirs of includes."""
+    extra = []
+    for include in image.includes:
+        path = os.path.abspath(include)
+        extra.append(os.path.dirname(path) if path.endswith(".py") or os.path.isdir(path) else path)
+    paths = [os.getcwd(), *extra, *sys.path]
+    return tuple(dict.fromkeys(p for p in paths if p))
+
+
+def _infos(count: int, pool_id: str) -> list[InstanceInfo]:
+    gcs = ray.get_runtime_context().gcs_address
+    port = int(gcs.rsplit(":", 1)[1]) if gcs and ":" in gcs else 0
+    peers = [PeerInfo(node, "127.0.0.1", None) for node in range(count)]
+    return [
+        InstanceInfo(
+            node=node,
+            worker=0,
+            total_nodes=count,
+            workers_per_node=1,
+            accelerators=0.0,
+            total_accelerators=0.0,
+            head_addr="127.0.0.1",
+            head_port=port,
+            job_id=pool_id,
+            peers=peers,
+            accelerator=None,
+            network=NetworkInfo("lo", None),
+        )
+        for node in range(count)
+    ]
+
+
+def _wait_ready(agents: list[Any], timeout: float) -> None:
+    started = time.monotonic()
+    refs = [agent.ready.remote() for agent in agents]
+    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    if pending:
+        raise TimeoutError(
+            f"{len(pending)} of {len(agents)} local nodes did not start within {timeout:g}s "
+            f"(waited {time.monotonic() - started:.1f}s); raise Options.provision_timeout "
+            "or use fewer nodes"
+        )
+    ray.get(ready)
+
+
+def _shutdown_agents(agents: list[Any]) -> None:
+    refs = [agent.shutdown.remote() for agent in agents]
+    ray.wait(refs, num_returns=len(refs), timeout=5)
+
+
+def _kill(actors: list[Any]) -> None:
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:
+            pass

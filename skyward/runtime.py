@@ -1,0 +1,221 @@
+"""Inside a task: where am I (``instance_info``, ``is_head``) and which data is mine (``shard``).
+
+A node's agent installs a ``NodeContext`` once; each running task sets ``TaskContext``.
+Outside a task ``instance_info()`` returns None.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class PeerInfo:
+    """One node of the pool as its peers see it."""
+
+    node: int
+    private_ip: str
+    public_ip: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AcceleratorInfo:
+    """The accelerator on this node."""
+
+    type: str
+    count: float
+    memory_gb: float | None = None
+    is_trainium: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkInfo:
+    """The node's network interface toward its peers."""
+
+    interface: str
+    bandwidth_gbps: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceInfo:
+    """This worker's place in the pool."""
+
+    node: int
+    worker: int
+    total_nodes: int
+    workers_per_node: int
+    accelerators: float
+    total_accelerators: float
+    head_addr: str
+    head_port: int
+    job_id: str
+    peers: list[PeerInfo] = field(default_factory=list)
+    accelerator: AcceleratorInfo | None = None
+    network: NetworkInfo = field(default_factory=lambda: NetworkInfo("lo"))
+
+    @property
+    def global_worker_index(self) -> int:
+        """``node * workers_per_node + worker``."""
+        return self.node * self.workers_per_node + self.worker
+
+    @property
+    def total_workers(self) -> int:
+        """``total_nodes * workers_per_node``."""
+        return self.total_nodes * self.workers_per_node
+
+    @property
+    def is_head(self) -> bool:
+        """True on the single head worker (global worker index 0)."""
+        return self.global_worker_index == 0
+
+    @property
+    def hostname(self) -> str:
+        """The host name of the machine running this worker."""
+        return socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContext:
+    """What a running task knows about itself."""
+
+    task_id: str
+    name: str
+    info: InstanceInfo
+
+
+_node_info: InstanceInfo | None = None
+_task: ContextVar[TaskContext | None] = ContextVar("skyward_task", default=None)
+
+
+def install_node_info(info: InstanceInfo) -> None:
+    """Called once by a node agent (or executor process) to record where it runs."""
+    global _node_info
+    _node_info = info
+
+
+def current_task() -> TaskContext | None:
+    """The task running in this thread, or None outside tasks."""
+    return _task.get()
+
+
+def task_scope() -> ContextVar[TaskContext | None]:
+    """The context variable agents set around a task."""
+    return _task
+
+
+def instance_info() -> InstanceInfo | None:
+    """This worker's ``InstanceInfo`` inside a task; None when not running in a pool."""
+    task = _task.get()
+    if task is not None:
+        return task.info
+    return _node_info
+
+
+def is_head(info: InstanceInfo | None = None) -> bool:
+    """True on the head worker; with no argument, asks ``instance_info()`` (False outside)."""
+    info = info if info is not None else instance_info()
+    return bool(info is not None and info.is_head)
+
+
+def shard(
+    *data: Any,
+    shuffle: bool = False,
+    seed: int = 0,
+    drop_last: bool = False,
+    node: int | None = None,
+    total_nodes: int | None = None,
+) -> Any:
+    """This node's slice of each sequence, of the same type as the input.
+
+    Indices are strided (``indices[node::total_nodes]``), so slices are disjoint and
+    together complete. ``shuffle`` permutes indices with ``seed`` identically on every
+    node; ``drop_last`` trims the tail so all nodes get the same count. Several arrays
+    share the same indices (they must have the same length) and come back as a tuple.
+    ``node``/``total_nodes`` default to this task's place; outside a task pass both.
+    Raises ValueError for mismatched lengths or a bad node, TypeError for non-sequences.
+    """
+    if not data:
+        raise TypeError("shard() needs at least one sequence, e.g. sky.shard(items)")
+    node, total_nodes = _position(node, total_nodes)
+    length = _length(data[0])
+    for other in data[1:]:
+        if _length(other) != length:
+            raise ValueError(
+                f"shard() got sequences of different lengths ({length} and {_length(other)}); "
+                "aligned sharding needs equal lengths"
+            )
+    usable = (length // total_nodes) * total_nodes if drop_last else length
+    if shuffle:
+        order = list(range(length))
+        random.Random(seed).shuffle(order)
+        picked: list[int] | None = order[:usable][node::total_nodes]
+    else:
+        picked = None
+    shards = tuple(_take(seq, node, total_nodes, usable, picked) for seq in data)
+    return shards[0] if len(shards) == 1 else shards
+
+
+def _position(node: int | None, total_nodes: int | None) -> tuple[int, int]:
+    if node is None or total_nodes is None:
+        info = instance_info()
+        if info is None:
+            raise RuntimeError(
+                "shard() outside a task does not know the node: pass node= and total_nodes=, "
+                "or call it inside a @sky.function running on a pool"
+            )
+        node = info.node if node is None else node
+        total_nodes = info.total_nodes if total_nodes is None else total_nodes
+    if isinstance(total_nodes, bool) or not isinstance(total_nodes, int) or total_nodes < 1:
+        raise ValueError(f"shard(total_nodes={total_nodes!r}) must be an int >= 1")
+    if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < total_nodes:
+        raise ValueError(f"shard(node={node!r}) must be an int in 0..{total_nodes - 1}")
+    return node, total_nodes
+
+
+def _length(seq: Any) -> int:
+    try:
+        return len(seq)
+    except TypeError:
+        raise TypeError(
+            f"shard() takes sequences (list, tuple, range, numpy array, torch tensor, ...), "
+            f"got {type(seq).__name__}"
+        ) from None
+
+
+def _take(seq: Any, node: int, total: int, usable: int, picked: list[int] | None) -> Any:
+    if picked is None:
+        try:
+            return seq[:usable][node::total]
+        except (TypeError, KeyError, ValueError):
+            picked = list(range(usable))[node::total]
+    return _gather(seq, picked)
+
+
+def _gather(seq: Any, indices: list[int]) -> Any:
+    module = type(seq).__module__.split(".")[0]
+    if module == "numpy":
+        import numpy
+
+        return seq[numpy.asarray(indices, dtype=numpy.intp)]
+    if module == "torch":
+        import torch
+
+        return seq[torch.as_tensor(indices, dtype=torch.long)]
+    items = [seq[i] for i in indices]
+    if isinstance(seq, str):
+        return "".join(items)
+    if isinstance(seq, (list, range)):
+        return items
+    if isinstance(seq, tuple):
+        return type(seq)(items) if type(seq) is tuple else tuple(items)
+    if isinstance(seq, Sequence):
+        try:
+            return type(seq)(items)  # type: ignore[call-arg]
+        except TypeError:
+            return items
+    return items
