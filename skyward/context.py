@@ -65,21 +65,15 @@ def active_pool() -> Any:
     """The pool ``>> sky`` refers to.
 
     The context's active pool wins; in a thread that has no context (a plain
-    ``threading.Thread`` started inside the ``with`` block) the single open pool is used.
-    Raises NoActivePoolError when neither exists, or when several pools are open and
-    none is active in this context.
+    ``threading.Thread`` started inside the ``with`` block) the most recently opened pool
+    that is still open is used. Raises NoActivePoolError when no pool is open.
     """
     pool = _active.get()
     if pool is not None:
         return pool
     with _open_lock:
-        if len(_open) == 1:
-            return _open[0]
-        if len(_open) > 1:
-            raise NoActivePoolError(
-                "Several pools are open and none is active in this thread: dispatch to a pool "
-                "object (`>> pool`) instead of `>> sky`."
-            )
+        if _open:
+            return _open[-1]
     raise NoActivePoolError(NO_ACTIVE_POOL)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from skyward import context
 from skyward.context import NESTED_DISPATCH
-from skyward.cluster.driver import ClusterDriver
+from skyward.cluster.driver import NO_SLOT, ClusterDriver
 from skyward.cluster.hub import HubPoller
 from skyward.errors import PoolClosedError
 from skyward.function import PendingFunction, PendingFunctionGroup, SkywardFunction
@@ -141,8 +141,8 @@ class Pool:
             worker = self.options.resolved_worker
             self._poller = HubPoller(cluster.hub, self._bus.emit, lambda m: self._bus.emit(Error(m)))
             self._driver = ClusterDriver(
-                cluster.agents, worker.slots, self.options.default_compute_timeout,
-                self._bus.emit, self._bus.wants, self._poller.wait_delivered,
+                cluster.agents, worker, self.options.default_compute_timeout,
+                self._bus.emit, self._bus.wants, self._poller.wait_delivered, self._loop,
             )
             with self._lock:
                 self._state = "open"
@@ -219,7 +219,15 @@ class Pool:
         """Run on one node and return the result (``pending >> pool``). ``target`` pins the
         node: "head" or a rank."""
         _check_pending(pending, ">>")
+        driver = self._require_driver()
+        if not self._on_loop_thread():
+            result = driver.run_now(pending, target)
+            if result is not NO_SLOT:
+                return result
         return self._wait(self._submit(lambda d: d.run(pending, target)))
+
+    def _on_loop_thread(self) -> bool:
+        return threading.current_thread() is self._loop_thread
 
     def run_async(self, pending: PendingFunction[Any], *, target: Any = None) -> concurrent.futures.Future[Any]:
         """Start on one node and return a Future at once (``pending > pool``)."""

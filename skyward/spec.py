@@ -10,6 +10,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from skyward.accelerators import Accelerator
 from skyward.observe.log_config import LogConfig
+from skyward.observe.metrics import Default
+from skyward.observe.metrics import normalize as normalize_metrics
 from skyward.validation import (
     as_str_tuple,
     check_choice,
@@ -105,7 +107,7 @@ class Image:
     includes: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
     skyward_source: str = "auto"
-    metrics: Any = "default"
+    metrics: Any = Default()
     bootstrap_timeout: int = 300
 
     def __post_init__(self) -> None:
@@ -123,6 +125,7 @@ class Image:
         object.__setattr__(self, "env", check_str_dict("Image", "env", self.env))
         object.__setattr__(self, "shell_vars", check_str_dict("Image", "shell_vars", self.shell_vars))
         check_choice("Image", "skyward_source", self.skyward_source, SKYWARD_SOURCES)
+        object.__setattr__(self, "metrics", normalize_metrics(self.metrics))
         check_number("Image", "bootstrap_timeout", self.bootstrap_timeout, strictly_positive=True)
 
     @property

@@ -16,12 +16,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import cloudpickle
 import ray
 
 from skyward.cluster.process_executor import ProcessExecutor
 from skyward.cluster.thread_executor import ThreadExecutor
-from skyward.cluster.wire import TaskRequest
+from skyward.cluster.wire import Payload, TaskFailure, TaskRequest, decode, encode
 from skyward.observe.events import Log
+from skyward.observe.metrics import Collector, MetricSampler
 from skyward.output import TaskStream
 from skyward.runtime import InstanceInfo, current_task, install_node_info
 from skyward.spec import Worker
@@ -39,6 +41,7 @@ class AgentSetup:
     sys_path: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     hub_name: str = ""
+    metrics: tuple[Collector, ...] = ()
 
 
 class _Outbox:
@@ -78,6 +81,22 @@ class _Outbox:
             self.flush()
 
 
+class _SlotLease:
+    """A held concurrency slot that is given back exactly once."""
+
+    def __init__(self, semaphore: threading.BoundedSemaphore) -> None:
+        self._semaphore = semaphore
+        self._lock = threading.Lock()
+        self._held = True
+
+    def release(self) -> None:
+        with self._lock:
+            if not self._held:
+                return
+            self._held = False
+        self._semaphore.release()
+
+
 class NodeAgent:
     """Runs tasks on one node. Created through ``ray.remote`` by the cluster driver."""
 
@@ -88,6 +107,7 @@ class NodeAgent:
         install_node_info(setup.info)
         self._info = setup.info
         self._outbox = _Outbox(ray.get_actor(setup.hub_name))
+        self._sampler = MetricSampler(setup.metrics, setup.info.node, self._outbox.put).start()
         self._printed: set[str] = set()
         self._running = threading.BoundedSemaphore(setup.worker.concurrency)
         self._streams = [
@@ -107,16 +127,28 @@ class NodeAgent:
         """Answer once started; returns the agent's process id."""
         return os.getpid()
 
-    def execute(self, request: TaskRequest) -> tuple[bool, Any, int]:
-        """Run ``request`` when a slot is free. Returns ``(ok, value_or_TaskFailure,
-        events)``: ``events`` is 0 if the task printed nothing, else the hub's event
-        count once its output was published, so the client can print it before the result."""
-        with self._running:
-            ok, value = self._executor.run(request)
-        if request.task_id not in self._printed:
-            return ok, value, 0
-        self._printed.discard(request.task_id)
-        return ok, value, self._outbox.flush_and_count()
+    def execute(self, payload: Payload) -> Payload:
+        """Run an encoded ``TaskRequest`` when a slot is free. Returns the encoded
+        ``(ok, value_or_TaskFailure, events)``: ``events`` is 0 if the task printed
+        nothing, else the hub's event count once its output was published, so the client
+        can print it before the result."""
+        request: TaskRequest = decode(payload)
+        self._running.acquire()
+        slot = _SlotLease(self._running)
+        try:
+            ok, value = self._executor.run(request, slot.release)
+        finally:
+            slot.release()
+        events = 0
+        if request.task_id in self._printed:
+            self._printed.discard(request.task_id)
+            events = self._outbox.flush_and_count()
+        try:
+            return encode((ok, value, events))
+        except Exception as exc:
+            message = f"the result of {request.name} cannot be pickled to send back: {exc}"
+            failure = TaskFailure("TypeError", message, "", self._info.node, cloudpickle.dumps(TypeError(message)))
+            return encode((False, failure, events))
 
     def _current_line(self, stream: str, line: str) -> None:
         task = current_task()
@@ -132,6 +164,7 @@ class NodeAgent:
             stream.flush_task(task_id)
 
     def shutdown(self) -> None:
-        """Stop executor children and flush output; the driver then kills the actor."""
+        """Stop sampling and executor children, flush output; the driver then kills the actor."""
+        self._sampler.stop()
         self._executor.close()
         self._outbox.flush()

@@ -15,15 +15,27 @@ from dataclasses import replace
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from skyward.cluster.scheduler import ALL, SlotScheduler
-from skyward.cluster.wire import CALL, MAP, TaskFailure, TaskRequest, describe_unpicklable
+from skyward.cluster.wire import (
+    CALL,
+    MAP,
+    Payload,
+    TaskFailure,
+    TaskRequest,
+    decode,
+    describe_unpicklable,
+    encode,
+)
 from skyward.errors import NodeCrashedError, PoolClosedError
 from skyward.function import PendingFunction
 from skyward.observe.events import InstanceReplaced, TaskCompleted, TaskStarted
+from skyward.spec import Worker
 
 BACKSTOP_GRACE = 60.0
+CALL_GRACE = 1.0
+NO_SLOT = object()
 CHUNKS_PER_SLOT = 2
 Emit = Callable[[Any], None]
 
@@ -34,19 +46,21 @@ class ClusterDriver:
     def __init__(
         self,
         agents: Sequence[Any],
-        slots_per_node: int,
+        worker: Worker,
         default_timeout: float,
         emit: Emit,
         wants: Callable[[type], bool],
         output_delivered: Callable[[int], None],
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.agents = list(agents)
-        self._slots = slots_per_node
+        self._slots = worker.slots
+        self._queues_on_node = worker.buffer > 0
         self._default_timeout = default_timeout
         self._emit = emit
         self._wants = wants
         self._output_delivered = output_delivered
-        self._scheduler = SlotScheduler(len(self.agents), slots_per_node)
+        self._scheduler = SlotScheduler(len(self.agents), worker.slots, loop)
         self._ids = itertools.count()
         self.closing = False
 
@@ -77,13 +91,44 @@ class ClusterDriver:
         kwargs = {} if kind == MAP else pending.kwargs
         return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind)
 
+    def run_now(self, pending: PendingFunction[Any], target: Any = None) -> Any:
+        """Run on one node from the calling thread, without the event loop, if a slot is
+        free right now; returns ``NO_SLOT`` otherwise (then use ``run``)."""
+        self._check_open()
+        node = self._scheduler.try_acquire(self.target_node(target))
+        if node is None:
+            return NO_SLOT
+        try:
+            request = self._request(pending)
+            started = self._started(node, request)
+            error: BaseException | None = None
+            try:
+                ref = self._send(node, self._encode(request), request)
+                try:
+                    ok, value, events = decode(ray.get(ref, timeout=self._wait_limit(request)))
+                except Exception as exc:
+                    raise self._ray_failure(exc, node, request) from None
+                if events:
+                    self._output_delivered(events)
+                if ok:
+                    return value
+                error = self._failure(value, request, 0)
+                raise error
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                self._completed(node, request, started, error)
+        finally:
+            self._scheduler.release(node)
+
     async def run(self, pending: PendingFunction[Any], target: Any = None) -> Any:
         """Run on one node (round-robin over free slots, or the pinned target)."""
         self._check_open()
         node = await self._scheduler.acquire(self.target_node(target))
         try:
             request = self._request(pending)
-            return await self._execute(node, request, request)
+            return await self._execute(node, self._encode(request), request)
         finally:
             self._scheduler.release(node)
 
@@ -102,7 +147,7 @@ class ClusterDriver:
 
         try:
             request = self._request(pending)
-            shared = self._put(request)
+            shared = self._put(self._encode(request))
             outcomes = await asyncio.gather(
                 *(one(node, shared, request) for node in nodes), return_exceptions=True
             )
@@ -136,7 +181,7 @@ class ClusterDriver:
                     size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * lanes)))
                     start, position = position, position + size
                     request = self._request(fn, MAP, items[start:position])
-                    values = await self._execute(node, request, request, offset=start)
+                    values = await self._execute(node, self._encode(request), request, offset=start)
                     results[start : start + len(values)] = values
                 finally:
                     self._scheduler.release(node)
@@ -150,12 +195,18 @@ class ClusterDriver:
         return results
 
     async def _execute(self, node: int, payload: Any, request: TaskRequest, offset: int = 0) -> Any:
-        started = time.monotonic()
-        if self._wants(TaskStarted):
-            self._emit(TaskStarted(request.task_id, request.name, node))
+        started = self._started(node, request)
         error: BaseException | None = None
         try:
-            ok, value = await self._call(node, payload, request)
+            ref = self._send(node, payload, request)
+            try:
+                ok, value, events = decode(
+                    await asyncio.wait_for(asyncio.wrap_future(ref.future()), self._wait_limit(request))
+                )
+            except Exception as exc:
+                raise self._ray_failure(exc, node, request) from None
+            if events:
+                await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, events)
             if ok:
                 return value
             error = self._failure(value, request, offset)
@@ -164,43 +215,61 @@ class ClusterDriver:
             error = exc
             raise
         finally:
-            if self._wants(TaskCompleted):
-                failed = None if error is None else f"{type(error).__name__}: {error}"
-                self._emit(TaskCompleted(request.task_id, request.name, node, time.monotonic() - started, failed))
+            self._completed(node, request, started, error)
 
-    async def _call(self, node: int, payload: Any, request: TaskRequest) -> tuple[bool, Any]:
+    def _started(self, node: int, request: TaskRequest) -> float:
+        if self._wants(TaskStarted):
+            self._emit(TaskStarted(request.task_id, request.name, node))
+        return time.monotonic()
+
+    def _completed(self, node: int, request: TaskRequest, started: float, error: BaseException | None) -> None:
+        if self._wants(TaskCompleted):
+            failed = None if error is None else f"{type(error).__name__}: {error}"
+            self._emit(TaskCompleted(request.task_id, request.name, node, time.monotonic() - started, failed))
+
+    def _send(self, node: int, payload: Any, request: TaskRequest) -> Any:
         try:
-            ref = self.agents[node].execute.remote(payload)
+            return self.agents[node].execute.remote(payload)
         except Exception as exc:
             raise _unpicklable(request, exc) from None
+
+    def _wait_limit(self, request: TaskRequest) -> float:
+        """How long to wait for an agent's answer. A call starts running as soon as it
+        arrives (unless the node buffers), so its own timeout plus a grace applies;
+        otherwise the agent enforces deadlines and this only guards against a hung agent."""
+        if request.kind == CALL and not self._queues_on_node and request.timeout:
+            return request.timeout + CALL_GRACE
         items = len(request.args[0]) if request.kind == MAP else 1
-        backstop = (request.timeout or 0) * items * (1 + self._slots) + BACKSTOP_GRACE
-        try:
-            ok, value, events = await asyncio.wait_for(asyncio.wrap_future(ref.future()), backstop)
-            if events:
-                await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, events)
-            return ok, value
-        except asyncio.TimeoutError:
-            raise TimeoutError(
-                f"node {node} gave no answer for {request.name} within {backstop:g}s "
+        return (request.timeout or 0) * items * (1 + self._slots) + BACKSTOP_GRACE
+
+    def _ray_failure(self, exc: BaseException, node: int, request: TaskRequest) -> BaseException:
+        """The error to raise for a failure of the engine rather than of the task."""
+        if isinstance(exc, (asyncio.TimeoutError, GetTimeoutError)):
+            if request.kind == CALL and not self._queues_on_node:
+                return TimeoutError(
+                    f"{request.name} did not finish within its timeout of {request.timeout:g}s on node {node}"
+                )
+            return TimeoutError(
+                f"node {node} gave no answer for {request.name} within {self._wait_limit(request):g}s "
                 "(its agent is unresponsive)"
-            ) from None
-        except RayActorError as exc:
+            )
+        if isinstance(exc, RayActorError):
             if self.closing:
-                raise PoolClosedError(f"the pool closed while {request.name} was running") from None
+                return PoolClosedError(f"the pool closed while {request.name} was running")
             if self._wants(InstanceReplaced):
                 self._emit(InstanceReplaced(node, f"agent died while running {request.name}"))
-            raise NodeCrashedError(
+            return NodeCrashedError(
                 f"node {node}'s worker process died while running {request.name} "
                 f"({_first_line(exc)}). The node's agent is replaced and the pool keeps working; "
                 "the task was not retried.",
                 node,
-            ) from None
-        except RayTaskError as exc:
-            raise TypeError(
+            )
+        if isinstance(exc, RayTaskError):
+            return TypeError(
                 f"the result of {request.name} on node {node} could not be sent back: "
                 f"{_first_line(exc.cause if exc.cause is not None else exc)}. Return something picklable."
-            ) from None
+            )
+        return exc
 
     def _failure(self, failure: TaskFailure, request: TaskRequest, offset: int) -> BaseException:
         if failure.item is not None:
@@ -209,11 +278,14 @@ class ClusterDriver:
             return NodeCrashedError(failure.message, failure.node)
         return failure.to_exception(request.name)
 
-    def _put(self, request: TaskRequest) -> Any:
+    def _encode(self, request: TaskRequest) -> Payload:
         try:
-            return ray.put(request)
+            return encode(request)
         except Exception as exc:
             raise _unpicklable(request, exc) from None
+
+    def _put(self, payload: Payload) -> Any:
+        return ray.put(payload)
 
     def _check_open(self) -> None:
         if self.closing:

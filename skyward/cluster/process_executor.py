@@ -99,7 +99,9 @@ class ProcessExecutor:
         self._all: set[_Child] = set()
         self._lock = threading.Lock()
 
-    def run(self, request: TaskRequest) -> Outcome:
+    def run(self, request: TaskRequest, release_slot: Callable[[], None]) -> Outcome:
+        """Run ``request`` in a child; the slot is held until the child answers or is
+        killed at the deadline, so ``release_slot`` is left to the caller."""
         child = self._checkout()
         try:
             return child.run(request, self._info.node, self._sink)

@@ -1,12 +1,16 @@
 """What travels between the client and a node agent: a ``TaskRequest`` and its outcome.
 
-An outcome is ``(True, value)`` or ``(False, TaskFailure)``. A failure carries the
-exception pickled (when it can be) and the remote traceback as text, so the client
-re-raises the remote exception as its own type with the traceback attached.
+Both are cloudpickled (protocol 5) by skyward itself, so Ray carries plain bytes. Buffers
+of 1 MiB or more (large numpy arrays, ...) travel out of band: Ray stores them once in
+its shared-memory object store and the receiver reads them without copying (read-only,
+as with Ray's own arguments). An outcome is ``(True, value)`` or ``(False, TaskFailure)``;
+a failure carries the exception pickled (when it can be) and the remote traceback as
+text, so the client re-raises the remote exception as its own type.
 """
 
 from __future__ import annotations
 
+import pickle
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +22,30 @@ from skyward.errors import RemoteError, RemoteTraceback
 
 CALL = "call"
 MAP = "map"
+OUT_OF_BAND_BYTES = 1 << 20
+Payload = bytes | tuple[bytes, list[Any]]
+
+
+def encode(obj: Any) -> Payload:
+    """Pickle ``obj``; big buffers stay out of band (see the module docstring)."""
+    buffers: list[Any] = []
+
+    def keep_in_band(buffer: pickle.PickleBuffer) -> bool:
+        if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
+            return True
+        buffers.append(buffer)
+        return False
+
+    header = cloudpickle.dumps(obj, protocol=5, buffer_callback=keep_in_band)
+    return (header, buffers) if buffers else header
+
+
+def decode(payload: Payload) -> Any:
+    """The object ``encode`` packed."""
+    if isinstance(payload, bytes):
+        return cloudpickle.loads(payload)
+    header, buffers = payload
+    return cloudpickle.loads(header, buffers=buffers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,19 +81,15 @@ class TaskFailure:
     def from_exception(cls, exc: BaseException, node: int, item: int | None = None) -> TaskFailure:
         """Capture ``exc`` (with its traceback) raised while running a task on ``node``."""
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        try:
-            payload: bytes | None = cloudpickle.dumps(exc)
-            cloudpickle.loads(payload)
-        except Exception:
-            payload = None
-        return cls(type(exc).__qualname__, str(exc), text, node, payload, item)
+        return cls(type(exc).__qualname__, str(exc), text, node, _pickle_exception(exc), item)
 
     def to_exception(self, task_name: str) -> BaseException:
         """The exception to raise on the client, with the remote traceback as its cause."""
         exc: BaseException | None = None
         if self.exception is not None:
             try:
-                exc = cloudpickle.loads(self.exception)
+                loaded = cloudpickle.loads(self.exception)
+                exc = loaded.rebuild() if isinstance(loaded, _ExceptionState) else loaded
             except Exception:
                 exc = None
         if exc is None:
@@ -77,6 +101,35 @@ class TaskFailure:
 
 
 Outcome = tuple[bool, Any]
+
+
+def _pickle_exception(exc: BaseException) -> bytes | None:
+    """Pickle ``exc`` so it loads back as its own type, or None if it cannot be.
+
+    Exceptions whose ``__init__`` takes other arguments than ``args`` do not survive a
+    plain pickle round trip; those are rebuilt from class, args and ``__dict__``.
+    """
+    for candidate in (exc, _ExceptionState(type(exc), exc.args, dict(vars(exc)))):
+        try:
+            payload = cloudpickle.dumps(candidate)
+            cloudpickle.loads(payload)
+            return payload
+        except Exception:
+            continue
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _ExceptionState:
+    cls: type[BaseException]
+    args: tuple[Any, ...]
+    state: dict[str, Any]
+
+    def rebuild(self) -> BaseException:
+        exc = self.cls.__new__(self.cls)
+        exc.args = self.args
+        exc.__dict__.update(self.state)
+        return exc
 
 
 def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> TypeError | None:

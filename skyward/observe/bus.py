@@ -1,7 +1,7 @@
 """Delivering events to handlers: per pool (``pool.on``) and global (``sky.use_callback``).
 
-A handler that raises is reported once (per handler) on stderr and in the log, then
-kept; it never breaks the pool.
+A handler that raises is reported once (per handler) as an ``Error`` event (or on stderr
+and in the log when nobody listens for errors), then kept; it never breaks the pool.
 """
 
 from __future__ import annotations
@@ -10,17 +10,20 @@ import contextlib
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from skyward.observe.events import Event
+from skyward.observe.events import Error, Event
 
 Handler = Callable[[Any], Any]
 Callback = Callable[[Event], Event | None]
+Subscribe = Callable[[type, Handler], Callable[[], None]]
 
 _log = logging.getLogger("skyward")
 _global_lock = threading.Lock()
 _global_callbacks: list[Callback] = []
+_global_reported: set[int] = set()
 
 
 class EventBus:
@@ -70,24 +73,51 @@ class EventBus:
             self._call(callback, event)
 
     def _call(self, handler: Handler, event: Any) -> None:
-        try:
-            handler(event)
-        except Exception as exc:  # noqa: BLE001 - a handler must not break the pool
-            key = id(handler)
-            if key not in self._reported:
-                self._reported.add(key)
-                name = getattr(handler, "__qualname__", repr(handler))
-                message = f"skyward: event handler {name} raised {type(exc).__name__}: {exc} (reported once)"
-                _log.error(message)
-                print(message, file=sys.stderr)
+        message = _call(handler, event, self._reported)
+        if message is None:
+            return
+        if self.wants(Error):
+            self.emit(Error(message))
+        else:
+            _report(message)
+
+
+def _call(handler: Handler, event: Any, reported: set[int]) -> str | None:
+    """Run one handler, swallowing what it raises; returns a message the first time a
+    given handler raises, None otherwise."""
+    try:
+        handler(event)
+    except Exception as exc:  # noqa: BLE001 - a handler must not break the pool
+        key = id(handler)
+        if key not in reported:
+            reported.add(key)
+            name = getattr(handler, "__qualname__", repr(handler))
+            return f"event handler {name} raised {type(exc).__name__}: {exc} (reported once)"
+    return None
+
+
+def _report(message: str) -> None:
+    _log.error(message)
+    sys.stderr.write(f"{time.strftime('%H:%M:%S')} skyward: {message}\n")
+    sys.stderr.flush()
 
 
 def compose(*callbacks: Callback) -> Callback:
-    """One callback that calls each of ``callbacks`` in order."""
+    """One callback that calls each of ``callbacks`` in order. Every one is called even if
+    an earlier one raises; the first exception is raised after the last call."""
+    for callback in callbacks:
+        if not callable(callback):
+            raise TypeError(f"sky.compose() takes callables, got {callback!r}")
 
     def composed(event: Event) -> None:
+        first: Exception | None = None
         for callback in callbacks:
-            callback(event)
+            try:
+                callback(event)
+            except Exception as exc:  # noqa: BLE001 - re-raised below
+                first = first or exc
+        if first is not None:
+            raise first
 
     return composed
 
@@ -95,6 +125,8 @@ def compose(*callbacks: Callback) -> Callback:
 @contextlib.contextmanager
 def use_callback(callback: Callback) -> Iterator[None]:
     """Send every pool's events (and ``sky.emit`` calls) to ``callback`` while the block runs."""
+    if not callable(callback):
+        raise TypeError(f"sky.use_callback() needs a callable, got {callback!r}")
     with _global_lock:
         _global_callbacks.append(callback)
     try:
@@ -105,8 +137,13 @@ def use_callback(callback: Callback) -> Iterator[None]:
 
 
 def emit(event: Event) -> None:
-    """Send ``event`` to the callbacks registered with ``use_callback``."""
+    """Send ``event`` to the callbacks registered with ``use_callback``; a callback that
+    raises is reported once, like a pool's handlers."""
+    if not isinstance(event, Event):
+        raise TypeError(f"sky.emit() takes an event such as sky.Metric(...), got {event!r}")
     with _global_lock:
         callbacks = list(_global_callbacks)
     for callback in callbacks:
-        callback(event)
+        message = _call(callback, event, _global_reported)
+        if message is not None:
+            _report(message)

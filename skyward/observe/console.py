@@ -1,81 +1,94 @@
-"""What a pool prints: task output with a node prefix, and its lifecycle in "log" lines.
+"""Picking what a pool prints, from ``Options.console``.
 
-Modes (``Options.console``): "log" appends ``HH:MM:SS`` lines to stderr; "minimal"
-prints only task output; "silent" prints nothing (subscribe to ``sky.Log`` instead).
-True picks "log". Task output always goes to the client's own stdout/stderr, the
-stream it was written to on the node.
+- True or "rich": a live panel (``rich_console``) when stderr is a terminal; otherwise,
+  or while another pool's panel is live, the "log" console.
+- "log": append-only ``HH:MM:SS`` lines (``log_console``).
+- "minimal": only task output (``[node N] line``, on the stream it was written to) and
+  errors.
+- False or "silent": nothing; subscribe to ``sky.Log`` and friends instead.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from skyward.observe.bus import EventBus
-from skyward.observe.events import (
-    ClusterDestroyed,
-    ClusterReady,
-    ClusterRequested,
-    Error,
-    InstanceReplaced,
-    Log,
-)
+from skyward.observe import rich_console
+from skyward.observe.bus import Subscribe
+from skyward.observe.describe import describe
+from skyward.observe.events import Error, Log
+from skyward.observe.log_console import LogConsole, stamp
 
 
-def resolve_mode(console: bool | str) -> str:
-    """The concrete console mode for an ``Options.console`` value."""
+class Console(Protocol):
+    """What the pool holds: something to close when it stops."""
+
+    def close(self) -> None: ...
+
+
+def resolve_mode(console: bool | str, stderr_tty: bool | None = None) -> str:
+    """The concrete mode for an ``Options.console`` value: "rich" needs a terminal on
+    stderr (``stderr_tty``, default: ask ``sys.stderr``), else it becomes "log"."""
     if console is False:
         return "silent"
     if console is True or console == "rich":
-        return "log"
+        tty = _isatty(sys.stderr) if stderr_tty is None else stderr_tty
+        return "rich" if tty else "log"
     return str(console)
 
 
-class Console:
-    """Subscribes to a pool's events and writes them out."""
+def open_console(console: bool | str, subscribe: Subscribe) -> Console:
+    """Start the console ``Options.console`` asks for, subscribed through ``subscribe``
+    (``pool.on``)."""
+    mode = resolve_mode(console)
+    if mode == "rich" and not rich_console.in_use():
+        return rich_console.RichConsole(subscribe)
+    if mode in ("rich", "log"):
+        return LogConsole(subscribe)
+    if mode == "minimal":
+        return MinimalConsole(subscribe)
+    return SilentConsole()
 
-    def __init__(self, mode: str, bus: EventBus) -> None:
-        self.mode = mode
-        self._lock = threading.Lock()
-        self._unsubscribe: list[Any] = []
-        if mode == "silent":
-            return
-        self._unsubscribe.append(bus.on(Log, self._task_line))
-        if mode == "log":
-            for event_type in (ClusterRequested, ClusterReady, ClusterDestroyed, InstanceReplaced, Error):
-                self._unsubscribe.append(bus.on(event_type, self._lifecycle))
 
-    def _task_line(self, event: Log) -> None:
-        stream = sys.stderr if event.stream == "stderr" else sys.stdout
-        with self._lock:
-            stream.write(f"[node {event.node}] {event.line}\n")
-            stream.flush()
-
-    def _lifecycle(self, event: Any) -> None:
-        text = describe(event)
-        if text:
-            with self._lock:
-                sys.stderr.write(f"{time.strftime('%H:%M:%S', time.localtime(event.timestamp))} {text}\n")
-                sys.stderr.flush()
+class SilentConsole:
+    """Prints nothing."""
 
     def close(self) -> None:
+        """Nothing to stop."""
+
+
+class MinimalConsole:
+    """Task output with a node prefix, and errors on stderr."""
+
+    def __init__(self, subscribe: Subscribe) -> None:
+        self._lock = threading.Lock()
+        self._unsubscribe: list[Callable[[], None]] = [
+            subscribe(Log, self._task_line),
+            subscribe(Error, self._error),
+        ]
+
+    def _task_line(self, event: Log) -> None:
+        self._write(sys.stderr if event.stream == "stderr" else sys.stdout, f"[node {event.node}] {event.line}")
+
+    def _error(self, event: Any) -> None:
+        self._write(sys.stderr, f"{stamp(event.timestamp)} {describe(event)}")
+
+    def _write(self, stream: Any, text: str) -> None:
+        with self._lock:
+            stream.write(text + "\n")
+            stream.flush()
+
+    def close(self) -> None:
+        """Stop printing."""
         for unsubscribe in self._unsubscribe:
             unsubscribe()
+        self._unsubscribe = []
 
 
-def describe(event: Any) -> str:
-    """One human line for a lifecycle event."""
-    if isinstance(event, ClusterRequested):
-        return f"pool {event.pool}: starting {event.nodes} node(s) on {event.provider}"
-    if isinstance(event, ClusterReady):
-        return f"pool {event.pool}: ready, {event.nodes} node(s) in {event.duration:.1f}s"
-    if isinstance(event, ClusterDestroyed):
-        return f"pool {event.pool}: stopped after {event.duration:.1f}s"
-    if isinstance(event, InstanceReplaced):
-        return f"node {event.node}: agent replaced ({event.reason})"
-    if isinstance(event, Error):
-        where = f"node {event.node}: " if event.node is not None else ""
-        return f"{where}error: {event.message}"
-    return ""
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -36,6 +36,19 @@ class ClusterProvisioned(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class BootstrapPhase(Event):
+    """One phase of bringing nodes up finished (``node`` None: the whole cluster).
+
+    Local pools report "engine" (the Ray instance) and "agents" (node agents answering);
+    remote providers add their own phases (apt, pip, skyward, ...)."""
+
+    phase: str
+    duration: float
+    node: int | None = None
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterReady(Event):
     """Every node's agent answered; work can start."""
 
@@ -105,23 +118,41 @@ class InstanceDestroyed(Event):
 
 @dataclass(frozen=True, slots=True)
 class TaskStarted(Event):
-    """A task was sent to a node."""
+    """A task was sent to a node; a map chunk is one task of ``items`` items (None: not
+    reported by the dispatcher)."""
 
     task_id: str
     name: str
     node: int
+    items: int | None = None
     timestamp: float = field(default_factory=_now)
 
 
 @dataclass(frozen=True, slots=True)
 class TaskCompleted(Event):
-    """A task finished; ``error`` is None on success."""
+    """A task finished; ``error`` is None on success. ``items`` as in ``TaskStarted``."""
 
     task_id: str
     name: str
     node: int
     duration: float
     error: str | None = None
+    items: int | None = None
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress(Event):
+    """How far a ``pool.map``, a broadcast or a gather has come: ``done`` of ``total``
+    items, ``failed`` of them with an error; the last one of a batch has ``finished``."""
+
+    batch_id: str
+    kind: str
+    name: str
+    done: int
+    total: int
+    failed: int = 0
+    finished: bool = False
     timestamp: float = field(default_factory=_now)
 
 
@@ -138,11 +169,12 @@ class Log(Event):
 
 @dataclass(frozen=True, slots=True)
 class Metric(Event):
-    """One sampled value on a node."""
+    """One sampled value on a node (see ``sky.metrics`` for names and units)."""
 
     node: int
     name: str
     value: float
+    unit: str = ""
     timestamp: float = field(default_factory=_now)
 
 

@@ -21,6 +21,7 @@ import ray
 from skyward.cluster.agent import AgentSetup, NodeAgent
 from skyward.cluster.hub import EventHub
 from skyward.cluster.local_ray import LocalRay
+from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers.base import LaunchedCluster
 from skyward.runtime import InstanceInfo, NetworkInfo, PeerInfo
 from skyward.spec import Image, Options, Spec, local_python
@@ -55,7 +56,9 @@ class Local:
     def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Start (or share) the local Ray instance and one agent per node; blocks until
         every agent answers or ``Options.provision_timeout`` passes."""
+        started = time.monotonic()
         LocalRay.acquire()
+        engine = time.monotonic() - started
         actors: list[Any] = []
         try:
             hub_name = f"skyward-hub-{pool_id}"
@@ -71,8 +74,9 @@ class Local:
             )(NodeAgent)
             env = {**spec.image.env}
             sys_path = _sys_path(spec.image)
+            metrics = resolve_metrics(spec.image.metrics)
             agents = [
-                remote_agent.remote(AgentSetup(info, worker, os.getcwd(), sys_path, env, hub_name))
+                remote_agent.remote(AgentSetup(info, worker, os.getcwd(), sys_path, env, hub_name, metrics))
                 for info in infos
             ]
             actors.extend(agents)
@@ -88,7 +92,8 @@ class Local:
             _kill(actors)
             LocalRay.release()
 
-        return LaunchedCluster(agents, hub, infos, teardown)
+        phases = (("engine", engine), ("agents", time.monotonic() - started - engine))
+        return LaunchedCluster(agents, hub, infos, teardown, extras={"phases": phases})
 
 
 def _check_machine(spec: Spec) -> None:

@@ -1,0 +1,128 @@
+"""The "log" console: append-only ``HH:MM:SS`` lines, no escape codes, for pipes, files
+and agents that poll a log.
+
+Lifecycle, errors, task failures, progress (at most every ``PROGRESS_EVERY`` s per
+batch, plus its start and end), node load (every ``LOAD_EVERY`` s) and the final
+summary go to stderr; task output goes to the stream it was written to on the node,
+as ``HH:MM:SS [node N] line``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from skyward.observe.bus import Subscribe
+from skyward.observe.describe import describe, progress_line
+from skyward.observe.events import (
+    BootstrapPhase,
+    ClusterDestroyed,
+    ClusterProvisioned,
+    ClusterReady,
+    ClusterRequested,
+    CostFinal,
+    CostUpdate,
+    Error,
+    InstanceBootstrapped,
+    InstancePreempted,
+    InstanceReplaced,
+    Log,
+    Metric,
+    Progress,
+    TaskCompleted,
+)
+from skyward.observe.view import PoolView
+
+PROGRESS_EVERY = 2.0
+LOAD_EVERY = 15.0
+_LINES: tuple[type, ...] = (
+    ClusterRequested, ClusterProvisioned, BootstrapPhase, ClusterReady, InstanceBootstrapped,
+    InstancePreempted, InstanceReplaced, Error, CostUpdate, CostFinal,
+)
+
+
+def stamp(timestamp: float | None = None) -> str:
+    """``HH:MM:SS`` in local time."""
+    return time.strftime("%H:%M:%S", time.localtime(timestamp))
+
+
+class LogConsole:
+    """Writes a pool's events as plain lines; ``close()`` unsubscribes."""
+
+    def __init__(self, subscribe: Subscribe) -> None:
+        self.view = PoolView()
+        self._lock = threading.Lock()
+        self._progress: dict[str, tuple[float, float, int]] = {}
+        self._load_at = time.monotonic()
+        handlers: list[tuple[type, Callable[[Any], Any]]] = [(kind, self._line) for kind in _LINES]
+        handlers += [
+            (Log, self._task_output),
+            (TaskCompleted, self._task_completed),
+            (Progress, self._progress_event),
+            (Metric, self._metric),
+            (ClusterDestroyed, self._destroyed),
+        ]
+        self._unsubscribe = [subscribe(kind, handler) for kind, handler in handlers]
+
+    def close(self) -> None:
+        """Stop writing."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+
+    def _write(self, text: str, stream: TextIO | None = None, timestamp: float | None = None) -> None:
+        with self._lock:
+            out = stream or sys.stderr
+            out.write(f"{stamp(timestamp)} {text}\n")
+            out.flush()
+
+    def _line(self, event: Any) -> None:
+        self.view.apply(event)
+        self._write(describe(event), timestamp=event.timestamp)
+
+    def _task_output(self, event: Log) -> None:
+        stream = sys.stderr if event.stream == "stderr" else sys.stdout
+        self._write(f"[node {event.node}] {event.line}", stream, event.timestamp)
+
+    def _task_completed(self, event: TaskCompleted) -> None:
+        self.view.apply(event)
+        if event.error is not None:
+            self._write(describe(event), timestamp=event.timestamp)
+
+    def _progress_event(self, event: Progress) -> None:
+        self.view.apply(event)
+        now = time.monotonic()
+        first, last, _ = self._progress.get(event.batch_id, (now, 0.0, 0))
+        if event.finished:
+            self._progress.pop(event.batch_id, None)
+        elif now - last < PROGRESS_EVERY:
+            return
+        else:
+            self._progress[event.batch_id] = (first, now, event.done)
+        elapsed = now - first
+        rate = event.done / elapsed if elapsed > 0 and event.done else None
+        self._write(progress_line(event, rate), timestamp=event.timestamp)
+
+    def _metric(self, event: Metric) -> None:
+        self.view.apply(event)
+        now = time.monotonic()
+        if now - self._load_at < LOAD_EVERY:
+            return
+        self._load_at = now
+        with self.view.lock:
+            lines = [_load(index, state.metrics) for index, state in sorted(self.view.nodes.items())]
+        for line in lines:
+            self._write(line)
+
+    def _destroyed(self, event: ClusterDestroyed) -> None:
+        self.view.apply(event)
+        self._write(describe(event), timestamp=event.timestamp)
+        self._write(self.view.summary())
+
+
+def _load(node: int, metrics: dict[str, float]) -> str:
+    shown = [f"{name} {metrics[name]:.0f}%" for name in ("cpu", "memory", "gpu", "gpu_memory") if name in metrics]
+    return f"node {node}: " + (", ".join(shown) if shown else "no metrics")

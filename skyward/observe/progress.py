@@ -1,0 +1,138 @@
+"""How far a ``pool.map``, a broadcast or a gather has come, as ``Progress`` events.
+
+Nothing is counted, and no task event is built, unless someone listens for
+``Progress``. A map or broadcast is counted from its tasks' ``TaskStarted`` and
+``TaskCompleted`` events (matched by function name); a map chunk counts its ``items``,
+or, when the dispatcher does not report them, the size the chunk plan predicts. A
+gather is counted from its futures.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import math
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from skyward.observe.bus import EventBus
+from skyward.observe.events import Progress, TaskCompleted, TaskStarted
+
+
+def guided_chunks(total: int, lanes: int, chunks_per_lane: int) -> Iterator[int]:
+    """Chunk sizes of a guided map in dispatch order: each chunk takes the remaining
+    items divided by ``chunks_per_lane * lanes`` (at least one)."""
+    left = total
+    while left > 0:
+        size = max(1, math.ceil(left / (chunks_per_lane * lanes)))
+        left -= size
+        yield size
+
+
+@dataclass
+class _Batch:
+    batch_id: str
+    kind: str
+    name: str
+    total: int
+    plan: Iterator[int] | None = None
+    done: int = 0
+    failed: int = 0
+    started: int = 0
+    sizes: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def event(self, finished: bool = False) -> Progress:
+        return Progress(self.batch_id, self.kind, self.name, self.done, self.total, self.failed, finished)
+
+
+class ProgressTracker:
+    """Emits ``Progress`` events on ``bus`` for the batches a pool runs."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self._bus = bus
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._open: list[_Batch] = []
+        self._unsubscribe: list[Callable[[], None]] = []
+
+    @contextlib.contextmanager
+    def tasks(self, kind: str, name: str, total: int, plan: Iterator[int] | None = None) -> Iterator[None]:
+        """Count the tasks named ``name`` that start while the block runs, up to ``total``
+        items (``plan``: predicted chunk sizes); the last event has ``finished``."""
+        if total <= 0 or not self._bus.wants(Progress):
+            yield
+            return
+        batch = _Batch(f"b{next(self._ids)}", kind, name, total, plan)
+        with self._lock:
+            if not self._open:
+                self._unsubscribe = [
+                    self._bus.on(TaskStarted, self._task_started),
+                    self._bus.on(TaskCompleted, self._task_completed),
+                ]
+            self._open.append(batch)
+        self._bus.emit(batch.event())
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            with self._lock:
+                self._open.remove(batch)
+                if not self._open:
+                    for unsubscribe in self._unsubscribe:
+                        unsubscribe()
+                    self._unsubscribe = []
+                if failed:
+                    batch.failed = max(batch.failed, 1)
+                else:
+                    batch.done, batch.failed = batch.total, 0
+                final = batch.event(finished=True)
+            self._bus.emit(final)
+
+    def futures(self, kind: str, name: str, futures: list[concurrent.futures.Future[Any]]) -> None:
+        """Count ``futures`` as they finish (a cancelled or failed one counts as failed)."""
+        if not futures or not self._bus.wants(Progress):
+            return
+        batch = _Batch(f"b{next(self._ids)}", kind, name, len(futures))
+        self._bus.emit(batch.event())
+        for future in futures:
+            future.add_done_callback(lambda f: self._future_done(batch, f))
+
+    def _future_done(self, batch: _Batch, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            if future.cancelled() or future.exception() is not None:
+                batch.failed += 1
+            else:
+                batch.done += 1
+            event = batch.event(finished=batch.done + batch.failed >= batch.total)
+        self._bus.emit(event)
+
+    def _task_started(self, event: TaskStarted) -> None:
+        with self._lock:
+            for batch in self._open:
+                if batch.name == event.name and batch.started < batch.total:
+                    size = event.items or (next(batch.plan, 1) if batch.plan is not None else 1)
+                    batch.sizes[(event.task_id, event.node)] = size
+                    batch.started += size
+                    return
+
+    def _task_completed(self, event: TaskCompleted) -> None:
+        with self._lock:
+            for batch in self._open:
+                size = batch.sizes.pop((event.task_id, event.node), None)
+                if size is not None:
+                    size = event.items or size
+                    if event.error is None:
+                        batch.done = min(batch.total, batch.done + size)
+                    else:
+                        batch.failed += size
+                    progress = batch.event()
+                    break
+            else:
+                return
+        self._bus.emit(progress)

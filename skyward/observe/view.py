@@ -1,0 +1,165 @@
+"""``PoolView``: what the consoles show about a pool, kept up to date from its events."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from skyward.observe.describe import cost_line, plural
+from skyward.observe.events import (
+    ClusterDestroyed,
+    ClusterReady,
+    ClusterRequested,
+    CostFinal,
+    CostUpdate,
+    InstanceBootstrapped,
+    InstanceDestroyed,
+    InstancePreempted,
+    InstanceProvisioned,
+    InstanceReplaced,
+    Metric,
+    Progress,
+    TaskCompleted,
+    TaskStarted,
+)
+
+EVENTS: tuple[type, ...] = (
+    ClusterRequested, ClusterReady, ClusterDestroyed, InstanceProvisioned, InstanceBootstrapped,
+    InstancePreempted, InstanceReplaced, InstanceDestroyed, TaskStarted, TaskCompleted, Metric,
+    Progress, CostUpdate, CostFinal,
+)
+KEPT_BATCHES = 3
+
+
+@dataclass
+class NodeState:
+    """One node as the console shows it."""
+
+    node: int
+    state: str = "starting"
+    metrics: dict[str, float] = field(default_factory=dict)
+    running: dict[str, str] = field(default_factory=dict)
+    done: int = 0
+    failed: int = 0
+
+    @property
+    def status(self) -> str:
+        """starting, idle, busy, replaced, preempted or stopped."""
+        if self.state == "ready":
+            return "busy" if self.running else "idle"
+        return self.state
+
+
+class PoolView:
+    """Thread-safe: ``apply`` from any thread; read the fields while holding ``lock``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.pool = ""
+        self.provider = ""
+        self.wanted = 0
+        self.status = "new"
+        self.started_at = time.time()
+        self.wall: float | None = None
+        self.nodes: dict[int, NodeState] = {}
+        self.batches: dict[str, Progress] = {}
+        self.tasks = 0
+        self.failures = 0
+        self.mapped = 0
+        self.cost: CostUpdate | CostFinal | None = None
+
+    def apply(self, event: Any) -> None:
+        """Fold one event into the view (other objects are ignored)."""
+        with self.lock:
+            handler = _HANDLERS.get(type(event))
+            if handler is not None:
+                handler(self, event)
+
+    def node(self, index: int) -> NodeState:
+        """The node's state, created on first mention."""
+        if index not in self.nodes:
+            self.nodes[index] = NodeState(index)
+        return self.nodes[index]
+
+    def elapsed(self) -> float:
+        """Seconds since the pool was requested (its wall time once stopped)."""
+        return self.wall if self.wall is not None else time.time() - self.started_at
+
+    def summary(self) -> str:
+        """``pool p: 4 nodes, 12 tasks (1 failed), 10000 items mapped, wall 8.3s, cost ...``."""
+        with self.lock:
+            tasks = plural(self.tasks, "task")
+            parts = [plural(len(self.nodes) or self.wanted, "node")]
+            parts.append(f"{tasks} ({self.failures} failed)" if self.failures else tasks)
+            if self.mapped:
+                parts.append(f"{self.mapped} items mapped")
+            parts.append(f"wall {self.elapsed():.1f}s")
+            if isinstance(self.cost, CostFinal):
+                parts.append(f"cost {cost_line(self.cost, self.provider)}")
+            return f"pool {self.pool}: " + ", ".join(parts)
+
+    def _requested(self, event: ClusterRequested) -> None:
+        self.pool, self.provider, self.wanted = event.pool, event.provider, event.nodes
+        self.status, self.started_at = "starting", event.timestamp
+
+    def _ready(self, event: ClusterReady) -> None:
+        self.status = "ready"
+        for state in self.nodes.values():
+            if state.state == "starting":
+                state.state = "ready"
+
+    def _destroyed(self, event: ClusterDestroyed) -> None:
+        self.status, self.wall = "stopped", event.duration
+
+    def _set_state(self, event: Any, state: str) -> None:
+        self.node(event.node).state = state
+
+    def _started(self, event: TaskStarted) -> None:
+        node = self.node(event.node)
+        node.running[event.task_id] = event.name
+        if node.state in ("replaced", "preempted"):
+            node.state = "ready"
+
+    def _completed(self, event: TaskCompleted) -> None:
+        node = self.node(event.node)
+        node.running.pop(event.task_id, None)
+        self.tasks += 1
+        node.done += 1
+        if event.error is not None:
+            self.failures += 1
+            node.failed += 1
+
+    def _metric(self, event: Metric) -> None:
+        self.node(event.node).metrics[event.name] = event.value
+
+    def _progress(self, event: Progress) -> None:
+        self.batches.pop(event.batch_id, None)
+        self.batches[event.batch_id] = event
+        if event.finished and event.kind == "map":
+            self.mapped += event.done
+        finished = [key for key, batch in self.batches.items() if batch.finished]
+        for key in finished[: max(0, len(self.batches) - KEPT_BATCHES)]:
+            del self.batches[key]
+
+    def _cost(self, event: CostUpdate | CostFinal) -> None:
+        self.cost = event
+
+
+_HANDLERS: dict[type, Any] = {
+    ClusterRequested: PoolView._requested,
+    ClusterReady: PoolView._ready,
+    ClusterDestroyed: PoolView._destroyed,
+    InstanceProvisioned: lambda view, e: view._set_state(e, "starting"),
+    InstanceBootstrapped: lambda view, e: view._set_state(e, "ready"),
+    InstancePreempted: lambda view, e: view._set_state(e, "preempted"),
+    InstanceReplaced: lambda view, e: view._set_state(e, "replaced"),
+    InstanceDestroyed: lambda view, e: view._set_state(e, "stopped"),
+    TaskStarted: PoolView._started,
+    TaskCompleted: PoolView._completed,
+    Metric: PoolView._metric,
+    Progress: PoolView._progress,
+    CostUpdate: PoolView._cost,
+    CostFinal: PoolView._cost,
+}
