@@ -36,8 +36,10 @@ from skyward.function import (
     function,
     gather,
 )
+from skyward.observe import metrics
 from skyward.observe.bus import compose, emit, use_callback
 from skyward.observe.events import (
+    BootstrapPhase,
     ClusterDestroyed,
     ClusterProvisioned,
     ClusterReady,
@@ -53,6 +55,7 @@ from skyward.observe.events import (
     InstanceReplaced,
     Log,
     Metric,
+    Progress,
     TaskCompleted,
     TaskStarted,
 )
@@ -82,16 +85,16 @@ DEFAULT_IMAGE = Image()
 __version__ = "0.1.0"
 
 __all__ = [
-    "AcceleratorInfo", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
+    "AcceleratorInfo", "BootstrapPhase", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
     "ClusterRequested", "Compute", "ComputePool", "CostFinal", "CostUpdate", "DEFAULT_IMAGE",
     "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
     "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "Local", "Log", "LogConfig",
     "Metric", "MultiPool", "NetworkInfo", "NoActivePoolError", "NodeCrashedError", "Nodes",
     "Options", "PeerInfo", "PendingBatch", "PendingCompute", "PendingFunction",
-    "PendingFunctionGroup", "PipIndex", "Pool", "PoolClosedError", "RemoteError",
+    "PendingFunctionGroup", "PipIndex", "Pool", "PoolClosedError", "Progress", "RemoteError",
     "RemoteTraceback", "Session", "SkywardError", "SkywardFunction", "Spec", "TaskCompleted",
     "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
-    "instance_info", "is_head", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
+    "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback",
 ]
 

@@ -20,24 +20,26 @@ from typing import Any
 
 from skyward import context
 from skyward.context import NESTED_DISPATCH
-from skyward.cluster.driver import NO_SLOT, ClusterDriver
+from skyward.cluster.driver import CHUNKS_PER_SLOT, NO_SLOT, ClusterDriver
 from skyward.cluster.hub import HubPoller
 from skyward.errors import PoolClosedError
 from skyward.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.observe import log_setup
 from skyward.observe.bus import EventBus
-from skyward.observe.console import Console, resolve_mode
+from skyward.observe.console import Console, open_console
+from skyward.observe.cost import CostMeter, Pricing
 from skyward.observe.events import (
+    BootstrapPhase,
     ClusterDestroyed,
     ClusterProvisioned,
     ClusterReady,
     ClusterRequested,
-    CostFinal,
     Error,
     InstanceBootstrapped,
     InstanceDestroyed,
     InstanceProvisioned,
 )
+from skyward.observe.progress import ProgressTracker, guided_chunks
 from skyward.providers.base import LaunchedCluster
 from skyward.runtime import current_task
 from skyward.spec import Options, Spec
@@ -61,7 +63,9 @@ class Pool:
         self._driver: ClusterDriver | None = None
         self._poller: HubPoller | None = None
         self._console: Console | None = None
-        self._log_handlers: list[Any] = []
+        self._logging: log_setup.LogSession | None = None
+        self._cost: CostMeter | None = None
+        self._progress = ProgressTracker(self._bus)
         self._token: Token[Any] | None = None
         self._futures: set[concurrent.futures.Future[Any]] = set()
         self._opened_at = 0.0
@@ -86,8 +90,8 @@ class Pool:
                 raise RuntimeError(f"pool {self.name} was already opened; create a new one")
             self._state = "opening"
         self._opened_at = time.monotonic()
-        self._log_handlers = log_setup.install(self.options.logging)
-        self._console = Console(resolve_mode(self.options.console), self._bus)
+        self._logging = log_setup.install(self.options.logging, self._bus.on)
+        self._console = open_console(self.options.console, self._bus.on)
         try:
             self._start_loop()
             self._launch()
@@ -135,6 +139,10 @@ class Pool:
             self.spec, self._cluster = spec, cluster
             duration = time.monotonic() - started
             self._bus.emit(ClusterProvisioned(self.name, nodes, duration))
+            pricing = cluster.extras.get("pricing") or Pricing(cluster.hourly_rate, ondemand_count=nodes)
+            self._cost = CostMeter(pricing, self._bus.emit).start()
+            for phase, seconds in cluster.extras.get("phases", ()):
+                self._bus.emit(BootstrapPhase(phase, seconds))
             for info in cluster.infos:
                 self._bus.emit(InstanceProvisioned(info.node, f"{self.id}-{info.node}", info.head_addr))
                 self._bus.emit(InstanceBootstrapped(info.node, f"{self.id}-{info.node}", duration))
@@ -177,13 +185,13 @@ class Pool:
             if self._loop_thread is not None:
                 self._loop_thread.join(timeout=5)
             self._loop.close()
-        elapsed = time.monotonic() - self._opened_at
-        if self._cluster is not None:
-            self._bus.emit(CostFinal(self._cluster.hourly_rate * elapsed / 3600, elapsed, self._cluster.hourly_rate))
-        self._bus.emit(ClusterDestroyed(self.name, elapsed))
+        if self._cost is not None:
+            self._cost.stop()
+        self._bus.emit(ClusterDestroyed(self.name, time.monotonic() - self._opened_at))
         if self._console is not None:
             self._console.close()
-        log_setup.uninstall(self._log_handlers)
+        if self._logging is not None:
+            self._logging.close()
         self._cluster = self._driver = self._poller = None
         with self._lock:
             self._state = "closed"
@@ -237,13 +245,16 @@ class Pool:
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
         """Run on every node at once; results in node order (``pending @ pool``)."""
         _check_pending(pending, "@")
-        return self._wait(self._submit(lambda d: d.broadcast(pending)))
+        driver = self._require_driver()
+        with self._progress.tasks("broadcast", pending.name, driver.nodes):
+            return self._wait(self._submit(lambda d: d.broadcast(pending)))
 
     def run_parallel(self, group: PendingFunctionGroup) -> Any:
         """Run a group in parallel: a tuple of results, or a generator when ``stream``."""
         if not isinstance(group, PendingFunctionGroup):
             raise TypeError(f"run_parallel() takes a group (a() & b(), or sky.gather(...)), got {group!r}")
         futures = [self._submit(lambda d, p=p: d.run(p, None)) for p in group.items]
+        self._progress.futures("gather", _group_name(group), futures)
         if group.stream:
             return self._stream(futures, group.ordered)
         try:
@@ -271,10 +282,13 @@ class Pool:
         """
         pending = _as_pending(fn, timeout)
         values = list(items)
+        driver = self._require_driver()
         if not values:
-            self._require_driver()
             return []
-        return self._wait(self._submit(lambda d: d.map(pending, values)))
+        lanes = driver.nodes * self.options.resolved_worker.slots
+        plan = guided_chunks(len(values), lanes, CHUNKS_PER_SLOT)
+        with self._progress.tasks("map", pending.name, len(values), plan):
+            return self._wait(self._submit(lambda d: d.map(pending, values)))
 
     def current_nodes(self) -> int:
         """How many nodes are ready now."""
@@ -341,6 +355,11 @@ class DetachedPool:
 
     def __lt__(self, other: Any) -> Any:
         raise RuntimeError(NESTED_DISPATCH)
+
+
+def _group_name(group: PendingFunctionGroup) -> str:
+    names = list(dict.fromkeys(item.name for item in group.items))
+    return names[0] if len(names) == 1 else f"{len(names)} functions"
 
 
 def _check_pending(pending: Any, operator: str) -> None:

@@ -1,7 +1,7 @@
 """The process's private Ray instance, shared by the local pools open at the same time.
 
 Started on first use with its own temp dir (short path under the system temp dir), no
-dashboard, bound to 127.0.0.1, token auth with a fresh token passed through the
+dashboard, bound to 127.0.0.1, token auth with a random per-process token passed through the
 environment (so nothing is written to ~/.ray), usage stats off. Stopped, and its temp
 dir removed, when the last local pool closes. A Ray instance the user started is used
 as it is and never stopped by us.
@@ -15,6 +15,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import ray
 
@@ -34,13 +35,19 @@ class LocalRay:
     _owned = False
     _temp_dir: str | None = None
     _saved_env: dict[str, str | None] = {}
+    # Ray caches the first token it sees in the process, so every start reuses this one.
+    _token = secrets.token_hex(32)
+
+    # Ray must be stopped by the thread that started it (otherwise the process can die
+    # in ray.shutdown), and pools open from any thread: one owner thread does both.
+    _owner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skyward-ray")
 
     @classmethod
     def acquire(cls) -> None:
         """Start Ray if this is the first local pool; otherwise share the running one."""
         with cls._lock:
             if cls._users == 0:
-                cls._start()
+                cls._owner.submit(cls._start).result()
             cls._users += 1
 
     @classmethod
@@ -49,7 +56,7 @@ class LocalRay:
         with cls._lock:
             cls._users = max(0, cls._users - 1)
             if cls._users == 0:
-                cls._stop()
+                cls._owner.submit(cls._stop).result()
 
     @classmethod
     def temp_dir(cls) -> str | None:
@@ -60,7 +67,7 @@ class LocalRay:
         if ray.is_initialized():
             cls._owned = False
             return
-        env = {**_ENV, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        env = {**_ENV, "RAY_AUTH_TOKEN": cls._token}
         cls._saved_env = {key: os.environ.get(key) for key in env}
         os.environ.update(env)
         _reload_ray_config()

@@ -50,12 +50,17 @@ def cost_line(event: CostFinal, provider: str = "") -> str:
     return text
 
 
-def progress_line(event: Progress, rate: float | None = None) -> str:
+def rate(per_second: float) -> str:
+    """``812/s`` from 100 up, ``3.5/s`` below."""
+    return f"{per_second:,.0f}/s" if per_second >= 100 else f"{per_second:.1f}/s"
+
+
+def progress_line(event: Progress, per_second: float | None = None) -> str:
     """``map square: 2500/10000 (25%) 812/s``, with "done"/"failed" once finished."""
     percent = 100 * event.done / event.total if event.total else 100.0
     text = f"{event.kind} {event.name}: {event.done}/{event.total} ({percent:.0f}%)"
-    if rate:
-        text += f" {rate:,.1f}/s"
+    if per_second:
+        text += f" {rate(per_second)}"
     if event.failed:
         text += f", {event.failed} failed"
     if event.finished:

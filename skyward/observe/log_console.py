@@ -1,8 +1,8 @@
 """The "log" console: append-only ``HH:MM:SS`` lines, no escape codes, for pipes, files
 and agents that poll a log.
 
-Lifecycle, errors, task failures, progress (at most every ``PROGRESS_EVERY`` s per
-batch, plus its start and end), node load (every ``LOAD_EVERY`` s) and the final
+Lifecycle, errors, task failures, progress (every ``PROGRESS_EVERY`` s while a batch
+runs, and once when it ends), node load (every ``LOAD_EVERY`` s) and the final
 summary go to stderr; task output goes to the stream it was written to on the node,
 as ``HH:MM:SS [node N] line``.
 """
@@ -55,7 +55,7 @@ class LogConsole:
     def __init__(self, subscribe: Subscribe) -> None:
         self.view = PoolView()
         self._lock = threading.Lock()
-        self._progress: dict[str, tuple[float, float, int]] = {}
+        self._progress: dict[str, tuple[float, float]] = {}
         self._load_at = time.monotonic()
         handlers: list[tuple[type, Callable[[Any], Any]]] = [(kind, self._line) for kind in _LINES]
         handlers += [
@@ -95,16 +95,16 @@ class LogConsole:
     def _progress_event(self, event: Progress) -> None:
         self.view.apply(event)
         now = time.monotonic()
-        first, last, _ = self._progress.get(event.batch_id, (now, 0.0, 0))
+        first, last = self._progress.setdefault(event.batch_id, (now, now))
         if event.finished:
-            self._progress.pop(event.batch_id, None)
+            del self._progress[event.batch_id]
         elif now - last < PROGRESS_EVERY:
             return
         else:
-            self._progress[event.batch_id] = (first, now, event.done)
+            self._progress[event.batch_id] = (first, now)
         elapsed = now - first
-        rate = event.done / elapsed if elapsed > 0 and event.done else None
-        self._write(progress_line(event, rate), timestamp=event.timestamp)
+        per_second = event.done / elapsed if elapsed > 0 and event.done else None
+        self._write(progress_line(event, per_second), timestamp=event.timestamp)
 
     def _metric(self, event: Metric) -> None:
         self.view.apply(event)

@@ -1,23 +1,44 @@
-"""Turning ``Options.logging`` into a log file for the ``skyward`` logger."""
+"""Turning ``Options.logging`` into a log file for the ``skyward`` logger, with the
+pool's events and task output in it (see ``event_log``)."""
 
 from __future__ import annotations
 
 import logging
 import logging.handlers
 import os
+import sys
 
+from skyward.observe.bus import Subscribe
+from skyward.observe.event_log import EVENTS_LOGGER, TASK_LOGGER, TRACE, EventLog
 from skyward.observe.log_config import LogConfig
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 
 
-def install(setting: LogConfig | bool) -> list[logging.Handler]:
-    """Attach a rotating file handler (and, with ``console``, a stderr handler) to the
-    ``skyward`` logger; returns them so the pool can remove them at exit."""
+class LogSession:
+    """The handlers and event subscriptions one pool added; ``close()`` removes them."""
+
+    def __init__(self, handlers: list[logging.Handler], event_log: EventLog | None) -> None:
+        self.handlers = handlers
+        self._event_log = event_log
+
+    def close(self) -> None:
+        """Detach and close the handlers, stop logging events."""
+        if self._event_log is not None:
+            self._event_log.close()
+        logger = logging.getLogger("skyward")
+        for handler in self.handlers:
+            logger.removeHandler(handler)
+            handler.close()
+
+
+def install(setting: LogConfig | bool, subscribe: Subscribe | None = None) -> LogSession:
+    """Attach a rotating file handler (and, with ``LogConfig.console``, a stderr handler
+    for skyward's own warnings) to the ``skyward`` logger; with ``subscribe``
+    (``pool.on``), log the pool's events and task output to the file too."""
     if setting is False:
-        return []
+        return LogSession([], None)
     config = setting if isinstance(setting, LogConfig) else LogConfig()
     path = os.path.expanduser(config.file)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -36,21 +57,30 @@ def install(setting: LogConfig | bool) -> list[logging.Handler]:
     handler.setFormatter(logging.Formatter(_FORMAT))
     handlers = [handler]
     if config.console:
-        stream = logging.StreamHandler()
+        stream = logging.StreamHandler(_CurrentStderr())
         stream.setLevel(max(level, logging.WARNING) if config.level != "DEBUG" else level)
         stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        stream.addFilter(_not_shown_by_console)
         handlers.append(stream)
     logger = logging.getLogger("skyward")
     for item in handlers:
         logger.addHandler(item)
     if logger.level == logging.NOTSET or logger.level > level:
         logger.setLevel(level)
-    return handlers
+    event_log = EventLog(subscribe, level) if subscribe is not None else None
+    return LogSession(handlers, event_log)
 
 
-def uninstall(handlers: list[logging.Handler]) -> None:
-    """Detach and close the handlers from ``install``."""
-    logger = logging.getLogger("skyward")
-    for handler in handlers:
-        logger.removeHandler(handler)
-        handler.close()
+def _not_shown_by_console(record: logging.LogRecord) -> bool:
+    """Events and task output reach the terminal through the pool's console instead."""
+    return not record.name.startswith((EVENTS_LOGGER, TASK_LOGGER))
+
+
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time (a live console redirects it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()

@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from skyward.observe.bus import Subscribe
-from skyward.observe.describe import describe, money, plural
+from skyward.observe.describe import describe, money, plural, rate
 from skyward.observe.events import (
     ClusterDestroyed,
     CostFinal,
@@ -66,13 +66,14 @@ class _RateColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.1f}/s" if speed else "", style="progress.data.speed")
+        return Text(rate(speed) if speed else "", style="progress.data.speed")
 
 
 class RichConsole:
-    """Draws a pool's events on a rich ``Console`` (stderr by default). With ``live``
-    the panel redraws itself until ``close()``; without, call ``renderable()`` and print
-    it (a recorded Console turns it into text or SVG)."""
+    """Draws a pool's events on a rich ``Console`` (stderr by default): task output,
+    failures and errors are printed as they arrive; with ``live`` the panel redraws
+    itself below them until ``close()``, without it print ``renderable()`` yourself (a
+    recorded Console turns it into text or SVG)."""
 
     def __init__(self, subscribe: Subscribe, console: Console | None = None, live: bool = True) -> None:
         self.view = PoolView()
@@ -179,7 +180,7 @@ class RichConsole:
         self.view.apply(event)
         with self._bars_lock:
             bar = self._bars.get(event.batch_id)
-            label = f"{event.kind} {event.name}"
+            label = f"{event.kind} {short_name(event.name)}"
             if bar is None:
                 bar = self._bars[event.batch_id] = self._progress.add_task(label, total=event.total)
             if event.failed:
@@ -204,8 +205,7 @@ class RichConsole:
         self._print(Text(describe(event), style="red"))
 
     def _print(self, text: Text) -> None:
-        if self._live is not None:
-            self.console.print(text, highlight=False, soft_wrap=True)
+        self.console.print(text, highlight=False, soft_wrap=True)
 
 
 def _row(state: NodeState, gpu: bool) -> list[RenderableType]:
@@ -244,3 +244,8 @@ def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"
+
+
+def short_name(qualname: str) -> str:
+    """A function's name for a narrow column: ``outer.<locals>.<lambda>`` → ``<lambda>``."""
+    return qualname.rsplit("<locals>.", 1)[-1]

@@ -1,0 +1,1 @@
+"""Skyward's benchmark suite: ``python benchmarks/run.py`` (see docs/benchmarks.md)."""

@@ -1,0 +1,61 @@
+"""The work every engine runs. This module imports nothing at the top, so a worker that
+unpickles these functions by reference loads nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def noop() -> None:
+    """The trivial call of B1."""
+    return None
+
+
+def identity(value: Any) -> Any:
+    """The trivial item of B2."""
+    return value
+
+
+def probe(array: Any) -> int:
+    """B3: proves the array arrived (size and its last element) without copying it."""
+    return int(array.nbytes) + int(array[-1])
+
+
+def burn(reps: int) -> float:
+    """B6: CPU-bound numpy work, ``reps`` passes over an 8k-element array (single-threaded
+    ufuncs, no BLAS). Temporaries stay at 64 KB, under glibc's mmap threshold: Dask's
+    nanny sets ``MALLOC_TRIM_THRESHOLD_``, which pins that threshold at 128 KB, and larger
+    temporaries would then cost an mmap and page faults each (5x slower there)."""
+    import numpy as np
+
+    values = np.linspace(0.0, 1.0, 8_192)
+    total = 0.0
+    for _ in range(reps):
+        values = np.sqrt(values * values + 1.0) - 0.5
+        total += float(values[0])
+    return total
+
+
+def pid() -> int:
+    """The worker's process id."""
+    import os
+
+    return os.getpid()
+
+
+class Counted:
+    """B3: a wrapper that counts how often this process serializes it."""
+
+    pickled = 0
+
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        Counted.pickled += 1
+        return Counted, (self.payload,)
+
+
+def probe_counted(counted: Counted) -> int:
+    """B3: ``probe`` of the wrapped array."""
+    return probe(counted.payload)

@@ -1,0 +1,28 @@
+"""Distributed collections: dict, set, counter, queue, barrier and lock shared by every
+node of a pool, backed by async Ray actors (see docs/collections.md).
+
+Layout: ``factories`` (``sky.dict`` & co., ``pool.dict`` & co.) build proxies
+(``shared_dict``, ``shared_set``, ``counter``, ``work_queue``, ``barrier``, ``lock``)
+over an engine (``engine`` in Ray processes, ``bridge`` in executor children, chosen
+by ``runtime``). The engine calls the host actors (``actors``, holding ``stores`` and
+``primitives``) directly for "strong" operations and through the node cache (``cache``)
+for "eventual" ones; ``keeper`` keeps lock and barrier leases alive.
+"""
+
+from __future__ import annotations
+
+from skyward.collections.barrier import SharedBarrier
+from skyward.collections.config import DISABLED, CollectionsConfig
+from skyward.collections.counter import SharedCounter
+from skyward.collections.errors import BrokenBarrierError, CollectionUnavailableError
+from skyward.collections.factories import PoolCollections, barrier, counter, lock, queue, shared_dict, shared_set
+from skyward.collections.lock import SharedLock
+from skyward.collections.shared_dict import SharedDict
+from skyward.collections.shared_set import SharedSet
+from skyward.collections.work_queue import SharedQueue
+
+__all__ = [
+    "DISABLED", "BrokenBarrierError", "CollectionUnavailableError", "CollectionsConfig", "PoolCollections",
+    "SharedBarrier", "SharedCounter", "SharedDict", "SharedLock", "SharedQueue", "SharedSet",
+    "barrier", "counter", "lock", "queue", "shared_dict", "shared_set",
+]

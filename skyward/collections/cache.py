@@ -1,0 +1,324 @@
+"""The node-local cache behind eventual collections.
+
+One ``NodeCache`` per process and pool (a node agent, or the client); executor children
+use their agent's through the bridge, so a node has one cache. For every entity it has
+touched, a ``Replica`` keeps:
+
+- ``confirmed``: the owner's value of each slot it read or wrote, with the owner's
+  version (a later version always wins, whatever order answers arrive in);
+- ``pending``: this process's writes not yet acknowledged by the owner, per slot;
+- ``view``: ``confirmed`` with ``pending`` applied on top: what reads return, in-process,
+  without waiting (read-your-writes: a node sees its own writes at once).
+
+Writes go to a per-host ``_Link`` and are sent in batches (one ``exchange`` call in
+flight per host; writes made meanwhile join the next batch, and consecutive counter
+increments merge into one). The host applies a batch in order and answers with the new
+values of the slots it touched and the last sequence number applied. A long poll per
+host (``poll``) brings the values of watched slots other nodes changed. So, once writes
+stop, every node's view equals the owner's within one batch round trip plus one poll
+round trip (plus ``POLL_LINGER``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skyward.collections.loop import BackgroundLoop
+from skyward.collections.markers import MISSING, UNKNOWN
+from skyward.collections.steps import Steps, Wait, _translated
+
+POLL_WAIT = 10.0
+POLL_LINGER = 0.005
+OP_TIMEOUT = 60.0
+
+
+def _fold_dict(current: Any, op: str, args: tuple[Any, ...]) -> Any:
+    return args[0] if op == "set" else MISSING
+
+
+def _fold_set(current: Any, op: str, args: tuple[Any, ...]) -> Any:
+    return op == "add"
+
+
+def _fold_counter(current: Any, op: str, args: tuple[Any, ...]) -> Any:
+    if op == "reset":
+        return args[0]
+    return UNKNOWN if current is UNKNOWN else current + args[0]
+
+
+FOLDS: dict[str, Callable[[Any, str, tuple[Any, ...]], Any]] = {
+    "dict": _fold_dict,
+    "set": _fold_set,
+    "counter": _fold_counter,
+}
+
+
+class Replica:
+    """This process's copy of one entity (see the module docstring)."""
+
+    __slots__ = ("kind", "name", "view", "confirmed", "pending", "_fold")
+
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind = kind
+        self.name = name
+        self.view: dict[Any, Any] = {}
+        self.confirmed: dict[Any, tuple[Any, int]] = {}
+        self.pending: dict[Any, deque[_Pending]] = {}
+        self._fold = FOLDS[kind]
+
+    def apply_local(self, slot: Any, op: str, args: tuple[Any, ...]) -> Any:
+        """Put a local write on top of the view; returns the slot's new view value."""
+        value = self._fold(self.view.get(slot, UNKNOWN), op, args)
+        self._show(slot, value)
+        return value
+
+    def confirm(self, slot: Any, value: Any, version: int) -> bool:
+        """Record the owner's ``value`` at ``version``; False if older than what is known."""
+        known = self.confirmed.get(slot)
+        if known is not None and known[1] >= version:
+            return False
+        self.confirmed[slot] = (value, version)
+        return True
+
+    def refresh(self, slot: Any) -> None:
+        """Recompute the view of ``slot`` from confirmed and pending."""
+        known = self.confirmed.get(slot)
+        value = UNKNOWN if known is None else known[0]
+        for write in self.pending.get(slot, ()):
+            value = self._fold(value, write.op, write.args)
+        self._show(slot, value)
+
+    def _show(self, slot: Any, value: Any) -> None:
+        if value is UNKNOWN:
+            self.view.pop(slot, None)
+        else:
+            self.view[slot] = value
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    """One operation on its way to a host: a write (``local`` True: it is in the
+    replica's pending writes) or a request whose answer someone waits for."""
+
+    replica: Replica
+    slot: Any
+    op: str
+    args: tuple[Any, ...]
+    wire_args: tuple[Any, ...]
+    local: bool
+    future: concurrent.futures.Future[Any] | None = None
+    seq: int = -1
+
+
+@dataclass(slots=True, eq=False)
+class _Link:
+    """What this process has going on with one host."""
+
+    index: int
+    handle: Any
+    replicas: dict[tuple[str, str], Replica] = field(default_factory=dict)
+    unsent: list[_Pending] = field(default_factory=list)
+    inflight: deque[_Pending] = field(default_factory=deque)
+    next_seq: int = 0
+    acked: int = -1
+    flushing: bool = False
+    polling: bool = False
+    error: BaseException | None = None
+
+
+class NodeCache:
+    """The eventual-consistency cache of one process for one pool."""
+
+    def __init__(self, loop: BackgroundLoop, handle: Callable[[int], Any], subscriber: str) -> None:
+        self.subscriber = subscriber
+        self._loop = loop
+        self._handle = handle
+        self._lock = threading.Lock()
+        self._links: dict[int, _Link] = {}
+        self._replicas: dict[tuple[int, str, str], Replica] = {}
+
+    # ------------------------------------------------------------------ user threads
+
+    def lookup(self, host: int, kind: str, name: str, slot: Any) -> Any:
+        """The cached value of ``slot``, or UNKNOWN (never waits)."""
+        replica = self._replicas.get((host, kind, name))
+        if replica is None:
+            return UNKNOWN
+        return replica.view.get(slot, UNKNOWN)
+
+    def read(self, host: int, kind: str, name: str, slot: Any) -> Steps[Any]:
+        """The cached value of ``slot``; on a miss, fetched from the owner (and watched
+        from then on)."""
+        value = self.lookup(host, kind, name, slot)
+        if value is UNKNOWN:
+            fetched = yield Wait(self.request(host, kind, name, slot, "read", (slot,)), OP_TIMEOUT, f"reading {kind} {name!r}")
+            value = self.lookup(host, kind, name, slot)
+            if value is UNKNOWN:
+                value = fetched
+        return value
+
+    def write(self, host: int, kind: str, name: str, slot: Any, op: str, args: tuple[Any, ...], wire_args: tuple[Any, ...]) -> Any:
+        """Apply a write to this process's view and send it without waiting; returns the
+        slot's new view value (UNKNOWN if not known yet)."""
+        with self._lock:
+            link = self._link(host)
+            replica = self._replica(link, kind, name)
+            merged = self._merge_increment(link, replica, slot, op, args)
+            if not merged:
+                write = _Pending(replica, slot, op, args, wire_args, True)
+                replica.pending.setdefault(slot, deque()).append(write)
+                link.unsent.append(write)
+            value = replica.apply_local(slot, op, args)
+            start = self._claim_flush(link)
+        if start:
+            self._loop.call_soon(self._start_flush, link)
+        return value
+
+    def request(self, host: int, kind: str, name: str, slot: Any, op: str, wire_args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+        """Send an operation whose answer the caller needs (after this process's earlier
+        operations on that host); returns a Future of its result."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            link = self._link(host)
+            replica = self._replica(link, kind, name)
+            link.unsent.append(_Pending(replica, slot, op, (), wire_args, False, future))
+            start = self._claim_flush(link)
+        if start:
+            self._loop.call_soon(self._start_flush, link)
+        return future
+
+    def absorb(self, snapshots: dict[int, list[tuple[Any, ...]]]) -> None:
+        """Take in owner snapshots obtained outside the links (a multi-shard update)."""
+        with self._lock:
+            for host, items in snapshots.items():
+                self._absorb(self._link(host), items, -1)
+
+    # ------------------------------------------------------------------ internals
+
+    def _link(self, host: int) -> _Link:
+        link = self._links.get(host)
+        if link is None:
+            link = self._links[host] = _Link(host, self._handle(host))
+        if link.error is not None:
+            raise link.error
+        return link
+
+    def _replica(self, link: _Link, kind: str, name: str) -> Replica:
+        replica = link.replicas.get((kind, name))
+        if replica is None:
+            replica = link.replicas[(kind, name)] = Replica(kind, name)
+            self._replicas[(link.index, kind, name)] = replica
+        return replica
+
+    def _merge_increment(self, link: _Link, replica: Replica, slot: Any, op: str, args: tuple[Any, ...]) -> bool:
+        """Fold a counter increment into the unsent increment just before it, if any."""
+        if op != "add" or replica.kind != "counter" or not link.unsent:
+            return False
+        last = link.unsent[-1]
+        if last.replica is not replica or last.op != "add" or not last.local:
+            return False
+        last.args = last.wire_args = (last.args[0] + args[0],)
+        return True
+
+    def _claim_flush(self, link: _Link) -> bool:
+        if link.flushing:
+            return False
+        link.flushing = True
+        return True
+
+    def _start_flush(self, link: _Link) -> None:
+        asyncio.ensure_future(self._flush(link))
+
+    async def _flush(self, link: _Link) -> None:
+        try:
+            while True:
+                with self._lock:
+                    batch, link.unsent = link.unsent, []
+                    if not batch:
+                        link.flushing = False
+                        return
+                    first = link.next_seq
+                    for offset, operation in enumerate(batch):
+                        operation.seq = first + offset
+                    link.next_seq += len(batch)
+                    link.inflight.extend(batch)
+                ops = [(p.replica.kind, p.replica.name, p.op, p.wire_args, p.slot) for p in batch]
+                try:
+                    outcomes, snapshots, acked = await link.handle.exchange.remote(self.subscriber, first, ops)
+                except Exception as exc:
+                    self._break(link, _translated(exc))
+                    return
+                with self._lock:
+                    self._absorb(link, snapshots, acked)
+                    start_polling = not link.polling
+                    link.polling = True
+                for operation, (ok, value) in zip(batch, outcomes):
+                    if operation.future is not None:
+                        if ok:
+                            operation.future.set_result(value)
+                        else:
+                            operation.future.set_exception(value)
+                if start_polling:
+                    asyncio.ensure_future(self._poll(link))
+        except BaseException:
+            with self._lock:
+                link.flushing = False
+            raise
+
+    async def _poll(self, link: _Link) -> None:
+        while True:
+            try:
+                snapshots, acked = await link.handle.poll.remote(self.subscriber, POLL_WAIT)
+            except Exception as exc:
+                self._break(link, _translated(exc))
+                return
+            with self._lock:
+                self._absorb(link, snapshots, acked)
+            await asyncio.sleep(POLL_LINGER)
+
+    def _absorb(self, link: _Link, snapshots: list[tuple[Any, ...]], acked: int) -> None:
+        """Apply owner snapshots, then drop the writes the owner has applied (up to
+        ``acked``), and refresh the views of every slot involved. Holds the lock."""
+        touched: set[tuple[Replica, Any]] = set()
+        for kind, name, slot, value, version in snapshots:
+            replica = self._replica(link, kind, name)
+            if replica.confirm(slot, value, version):
+                touched.add((replica, slot))
+        if acked > link.acked:
+            link.acked = acked
+            while link.inflight and link.inflight[0].seq <= acked:
+                operation = link.inflight.popleft()
+                if operation.local:
+                    self._drop_pending(operation)
+                    touched.add((operation.replica, operation.slot))
+        for replica, slot in touched:
+            replica.refresh(slot)
+
+    def _drop_pending(self, operation: _Pending) -> None:
+        writes = operation.replica.pending[operation.slot]
+        if writes[0] is operation:
+            writes.popleft()
+        else:
+            writes.remove(operation)
+        if not writes:
+            del operation.replica.pending[operation.slot]
+
+    def _break(self, link: _Link, error: BaseException) -> None:
+        """The host is unreachable: fail what waits, forget the link's replicas."""
+        with self._lock:
+            link.error = error
+            link.flushing = False
+            waiting = [*link.inflight, *link.unsent]
+            link.inflight.clear()
+            link.unsent.clear()
+            for key in link.replicas:
+                self._replicas.pop((link.index, *key), None)
+        for operation in waiting:
+            if operation.future is not None and not operation.future.done():
+                operation.future.set_exception(error)

@@ -1,0 +1,318 @@
+"""``LocalEngine``: the operations of every collection, for a process that is part of the
+Ray cluster (the client, or a node agent and the tasks on its threads).
+
+Each operation is a generator of steps (see ``steps``): the proxies run it blocking or
+from asyncio, and the process-executor bridge runs it on behalf of a child. "strong"
+operations are one call to the owning host actor; "eventual" ones go through the
+process's ``NodeCache``. Queue, barrier and lock operations are always strong.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from typing import Any
+
+import cloudpickle
+
+from skyward.collections.actors import MAX_CONCURRENCY, CollectionHost
+from skyward.collections.cache import NodeCache
+from skyward.collections.config import NAMESPACE, CollectionsConfig
+from skyward.collections.errors import BrokenBarrierError
+from skyward.collections.keeper import LeaseKeeper
+from skyward.collections.loop import BackgroundLoop
+from skyward.collections.markers import MISSING, NO_SLOT, UNKNOWN
+from skyward.collections.placement import home_of, shard_of
+from skyward.collections.steps import WAIT_SLICE, Steps, Wait
+
+OP_TIMEOUT = 60.0
+
+_remote_host: Any = None
+_remote_lock = threading.Lock()
+
+
+class LocalEngine:
+    """Collections of the pool ``config`` as seen from this process."""
+
+    def __init__(self, config: CollectionsConfig, where: str) -> None:
+        self.config = config
+        self.hosts = config.hosts
+        self._handles: list[Any] = [None] * config.hosts
+        self._lock = threading.Lock()
+        self._loop = BackgroundLoop(f"skyward-collections-{config.pool_id[:8]}")
+        self._cache = NodeCache(self._loop, self.handle, f"{where}/{os.getpid()}/{uuid.uuid4().hex[:8]}")
+        self._keeper = LeaseKeeper(self._loop, self.handle)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def handle(self, index: int) -> Any:
+        """The actor handle of host ``index`` (created on first use, by any process)."""
+        handle = self._handles[index]
+        if handle is None:
+            with self._lock:
+                handle = self._handles[index]
+                if handle is None:
+                    handle = self._handles[index] = _host_class().options(
+                        name=self.config.host_name(index),
+                        namespace=NAMESPACE,
+                        get_if_exists=True,
+                        lifetime="detached",
+                        num_cpus=0,
+                        max_restarts=0,
+                        max_concurrency=MAX_CONCURRENCY,
+                        scheduling_strategy="SPREAD",
+                    ).remote(self.config, index)
+        return handle
+
+    def call(self, host: int, kind: str, name: str, op: str, args: tuple[Any, ...], timeout: float = OP_TIMEOUT) -> Steps[Any]:
+        """One operation on the owning host; returns its result or raises its error."""
+        ref = self.handle(host).call.remote(kind, name, op, args)
+        ok, value = yield Wait(ref, timeout, f"sky.{kind}({name!r}).{op}")
+        if ok:
+            return value
+        raise value
+
+    def end_task(self, task_id: str, ok: bool) -> None:
+        """Task ``task_id`` ended: free its locks, leave its barriers (breaking them if it failed)."""
+        self._keeper.end_task(task_id, failed=not ok)
+
+    def close(self) -> None:
+        """Stop this process's background work for the pool."""
+        self._loop.stop()
+
+    # ------------------------------------------------------------------ dict
+
+    def dict_get(self, name: str, key: Any, strong: bool) -> Steps[Any]:
+        """The value of ``key``, or MISSING."""
+        host = shard_of(key, self.hosts)
+        if strong:
+            return (yield from self.call(host, "dict", name, "get", (key,)))
+        return (yield from self._cache.read(host, "dict", name, key))
+
+    def dict_contains(self, name: str, key: Any, strong: bool) -> Steps[bool]:
+        host = shard_of(key, self.hosts)
+        if strong:
+            return (yield from self.call(host, "dict", name, "contains", (key,)))
+        return (yield from self._cache.read(host, "dict", name, key)) is not MISSING
+
+    def dict_set(self, name: str, key: Any, value: Any, strong: bool) -> Steps[None]:
+        host = shard_of(key, self.hosts)
+        if strong:
+            yield from self.call(host, "dict", name, "set", (key, value))
+            return
+        _check_picklable(f"sky.dict({name!r})", value)
+        self._cache.write(host, "dict", name, key, "set", (value,), (key, value))
+
+    def dict_delete(self, name: str, key: Any, strong: bool) -> Steps[bool]:
+        """Remove ``key``; False if it was not there (as far as this node knows, when eventual)."""
+        host = shard_of(key, self.hosts)
+        if strong:
+            return (yield from self.call(host, "dict", name, "delete", (key,)))
+        if (yield from self._cache.read(host, "dict", name, key)) is MISSING:
+            return False
+        self._cache.write(host, "dict", name, key, "delete", (), (key,))
+        return True
+
+    def dict_pop(self, name: str, key: Any, strong: bool) -> Steps[Any]:
+        """Remove ``key`` and return its value (or MISSING), atomically at the owner."""
+        host = shard_of(key, self.hosts)
+        if strong:
+            return (yield from self.call(host, "dict", name, "pop", (key,)))
+        future = self._cache.request(host, "dict", name, key, "pop", (key,))
+        return (yield Wait(future, OP_TIMEOUT, f"sky.dict({name!r}).pop"))
+
+    def dict_update(self, name: str, items: list[tuple[Any, Any]], strong: bool) -> Steps[None]:
+        """Write all ``items`` as one atomic step (across shards: prepare, then commit)."""
+        groups: dict[int, list[tuple[Any, Any]]] = {}
+        for key, value in items:
+            groups.setdefault(shard_of(key, self.hosts), []).append((key, value))
+        if not strong:
+            for _, value in items:
+                _check_picklable(f"sky.dict({name!r})", value)
+        if len(groups) == 1:
+            (host, group), = groups.items()
+            if strong:
+                yield from self.call(host, "dict", name, "update", (group,))
+                return
+            for key, value in group:
+                self._cache.write(host, "dict", name, key, "set", (value,), (key, value))
+            return
+        if not strong:
+            for host, group in groups.items():
+                key = group[0][0]
+                yield Wait(self._cache.request(host, "dict", name, key, "read", (key,)), OP_TIMEOUT, "flushing writes")
+        handles = {host: self.handle(host) for host in groups}
+        subscriber = None if strong else self._cache.subscriber
+        ref = self.handle(min(groups)).update_many.remote(name, groups, handles, subscriber)
+        ok, value = yield Wait(ref, OP_TIMEOUT, f"sky.dict({name!r}).update")
+        if not ok:
+            raise value
+        if not strong:
+            self._cache.absorb(value)
+
+    # ------------------------------------------------------------------ set
+
+    def set_contains(self, name: str, value: Any, strong: bool) -> Steps[bool]:
+        host = home_of("set", name, self.hosts)
+        if strong:
+            return (yield from self.call(host, "set", name, "contains", (value,)))
+        return bool((yield from self._cache.read(host, "set", name, value)))
+
+    def set_add(self, name: str, value: Any, strong: bool) -> Steps[None]:
+        host = home_of("set", name, self.hosts)
+        if strong:
+            yield from self.call(host, "set", name, "add", (value,))
+            return
+        _check_picklable(f"sky.set({name!r})", value)
+        self._cache.write(host, "set", name, value, "add", (), (value,))
+
+    def set_discard(self, name: str, value: Any, strong: bool) -> Steps[None]:
+        host = home_of("set", name, self.hosts)
+        if strong:
+            yield from self.call(host, "set", name, "discard", (value,))
+            return
+        self._cache.write(host, "set", name, value, "discard", (), (value,))
+
+    def set_size(self, name: str, strong: bool) -> Steps[int]:
+        """The owner's size; when eventual, after this process's earlier writes."""
+        host = home_of("set", name, self.hosts)
+        if strong:
+            return (yield from self.call(host, "set", name, "size", ()))
+        future = self._cache.request(host, "set", name, NO_SLOT, "size", ())
+        return (yield Wait(future, OP_TIMEOUT, f"sky.set({name!r}) len()"))
+
+    # ------------------------------------------------------------------ counter
+
+    def counter_get(self, name: str, strong: bool) -> Steps[int]:
+        host = home_of("counter", name, self.hosts)
+        if strong:
+            return (yield from self.call(host, "counter", name, "get", ()))
+        return (yield from self._cache.read(host, "counter", name, None))
+
+    def counter_add(self, name: str, amount: int, strong: bool) -> Steps[int]:
+        """Add ``amount``; returns the new value (when eventual: this node's view of it)."""
+        host = home_of("counter", name, self.hosts)
+        if strong:
+            return (yield from self.call(host, "counter", name, "add", (amount,)))
+        if self._cache.lookup(host, "counter", name, None) is UNKNOWN:
+            yield from self._cache.read(host, "counter", name, None)
+        return self._cache.write(host, "counter", name, None, "add", (amount,), (amount,))
+
+    def counter_reset(self, name: str, value: int, strong: bool) -> Steps[None]:
+        host = home_of("counter", name, self.hosts)
+        if strong:
+            yield from self.call(host, "counter", name, "reset", (value,))
+            return
+        self._cache.write(host, "counter", name, None, "reset", (value,), (value,))
+
+    # ------------------------------------------------------------------ queue
+
+    def queue_put(self, name: str, item: Any) -> Steps[None]:
+        yield from self.call(home_of("queue", name, self.hosts), "queue", name, "put", (item,))
+
+    def queue_get(self, name: str, timeout: float | None) -> Steps[tuple[bool, Any]]:
+        """``(True, item)``, or ``(False, None)`` when nothing came within ``timeout``
+        seconds (None: wait as long as it takes)."""
+        host = home_of("queue", name, self.hosts)
+        deadline = _deadline(timeout)
+        while True:
+            wait = _slice(deadline)
+            found = yield from self.call(host, "queue", name, "get", (wait,), wait + OP_TIMEOUT)
+            if found[0] or _passed(deadline):
+                return found
+
+    def queue_size(self, name: str) -> Steps[int]:
+        return (yield from self.call(home_of("queue", name, self.hosts), "queue", name, "size", ()))
+
+    # ------------------------------------------------------------------ barrier
+
+    def barrier_join(self, name: str, parties: int, holder: str) -> Steps[None]:
+        """Register ``holder`` as a participant (its death or failure breaks the barrier)."""
+        host = home_of("barrier", name, self.hosts)
+        yield from self.call(host, "barrier", name, "join", (holder, parties))
+        self._keeper.hold(host, holder)
+
+    def barrier_wait(self, name: str, parties: int, timeout: float | None) -> Steps[int]:
+        """Arrive and wait for the round to complete; returns the arrival index. Raises
+        BrokenBarrierError if the round breaks or ``timeout`` passes (which breaks it)."""
+        host = home_of("barrier", name, self.hosts)
+        generation, index = yield from self.call(host, "barrier", name, "arrive", (parties,))
+        deadline = _deadline(timeout)
+        while True:
+            wait = _slice(deadline)
+            outcome = yield from self.call(host, "barrier", name, "await_round", (generation, wait), wait + OP_TIMEOUT)
+            if outcome == "done":
+                return index
+            if outcome == "broken":
+                raise BrokenBarrierError(
+                    f"sky.barrier({name!r}) broke while waiting: a participant died, failed or "
+                    "timed out, or reset() was called"
+                )
+            if _passed(deadline):
+                yield from self.call(host, "barrier", name, "abandon", (generation,))
+                raise BrokenBarrierError(
+                    f"sky.barrier({name!r}).wait() timed out after {timeout:g}s with fewer than "
+                    f"{parties} arrivals; the barrier is now broken for every waiter"
+                )
+
+    def barrier_reset(self, name: str) -> Steps[None]:
+        yield from self.call(home_of("barrier", name, self.hosts), "barrier", name, "reset", ())
+
+    # ------------------------------------------------------------------ lock
+
+    def lock_acquire(self, name: str, holder: str, timeout: float | None) -> Steps[bool]:
+        """True once ``holder`` owns the lock; False if ``timeout`` s passed first (None:
+        no limit)."""
+        host = home_of("lock", name, self.hosts)
+        deadline = _deadline(timeout)
+        while True:
+            wait = _slice(deadline)
+            granted = yield from self.call(host, "lock", name, "acquire", (holder, wait), wait + OP_TIMEOUT)
+            if granted:
+                self._keeper.hold(host, holder)
+                return True
+            if _passed(deadline):
+                return False
+
+    def lock_release(self, name: str, holder: str) -> Steps[None]:
+        yield from self.call(home_of("lock", name, self.hosts), "lock", name, "release", (holder,))
+
+    def lock_locked(self, name: str) -> Steps[bool]:
+        return (yield from self.call(home_of("lock", name, self.hosts), "lock", name, "locked", ()))
+
+
+def _host_class() -> Any:
+    global _remote_host
+    with _remote_lock:
+        if _remote_host is None:
+            import ray
+
+            _remote_host = ray.remote(CollectionHost)
+        return _remote_host
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + max(0.0, timeout)
+
+
+def _slice(deadline: float | None) -> float:
+    if deadline is None:
+        return WAIT_SLICE
+    return max(0.0, min(WAIT_SLICE, deadline - time.monotonic()))
+
+
+def _passed(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def _check_picklable(collection: str, value: Any) -> None:
+    """Refuse, at once, a value an eventual write could not send later."""
+    try:
+        cloudpickle.dumps(value)
+    except Exception as exc:
+        raise TypeError(
+            f"{collection}: the value {type(value).__name__} cannot be pickled ({exc}); "
+            "store something picklable"
+        ) from None

@@ -1,0 +1,96 @@
+"""The collection factories: ``sky.dict(name)`` & co. and ``pool.dict(name)`` & co.
+
+Inside a task they use the node's engine (the pool the task runs in); on the client
+the active pool's. Outside any pool they raise NoActivePoolError, and on a pool opened
+with ``Options(cluster=False)`` RuntimeError (``config.DISABLED``). Collections are
+created lazily: the first operation on a name creates it, and the same name gives the
+same collection on every node. A proxy sent to a task (captured or passed as an
+argument) reconnects there to the same collection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skyward.collections import runtime
+from skyward.collections.barrier import SharedBarrier
+from skyward.collections.consistency import check_name, resolve
+from skyward.collections.counter import SharedCounter
+from skyward.collections.lock import SharedLock
+from skyward.collections.shared_dict import SharedDict
+from skyward.collections.shared_set import SharedSet
+from skyward.collections.work_queue import SharedQueue
+from skyward.context import NO_ACTIVE_POOL, active_pool
+from skyward.errors import NoActivePoolError
+
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+class PoolCollections:
+    """The ``dict``/``set``/``counter``/``queue``/``barrier``/``lock`` methods of a pool;
+    the pool provides ``_collections_engine()``."""
+
+    def _collections_engine(self) -> Any:
+        raise NotImplementedError
+
+    def dict(self, name: str, *, consistency: str | None = None) -> SharedDict:
+        """The shared dict ``name`` (created on first use). ``consistency``: "strong" or
+        "eventual" (None: the default, "eventual")."""
+        return SharedDict(self._collections_engine(), check_name("dict", name), resolve("dict", consistency))
+
+    def set(self, name: str, *, consistency: str | None = None) -> SharedSet:
+        """The shared set ``name`` (created on first use)."""
+        return SharedSet(self._collections_engine(), check_name("set", name), resolve("set", consistency))
+
+    def counter(self, name: str, *, consistency: str | None = None) -> SharedCounter:
+        """The shared counter ``name`` (created on first use, at 0)."""
+        return SharedCounter(self._collections_engine(), check_name("counter", name), resolve("counter", consistency))
+
+    def queue(self, name: str) -> SharedQueue:
+        """The shared FIFO queue ``name`` (created on first use)."""
+        return SharedQueue(self._collections_engine(), check_name("queue", name))
+
+    def barrier(self, name: str, n: int) -> SharedBarrier:
+        """The barrier ``name`` for ``n`` participants; registers the caller as one.
+        ValueError if ``n`` differs from the ``n`` the barrier was created with."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"barrier({name!r}, n={n!r}): n must be an int >= 1 (the number of participants)")
+        barrier = SharedBarrier(self._collections_engine(), check_name("barrier", name), n)
+        barrier.join()
+        return barrier
+
+    def lock(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> SharedLock:
+        """The lock ``name``; ``timeout`` is how long ``acquire()`` and ``with lock:`` wait
+        by default (None: no limit)."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+            raise ValueError(f"lock({name!r}, timeout={timeout!r}): use a number of seconds >= 0, or None")
+        return SharedLock(self._collections_engine(), check_name("lock", name), timeout)
+
+
+class _Current(PoolCollections):
+    """The collections of wherever the caller runs: its node's pool, else the active pool."""
+
+    def _collections_engine(self) -> Any:
+        if runtime.on_node():
+            return runtime.node_engine()
+        pool = active_pool()
+        engine = getattr(pool, "_collections_engine", None)
+        if engine is None:
+            raise NoActivePoolError(f"{NO_ACTIVE_POOL} ({type(pool).__name__} has no collections)")
+        return engine()
+
+
+_current = _Current()
+shared_dict = _current.dict
+shared_set = _current.set
+counter = _current.counter
+queue = _current.queue
+barrier = _current.barrier
+lock = _current.lock
+
+
+def rebuild(kind: str, name: str, args: tuple[Any, ...]) -> Any:
+    """Recreate a proxy after unpickling, bound to the engine of where it landed."""
+    engine = _current._collections_engine()
+    classes = {"dict": SharedDict, "set": SharedSet, "counter": SharedCounter, "queue": SharedQueue, "barrier": SharedBarrier, "lock": SharedLock}
+    return classes[kind](engine, name, *args)

@@ -1,0 +1,26 @@
+"""Sentinels that keep their identity across pickling (they pickle by reference)."""
+
+from __future__ import annotations
+
+
+class _Marker:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+MISSING = _Marker("MISSING")
+"""A dict key that holds no value (distinct from a stored None)."""
+
+UNKNOWN = _Marker("UNKNOWN")
+"""A cache slot this process has not read from the owner yet."""
+
+NO_SLOT = _Marker("NO_SLOT")
+"""An operation that reads or writes no cached slot (queue, barrier, lock, set size)."""

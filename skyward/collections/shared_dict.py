@@ -1,0 +1,117 @@
+"""``sky.dict(name)``: a key-value store shared by every node of the pool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
+
+from skyward.collections.markers import MISSING
+from skyward.collections.steps import Steps, async_twin, run, steps
+
+NO_ENUMERATION = (
+    "sky.dict({name!r}) does not support {what}: its keys are spread over several actors "
+    "(entity-per-key), so no single place knows them all. Keep the keys you need in a "
+    "sky.set(), or count entries with a sky.counter()."
+)
+
+
+class SharedDict:
+    """A distributed dict: ``d[k]``, ``d[k] = v``, ``del d[k]``, ``k in d``, ``get``,
+    ``set``, ``delete``, ``contains``, ``update``, ``pop``, each with an ``_async`` twin.
+
+    Stores None like any value: ``d[k]`` raises KeyError only for a missing key. Keys are
+    spread over the pool's host actors by a stable hash, so different keys do not
+    contend; ``update`` and ``pop`` are atomic. ``keys()``, ``values()``, ``items()``,
+    ``len()`` and iteration raise TypeError (see ``NO_ENUMERATION``).
+    """
+
+    __slots__ = ("name", "consistency", "_engine", "_strong")
+
+    def __init__(self, engine: Any, name: str, consistency: str) -> None:
+        self.name = name
+        self.consistency = consistency
+        self._engine = engine
+        self._strong = consistency == "strong"
+
+    @steps
+    def get(self, key: Any, default: Any = None) -> Steps[Any]:
+        """The value of ``key``, or ``default`` when the key is missing."""
+        value = yield from self._engine.dict_get(self.name, key, self._strong)
+        return default if value is MISSING else value
+
+    @steps
+    def set(self, key: Any, value: Any) -> Steps[None]:
+        """``d[key] = value``."""
+        yield from self._engine.dict_set(self.name, key, value, self._strong)
+
+    @steps
+    def delete(self, key: Any) -> Steps[None]:
+        """``del d[key]``; KeyError if the key is missing."""
+        if not (yield from self._engine.dict_delete(self.name, key, self._strong)):
+            raise KeyError(key)
+
+    @steps
+    def contains(self, key: Any) -> Steps[bool]:
+        """``key in d``."""
+        return (yield from self._engine.dict_contains(self.name, key, self._strong))
+
+    @steps
+    def update(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = (), **kwargs: Any) -> Steps[None]:
+        """Write several keys as one atomic step (a mapping or pairs, plus keywords)."""
+        pairs = list(items.items() if isinstance(items, Mapping) else items) + list(kwargs.items())
+        for pair in pairs:
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise TypeError(f"sky.dict({self.name!r}).update() takes a mapping or (key, value) pairs, got {pair!r}")
+        if pairs:
+            yield from self._engine.dict_update(self.name, pairs, self._strong)
+
+    @steps
+    def pop(self, key: Any, default: Any = None) -> Steps[Any]:
+        """Remove ``key`` and return its value (``default`` if missing), atomically."""
+        value = yield from self._engine.dict_pop(self.name, key, self._strong)
+        return default if value is MISSING else value
+
+    get_async = async_twin(get)
+    set_async = async_twin(set)
+    delete_async = async_twin(delete)
+    contains_async = async_twin(contains)
+    update_async = async_twin(update)
+    pop_async = async_twin(pop)
+
+    def __getitem__(self, key: Any) -> Any:
+        value = run(self._engine.dict_get(self.name, key, self._strong))
+        if value is MISSING:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        run(self._engine.dict_set(self.name, key, value, self._strong))
+
+    def __delitem__(self, key: Any) -> None:
+        self.delete(key)
+
+    def __contains__(self, key: Any) -> bool:
+        return bool(run(self._engine.dict_contains(self.name, key, self._strong)))
+
+    def keys(self) -> NoReturn:
+        raise TypeError(NO_ENUMERATION.format(name=self.name, what="keys()"))
+
+    def values(self) -> NoReturn:
+        raise TypeError(NO_ENUMERATION.format(name=self.name, what="values()"))
+
+    def items(self) -> NoReturn:
+        raise TypeError(NO_ENUMERATION.format(name=self.name, what="items()"))
+
+    def __len__(self) -> NoReturn:
+        raise TypeError(NO_ENUMERATION.format(name=self.name, what="len()"))
+
+    def __iter__(self) -> NoReturn:
+        raise TypeError(NO_ENUMERATION.format(name=self.name, what="iteration"))
+
+    def __reduce__(self) -> Any:
+        from skyward.collections.factories import rebuild
+
+        return (rebuild, ("dict", self.name, (self.consistency,)))
+
+    def __repr__(self) -> str:
+        return f"sky.dict({self.name!r}, consistency={self.consistency!r})"

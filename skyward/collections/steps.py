@@ -1,0 +1,162 @@
+"""Operations written once, run blocking or from asyncio.
+
+A collection operation is a generator ("steps") that yields ``Wait`` objects (a Ray
+ObjectRef or a ``concurrent.futures.Future`` to wait for) and returns its result. ``run``
+drives it from a plain thread; ``run_async`` from a coroutine. ``steps`` turns a generator
+method into the blocking method, and ``async_twin`` makes its ``_async`` counterpart.
+
+Blocking waits are cut into slices of at most ``WAIT_SLICE`` seconds, so an interrupt
+sent to the task's thread (the executor's timeout) lands within a slice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import time
+from collections.abc import Callable, Coroutine, Generator
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+from skyward.collections.errors import CollectionUnavailableError
+
+WAIT_SLICE = 1.0
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait for ``target`` (ObjectRef or Future) for at most ``timeout`` seconds (None:
+    until it resolves). ``what`` names the operation in a timeout message."""
+
+    target: Any
+    timeout: float | None
+    what: str
+
+
+Steps = Generator[Wait, Any, T]
+
+
+def run(steps: Steps[T]) -> T:
+    """Drive ``steps`` to completion in this thread and return its result."""
+    try:
+        wait = steps.send(None)
+        while True:
+            try:
+                value = _resolve(wait)
+            except BaseException as exc:  # handed to the steps, which may clean up
+                wait = steps.throw(exc)
+            else:
+                wait = steps.send(value)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def run_async(steps: Steps[T]) -> T:
+    """Drive ``steps`` to completion from a coroutine and return its result."""
+    try:
+        wait = steps.send(None)
+        while True:
+            try:
+                value = await _resolve_async(wait)
+            except BaseException as exc:
+                wait = steps.throw(exc)
+            else:
+                wait = steps.send(value)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def steps(method: Callable[P, Steps[T]]) -> Callable[P, T]:
+    """Make a generator method the blocking method of the same name."""
+
+    @functools.wraps(method)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run(method(*args, **kwargs))
+
+    blocking.__steps__ = method  # type: ignore[attr-defined]
+    return blocking
+
+
+def async_twin(blocking: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """The ``_async`` twin of a method made with ``steps``: same arguments, awaitable."""
+    method = blocking.__steps__  # type: ignore[attr-defined]
+
+    @functools.wraps(method)
+    async def twin(*args: P.args, **kwargs: P.kwargs) -> T:
+        return await run_async(method(*args, **kwargs))
+
+    twin.__name__ = twin.__qualname__ = f"{method.__name__}_async"
+    return twin
+
+
+class _SliceOver(Exception):
+    """The current wait slice ended without an answer."""
+
+
+def _resolve(wait: Wait) -> Any:
+    deadline = None if wait.timeout is None else time.monotonic() + wait.timeout
+    target = wait.target
+    while True:
+        left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, max(0.0, deadline - time.monotonic()))
+        try:
+            if isinstance(target, concurrent.futures.Future):
+                return _future_result(target, left)
+            return _ray_get(target, left)
+        except _SliceOver:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"{wait.what} got no answer within {wait.timeout:g}s") from None
+
+
+async def _resolve_async(wait: Wait) -> Any:
+    target = wait.target
+    if isinstance(target, concurrent.futures.Future):
+        return await _awaited(asyncio.wrap_future(target), wait)
+    try:
+        return await _awaited(asyncio.wrap_future(target.future()), wait)
+    except TimeoutError:
+        raise
+    except Exception as exc:
+        raise _translated(exc) from None
+
+
+async def _awaited(future: asyncio.Future[Any], wait: Wait) -> Any:
+    done, _ = await asyncio.wait({future}, timeout=wait.timeout)
+    if not done:
+        future.cancel()
+        raise TimeoutError(f"{wait.what} got no answer within {wait.timeout:g}s")
+    return future.result()
+
+
+def _future_result(future: concurrent.futures.Future[Any], timeout: float) -> Any:
+    done, _ = concurrent.futures.wait((future,), timeout=timeout)
+    if not done:
+        raise _SliceOver
+    return future.result()
+
+
+def _ray_get(ref: Any, timeout: float) -> Any:
+    import ray
+    from ray.exceptions import GetTimeoutError
+
+    try:
+        return ray.get(ref, timeout=timeout)
+    except GetTimeoutError:
+        raise _SliceOver from None
+    except Exception as exc:
+        raise _translated(exc) from None
+
+
+def _translated(exc: Exception) -> Exception:
+    """Ray's actor failures as a clear error; anything else unchanged."""
+    from ray.exceptions import RayActorError
+
+    if isinstance(exc, RayActorError):
+        return CollectionUnavailableError(
+            "the actor holding this collection is gone: the pool was closed, or the actor "
+            f"crashed and its state is lost ({str(exc).strip().splitlines()[0]})"
+        )
+    return exc

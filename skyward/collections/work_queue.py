@@ -1,0 +1,62 @@
+"""``sky.queue(name)``: a FIFO work queue shared by every node of the pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skyward.collections.steps import Steps, async_twin, run, steps
+
+
+class SharedQueue:
+    """A distributed FIFO queue: ``put``, ``get(timeout=None)``, ``empty``, ``len(q)``,
+    each with an ``_async`` twin (``len_async`` for ``len``). Always strong.
+
+    ``get`` returns the oldest item, waiting up to ``timeout`` seconds (None: as long as
+    it takes) and returning None if nothing came. A waiting ``get`` receives a ``put``
+    item directly, without polling.
+    """
+
+    __slots__ = ("name", "_engine")
+
+    def __init__(self, engine: Any, name: str) -> None:
+        self.name = name
+        self._engine = engine
+
+    @steps
+    def put(self, value: Any) -> Steps[None]:
+        """Append ``value``."""
+        yield from self._engine.queue_put(self.name, value)
+
+    @steps
+    def get(self, timeout: float | None = None) -> Steps[Any]:
+        """The oldest item, or None if none came within ``timeout`` seconds."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+            raise ValueError(f"sky.queue({self.name!r}).get(timeout={timeout!r}): use None or a number >= 0")
+        _, item = yield from self._engine.queue_get(self.name, timeout)
+        return item
+
+    @steps
+    def empty(self) -> Steps[bool]:
+        """True if the queue holds no item now."""
+        return (yield from self._engine.queue_size(self.name)) == 0
+
+    @steps
+    def len(self) -> Steps[int]:
+        """``len(q)``: items waiting now."""
+        return (yield from self._engine.queue_size(self.name))
+
+    put_async = async_twin(put)
+    get_async = async_twin(get)
+    empty_async = async_twin(empty)
+    len_async = async_twin(len)
+
+    def __len__(self) -> int:
+        return int(run(self._engine.queue_size(self.name)))
+
+    def __reduce__(self) -> Any:
+        from skyward.collections.factories import rebuild
+
+        return (rebuild, ("queue", self.name, ()))
+
+    def __repr__(self) -> str:
+        return f"sky.queue({self.name!r})"

@@ -1,0 +1,150 @@
+"""Pool exit leaves nothing behind: normal exit, exceptions, Ctrl-C, a killed client."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+
+PRELUDE = """
+import os, sys, time
+import skyward as sky
+from skyward.cluster.local_ray import LocalRay
+
+@sky.function
+def work(x):
+    return x + 1
+
+@sky.function
+def announce_then_sleep():
+    print("task started", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.fixture
+def sandbox() -> Iterator[dict[str, str]]:
+    """A fresh HOME and TMPDIR for one client process (short paths: Ray uses unix sockets)."""
+    base = tempfile.mkdtemp(prefix="skt", dir="/tmp")
+    home, tmp = os.path.join(base, "home"), os.path.join(base, "tmp")
+    os.makedirs(home)
+    os.makedirs(tmp)
+    env = {**os.environ, "HOME": home, "TMPDIR": tmp, "PYTHONUNBUFFERED": "1"}
+    try:
+        yield {"base": base, "home": home, "tmp": tmp, **{"env": env}}  # type: ignore[dict-item]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def processes_using(marker: str) -> list[str]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in part for part in process.info["cmdline"] or []):
+                found.append(" ".join(process.info["cmdline"])[:200])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def wait_for_no_processes(marker: str, within: float) -> list[str]:
+    deadline = time.monotonic() + within
+    while True:
+        left = processes_using(marker)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.25)
+
+
+def everything_under(path: str) -> list[str]:
+    return [os.path.join(d, f) for d, dirs, files in os.walk(path) for f in files + dirs]
+
+
+def start(sandbox: dict, body: str) -> subprocess.Popen[str]:
+    source = PRELUDE + textwrap.dedent(body)
+    return subprocess.Popen(
+        [sys.executable, "-c", source], cwd=ROOT, env=sandbox["env"],  # type: ignore[arg-type]
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def read_until(process: subprocess.Popen[str], text: str, timeout: float = 90) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if text in line:
+            return lines
+    raise AssertionError(f"never saw {text!r}; output: {lines}")
+
+
+@pytest.mark.parametrize("ending", ["normal", "exception"])
+def test_exit_leaves_no_process_and_no_file(sandbox: dict, ending: str) -> None:
+    body = f"""
+    try:
+        with sky.Compute(nodes=4, options=sky.Options(console=False)) as pool:
+            print("TEMP", LocalRay.temp_dir(), flush=True)
+            assert pool.map(work, range(100)) == list(range(1, 101))
+            assert work(1) @ pool == [2, 2, 2, 2]
+            if {ending == "exception"!r}:
+                raise KeyError("boom")
+    except KeyError:
+        print("caught", flush=True)
+    print("DONE", flush=True)
+    """
+    process = start(sandbox, body)
+    lines = read_until(process, "DONE")
+    assert process.wait(timeout=60) == 0, lines
+    temp_dir = next(line.split()[1] for line in lines if line.startswith("TEMP"))
+    assert temp_dir.startswith(sandbox["tmp"])
+    assert wait_for_no_processes(temp_dir, within=10) == []
+    logs = os.path.join(sandbox["home"], ".skyward", "logs")
+    leftovers = [p for p in everything_under(sandbox["home"]) if not (p.startswith(logs) or logs.startswith(p))]
+    assert leftovers == [] and everything_under(sandbox["tmp"]) == []
+
+
+def test_ctrl_c_cancels_running_tasks_and_cleans_up(sandbox: dict) -> None:
+    body = """
+    with sky.Compute(nodes=2, options=sky.Options(console="minimal", logging=False)) as pool:
+        print("TEMP", LocalRay.temp_dir(), flush=True)
+        announce_then_sleep() >> pool
+    """
+    process = start(sandbox, body)
+    lines = read_until(process, "task started")
+    temp_dir = next(line.split()[1] for line in lines if line.startswith("TEMP"))
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert time.monotonic() - started < 30
+    assert process.returncode != 0 and "KeyboardInterrupt" in output
+    assert wait_for_no_processes(temp_dir, within=10) == []
+    assert everything_under(sandbox["tmp"]) == []
+
+
+def test_killed_client_takes_its_nodes_down(sandbox: dict) -> None:
+    body = """
+    with sky.Compute(nodes=2, options=sky.Options(console="minimal", logging=False)) as pool:
+        print("TEMP", LocalRay.temp_dir(), flush=True)
+        announce_then_sleep() >> pool
+    """
+    process = start(sandbox, body)
+    lines = read_until(process, "task started")
+    temp_dir = next(line.split()[1] for line in lines if line.startswith("TEMP"))
+    process.kill()
+    process.wait(timeout=30)
+    assert wait_for_no_processes(temp_dir, within=30) == []

@@ -1,0 +1,131 @@
+"""sky.metrics factories, Image.metrics and the sampler (real psutil readings)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import skyward as sky
+from skyward.observe import gpu
+from skyward.observe.metrics import MetricSampler, resolve
+
+
+def test_factories_have_names_units_and_default_intervals() -> None:
+    m = sky.metrics
+    assert (m.CPU().name, m.CPU().unit, m.CPU().interval) == ("cpu", "%", 1.0)
+    assert m.Memory(interval=2).interval == 2
+    assert m.Disk("/data").name == "disk:/data"
+    assert m.Custom("queue", "echo 3").interval == 3.0
+    assert m.Custom(name="q", command="echo 1", interval=0.5).name == "q"
+    names = {c.name for c in resolve(m.Default())}
+    assert names == {"cpu", "memory", "gpu", "gpu_memory", "gpu_temp"}
+    assert [c.name for c in resolve([m.NetworkRx(), m.NetworkTx(), m.MemoryUsed(), m.MemoryTotal(),
+                                     m.GPUMemoryTotal()])] == [
+        "network_rx", "network_tx", "memory_used", "memory_total", "gpu_memory_total"]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: sky.metrics.CPU(interval=0), "CPU.interval=0"),
+        (lambda: sky.metrics.GPU(interval="fast"), "GPU.interval='fast'"),
+        (lambda: sky.metrics.Disk(""), "Disk.path=''"),
+        (lambda: sky.metrics.Custom("", "echo 1"), "Custom.name=''"),
+        (lambda: sky.metrics.Custom("x", " "), "Custom.command=' '"),
+        (lambda: sky.metrics.Default(interval=-1), "Default.interval=-1"),
+        (lambda: sky.Image(metrics="cpu"), "Image.metrics='cpu'"),
+        (lambda: sky.Image(metrics=[sky.metrics.CPU(), "gpu"]), "'gpu' is not a collector"),
+    ],
+)
+def test_bad_metric_settings_name_field_and_value(build, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build()
+
+
+def test_image_metrics_default_list_and_off() -> None:
+    assert sky.Image().metrics == sky.metrics.Default()
+    assert sky.Image(metrics=None).metrics is None
+    assert resolve(sky.Image(metrics=None).metrics) == ()
+    image = sky.Image(metrics=[sky.metrics.CPU(), sky.metrics.Disk("/")])
+    assert image.metrics == (sky.metrics.CPU(), sky.metrics.Disk("/"))
+    assert sky.Image(metrics=sky.metrics.GPU()).metrics == (sky.metrics.GPU(),)
+
+
+def test_a_later_collector_replaces_an_earlier_one_with_the_same_name() -> None:
+    collectors = resolve([sky.metrics.Default(), sky.metrics.CPU(interval=0.2)])
+    cpu = [c for c in collectors if c.name == "cpu"]
+    assert cpu == [sky.metrics.CPU(interval=0.2)]
+
+
+def test_sampler_reads_each_collector_at_its_interval() -> None:
+    events: list[object] = []
+    sampler = MetricSampler(
+        [sky.metrics.CPU(interval=0.1), sky.metrics.Memory(interval=0.2), sky.metrics.NetworkRx(interval=0.1),
+         sky.metrics.Custom("answer", "echo the answer is 42", interval=0.2)],
+        node=3, put=events.append,
+    ).start()
+    time.sleep(1.05)
+    sampler.stop()
+    metrics = [e for e in events if isinstance(e, sky.Metric)]
+    by_name: dict[str, list[sky.Metric]] = {}
+    for metric in metrics:
+        by_name.setdefault(metric.name, []).append(metric)
+    assert {m.node for m in metrics} == {3}
+    assert 8 <= len(by_name["cpu"]) <= 11  # the first reading only primes psutil
+    assert 4 <= len(by_name["memory"]) <= 6
+    assert 0 < by_name["memory"][0].value <= 100 and by_name["memory"][0].unit == "%"
+    assert by_name["network_rx"][0].unit == "B/s" and by_name["network_rx"][0].value >= 0
+    assert {m.value for m in by_name["answer"]} == {42.0}
+    gaps = [b.timestamp - a.timestamp for a, b in zip(by_name["cpu"], by_name["cpu"][1:])]
+    assert all(0.05 <= gap <= 0.15 for gap in gaps), gaps
+
+
+def test_sampler_reports_a_failing_collector_once_and_keeps_the_others() -> None:
+    events: list[object] = []
+    sampler = MetricSampler(
+        [sky.metrics.Custom("broken", "exit 3", interval=0.05), sky.metrics.Custom("words", "echo no", interval=0.05),
+         sky.metrics.Disk("/no/such/dir"), sky.metrics.Memory(interval=0.05)],
+        node=1, put=events.append,
+    ).start()
+    time.sleep(0.4)
+    sampler.stop()
+    errors = [e.message for e in events if isinstance(e, sky.Error)]
+    assert len(errors) == 3
+    assert any("broken" in m and "exit code 3" in m for m in errors)
+    assert any("words" in m and "'no', not a number" in m for m in errors)
+    assert any("/no/such/dir" in m and "does not exist" in m for m in errors)
+    assert {e.name for e in events if isinstance(e, sky.Metric)} == {"memory"}
+
+
+def test_gpu_collectors_are_skipped_cleanly_without_a_gpu() -> None:
+    if gpu.devices():
+        pytest.skip("this machine has a GPU: the skip path does not apply")
+    events: list[object] = []
+    sampler = MetricSampler(
+        [sky.metrics.GPU(interval=0.05), sky.metrics.GPUMemory(interval=0.05), sky.metrics.GPUTemp(interval=0.05),
+         sky.metrics.GPUMemoryTotal(interval=0.05)],
+        node=0, put=events.append,
+    ).start()
+    time.sleep(0.2)
+    sampler.stop()
+    assert events == []
+
+
+def test_gpu_metrics_are_read_when_a_gpu_exists() -> None:
+    if not gpu.devices():
+        pytest.skip("no NVIDIA GPU with NVML (nvidia-ml-py) on this machine")
+    events: list[object] = []
+    sampler = MetricSampler([sky.metrics.GPU(interval=0.1), sky.metrics.GPUMemoryTotal(interval=0.1)], 0,
+                            events.append).start()
+    time.sleep(0.35)
+    sampler.stop()
+    names = {e.name for e in events if isinstance(e, sky.Metric)}
+    assert names == {"gpu", "gpu_memory_total"}
+
+
+def test_a_sampler_without_collectors_starts_no_thread() -> None:
+    before = threading.active_count()
+    MetricSampler([], 0, print).start()
+    assert threading.active_count() <= before
