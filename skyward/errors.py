@@ -44,3 +44,7 @@ class RemoteTraceback(Exception):
 
 class PoolClosedError(SkywardError, RuntimeError):
     """Raised when work is dispatched to a pool that was closed or never opened."""
+
+
+class AllProvidersFailedError(SkywardError, RuntimeError):
+    """Every Spec of a pool failed to provision; the notes give each one's reason."""

@@ -125,7 +125,7 @@ def is_head(info: InstanceInfo | None = None) -> bool:
 def shard(
     *data: Any,
     shuffle: bool = False,
-    seed: int = 0,
+    seed: int | None = 0,
     drop_last: bool = False,
     node: int | None = None,
     total_nodes: int | None = None,
@@ -134,7 +134,8 @@ def shard(
 
     Indices are strided (``indices[node::total_nodes]``), so slices are disjoint and
     together complete. ``shuffle`` permutes indices with ``seed`` identically on every
-    node; ``drop_last`` trims the tail so all nodes get the same count. Several arrays
+    node (``seed=None``: a seed derived from the pool's job id, the same on every node of
+    one pool, different across pools); ``drop_last`` trims the tail so all nodes get the same count. Several arrays
     share the same indices (they must have the same length) and come back as a tuple.
     ``node``/``total_nodes`` default to this task's place; outside a task pass both.
     Raises ValueError for mismatched lengths or a bad node, TypeError for non-sequences.
@@ -152,12 +153,24 @@ def shard(
     usable = (length // total_nodes) * total_nodes if drop_last else length
     if shuffle:
         order = list(range(length))
-        random.Random(seed).shuffle(order)
+        random.Random(_shared_seed(seed)).shuffle(order)
         picked: list[int] | None = order[:usable][node::total_nodes]
     else:
         picked = None
     shards = tuple(_take(seq, node, total_nodes, usable, picked) for seq in data)
     return shards[0] if len(shards) == 1 else shards
+
+
+def _shared_seed(seed: int | None) -> int | str:
+    if seed is not None:
+        return seed
+    info = instance_info()
+    if info is None:
+        raise ValueError(
+            "shard(shuffle=True, seed=None) outside a task has no pool to share a seed with: "
+            "pass seed= (the same on every node)"
+        )
+    return info.job_id
 
 
 def _position(node: int | None, total_nodes: int | None) -> tuple[int, int]:

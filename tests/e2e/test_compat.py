@@ -57,6 +57,29 @@ def test_explicit_specs_with_fallback_order() -> None:
         assert pool.current_nodes() == 2
 
 
+def test_a_spec_this_machine_cannot_satisfy_falls_back_to_the_next() -> None:
+    errors: list[sky.Error] = []
+    specs = (sky.Spec(provider=sky.Local(), vcpus=10_000), sky.Spec(provider=sky.Local(), nodes=2))
+    pool = sky.Compute(*specs, options=sky.Options(selection="first", console=False, logging=False))
+    pool.on(sky.Error, errors.append)
+    with pool:
+        assert pool.current_nodes() == 2
+    assert len(errors) == 1 and "vcpus" in errors[0].message
+
+
+def test_when_every_spec_fails_each_reason_is_listed() -> None:
+    specs = (
+        sky.Spec(provider=sky.Local(), vcpus=10_000),
+        sky.Spec(provider=sky.Local(), accelerator=sky.accelerators.A100()),
+    )
+    with pytest.raises(sky.AllProvidersFailedError, match="none of the 2 Specs") as failure:
+        sky.Compute(*specs, options=sky.Options(selection="first", console=False, logging=False)).open()
+    notes = "\n".join(failure.value.__notes__)
+    assert "1. local: ValueError: Spec.vcpus=10000" in notes and "2. local:" in notes and "accelerator" in notes
+    with pytest.raises(ValueError, match="vcpus"):  # one spec: its own error, unwrapped
+        sky.Compute(specs[0], options=sky.Options(console=False, logging=False)).open()
+
+
 def test_named_pool_from_skyward_toml(tmp_path, monkeypatch) -> None:
     config = tmp_path / "skyward.toml"
     config.write_text(

@@ -90,6 +90,16 @@ def test_map_keeps_input_order_and_chunks(pool4: sky.Pool) -> None:
     assert pool4.map(echo, ["a", "b"]) == ["a", "b"]
 
 
+def test_map_can_stream_results_in_order(pool4: sky.Pool) -> None:
+    results = pool4.map(triple, range(2_000), stream=True)
+    assert not isinstance(results, list)
+    assert list(results) == [3 * i for i in range(2_000)]
+    first = pool4.map(triple, range(2_000), stream=True)
+    assert [next(first), next(first)] == [0, 3]
+    first.close()
+    assert list(pool4.map(triple, [], stream=True)) == []
+
+
 def test_run_targets(pool4: sky.Pool) -> None:
     assert pool4.run(node_and_pid(), target="head")[0] == 0
     assert pool4.run(node_and_pid(), target=2)[0] == 2
@@ -133,3 +143,14 @@ def test_misuse_on_a_real_pool(pool4: sky.Pool) -> None:
         42 @ pool4  # noqa: B018
     with pytest.raises(TypeError, match="pending call"):
         42 > pool4  # noqa: B018
+
+
+def test_shard_on_every_node_is_disjoint_and_complete(pool4: sky.Pool) -> None:
+    @sky.function
+    def mine(seed):
+        return sky.shard(list(range(103)), shuffle=seed != "off", seed=None if seed == "pool" else 5)
+
+    for seed in ("off", "fixed", "pool"):
+        parts = mine(seed) @ pool4
+        assert len(parts) == 4
+        assert sorted(x for part in parts for x in part) == list(range(103)), seed

@@ -57,3 +57,8 @@ def test_torch_tensors_when_installed() -> None:
     torch = pytest.importorskip("torch")
     part = sky.shard(torch.arange(10), shuffle=True, seed=1, node=0, total_nodes=2)
     assert isinstance(part, torch.Tensor) and len(part) == 5
+
+
+def test_shuffle_without_a_seed_needs_a_pool() -> None:
+    with pytest.raises(ValueError, match="pass seed="):
+        sky.shard([1, 2, 3], shuffle=True, seed=None, node=0, total_nodes=2)
