@@ -1,1 +1,1 @@
-"""Skyward's benchmark suite: ``python benchmarks/run.py`` (see docs/benchmarks.md)."""
+"""Skyward's benchmark suite: ``python -m benchmarks.run`` (see docs/benchmarks.md)."""

@@ -1,8 +1,8 @@
 """B4 — start from nothing to 4 workers ready, and shut down.
 
-Each run is a fresh interpreter. The engine's modules are imported first (their import
-time is reported in the note, not counted); then the clock runs until each of the 4
-workers has answered one call: skyward `Compute(nodes=4)` opened plus one broadcast,
+Each run is a fresh interpreter, the engines taking turns run by run. The engine's
+modules are imported first (their import time is reported in the note, not counted);
+then the clock runs until each of the 4 workers has answered one call: skyward `Compute(nodes=4)` opened plus one broadcast,
 `ray.init` plus 4 actors each answering, a Dask LocalCluster of 4 worker processes plus
 `client.run`, and a ProcessPoolExecutor whose 4 workers each ran a submit. Shutdown is
 timed from the call that stops the engine until it returns; the note says whether any
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
-from benchmarks import lifecycle
+from benchmarks import engines
 from benchmarks.common import Row, failed_row, process_tree, row
 from benchmarks.isolate import SubjectFailed, isolated
 
@@ -31,12 +33,12 @@ SUBJECTS = {
 def run(quick: bool = False) -> list[Row]:
     """A start row and a shutdown row per engine, over fresh interpreters."""
     runs = 1 if quick else 5
+    outcomes = interleaved(start_and_stop, runs)
     rows: list[Row] = []
     for engine, subject in SUBJECTS.items():
-        try:
-            results = [isolated(start_and_stop, engine) for _ in range(runs)]
-        except SubjectFailed as exc:
-            rows += [failed_row(GROUP, f"{subject} {m}", exc, metric=m) for m in ("start", "shutdown")]
+        results = outcomes[engine]
+        if isinstance(results, SubjectFailed):
+            rows += [failed_row(GROUP, f"{subject} {m}", results, metric=m) for m in ("start", "shutdown")]
             continue
         imports = statistics.median(r["import"] for r in results)
         left = max(r["left"] for r in results)
@@ -48,14 +50,32 @@ def run(quick: bool = False) -> list[Row]:
     return rows
 
 
+def interleaved(fn: Callable[[str], Any], runs: int) -> dict[str, list[Any] | SubjectFailed]:
+    """``fn(engine)`` ``runs`` times per engine, each in a fresh interpreter, the engines
+    taking turns (skyward, Ray, Dask, ProcessPool, skyward, ...) so that a burst of other
+    load on the machine does not fall on one engine's runs only. An engine that fails once
+    is not run again; its entry is the failure."""
+    outcomes: dict[str, list[Any] | SubjectFailed] = {engine: [] for engine in SUBJECTS}
+    for _ in range(runs):
+        for engine in SUBJECTS:
+            results = outcomes[engine]
+            if isinstance(results, SubjectFailed):
+                continue
+            try:
+                results.append(isolated(fn, engine))
+            except SubjectFailed as exc:
+                outcomes[engine] = exc
+    return outcomes
+
+
 def start_and_stop(engine: str) -> dict:
     """One run: import, start (timed), stop (timed), count processes left."""
     began = time.perf_counter()
-    lifecycle.import_engine(engine)
+    engines.import_engine(engine)
     imported = time.perf_counter()
-    handle = lifecycle.start(engine)
+    handle = engines.start(engine)
     started = time.perf_counter()
-    lifecycle.stop(engine, handle)
+    engines.stop(engine, handle)
     stopped = time.perf_counter()
     left = [p for p in process_tree()[1:] if p.is_running() and p.status() != "zombie"]
     return {

@@ -12,26 +12,26 @@ from __future__ import annotations
 import statistics
 import time
 
-from benchmarks import lifecycle
-from benchmarks.bench_b4_startup import SUBJECTS
+from benchmarks import engines
+from benchmarks.bench_b4_startup import SUBJECTS, interleaved
 from benchmarks.common import Row, failed_row, pss_by_process, row
-from benchmarks.isolate import SubjectFailed, isolated
+from benchmarks.isolate import SubjectFailed
 
 GROUP = "B5"
 TITLE = "B5 — idle memory (PSS) of 4 workers"
-SETTLE = 3.0
+SETTLE = 2.0
 MB = 1024**2
 
 
 def run(quick: bool = False) -> list[Row]:
     """One row per engine, in MB."""
-    runs = 1 if quick else 3
+    runs = 1 if quick else 2
+    outcomes = interleaved(idle_memory, runs)
     rows: list[Row] = []
     for engine, subject in SUBJECTS.items():
-        try:
-            results = [isolated(idle_memory, engine) for _ in range(runs)]
-        except SubjectFailed as exc:
-            rows.append(failed_row(GROUP, subject, exc))
+        results = outcomes[engine]
+        if isinstance(results, SubjectFailed):
+            rows.append(failed_row(GROUP, subject, results))
             continue
         totals = [sum(r.values()) / MB for r in results]
         median_run = results[totals.index(statistics.median_low(totals))]
@@ -42,13 +42,13 @@ def run(quick: bool = False) -> list[Row]:
 
 def idle_memory(engine: str) -> dict[str, int]:
     """PSS in bytes per process name of this process tree, with ``engine`` started and idle."""
-    lifecycle.import_engine(engine)
-    handle = lifecycle.start(engine)
+    engines.import_engine(engine)
+    handle = engines.start(engine)
     try:
         time.sleep(SETTLE)
         return pss_by_process()
     finally:
-        lifecycle.stop(engine, handle)
+        engines.stop(engine, handle)
 
 
 def _largest(by_name: dict[str, int], count: int = 4) -> str:

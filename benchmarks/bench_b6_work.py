@@ -26,7 +26,7 @@ TASK_SECONDS = 0.02
 
 def run(quick: bool = False) -> list[Row]:
     """Every subject, each in a fresh interpreter, with the efficiency in its note."""
-    runs = 2 if quick else 5
+    runs = 2 if quick else 3
     try:
         reps, task_seconds = isolated(calibrate)
     except SubjectFailed as exc:

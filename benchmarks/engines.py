@@ -1,17 +1,25 @@
 """Starting and stopping each engine the way every benchmark uses it: skyward (a local
 pool), Ray, Dask (LocalCluster) and ProcessPoolExecutor, each with ``WORKERS`` workers,
-bound to 127.0.0.1, no dashboards. Peer libraries are imported only when used."""
+bound to 127.0.0.1, no dashboards. Peer libraries are imported only when used.
+
+``start(engine)`` takes an engine from nothing to 4 workers that have each answered a
+call (what B4 times and B5 measures the memory of) and returns a handle for
+``stop(engine, handle)``; ``import_engine`` imports its modules first, so start-up times
+exclude imports."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
+
+from benchmarks import payloads
 
 WORKERS = 4
 
@@ -103,3 +111,91 @@ def process_pool(workers: int = WORKERS) -> Iterator[ProcessPoolExecutor]:
         yield executor
     finally:
         executor.shutdown(wait=True)
+
+
+IMPORTS = {
+    "skyward": ("skyward",),
+    "ray": ("ray",),
+    "dask": ("distributed",),
+    "process_pool": ("concurrent.futures",),
+}
+
+
+def import_engine(engine: str) -> None:
+    """Import what ``engine`` needs, so that start-up times exclude imports."""
+    for module in IMPORTS[engine]:
+        importlib.import_module(module)
+
+
+def _start_skyward() -> Any:
+    import skyward as sky
+
+    pool = skyward_pool()
+    pool.open()
+    pool.broadcast(sky.function(payloads.pid)())
+    return pool
+
+
+def _stop_skyward(pool: Any) -> None:
+    pool.close()
+
+
+class _Actor:
+    def pid(self) -> int:
+        return payloads.pid()
+
+
+def _start_ray() -> Any:
+    import ray
+
+    temp_dir = ray_start()
+    actors = [ray.remote(_Actor).remote() for _ in range(WORKERS)]
+    ray.get([actor.pid.remote() for actor in actors])
+    return temp_dir, actors
+
+
+def _stop_ray(handle: Any) -> None:
+    temp_dir, _actors = handle
+    ray_stop(temp_dir)
+
+
+def _start_dask() -> Any:
+    cluster, client = dask_start()
+    answers = client.run(payloads.pid)
+    if len(answers) != WORKERS:
+        raise RuntimeError(f"Dask started {len(answers)} workers, not {WORKERS}")
+    return cluster, client
+
+
+def _stop_dask(handle: Any) -> None:
+    dask_stop(*handle)
+
+
+def _start_process_pool() -> Any:
+    executor = ProcessPoolExecutor(max_workers=WORKERS)
+    futures = [executor.submit(payloads.pid) for _ in range(WORKERS)]
+    for future in futures:
+        future.result()
+    return executor
+
+
+def _stop_process_pool(executor: Any) -> None:
+    executor.shutdown(wait=True)
+
+
+STEPS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
+    "skyward": (_start_skyward, _stop_skyward),
+    "ray": (_start_ray, _stop_ray),
+    "dask": (_start_dask, _stop_dask),
+    "process_pool": (_start_process_pool, _stop_process_pool),
+}
+
+
+def start(engine: str) -> Any:
+    """Start ``engine`` with 4 workers and wait until each has answered a call."""
+    return STEPS[engine][0]()
+
+
+def stop(engine: str, handle: Any) -> None:
+    """Stop what ``start`` started."""
+    STEPS[engine][1](handle)

@@ -1,8 +1,11 @@
 """Run the benchmark suite and write docs/benchmarks.md.
 
-    .venv/bin/python benchmarks/run.py                 # everything, writes docs/benchmarks.md
-    .venv/bin/python benchmarks/run.py --quick         # smoke run, fewer runs
-    .venv/bin/python benchmarks/run.py --only B1,B3    # some groups
+    .venv/bin/pip install -e '.[bench]'                # once: the peers (dask, joblib, numpy)
+    .venv/bin/python -m benchmarks.run                 # everything (~10 min), writes docs/benchmarks.md
+    .venv/bin/python -m benchmarks.run --quick         # smoke run, fewer runs (~4 min)
+    .venv/bin/python -m benchmarks.run --only B1,B3    # some groups
+
+Run it on a quiet machine: every number is wall-clock time on shared cores.
 
 Every ``benchmarks/bench_*.py`` module is a group: it exposes ``run(quick) -> list[Row]``
 and optionally ``GROUP`` (its id), ``TITLE`` and a docstring describing the method. The
@@ -26,19 +29,21 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import findings  # noqa: E402
 from benchmarks.common import Row, failed_row, format_ratio, format_value, machine, markdown_table  # noqa: E402
 from benchmarks.common import render_report  # noqa: E402
-from benchmarks.targets import check_all  # noqa: E402
+from benchmarks.targets import check_all, explain  # noqa: E402
 
 REPORT = ROOT / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
 
 ```bash
 .venv/bin/pip install -e '.[bench]'          # the peers: dask[distributed], joblib, numpy
-.venv/bin/python benchmarks/run.py           # full run (~{minutes} min here), rewrites this file
-.venv/bin/python benchmarks/run.py --quick   # smoke run; --only B1,B3 runs some groups
+.venv/bin/python -m benchmarks.run           # full run (~{minutes} min here), rewrites this file
+.venv/bin/python -m benchmarks.run --quick   # smoke run; --only B1,B3 runs some groups
 ```
+
+Run it on a quiet machine: the numbers are wall-clock times on shared cores, and anything
+else running skews them (the load average at the start is in the machine table).
 
 Skyward against its peers on the same machine in the same run: a raw Ray actor call, Ray
 tasks and the object store, Dask (`distributed.LocalCluster`), `ProcessPoolExecutor` and
@@ -156,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             header=HEADER.format(minutes=max(1, math.ceil(elapsed / 60)) if full else "10-15"),
             sections={group_of(m): getattr(m, "TITLE", group_of(m)) for m in chosen},
             methods={group_of(m): _method(m) for m in chosen if m.__doc__},
-            explanations=findings.explain(checks, rows),
+            explanations=explain(checks),
         )
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(report, encoding="utf-8")

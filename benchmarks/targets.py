@@ -1,4 +1,5 @@
-"""The targets of issue 6 and how each is checked against one run's rows.
+"""The targets of issue 6, how each is checked against one run's rows, and why a missed
+target is missed (what profiling found, and what would close it).
 
 A target whose rows are missing or failed is reported as not measured (``passed`` None).
 """
@@ -121,8 +122,8 @@ TARGETS = (
     Target("B2-ray", "`pool.map` ≥ 50x faster than Ray tasks", at_least_faster("B2", "skyward", "Ray tasks", 50)),
     Target("B2-order", "`pool.map` results in input order",
            is_true("B2", "skyward", "in_order", "in order", "out of order")),
-    Target("B2-stream", "streaming results still possible (`pool.map(..., stream=True)` or `pool.imap`)",
-           is_true("B2", "skyward", "streaming", "available", "no streaming map in the API")),
+    Target("B2-stream", "streaming results still possible (`pool.map(..., stream=True)`)",
+           is_true("B2", "skyward", "streaming", "streamed in order", "streaming map failed")),
     Target("B3-ratio", "100 MB broadcast ≤ 1.2x Ray put + 4 tasks",
            at_most_times("B3", "skyward", "Ray put + 4 tasks", 1.2)),
     Target("B3-once", "broadcast argument serialized once, not once per node", serialized_once),
@@ -141,3 +142,75 @@ def check_all(rows: Sequence[Row]) -> list[Check]:
         measured, passed = target.check(rows)
         checks.append({"id": target.id, "target": target.text, "measured": measured, "passed": passed})
     return checks
+
+
+EXPLANATIONS: dict[str, str] = {
+    "B1-actor": (
+        "A local pool sends `>>` over the node agent's Unix-socket lane (see "
+        "docs/architecture.md), not through a Ray actor call. Profiled on a loaded 2-core "
+        "machine: encoding the request 13 µs, decoding it on the node 5 µs; a lane round trip "
+        "to one fixed agent 0.10-0.14 ms, round-robin over 4 agent processes 0.15-0.21 ms (each "
+        "call wakes a process that has slept through the other three; a raw Ray actor call pays "
+        "the same, 0.84 vs 0.71 ms). Through Ray the same call cost 0.9-1.4 ms, 1.2x a raw "
+        "actor call for `agent.execute` alone. If this target is missed, the lane was not used "
+        "(a Ray instance started by the user, or an argument with buffers of 1 MiB or more, "
+        "which go through the object store): check `pool._driver._lanes`."
+    ),
+    "B1-task": (
+        "Half a Ray task is about one raw Ray actor call (1.3-1.5 ms vs 0.7 ms here): no "
+        "dispatch that itself goes through a Ray actor call can meet it. The lane (see B1-actor) "
+        "is what meets it; a miss means the lane was not used."
+    ),
+    "B4-start": (
+        "Opening a pool is `ray.init` (the same call as the peer's, plus token auth) and then "
+        "5 actor processes where the peer starts 4 trivial ones: the event hub and 4 node "
+        "agents, each importing skyward on top of Ray. Measured in one Ray instance: the hub "
+        "and 4 agents took 2.0-3.4 s to answer where 5 trivial actors took 1.5-2.1 s; "
+        "importing `skyward.cluster.agent` in a process that already has Ray takes "
+        "0.27-0.33 s, 0.13-0.19 s of it `asyncssh` and `rich`, which `skyward/__init__` "
+        "imports for the SSH provider and the console even on a node. On 2 cores, 5 such "
+        "imports cost ~0.75 s of wall time, which is the gap. (`ray.init` alone varied "
+        "from 2.2 to 6.5 s between identical runs on this shared machine, so smaller "
+        "effects, such as the peer's `num_cpus=4` pre-starting 4 workers during `ray.init`, "
+        "could not be separated.) What would close it: import the SSH provider and the "
+        "console lazily from `skyward/__init__` (no `asyncssh` or `rich` on a node); have "
+        "the client poll each agent's outbox instead of an event-hub actor (4 processes, "
+        "not 5, and ~60 MB less in B5); size the private Ray's `num_cpus` to the pool so "
+        "its pre-started workers become the agents."
+    ),
+    "B4-shutdown": (
+        "Closing is almost all `ray.shutdown()`: Ray stops its processes one by one with "
+        "SIGTERM and up to 1 s of grace each. The autoscaler monitor ignores SIGTERM, so every "
+        "shutdown waited a full second for it (profiled: `monitor 1.008 s` of 1.16 s); skyward "
+        "now kills that monitor right after `ray.init` (a fixed local instance never scales), "
+        "which took the pool's close from 1.40 s to 0.44 s. A miss now means another Ray "
+        "process was slow to exit; profile `ray._private.node.Node._kill_process_impl`."
+    ),
+    "B6": (
+        "The ideal is 200 × the task's time measured serially on an idle core, ÷ 2 cores. "
+        "CPU accounting of one `sky.gather` of the 200 tasks (psutil, loaded machine): the "
+        "client used 0.13 CPU-s and Ray's own processes 0.12 CPU-s, but the 4 agents used "
+        "4.51 CPU-s for 4.0 CPU-s of serial work: 4 processes time-slicing 2 cores run each "
+        "task ~12% slower than on an idle core. 4.0 CPU-s of work took 4.76 CPU-s in all, "
+        "which caps efficiency near 84% with nothing else running. Other load on the machine "
+        "takes cores from every engine alike (compare the peers' efficiency in the table). "
+        "What would "
+        "close it: a quiet machine first; then fewer runners than cores (`Worker` slots "
+        "matched to cores), which the benchmark's fixed 4 nodes on 2 cores rule out."
+    ),
+}
+
+UNEXPLAINED = (
+    "No analysis is recorded for this target yet. Profile the skyward subject "
+    "(`py-spy record -o profile.svg --subprocesses -- .venv/bin/python -m benchmarks.isolate ...`)."
+)
+
+
+def explain(checks: Sequence[Check]) -> list[tuple[str, str]]:
+    """(title, text) for every missed target, in target order."""
+    return [
+        (f"{check['id']}: {check['target']} (measured {check['measured']})",
+         EXPLANATIONS.get(check["id"], UNEXPLAINED))
+        for check in checks
+        if check["passed"] is False
+    ]

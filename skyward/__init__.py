@@ -19,8 +19,13 @@ import types
 from typing import Any
 
 from skyward import accelerators, time
+from skyward.collections import BrokenBarrierError, CollectionUnavailableError
+from skyward.collections import barrier, counter, lock, queue
+from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
+from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
 from skyward.compute import Compute, ComputePool, MultiPool
 from skyward.errors import (
+    AllProvidersFailedError,
     NoActivePoolError,
     NodeCrashedError,
     PoolClosedError,
@@ -63,6 +68,8 @@ from skyward.observe.log_config import LogConfig
 from skyward.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.pool import Pool
 from skyward.providers.local import Local
+from skyward.providers.ray_cluster import Ray
+from skyward.providers.ssh import SSH
 from skyward.runtime import (
     AcceleratorInfo,
     InstanceInfo,
@@ -85,17 +92,17 @@ DEFAULT_IMAGE = Image()
 __version__ = "0.1.0"
 
 __all__ = [
-    "AcceleratorInfo", "BootstrapPhase", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
+    "AcceleratorInfo", "AllProvidersFailedError", "BootstrapPhase", "BrokenBarrierError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
     "ClusterRequested", "Compute", "ComputePool", "CostFinal", "CostUpdate", "DEFAULT_IMAGE",
     "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
     "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "Local", "Log", "LogConfig",
     "Metric", "MultiPool", "NetworkInfo", "NoActivePoolError", "NodeCrashedError", "Nodes",
     "Options", "PeerInfo", "PendingBatch", "PendingCompute", "PendingFunction",
     "PendingFunctionGroup", "PipIndex", "Pool", "PoolClosedError", "Progress", "RemoteError",
-    "RemoteTraceback", "Session", "SkywardError", "SkywardFunction", "Spec", "TaskCompleted",
+    "Ray", "RemoteTraceback", "SSH", "Session", "SkywardError", "SkywardFunction", "Spec", "TaskCompleted",
     "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
-    "time", "use_callback",
+    "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
 ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import queue
 import threading
 import time
 import uuid
@@ -22,7 +23,9 @@ from skyward import context
 from skyward.context import NESTED_DISPATCH
 from skyward.cluster.driver import CHUNKS_PER_SLOT, NO_SLOT, ClusterDriver
 from skyward.cluster.hub import HubPoller
-from skyward.errors import PoolClosedError
+from skyward.collections import runtime as collections_runtime
+from skyward.collections.factories import PoolCollections
+from skyward.errors import AllProvidersFailedError, PoolClosedError
 from skyward.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.observe import log_setup
 from skyward.observe.bus import EventBus
@@ -44,8 +47,12 @@ from skyward.providers.base import LaunchedCluster
 from skyward.runtime import current_task
 from skyward.spec import Options, Spec
 
-class Pool:
-    """A pool of nodes; use it as a context manager (``with sky.Compute(...) as pool``)."""
+class Pool(PoolCollections):
+    """A pool of nodes; use it as a context manager (``with sky.Compute(...) as pool``).
+
+    ``pool.dict(name)``, ``pool.set``, ``pool.counter``, ``pool.queue``, ``pool.barrier``
+    and ``pool.lock`` give the client the pool's distributed collections (see
+    ``skyward.collections``)."""
 
     def __init__(self, specs: tuple[Spec, ...], options: Options, name: str | None = None) -> None:
         if not specs:
@@ -122,7 +129,11 @@ class Pool:
         self._loop, self._loop_thread = loop, thread
 
     def _launch(self) -> None:
-        errors: list[BaseException] = []
+        """Provision the first spec that works (in ``Options.selection`` order); a spec
+        this provider cannot satisfy (ValueError, NotImplementedError, a provisioning
+        failure) falls through to the next. A single spec's error is raised as it is;
+        when several all fail, AllProvidersFailedError lists each one's reason."""
+        failures: list[tuple[Spec, BaseException]] = []
         for spec in self._ordered_specs():
             nodes = spec.node_count.desired
             self._bus.emit(ClusterRequested(self.name, spec.provider.name, nodes))
@@ -130,10 +141,10 @@ class Pool:
                 spec.provider.validate(spec, self.options)
                 started = time.monotonic()
                 cluster = spec.provider.launch(spec, self.options, self.id)
-            except (ValueError, TypeError, NotImplementedError):
+            except TypeError:
                 raise
-            except Exception as exc:  # provisioning failed: try the next spec
-                errors.append(exc)
+            except Exception as exc:  # this spec cannot be had here: try the next one
+                failures.append((spec, exc))
                 self._bus.emit(Error(f"{spec.provider.name}: {exc}"))
                 continue
             self.spec, self._cluster = spec, cluster
@@ -141,27 +152,34 @@ class Pool:
             self._bus.emit(ClusterProvisioned(self.name, nodes, duration))
             pricing = cluster.extras.get("pricing") or Pricing(cluster.hourly_rate, ondemand_count=nodes)
             self._cost = CostMeter(pricing, self._bus.emit).start()
-            for phase, seconds in cluster.extras.get("phases", ()):
-                self._bus.emit(BootstrapPhase(phase, seconds))
+            for phase in cluster.extras.get("phases", ()):  # (name, seconds[, node])
+                self._bus.emit(BootstrapPhase(*phase))
             for info in cluster.infos:
                 self._bus.emit(InstanceProvisioned(info.node, f"{self.id}-{info.node}", info.head_addr))
                 self._bus.emit(InstanceBootstrapped(info.node, f"{self.id}-{info.node}", duration))
             worker = self.options.resolved_worker
-            self._poller = HubPoller(cluster.hub, self._bus.emit, lambda m: self._bus.emit(Error(m)))
-            self._driver = ClusterDriver(
-                cluster.agents, worker, self.options.default_compute_timeout,
-                self._bus.emit, self._bus.wants, self._poller.wait_delivered, self._loop,
-            )
+            connect = cluster.extras.get("connect")
+            if connect is not None:  # a remote cluster: its provider makes the driver
+                self._driver = connect(
+                    worker, self.options.default_compute_timeout, self._bus.emit, self._bus.wants, self._loop
+                )
+            else:
+                self._poller = HubPoller(cluster.hub, self._bus.emit, lambda m: self._bus.emit(Error(m)))
+                self._driver = ClusterDriver(
+                    cluster.agents, worker, self.options.default_compute_timeout,
+                    self._bus.emit, self._bus.wants, self._poller.wait_delivered, self._loop,
+                    cluster.extras.get("lanes", ()),
+                )
             with self._lock:
                 self._state = "open"
             self._bus.emit(ClusterReady(self.name, nodes, time.monotonic() - self._opened_at))
             return
-        if len(errors) == 1:
-            raise errors[0]
-        failure = RuntimeError(f"every Spec of pool {self.name} failed to provision")
-        for spec, error in zip(self.specs, errors):
-            failure.add_note(f"{spec.provider.name}: {type(error).__name__}: {error}")
-        raise failure
+        if len(failures) == 1:
+            raise failures[0][1]
+        failure = AllProvidersFailedError(f"none of the {len(failures)} Specs of pool {self.name} could be provisioned")
+        for index, (spec, error) in enumerate(failures, 1):
+            failure.add_note(f"{index}. {spec.provider.name}: {type(error).__name__}: {error}")
+        raise failure from failures[0][1]
 
     def _ordered_specs(self) -> list[Spec]:
         if self.options.selection == "first" or len(self.specs) == 1:
@@ -170,10 +188,13 @@ class Pool:
 
     def _teardown(self) -> None:
         if self._driver is not None:
-            self._driver.closing = True
+            self._driver.close()
         if self._poller is not None:
             self._poller.stop()
         if self._cluster is not None:
+            collections = self._cluster.extras.get("collections")
+            if collections is not None:
+                collections_runtime.release(collections)
             try:
                 self._cluster.teardown()
             except Exception as exc:  # report, keep tearing down
@@ -195,6 +216,16 @@ class Pool:
         self._cluster = self._driver = self._poller = None
         with self._lock:
             self._state = "closed"
+
+    def _collections_engine(self) -> Any:
+        """The client's engine for this pool's collections (see ``PoolCollections``)."""
+        if self._cluster is None or self._state != "open":
+            raise PoolClosedError(
+                f"pool {self.name} is not open: use pool.dict() & co. inside `with sky.Compute(...) as pool:`"
+            )
+        return collections_runtime.client_engine(
+            self.options, self._cluster.extras.get("collections"), self.spec.provider.name if self.spec else "?"
+        )
 
     # ----------------------------------------------------------------- dispatch
 
@@ -273,22 +304,52 @@ class Pool:
             for future in futures:
                 future.cancel()
 
-    def map(self, fn: Callable[..., Any], items: Iterable[Any], *, timeout: float | None = None) -> list[Any]:
+    def map(
+        self, fn: Callable[..., Any], items: Iterable[Any], *, timeout: float | None = None, stream: bool = False
+    ) -> Any:
         """``[fn(x) for x in items]`` across the pool, results in input order.
 
         ``fn`` need not be decorated. Items travel in chunks sized automatically (big
         first, single items at the end), so 10,000 small items cost a few dozen round
         trips. ``timeout`` applies per item (default: the function's, else the pool's).
+        ``stream=True`` returns a generator instead of a list: it starts the map when
+        iterated and yields results in input order as soon as they are in.
         """
         pending = _as_pending(fn, timeout)
         values = list(items)
         driver = self._require_driver()
+        if stream:
+            return self._map_stream(driver, pending, values)
         if not values:
             return []
-        lanes = driver.nodes * self.options.resolved_worker.slots
-        plan = guided_chunks(len(values), lanes, CHUNKS_PER_SLOT)
-        with self._progress.tasks("map", pending.name, len(values), plan):
+        with self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))):
             return self._wait(self._submit(lambda d: d.map(pending, values)))
+
+    def _map_plan(self, driver: ClusterDriver, count: int) -> Iterator[int]:
+        return guided_chunks(count, driver.nodes * self.options.resolved_worker.slots, CHUNKS_PER_SLOT)
+
+    def _map_stream(self, driver: ClusterDriver, pending: PendingFunction[Any], values: list[Any]) -> Iterator[Any]:
+        if not values:
+            return
+        arrived: queue.SimpleQueue[tuple[int, list[Any]] | None] = queue.SimpleQueue()
+        with self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))):
+            future = self._submit(lambda d: d.map(pending, values, lambda start, chunk: arrived.put((start, chunk))))
+            future.add_done_callback(lambda _: arrived.put(None))
+            early: dict[int, list[Any]] = {}
+            position = 0
+            try:
+                while position < len(values):
+                    while position not in early:
+                        entry = arrived.get()
+                        if entry is None:
+                            future.result()  # raises the map's error
+                            continue
+                        early[entry[0]] = entry[1]
+                    chunk = early.pop(position)
+                    position += len(chunk)
+                    yield from chunk
+            finally:
+                future.cancel()
 
     def current_nodes(self) -> int:
         """How many nodes are ready now."""

@@ -19,9 +19,12 @@ from typing import Any
 import cloudpickle
 import ray
 
+from skyward.cluster.lane import LaneServer
 from skyward.cluster.process_executor import ProcessExecutor
 from skyward.cluster.thread_executor import ThreadExecutor
 from skyward.cluster.wire import Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.collections import runtime as collections_runtime
+from skyward.collections.config import CollectionsConfig
 from skyward.observe.events import Log
 from skyward.observe.metrics import Collector, MetricSampler
 from skyward.output import TaskStream
@@ -42,6 +45,8 @@ class AgentSetup:
     env: dict[str, str] = field(default_factory=dict)
     hub_name: str = ""
     metrics: tuple[Collector, ...] = ()
+    collections: CollectionsConfig | None = None
+    lane: str = ""
 
 
 class _Outbox:
@@ -105,6 +110,7 @@ class NodeAgent:
         sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
         os.environ.update(setup.env)
         install_node_info(setup.info)
+        collections_runtime.install_node(setup.collections)
         self._info = setup.info
         self._outbox = _Outbox(ray.get_actor(setup.hub_name))
         self._sampler = MetricSampler(setup.metrics, setup.info.node, self._outbox.put).start()
@@ -116,12 +122,15 @@ class NodeAgent:
         ]
         sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
         if setup.worker.resolved_executor == "process":
-            child_setup = {"cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env}
+            child_setup = {
+                "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env, "collections": setup.collections,
+            }
             self._executor: Any = ProcessExecutor(
                 setup.info, setup.worker.reuse_processes, self._line, child_setup
             )
         else:
             self._executor = ThreadExecutor(setup.info, setup.worker.concurrency, self._task_ended)
+        self._lane = LaneServer(setup.lane, self.execute) if setup.lane else None
 
     def ready(self) -> int:
         """Answer once started; returns the agent's process id."""
@@ -139,6 +148,7 @@ class NodeAgent:
             ok, value = self._executor.run(request, slot.release)
         finally:
             slot.release()
+        collections_runtime.end_task(request.task_id, ok)
         events = 0
         if request.task_id in self._printed:
             self._printed.discard(request.task_id)
@@ -165,6 +175,8 @@ class NodeAgent:
 
     def shutdown(self) -> None:
         """Stop sampling and executor children, flush output; the driver then kills the actor."""
+        if self._lane is not None:
+            self._lane.close()
         self._sampler.stop()
         self._executor.close()
         self._outbox.flush()

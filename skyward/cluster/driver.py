@@ -11,12 +11,14 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
+from skyward.cluster.lane import LaneBroken, LaneClient, LaneFailed
 from skyward.cluster.scheduler import ALL, SlotScheduler
 from skyward.cluster.wire import (
     CALL,
@@ -37,6 +39,7 @@ BACKSTOP_GRACE = 60.0
 CALL_GRACE = 1.0
 NO_SLOT = object()
 CHUNKS_PER_SLOT = 2
+REPLACEMENT_WAIT = 60.0
 Emit = Callable[[Any], None]
 
 
@@ -52,8 +55,12 @@ class ClusterDriver:
         wants: Callable[[type], bool],
         output_delivered: Callable[[int], None],
         loop: asyncio.AbstractEventLoop,
+        lanes: Sequence[str] = (),
     ) -> None:
         self.agents = list(agents)
+        self._lanes = [LaneClient(path) if path else None for path in lanes]
+        # lane calls block, so the loop hands them to these threads (one per slot in use)
+        self._lane_threads = ThreadPoolExecutor(len(self.agents) * worker.slots, "skyward-lane")
         self._slots = worker.slots
         self._queues_on_node = worker.buffer > 0
         self._default_timeout = default_timeout
@@ -67,6 +74,14 @@ class ClusterDriver:
     @property
     def nodes(self) -> int:
         return len(self.agents)
+
+    def close(self) -> None:
+        """Refuse new work; work in flight ends with PoolClosedError if its node goes away."""
+        self.closing = True
+        for lane in self._lanes:
+            if lane is not None:
+                lane.close()
+        self._lane_threads.shutdown(wait=False)
 
     def busy(self) -> int:
         """Task slots in use right now."""
@@ -103,11 +118,15 @@ class ClusterDriver:
             started = self._started(node, request)
             error: BaseException | None = None
             try:
-                ref = self._send(node, self._encode(request), request)
-                try:
-                    ok, value, events = decode(ray.get(ref, timeout=self._wait_limit(request)))
-                except Exception as exc:
-                    raise self._ray_failure(exc, node, request) from None
+                payload = self._encode(request)
+                reply = self._via_lane(node, payload, request)
+                if reply is None:
+                    ref = self._send(node, payload, request)
+                    try:
+                        reply = ray.get(ref, timeout=self._wait_limit(request))
+                    except Exception as exc:
+                        raise self._ray_failure(exc, node, request) from None
+                ok, value, events = decode(reply)
                 if events:
                     self._output_delivered(events)
                 if ok:
@@ -163,9 +182,12 @@ class ClusterDriver:
             raise first
         return list(outcomes)
 
-    async def map(self, fn: PendingFunction[Any], items: list[Any]) -> list[Any]:
+    async def map(
+        self, fn: PendingFunction[Any], items: list[Any], on_chunk: Callable[[int, list[Any]], None] | None = None
+    ) -> list[Any]:
         """Apply ``fn`` to every item, in chunks sized from what is left (guided
-        scheduling: big chunks first, single items at the end); results in input order."""
+        scheduling: big chunks first, single items at the end); results in input order.
+        ``on_chunk(start, values)`` is called as each chunk's results arrive."""
         self._check_open()
         results: list[Any] = [None] * len(items)
         position = 0
@@ -183,6 +205,8 @@ class ClusterDriver:
                     request = self._request(fn, MAP, items[start:position])
                     values = await self._execute(node, self._encode(request), request, offset=start)
                     results[start : start + len(values)] = values
+                    if on_chunk is not None:
+                        on_chunk(start, values)
                 finally:
                     self._scheduler.release(node)
 
@@ -198,13 +222,18 @@ class ClusterDriver:
         started = self._started(node, request)
         error: BaseException | None = None
         try:
-            ref = self._send(node, payload, request)
-            try:
-                ok, value, events = decode(
-                    await asyncio.wait_for(asyncio.wrap_future(ref.future()), self._wait_limit(request))
+            reply = None
+            if self._has_lane(node, payload):
+                reply = await asyncio.get_running_loop().run_in_executor(
+                    self._lane_threads, self._via_lane, node, payload, request
                 )
-            except Exception as exc:
-                raise self._ray_failure(exc, node, request) from None
+            if reply is None:
+                ref = self._send(node, payload, request)
+                try:
+                    reply = await asyncio.wait_for(asyncio.wrap_future(ref.future()), self._wait_limit(request))
+                except Exception as exc:
+                    raise self._ray_failure(exc, node, request) from None
+            ok, value, events = decode(reply)
             if events:
                 await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, events)
             if ok:
@@ -216,6 +245,34 @@ class ClusterDriver:
             raise
         finally:
             self._completed(node, request, started, error)
+
+    def _has_lane(self, node: int, payload: Any) -> bool:
+        return isinstance(payload, bytes) and bool(self._lanes) and self._lanes[node] is not None
+
+    def _via_lane(self, node: int, payload: Payload, request: TaskRequest) -> Payload | None:
+        """The agent's reply through its lane (see ``lane``; blocks), or None: send through Ray."""
+        lane = self._lanes[node] if self._has_lane(node, payload) else None
+        if lane is None:
+            return None
+        try:
+            return lane.call(payload, self._wait_limit(request))
+        except LaneBroken as exc:
+            self._await_replacement(node)
+            raise self._ray_failure(exc, node, request) from None
+        except (TimeoutError, LaneFailed) as exc:
+            raise self._ray_failure(exc, node, request) from None
+
+    def _await_replacement(self, node: int) -> None:
+        """After a lane broke, wait (bounded) until Ray has restarted the node's agent: the
+        lane sees a death before Ray does, and a call sent through Ray in between would
+        reach the dead agent and fail too."""
+        deadline = time.monotonic() + REPLACEMENT_WAIT
+        while not self.closing and time.monotonic() < deadline:
+            try:
+                ray.get(self.agents[node].ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                return
+            except Exception:  # still the dead agent, or restarting
+                time.sleep(0.05)
 
     def _started(self, node: int, request: TaskRequest) -> float:
         if self._wants(TaskStarted):
@@ -253,7 +310,7 @@ class ClusterDriver:
                 f"node {node} gave no answer for {request.name} within {self._wait_limit(request):g}s "
                 "(its agent is unresponsive)"
             )
-        if isinstance(exc, RayActorError):
+        if isinstance(exc, (RayActorError, LaneBroken)):
             if self.closing:
                 return PoolClosedError(f"the pool closed while {request.name} was running")
             if self._wants(InstanceReplaced):
@@ -264,6 +321,8 @@ class ClusterDriver:
                 "the task was not retried.",
                 node,
             )
+        if isinstance(exc, LaneFailed):
+            return RuntimeError(f"node {node} could not run {request.name}: {exc}")
         if isinstance(exc, RayTaskError):
             return TypeError(
                 f"the result of {request.name} on node {node} could not be sent back: "

@@ -25,6 +25,8 @@ _ENV = {
     "RAY_DEDUP_LOGS": "0",
 }
 _QUIET_LOGGERS = ("ray", "ray._private", "ray._raylet")
+# Set by sky.Ray() (providers/ray_cluster.py) while this process is attached to a cluster.
+attached_address: str | None = None
 
 
 class LocalRay:
@@ -59,11 +61,22 @@ class LocalRay:
                 cls._owner.submit(cls._stop).result()
 
     @classmethod
+    def in_use(cls) -> bool:
+        """True while a local pool holds the local Ray instance."""
+        return cls._users > 0
+
+    @classmethod
     def temp_dir(cls) -> str | None:
         return cls._temp_dir
 
     @classmethod
     def _start(cls) -> None:
+        if attached_address is not None:
+            raise RuntimeError(
+                f"this process is attached to the Ray cluster at {attached_address} by a sky.Ray() pool; a "
+                "process holds one Ray connection, so sky.Local() cannot start its own: close that pool "
+                "first, or run the local pool in another process"
+            )
         if ray.is_initialized():
             cls._owned = False
             return
@@ -76,7 +89,7 @@ class LocalRay:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
             ray.init(
-                num_cpus=os.cpu_count() or 1,
+                num_cpus=int(os.environ.get("SKYEXP_CPUS", 0)) or os.cpu_count() or 1,
                 include_dashboard=False,
                 log_to_driver=False,
                 logging_level=logging.ERROR,
@@ -88,6 +101,7 @@ class LocalRay:
             cls._stop_owned()
             raise
         cls._owned = True
+        _stop_autoscaler_monitor()
 
     @classmethod
     def _stop(cls) -> None:
@@ -110,6 +124,22 @@ class LocalRay:
             if cls._temp_dir:
                 shutil.rmtree(cls._temp_dir, ignore_errors=True)
             cls._temp_dir = None
+
+
+def _stop_autoscaler_monitor() -> None:
+    """Stop the autoscaler monitor ``ray.init`` started: a fixed local instance never
+    scales, the process holds ~40 MB, and it ignores SIGTERM, so ``ray.shutdown`` would
+    wait a full second for it before killing it."""
+    try:
+        from ray._private import ray_constants
+        from ray._private.worker import _global_node
+
+        monitors = _global_node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, []) if _global_node else []
+        for info in monitors:
+            info.process.kill()
+            info.process.wait(timeout=5)
+    except Exception:  # Ray internals moved: keep the monitor, lose only the speed-up
+        pass
 
 
 def _reload_ray_config() -> None:

@@ -3,7 +3,9 @@
 Each running task has a child to itself; with ``reuse_processes`` the child serves later
 tasks too, otherwise it exits after one. A child that outlives its deadline is killed,
 which really frees the slot; a child that dies is reported as a crash and replaced.
-Frames are cloudpickled tuples over a pair of pipes.
+Frames are cloudpickled tuples over a pair of pipes. A task's distributed-collection
+operations arrive as ``call`` frames and are served by the agent (see
+``skyward.collections.bridge``), whose answers share the pipe to the child.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import cloudpickle
 
 from skyward.cluster.thread_executor import timeout_failure
 from skyward.cluster.wire import Outcome, TaskFailure, TaskRequest
+from skyward.collections import bridge
 from skyward.runtime import InstanceInfo
 
 LineSink = Callable[[str, str, str], None]
@@ -44,11 +47,17 @@ class _Child:
         os.close(from_child_w)
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(from_child_r, writable=False)
-        self.send.send_bytes(cloudpickle.dumps(("init", setup)))
+        self._send_lock = threading.Lock()
+        self.write(cloudpickle.dumps(("init", setup)))
+
+    def write(self, data: bytes) -> None:
+        """Send one frame to the child (task frames and collection answers share the pipe)."""
+        with self._send_lock:
+            self.send.send_bytes(data)
 
     def run(self, request: TaskRequest, node: int, sink: LineSink) -> Outcome:
         """Send ``request`` and relay its output until it is done, dies or times out."""
-        self.send.send_bytes(cloudpickle.dumps(("run", request)))
+        self.write(cloudpickle.dumps(("run", request)))
         item, started = 0, time.monotonic()
         while True:
             wait = None if request.timeout is None else started + request.timeout - time.monotonic()
@@ -61,7 +70,9 @@ class _Child:
                 kind, *body = cloudpickle.loads(self.recv.recv_bytes())
             except (EOFError, OSError):
                 return False, self._crash(request, node)
-            if kind == "out":
+            if kind == "call":
+                bridge.serve(tuple(body), self.write)
+            elif kind == "out":
                 sink(request.task_id, body[0], body[1])
             elif kind == "item":
                 item, started = body[0], time.monotonic()

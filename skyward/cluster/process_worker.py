@@ -1,13 +1,16 @@
 """Entry point of an executor child process: ``python -m skyward.cluster.process_worker R W``.
 
-Reads an ``init`` frame (cwd, sys.path, env, InstanceInfo), then runs one ``run`` frame at
-a time, sending the task's output lines, item progress and finally its outcome.
+Reads an ``init`` frame (cwd, sys.path, env, InstanceInfo, collections layout), then runs
+one ``run`` frame at a time, sending the task's output lines, item progress and finally
+its outcome. Distributed-collection operations go to the agent over the same pipes
+(``skyward.collections.bridge``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -17,14 +20,19 @@ import cloudpickle
 def main(read_fd: int, write_fd: int) -> None:
     from skyward.cluster.execution import execute
     from skyward.cluster.wire import TaskFailure
+    from skyward.collections import runtime as collections_runtime
+    from skyward.collections.bridge import ChildBridge
     from skyward.output import CallbackWriter
     from skyward.runtime import TaskContext, install_node_info, task_scope
 
     inbox = Connection(read_fd, writable=False)
     outbox = Connection(write_fd, readable=False)
+    send_lock = threading.Lock()
 
     def send(*frame: Any) -> None:
-        outbox.send_bytes(cloudpickle.dumps(frame))
+        data = cloudpickle.dumps(frame)
+        with send_lock:
+            outbox.send_bytes(data)
 
     _, setup = cloudpickle.loads(inbox.recv_bytes())
     os.chdir(setup["cwd"])
@@ -32,14 +40,16 @@ def main(read_fd: int, write_fd: int) -> None:
     os.environ.update(setup["env"])
     info = setup["info"]
     install_node_info(info)
+    bridge = ChildBridge(inbox, send)
+    collections_runtime.install_child(setup.get("collections"), bridge)
     sys.stdout = CallbackWriter(lambda line: send("out", "stdout", line))  # type: ignore[assignment]
     sys.stderr = CallbackWriter(lambda line: send("out", "stderr", line))  # type: ignore[assignment]
 
     while True:
-        try:
-            _, request = cloudpickle.loads(inbox.recv_bytes())
-        except EOFError:
+        frame = bridge.next_frame()
+        if frame is None:
             return
+        _, request = cloudpickle.loads(frame)
         token = task_scope().set(TaskContext(request.task_id, request.name, info))
         try:
             outcome = execute(request, info.node, lambda index: send("item", index))

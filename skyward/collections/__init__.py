@@ -1,12 +1,15 @@
 """Distributed collections: dict, set, counter, queue, barrier and lock shared by every
-node of a pool, backed by async Ray actors (see docs/collections.md).
+node of a pool, backed by Ray actors (see docs/collections.md).
 
 Layout: ``factories`` (``sky.dict`` & co., ``pool.dict`` & co.) build proxies
 (``shared_dict``, ``shared_set``, ``counter``, ``work_queue``, ``barrier``, ``lock``)
 over an engine (``engine`` in Ray processes, ``bridge`` in executor children, chosen
-by ``runtime``). The engine calls the host actors (``actors``, holding ``stores`` and
-``primitives``) directly for "strong" operations and through the node cache (``cache``)
-for "eventual" ones; ``keeper`` keeps lock and barrier leases alive.
+by ``runtime``; operations are written once as ``steps``, run blocking or awaited). The
+engine calls the host actors (``actors``, holding one ``entities`` object per collection
+they own, placed by ``placement``) directly for "strong" operations and through the
+node cache (``cache``, fed by ``subscriptions`` on the hosts, on a ``loop`` thread) for
+"eventual" ones; ``keeper`` keeps lock and barrier leases alive. ``config`` holds the
+layout and the timing every process shares.
 """
 
 from __future__ import annotations

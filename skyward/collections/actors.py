@@ -1,4 +1,4 @@
-"""``CollectionHost``: the async Ray actor that owns collections.
+"""``CollectionHost``: the Ray actor that owns collections.
 
 A pool has ``CollectionsConfig.hosts`` of them, created on first use under Ray names
 derived from the pool id. Each holds many entities, one per (kind, name) it owns: a
@@ -6,28 +6,39 @@ shard of every dict (keys are spread over all hosts by a stable hash), and whole
 counters, queues, barriers and locks (each on the host its name hashes to). The kind is
 part of the entity key, so a dict and a counter of the same name never collide.
 
-Every method answers ``(True, result)`` or ``(False, exception)`` rather than raising,
-so the caller re-raises the original exception type without Ray's wrapping. Methods run
-on one event loop, so each operation is applied whole, without interleaving.
+A host is a threaded actor with two concurrency groups: the default group has one
+thread and serves every operation that never waits (``call``, ``exchange``, ``commit``,
+``renew``: a plain actor call, the fastest Ray has), and ``WAIT_GROUP`` has
+``WAIT_THREADS`` threads for those that may wait (``call_waiting``: queue ``get``, lock
+``acquire``, barrier ``await_round``; cache ``poll``; ``prepare`` and ``update_many``).
+One lock guards all state, so each operation is applied whole; waits release it (see
+``entities``). An operation sent to the default group that would have to wait for a
+prepared multi-shard update answers ``BUSY`` and is sent again to ``WAIT_GROUP``.
+
+``call`` takes one pickled request and answers a pickled ``(True, result)`` or
+``(False, exception)`` rather than raising, so the caller re-raises the original
+exception type without Ray's wrapping.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import pickle
+import threading
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from skyward.collections.config import CollectionsConfig
-from skyward.collections.hooks import Hooks
-from skyward.collections.leases import CHECK_EVERY, LeaseTable
-from skyward.collections.markers import NO_SLOT
-from skyward.collections.primitives import BarrierState, LockState, QueueState
-from skyward.collections.stores import CounterStore, DictShard, SetStore
+import cloudpickle
+
+from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, CollectionsConfig
+from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
+from skyward.collections.markers import BUSY, NO_SLOT
 from skyward.collections.subscriptions import EntityKey, Slot, Subscriptions
 
-MAX_CONCURRENCY = 10_000
+WAIT_GROUP = "wait"
+WAIT_THREADS = 128
 PREPARE_TIMEOUT = 30.0
 FORGET_EVERY = 40
 
@@ -47,6 +58,7 @@ CALLS = {
     "barrier": frozenset({"join", "arrive", "await_round", "abandon", "reset"}),
     "lock": frozenset({"acquire", "release", "locked"}),
 }
+WAITING = frozenset({("queue", "get"), ("lock", "acquire"), ("barrier", "await_round")})
 EXCHANGES = {
     "dict": frozenset({"read", "set", "delete", "pop"}),
     "set": frozenset({"read", "add", "discard", "size"}),
@@ -62,37 +74,56 @@ class CollectionHost:
     def __init__(self, config: CollectionsConfig, index: int) -> None:
         self._config = config
         self._index = index
+        self._lock = threading.Lock()
         self._entities: dict[EntityKey, Any] = {}
-        self._subscriptions = Subscriptions()
+        self._subscriptions = Subscriptions(threading.Condition(self._lock))
         self._acked: dict[str, int] = {}
         self._leases = LeaseTable()
         self._held: dict[str, set[EntityKey]] = {}
-        self._checker: asyncio.Task[None] | None = None
+        self._prepared: dict[str, tuple[str, float]] = {}
+        threading.Thread(target=self._check_forever, name="skyward-collections-check", daemon=True).start()
 
     # ------------------------------------------------------------------ strong path
 
-    async def call(self, kind: str, name: str, op: str, args: tuple[Any, ...]) -> Outcome:
-        """Apply one operation to the (kind, name) entity and return its result."""
+    def call(self, request: bytes) -> bytes:
+        """Apply one operation that does not wait, ``pack((kind, name, op, args))``;
+        answers ``pack((ok, result))``, or ``pack((False, BUSY))`` when dict keys it
+        touches are held by a prepared update (send it again with ``call_waiting``)."""
+        kind, name, op, args = pickle.loads(request)
+        with self._lock:
+            return pack(self._apply(kind, name, op, args, waiting=False))
+
+    def call_waiting(self, request: bytes) -> bytes:
+        """Like ``call``, for operations that may wait (``WAIT_GROUP``)."""
+        kind, name, op, args = pickle.loads(request)
+        with self._lock:
+            return pack(self._apply(kind, name, op, args, waiting=True))
+
+    def _apply(self, kind: str, name: str, op: str, args: tuple[Any, ...], waiting: bool) -> Outcome:
         try:
+            if (kind, op) in WAITING and not waiting:
+                raise ValueError(f"{kind}.{op} may wait: send it with call_waiting")
             entity = self._entity(kind, name, op, CALLS)
             if kind == "dict":
                 keys = _dict_keys(op, args)
                 if entity.busy(keys):
-                    await entity.settle(keys)
-            result = getattr(entity, op)(*args)
-            if asyncio.iscoroutine(result):
-                result = await result
-            return True, result
+                    if not waiting:
+                        return False, BUSY
+                    if not entity.settle(keys, PREPARE_TIMEOUT):
+                        raise TimeoutError(f"sky.dict({name!r}): keys held by an update for {PREPARE_TIMEOUT:g}s")
+            return True, getattr(entity, op)(*args)
         except Exception as exc:
             return False, exc
 
-    async def update_many(
+    def update_many(
         self, name: str, groups: dict[int, list[tuple[Any, Any]]], hosts: dict[int, Any], subscriber: str | None
     ) -> Outcome:
         """Write ``groups`` (items per host index) to dict ``name`` atomically across
-        hosts: prepare every shard in host order (their keys wait), then commit all.
-        Returns the written slots' snapshots per host index (watched by ``subscriber``
-        when given)."""
+        hosts (``WAIT_GROUP``): prepare every shard in host order (their keys wait), then
+        commit all. Returns the written slots' snapshots per host index (watched by
+        ``subscriber`` when given)."""
+        import ray
+
         transaction = uuid.uuid4().hex
         order = sorted(groups)
         prepared: list[int] = []
@@ -100,57 +131,87 @@ class CollectionHost:
             for index in order:
                 keys = tuple(key for key, _ in groups[index])
                 if index == self._index:
-                    await self.prepare(transaction, name, keys)
+                    ready = self.prepare(transaction, name, keys)
                 else:
-                    await hosts[index].prepare.remote(transaction, name, keys)
+                    ref = hosts[index].prepare.options(concurrency_group=WAIT_GROUP).remote(transaction, name, keys)
+                    ready = ray.get(ref, timeout=PREPARE_TIMEOUT + LEASE_TTL)
+                if not ready:
+                    raise TimeoutError(
+                        f"sky.dict({name!r}).update: its keys stayed held by other updates for {PREPARE_TIMEOUT:g}s"
+                    )
                 prepared.append(index)
-            commits = [
-                self.commit(transaction, name, groups[index], subscriber)
-                if index == self._index
-                else hosts[index].commit.remote(transaction, name, groups[index], subscriber)
-                for index in order
-            ]
-            snapshots = dict(zip(order, await asyncio.gather(*commits)))
+            remote = {
+                index: hosts[index].commit.remote(transaction, name, groups[index], subscriber)
+                for index in order if index != self._index
+            }
+            snapshots = {index: self.commit(transaction, name, groups[index], subscriber) for index in order if index == self._index}
+            for index, ref in remote.items():
+                snapshots[index] = ray.get(ref, timeout=PREPARE_TIMEOUT)
         except Exception as exc:
             for index in prepared:
                 if index == self._index:
-                    await self.abort(transaction, name)
+                    self.abort(transaction, name)
                 else:
                     hosts[index].abort.remote(transaction, name)
             return False, exc
         return True, snapshots
 
-    async def prepare(self, transaction: str, name: str, keys: tuple[Any, ...]) -> None:
-        """Hold ``keys`` of dict ``name`` for ``transaction`` (dropped after PREPARE_TIMEOUT
-        if no commit comes)."""
-        shard = self._entity("dict", name)
-        await shard.prepare(transaction, keys)
-        asyncio.get_running_loop().call_later(PREPARE_TIMEOUT, shard.abort, transaction)
+    def prepare(self, transaction: str, name: str, keys: tuple[Any, ...]) -> bool:
+        """Hold ``keys`` of dict ``name`` for ``transaction`` (``WAIT_GROUP``); False if
+        other updates held them for PREPARE_TIMEOUT. Dropped after PREPARE_TIMEOUT if no
+        commit comes."""
+        with self._lock:
+            if not self._entity("dict", name).prepare(transaction, keys, PREPARE_TIMEOUT):
+                return False
+            self._prepared[transaction] = (name, time.monotonic() + PREPARE_TIMEOUT)
+            return True
 
-    async def commit(
+    def commit(
         self, transaction: str, name: str, items: list[tuple[Any, Any]], subscriber: str | None
     ) -> list[tuple[Any, ...]]:
-        shard = self._entity("dict", name)
-        shard.commit(transaction, items)
-        slots = [(("dict", name), key) for key, _ in items]
-        if subscriber is not None:
-            for slot in slots:
-                self._subscriptions.watch(subscriber, slot)
-        return self._snapshots(slots)
+        with self._lock:
+            self._entity("dict", name).commit(transaction, items)
+            self._prepared.pop(transaction, None)
+            slots = [(("dict", name), key) for key, _ in items]
+            if subscriber is not None:
+                for slot in slots:
+                    self._subscriptions.watch(subscriber, slot)
+            return self._snapshots(slots)
 
-    async def abort(self, transaction: str, name: str) -> None:
-        self._entity("dict", name).abort(transaction)
+    def abort(self, transaction: str, name: str) -> None:
+        with self._lock:
+            self._entity("dict", name).abort(transaction)
+            self._prepared.pop(transaction, None)
 
     # ------------------------------------------------------------------ caches
 
-    async def exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> tuple[list[Outcome], list[Any], int]:
+    def exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Any:
         """Apply a batch of a node cache's operations in order, as one step. Returns each
         operation's outcome, snapshots of the slots they touched (now watched by
-        ``subscriber``) and the sequence number of the last operation applied."""
-        await self._settle([(kind, name, slot) for kind, name, _, _, slot in ops if kind == "dict"])
+        ``subscriber``) and the sequence number of the last operation applied; or BUSY,
+        applying nothing, if the batch touches keys of a prepared update (send it again
+        with ``exchange_waiting``)."""
+        with self._lock:
+            if self._busy(ops):
+                return BUSY
+            return self._exchange(subscriber, first_seq, ops)
+
+    def exchange_waiting(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Any:
+        """``exchange`` that waits for prepared updates to let go (``WAIT_GROUP``)."""
+        with self._lock:
+            deadline = time.monotonic() + PREPARE_TIMEOUT
+            for kind, name, _, _, slot in ops:
+                if kind == "dict" and not self._entity("dict", name).settle((slot,), deadline - time.monotonic()):
+                    raise TimeoutError(f"sky.dict({name!r}): keys held by an update for {PREPARE_TIMEOUT:g}s")
+            return self._exchange(subscriber, first_seq, ops)
+
+    def _exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> tuple[list[Outcome], list[Any], int]:
         outcomes: list[Outcome] = []
         slots: list[Slot] = []
         for kind, name, op, args, slot in ops:
+            if kind == SYNC:
+                outcomes.append((True, None))
+                continue
             try:
                 entity = self._entity(kind, name, op, EXCHANGES)
                 outcomes.append((True, getattr(entity, op)(*args)))
@@ -163,25 +224,28 @@ class CollectionHost:
             self._subscriptions.watch(subscriber, slot)
         return outcomes, self._snapshots(slots), acked
 
-    async def poll(self, subscriber: str, wait: float) -> tuple[list[Any], int]:
+    def poll(self, subscriber: str, wait: float) -> tuple[list[Any], int]:
         """Snapshots of the slots changed for ``subscriber`` since its last poll (waiting
-        up to ``wait`` s for a change) and the last of its operations applied."""
-        self._ensure_checker()
-        dirty = await self._subscriptions.poll(subscriber, wait)
-        return self._snapshots(dirty), self._acked.get(subscriber, -1)
+        up to ``wait`` s for a change; ``WAIT_GROUP``) and the last of its operations
+        applied."""
+        with self._lock:
+            dirty = self._subscriptions.poll(subscriber, wait)
+            return self._snapshots(dirty), self._acked.get(subscriber, -1)
 
     # ------------------------------------------------------------------ leases
 
-    async def renew(self, holders: list[str]) -> list[str]:
+    def renew(self, holders: list[str]) -> list[str]:
         """Extend the leases of ``holders``; returns those that hold nothing here."""
-        return self._leases.renew(holders)
+        with self._lock:
+            return self._leases.renew(holders)
 
-    async def holder_ended(self, holder: str, failed: bool) -> None:
+    def holder_ended(self, holder: str, failed: bool) -> None:
         """``holder``'s task ended: free its locks and leave its barriers (breaking them
         when ``failed``)."""
-        self._release_holder(holder, failed)
+        with self._lock:
+            self._release_holder(holder, failed)
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ internals (lock held)
 
     def _entity(self, kind: str, name: str, op: str | None = None, allowed: dict[str, frozenset[str]] | None = None) -> Any:
         if allowed is not None and op not in allowed.get(kind, ()):
@@ -194,6 +258,7 @@ class CollectionHost:
                 functools.partial(self._changed, key),
                 functools.partial(self._hold, key),
                 functools.partial(self._unhold, key),
+                threading.Condition(self._lock),
             )
             entity = self._entities[key] = KINDS[kind](hooks)
         return entity
@@ -209,21 +274,18 @@ class CollectionHost:
             snapshots.append((kind, name, inner, entity.read(inner), entity.version))
         return snapshots
 
-    async def _settle(self, dict_slots: list[tuple[str, str, Any]]) -> None:
-        """Wait until no prepared multi-shard update holds any key these ops touch."""
-        while True:
-            for _, name, key in dict_slots:
+    def _busy(self, ops: list[WireOp]) -> bool:
+        """True if a prepared multi-shard update holds a dict key one of ``ops`` touches."""
+        for kind, name, _, _, slot in ops:
+            if kind == "dict":
                 shard = self._entities.get(("dict", name))
-                if shard is not None and shard.busy((key,)):
-                    await shard.settle((key,))
-                    break
-            else:
-                return
+                if shard is not None and shard.busy((slot,)):
+                    return True
+        return False
 
     def _hold(self, key: EntityKey, holder: str) -> None:
         self._held.setdefault(holder, set()).add(key)
         self._leases.grant(holder)
-        self._ensure_checker()
 
     def _unhold(self, key: EntityKey, holder: str) -> None:
         keys = self._held.get(holder)
@@ -238,19 +300,69 @@ class CollectionHost:
             self._entities[key].holder_gone(holder, failed)
         self._leases.drop(holder)
 
-    def _ensure_checker(self) -> None:
-        if self._checker is None or self._checker.done():
-            self._checker = asyncio.get_running_loop().create_task(self._check())
-
-    async def _check(self) -> None:
+    def _check_forever(self) -> None:
+        """Every CHECK_EVERY s: release the holders whose lease expired, abort updates
+        prepared too long ago; now and then forget subscribers that stopped polling."""
         ticks = 0
         while True:
-            await asyncio.sleep(CHECK_EVERY)
-            for holder in self._leases.expired():
-                self._release_holder(holder, failed=True)
+            time.sleep(CHECK_EVERY)
             ticks += 1
-            if ticks % FORGET_EVERY == 0:
-                self._subscriptions.forget_idle()
+            with self._lock:
+                for holder in self._leases.expired():
+                    self._release_holder(holder, failed=True)
+                now = time.monotonic()
+                for transaction, (name, deadline) in list(self._prepared.items()):
+                    if deadline <= now:
+                        self._entity("dict", name).abort(transaction)
+                        del self._prepared[transaction]
+                if ticks % FORGET_EVERY == 0:
+                    self._subscriptions.forget_idle()
+
+
+class LeaseTable:
+    """Expiry time per holder: a holder's process renews its leases every RENEW_EVERY s
+    while alive; one not renewed for LEASE_TTL s has expired (the holder is dead)."""
+
+    def __init__(self) -> None:
+        self._expiry: dict[str, float] = {}
+
+    def grant(self, holder: str) -> None:
+        """Start (or extend) ``holder``'s lease."""
+        self._expiry[holder] = time.monotonic() + LEASE_TTL
+
+    def renew(self, holders: list[str]) -> list[str]:
+        """Extend the leases of ``holders``; returns those that have none (any more)."""
+        until = time.monotonic() + LEASE_TTL
+        unknown = []
+        for holder in holders:
+            if holder in self._expiry:
+                self._expiry[holder] = until
+            else:
+                unknown.append(holder)
+        return unknown
+
+    def drop(self, holder: str) -> None:
+        self._expiry.pop(holder, None)
+
+    def expired(self) -> list[str]:
+        """Holders whose lease ran out; they are removed from the table."""
+        now = time.monotonic()
+        gone = [holder for holder, until in self._expiry.items() if until <= now]
+        for holder in gone:
+            del self._expiry[holder]
+        return gone
+
+    def __len__(self) -> int:
+        return len(self._expiry)
+
+
+def pack(value: Any) -> bytes:
+    """``value`` pickled: by the standard pickler when it can (fast), else cloudpickle
+    (lambdas, classes defined in ``__main__`` or in functions). ``pickle.loads`` reads both."""
+    try:
+        return pickle.dumps(value, protocol=5)
+    except Exception:
+        return cloudpickle.dumps(value, protocol=5)
 
 
 def _dict_keys(op: str, args: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from skyward.collections.holders import holder_id
+from skyward.collections.config import check_timeout
+from skyward.collections.keeper import holder_id
 from skyward.collections.steps import Steps, async_twin, steps
 
 
@@ -16,7 +17,8 @@ class SharedBarrier:
     last), as ``threading.Barrier.wait`` does, once ``n`` participants arrived; the next
     round starts at once. Creating the proxy registers its task (or client thread) as a
     participant: if one dies or its task fails, every waiter gets BrokenBarrierError
-    within ``LEASE_TTL`` + ``CHECK_EVERY`` seconds (see ``leases``), instead of hanging.
+    within 3.75 s (``RENEW_EVERY`` + ``LEASE_TTL`` + ``CHECK_EVERY``, see ``config``),
+    instead of hanging.
     """
 
     __slots__ = ("name", "parties", "_engine", "_member")
@@ -41,8 +43,7 @@ class SharedBarrier:
         """Block until ``n`` participants arrived; returns this arrival's index. Raises
         BrokenBarrierError if the barrier is or becomes broken, or ``timeout`` passes
         (which breaks it for everyone, as with threading.Barrier)."""
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
-            raise ValueError(f"sky.barrier({self.name!r}).wait(timeout={timeout!r}): use None or a number >= 0")
+        check_timeout(f"sky.barrier({self.name!r}).wait", timeout)
         if self._member != holder_id():
             yield from self._join()
         return (yield from self._engine.barrier_wait(self.name, self.parties, timeout))

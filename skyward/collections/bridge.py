@@ -59,7 +59,12 @@ class ChildBridge:
                 raise ConnectionError("the node agent closed the pipe to this worker process")
             call_id = next(self._ids)
             self._calls[call_id] = future
-        self._send("call", call_id, op, args)
+        try:
+            self._send("call", call_id, op, args)
+        except BaseException:
+            with self._lock:
+                self._calls.pop(call_id, None)
+            raise
         return future
 
     def _read(self) -> None:

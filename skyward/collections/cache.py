@@ -29,13 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skyward.collections.actors import WAIT_GROUP
+from skyward.collections.config import OP_TIMEOUT, SYNC
 from skyward.collections.loop import BackgroundLoop
-from skyward.collections.markers import MISSING, UNKNOWN
-from skyward.collections.steps import Steps, Wait, _translated
+from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
+from skyward.collections.steps import Steps, Wait, translated
 
-POLL_WAIT = 10.0
+POLL_WAIT = 2.0
 POLL_LINGER = 0.005
-OP_TIMEOUT = 60.0
 
 
 def _fold_dict(current: Any, op: str, args: tuple[Any, ...]) -> Any:
@@ -106,7 +107,7 @@ class _Pending:
     """One operation on its way to a host: a write (``local`` True: it is in the
     replica's pending writes) or a request whose answer someone waits for."""
 
-    replica: Replica
+    replica: Replica | None
     slot: Any
     op: str
     args: tuple[Any, ...]
@@ -152,10 +153,10 @@ class NodeCache:
             return UNKNOWN
         return replica.view.get(slot, UNKNOWN)
 
-    def read(self, host: int, kind: str, name: str, slot: Any) -> Steps[Any]:
-        """The cached value of ``slot``; on a miss, fetched from the owner (and watched
-        from then on)."""
-        value = self.lookup(host, kind, name, slot)
+    def read(self, host: int, kind: str, name: str, slot: Any, fresh: bool = False) -> Steps[Any]:
+        """The cached value of ``slot``; on a miss, or when ``fresh``, fetched from the
+        owner after this process's earlier operations (and watched from then on)."""
+        value = UNKNOWN if fresh else self.lookup(host, kind, name, slot)
         if value is UNKNOWN:
             fetched = yield Wait(self.request(host, kind, name, slot, "read", (slot,)), OP_TIMEOUT, f"reading {kind} {name!r}")
             value = self.lookup(host, kind, name, slot)
@@ -166,19 +167,26 @@ class NodeCache:
     def write(self, host: int, kind: str, name: str, slot: Any, op: str, args: tuple[Any, ...], wire_args: tuple[Any, ...]) -> Any:
         """Apply a write to this process's view and send it without waiting; returns the
         slot's new view value (UNKNOWN if not known yet)."""
+        return self.write_many(host, kind, name, [(slot, op, args, wire_args)])[-1]
+
+    def write_many(self, host: int, kind: str, name: str, writes: list[tuple[Any, str, tuple[Any, ...], tuple[Any, ...]]]) -> list[Any]:
+        """Apply ``(slot, op, args, wire_args)`` writes to this process's view as one step
+        and send them in one batch (the owner applies a batch as one step too); returns
+        each slot's new view value."""
+        values = []
         with self._lock:
             link = self._link(host)
             replica = self._replica(link, kind, name)
-            merged = self._merge_increment(link, replica, slot, op, args)
-            if not merged:
-                write = _Pending(replica, slot, op, args, wire_args, True)
-                replica.pending.setdefault(slot, deque()).append(write)
-                link.unsent.append(write)
-            value = replica.apply_local(slot, op, args)
+            for slot, op, args, wire_args in writes:
+                if not self._merge_increment(link, replica, slot, op, args):
+                    write = _Pending(replica, slot, op, args, wire_args, True)
+                    replica.pending.setdefault(slot, deque()).append(write)
+                    link.unsent.append(write)
+                values.append(replica.apply_local(slot, op, args))
             start = self._claim_flush(link)
         if start:
             self._loop.call_soon(self._start_flush, link)
-        return value
+        return values
 
     def request(self, host: int, kind: str, name: str, slot: Any, op: str, wire_args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
         """Send an operation whose answer the caller needs (after this process's earlier
@@ -192,6 +200,20 @@ class NodeCache:
         if start:
             self._loop.call_soon(self._start_flush, link)
         return future
+
+    def sync(self) -> list[concurrent.futures.Future[Any]]:
+        """Futures that resolve once every host has applied this process's operations
+        sent so far (only hosts with operations still on their way are asked)."""
+        futures = []
+        with self._lock:
+            for link in self._links.values():
+                if link.error is None and (link.unsent or link.inflight):
+                    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                    link.unsent.append(_Pending(None, NO_SLOT, SYNC, (), (), False, future))
+                    futures.append(future)
+                    if self._claim_flush(link):
+                        self._loop.call_soon(self._start_flush, link)
+        return futures
 
     def absorb(self, snapshots: dict[int, list[tuple[Any, ...]]]) -> None:
         """Take in owner snapshots obtained outside the links (a multi-shard update)."""
@@ -248,11 +270,18 @@ class NodeCache:
                         operation.seq = first + offset
                     link.next_seq += len(batch)
                     link.inflight.extend(batch)
-                ops = [(p.replica.kind, p.replica.name, p.op, p.wire_args, p.slot) for p in batch]
+                ops = [
+                    (SYNC, "", SYNC, (), NO_SLOT) if p.replica is None else (p.replica.kind, p.replica.name, p.op, p.wire_args, p.slot)
+                    for p in batch
+                ]
                 try:
-                    outcomes, snapshots, acked = await link.handle.exchange.remote(self.subscriber, first, ops)
+                    answer = await link.handle.exchange.remote(self.subscriber, first, ops)
+                    if answer is BUSY:
+                        waiting = link.handle.exchange_waiting.options(concurrency_group=WAIT_GROUP)
+                        answer = await waiting.remote(self.subscriber, first, ops)
+                    outcomes, snapshots, acked = answer
                 except Exception as exc:
-                    self._break(link, _translated(exc))
+                    self._break(link, translated(exc))
                     return
                 with self._lock:
                     self._absorb(link, snapshots, acked)
@@ -274,9 +303,11 @@ class NodeCache:
     async def _poll(self, link: _Link) -> None:
         while True:
             try:
-                snapshots, acked = await link.handle.poll.remote(self.subscriber, POLL_WAIT)
+                snapshots, acked = await link.handle.poll.options(concurrency_group=WAIT_GROUP).remote(
+                    self.subscriber, POLL_WAIT
+                )
             except Exception as exc:
-                self._break(link, _translated(exc))
+                self._break(link, translated(exc))
                 return
             with self._lock:
                 self._absorb(link, snapshots, acked)

@@ -1,4 +1,5 @@
-"""How a pool's collections are laid out: which Ray actors hold them, under which names.
+"""How a pool's collections are laid out and the settings every process shares: the
+Ray actors that hold them and their names, the consistency levels, the lease timing.
 
 Every process of a pool (client, node agents, executor children) derives the same
 layout from one ``CollectionsConfig``, so a collection name means the same actor
@@ -8,10 +9,29 @@ everywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 NAMESPACE = "skyward"
 MIN_HOSTS = 2
 MAX_HOSTS = 16
+
+STRONG = "strong"
+EVENTUAL = "eventual"
+DEFAULT_CONSISTENCY = EVENTUAL
+
+OP_TIMEOUT = 60.0
+"""The longest wait for a host's answer to an operation that does not wait itself."""
+
+SYNC = "sync"
+"""The kind of the no-op a node cache sends to learn that its earlier writes are applied."""
+
+LEASE_TTL = 3.0
+"""A holder (lock owner, barrier participant) not renewed for this long is dead."""
+RENEW_EVERY = 0.5
+"""How often a live holder's process renews its leases."""
+CHECK_EVERY = 0.25
+"""How often a host actor looks for expired leases. A dead holder is released at most
+RENEW_EVERY + LEASE_TTL + CHECK_EVERY (3.75 s) after it died."""
 
 DISABLED = (
     "Distributed collections require cluster mode, but this pool was created with "
@@ -22,7 +42,7 @@ DISABLED = (
 
 @dataclass(frozen=True, slots=True)
 class CollectionsConfig:
-    """The collections of one pool: ``hosts`` async actors named after ``pool_id``.
+    """The collections of one pool: ``hosts`` host actors named after ``pool_id``.
     ``enabled`` is False when the pool runs with ``Options(cluster=False)``."""
 
     pool_id: str
@@ -38,3 +58,31 @@ def host_count(nodes: int) -> int:
     """How many host actors a pool of ``nodes`` nodes gets: one per node, within
     ``MIN_HOSTS``..``MAX_HOSTS``."""
     return max(MIN_HOSTS, min(MAX_HOSTS, nodes))
+
+
+def resolve(factory: str, consistency: Any) -> str:
+    """``consistency`` or the default; ValueError naming the factory for anything else."""
+    if consistency is None:
+        return DEFAULT_CONSISTENCY
+    if consistency not in (STRONG, EVENTUAL):
+        raise ValueError(
+            f"{factory}(consistency={consistency!r}) is not valid: use \"strong\", \"eventual\" "
+            f"or None (the default, {DEFAULT_CONSISTENCY!r})"
+        )
+    return str(consistency)
+
+
+def check_timeout(call: str, timeout: Any) -> float | None:
+    """``timeout`` (seconds, or None for no limit); ValueError naming ``call`` otherwise."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+        raise ValueError(f"{call}(timeout={timeout!r}): use None (no limit) or a number of seconds >= 0")
+    return timeout
+
+
+def check_name(factory: str, name: Any) -> str:
+    """The collection name; TypeError/ValueError naming the factory if it is not a non-empty str."""
+    if not isinstance(name, str):
+        raise TypeError(f"{factory}(name={name!r}): the name must be a str, got {type(name).__name__}")
+    if not name:
+        raise ValueError(f"{factory}(name=''): the name must not be empty")
+    return name

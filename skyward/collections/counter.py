@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skyward.collections.lock import holds_lock
 from skyward.collections.steps import Steps, async_twin, run, run_async, steps
 
 
@@ -27,11 +28,11 @@ class SharedCounter:
     @property
     def value(self) -> int:
         """The current value."""
-        return int(run(self._engine.counter_get(self.name, self._strong)))
+        return int(run(self._engine.counter_get(self.name, self._strong, self._fresh())))
 
     async def value_async(self) -> int:
         """The current value, awaitable."""
-        return int(await run_async(self._engine.counter_get(self.name, self._strong)))
+        return int(await run_async(self._engine.counter_get(self.name, self._strong, self._fresh())))
 
     @steps
     def increment(self, n: int = 1) -> Steps[int]:
@@ -51,6 +52,9 @@ class SharedCounter:
     increment_async = async_twin(increment)
     decrement_async = async_twin(decrement)
     reset_async = async_twin(reset)
+
+    def _fresh(self) -> bool:
+        return not self._strong and holds_lock()
 
     def __int__(self) -> int:
         return self.value

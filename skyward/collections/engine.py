@@ -10,6 +10,7 @@ process's ``NodeCache``. Queue, barrier and lock operations are always strong.
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 import time
 import uuid
@@ -17,17 +18,19 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.collections.actors import MAX_CONCURRENCY, CollectionHost
+from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
-from skyward.collections.config import NAMESPACE, CollectionsConfig
+from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
 from skyward.collections.errors import BrokenBarrierError
 from skyward.collections.keeper import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
-from skyward.collections.markers import MISSING, NO_SLOT, UNKNOWN
+from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
-from skyward.collections.steps import WAIT_SLICE, Steps, Wait
+from skyward.collections.steps import WAIT_SLICE, Steps, Wait, translated
 
-OP_TIMEOUT = 60.0
+WAIT_GRACE = 5.0
+"""How long after a waiting operation's own deadline (a slice of the caller's timeout)
+the host's answer may take before TimeoutError; normally it takes one round trip."""
 
 _remote_host: Any = None
 _remote_lock = threading.Lock()
@@ -48,28 +51,43 @@ class LocalEngine:
     # ------------------------------------------------------------------ plumbing
 
     def handle(self, index: int) -> Any:
-        """The actor handle of host ``index`` (created on first use, by any process)."""
+        """The actor handle of host ``index``, once the host is ready (it is created by
+        the first process of the pool to use it), so that no operation's own timeout
+        pays for an actor's start."""
         handle = self._handles[index]
         if handle is None:
             with self._lock:
                 handle = self._handles[index]
                 if handle is None:
-                    handle = self._handles[index] = _host_class().options(
+                    handle = _host_class().options(
                         name=self.config.host_name(index),
                         namespace=NAMESPACE,
                         get_if_exists=True,
                         lifetime="detached",
                         num_cpus=0,
                         max_restarts=0,
-                        max_concurrency=MAX_CONCURRENCY,
+                        max_concurrency=1,
                         scheduling_strategy="SPREAD",
                     ).remote(self.config, index)
+                    _wait_ready(handle, self.config.host_name(index))
+                    self._handles[index] = handle
         return handle
 
-    def call(self, host: int, kind: str, name: str, op: str, args: tuple[Any, ...], timeout: float = OP_TIMEOUT) -> Steps[Any]:
-        """One operation on the owning host; returns its result or raises its error."""
-        ref = self.handle(host).call.remote(kind, name, op, args)
-        ok, value = yield Wait(ref, timeout, f"sky.{kind}({name!r}).{op}")
+    def call(
+        self, host: int, kind: str, name: str, op: str, args: tuple[Any, ...], timeout: float = OP_TIMEOUT,
+        waiting: bool = False,
+    ) -> Steps[Any]:
+        """One operation on the owning host; returns its result or raises its error. An
+        operation that may wait (``waiting``) goes to the host's wait group; so does one
+        the host answers BUSY (its dict keys are held by a multi-shard update)."""
+        request = pack((kind, name, op, args))
+        handle = self.handle(host)
+        method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
+        what = f"sky.{kind}({name!r}).{op}"
+        ok, value = pickle.loads((yield Wait(method.remote(request), timeout, what)))
+        if value is BUSY:
+            waiting_call = handle.call_waiting.options(concurrency_group=WAIT_GROUP)
+            ok, value = pickle.loads((yield Wait(waiting_call.remote(request), timeout, what)))
         if ok:
             return value
         raise value
@@ -84,18 +102,18 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ dict
 
-    def dict_get(self, name: str, key: Any, strong: bool) -> Steps[Any]:
-        """The value of ``key``, or MISSING."""
+    def dict_get(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[Any]:
+        """The value of ``key``, or MISSING. ``fresh``: an eventual read asks the owner."""
         host = shard_of(key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "get", (key,)))
-        return (yield from self._cache.read(host, "dict", name, key))
+        return (yield from self._cache.read(host, "dict", name, key, fresh))
 
-    def dict_contains(self, name: str, key: Any, strong: bool) -> Steps[bool]:
+    def dict_contains(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
         host = shard_of(key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "contains", (key,)))
-        return (yield from self._cache.read(host, "dict", name, key)) is not MISSING
+        return (yield from self._cache.read(host, "dict", name, key, fresh)) is not MISSING
 
     def dict_set(self, name: str, key: Any, value: Any, strong: bool) -> Steps[None]:
         host = shard_of(key, self.hosts)
@@ -105,12 +123,13 @@ class LocalEngine:
         _check_picklable(f"sky.dict({name!r})", value)
         self._cache.write(host, "dict", name, key, "set", (value,), (key, value))
 
-    def dict_delete(self, name: str, key: Any, strong: bool) -> Steps[bool]:
-        """Remove ``key``; False if it was not there (as far as this node knows, when eventual)."""
+    def dict_delete(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
+        """Remove ``key``; False if it was not there (as far as this node knows, when
+        eventual and not ``fresh``)."""
         host = shard_of(key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "delete", (key,)))
-        if (yield from self._cache.read(host, "dict", name, key)) is MISSING:
+        if (yield from self._cache.read(host, "dict", name, key, fresh)) is MISSING:
             return False
         self._cache.write(host, "dict", name, key, "delete", (), (key,))
         return True
@@ -136,16 +155,15 @@ class LocalEngine:
             if strong:
                 yield from self.call(host, "dict", name, "update", (group,))
                 return
-            for key, value in group:
-                self._cache.write(host, "dict", name, key, "set", (value,), (key, value))
+            self._cache.write_many(host, "dict", name, [(key, "set", (value,), (key, value)) for key, value in group])
             return
         if not strong:
-            for host, group in groups.items():
-                key = group[0][0]
-                yield Wait(self._cache.request(host, "dict", name, key, "read", (key,)), OP_TIMEOUT, "flushing writes")
+            for future in self._cache.sync():
+                yield Wait(future, OP_TIMEOUT, f"sky.dict({name!r}).update waiting for earlier writes")
         handles = {host: self.handle(host) for host in groups}
         subscriber = None if strong else self._cache.subscriber
-        ref = self.handle(min(groups)).update_many.remote(name, groups, handles, subscriber)
+        coordinator = self.handle(min(groups)).update_many.options(concurrency_group=WAIT_GROUP)
+        ref = coordinator.remote(name, groups, handles, subscriber)
         ok, value = yield Wait(ref, OP_TIMEOUT, f"sky.dict({name!r}).update")
         if not ok:
             raise value
@@ -154,11 +172,11 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ set
 
-    def set_contains(self, name: str, value: Any, strong: bool) -> Steps[bool]:
+    def set_contains(self, name: str, value: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
         host = home_of("set", name, self.hosts)
         if strong:
             return (yield from self.call(host, "set", name, "contains", (value,)))
-        return bool((yield from self._cache.read(host, "set", name, value)))
+        return bool((yield from self._cache.read(host, "set", name, value, fresh)))
 
     def set_add(self, name: str, value: Any, strong: bool) -> Steps[None]:
         host = home_of("set", name, self.hosts)
@@ -185,11 +203,11 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ counter
 
-    def counter_get(self, name: str, strong: bool) -> Steps[int]:
+    def counter_get(self, name: str, strong: bool, fresh: bool = False) -> Steps[int]:
         host = home_of("counter", name, self.hosts)
         if strong:
             return (yield from self.call(host, "counter", name, "get", ()))
-        return (yield from self._cache.read(host, "counter", name, None))
+        return (yield from self._cache.read(host, "counter", name, None, fresh))
 
     def counter_add(self, name: str, amount: int, strong: bool) -> Steps[int]:
         """Add ``amount``; returns the new value (when eventual: this node's view of it)."""
@@ -219,7 +237,7 @@ class LocalEngine:
         deadline = _deadline(timeout)
         while True:
             wait = _slice(deadline)
-            found = yield from self.call(host, "queue", name, "get", (wait,), wait + OP_TIMEOUT)
+            found = yield from self.call(host, "queue", name, "get", (wait,), wait + WAIT_GRACE, waiting=True)
             if found[0] or _passed(deadline):
                 return found
 
@@ -242,7 +260,9 @@ class LocalEngine:
         deadline = _deadline(timeout)
         while True:
             wait = _slice(deadline)
-            outcome = yield from self.call(host, "barrier", name, "await_round", (generation, wait), wait + OP_TIMEOUT)
+            outcome = yield from self.call(
+                host, "barrier", name, "await_round", (generation, wait), wait + WAIT_GRACE, waiting=True
+            )
             if outcome == "done":
                 return index
             if outcome == "broken":
@@ -269,7 +289,7 @@ class LocalEngine:
         deadline = _deadline(timeout)
         while True:
             wait = _slice(deadline)
-            granted = yield from self.call(host, "lock", name, "acquire", (holder, wait), wait + OP_TIMEOUT)
+            granted = yield from self.call(host, "lock", name, "acquire", (holder, wait), wait + WAIT_GRACE, waiting=True)
             if granted:
                 self._keeper.hold(host, holder)
                 return True
@@ -277,6 +297,10 @@ class LocalEngine:
                 return False
 
     def lock_release(self, name: str, holder: str) -> Steps[None]:
+        """Let go, once every eventual write this node made before is applied by its owner
+        (so the next holder's reads see them)."""
+        for future in self._cache.sync():
+            yield Wait(future, OP_TIMEOUT, f"sky.lock({name!r}).release waiting for earlier writes")
         yield from self.call(home_of("lock", name, self.hosts), "lock", name, "release", (holder,))
 
     def lock_locked(self, name: str) -> Steps[bool]:
@@ -289,8 +313,23 @@ def _host_class() -> Any:
         if _remote_host is None:
             import ray
 
-            _remote_host = ray.remote(CollectionHost)
+            _remote_host = ray.remote(concurrency_groups={WAIT_GROUP: WAIT_THREADS})(CollectionHost)
         return _remote_host
+
+
+def _wait_ready(handle: Any, name: str) -> None:
+    import ray
+    from ray.exceptions import GetTimeoutError
+
+    try:
+        ray.get(handle.__ray_ready__.remote(), timeout=OP_TIMEOUT)
+    except GetTimeoutError:
+        raise TimeoutError(
+            f"the collections actor {name} did not start within {OP_TIMEOUT:g}s; the machine may "
+            "be out of memory or processes"
+        ) from None
+    except Exception as exc:
+        raise translated(exc) from None
 
 
 def _deadline(timeout: float | None) -> float | None:

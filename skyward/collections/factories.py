@@ -14,7 +14,7 @@ from typing import Any
 
 from skyward.collections import runtime
 from skyward.collections.barrier import SharedBarrier
-from skyward.collections.consistency import check_name, resolve
+from skyward.collections.config import check_name, check_timeout, resolve
 from skyward.collections.counter import SharedCounter
 from skyward.collections.lock import SharedLock
 from skyward.collections.shared_dict import SharedDict
@@ -62,8 +62,7 @@ class PoolCollections:
     def lock(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> SharedLock:
         """The lock ``name``; ``timeout`` is how long ``acquire()`` and ``with lock:`` wait
         by default (None: no limit)."""
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
-            raise ValueError(f"lock({name!r}, timeout={timeout!r}): use a number of seconds >= 0, or None")
+        check_timeout(f"lock({name!r}, ...)", timeout)
         return SharedLock(self._collections_engine(), check_name("lock", name), timeout)
 
 

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from types import TracebackType
 from typing import Any
 
-from skyward.collections.holders import holder_id
+from skyward.collections.config import check_timeout
+from skyward.collections.keeper import holder_id, holder_task
 from skyward.collections.steps import Steps, async_twin, steps
+
+
+_held: Counter[str] = Counter()
+_held_lock = threading.Lock()
+
+
+def holds_lock() -> bool:
+    """True if the caller (task or thread) holds a ``sky.lock`` acquired in this process:
+    its eventual reads then ask the owner (see ``SharedDict``)."""
+    return bool(_held) and holder_id() in _held
+
+
+def forget_task(task_id: str) -> None:
+    """Task ``task_id`` ended: whatever it held is freed (see ``runtime.end_task``)."""
+    if not _held:
+        return
+    with _held_lock:
+        for holder in [h for h in _held if holder_task(h) == task_id]:
+            del _held[holder]
 
 
 class SharedLock:
@@ -15,9 +37,12 @@ class SharedLock:
 
     The lock belongs to the task that acquired it (outside tasks: the client thread):
     another holder's ``release`` raises RuntimeError. It is a lease: freed when the
-    holder's task ends, or within ``LEASE_TTL`` + ``CHECK_EVERY`` seconds (see
-    ``leases``) after the holder's process or node dies. ``timeout`` is the default wait
-    of ``acquire`` and of ``with lock:`` (None: no limit).
+    holder's task ends, or within 3.75 s (``RENEW_EVERY`` + ``LEASE_TTL`` +
+    ``CHECK_EVERY``, see ``config``) after the holder's process or node dies. ``release``
+    first waits until this node's earlier eventual writes are applied, and a holder's
+    eventual reads ask the owner, so a critical section sees every write made in the
+    critical sections before it. ``timeout`` is the default wait of ``acquire`` and of
+    ``with lock:`` (None: no limit).
     """
 
     __slots__ = ("name", "timeout", "_engine")
@@ -32,14 +57,26 @@ class SharedLock:
         """Take the lock; True once held, False if ``timeout`` seconds (default: the
         lock's ``timeout``) passed first. ``blocking=False`` tries once."""
         wait = 0.0 if not blocking else (self.timeout if timeout is None else timeout)
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
-            raise ValueError(f"sky.lock({self.name!r}).acquire(timeout={timeout!r}): use None or a number >= 0")
-        return (yield from self._engine.lock_acquire(self.name, holder_id(), wait))
+        check_timeout(f"sky.lock({self.name!r}).acquire", wait)
+        holder = holder_id()
+        acquired = yield from self._engine.lock_acquire(self.name, holder, wait)
+        if acquired:
+            with _held_lock:
+                _held[holder] += 1
+        return bool(acquired)
 
     @steps
     def release(self) -> Steps[None]:
-        """Let go; RuntimeError if the caller does not hold the lock."""
-        yield from self._engine.lock_release(self.name, holder_id())
+        """Let go, once this node's earlier eventual writes are applied; RuntimeError if
+        the caller does not hold the lock."""
+        holder = holder_id()
+        try:
+            yield from self._engine.lock_release(self.name, holder)
+        finally:
+            with _held_lock:
+                _held[holder] -= 1
+                if _held[holder] <= 0:
+                    del _held[holder]
 
     @steps
     def locked(self) -> Steps[bool]:

@@ -24,3 +24,6 @@ UNKNOWN = _Marker("UNKNOWN")
 
 NO_SLOT = _Marker("NO_SLOT")
 """An operation that reads or writes no cached slot (queue, barrier, lock, set size)."""
+
+BUSY = _Marker("BUSY")
+"""A host's answer to an operation it would have to wait for in its one-thread group."""

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
+from skyward.collections.lock import forget_task
 from skyward.errors import NoActivePoolError
 
 _node: CollectionsConfig | None = None
@@ -69,6 +70,7 @@ def end_task(task_id: str, ok: bool) -> None:
     config = _node
     if config is None or not config.enabled:
         return
+    forget_task(task_id)
     engine = _engines.get(config.pool_id)
     if engine is not None:
         engine.end_task(task_id, ok)

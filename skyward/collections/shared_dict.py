@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
+from skyward.collections.lock import holds_lock
 from skyward.collections.markers import MISSING
 from skyward.collections.steps import Steps, async_twin, run, steps
 
@@ -36,7 +37,7 @@ class SharedDict:
     @steps
     def get(self, key: Any, default: Any = None) -> Steps[Any]:
         """The value of ``key``, or ``default`` when the key is missing."""
-        value = yield from self._engine.dict_get(self.name, key, self._strong)
+        value = yield from self._engine.dict_get(self.name, key, self._strong, self._fresh())
         return default if value is MISSING else value
 
     @steps
@@ -47,13 +48,13 @@ class SharedDict:
     @steps
     def delete(self, key: Any) -> Steps[None]:
         """``del d[key]``; KeyError if the key is missing."""
-        if not (yield from self._engine.dict_delete(self.name, key, self._strong)):
+        if not (yield from self._engine.dict_delete(self.name, key, self._strong, self._fresh())):
             raise KeyError(key)
 
     @steps
     def contains(self, key: Any) -> Steps[bool]:
         """``key in d``."""
-        return (yield from self._engine.dict_contains(self.name, key, self._strong))
+        return (yield from self._engine.dict_contains(self.name, key, self._strong, self._fresh()))
 
     @steps
     def update(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = (), **kwargs: Any) -> Steps[None]:
@@ -79,7 +80,7 @@ class SharedDict:
     pop_async = async_twin(pop)
 
     def __getitem__(self, key: Any) -> Any:
-        value = run(self._engine.dict_get(self.name, key, self._strong))
+        value = run(self._engine.dict_get(self.name, key, self._strong, self._fresh()))
         if value is MISSING:
             raise KeyError(key)
         return value
@@ -91,7 +92,10 @@ class SharedDict:
         self.delete(key)
 
     def __contains__(self, key: Any) -> bool:
-        return bool(run(self._engine.dict_contains(self.name, key, self._strong)))
+        return bool(run(self._engine.dict_contains(self.name, key, self._strong, self._fresh())))
+
+    def _fresh(self) -> bool:
+        return not self._strong and holds_lock()
 
     def keys(self) -> NoReturn:
         raise TypeError(NO_ENUMERATION.format(name=self.name, what="keys()"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skyward.collections.lock import holds_lock
 from skyward.collections.steps import Steps, async_twin, run, steps
 
 
@@ -36,7 +37,7 @@ class SharedSet:
     @steps
     def contains(self, value: Any) -> Steps[bool]:
         """``value in s``."""
-        return (yield from self._engine.set_contains(self.name, value, self._strong))
+        return (yield from self._engine.set_contains(self.name, value, self._strong, self._fresh()))
 
     @steps
     def len(self) -> Steps[int]:
@@ -49,10 +50,13 @@ class SharedSet:
     len_async = async_twin(len)
 
     def __contains__(self, value: Any) -> bool:
-        return bool(run(self._engine.set_contains(self.name, value, self._strong)))
+        return bool(run(self._engine.set_contains(self.name, value, self._strong, self._fresh())))
 
     def __len__(self) -> int:
         return int(run(self._engine.set_size(self.name, self._strong)))
+
+    def _fresh(self) -> bool:
+        return not self._strong and holds_lock()
 
     def __reduce__(self) -> Any:
         from skyward.collections.factories import rebuild

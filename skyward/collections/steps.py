@@ -120,7 +120,7 @@ async def _resolve_async(wait: Wait) -> Any:
     except TimeoutError:
         raise
     except Exception as exc:
-        raise _translated(exc) from None
+        raise translated(exc) from None
 
 
 async def _awaited(future: asyncio.Future[Any], wait: Wait) -> Any:
@@ -147,10 +147,10 @@ def _ray_get(ref: Any, timeout: float) -> Any:
     except GetTimeoutError:
         raise _SliceOver from None
     except Exception as exc:
-        raise _translated(exc) from None
+        raise translated(exc) from None
 
 
-def _translated(exc: Exception) -> Exception:
+def translated(exc: Exception) -> Exception:
     """Ray's actor failures as a clear error; anything else unchanged."""
     from ray.exceptions import RayActorError
 

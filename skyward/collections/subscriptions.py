@@ -3,13 +3,16 @@
 A cache (one per process using eventual collections, the "subscriber") watches every
 slot it has read or written. A write marks the slot dirty for each watcher and wakes
 its pending ``poll``. Subscribers that stop polling are forgotten after ``IDLE_FORGET``.
+Called with the host's lock held; ``poll`` waits on a condition of that lock.
 """
 
 from __future__ import annotations
 
-import asyncio
+import threading
 import time
 from typing import Any
+
+from skyward.collections.entities import wait_until
 
 IDLE_FORGET = 120.0
 
@@ -18,19 +21,20 @@ Slot = tuple[EntityKey, Any]
 
 
 class _Subscriber:
-    __slots__ = ("dirty", "watched", "woken", "seen")
+    __slots__ = ("dirty", "watched", "polling", "seen")
 
     def __init__(self) -> None:
         self.dirty: set[Slot] = set()
         self.watched: set[Slot] = set()
-        self.woken: asyncio.Event | None = None
+        self.polling = False
         self.seen = time.monotonic()
 
 
 class Subscriptions:
     """Watchers per slot and dirty slots per subscriber."""
 
-    def __init__(self) -> None:
+    def __init__(self, condition: threading.Condition) -> None:
+        self._condition = condition
         self._watchers: dict[Slot, set[str]] = {}
         self._subscribers: dict[str, _Subscriber] = {}
 
@@ -43,24 +47,23 @@ class Subscriptions:
 
     def changed(self, slot: Slot) -> None:
         """``slot`` was written: mark it dirty for its watchers and wake their polls."""
+        woken = False
         for subscriber in self._watchers.get(slot, ()):
             state = self._subscribers[subscriber]
             state.dirty.add(slot)
-            if state.woken is not None:
-                state.woken.set()
+            woken = woken or state.polling
+        if woken:
+            self._condition.notify_all()
 
-    async def poll(self, subscriber: str, wait: float) -> set[Slot]:
+    def poll(self, subscriber: str, wait: float) -> set[Slot]:
         """The slots changed for ``subscriber`` since its last poll, waiting up to ``wait``
         seconds for one if there are none yet."""
         state = self._subscriber(subscriber)
-        if not state.dirty and wait > 0:
-            state.woken = asyncio.Event()
-            try:
-                await asyncio.wait_for(state.woken.wait(), wait)
-            except asyncio.TimeoutError:
-                pass
-            finally:
-                state.woken = None
+        state.polling = True
+        try:
+            wait_until(self._condition, lambda: bool(state.dirty), wait)
+        finally:
+            state.polling = False
         state.seen = time.monotonic()
         dirty, state.dirty = state.dirty, set()
         return dirty
@@ -69,7 +72,7 @@ class Subscriptions:
         """Drop subscribers that have not polled for ``IDLE_FORGET`` seconds."""
         limit = time.monotonic() - IDLE_FORGET
         for subscriber, state in list(self._subscribers.items()):
-            if state.seen < limit and state.woken is None:
+            if state.seen < limit and not state.polling:
                 for slot in state.watched:
                     watchers = self._watchers.get(slot)
                     if watchers is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skyward.collections.config import check_timeout
 from skyward.collections.steps import Steps, async_twin, run, steps
 
 
@@ -30,8 +31,7 @@ class SharedQueue:
     @steps
     def get(self, timeout: float | None = None) -> Steps[Any]:
         """The oldest item, or None if none came within ``timeout`` seconds."""
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
-            raise ValueError(f"sky.queue({self.name!r}).get(timeout={timeout!r}): use None or a number >= 0")
+        check_timeout(f"sky.queue({self.name!r}).get", timeout)
         _, item = yield from self._engine.queue_get(self.name, timeout)
         return item
 

@@ -20,7 +20,9 @@ import ray
 
 from skyward.cluster.agent import AgentSetup, NodeAgent
 from skyward.cluster.hub import EventHub
+from skyward.cluster.lane import lane_path
 from skyward.cluster.local_ray import LocalRay
+from skyward.collections.config import CollectionsConfig, host_count
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers.base import LaunchedCluster
 from skyward.runtime import InstanceInfo, NetworkInfo, PeerInfo
@@ -75,9 +77,14 @@ class Local:
             env = {**spec.image.env}
             sys_path = _sys_path(spec.image)
             metrics = resolve_metrics(spec.image.metrics)
+            nodes = spec.node_count.desired
+            collections = CollectionsConfig(pool_id, host_count(nodes), options.collections_enabled)
+            lanes = [lane_path(LocalRay.temp_dir(), pool_id, info.node) for info in infos]
             agents = [
-                remote_agent.remote(AgentSetup(info, worker, os.getcwd(), sys_path, env, hub_name, metrics))
-                for info in infos
+                remote_agent.remote(
+                    AgentSetup(info, worker, os.getcwd(), sys_path, env, hub_name, metrics, collections, lane)
+                )
+                for info, lane in zip(infos, lanes)
             ]
             actors.extend(agents)
             timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
@@ -93,7 +100,8 @@ class Local:
             LocalRay.release()
 
         phases = (("engine", engine), ("agents", time.monotonic() - started - engine))
-        return LaunchedCluster(agents, hub, infos, teardown, extras={"phases": phases})
+        extras = {"phases": phases, "collections": collections, "lanes": lanes}
+        return LaunchedCluster(agents, hub, infos, teardown, extras=extras)
 
 
 def _check_machine(spec: Spec) -> None:

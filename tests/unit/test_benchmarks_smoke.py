@@ -53,3 +53,40 @@ def test_machine_describes_cores_and_versions() -> None:
     info = load_common().machine()
     for key in ("CPU", "cores", "RAM", "OS", "Python", "ray"):
         assert info[key]
+
+
+def load_suite() -> tuple[ModuleType, ModuleType]:
+    """``benchmarks.run`` and ``benchmarks.targets`` (the suite is a package at the repo root)."""
+    import importlib
+    import sys
+
+    root = str(COMMON.parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return importlib.import_module("benchmarks.run"), importlib.import_module("benchmarks.targets")
+
+
+def test_every_group_is_discovered_and_runnable() -> None:
+    run, _ = load_suite()
+    groups = {run.group_of(module): module for module in run.discover()}
+    assert {"B1", "B2", "B3", "B4", "B5", "B6"} <= set(groups)
+    assert all(callable(module.run) for module in groups.values())
+
+
+def test_targets_are_checked_and_misses_explained() -> None:
+    run, targets = load_suite()
+    common = load_common()
+    rows = run.with_ratios([
+        common.row("B1", "skyward f() >> pool", [0.0002]),
+        common.row("B1", "Ray actor call", [0.0007]),
+        common.row("B1", "Ray task", [0.0003]),
+        common.row("B4", "skyward Compute(nodes=4) shutdown", [2.0], metric="shutdown"),
+    ])
+    assert rows[1]["ratio"] is not None and abs(rows[1]["ratio"] - 0.2857) < 1e-3
+    checks = {check["id"]: check for check in targets.check_all(rows)}
+    assert checks["B1-actor"]["passed"] is True
+    assert checks["B1-task"]["passed"] is False
+    assert checks["B4-shutdown"]["passed"] is False
+    assert checks["B5"]["passed"] is None and checks["B5"]["measured"] == "not measured"
+    explained = dict(targets.explain(list(checks.values())))
+    assert len(explained) == 2 and all(text for text in explained.values())

@@ -1,0 +1,1 @@
+"""Bringing remote hosts up: SSH transport, Image -> install script, shipped wheels."""

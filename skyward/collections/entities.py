@@ -1,0 +1,377 @@
+"""The state of each collection inside a host actor (an "entity"): a dict shard, a set,
+a counter, a queue, a barrier, a lock.
+
+Every method is called with the host's lock held. Data entities keep a ``version`` that
+grows with every write and report written slots through ``Hooks.changed`` (a dict key,
+a set member, or ``None`` for the counter), which is how node caches learn what to
+refresh; ``read(slot)`` gives a slot's value as a cache holds it. Waiting methods take
+``wait`` (seconds, at most one slice of the caller's timeout), wait on
+``Hooks.condition`` (which releases the host's lock meanwhile) and return instead of
+raising when it runs out, so callers wait in slices and a caller that went away never
+leaves anything waiting for long. Holders are strings naming a node, a process and a
+task (see ``keeper``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from skyward.collections.errors import BrokenBarrierError
+from skyward.collections.markers import MISSING
+
+KEPT_OUTCOMES = 1024
+
+
+def wait_until(condition: threading.Condition, ready: Callable[[], bool], wait: float) -> bool:
+    """Wait on ``condition`` (its lock held) until ``ready()`` or ``wait`` seconds pass;
+    returns ``ready()``."""
+    deadline = time.monotonic() + wait
+    while not ready():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        condition.wait(left)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """``changed(slot)`` after a write (for caches watching that slot); ``hold(holder)`` /
+    ``unhold(holder)`` when a holder starts or stops depending on this entity (a lock's
+    owner, a barrier's participant), so the host keeps that holder's lease;
+    ``condition`` (on the host's lock) is what waiting methods wait on."""
+
+    name: str
+    changed: Callable[[Any], None]
+    hold: Callable[[str], None]
+    unhold: Callable[[str], None]
+    condition: threading.Condition
+
+
+class DictShard:
+    """The keys of one dict that hash to this host. A multi-shard ``update`` first
+    ``prepare``s its keys on every shard (operations on them wait), then ``commit``s."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.version = 0
+        self._data: dict[Any, Any] = {}
+        self._hooks = hooks
+        self._locked: dict[Any, str] = {}
+        self._transactions: dict[str, tuple[Any, ...]] = {}
+
+    def read(self, slot: Any) -> Any:
+        return self._data.get(slot, MISSING)
+
+    def get(self, key: Any) -> Any:
+        """The value, or MISSING."""
+        return self._data.get(key, MISSING)
+
+    def contains(self, key: Any) -> bool:
+        return key in self._data
+
+    def set(self, key: Any, value: Any) -> None:
+        self._data[key] = value
+        self._changed(key)
+
+    def delete(self, key: Any) -> bool:
+        """Remove ``key``; False if it was not there."""
+        if key not in self._data:
+            return False
+        del self._data[key]
+        self._changed(key)
+        return True
+
+    def pop(self, key: Any) -> Any:
+        """Remove ``key`` and return its value, or MISSING."""
+        value = self._data.pop(key, MISSING)
+        if value is not MISSING:
+            self._changed(key)
+        return value
+
+    def update(self, items: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in items:
+            self._data[key] = value
+            self._changed(key)
+
+    def busy(self, keys: Iterable[Any]) -> bool:
+        """True while a prepared multi-shard update holds one of ``keys``."""
+        return bool(self._locked) and any(key in self._locked for key in keys)
+
+    def settle(self, keys: Iterable[Any], wait: float) -> bool:
+        """Wait up to ``wait`` s until no prepared update holds any of ``keys``."""
+        keys = tuple(keys)
+        return wait_until(self._hooks.condition, lambda: not self.busy(keys), wait)
+
+    def prepare(self, transaction: str, keys: tuple[Any, ...], wait: float) -> bool:
+        """Hold ``keys`` for ``transaction`` once the updates before it let go; False if
+        they did not within ``wait`` s."""
+        if not self.settle(keys, wait):
+            return False
+        self._transactions[transaction] = keys
+        for key in keys:
+            self._locked[key] = transaction
+        return True
+
+    def commit(self, transaction: str, items: list[tuple[Any, Any]]) -> None:
+        """Write ``items`` and let go of the transaction's keys, in one step."""
+        self.update(items)
+        self.abort(transaction)
+
+    def abort(self, transaction: str) -> None:
+        """Let go of the transaction's keys without writing."""
+        for key in self._transactions.pop(transaction, ()):
+            self._locked.pop(key, None)
+        self._hooks.condition.notify_all()
+
+    def _changed(self, key: Any) -> None:
+        self.version += 1
+        self._hooks.changed(key)
+
+
+class SetStore:
+    """A whole set (not sharded, so ``size`` is exact)."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.version = 0
+        self._members: set[Any] = set()
+        self._hooks = hooks
+
+    def read(self, slot: Any) -> bool:
+        return slot in self._members
+
+    def contains(self, value: Any) -> bool:
+        return value in self._members
+
+    def add(self, value: Any) -> None:
+        if value not in self._members:
+            self._members.add(value)
+            self._changed(value)
+
+    def discard(self, value: Any) -> None:
+        if value in self._members:
+            self._members.discard(value)
+            self._changed(value)
+
+    def size(self) -> int:
+        return len(self._members)
+
+    def _changed(self, value: Any) -> None:
+        self.version += 1
+        self._hooks.changed(value)
+
+
+class CounterStore:
+    """An integer; every operation is applied whole, so none is lost or split."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.version = 0
+        self._value = 0
+        self._hooks = hooks
+
+    def read(self, slot: Any) -> int:
+        return self._value
+
+    def get(self) -> int:
+        return self._value
+
+    def add(self, amount: int) -> int:
+        """Add ``amount`` (negative to subtract); returns the new value."""
+        self._value += amount
+        self._changed()
+        return self._value
+
+    def reset(self, value: int) -> None:
+        self._value = value
+        self._changed()
+
+    def _changed(self) -> None:
+        self.version += 1
+        self._hooks.changed(None)
+
+
+class QueueState:
+    """FIFO items; a ``put`` wakes the waiting ``get``s at once (no polling)."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+        self._items: deque[Any] = deque()
+
+    def put(self, item: Any) -> None:
+        self._items.append(item)
+        self._hooks.condition.notify_all()
+
+    def get(self, wait: float) -> tuple[bool, Any]:
+        """``(True, item)``, or ``(False, None)`` if nothing came within ``wait`` s."""
+        if wait_until(self._hooks.condition, lambda: bool(self._items), wait):
+            return True, self._items.popleft()
+        return False, None
+
+    def size(self) -> int:
+        return len(self._items)
+
+
+class BarrierState:
+    """A reusable barrier for ``parties`` arrivals per round (a "generation").
+
+    ``arrive`` returns the round and the arrival index (0 first, ``parties - 1`` last,
+    as ``threading.Barrier.wait`` does); the last arrival completes the round.
+    Participants ``join`` when they create their proxy; one that dies (or whose task
+    fails) breaks the barrier, and it stays broken until ``reset``.
+    """
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.parties: int | None = None
+        self._hooks = hooks
+        self._generation = 0
+        self._count = 0
+        self._broken = False
+        self._outcomes: dict[int, str] = {}
+        self._participants: set[str] = set()
+
+    def check_parties(self, parties: int) -> None:
+        """Fix the party count on first use; ValueError if another count was used."""
+        if self.parties is None:
+            self.parties = parties
+        elif self.parties != parties:
+            raise ValueError(
+                f"sky.barrier({self._hooks.name!r}) was created with n={self.parties}, "
+                f"not n={parties}: every participant must pass the same n"
+            )
+
+    def join(self, holder: str, parties: int) -> None:
+        self.check_parties(parties)
+        if holder not in self._participants:
+            self._participants.add(holder)
+            self._hooks.hold(holder)
+
+    def arrive(self, parties: int) -> tuple[int, int]:
+        """Count one arrival; returns ``(generation, index)``. Raises BrokenBarrierError."""
+        self.check_parties(parties)
+        if self._broken:
+            raise BrokenBarrierError(
+                f"sky.barrier({self._hooks.name!r}) is broken (a participant died, failed or timed "
+                "out, or reset() was called while others waited); call reset() to reuse it"
+            )
+        generation, index = self._generation, self._count
+        self._count += 1
+        if self._count == self.parties:
+            self._finish("done")
+        return generation, index
+
+    def await_round(self, generation: int, wait: float) -> str:
+        """"done", "broken", or "waiting" if the round is still open after ``wait`` s."""
+        wait_until(self._hooks.condition, lambda: generation < self._generation or self._broken, wait)
+        if generation < self._generation:
+            return self._outcomes.get(generation, "done")
+        return "broken" if self._broken else "waiting"
+
+    def abandon(self, generation: int) -> None:
+        """A waiter of ``generation`` gave up (its timeout): break that round."""
+        if generation == self._generation:
+            self.break_()
+
+    def break_(self) -> None:
+        if not self._broken:
+            self._broken = True
+            self._notify()
+
+    def reset(self) -> None:
+        """Release waiters with BrokenBarrierError and start a fresh round."""
+        if self._count or self._broken:
+            self._finish("broken")
+        self._broken = False
+
+    def holder_gone(self, holder: str, failed: bool) -> None:
+        """``holder`` ended; if it died or failed the barrier breaks."""
+        if holder in self._participants:
+            self._participants.discard(holder)
+            self._hooks.unhold(holder)
+            if failed:
+                self.break_()
+
+    def _finish(self, outcome: str) -> None:
+        self._outcomes[self._generation] = outcome
+        self._outcomes.pop(self._generation - KEPT_OUTCOMES, None)
+        self._generation += 1
+        self._count = 0
+        self._notify()
+
+    def _notify(self) -> None:
+        self._hooks.condition.notify_all()
+
+
+class _Ticket:
+    """A holder's place in a lock's queue of waiters."""
+
+    __slots__ = ("holder", "cancelled")
+
+    def __init__(self, holder: str) -> None:
+        self.holder = holder
+        self.cancelled = False
+
+
+class LockState:
+    """A mutex owned by one holder at a time; waiters are served first come, first served."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+        self.holder: str | None = None
+        self._queue: deque[_Ticket] = deque()
+
+    def acquire(self, holder: str, wait: float) -> bool:
+        """True once ``holder`` owns the lock; False if it did not within ``wait`` s."""
+        if self.holder is None and not self._queue:
+            self._grant(holder)
+            return True
+        if wait <= 0:
+            return False
+        ticket = _Ticket(holder)
+        self._queue.append(ticket)
+        wait_until(self._hooks.condition, lambda: ticket.cancelled or self._next_is(ticket), wait)
+        granted = not ticket.cancelled and self._next_is(ticket)
+        if ticket in self._queue:
+            self._queue.remove(ticket)
+        if granted:
+            self._grant(holder)
+        self._hooks.condition.notify_all()
+        return granted
+
+    def release(self, holder: str) -> None:
+        """Let go; RuntimeError if ``holder`` does not own the lock."""
+        if self.holder != holder:
+            state = "it is not locked" if self.holder is None else "another task holds it"
+            raise RuntimeError(
+                f"release() of sky.lock({self._hooks.name!r}) by a holder that does not hold "
+                f"it ({state}); only the task (or client thread) that acquired it may release it"
+            )
+        self._let_go()
+
+    def locked(self) -> bool:
+        return self.holder is not None
+
+    def holder_gone(self, holder: str, failed: bool) -> None:
+        """``holder`` ended or died: it stops waiting, and the lock is freed if it owned it."""
+        for ticket in [t for t in self._queue if t.holder == holder]:
+            ticket.cancelled = True
+            self._queue.remove(ticket)
+        if self.holder == holder:
+            self._let_go()
+        self._hooks.condition.notify_all()
+
+    def _next_is(self, ticket: _Ticket) -> bool:
+        return self.holder is None and bool(self._queue) and self._queue[0] is ticket
+
+    def _grant(self, holder: str) -> None:
+        self.holder = holder
+        self._hooks.hold(holder)
+
+    def _let_go(self) -> None:
+        previous, self.holder = self.holder, None
+        if previous is not None:
+            self._hooks.unhold(previous)
+        self._hooks.condition.notify_all()

@@ -1,0 +1,499 @@
+"""``sky.Ray(address=...)``: attach to a Ray cluster someone already runs.
+
+The client becomes a Ray driver of that cluster (``ray.init(address=...)``; Ray Client
+``ray://`` addresses are refused, it is deprecated upstream). The cluster's alive nodes
+(head first, then by address) become the pool's nodes, or the first ``nodes`` of them;
+one ``NodeAgent`` is pinned to each by node affinity, the event hub to the first.
+Closing the pool kills only the actors it created and disconnects (``ray.shutdown``,
+unless Ray was already connected to that cluster by the user): the cluster, and
+anything else running on it, is never stopped.
+
+One process holds one Ray connection: a ``sky.Local()`` pool (private Ray) and a
+``sky.Ray`` pool cannot be open in the same process at once, and neither can two
+``sky.Ray`` pools on different clusters (several pools on the same cluster share the
+connection).
+
+Token auth: the token comes from ``Ray(token=...)``, else the ``RAY_AUTH_TOKEN``
+environment variable; either switches the client to ``RAY_AUTH_MODE=token`` for the
+connection. With neither, Ray's own settings apply (``RAY_AUTH_MODE=token`` with
+``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+import queue
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import psutil
+import ray
+
+from skyward.cluster import local_ray
+from skyward.cluster.agent import AgentSetup, NodeAgent
+from skyward.cluster.hub import EventHub
+from skyward.collections.config import CollectionsConfig, host_count
+from skyward.observe.metrics import resolve as resolve_metrics
+from skyward.providers.base import LaunchedCluster
+from skyward.runtime import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
+from skyward.spec import Options, Spec, local_python
+from skyward.validation import check_number, fail
+
+DEFAULT_PORT = 6379
+DEFAULT_CONNECT_TIMEOUT = 60.0
+DEFAULT_READY_TIMEOUT = 120.0
+SPARE_CONCURRENCY = 40
+NAMESPACE = "skyward"
+_HEAD_RESOURCE = "node:__internal_head__"
+_ADDRESS_HELP = (
+    'give the GCS address of the cluster\'s head as "host:port" (the port `ray start --head` '
+    'printed, 6379 by default), e.g. sky.Ray(address="10.0.0.5:6379"), or set RAY_ADDRESS'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Ray:
+    """An existing Ray cluster at ``address`` ("host:port" of its head's GCS; default:
+    the ``RAY_ADDRESS`` environment variable). ``nodes`` takes the first N alive nodes
+    (head first) instead of all of them. ``token`` is the cluster's auth token when it
+    runs with token auth (default: ``RAY_AUTH_TOKEN``)."""
+
+    name: ClassVar[str] = "ray"
+
+    address: str | None = None
+    nodes: int | None = None
+    token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.address is not None:
+            _parse_address(self.address)
+        check_number("Ray", "nodes", self.nodes, minimum=1, integer=True, optional=True)
+        if self.token is not None and (not isinstance(self.token, str) or not self.token.strip()):
+            raise fail("Ray", "token", "***", "give the cluster's auth token as a non-empty string, or leave it None")
+
+    def resolved_address(self) -> tuple[str, int]:
+        """``(host, port)`` of the cluster, from ``address`` or ``RAY_ADDRESS``."""
+        address = self.address or os.environ.get("RAY_ADDRESS") or None
+        if address is None:
+            raise fail("Ray", "address", None, _ADDRESS_HELP)
+        return _parse_address(address)
+
+    def validate(self, spec: Spec, options: Options) -> None:
+        """Refuse what attaching to an existing cluster cannot honour (before connecting)."""
+        self.resolved_address()
+        count = spec.node_count
+        if count.elastic:
+            raise fail("Spec", "nodes", spec.nodes, "an attached cluster has the nodes it has; use a fixed count")
+        if self.nodes is not None and count.desired not in (1, self.nodes):
+            raise fail(
+                "Spec", "nodes", count.desired,
+                f"it disagrees with sky.Ray(nodes={self.nodes}); set the count in one place",
+            )
+        for name in ("accelerator", "vcpus", "memory_gb", "disk_gb", "architecture", "region", "max_hourly_cost"):
+            if getattr(spec, name) is not None:
+                raise fail(
+                    "Spec", name, getattr(spec, name),
+                    "an attached Ray cluster's nodes are what they are; remove it (or pick nodes with sky.Ray(nodes=))",
+                )
+        if spec.allocation == "spot":
+            raise fail("Spec", "allocation", "spot", "an attached Ray cluster has no spot capacity; use the default")
+        image = spec.image
+        if image.python != "auto" and image.python_version != local_python():
+            raise fail(
+                "Image", "python", image.python,
+                f"the client is the cluster's Ray driver and runs Python {local_python()}; use \"auto\"",
+            )
+        for name in ("pip", "apt", "pip_indexes", "shell_vars", "excludes", "includes"):
+            if getattr(image, name):
+                raise fail(
+                    "Image", name, getattr(image, name),
+                    "sky.Ray() does not install anything on a cluster it did not start; "
+                    "install it on the cluster's nodes and remove it here",
+                )
+        if image.skyward_source not in ("auto", "local"):
+            raise fail(
+                "Image", "skyward_source", image.skyward_source,
+                'the cluster\'s nodes must already have this skyward installed; use "auto"',
+            )
+        if spec.volumes or spec.plugins:
+            raise NotImplementedError("Spec.volumes and Spec.plugins are not implemented for sky.Ray(); remove them")
+        if options.health_checker is not None:
+            raise NotImplementedError("Options.health_checker is not implemented yet; remove it")
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+        """Connect (or share this process's connection), pin one agent per chosen node;
+        blocks until every agent answers or ``Options.provision_timeout`` passes."""
+        started = time.monotonic()
+        host, port = self.resolved_address()
+        connect_timeout = float(options.provision_timeout or DEFAULT_CONNECT_TIMEOUT)
+        Attachment.acquire(host, port, self.token or os.environ.get("RAY_AUTH_TOKEN") or None, connect_timeout)
+        engine = time.monotonic() - started
+        actors: list[Any] = []
+        try:
+            chosen = self._choose_nodes(spec, f"{host}:{port}")
+            gcs_port = _gcs_port()
+            infos = _infos(chosen, gcs_port, pool_id)
+            hub_name = f"skyward-hub-{pool_id}"
+            hub = (
+                ray.remote(num_cpus=0)(EventHub)
+                .options(name=hub_name, namespace=NAMESPACE, scheduling_strategy=_on(chosen[0], soft=True))
+                .remote()
+            )
+            actors.append(hub)
+            worker = options.resolved_worker
+            remote_agent = ray.remote(
+                num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=worker.slots + SPARE_CONCURRENCY,
+            )(NodeAgent)
+            env = {**spec.image.env}
+            metrics = resolve_metrics(spec.image.metrics)
+            collections = CollectionsConfig(pool_id, host_count(len(chosen)), options.collections_enabled)
+            here = _local_addresses()
+            agents = []
+            for node, info in zip(chosen, infos):
+                local = node["NodeManagerAddress"] in here
+                cwd, sys_path = (os.getcwd(), _sys_path()) if local else (".", ())
+                setup = AgentSetup(info, worker, cwd, sys_path, env, hub_name, metrics, collections, "")
+                agent = remote_agent.options(scheduling_strategy=_on(node, soft=False)).remote(setup)
+                agents.append(agent)
+                actors.append(agent)
+            ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
+            _wait_ready(agents, ready_timeout, f"{host}:{port}")
+        except BaseException:
+            _kill(actors)
+            Attachment.release()
+            raise
+
+        def teardown() -> None:
+            try:
+                _shutdown_agents(agents)
+                _kill(actors)
+            finally:
+                Attachment.release()
+
+        phases = (("engine", engine), ("agents", time.monotonic() - started - engine))
+        described = [
+            {"node_id": n["NodeID"], "hostname": n.get("NodeManagerHostname", ""), "address": n["NodeManagerAddress"]}
+            for n in chosen
+        ]
+        extras = {"phases": phases, "collections": collections, "nodes": described, "address": f"{host}:{port}"}
+        return LaunchedCluster(agents, hub, infos, teardown, extras=extras)
+
+    def _choose_nodes(self, spec: Spec, address: str) -> list[dict[str, Any]]:
+        alive = sorted(
+            (n for n in ray.nodes() if n.get("Alive")),
+            key=lambda n: (_HEAD_RESOURCE not in n.get("Resources", {}), n["NodeManagerAddress"], n["NodeID"]),
+        )
+        wanted = self.nodes if self.nodes is not None else (spec.node_count.desired if spec.node_count.desired > 1 else None)
+        if wanted is None:
+            return alive
+        if wanted > len(alive):
+            owner, name = ("Ray", "nodes") if self.nodes is not None else ("Spec", "nodes")
+            raise fail(
+                owner, name, wanted,
+                f"the Ray cluster at {address} has {len(alive)} alive node(s); ask for at most that many, "
+                "or leave it unset to use them all",
+            )
+        return alive[:wanted]
+
+
+class Attachment:
+    """This process's connection to an existing cluster, shared by the ``sky.Ray`` pools
+    open on it at the same time (reference-counted). Ray must be shut down by the thread
+    that started it, so one owner thread connects and disconnects."""
+
+    _lock = threading.Lock()
+    _users = 0
+    _address: str | None = None
+    _owned = False
+    _saved_env: dict[str, str | None] = {}
+    _owner: _OwnerThread  # set below the class
+
+    @classmethod
+    def acquire(cls, host: str, port: int, token: str | None, timeout: float) -> None:
+        address = f"{host}:{port}"
+        with cls._lock:
+            if cls._users > 0:
+                if _same_cluster(cls._address, address):
+                    cls._users += 1
+                    return
+                raise RuntimeError(
+                    f"this process is attached to the Ray cluster at {cls._address}; a process holds one Ray "
+                    f"connection, so sky.Ray(address={address!r}) cannot open now: close that pool first, "
+                    "or open this one from another process"
+                )
+            if local_ray.LocalRay.in_use():
+                raise RuntimeError(
+                    "a sky.Local() pool is open in this process and holds its private Ray; a process holds "
+                    f"one Ray connection, so sky.Ray(address={address!r}) cannot attach now: close the local "
+                    "pool first, or run this pool in another process"
+                )
+            if ray.is_initialized():
+                current = ray.get_runtime_context().gcs_address
+                if not _same_cluster(current, address):
+                    raise RuntimeError(
+                        f"Ray is already initialised in this process (connected to {current}, by a ray.init() "
+                        f"outside skyward); a process holds one Ray connection: call ray.shutdown() first, "
+                        f"or use sky.Ray(address={current!r})"
+                    )
+                cls._owned = False  # the user's connection: used as it is, never shut down by us
+            else:
+                _reachable(host, port, min(timeout, 10.0))
+                future = cls._owner.submit(cls._connect, address, token)
+                try:
+                    future.result(timeout=timeout)
+                except FutureTimeout:
+                    cls._owner.submit(cls._disconnect)  # runs once the stuck ray.init returns
+                    raise TimeoutError(
+                        f"Ray.address={address!r}: connecting took more than {timeout:g}s; check that it is the "
+                        "cluster's GCS address, or raise Options.provision_timeout"
+                    ) from None
+                except ConnectionError as exc:
+                    raise ConnectionError(_connect_failure(address, token, exc)) from exc
+                cls._owned = True
+            cls._address = address
+            local_ray.attached_address = address
+            cls._users = 1
+
+    @classmethod
+    def release(cls) -> None:
+        with cls._lock:
+            cls._users = max(0, cls._users - 1)
+            if cls._users == 0:
+                try:
+                    if cls._owned:
+                        cls._owner.submit(cls._disconnect).result()
+                finally:
+                    cls._owned = False
+                    cls._address = None
+                    local_ray.attached_address = None
+
+    @classmethod
+    def _connect(cls, address: str, token: str | None) -> None:
+        env = {"RAY_USAGE_STATS_ENABLED": "0"}
+        if token:
+            env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
+            env_drop = ("RAY_AUTH_TOKEN_PATH",)
+        else:
+            env_drop = ()
+        cls._saved_env = {key: os.environ.get(key) for key in (*env, *env_drop)}
+        os.environ.update(env)
+        for key in env_drop:
+            os.environ.pop(key, None)
+        _reset_auth()
+        for name in ("ray", "ray._private", "ray._raylet"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.ERROR)
+        except BaseException:
+            cls._disconnect()
+            raise
+
+    @classmethod
+    def _disconnect(cls) -> None:
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            for key, value in cls._saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            cls._saved_env = {}
+            _reset_auth()
+
+
+class _OwnerThread:
+    """One daemon thread running what it is given in order. Daemon, unlike a
+    ThreadPoolExecutor's: a ``ray.init`` stuck on a silent address must not keep the
+    client process from exiting after we gave up on it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+        self._queue.put((future, fn, args))
+        return future
+
+    def _loop(self) -> None:
+        while True:
+            future, fn, args = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to whoever waits on the future
+                future.set_exception(exc)
+
+
+Attachment._owner = _OwnerThread("skyward-ray-attach")
+
+
+def _parse_address(address: Any) -> tuple[str, int]:
+    if not isinstance(address, str) or not address.strip():
+        raise fail("Ray", "address", address, _ADDRESS_HELP)
+    text = address.strip()
+    if text.startswith("ray://"):
+        raise fail(
+            "Ray", "address", address,
+            "Ray Client (ray://) is deprecated upstream and not supported; skyward attaches as a Ray "
+            "driver, so give the GCS address instead (same host, port 6379 by default, e.g. "
+            '"10.0.0.5:6379") from a machine that can reach the cluster',
+        )
+    if "://" in text or text in ("auto", "local"):
+        raise fail("Ray", "address", address, _ADDRESS_HELP)
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = text, str(DEFAULT_PORT)
+    host = host.strip("[]")
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise fail("Ray", "address", address, _ADDRESS_HELP)
+    return host, int(port_text)
+
+
+def _reachable(host: str, port: int, timeout: float) -> None:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as exc:
+        raise ConnectionError(
+            f"Ray.address='{host}:{port}' is not reachable ({exc or type(exc).__name__}); check that the "
+            "cluster is running (`ray status` on its head prints the address) and that this machine can "
+            "reach that port"
+        ) from None
+
+
+def _connect_failure(address: str, token: str | None, exc: BaseException) -> str:
+    text = f"{exc} {exc.__cause__}"
+    auth = "auth" in text.lower() or "unauthenticated" in text.lower()
+    if token:
+        hint = "the token given (Ray.token or RAY_AUTH_TOKEN) may be wrong; check it with `ray get-auth-token` on the head"
+    else:
+        hint = (
+            "if the cluster runs with token auth (RAY_AUTH_MODE=token), pass its token as "
+            "sky.Ray(token=...) or set RAY_AUTH_TOKEN"
+        )
+    reason = "the cluster refused the connection's authentication" if auth else "Ray could not connect"
+    return f"Ray.address={address!r}: {reason}; {hint} (Ray said: {exc})"
+
+
+def _same_cluster(a: str | None, b: str) -> bool:
+    if a is None:
+        return False
+    return _canonical(a) == _canonical(b)
+
+
+def _canonical(address: str) -> str:
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        return canonicalize_bootstrap_address(address) or address
+    except Exception:  # Ray internals moved: compare as given
+        return address
+
+
+def _reset_auth() -> None:
+    """Make Ray re-read its auth settings: it caches the mode at import and the first
+    token it loads (``local_ray`` uses a per-process token of its own)."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+    except Exception:  # older Ray: no token auth to reset
+        pass
+
+
+def _gcs_port() -> int:
+    gcs = ray.get_runtime_context().gcs_address
+    return int(gcs.rsplit(":", 1)[1]) if gcs and ":" in gcs else 0
+
+
+def _on(node: dict[str, Any], soft: bool) -> Any:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=soft)
+
+
+def _accelerator(resources: dict[str, float]) -> AcceleratorInfo | None:
+    count = float(resources.get("GPU", 0.0))
+    kinds = [key.split(":", 1)[1] for key in resources if key.startswith("accelerator_type:")]
+    if count <= 0:
+        for name in ("TPU", "neuron_cores", "HPU", "NPU"):
+            if resources.get(name, 0.0) > 0:
+                return AcceleratorInfo(kinds[0] if kinds else name, float(resources[name]), None, name == "neuron_cores")
+        return None
+    return AcceleratorInfo(kinds[0] if kinds else "GPU", count)
+
+
+def _infos(nodes: list[dict[str, Any]], gcs_port: int, pool_id: str) -> list[InstanceInfo]:
+    count = len(nodes)
+    peers = [PeerInfo(index, node["NodeManagerAddress"], None) for index, node in enumerate(nodes)]
+    accelerators = [_accelerator(node.get("Resources", {})) for node in nodes]
+    total = sum(a.count for a in accelerators if a is not None)
+    head = nodes[0]["NodeManagerAddress"]
+    return [
+        InstanceInfo(
+            node=index, worker=0, total_nodes=count, workers_per_node=1,
+            accelerators=accelerator.count if accelerator else 0.0, total_accelerators=total,
+            head_addr=head, head_port=gcs_port, job_id=pool_id, peers=peers, accelerator=accelerator,
+            network=NetworkInfo("lo" if node["NodeManagerAddress"].startswith("127.") else "eth0", None),
+        )
+        for index, (node, accelerator) in enumerate(zip(nodes, accelerators))
+    ]
+
+
+def _local_addresses() -> set[str]:
+    found = {"127.0.0.1", "::1", "localhost", socket.gethostname()}
+    try:
+        for entries in psutil.net_if_addrs().values():
+            found.update(entry.address for entry in entries)
+    except Exception:
+        pass
+    return found
+
+
+def _sys_path() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p for p in (os.getcwd(), *sys.path) if p))
+
+
+def _wait_ready(agents: list[Any], timeout: float, address: str) -> None:
+    started = time.monotonic()
+    refs = [agent.ready.remote() for agent in agents]
+    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    if pending:
+        raise TimeoutError(
+            f"{len(pending)} of {len(agents)} node agents on the Ray cluster at {address} did not start within "
+            f"{timeout:g}s (waited {time.monotonic() - started:.1f}s); check that its nodes have this skyward "
+            "and Python installed, or raise Options.provision_timeout"
+        )
+    ray.get(ready)
+
+
+def _shutdown_agents(agents: list[Any]) -> None:
+    refs = [agent.shutdown.remote() for agent in agents]
+    ray.wait(refs, num_returns=len(refs), timeout=5)
+
+
+def _kill(actors: list[Any]) -> None:
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:
+            pass

@@ -1,0 +1,60 @@
+"""Fixtures for pools on real SSH hosts: three network-namespace hosts (tests/hosts.py)
+with their own sshd, and one 3-node SSH pool shared by the tests that only dispatch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+import skyward as sky
+from hosts import HostLab, available
+
+HERE = os.path.dirname(__file__)
+SHIPPED = os.path.join(HERE, "skyship")
+LOCAL_INDEX = "file:///opt/pypi/simple"  # the hosts have no internet; this index is on their disk
+QUIET = sky.Options(console=False, logging=False)
+
+
+def make_image() -> sky.Image:
+    """pip (from the on-disk index), env and includes, all checked inside tasks."""
+    return sky.Image(
+        pip=["six"],
+        pip_indexes=[sky.PipIndex(LOCAL_INDEX, packages=["six"])],
+        env={"SKY_GREETING": "hello"},
+        shell_vars={"SKY_NODE_HOST": "hostname -I | cut -d' ' -f1"},
+        includes=[SHIPPED],
+    )
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[HostLab]:
+    reason = available()
+    if reason is not None:
+        pytest.skip(reason)
+    with HostLab.start(3) as hosts:
+        yield hosts
+
+
+def ssh_provider(lab: HostLab, **changes: object) -> sky.SSH:
+    fields: dict[str, object] = {"hosts": lab.strings(), "key_path": lab.client_key, "known_hosts": lab.known_hosts}
+    fields.update(changes)
+    return sky.SSH(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def ssh_pool(lab: HostLab) -> Iterator[sky.Pool]:
+    """A 3-node pool on the lab's hosts with the test image."""
+    with sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(), options=QUIET) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="session", params=["local", "ssh"])
+def any_pool(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
+    """The same tests on a 3-node local pool and on the 3-host SSH pool."""
+    if request.param == "ssh":
+        yield request.getfixturevalue("ssh_pool")
+        return
+    with sky.Compute(nodes=3, options=QUIET) as pool:
+        yield pool

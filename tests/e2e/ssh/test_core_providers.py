@@ -1,0 +1,82 @@
+"""Core dispatch on both providers: the same tests on a local pool and an SSH pool."""
+
+from __future__ import annotations
+
+import pytest
+
+import skyward as sky
+
+pytestmark = pytest.mark.slow  # the SSH pool bootstraps three hosts
+
+
+class Boom(Exception):
+    pass
+
+
+@sky.function
+def square(x: int) -> int:
+    return x * x
+
+
+@sky.function
+def whoami() -> tuple[int, int]:
+    info = sky.instance_info()
+    return info.node, info.total_nodes
+
+
+@sky.function
+def fails() -> None:
+    raise Boom("remote failure")
+
+
+@sky.function
+def shout(text: str) -> str:
+    print(text)
+    return text.upper()
+
+
+@sky.function
+def count_up(name: str) -> int:
+    return sky.counter(name, consistency="strong").increment()
+
+
+def test_run_returns_value(any_pool: sky.Pool) -> None:
+    assert (square(7) >> any_pool) == 49
+
+
+def test_broadcast_reaches_every_node(any_pool: sky.Pool) -> None:
+    assert sorted(whoami() @ any_pool) == [(0, 3), (1, 3), (2, 3)]
+
+
+def test_group_and_map(any_pool: sky.Pool) -> None:
+    assert ((square(2) & square(3)) >> any_pool) == (4, 9)
+    assert any_pool.map(lambda x: x + 1, range(50)) == list(range(1, 51))
+
+
+def test_target_head(any_pool: sky.Pool) -> None:
+    assert any_pool.run(whoami(), target="head") == (0, 3)
+
+
+def test_remote_exception_keeps_its_type(any_pool: sky.Pool) -> None:
+    with pytest.raises(Boom, match="remote failure"):
+        fails() >> any_pool
+
+
+def test_output_reaches_client_before_result(any_pool: sky.Pool) -> None:
+    lines: list[str] = []
+    off = any_pool.on(sky.Log, lambda e: lines.append(e.line))
+    try:
+        assert (shout("printed remotely") >> any_pool) == "PRINTED REMOTELY"
+        assert any("printed remotely" in line for line in lines)
+    finally:
+        off()
+
+
+def test_async_future(any_pool: sky.Pool) -> None:
+    assert (square(5) > any_pool).result(timeout=60) == 25
+
+
+def test_collections_inside_tasks(any_pool: sky.Pool) -> None:
+    name = f"hits-{id(any_pool)}"
+    values = count_up(name) @ any_pool
+    assert sorted(values) == [1, 2, 3]

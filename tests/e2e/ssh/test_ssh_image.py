@@ -1,0 +1,55 @@
+"""What Image puts on SSH nodes is visible inside tasks; teardown leaves nothing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import skyward as sky
+from conftest import QUIET, ssh_provider, make_image
+from hosts import HostLab
+
+pytestmark = pytest.mark.slow
+
+
+@sky.function
+def environment() -> dict[str, str]:
+    import os
+
+    import six  # from Image.pip
+    import skyship  # from Image.includes
+
+    return {
+        "six": six.__version__,
+        "greeting": os.environ.get("SKY_GREETING", ""),
+        "host": os.environ.get("SKY_NODE_HOST", ""),
+        "shipped": skyship.SHIPPED,
+        "double": str(skyship.double(21)),
+    }
+
+
+def make_image_pip_env_includes_visible(ssh_pool: sky.Pool, lab: HostLab) -> None:
+    seen = environment() @ ssh_pool
+    assert [s["greeting"] for s in seen] == ["hello"] * 3
+    assert [s["host"] for s in seen] == [h.address for h in lab.hosts]
+    assert all(s["six"] and s["shipped"] == "shipped with includes" and s["double"] == "42" for s in seen)
+
+
+def test_bootstrap_phases_are_events_and_warm_start_skips(lab: HostLab, ssh_pool: sky.Pool) -> None:
+    phases: list[sky.BootstrapPhase] = []
+    pool = sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(), options=QUIET)
+    pool.on(sky.BootstrapPhase, phases.append)
+    before = {pid for host in lab.hosts for pid in host.pids()}
+    with pool:
+        assert len(environment() @ pool) == 3
+    names = {p.phase for p in phases}
+    assert {"ssh", "uv", "python", "venv", "skyward", "pip", "includes", "ray", "agents"} <= names
+    installs = [p.duration for p in phases if p.phase in ("skyward", "pip", "venv")]
+    assert max(installs) < 1.0, "a warm node reinstalled what it had"
+    marker = f"skyward-{pool.id[:12]}"
+    assert lab.processes_naming(marker) == []
+    started = {pid for pids in lab.leftovers().values() for pid in pids} - before
+    assert started == set(), "processes the pool started are still running"
+    for host in lab.hosts:
+        assert [n for n in os.listdir(host.private("/tmp")) if marker in n] == []

@@ -1,0 +1,544 @@
+"""Distributed collections on real 4-node local pools, under both executors: the
+reference documents' examples (examples/collections_tour.py), the documented API with
+its corrections, atomicity under contention, consistency and the process bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import skyward as sky
+from skyward.collections import DISABLED
+
+ROOT = Path(__file__).resolve().parents[2]
+QUIET = sky.Options(console=False, logging=False)
+SETTLE = 10.0
+
+
+def eventually(read: Callable[[], Any], expected: Any, timeout: float = SETTLE) -> Any:
+    """``read()`` once it equals ``expected``, else its last value after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.02)
+        value = read()
+    return value
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def process_pool() -> Iterator[sky.Pool]:
+    options = QUIET.with_(worker=sky.Worker(executor="process"))
+    with sky.Compute(nodes=4, options=options) as pool:
+        yield pool
+
+
+@pytest.fixture(params=["thread", "process"])
+def pool(request: pytest.FixtureRequest) -> sky.Pool:
+    """The shared 4-node pool of each executor."""
+    return request.getfixturevalue("pool4" if request.param == "thread" else "process_pool")
+
+
+def _threads(pool: sky.Pool) -> bool:
+    """True for the thread-executor pool: the full-size runs of the issue go there; the
+    process pool repeats them smaller (every operation also crosses the bridge)."""
+    return pool.options.resolved_worker.resolved_executor == "thread"
+
+
+# ----------------------------------------------------------------- tasks
+
+
+@sky.function
+def count(name: str, consistency: str, times: int) -> int:
+    counter = sky.counter(name, consistency=consistency)
+    for _ in range(times):
+        counter.increment()
+    return counter.value
+
+
+@sky.function
+def read_counter_until(name: str, expected: int) -> int:
+    counter = sky.counter(name)
+    return eventually(lambda: counter.value, expected)
+
+
+@sky.function
+def locked_increments(lock_name: str, dict_name: str, consistency: str, rounds: int) -> None:
+    lock = sky.lock(lock_name)
+    state = sky.dict(dict_name, consistency=consistency)
+    for _ in range(rounds):
+        with lock:
+            state["n"] = state.get("n", 0) + 1
+
+
+@sky.function
+def barrier_rounds(name: str, counter_name: str, rounds: int) -> list[tuple[int, int]]:
+    info = sky.instance_info()
+    barrier = sky.barrier(name, n=info.total_nodes)
+    arrived = sky.counter(counter_name, consistency="strong")
+    seen = []
+    for _ in range(rounds):
+        arrived.increment()
+        index = barrier.wait(timeout=60)
+        seen.append((index, arrived.value))
+    return seen
+
+
+@sky.function
+def dict_semantics(name: str, consistency: str) -> dict:
+    d = sky.dict(name, consistency=consistency)
+    found: dict[str, Any] = {}
+    d["none"] = None
+    found["none"] = d["none"]
+    found["none_in"] = "none" in d
+    found["get_none"] = d.get("none", "default")
+    try:
+        d["missing"]
+    except KeyError as exc:
+        found["missing"] = f"KeyError {exc}"
+    found["get_default"] = d.get("missing", 5)
+    d.update({"a": 1, "b": 2}, c=3)
+    d.update([("d", 4)])
+    found["updated"] = [d[k] for k in "abcd"]
+    found["pop"] = d.pop("a")
+    found["pop_again"] = d.pop("a", "gone")
+    found["a_in"] = "a" in d
+    del d["b"]
+    try:
+        del d["b"]
+    except KeyError:
+        found["del_twice"] = "KeyError"
+    d[(1, "t")] = "tuple key"
+    found["tuple"] = d[(1, "t")]
+    found["int_float"] = (d.set(1, "one"), d.get(1.0))[1]
+    for what in (lambda: len(d), lambda: d.keys(), lambda: list(d)):
+        try:
+            what()
+        except TypeError as exc:
+            found.setdefault("enumeration", []).append(str(exc))
+    return found
+
+
+@sky.function
+def pop_keys(name: str, consistency: str, keys: int) -> list[int]:
+    d = sky.dict(name, consistency=consistency)
+    return [k for k in range(keys) if d.pop(k, None) is not None]
+
+
+@sky.function
+def paired_updates(name: str, keys: tuple[str, str], rounds: int) -> None:
+    d = sky.dict(name, consistency="strong")
+    for i in range(1, rounds + 1):
+        d.update({keys[0]: i, keys[1]: i})
+
+
+@sky.function
+def paired_reads(name: str, keys: tuple[str, str], rounds: int) -> list[tuple[int, int]]:
+    d = sky.dict(name, consistency="strong")
+    seen = []
+    for _ in range(rounds):
+        second = d.get(keys[1], 0)
+        first = d.get(keys[0], 0)
+        seen.append((second, first))
+    return seen
+
+
+@sky.function
+def queue_consume(name: str, items: int) -> list[Any]:
+    q = sky.queue(name)
+    return [q.get(timeout=30) for _ in range(items)]
+
+
+@sky.function
+def queue_wait(name: str, ready: str) -> Any:
+    sky.dict(ready, consistency="strong")["waiting"] = True
+    return sky.queue(name).get(timeout=60)
+
+
+@sky.function
+def lock_behaviour(name: str) -> dict:
+    lock = sky.lock(name, timeout=0.2)
+    found: dict[str, Any] = {}
+    try:
+        lock.release()
+    except RuntimeError as exc:
+        found["release_unheld"] = str(exc)
+    found["acquire"] = lock.acquire()
+    found["locked"] = lock.locked()
+    lock.release()
+    found["locked_after"] = lock.locked()
+    return found
+
+
+@sky.function
+def hold_lock(name: str, seconds: float) -> bool:
+    lock = sky.lock(name)
+    with lock:
+        time.sleep(seconds)
+    return True
+
+
+@sky.function
+def try_lock(name: str, timeout: float) -> dict:
+    lock = sky.lock(name, timeout=timeout)
+    found: dict[str, Any] = {"acquire": lock.acquire(timeout=timeout)}
+    try:
+        with lock:
+            pass
+    except TimeoutError as exc:
+        found["with"] = str(exc)
+    return found
+
+
+@sky.function
+def same_name_kinds(name: str) -> dict:
+    d = sky.dict(name, consistency="strong")
+    c = sky.counter(name, consistency="strong")
+    s = sky.set(name, consistency="strong")
+    q = sky.queue(name)
+    d["k"] = "dict"
+    c.increment(7)
+    s.add("member")
+    q.put("queued")
+    with sky.lock(name):
+        pass
+    return {"dict": d["k"], "counter": c.value, "set": len(s), "queue": q.get(timeout=5)}
+
+
+@sky.function
+def write_own(name: str) -> int:
+    node = sky.instance_info().node
+    sky.dict(name)[node] = node * 10
+    return node
+
+
+@sky.function
+def read_all(name: str, nodes: int) -> list[int]:
+    d = sky.dict(name)
+    return [eventually(lambda n=n: d.get(n), n * 10) for n in range(nodes)]
+
+
+@sky.function
+def read_your_writes(name: str, rounds: int) -> int:
+    node = sky.instance_info().node
+    d = sky.dict(name)
+    c = sky.counter(f"{name}-{node}")
+    stale = 0
+    for i in range(rounds):
+        d[node] = i
+        c.increment()
+        stale += d[node] != i
+    stale += c.value < rounds
+    return stale
+
+
+@sky.function
+def read_threshold(shared: Any) -> float:
+    return shared["threshold"]
+
+
+@sky.function
+def async_everything(name: str) -> dict:
+    async def main() -> dict:
+        d = sky.dict(name)
+        s = sky.set(name, consistency="strong")
+        c = sky.counter(name, consistency="strong")
+        q = sky.queue(name)
+        lock = sky.lock(name)
+        b = sky.barrier(name, n=1)
+        await d.set_async("k", None)
+        found = {"get": await d.get_async("k", "x"), "contains": await d.contains_async("k")}
+        await d.update_async({"u": 1})
+        found["pop"] = await d.pop_async("u")
+        await d.delete_async("k")
+        await s.add_async(1)
+        await s.add_async(2)
+        await s.discard_async(1)
+        found["set"] = (await s.contains_async(2), await s.len_async())
+        await c.increment_async(5)
+        await c.decrement_async(2)
+        found["counter"] = await c.value_async()
+        await c.reset_async(10)
+        found["reset"] = await c.value_async()
+        await q.put_async("a")
+        found["queue"] = (await q.len_async(), await q.empty_async(), await q.get_async(1), await q.get_async(0.05))
+        async with lock:
+            found["locked"] = await lock.locked_async()
+        found["barrier"] = await b.wait_async(5)
+        return found
+
+    return asyncio.run(main())
+
+
+@sky.function
+def lonely_barrier(name: str) -> list[str]:
+    barrier = sky.barrier(name, n=2)
+    found = []
+    for _ in range(2):
+        try:
+            barrier.wait(timeout=0.3)
+        except sky.BrokenBarrierError as exc:
+            found.append(str(exc))
+    barrier.reset()
+    return found
+
+
+@sky.function
+def child_pid(name: str, seconds: float) -> None:
+    sky.dict(name, consistency="strong")["pid"] = os.getpid()
+    with sky.lock(name):
+        sky.dict(name, consistency="strong")["locked"] = True
+        time.sleep(seconds)
+
+
+# ----------------------------------------------------------------- tests
+
+
+def test_reference_examples(pool4: sky.Pool) -> None:
+    spec = importlib.util.spec_from_file_location("collections_tour", ROOT / "examples" / "collections_tour.py")
+    assert spec is not None and spec.loader is not None
+    tour = importlib.util.module_from_spec(spec)  # not in sys.modules: its functions travel by value
+    spec.loader.exec_module(tour)
+    found = tour.tour(pool4)
+
+    assert found["cache"] == [{"node": n, "processed": 40} for n in range(4)]
+    embedding = tour.compute_embedding("item-3")
+    assert eventually(lambda: pool4.dict("embeddings").get("item-3"), embedding) == embedding
+    assert all(1 <= step <= 8 for step in found["steps"])
+    assert eventually(lambda: pool4.counter("global_steps").value, 8) == 8
+    assert found["dedup"][:5] == ["processed"] * 5
+    assert eventually(lambda: len(pool4.set("processed_batches")), 5) == 5
+    assert found["queue"] == [task * 2 for task in range(20)]
+    for epoch, results in enumerate(found["epochs"]):
+        assert [r["node"] for r in results] == [0, 1, 2, 3]
+        assert [r["loss"] for r in results] == [1.0 / (epoch + 1 + n) for n in range(4)]
+    assert found["phased"] == [4, 4, 4, 4]
+    assert found["checkpoint"] == [True, True, True, True, False]
+    assert found["best"] == (0.0, 7)
+    assert sorted(set(found["workers"])) == [1, 2, 3]
+    assert eventually(lambda: pool4.counter("saves").value >= 3, True)
+    assert found["consistency"] == ("eventual", "strong")
+    assert found["async"] == (42, True)
+    assert pool4.queue("async-queue").get(timeout=5) == 42
+
+
+def test_strong_counter_loses_no_increment(pool: sky.Pool) -> None:
+    times = 1000 if _threads(pool) else 250
+    name = unique("strong")
+    finals = count(name, "strong", times) @ pool
+    assert pool.counter(name, consistency="strong").value == 4 * times
+    assert max(finals) == 4 * times
+
+
+def test_eventual_counter_converges_everywhere(pool: sky.Pool) -> None:
+    name = unique("eventual")
+    count(name, "eventual", 1000) @ pool
+    assert eventually(lambda: pool.counter(name).value, 4000) == 4000
+    assert read_counter_until(name, 4000) @ pool == [4000] * 4
+
+
+def test_eventual_reads_your_writes(pool: sky.Pool) -> None:
+    assert read_your_writes(unique("ryw"), 200) @ pool == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("consistency", ["strong", "eventual"])
+def test_lock_protects_read_modify_write(pool: sky.Pool, consistency: str) -> None:
+    rounds = 200 if _threads(pool) and consistency == "strong" else 50
+    lock, state = unique("lock"), unique("state")
+    locked_increments(lock, state, consistency, rounds) @ pool
+    assert pool.dict(state, consistency="strong")["n"] == 4 * rounds
+
+
+def test_barrier_is_reusable_and_returns_arrival_index(pool: sky.Pool) -> None:
+    rounds = 20
+    per_node = barrier_rounds(unique("barrier"), unique("arrivals"), rounds) @ pool
+    for round_ in range(rounds):
+        indices = sorted(node[round_][0] for node in per_node)
+        assert indices == [0, 1, 2, 3], f"round {round_}: {indices}"
+        assert all(node[round_][1] >= 4 * (round_ + 1) for node in per_node), f"round {round_} released early"
+
+
+@pytest.mark.parametrize("consistency", ["strong", "eventual"])
+def test_dict_api_and_corrections(pool: sky.Pool, consistency: str) -> None:
+    found = dict_semantics(unique("semantics"), consistency) >> pool
+    assert found["none"] is None and found["none_in"] is True and found["get_none"] is None
+    assert found["missing"] == "KeyError 'missing'"
+    assert found["get_default"] == 5
+    assert found["updated"] == [1, 2, 3, 4]
+    assert (found["pop"], found["pop_again"], found["a_in"]) == (1, "gone", False)
+    assert found["del_twice"] == "KeyError"
+    assert found["tuple"] == "tuple key"
+    assert found["int_float"] == "one"
+    assert len(found["enumeration"]) == 3
+    assert all("entity-per-key" in message and "sky.set()" in message for message in found["enumeration"])
+
+
+@pytest.mark.parametrize("consistency", ["strong", "eventual"])
+def test_pop_is_atomic(pool: sky.Pool, consistency: str) -> None:
+    name, keys = unique("pop"), 200
+    pool.dict(name, consistency="strong").update({k: k for k in range(keys)})
+    popped = pop_keys(name, consistency, keys) @ pool
+    flat = [k for part in popped for k in part]
+    assert sorted(flat) == list(range(keys)), "a key was popped twice or never"
+
+
+def test_update_is_atomic_across_shards(pool4: sky.Pool) -> None:
+    from skyward.collections.placement import shard_of
+
+    hosts = pool4._collections_engine().hosts
+    second = next(key for key in (f"k{i}" for i in range(100)) if shard_of(key, hosts) != shard_of("k", hosts))
+    keys, name = ("k", second), unique("update")
+    writer = pool4.run_async(paired_updates(name, keys, 300), target=0)
+    reads = [pool4.run_async(paired_reads(name, keys, 300), target=node) for node in (1, 2, 3)]
+    writer.result(timeout=120)
+    for future in reads:
+        for second, first in future.result(timeout=120):
+            assert first >= second, "a reader saw the second key of an update before the first"
+
+
+def test_queue_is_fifo_and_get_times_out(pool: sky.Pool) -> None:
+    name = unique("queue")
+    q = pool.queue(name)
+    for item in range(50):
+        q.put(item)
+    assert len(q) == 50 and not q.empty()
+    assert queue_consume(name, 50) >> pool == list(range(50))
+    assert q.empty() and len(q) == 0
+    assert q.get(timeout=0.05) is None
+
+
+def test_waiting_get_receives_a_later_put(pool: sky.Pool) -> None:
+    name, ready = unique("queue"), unique("ready")
+    waiting = pool.run_async(queue_wait(name, ready))
+    assert eventually(lambda: pool.dict(ready, consistency="strong").get("waiting"), True) is True
+    pool.queue(name).put({"payload": 1})
+    assert waiting.result(timeout=60) == {"payload": 1}
+
+
+def test_barrier_wait_times_out_and_breaks(pool: sky.Pool) -> None:
+    timed_out, still_broken = lonely_barrier(unique("lonely")) >> pool
+    assert "timed out after 0.3s with fewer than 2 arrivals" in timed_out
+    assert "is broken" in still_broken and "reset()" in still_broken
+
+
+def test_lock_ownership_and_timeouts(pool: sky.Pool) -> None:
+    name = unique("lock")
+    found = lock_behaviour(name) >> pool
+    assert "does not hold it" in found["release_unheld"]
+    assert (found["acquire"], found["locked"], found["locked_after"]) == (True, True, False)
+
+    holder = pool.run_async(hold_lock(name, 3.0), target=0)
+    assert eventually(lambda: pool.lock(name).locked(), True) is True
+    blocked = pool.run(try_lock(name, 0.2), target=1)
+    assert blocked["acquire"] is False
+    assert "could not be acquired within its timeout of 0.2s" in blocked["with"]
+    assert holder.result(timeout=60) is True
+    assert pool.lock(name).locked() is False
+
+
+def test_client_lock_release_by_other_thread_is_refused(pool4: sky.Pool) -> None:
+    import threading
+
+    lock = pool4.lock(unique("lock"))
+    assert lock.acquire(timeout=5)
+    errors: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _capture(lock.release, errors))
+    thread.start()
+    thread.join(timeout=30)
+    assert len(errors) == 1 and isinstance(errors[0], RuntimeError)
+    lock.release()
+    assert not lock.locked()
+
+
+def _capture(fn: Callable[[], Any], errors: list[BaseException]) -> None:
+    try:
+        fn()
+    except BaseException as exc:
+        errors.append(exc)
+
+
+def test_kinds_with_one_name_do_not_collide(pool: sky.Pool) -> None:
+    name = unique("shared-name")
+    assert same_name_kinds(name) >> pool == {"dict": "dict", "counter": 7, "set": 1, "queue": "queued"}
+
+
+def test_same_name_is_the_same_collection_on_every_node(pool: sky.Pool) -> None:
+    name = unique("everywhere")
+    assert write_own(name) @ pool == [0, 1, 2, 3]
+    assert read_all(name, 4) @ pool == [[0, 10, 20, 30]] * 4
+    client = pool.dict(name)
+    assert [eventually(lambda n=n: client.get(n), n * 10) for n in range(4)] == [0, 10, 20, 30]
+
+
+def test_client_seeds_and_reads(pool4: sky.Pool) -> None:
+    name = unique("seed")
+    pool4.dict(name).update({"threshold": 0.5})
+    pool4.counter(name, consistency="strong").reset(100)
+    count(name, "strong", 1) @ pool4
+    assert pool4.counter(name, consistency="strong").value == 104
+    assert read_threshold(pool4.dict(name)) @ pool4 == [0.5] * 4
+    assert repr(pool4.dict(name)) == f"sky.dict({name!r}, consistency='eventual')"
+
+
+def test_every_method_has_an_async_twin(pool: sky.Pool) -> None:
+    found = async_everything(unique("async")) >> pool
+    assert found == {
+        "get": None, "contains": True, "pop": 1, "set": (True, 1), "counter": 3, "reset": 10,
+        "queue": (1, False, "a", None), "locked": True, "barrier": 0,
+    }
+
+
+def test_process_child_killed_while_holding_a_lock_frees_it(process_pool: sky.Pool) -> None:
+    name = unique("child-lock")
+    holder = process_pool.run_async(child_pid(name, 60.0), target=1)
+    state = process_pool.dict(name, consistency="strong")
+    assert eventually(lambda: state.get("locked"), True) is True
+    os.kill(state["pid"], signal.SIGKILL)
+    with pytest.raises(sky.NodeCrashedError):
+        holder.result(timeout=60)
+    lock = process_pool.lock(name)
+    assert lock.acquire(timeout=10), "the lock of a killed process was not freed"
+    lock.release()
+
+
+def test_bad_arguments_name_the_fix(pool4: sky.Pool) -> None:
+    with pytest.raises(ValueError, match="consistency='linear'.*strong"):
+        pool4.dict("x", consistency="linear")
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        pool4.barrier("x", n=0)
+    with pytest.raises(TypeError, match="name must be a str"):
+        pool4.counter(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="takes an int"):
+        pool4.counter("x").increment(1.5)  # type: ignore[arg-type]
+
+
+@sky.function
+def make_dict() -> str:
+    try:
+        sky.dict("anything")
+    except RuntimeError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_cluster_false_disables_every_constructor() -> None:
+    with sky.Compute(nodes=1, options=QUIET.with_(cluster=False)) as pool:
+        assert make_dict() >> pool == DISABLED
+        for make in (
+            lambda: pool.dict("d"), lambda: pool.set("s"), lambda: pool.counter("c"),
+            lambda: pool.queue("q"), lambda: pool.barrier("b", 2), lambda: pool.lock("l"),
+        ):
+            with pytest.raises(RuntimeError, match="Options\\(cluster=False\\)"):
+                make()

@@ -1,0 +1,251 @@
+"""Throwaway SSH test hosts: one network namespace per host, joined by a bridge, each
+running its own sshd inside a private mount namespace (fresh /tmp, /root/.cache,
+/root/.skyward and /dev/shm), so hosts share the machine's read-only software (the
+Python interpreters) but no installs, temp files or caches.
+
+``HostLab.start(n)`` builds them; ``close()`` kills every process left in the
+namespaces, deletes the namespaces and the bridge, and removes the files. Only the
+namespaces' own addresses are used.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import asyncssh
+
+PRIVATE_DIRS = ("/root/.cache", "/root/.skyward", "/tmp")
+START_TIMEOUT = 15.0
+LAB_DIR = "/var/tmp"  # not under /tmp, which each host replaces
+
+
+def available() -> str | None:
+    """None when test hosts can be made here; else the reason they cannot."""
+    if os.geteuid() != 0:
+        return "test hosts need root (network namespaces)"
+    for tool in ("ip", "unshare"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    if not os.path.exists("/usr/sbin/sshd"):
+        return "openssh-server is not installed (scripts/system_deps.sh)"
+    return None
+
+
+def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, check=check, capture_output=True, text=True, timeout=30)
+
+
+@dataclass
+class TestHost:
+    """One host: its namespace, address, sshd process and private directories."""
+
+    name: str
+    address: str
+    root: str
+    sshd: subprocess.Popen[bytes] | None = None
+
+    @property
+    def netns(self) -> str:
+        return self.name
+
+    def private(self, path: str) -> str:
+        """Where the host's private ``path`` (one of PRIVATE_DIRS) lives on this machine."""
+        return os.path.join(self.root, path.strip("/").replace("/", "_"))
+
+    def exec(self, *command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        """Run a command inside the host's network namespace (not its mount namespace)."""
+        return subprocess.run(
+            ["ip", "netns", "exec", self.netns, *command],
+            capture_output=True, text=True, timeout=timeout,
+        )
+
+    def pids(self) -> list[int]:
+        """Processes living in the host's network namespace."""
+        out = _run("ip", "netns", "pids", self.netns, check=False).stdout.split()
+        return [int(p) for p in out if p.isdigit()]
+
+
+@dataclass
+class HostLab:
+    """A set of test hosts on one bridge, with a client key they all accept."""
+
+    hosts: list[TestHost]
+    bridge: str
+    gateway: str
+    root: str
+    client_key: str
+    known_hosts: str
+    _closed: bool = field(default=False)
+
+    @classmethod
+    def start(cls, count: int) -> HostLab:
+        tag = secrets.token_hex(3)
+        subnet = f"10.{200 + secrets.randbelow(50)}.{secrets.randbelow(250)}"
+        root = tempfile.mkdtemp(prefix=f"skyhosts-{tag}-", dir=LAB_DIR)
+        key = asyncssh.generate_private_key("ssh-ed25519")
+        key_path = os.path.join(root, "client_key")
+        key.write_private_key(key_path)
+        os.chmod(key_path, 0o600)
+        authorized = os.path.join(root, "authorized_keys")
+        key.write_public_key(authorized)
+        lab = cls([], f"skb{tag}", f"{subnet}.254", root, key_path, os.path.join(root, "known_hosts"))
+        try:
+            _run("ip", "link", "add", lab.bridge, "type", "bridge")
+            _run("ip", "addr", "add", f"{lab.gateway}/24", "dev", lab.bridge)
+            _run("ip", "link", "set", lab.bridge, "up")
+            for index in range(count):
+                lab.hosts.append(lab._add_host(tag, subnet, index, authorized))
+            lab._wait_listening()
+        except BaseException:
+            lab.close()
+            raise
+        return lab
+
+    def _add_host(self, tag: str, subnet: str, index: int, authorized: str) -> TestHost:
+        host = TestHost(f"sky{tag}h{index}", f"{subnet}.{index + 1}", os.path.join(self.root, f"h{index}"))
+        self.hosts.append(host)  # so close() cleans it up if this fails half-way
+        os.makedirs(host.root)
+        for path in PRIVATE_DIRS:
+            os.makedirs(host.private(path))
+            os.makedirs(path, exist_ok=True)
+        outer, inner = f"skv{tag}{index}", f"skp{tag}{index}"
+        _run("ip", "netns", "add", host.netns)
+        _run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner)
+        _run("ip", "link", "set", outer, "master", self.bridge, "up")
+        _run("ip", "link", "set", inner, "netns", host.netns)
+        ns = ("ip", "netns", "exec", host.netns)
+        _run(*ns, "ip", "addr", "add", f"{host.address}/24", "dev", inner)
+        _run(*ns, "ip", "link", "set", inner, "up")
+        _run(*ns, "ip", "link", "set", "lo", "up")
+        host_key = os.path.join(host.root, "host_key")
+        asyncssh.generate_private_key("ssh-ed25519").write_private_key(host_key)
+        os.chmod(host_key, 0o600)
+        config = os.path.join(host.root, "sshd_config")
+        with open(config, "w") as f:
+            f.write(_SSHD_CONFIG.format(address=host.address, key=host_key, authorized=authorized))
+        binds = " && ".join(f"mount --bind {host.private(p)} {p}" for p in PRIVATE_DIRS)
+        script = f"{binds} && mount -t tmpfs -o size=2g tmpfs /dev/shm && exec /usr/sbin/sshd -D -e -f {config}"
+        log = open(os.path.join(host.root, "sshd.log"), "wb")
+        host.sshd = subprocess.Popen(
+            [*ns, "unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        )
+        self.hosts.pop()
+        return host
+
+    def _wait_listening(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        for host in self.hosts:
+            while True:
+                result = host.exec("sh", "-c", "cat /proc/net/tcp", timeout=5)
+                port22 = f"{_hex_address(host.address)}:0016"
+                if port22 in result.stdout.upper():
+                    break
+                if host.sshd is not None and host.sshd.poll() is not None:
+                    with open(os.path.join(host.root, "sshd.log")) as f:
+                        raise RuntimeError(f"sshd of {host.name} exited: {f.read()[-2000:]}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"sshd of {host.name} did not listen within {START_TIMEOUT}s")
+                time.sleep(0.05)
+
+    def strings(self, user: str = "root") -> list[str]:
+        """The hosts as ``user@address:22`` strings."""
+        return [f"{user}@{host.address}:22" for host in self.hosts]
+
+    def leftovers(self) -> dict[str, list[int]]:
+        """Processes other than sshd still running in each host's namespace."""
+        found: dict[str, list[int]] = {}
+        for host in self.hosts:
+            sshd = host.sshd.pid if host.sshd is not None else -1
+            pids = [p for p in host.pids() if p != sshd and _alive(p) and not _is_sshd(p)]
+            if pids:
+                found[host.name] = pids
+        return found
+
+    def processes_naming(self, text: str) -> list[int]:
+        """Processes in any host whose command line contains ``text``."""
+        found = []
+        for host in self.hosts:
+            for pid in host.pids():
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if text.encode() in f.read() and _alive(pid):
+                            found.append(pid)
+                except OSError:
+                    continue
+        return found
+
+    def close(self) -> None:
+        """Kill what runs in the namespaces, delete namespaces, links and files."""
+        if self._closed:
+            return
+        self._closed = True
+        for host in self.hosts:
+            for _ in range(3):
+                pids = host.pids()
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.1)
+            if host.sshd is not None:
+                try:
+                    host.sshd.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+            _run("ip", "netns", "del", host.netns, check=False)
+        _run("ip", "link", "del", self.bridge, check=False)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> HostLab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _hex_address(address: str) -> str:
+    return "".join(f"{int(part):02X}" for part in reversed(address.split(".")))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _is_sshd(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"sshd" in f.read().split(b"\0")[0]
+    except OSError:
+        return False
+
+
+_SSHD_CONFIG = """\
+ListenAddress {address}:22
+HostKey {key}
+AuthorizedKeysFile {authorized}
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+AllowTcpForwarding yes
+MaxSessions 50
+MaxStartups 50:30:100
+Subsystem sftp internal-sftp
+"""

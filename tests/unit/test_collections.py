@@ -1,0 +1,296 @@
+"""Distributed collections without a cluster: placement, the entities a host actor holds,
+the cache's replica, leases, argument checks and the proxies' surface."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import pickle
+import threading
+from typing import Any
+
+import pytest
+
+import skyward as sky
+from skyward.collections import SharedBarrier, SharedCounter, SharedDict, SharedLock, SharedQueue, SharedSet
+from skyward.collections.actors import LeaseTable, pack
+from skyward.collections.cache import Replica
+from skyward.collections.config import LEASE_TTL, MAX_HOSTS, MIN_HOSTS, check_name, check_timeout, host_count, resolve
+from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
+from skyward.collections.errors import BrokenBarrierError
+from skyward.collections.markers import MISSING, UNKNOWN
+from skyward.collections.placement import home_of, shard_of
+from skyward.collections.steps import Wait, run, run_async
+
+
+class Recorder:
+    """Hooks that record what an entity tells its host; ``with recorder.lock:`` plays
+    the host's lock, held around every entity call."""
+
+    def __init__(self, name: str = "x") -> None:
+        self.changed: list[Any] = []
+        self.held: set[str] = set()
+        self.lock = threading.Condition()
+        self.hooks = Hooks(name, self.changed.append, self.held.add, self.held.discard, self.lock)
+
+
+def in_thread(recorder: Recorder, fn: Any) -> concurrent.futures.Future[Any]:
+    """``fn()`` on another thread, holding the recorder's lock (as a host thread would)."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def body() -> None:
+        with recorder.lock:
+            future.set_result(fn())
+
+    threading.Thread(target=body, daemon=True).start()
+    return future
+
+
+def until_waiting(recorder: Recorder, count: int = 1) -> None:
+    """Wait until ``count`` threads wait on the recorder's condition."""
+    for _ in range(500):
+        with recorder.lock:
+            if len(recorder.lock._waiters) >= count:  # type: ignore[attr-defined]
+                return
+        threading.Event().wait(0.01)
+    raise AssertionError("no thread started waiting")
+
+
+def test_placement_is_stable_and_follows_equality() -> None:
+    assert shard_of("key", 8) == shard_of("key", 8)
+    assert shard_of(1, 8) == shard_of(1.0, 8) == shard_of(True, 8)
+    assert shard_of((1, "a"), 8) == shard_of((1.0, "a"), 8)
+    assert shard_of(frozenset({1, 2}), 8) == shard_of(frozenset({2, 1}), 8)
+    assert len({shard_of(f"k{i}", 4) for i in range(100)}) == 4
+    assert {home_of(kind, "same", 16) for kind in ("dict", "set", "counter", "queue", "lock")} != {0}
+
+
+def test_host_count_stays_in_bounds() -> None:
+    assert host_count(1) == MIN_HOSTS and host_count(4) == 4 and host_count(1000) == MAX_HOSTS
+
+
+def test_bad_names_and_levels_name_the_fix() -> None:
+    assert resolve("dict", None) == "eventual" and resolve("dict", "strong") == "strong"
+    with pytest.raises(ValueError, match="dict\\(consistency='fast'\\).*\"strong\", \"eventual\""):
+        resolve("dict", "fast")
+    with pytest.raises(TypeError, match="must be a str"):
+        check_name("queue", 1)
+    with pytest.raises(ValueError, match="must not be empty"):
+        check_name("lock", "")
+    assert check_timeout("get", None) is None and check_timeout("get", 0) == 0
+    for bad in (-1, True, "5"):
+        with pytest.raises(ValueError, match="get\\(timeout=.*use None \\(no limit\\) or a number of seconds"):
+            check_timeout("get", bad)
+
+
+def test_outside_a_pool_every_factory_says_no_active_pool() -> None:
+    for make in (
+        lambda: sky.dict("d"), lambda: sky.set("s"), lambda: sky.counter("c"),
+        lambda: sky.queue("q"), lambda: sky.barrier("b", 2), lambda: sky.lock("l"),
+    ):
+        with pytest.raises(sky.NoActivePoolError, match="^No active pool"):
+            make()
+
+
+def test_dict_shard_stores_none_and_tells_missing_apart() -> None:
+    recorder = Recorder()
+    shard = DictShard(recorder.hooks)
+    with recorder.lock:
+        shard.set("k", None)
+        assert shard.get("k") is None and shard.contains("k")
+        assert shard.get("other") is MISSING and not shard.contains("other")
+        assert shard.pop("k") is None and shard.pop("k") is MISSING
+        assert shard.delete("k") is False
+        shard.update([("a", 1), ("b", 2)])
+    assert recorder.changed == ["k", "k", "a", "b"] and shard.version == 4
+
+
+def test_prepared_keys_wait_for_commit() -> None:
+    recorder = Recorder()
+    shard = DictShard(recorder.hooks)
+    with recorder.lock:
+        assert shard.prepare("t1", ("a",), 0)
+        assert shard.busy(["a"]) and not shard.busy(["b"])
+        assert not shard.prepare("t2", ("a",), 0)
+    second = in_thread(recorder, lambda: shard.prepare("t2", ("a",), 5.0))
+    until_waiting(recorder)
+    with recorder.lock:
+        shard.commit("t1", [("a", 1)])
+    assert second.result(timeout=5) is True
+    with recorder.lock:
+        shard.abort("t2")
+        assert shard.get("a") == 1 and not shard.busy(["a"])
+
+
+def test_set_and_counter_report_only_real_changes() -> None:
+    recorder = Recorder()
+    members = SetStore(recorder.hooks)
+    with recorder.lock:
+        members.add(1)
+        members.add(1)
+        members.discard(2)
+    assert members.size() == 1 and recorder.changed == [1]
+    counter = CounterStore(Recorder().hooks)
+    assert counter.add(5) == 5 and counter.add(-2) == 3
+    counter.reset(10)
+    assert counter.get() == 10 and counter.version == 3
+
+
+def test_queue_is_fifo_and_wakes_a_waiting_get() -> None:
+    recorder = Recorder()
+    queue = QueueState(recorder.hooks)
+    with recorder.lock:
+        for item in (1, None, 3):
+            queue.put(item)
+        drained = [queue.get(0) for _ in range(3)]
+        assert queue.get(0) == (False, None)
+    assert drained == [(True, 1), (True, None), (True, 3)]
+    waiting = in_thread(recorder, lambda: queue.get(5.0))
+    until_waiting(recorder)
+    with recorder.lock:
+        queue.put("late")
+    assert waiting.result(timeout=5) == (True, "late") and queue.size() == 0
+
+
+def test_barrier_returns_arrival_indices_round_after_round() -> None:
+    recorder = Recorder("b")
+    barrier = BarrierState(recorder.hooks)
+    rounds = []
+    with recorder.lock:
+        for _ in range(3):
+            arrivals = [barrier.arrive(3) for _ in range(3)]
+            assert [barrier.await_round(generation, 0) for generation, _ in arrivals] == ["done"] * 3
+            rounds.append([index for _, index in arrivals])
+    assert rounds == [[0, 1, 2]] * 3
+
+
+def test_barrier_wakes_waiters_and_breaks_when_a_participant_fails() -> None:
+    recorder = Recorder("b")
+    barrier = BarrierState(recorder.hooks)
+    with recorder.lock:
+        barrier.join("node/1/task-a", 2)
+        generation, _ = barrier.arrive(2)
+    waiter = in_thread(recorder, lambda: barrier.await_round(generation, 5.0))
+    until_waiting(recorder)
+    with recorder.lock:
+        barrier.holder_gone("node/1/task-a", failed=True)
+    assert waiter.result(timeout=5) == "broken"
+    with recorder.lock:
+        with pytest.raises(BrokenBarrierError, match="participant died"):
+            barrier.arrive(2)
+        barrier.reset()
+        generation, _ = barrier.arrive(2)
+        barrier.arrive(2)
+        assert barrier.await_round(generation, 0) == "done"
+
+
+def test_barrier_refuses_another_party_count() -> None:
+    barrier = BarrierState(Recorder("b").hooks)
+    barrier.check_parties(4)
+    with pytest.raises(ValueError, match="created with n=4, not n=3"):
+        barrier.check_parties(3)
+
+
+def test_lock_belongs_to_its_holder_and_passes_to_the_next_waiter() -> None:
+    recorder = Recorder("l")
+    lock = LockState(recorder.hooks)
+    with recorder.lock:
+        assert lock.acquire("a", 0)
+        assert not lock.acquire("b", 0)
+        with pytest.raises(RuntimeError, match="does not hold it.*only the task"):
+            lock.release("b")
+    waiting = in_thread(recorder, lambda: lock.acquire("b", 5.0))
+    until_waiting(recorder)
+    with recorder.lock:
+        lock.holder_gone("a", failed=True)
+    assert waiting.result(timeout=5) is True
+    assert lock.holder == "b" and recorder.held == {"b"}
+
+
+def test_lock_waiters_are_served_in_order_and_a_timeout_gives_up() -> None:
+    recorder = Recorder("l")
+    lock = LockState(recorder.hooks)
+    with recorder.lock:
+        assert lock.acquire("a", 0)
+    first = in_thread(recorder, lambda: lock.acquire("b", 5.0))
+    until_waiting(recorder, 1)
+    second = in_thread(recorder, lambda: lock.acquire("c", 5.0))
+    until_waiting(recorder, 2)
+    with recorder.lock:
+        assert lock.acquire("d", 0.01) is False
+        lock.release("a")
+    assert first.result(timeout=5) is True and not second.done()
+    with recorder.lock:
+        lock.release("b")
+    assert second.result(timeout=5) is True and lock.holder == "c"
+
+
+def test_leases_expire_unless_renewed(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr("skyward.collections.actors.time.monotonic", lambda: now[0])
+    table = LeaseTable()
+    table.grant("a")
+    table.grant("b")
+    now[0] += LEASE_TTL - 0.1
+    assert table.renew(["a", "c"]) == ["c"]
+    now[0] += 0.2
+    assert table.expired() == ["b"] and len(table) == 1
+
+
+def test_replica_shows_pending_writes_over_the_owners_value() -> None:
+    replica = Replica("counter", "c")
+    assert replica.confirm(None, 10, version=3)
+    replica.refresh(None)
+    assert replica.view[None] == 10
+    replica.apply_local(None, "add", (5,))
+    assert replica.view[None] == 15
+    assert not replica.confirm(None, 7, version=2), "an older version must not win"
+    dict_replica = Replica("dict", "d")
+    dict_replica.apply_local("k", "set", (None,))
+    assert dict_replica.view["k"] is None
+    dict_replica.apply_local("k", "delete", ())
+    assert dict_replica.view["k"] is MISSING
+    assert dict_replica.view.get("other", UNKNOWN) is UNKNOWN
+
+
+def test_steps_run_blocking_and_async() -> None:
+    def steps(future: concurrent.futures.Future[int]) -> Any:
+        value = yield Wait(future, 5.0, "test")
+        return value + 1
+
+    done: concurrent.futures.Future[int] = concurrent.futures.Future()
+    threading.Timer(0.01, done.set_result, (41,)).start()
+    assert run(steps(done)) == 42
+    assert asyncio.run(run_async(steps(done))) == 42
+    never: concurrent.futures.Future[int] = concurrent.futures.Future()
+    with pytest.raises(TimeoutError, match="test got no answer within 0.05s"):
+        run(steps_with_timeout(never))
+
+
+def steps_with_timeout(future: concurrent.futures.Future[int]) -> Any:
+    return (yield Wait(future, 0.05, "test"))
+
+
+def test_pack_falls_back_to_cloudpickle() -> None:
+    assert pickle.loads(pack((1, None))) == (1, None)
+    assert pickle.loads(pack(lambda: 7))() == 7
+
+
+@pytest.mark.parametrize("proxy", [SharedDict, SharedSet, SharedCounter, SharedQueue, SharedBarrier, SharedLock])
+def test_every_public_method_has_an_async_twin(proxy: type) -> None:
+    methods = {
+        name for name, member in inspect.getmembers(proxy)
+        if callable(member) and not name.startswith("_") and name not in ("keys", "values", "items")
+    }
+    missing = {name for name in methods if not name.endswith("_async") and f"{name}_async" not in methods}
+    assert not missing, f"{proxy.__name__} lacks async twins of {missing}"
+    if proxy is SharedCounter:
+        assert "value_async" in methods
+
+
+def test_exports() -> None:
+    assert sky.BrokenBarrierError is BrokenBarrierError
+    assert issubclass(sky.BrokenBarrierError, threading.BrokenBarrierError)
+    for name in ("dict", "set", "counter", "queue", "barrier", "lock"):
+        assert name in sky.__all__
