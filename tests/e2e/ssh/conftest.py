@@ -10,22 +10,29 @@ import pytest
 
 import skyward as sky
 from hosts import HostLab, available
+from local_index import PACKAGE, local_index
 
 HERE = os.path.dirname(__file__)
 SHIPPED = os.path.join(HERE, "skyship")
-LOCAL_INDEX = "file:///opt/pypi/simple"  # the hosts have no internet; this index is on their disk
 QUIET = sky.Options(console=False, logging=False)
 
 
-def make_image() -> sky.Image:
-    """pip (from the on-disk index), env and includes, all checked inside tasks."""
+def make_image(index: str) -> sky.Image:
+    """pip (from the on-disk ``index``), env and includes, all checked inside tasks."""
     return sky.Image(
-        pip=["six"],
-        pip_indexes=[sky.PipIndex(LOCAL_INDEX, packages=["six"])],
+        pip=[PACKAGE],
+        pip_indexes=[sky.PipIndex(index, packages=[PACKAGE])],
         env={"SKY_GREETING": "hello"},
         shell_vars={"SKY_NODE_HOST": "hostname -I | cut -d' ' -f1"},
         includes=[SHIPPED],
     )
+
+
+@pytest.fixture(scope="session")
+def index() -> Iterator[str]:
+    """The hosts have no route out: pip packages come from an index on disk."""
+    with local_index() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +51,9 @@ def ssh_provider(lab: HostLab, **changes: object) -> sky.SSH:
 
 
 @pytest.fixture(scope="session")
-def ssh_pool(lab: HostLab) -> Iterator[sky.Pool]:
+def ssh_pool(lab: HostLab, index: str) -> Iterator[sky.Pool]:
     """A 3-node pool on the lab's hosts with the test image."""
-    with sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(), options=QUIET) as pool:
+    with sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(index), options=QUIET) as pool:
         yield pool
 
 

@@ -60,10 +60,10 @@ def test_first_connection_records_the_host_key(lab: HostLab, tmp_path: os.PathLi
         assert f.read().startswith(f"{lab.hosts[0].address} ssh-ed25519 ")
 
 
-def test_failing_bootstrap_step_shows_command_and_output(lab: HostLab) -> None:
+def test_failing_bootstrap_step_shows_command_and_output(lab: HostLab, index: str) -> None:
     image = sky.Image(
         pip=["no-such-package-skyward-test"],
-        pip_indexes=[sky.PipIndex("file:///opt/pypi/simple", packages=["no-such-package-skyward-test"])],
+        pip_indexes=[sky.PipIndex(index, packages=["no-such-package-skyward-test"])],
     )
     provider = ssh_provider(lab, hosts=lab.strings()[:1])
     with pytest.raises(RuntimeError) as failure:

@@ -7,7 +7,7 @@ import os
 import pytest
 
 import skyward as sky
-from conftest import QUIET, ssh_provider, make_image
+from conftest import QUIET, make_image, ssh_provider
 from hosts import HostLab
 
 pytestmark = pytest.mark.slow
@@ -17,11 +17,11 @@ pytestmark = pytest.mark.slow
 def environment() -> dict[str, str]:
     import os
 
-    import six  # from Image.pip
+    import skyward_demo  # from Image.pip
     import skyship  # from Image.includes
 
     return {
-        "six": six.__version__,
+        "demo": skyward_demo.VERSION,
         "greeting": os.environ.get("SKY_GREETING", ""),
         "host": os.environ.get("SKY_NODE_HOST", ""),
         "shipped": skyship.SHIPPED,
@@ -29,16 +29,16 @@ def environment() -> dict[str, str]:
     }
 
 
-def make_image_pip_env_includes_visible(ssh_pool: sky.Pool, lab: HostLab) -> None:
+def test_image_pip_env_includes_visible(ssh_pool: sky.Pool, lab: HostLab) -> None:
     seen = environment() @ ssh_pool
     assert [s["greeting"] for s in seen] == ["hello"] * 3
     assert [s["host"] for s in seen] == [h.address for h in lab.hosts]
-    assert all(s["six"] and s["shipped"] == "shipped with includes" and s["double"] == "42" for s in seen)
+    assert all(s["demo"] == "1.0" and s["shipped"] == "shipped with includes" and s["double"] == "42" for s in seen)
 
 
-def test_bootstrap_phases_are_events_and_warm_start_skips(lab: HostLab, ssh_pool: sky.Pool) -> None:
+def test_bootstrap_phases_are_events_and_warm_start_skips(lab: HostLab, ssh_pool: sky.Pool, index: str) -> None:
     phases: list[sky.BootstrapPhase] = []
-    pool = sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(), options=QUIET)
+    pool = sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(index), options=QUIET)
     pool.on(sky.BootstrapPhase, phases.append)
     before = {pid for host in lab.hosts for pid in host.pids()}
     with pool:
