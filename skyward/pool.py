@@ -149,6 +149,7 @@ class Pool(PoolCollections):
                 continue
             self.spec, self._cluster = spec, cluster
             duration = time.monotonic() - started
+            nodes = len(cluster.infos)  # a provider may give more (sky.Ray: every alive node)
             self._bus.emit(ClusterProvisioned(self.name, nodes, duration))
             pricing = cluster.extras.get("pricing") or Pricing(cluster.hourly_rate, ondemand_count=nodes)
             self._cost = CostMeter(pricing, self._bus.emit).start()

@@ -89,7 +89,7 @@ class LocalRay:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
             ray.init(
-                num_cpus=int(os.environ.get("SKYEXP_CPUS", 0)) or os.cpu_count() or 1,
+                num_cpus=os.cpu_count() or 1,
                 include_dashboard=False,
                 log_to_driver=False,
                 logging_level=logging.ERROR,

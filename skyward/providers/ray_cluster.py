@@ -144,7 +144,7 @@ class Ray:
             hub_name = f"skyward-hub-{pool_id}"
             hub = (
                 ray.remote(num_cpus=0)(EventHub)
-                .options(name=hub_name, namespace=NAMESPACE, scheduling_strategy=_on(chosen[0], soft=True))
+                .options(name=hub_name, scheduling_strategy=_on(chosen[0], soft=True))  # the job's namespace, as agents look it up
                 .remote()
             )
             actors.append(hub)

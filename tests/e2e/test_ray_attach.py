@@ -71,7 +71,7 @@ def stop_marked(value: str) -> None:
             process.send_signal(signal.SIGTERM)
         except psutil.NoSuchProcess:
             pass
-    _, alive = psutil.wait_procs(processes, timeout=10)
+    _, alive = psutil.wait_procs(processes, timeout=5)
     for process in alive:
         try:
             process.kill()
@@ -185,9 +185,26 @@ def test_token_from_environment_and_one_ray_per_process(cluster: dict) -> None:
     with sky.Compute(provider=sky.Ray(address=ADDRESS, token=TOKEN), options=OPTIONS) as pool:
         assert len(where(10) @ pool) == 2
     print("AGAIN OK", flush=True)
+
+    # the user's own ray.init: used as it is and left connected; another address is refused
+    import ray
+    from skyward.providers.ray_cluster import _reset_auth
+    os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
+    _reset_auth()
+    ray.init(address=ADDRESS, logging_level="ERROR")
+    with sky.Compute(provider=sky.Ray(address=ADDRESS), options=OPTIONS) as pool:
+        assert len(where(11) @ pool) == 2
+    assert ray.is_initialized()
+    try:
+        with sky.Compute(provider=sky.Ray(address="127.0.0.1:1"), options=OPTIONS):
+            pass
+    except RuntimeError as exc:
+        assert "already initialised" in str(exc) and "ray.shutdown()" in str(exc), exc
+        print("FOREIGN REFUSED", flush=True)
+    ray.shutdown()
     """
     output = run(cluster["env"], body)
-    for mark in ("LOCAL REFUSED", "ATTACH REFUSED", "AGAIN OK"):
+    for mark in ("LOCAL REFUSED", "ATTACH REFUSED", "AGAIN OK", "FOREIGN REFUSED"):
         assert mark in output, output
 
 
