@@ -227,12 +227,16 @@ def test_unreachable_address_fails_fast_and_clearly() -> None:
         "TEST_RAY_ADDRESS": f"127.0.0.1:{free_port()}", "TEST_RAY_TOKEN": "",
     }
     body = """
-    for address in (ADDRESS, "10.255.255.1:6379"):
+    import socket
+    silent = socket.socket()  # accepts TCP (the kernel's backlog) but never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    for address in (ADDRESS, "127.0.0.1:%d" % silent.getsockname()[1]):
         started = time.monotonic()
         try:
             with sky.Compute(provider=sky.Ray(address=address), options=sky.Options(console=False, logging=False, provision_timeout=3)):
                 pass
-        except (ConnectionError, TimeoutError) as exc:  # refused, or silent (some networks accept any TCP)
+        except (ConnectionError, TimeoutError) as exc:  # refused, or silent
             took = time.monotonic() - started
             assert str(exc).startswith(f"Ray.address='{address}'"), exc
             assert "not reachable" in str(exc) or (address != ADDRESS and "more than 3s" in str(exc)), exc
