@@ -4,7 +4,8 @@ One call of a function that returns None, sent and awaited before the next: skyw
 `f() >> pool` on a 4-node pool, a call of one of 4 Ray actors (round-robin), a Ray task,
 a Dask `client.submit` pinned to one of 4 workers (round-robin), and
 `ProcessPoolExecutor.submit`. Each engine is warmed up first; the numbers are over
-single calls.
+single calls. Skyward's `>>` goes round-robin over the 4 node agents through each
+agent's Unix-socket lane, not a Ray actor call (see docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 Each run is a fresh interpreter, the engines taking turns run by run. The engine's
 modules are imported first (their import time is reported in the note, not counted);
-then the clock runs until each of the 4 workers has answered one call: skyward `Compute(nodes=4)` opened plus one broadcast,
-`ray.init` plus 4 actors each answering, a Dask LocalCluster of 4 worker processes plus
-`client.run`, and a ProcessPoolExecutor whose 4 workers each ran a submit. Shutdown is
-timed from the call that stops the engine until it returns; the note says whether any
-process the engine started was still alive then.
+then the clock runs until each of the 4 workers has answered one call: skyward
+`Compute(nodes=4)` opened plus one broadcast, `ray.init` plus 4 actors each answering, a
+Dask LocalCluster of 4 worker processes plus `client.run`, and a ProcessPoolExecutor
+whose 4 workers each ran a submit. Shutdown is timed from the call that stops the
+engine until it returns; the note says whether any process the engine started was still
+alive then.
 """
 
 from __future__ import annotations
