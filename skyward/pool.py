@@ -225,7 +225,8 @@ class Pool(PoolCollections):
                 f"pool {self.name} is not open: use pool.dict() & co. inside `with sky.Compute(...) as pool:`"
             )
         return collections_runtime.client_engine(
-            self.options, self._cluster.extras.get("collections"), self.spec.provider.name if self.spec else "?"
+            self.options, self._cluster.extras.get("collections"), self.spec.provider.name if self.spec else "?",
+            self._cluster.extras.get("collections_engine"),
         )
 
     # ----------------------------------------------------------------- dispatch

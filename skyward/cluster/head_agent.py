@@ -4,7 +4,9 @@ Started over SSH with the Ray token in its environment (read from stdin by the s
 never on a command line) and a framed ``HeadConfig`` on stdin. It joins the node's Ray cluster, starts the event hub and one
 ``NodeAgent`` per node (pinned by the node's ``skyward-node-<i>`` resource), then
 listens on 127.0.0.1 only: the client reaches it through an SSH port forward. Requests
-run through the same ``ClusterDriver`` a local pool uses; results and events (task
+run through the same ``ClusterDriver`` a local pool uses; collection operations from
+the client (``pool.dict(...)`` & co.) run with the head agent's own collections engine
+(``remote_collections``), each concurrently; results and events (task
 output, metrics, task events) go back on the one stream, events before the result they
 precede. It exits when the client sends "close" (or when the node's keeper stops it).
 """
@@ -25,6 +27,7 @@ from skyward.cluster import remote_protocol as protocol
 from skyward.cluster.agent import AgentSetup, NodeAgent
 from skyward.cluster.driver import ClusterDriver
 from skyward.cluster.hub import EventHub, HubPoller
+from skyward.cluster.remote_collections import CollectionServer
 from skyward.observe.events import Error
 from skyward.spec import Worker
 
@@ -148,6 +151,7 @@ class HeadAgent:
             self.hub, lambda e: loop.call_soon_threadsafe(out.event, e), lambda m: loop.call_soon_threadsafe(out.event, Error(m))
         )
         config = self.config
+        collections = CollectionServer(config.setups[0].collections if config.setups else None)
         driver = ClusterDriver(
             self.agents, config.worker, config.default_timeout,
             out.event, lambda kind: kind in self._wants, poller.wait_delivered, loop,
@@ -162,11 +166,12 @@ class HeadAgent:
                     if task is not None:
                         task.cancel()
                     continue
-                self._tasks[message[1]] = asyncio.ensure_future(self._handle(driver, out, message))
+                self._tasks[message[1]] = asyncio.ensure_future(self._handle(driver, collections, out, message))
         finally:
             driver.closing = True
             for task in list(self._tasks.values()):
                 task.cancel()
+            await collections.close()
             poller.stop()
             await self._shutdown_agents()
             await out.close()
@@ -177,11 +182,15 @@ class HeadAgent:
                 pass
             self._closed.set()
 
-    async def _handle(self, driver: ClusterDriver, out: _Outgoing, message: tuple[Any, ...]) -> None:
+    async def _handle(
+        self, driver: ClusterDriver, collections: CollectionServer, out: _Outgoing, message: tuple[Any, ...]
+    ) -> None:
         kind, request_id = message[0], message[1]
         self._wants = message[-1]
         try:
-            if kind == "run":
+            if kind == "collection":
+                value = await collections.handle(request_id, message[2], message[3])
+            elif kind == "run":
                 value = await driver.run(message[2], message[3])
             elif kind == "broadcast":
                 value = await driver.broadcast(message[2])

@@ -3,6 +3,7 @@
 speaking to the head agent over one TCP stream through the SSH tunnel.
 
 Scheduling happens on the head; here each call is one request, answered by one result.
+Collection operations of ``pool.dict(...)`` & co. are requests too (``collection_call``).
 Events that arrive on the stream (task output, metrics, task events) are emitted on the
 pool's loop in arrival order, so a task's output is printed before its result returns.
 """
@@ -10,6 +11,7 @@ pool's loop in arrival order, so a task's output is printed before its result re
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +46,7 @@ class RemoteDriver:
         self._reader_task: asyncio.Task[None] | None = None
         self._closed: asyncio.Future[None] | None = None
         self._send_lock: asyncio.Lock | None = None
+        self._lost: BaseException | None = None
         self.closing = False
 
     @property
@@ -76,9 +79,18 @@ class RemoteDriver:
     async def map(self, fn: PendingFunction[Any], items: list[Any]) -> list[Any]:
         return await self._request("map", fn, items)
 
+    def collection_call(self, op: str, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+        """Ask the head agent to run collection operation ``op(*args)`` (from any thread
+        but the loop's); a Future of its result (see ``remote_collections``)."""
+        if self.closing or self._writer is None or self._loop.is_closed():
+            raise PoolClosedError("the pool is closed: its collections are gone")
+        return asyncio.run_coroutine_threadsafe(self._request("collection", op, args), self._loop)
+
     async def _request(self, kind: str, *body: Any) -> Any:
         if self.closing or self._writer is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
+        if self._lost is not None:
+            raise ConnectionError(str(self._lost))
         request_id = next(self._ids)
         wants = frozenset(t for t in _FORWARDED_EVENTS if self._wants(t))
         data = self._pickler.dumps((kind, request_id, *body, wants))
@@ -127,6 +139,7 @@ class RemoteDriver:
         finally:
             if self.closing:
                 error = PoolClosedError("the pool closed while the task was running")
+            self._lost = error  # later requests fail at once: nobody would answer them
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(error)

@@ -2,7 +2,8 @@
 
 Each message is a cloudpickled tuple, framed by an 8-byte length. Client -> head:
 ``("run", id, pending, target, wants)``, ``("broadcast", id, pending, wants)``,
-``("map", id, pending, items, wants)``, ``("cancel", id)``. Head -> client:
+``("map", id, pending, items, wants)``, ``("collection", id, op, args, wants)`` (a
+collection engine operation, see ``remote_collections``), ``("cancel", id)``. Head -> client:
 ``("result", id, ok, value_or_exception)`` and ``("events", [event, ...])``.
 
 The client's own modules (scripts, tests, anything not installed in site-packages or

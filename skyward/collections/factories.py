@@ -88,8 +88,20 @@ barrier = _current.barrier
 lock = _current.lock
 
 
+class _Deferred:
+    """The engine of a proxy unpickled where no pool is reachable (the head agent of an
+    SSH pool relaying a task's arguments to a node): found at first use, and the proxy
+    pickles on by name as usual."""
+
+    def __getattr__(self, op: str) -> Any:
+        return getattr(_current._collections_engine(), op)
+
+
 def rebuild(kind: str, name: str, args: tuple[Any, ...]) -> Any:
     """Recreate a proxy after unpickling, bound to the engine of where it landed."""
-    engine = _current._collections_engine()
+    try:
+        engine = _current._collections_engine()
+    except NoActivePoolError:
+        engine = _Deferred()
     classes = {"dict": SharedDict, "set": SharedSet, "counter": SharedCounter, "queue": SharedQueue, "barrier": SharedBarrier, "lock": SharedLock}
     return classes[kind](engine, name, *args)

@@ -5,7 +5,9 @@
 - An executor child installs the config and its ``ChildBridge`` (``install_child``); its
   tasks use a ``BridgeEngine`` that forwards to the agent.
 - The client gets a ``LocalEngine`` per open pool (``client_engine``), stopped by
-  ``release`` when the pool closes, which also kills the pool's host actors.
+  ``release`` when the pool closes, which also kills the pool's host actors; the
+  client of an SSH pool gets the provider's forwarding engine instead
+  (``skyward.cluster.remote_collections``).
 """
 
 from __future__ import annotations
@@ -56,10 +58,14 @@ def node_engine() -> Any:
     return _local_engine(config, str(_node_rank()))
 
 
-def client_engine(options: Any, config: CollectionsConfig | None, provider: str) -> Any:
-    """The client's engine for an open pool with ``options`` and ``config``."""
+def client_engine(options: Any, config: CollectionsConfig | None, provider: str, remote: Any = None) -> Any:
+    """The client's engine for an open pool with ``options`` and ``config``; ``remote``
+    (a provider whose client is not a Ray driver, e.g. SSH) makes the engine that
+    forwards to the cluster."""
     if not options.collections_enabled or (config is not None and not config.enabled):
         raise RuntimeError(DISABLED)
+    if remote is not None:
+        return remote()
     if config is None:
         raise NotImplementedError(f"the {provider} provider does not support distributed collections yet")
     return _local_engine(config, "client")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
@@ -40,11 +41,16 @@ class Wait:
 Steps = Generator[Wait, Any, T]
 
 
-def run(steps: Steps[T]) -> T:
-    """Drive ``steps`` to completion in this thread and return its result."""
+def run(steps: Steps[T], stop: threading.Event | None = None) -> T:
+    """Drive ``steps`` to completion in this thread and return its result. Once ``stop``
+    is set, the next wait raises CancelledError into the steps instead (so a long wait
+    ends within one slice)."""
     try:
         wait = steps.send(None)
         while True:
+            if stop is not None and stop.is_set():
+                wait = steps.throw(concurrent.futures.CancelledError(f"{wait.what}: cancelled"))
+                continue
             try:
                 value = _resolve(wait)
             except BaseException as exc:  # handed to the steps, which may clean up

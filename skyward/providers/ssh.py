@@ -25,6 +25,7 @@ from skyward.bootstrap.versions import report
 from skyward.cluster.agent import AgentSetup
 from skyward.cluster.head_agent import HeadConfig
 from skyward.cluster.remote_cluster import RemoteCluster, RemoteNode
+from skyward.cluster.remote_collections import RemoteEngine
 from skyward.cluster.remote_driver import RemoteDriver
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.observe.metrics import resolve as resolve_metrics
@@ -126,8 +127,13 @@ class SSH:
                 driver.close()
             _stop(loop, cluster)
 
+        def collections_engine() -> RemoteEngine:
+            if not drivers:
+                raise RuntimeError("the pool has no connection to its head agent yet")
+            return RemoteEngine(drivers[-1].collection_call)
+
         infos = [setup.info for setup in config.setups]
-        extras = {"phases": tuple(phases), "connect": connect}
+        extras = {"phases": tuple(phases), "connect": connect, "collections_engine": collections_engine}
         return LaunchedCluster([], None, infos, teardown, extras=extras)
 
 

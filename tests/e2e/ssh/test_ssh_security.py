@@ -1,5 +1,6 @@
 """The cluster's ports refuse unauthenticated peers: Ray's GCS asks for the pool's token,
-and the head agent listens on node 0's loopback only (reachable through SSH alone).
+every other TCP port Ray listens on across the hosts refuses a peer without it, and the
+head agent listens on node 0's loopback only (reachable through SSH alone).
 This test runs from the client machine, which is another host on the lab's network."""
 
 from __future__ import annotations
@@ -46,3 +47,78 @@ def test_head_agent_is_not_reachable_from_another_host(ssh_pool: sky.Pool, lab: 
         with pytest.raises(OSError):
             socket.create_connection((lab.hosts[0].address, port), timeout=3).close()
     assert (sky.function(lambda: 1)() >> ssh_pool) == 1  # while the client, through SSH, gets in
+
+
+# Candidate read-only methods, one per service Ray serves over gRPC; an empty request is
+# a valid (all-default) message. A port that answers UNAUTHENTICATED (16) to a method it
+# serves refuses unauthenticated peers; UNIMPLEMENTED (12) means "not this service".
+GRPC_METHODS = (
+    "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo",
+    "/ray.rpc.NodeManagerService/GetSystemConfig",
+    "/ray.rpc.CoreWorkerService/NumPendingTasks",
+    "/ray.rpc.ObjectManagerService/FreeObjects",
+    "/ray.rpc.ObjectManagerService/Pull",
+    "/ray.rpc.ReporterService/GetTraceback",
+    "/ray.rpc.LogService/ListLogs",
+)
+UNAUTHENTICATED, UNIMPLEMENTED = "16", "12"
+
+
+def _tcp_listeners(lab: HostLab) -> list[tuple[int, str, int, str]]:
+    """(host index, address, port, process) of every TCP port listening on a host's
+    own address (not loopback), sshd excepted."""
+    found = []
+    for index, host in enumerate(lab.hosts):
+        for line in host.exec("ss", "-ltnpH").stdout.splitlines():
+            fields = line.split()
+            local = fields[3]
+            address, port = local.rsplit(":", 1)
+            process = fields[5].split('"')[1] if len(fields) > 5 and '"' in fields[5] else "?"
+            if address.startswith("127.") or address in ("[::1]",) or process == "sshd":
+                continue
+            found.append((index, host.address, int(port), process))
+    return found
+
+
+def _probe(address: str, port: int) -> str:
+    """How the port treats a peer without the token: "refused", "open (...)" or "unknown"."""
+    http = subprocess.run(
+        ["curl", "-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", f"http://{address}:{port}/"],
+        capture_output=True, text=True, timeout=10,
+    ).stdout.strip()
+    if http not in ("", "000"):
+        return "refused" if http in ("401", "403") else f"open (HTTP {http} at /)"
+    frame = b"\x00\x00\x00\x00\x00"  # an uncompressed, empty gRPC message
+    seen = []
+    for method in GRPC_METHODS:
+        result = subprocess.run(
+            ["curl", "-s", "-m", "5", "--http2-prior-knowledge", "-X", "POST", "-D", "-", "-o", "/dev/null",
+             "-H", "content-type: application/grpc", "-H", "te: trailers", "--data-binary", "@-",
+             f"http://{address}:{port}{method}"],
+            input=frame, capture_output=True, timeout=15,
+        )
+        headers = result.stdout.decode(errors="replace").lower()
+        status = next((h.split(":", 1)[1].strip() for h in headers.splitlines() if h.startswith("grpc-status:")), None)
+        if status == UNAUTHENTICATED:
+            return "refused"
+        if status is not None and status != UNIMPLEMENTED:
+            return f"open (gRPC status {status} for {method})"
+        seen.append(f"{method.rsplit('/', 1)[1]}={status or result.returncode}")
+    return f"unknown (HTTP {http or '-'}; {', '.join(seen)})"
+
+
+def test_every_ray_port_refuses_a_peer_without_the_token(ssh_pool: sky.Pool, lab: HostLab) -> None:
+    """Every TCP port the pool listens on, on every host (Ray's GCS, raylets, object
+    managers, runtime-env agents, and the core-worker port of every actor and worker:
+    node agents, the hub, the collection hosts, the head agent's driver), probed from the
+    client (another host of the lab network) with no token: each must refuse (gRPC
+    UNAUTHENTICATED, HTTP 401/403). The table is printed with -s."""
+    assert (sky.function(lambda: 1)() >> ssh_pool) == 1  # the pool is up and has workers
+    assert ssh_pool.counter("ports-probe", consistency="strong").increment() >= 1  # collection hosts up
+    listeners = _tcp_listeners(lab)
+    assert listeners, "no Ray port found on the hosts"
+    report = [(index, port, process, _probe(address, port)) for index, address, port, process in listeners]
+    table = "\n".join(f"node {i} port {p} {proc}: {verdict}" for i, p, proc, verdict in report)
+    print(table)
+    assert {process for *_, process, _ in report} >= {"gcs_server", "raylet"}, table
+    assert all(verdict == "refused" for *_, verdict in report), table
