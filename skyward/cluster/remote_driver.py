@@ -76,8 +76,15 @@ class RemoteDriver:
     async def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
         return await self._request("broadcast", pending)
 
-    async def map(self, fn: PendingFunction[Any], items: list[Any]) -> list[Any]:
-        return await self._request("map", fn, items)
+    async def map(
+        self, fn: PendingFunction[Any], items: list[Any], on_chunk: Callable[[int, list[Any]], None] | None = None
+    ) -> list[Any]:
+        """The head agent runs the whole map; ``on_chunk`` (``pool.map(stream=True)``)
+        then receives every result at once: remote maps do not stream chunk by chunk yet."""
+        values = await self._request("map", fn, items)
+        if on_chunk is not None:
+            on_chunk(0, values)
+        return values
 
     def collection_call(self, op: str, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
         """Ask the head agent to run collection operation ``op(*args)`` (from any thread

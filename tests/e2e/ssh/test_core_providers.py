@@ -51,6 +51,7 @@ def test_broadcast_reaches_every_node(any_pool: sky.Pool) -> None:
 def test_group_and_map(any_pool: sky.Pool) -> None:
     assert ((square(2) & square(3)) >> any_pool) == (4, 9)
     assert any_pool.map(lambda x: x + 1, range(50)) == list(range(1, 51))
+    assert list(any_pool.map(lambda x: x * 3, range(40), stream=True)) == [x * 3 for x in range(40)]
 
 
 def test_target_head(any_pool: sky.Pool) -> None:
