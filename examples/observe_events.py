@@ -18,7 +18,11 @@ def work(x: int) -> int:
 
 
 def main() -> None:
-    log_file = os.path.join(tempfile.mkdtemp(prefix="skyward-example-"), "skyward.log")
+    with tempfile.TemporaryDirectory(prefix="skyward-example-") as log_dir:
+        follow(os.path.join(log_dir, "skyward.log"))
+
+
+def follow(log_file: str) -> None:
     image = sky.Image(metrics=[
         sky.metrics.CPU(interval=0.5),
         sky.metrics.Memory(),

@@ -69,7 +69,6 @@ from skyward.output import CallbackWriter, redirect_output, silent, stderr, stdo
 from skyward.pool import Pool
 from skyward.providers.local import Local
 from skyward.providers.ray_cluster import Ray
-from skyward.providers.ssh import SSH
 from skyward.runtime import (
     AcceleratorInfo,
     InstanceInfo,
@@ -120,6 +119,19 @@ class _SkywardModule(types.ModuleType):
 
     def __reduce__(self) -> Any:
         return (importlib.import_module, (self.__name__,))
+
+
+# Imported on first use: asyncssh and cryptography cost ~0.15 s, which every node agent
+# (it imports this package) would otherwise pay at pool start.
+_LAZY = {"SSH": "skyward.providers.ssh"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'skyward' has no attribute {name!r}")
 
 
 def _left_side_error(value: Any, operator: str) -> TypeError:

@@ -67,12 +67,29 @@ def load_named_pool(name: str) -> tuple[Spec, Options]:
 
 
 def _provider(value: Any, path: Path, name: str) -> Any:
+    """``"local"``, or a table ``{type = "local" | "ssh" | "ray", ...fields}``."""
     from skyward.providers.local import Local
+    from skyward.providers.ray_cluster import Ray
 
-    kind = value.get("type") if isinstance(value, dict) else value
-    if kind == "local":
-        return Local()
-    raise ValueError(f"{path} [pools.{name}] provider={value!r}: the providers available are: \"local\"")
+    if isinstance(value, dict):
+        fields = {k: v for k, v in value.items() if k != "type"}
+        kind = value.get("type")
+    else:
+        fields, kind = {}, value
+    if kind == "ssh":
+        from skyward.providers.ssh import SSH
+
+        make: Any = SSH
+    else:
+        make = {"local": Local, "ray": Ray}.get(kind)
+    if make is None:
+        raise ValueError(
+            f'{path} [pools.{name}] provider={value!r}: use "local", or a table with type = "local", "ssh" or "ray"'
+        )
+    try:
+        return make(**fields)
+    except TypeError as exc:
+        raise ValueError(f"{path} [pools.{name}] provider: {exc}") from None
 
 
 def _accelerator(value: Any) -> Any:

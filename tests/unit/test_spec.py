@@ -86,3 +86,22 @@ def test_time_helpers() -> None:
     assert sky.time.minutes(10) == 600.0
     assert sky.time.hours(2) == 7200.0
     assert sky.time.days(1) == 86400.0
+
+
+def test_named_pools_name_every_provider(tmp_path, monkeypatch) -> None:
+    from skyward.config_file import load_named_pool
+
+    config = tmp_path / "skyward.toml"
+    config.write_text(
+        '[pools.hosts]\nprovider = { type = "ssh", hosts = ["root@10.1.2.3:2222"], user = "ubuntu" }\n'
+        '[pools.cluster]\nprovider = { type = "ray", address = "127.0.0.1:6379" }\n'
+        '[pools.odd]\nprovider = "moon"\n'
+        '[pools.typo]\nprovider = { type = "ssh", hostz = ["a"] }\n'
+    )
+    monkeypatch.setenv("SKYWARD_CONFIG", str(config))
+    assert isinstance(load_named_pool("hosts")[0].provider, sky.SSH)
+    assert load_named_pool("cluster")[0].provider.address == "127.0.0.1:6379"
+    with pytest.raises(ValueError, match=r"provider='moon': use \"local\""):
+        load_named_pool("odd")
+    with pytest.raises(ValueError, match=r"\[pools.typo\] provider: .*hostz"):
+        load_named_pool("typo")
