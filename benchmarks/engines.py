@@ -69,23 +69,30 @@ def ray_instance(num_cpus: int = WORKERS) -> Iterator[None]:
 
 def dask_start(workers: int = WORKERS) -> tuple[Any, Any]:
     """A Dask LocalCluster of single-threaded worker processes on 127.0.0.1, and its client."""
+    import dask
     from distributed import Client, LocalCluster
 
+    scratch = tempfile.mkdtemp(prefix="bench-dask-")
+    dask.config.set({"temporary-directory": scratch})  # not /tmp/dask-scratch-space
     cluster = LocalCluster(
         n_workers=workers,
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
+        local_directory=scratch,
         dashboard_address=None,
         silence_logs=logging.ERROR,
     )
+    cluster.scratch = scratch  # removed by dask_stop
     return cluster, Client(cluster)
 
 
 def dask_stop(cluster: Any, client: Any) -> None:
-    """Close the client, then the cluster (its workers and scheduler)."""
+    """Close the client, then the cluster (its workers and scheduler), and remove its
+    scratch directory."""
     client.close()
     cluster.close()
+    shutil.rmtree(cluster.scratch, ignore_errors=True)
 
 
 @contextmanager
