@@ -77,6 +77,17 @@ def at_most(group: str, ours: str, limit: float, unit: str = "s") -> Callable[[S
     return check
 
 
+def rate_at_least(group: str, ours: str, limit: float) -> Callable[[Sequence[Row]], Verdict]:
+    """skyward's median rate (ops/s) must be at least ``limit``."""
+    def check(rows: Sequence[Row]) -> Verdict:
+        mine = find(rows, group, ours)
+        if mine is None:
+            return "not measured", None
+        return f"{mine['median_s']:,.0f} ops/s", mine["median_s"] >= limit
+
+    return check
+
+
 def is_true(group: str, ours: str, name: str, yes: str, no: str) -> Callable[[Sequence[Row]], Verdict]:
     """A boolean fact the skyward row recorded must be true."""
     def check(rows: Sequence[Row]) -> Verdict:
@@ -132,6 +143,12 @@ TARGETS = (
     Target("B4-shutdown", "shutdown ≤ 1.5 s", at_most("B4", "skyward Compute(nodes=4) shutdown", 1.5)),
     Target("B5", "idle 4-node pool ≤ 1.0 GB PSS", at_most("B5", "skyward", GIB_IN_MIB, "MiB")),
     Target("B6", "200 × 20 ms numpy tasks ≥ 85% of ideal on this machine's cores", efficiency),
+    Target("C1-strong", "strong collection op ≤ 1.2x a raw Ray actor call (same Ray instance, interleaved)",
+           at_most_times("C1", "skyward strong counter.increment (client)", "Ray actor call, same instance (sync", 1.2)),
+    Target("C1-read", "eventual read hit ≤ 20 µs",
+           at_most("C1", "skyward eventual dict[k] cache hit (in a task)", 20e-6, "ms")),
+    Target("C1-rate", "eventual counter increments ≥ 50,000/s from one node",
+           rate_at_least("C1", "skyward eventual counter.increment rate (in a task)", 50_000)),
     Target("S1-warm", "warm start of an SSH pool of 3 hosts ≤ 15 s (issue 4)",
            at_most("S1", "3 hosts warm start", 15.0)),
 )
@@ -168,17 +185,16 @@ EXPLANATIONS: dict[str, str] = {
         "5 actor processes where the peer starts 4 trivial ones: the event hub and 4 node "
         "agents, each importing skyward on top of Ray. Timed inside each agent during a "
         "pool open: 0.75-0.81 s from process start until Ray loads the agent class (Ray's "
-        "worker boot, which the peer pays too), then 0.5-1.0 s importing skyward, then "
-        "0.02 s in `NodeAgent.__init__`. On a quiet interpreter that import is 0.27 s, "
-        "0.155 s of it `skyward.providers.ssh` (asyncssh, cryptography) and 0.026 s the "
-        "Rich console, which `skyward/__init__` imports even on a node. In one Ray "
+        "worker boot, which the peer pays too), then 0.5-1.0 s importing skyward under "
+        "load, then 0.02 s in `NodeAgent.__init__`. The SSH provider (asyncssh, "
+        "cryptography: 0.155 s of a quiet 0.27 s import) is now imported only on first use "
+        "of `sky.SSH`; the Rich console (~0.03 s) still loads on every node. In one Ray "
         "instance the hub and 4 agents took 2.1-2.2 s to answer where 5 trivial actors took "
         "1.4-1.6 s. (`ray.init` alone varied from 2.2 to 3.6 s between identical runs on "
-        "this shared machine, so smaller effects, such as the peer's `num_cpus=4` "
-        "pre-starting 4 workers, could not be separated.) What would close it: import the "
-        "SSH provider and the console lazily from `skyward/__init__` (no asyncssh or Rich "
-        "in a node's process); have the client poll each agent's outbox instead of an "
-        "event-hub actor (4 processes, not 5, and ~60 MB less in B5)."
+        "this machine, so smaller effects could not be separated.) What would close it: "
+        "have the client poll each agent's outbox instead of an event-hub actor (4 "
+        "processes, not 5, and ~60 MB less in B5), keep the console and the collections "
+        "proxies out of a node's import."
     ),
     "B4-shutdown": (
         "Closing is almost all `ray.shutdown()`: Ray stops its processes one by one with "

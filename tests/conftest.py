@@ -1,4 +1,8 @@
-"""Shared fixtures: real local pools (real Ray, real agent processes)."""
+"""Shared fixtures: real pools (real Ray, real agent processes).
+
+``pytest --provider ssh`` runs the tests that use the shared ``pool4`` on a 4-host SSH
+pool (throwaway hosts from tests/hosts.py) instead of a local one, and only those.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +19,47 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--provider", choices=("local", "ssh"), default="local",
+        help="where the shared pool4 runs; with ssh only the tests using it are run",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--provider") != "ssh":
+        return
+    kept = [item for item in items if _uses_pool4(item)]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+
+
+def _uses_pool4(item: pytest.Item) -> bool:
+    """Directly, or through test_collections' ``pool`` fixture on its "thread" side."""
+    if "pool4" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("pool") == "thread"
+
+
 @pytest.fixture(scope="session")
-def pool4() -> Iterator[sky.Pool]:
-    """One 4-node local pool shared by the tests that only dispatch work."""
-    with sky.Compute(nodes=4, options=sky.Options(console=False, logging=False)) as pool:
-        yield pool
+def pool4(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
+    """One 4-node pool shared by the tests that only dispatch work: local, or on four
+    SSH hosts with ``--provider ssh``."""
+    options = sky.Options(console=False, logging=False)
+    if request.config.getoption("--provider") == "local":
+        with sky.Compute(nodes=4, options=options) as pool:
+            yield pool
+        return
+    from hosts import HostLab, available
+
+    reason = available()
+    if reason is not None:
+        pytest.skip(reason)
+    with HostLab.start(4) as lab:
+        provider = sky.SSH(hosts=lab.strings(), key_path=lab.client_key, known_hosts=lab.known_hosts)
+        with sky.Compute(provider=provider, nodes=4, options=options) as pool:
+            yield pool
 
 
 @pytest.fixture(scope="session")
