@@ -408,6 +408,8 @@ class DetachedPool:
         self.name = name
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):  # pickle and copy probe for these: not there
+            raise AttributeError(attribute)
         raise RuntimeError(NESTED_DISPATCH)
 
     def __rrshift__(self, other: Any) -> Any:

@@ -28,6 +28,7 @@ from skyward.cluster.agent import AgentSetup, NodeAgent
 from skyward.cluster.driver import ClusterDriver
 from skyward.cluster.hub import EventHub, HubPoller
 from skyward.cluster.remote_collections import CollectionServer
+from skyward.cluster.wire import RaisedError
 from skyward.observe.events import Error
 from skyward.spec import Worker
 
@@ -200,7 +201,7 @@ class HeadAgent:
         except asyncio.CancelledError:
             pass
         except BaseException as exc:
-            out.message(("result", request_id, False, exc))
+            out.message(("result", request_id, False, RaisedError.from_exception(exc)))
         finally:
             self._tasks.pop(request_id, None)
 

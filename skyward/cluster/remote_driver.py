@@ -4,8 +4,10 @@ speaking to the head agent over one TCP stream through the SSH tunnel.
 
 Scheduling happens on the head; here each call is one request, answered by one result.
 Collection operations of ``pool.dict(...)`` & co. are requests too (``collection_call``).
-Events that arrive on the stream (task output, metrics, task events) are emitted on the
-pool's loop in arrival order, so a task's output is printed before its result returns.
+Events that arrive on the stream (task output, metrics, task events) are handed, in
+arrival order, to an ``EventRelay`` thread, so a slow handler never stalls the stream; a
+result is released once the events that came before it were delivered (waiting at most
+``DELIVERY_WAIT`` s), so a task's output is printed before its result returns.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from typing import Any
 
 from skyward.cluster import remote_protocol as protocol
 from skyward.cluster.driver import NO_SLOT
+from skyward.cluster.event_relay import EventRelay
+from skyward.cluster.wire import RaisedError, describe_unpicklable
 from skyward.errors import PoolClosedError
 from skyward.function import PendingFunction
 from skyward.observe.events import InstanceReplaced, TaskCompleted, TaskStarted
 
 CONNECT_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 30.0
+DELIVERY_WAIT = 2.0
 _FORWARDED_EVENTS = (TaskStarted, TaskCompleted, InstanceReplaced)
 
 
@@ -36,7 +41,7 @@ class RemoteDriver:
     ) -> None:
         self._nodes = nodes
         self._port = port
-        self._emit = emit
+        self._relay = EventRelay(emit)
         self._wants = wants
         self._loop = loop
         self._pickler = protocol.ClientPickler(shipped_roots)
@@ -100,7 +105,10 @@ class RemoteDriver:
             raise ConnectionError(str(self._lost))
         request_id = next(self._ids)
         wants = frozenset(t for t in _FORWARDED_EVENTS if self._wants(t))
-        data = self._pickler.dumps((kind, request_id, *body, wants))
+        try:
+            data = self._pickler.dumps((kind, request_id, *body, wants))
+        except Exception as exc:
+            raise _unpicklable(body, exc) from None
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         try:
@@ -131,16 +139,16 @@ class RemoteDriver:
                 if message is None or message[0] == "closed":
                     break
                 if message[0] == "events":
-                    for event in message[1]:
-                        self._emit(event)
+                    self._relay.submit(message[1])
                     continue
                 _, request_id, ok, value = message
-                future = self._pending.get(request_id)
+                future = self._pending.pop(request_id, None)
                 if future is not None and not future.done():
-                    if ok:
-                        future.set_result(value)
+                    outcome = value if ok else value.to_exception() if isinstance(value, RaisedError) else value
+                    if self._relay.is_delivered(self._relay.submitted):
+                        _resolve(future, ok, outcome)
                     else:
-                        future.set_exception(value)
+                        asyncio.ensure_future(self._resolve_after_events(future, ok, outcome))
         except Exception as exc:
             error = exc
         finally:
@@ -153,15 +161,23 @@ class RemoteDriver:
             if self._closed is not None and not self._closed.done():
                 self._closed.set_result(None)
 
+    async def _resolve_after_events(self, future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
+        count = self._relay.submitted
+        await asyncio.get_running_loop().run_in_executor(None, self._relay.wait_delivered, count, DELIVERY_WAIT)
+        if not future.done():
+            _resolve(future, ok, outcome)
+
     def close(self) -> None:
-        """Tell the head agent to stop its agents, and wait for it (bounded)."""
+        """Tell the head agent to stop its agents, and wait for it (bounded); then
+        deliver the events that arrived."""
         self.closing = True
-        if self._writer is None:
-            return
         try:
-            asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(CLOSE_TIMEOUT + 1)
+            if self._writer is not None:
+                asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(CLOSE_TIMEOUT + 1)
         except Exception:
             pass
+        finally:
+            self._relay.stop()
 
     async def _close(self) -> None:
         try:
@@ -173,6 +189,13 @@ class RemoteDriver:
                 self._writer.close()
 
 
+def _resolve(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
+    if ok:
+        future.set_result(outcome)
+    else:
+        future.set_exception(outcome)
+
+
 def _check_target(target: Any, nodes: int) -> None:
     if target is None or target == "head":
         return
@@ -181,3 +204,13 @@ def _check_target(target: Any, nodes: int) -> None:
     raise ValueError(
         f"target={target!r} is not valid: use None (any node), \"head\" or a node rank 0..{nodes - 1}"
     )
+
+
+def _unpicklable(body: tuple[Any, ...], exc: Exception) -> Exception:
+    """Name the part of a request that cannot be pickled, as a local pool does."""
+    pending = body[0] if body else None
+    if isinstance(pending, PendingFunction):
+        found = describe_unpicklable(pending.fn, pending.args, pending.kwargs, pending.name)
+        if found is not None:
+            return found
+    return exc

@@ -103,6 +103,39 @@ class TaskFailure:
 Outcome = tuple[bool, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class RaisedError:
+    """An exception raised for a request on a head agent, in a form that always pickles
+    (its own type when it can be rebuilt, its notes and remote traceback kept)."""
+
+    type_name: str
+    message: str
+    exception: bytes | None
+    remote_traceback: str | None
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> RaisedError:
+        """Capture ``exc`` as the client should see it."""
+        cause = exc.__cause__
+        text = cause.text if isinstance(cause, RemoteTraceback) else None
+        return cls(type(exc).__qualname__, str(exc), _pickle_exception(exc), text)
+
+    def to_exception(self) -> BaseException:
+        """The exception to raise on the client."""
+        exc: BaseException | None = None
+        if self.exception is not None:
+            try:
+                loaded = cloudpickle.loads(self.exception)
+                exc = loaded.rebuild() if isinstance(loaded, _ExceptionState) else loaded
+            except Exception:
+                exc = None
+        if exc is None:
+            exc = RemoteError(self.type_name, self.message)
+        if self.remote_traceback is not None:
+            exc.__cause__ = RemoteTraceback(self.remote_traceback)
+        return exc
+
+
 def _pickle_exception(exc: BaseException) -> bytes | None:
     """Pickle ``exc`` so it loads back as its own type, or None if it cannot be.
 

@@ -395,9 +395,10 @@ def test_pop_is_atomic(pool: sky.Pool, consistency: str) -> None:
 
 
 def test_update_is_atomic_across_shards(pool4: sky.Pool) -> None:
+    from skyward.collections.config import host_count
     from skyward.collections.placement import shard_of
 
-    hosts = pool4._collections_engine().hosts
+    hosts = host_count(pool4.current_nodes())
     second = next(key for key in (f"k{i}" for i in range(100)) if shard_of(key, hosts) != shard_of("k", hosts))
     keys, name = ("k", second), unique("update")
     writer = pool4.run_async(paired_updates(name, keys, 300), target=0)

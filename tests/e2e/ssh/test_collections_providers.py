@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -283,7 +285,6 @@ def test_remote_engine_forwards_and_proxies_unpickle_without_a_pool() -> None:
 
     from skyward.cluster.remote_collections import RemoteEngine
     from skyward.collections import SharedCounter
-    from skyward.errors import NoActivePoolError
 
     sent: list[tuple[str, tuple[Any, ...]]] = []
 
@@ -302,5 +303,16 @@ def test_remote_engine_forwards_and_proxies_unpickle_without_a_pool() -> None:
 
     relayed = pickle.loads(pickle.dumps(counter))
     assert relayed.name == "c" and pickle.loads(pickle.dumps(relayed)).name == "c"
-    with pytest.raises(NoActivePoolError):
-        relayed.increment()
+    # In a fresh interpreter no pool is open (here a session fixture's pool may be):
+    # unpickling must succeed and only the first use fail.
+    probe = (
+        "import pickle, sys\n"
+        "from skyward.errors import NoActivePoolError\n"
+        "relayed = pickle.loads(sys.stdin.buffer.read())\n"
+        "try:\n"
+        "    relayed.increment()\n"
+        "except NoActivePoolError:\n"
+        "    print('deferred', relayed.name)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], input=pickle.dumps(relayed), capture_output=True, cwd=ROOT, timeout=60)
+    assert done.stdout.decode().strip() == "deferred c", done.stderr.decode()
