@@ -7,4 +7,10 @@ bash scripts/system_deps.sh
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
-exec .venv/bin/python -m pytest -q "$@"
+if [ $# -gt 0 ]; then
+    exec .venv/bin/python -m pytest -q "$@"
+fi
+# The whole suite: every test on local pools, then the shared-pool tests again on four
+# throwaway SSH hosts (tests/hosts.py), so both providers run the same dispatch tests.
+.venv/bin/python -m pytest -q
+.venv/bin/python -m pytest -q --provider ssh
