@@ -11,7 +11,7 @@ convergence is the time from a write on node 0 to the moment node 1's cache serv
 queue wake-up is the time from the client's `put` to a waiting `get` returning on a node.
 
     .venv/bin/python -m benchmarks.bench_collections          # this group alone, with verdicts
-    .venv/bin/python benchmarks/run.py --only C1               # through the suite
+    .venv/bin/python -m benchmarks.run --only C1              # through the suite
 """
 
 from __future__ import annotations

@@ -170,9 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _method(module: ModuleType) -> str:
-    """A module docstring without its title line."""
+    """A module docstring without its title line and its indented usage lines."""
     lines = (module.__doc__ or "").strip().splitlines()
-    return " ".join(line.strip() for line in lines[1:] if line.strip()) or (lines[0] if lines else "")
+    prose = [line.strip() for line in lines[1:] if line.strip() and not line.startswith("    ")]
+    return " ".join(prose) or (lines[0] if lines else "")
 
 
 def _verdict(passed: bool | None) -> str:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import linecache
+import re
+
+_FRAME = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+), in .+$')
 
 class SkywardError(Exception):
     """Base class of skyward's own errors."""
@@ -32,9 +36,13 @@ class RemoteError(SkywardError):
 
 
 class RemoteTraceback(Exception):
-    """Carries the remote traceback text; set as ``__cause__`` of a re-raised remote error."""
+    """Carries the remote traceback text; set as ``__cause__`` of a re-raised remote error.
+
+    A frame whose source line the node could not show (code shipped from the client, whose
+    file exists only here) gets the line from the local file when there is one."""
 
     def __init__(self, text: str) -> None:
+        text = with_local_source(text)
         super().__init__(text)
         self.text = text
 
@@ -48,3 +56,20 @@ class PoolClosedError(SkywardError, RuntimeError):
 
 class AllProvidersFailedError(SkywardError, RuntimeError):
     """Every Spec of a pool failed to provision; the notes give each one's reason."""
+
+
+def with_local_source(text: str) -> str:
+    """``text`` (a formatted traceback) with the missing source line of each frame filled
+    in from the file of that name on this machine, where it exists."""
+    lines = text.splitlines(keepends=True)
+    filled: list[str] = []
+    for index, line in enumerate(lines):
+        filled.append(line)
+        frame = _FRAME.match(line.rstrip("\n"))
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if frame is None or following.startswith("    "):
+            continue
+        source = linecache.getline(frame["path"], int(frame["line"])).strip()
+        if source:
+            filled.append(f"    {source}\n")
+    return "".join(filled)
