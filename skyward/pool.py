@@ -22,7 +22,7 @@ from typing import Any
 from skyward import context
 from skyward.context import NESTED_DISPATCH
 from skyward.cluster.driver import CHUNKS_PER_SLOT, NO_SLOT, ClusterDriver
-from skyward.cluster.hub import HubPoller
+from skyward.cluster.event_poller import EventPoller
 from skyward.collections import runtime as collections_runtime
 from skyward.collections.factories import PoolCollections
 from skyward.errors import AllProvidersFailedError, PoolClosedError
@@ -68,7 +68,7 @@ class Pool(PoolCollections):
         self._loop_thread: threading.Thread | None = None
         self._cluster: LaunchedCluster | None = None
         self._driver: ClusterDriver | None = None
-        self._poller: HubPoller | None = None
+        self._poller: EventPoller | None = None
         self._console: Console | None = None
         self._logging: log_setup.LogSession | None = None
         self._cost: CostMeter | None = None
@@ -165,7 +165,7 @@ class Pool(PoolCollections):
                     worker, self.options.default_compute_timeout, self._bus.emit, self._bus.wants, self._loop
                 )
             else:
-                self._poller = HubPoller(cluster.hub, self._bus.emit, lambda m: self._bus.emit(Error(m)))
+                self._poller = EventPoller(cluster.agents, self._bus.emit, lambda m: self._bus.emit(Error(m)))
                 self._driver = ClusterDriver(
                     cluster.agents, worker, self.options.default_compute_timeout,
                     self._bus.emit, self._bus.wants, self._poller.wait_delivered, self._loop,

@@ -3,7 +3,7 @@
 One agent per node, pinned there by the node's custom resource. It keeps warm state
 between tasks (module globals, loaded models), runs at most ``Worker.concurrency`` tasks
 at once (more wait in the node's buffer), sends every task's output lines to the
-client through the event hub, and never raises out of ``execute``: a failure is an
+client through its ``Outbox`` (polled by the client), and never raises out of ``execute``: a failure is an
 outcome. If its process dies, Ray starts a fresh agent in its place.
 """
 
@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import cloudpickle
-import ray
 
 from skyward.cluster.lane import LaneServer
+from skyward.cluster.outbox import Outbox
 from skyward.cluster.process_executor import ProcessExecutor
 from skyward.cluster.thread_executor import ThreadExecutor
 from skyward.cluster.wire import Payload, TaskFailure, TaskRequest, decode, encode
@@ -31,9 +30,6 @@ from skyward.output import TaskStream
 from skyward.runtime import InstanceInfo, current_task, install_node_info
 from skyward.spec import Worker
 
-FLUSH_INTERVAL = 0.02
-
-
 @dataclass(frozen=True, slots=True)
 class AgentSetup:
     """Everything an agent needs to know at start (and again after a restart)."""
@@ -43,47 +39,9 @@ class AgentSetup:
     cwd: str
     sys_path: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
-    hub_name: str = ""
     metrics: tuple[Collector, ...] = ()
     collections: CollectionsConfig | None = None
     lane: str = ""
-
-
-class _Outbox:
-    """Batches events and publishes them to the hub every ``FLUSH_INTERVAL`` seconds."""
-
-    def __init__(self, hub: Any) -> None:
-        self._hub = hub
-        self._events: list[Any] = []
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        threading.Thread(target=self._loop, name="skyward-outbox", daemon=True).start()
-
-    def put(self, event: Any) -> None:
-        with self._lock:
-            self._events.append(event)
-        self._wake.set()
-
-    def flush(self) -> None:
-        """Publish what is buffered without waiting."""
-        with self._lock:
-            events, self._events = self._events, []
-        if events:
-            self._hub.publish.remote(events)
-
-    def flush_and_count(self) -> int:
-        """Publish what is buffered and wait for the hub: returns how many events it has
-        received in all, which covers every event this agent put before the call."""
-        with self._lock:
-            events, self._events = self._events, []
-        return int(ray.get(self._hub.publish.remote(events)))
-
-    def _loop(self) -> None:
-        while True:
-            self._wake.wait()
-            time.sleep(FLUSH_INTERVAL)
-            self._wake.clear()
-            self.flush()
 
 
 class _SlotLease:
@@ -112,7 +70,7 @@ class NodeAgent:
         install_node_info(setup.info)
         collections_runtime.install_node(setup.collections)
         self._info = setup.info
-        self._outbox = _Outbox(ray.get_actor(setup.hub_name))
+        self._outbox = Outbox()
         self._sampler = MetricSampler(setup.metrics, setup.info.node, self._outbox.put).start()
         self._printed: set[str] = set()
         self._running = threading.BoundedSemaphore(setup.worker.concurrency)
@@ -132,6 +90,14 @@ class NodeAgent:
             self._executor = ThreadExecutor(setup.info, setup.worker.concurrency, self._task_ended)
         self._lane = LaneServer(setup.lane, self.execute) if setup.lane else None
 
+    def take_events(self, wait: float) -> tuple[list[Any], int, int]:
+        """The events this node produced since the last call (see ``Outbox.take``)."""
+        return self._outbox.take(wait)
+
+    def wake_events(self) -> None:
+        """End a pending ``take_events`` at once: the client is closing the pool."""
+        self._outbox.wake()
+
     def ready(self) -> int:
         """Answer once started; returns the agent's process id."""
         return os.getpid()
@@ -139,8 +105,8 @@ class NodeAgent:
     def execute(self, payload: Payload) -> Payload:
         """Run an encoded ``TaskRequest`` when a slot is free. Returns the encoded
         ``(ok, value_or_TaskFailure, events)``: ``events`` is 0 if the task printed
-        nothing, else the hub's event count once its output was published, so the client
-        can print it before the result."""
+        nothing, else how many events this agent's outbox held once its output was in,
+        so the client can print that output before the result."""
         request: TaskRequest = decode(payload)
         self._running.acquire()
         slot = _SlotLease(self._running)
@@ -152,7 +118,7 @@ class NodeAgent:
         events = 0
         if request.task_id in self._printed:
             self._printed.discard(request.task_id)
-            events = self._outbox.flush_and_count()
+            events = self._outbox.published
         try:
             return encode((ok, value, events))
         except Exception as exc:
@@ -174,9 +140,8 @@ class NodeAgent:
             stream.flush_task(task_id)
 
     def shutdown(self) -> None:
-        """Stop sampling and executor children, flush output; the driver then kills the actor."""
+        """Stop sampling and executor children; the driver then kills the actor."""
         if self._lane is not None:
             self._lane.close()
         self._sampler.stop()
         self._executor.close()
-        self._outbox.flush()

@@ -53,7 +53,7 @@ class ClusterDriver:
         default_timeout: float,
         emit: Emit,
         wants: Callable[[type], bool],
-        output_delivered: Callable[[int], None],
+        output_delivered: Callable[[int, int], None],
         loop: asyncio.AbstractEventLoop,
         lanes: Sequence[str] = (),
     ) -> None:
@@ -128,7 +128,7 @@ class ClusterDriver:
                         raise self._ray_failure(exc, node, request) from None
                 ok, value, events = decode(reply)
                 if events:
-                    self._output_delivered(events)
+                    self._output_delivered(node, events)
                 if ok:
                     return value
                 error = self._failure(value, request, 0)
@@ -235,7 +235,7 @@ class ClusterDriver:
                     raise self._ray_failure(exc, node, request) from None
             ok, value, events = decode(reply)
             if events:
-                await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, events)
+                await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, node, events)
             if ok:
                 return value
             error = self._failure(value, request, offset)

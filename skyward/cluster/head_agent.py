@@ -1,7 +1,7 @@
 """The head agent: a Ray driver on node 0 of a remote cluster that serves the client.
 
 Started over SSH with the Ray token in its environment (read from stdin by the shell,
-never on a command line) and a framed ``HeadConfig`` on stdin. It joins the node's Ray cluster, starts the event hub and one
+never on a command line) and a framed ``HeadConfig`` on stdin. It joins the node's Ray cluster, starts one
 ``NodeAgent`` per node (pinned by the node's ``skyward-node-<i>`` resource), then
 listens on 127.0.0.1 only: the client reaches it through an SSH port forward. Requests
 run through the same ``ClusterDriver`` a local pool uses; collection operations from
@@ -26,7 +26,7 @@ import ray
 from skyward.cluster import remote_protocol as protocol
 from skyward.cluster.agent import AgentSetup, NodeAgent
 from skyward.cluster.driver import ClusterDriver
-from skyward.cluster.hub import EventHub, HubPoller
+from skyward.cluster.event_poller import EventPoller
 from skyward.cluster.remote_collections import CollectionServer
 from skyward.cluster.wire import RaisedError
 from skyward.observe.events import Error
@@ -46,7 +46,6 @@ class HeadConfig:
     worker: Worker
     default_timeout: float
     ready_timeout: float
-    hub_name: str
     ray_env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the driver (the token is already in its environment)."""
 
@@ -105,13 +104,12 @@ class HeadAgent:
     def __init__(self, config: HeadConfig) -> None:
         self.config = config
         self.agents: list[Any] = []
-        self.hub: Any = None
         self._wants: frozenset[type] = frozenset()
         self._tasks: dict[int, asyncio.Task[Any]] = {}
         self._closed = asyncio.Event()
 
     def start(self) -> None:
-        """Join Ray, start the hub and agents, wait until every agent answers."""
+        """Join Ray, start the agents, wait until every agent answers."""
         config = self.config
         os.environ.update(config.ray_env)
         for name in ("ray", "ray._private", "ray._raylet"):
@@ -123,7 +121,6 @@ class HeadAgent:
             log_to_driver=False,
             logging_level=logging.ERROR,
         )
-        self.hub = ray.remote(num_cpus=0)(EventHub).options(name=config.hub_name).remote()
         remote_agent = ray.remote(
             num_cpus=0, max_restarts=-1, max_task_retries=0,
             max_concurrency=config.worker.slots + SPARE_CONCURRENCY,
@@ -148,8 +145,8 @@ class HeadAgent:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
         out = _Outgoing(writer)
-        poller = HubPoller(
-            self.hub, lambda e: loop.call_soon_threadsafe(out.event, e), lambda m: loop.call_soon_threadsafe(out.event, Error(m))
+        poller = EventPoller(
+            self.agents, lambda e: loop.call_soon_threadsafe(out.event, e), lambda m: loop.call_soon_threadsafe(out.event, Error(m))
         )
         config = self.config
         collections = CollectionServer(config.setups[0].collections if config.setups else None)
@@ -173,7 +170,7 @@ class HeadAgent:
             for task in list(self._tasks.values()):
                 task.cancel()
             await collections.close()
-            poller.stop()
+            await loop.run_in_executor(None, poller.stop)
             await self._shutdown_agents()
             await out.close()
             try:
@@ -209,7 +206,7 @@ class HeadAgent:
         def stop() -> None:
             refs = [agent.shutdown.remote() for agent in self.agents]
             ray.wait(refs, num_returns=len(refs), timeout=5)
-            for actor in [*self.agents, self.hub]:
+            for actor in self.agents:
                 try:
                     ray.kill(actor, no_restart=True)
                 except Exception:

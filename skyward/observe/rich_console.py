@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -33,7 +32,6 @@ from rich.text import Text
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe, money, plural, rate
 from skyward.observe.events import (
-    ClusterDestroyed,
     CostFinal,
     CostUpdate,
     Error,

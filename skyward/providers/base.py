@@ -11,11 +11,10 @@ from skyward.runtime import InstanceInfo
 
 @dataclass
 class LaunchedCluster:
-    """Agents (one per node, in node order), the event hub, the nodes' ``InstanceInfo``
-    and how to take it all down."""
+    """Agents (one per node, in node order), the nodes' ``InstanceInfo`` and how to take
+    it all down."""
 
     agents: list[Any]
-    hub: Any
     infos: list[InstanceInfo]
     teardown: Callable[[], None]
     hourly_rate: float = 0.0

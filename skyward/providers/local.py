@@ -19,7 +19,6 @@ import psutil
 import ray
 
 from skyward.cluster.agent import AgentSetup, NodeAgent
-from skyward.cluster.hub import EventHub
 from skyward.cluster.lane import lane_path
 from skyward.cluster.local_ray import LocalRay
 from skyward.collections.config import CollectionsConfig, host_count
@@ -63,9 +62,6 @@ class Local:
         engine = time.monotonic() - started
         actors: list[Any] = []
         try:
-            hub_name = f"skyward-hub-{pool_id}"
-            hub = ray.remote(num_cpus=0)(EventHub).options(name=hub_name).remote()
-            actors.append(hub)
             infos = _infos(spec.node_count.desired, pool_id)
             worker = options.resolved_worker
             remote_agent = ray.remote(
@@ -82,7 +78,7 @@ class Local:
             lanes = [lane_path(LocalRay.temp_dir(), pool_id, info.node) for info in infos]
             agents = [
                 remote_agent.remote(
-                    AgentSetup(info, worker, os.getcwd(), sys_path, env, hub_name, metrics, collections, lane)
+                    AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane)
                 )
                 for info, lane in zip(infos, lanes)
             ]
@@ -101,7 +97,7 @@ class Local:
 
         phases = (("engine", engine), ("agents", time.monotonic() - started - engine))
         extras = {"phases": phases, "collections": collections, "lanes": lanes}
-        return LaunchedCluster(agents, hub, infos, teardown, extras=extras)
+        return LaunchedCluster(agents, infos, teardown, extras=extras)
 
 
 def _check_machine(spec: Spec) -> None:

@@ -3,7 +3,7 @@
 The client becomes a Ray driver of that cluster (``ray.init(address=...)``; Ray Client
 ``ray://`` addresses are refused, it is deprecated upstream). The cluster's alive nodes
 (head first, then by address) become the pool's nodes, or the first ``nodes`` of them;
-one ``NodeAgent`` is pinned to each by node affinity, the event hub to the first.
+one ``NodeAgent`` is pinned to each by node affinity.
 Closing the pool kills only the actors it created and disconnects (``ray.shutdown``,
 unless Ray was already connected to that cluster by the user): the cluster, and
 anything else running on it, is never stopped.
@@ -39,7 +39,6 @@ import ray
 
 from skyward.cluster import local_ray
 from skyward.cluster.agent import AgentSetup, NodeAgent
-from skyward.cluster.hub import EventHub
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers.base import LaunchedCluster
@@ -141,13 +140,6 @@ class Ray:
             chosen = self._choose_nodes(spec, f"{host}:{port}")
             gcs_port = _gcs_port()
             infos = _infos(chosen, gcs_port, pool_id)
-            hub_name = f"skyward-hub-{pool_id}"
-            hub = (
-                ray.remote(num_cpus=0)(EventHub)
-                .options(name=hub_name, scheduling_strategy=_on(chosen[0], soft=True))  # the job's namespace, as agents look it up
-                .remote()
-            )
-            actors.append(hub)
             worker = options.resolved_worker
             remote_agent = ray.remote(
                 num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=worker.slots + SPARE_CONCURRENCY,
@@ -160,7 +152,7 @@ class Ray:
             for node, info in zip(chosen, infos):
                 local = node["NodeManagerAddress"] in here
                 cwd, sys_path = (os.getcwd(), _sys_path()) if local else (".", ())
-                setup = AgentSetup(info, worker, cwd, sys_path, env, hub_name, metrics, collections, "")
+                setup = AgentSetup(info, worker, cwd, sys_path, env, metrics, collections, "")
                 agent = remote_agent.options(scheduling_strategy=_on(node, soft=False)).remote(setup)
                 agents.append(agent)
                 actors.append(agent)
@@ -184,7 +176,7 @@ class Ray:
             for n in chosen
         ]
         extras = {"phases": phases, "collections": collections, "nodes": described, "address": f"{host}:{port}"}
-        return LaunchedCluster(agents, hub, infos, teardown, extras=extras)
+        return LaunchedCluster(agents, infos, teardown, extras=extras)
 
     def _choose_nodes(self, spec: Spec, address: str) -> list[dict[str, Any]]:
         alive = sorted(

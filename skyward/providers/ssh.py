@@ -134,7 +134,7 @@ class SSH:
 
         infos = [setup.info for setup in config.setups]
         extras = {"phases": tuple(phases), "connect": connect, "collections_engine": collections_engine}
-        return LaunchedCluster([], None, infos, teardown, extras=extras)
+        return LaunchedCluster([], infos, teardown, extras=extras)
 
 
 def _stop(loop: LoopThread, cluster: RemoteCluster) -> None:
@@ -184,7 +184,6 @@ def _head_config(spec: Spec, options: Options, pool_id: str, cluster: RemoteClus
     head = cluster.nodes[0]
     peers = [PeerInfo(node.index, node.private_ip, node.address.host) for node in cluster.nodes]
     worker = options.resolved_worker
-    hub_name = f"skyward-hub-{pool_id}"
     metrics = resolve_metrics(spec.image.metrics)
     collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
     setups = []
@@ -200,13 +199,13 @@ def _head_config(spec: Spec, options: Options, pool_id: str, cluster: RemoteClus
         setups.append(
             AgentSetup(
                 info=info, worker=worker, cwd=work_dir, sys_path=(includes_path(node),),
-                env=env, hub_name=hub_name, metrics=metrics, collections=collections,
+                env=env, metrics=metrics, collections=collections,
             )
         )
     return HeadConfig(
         gcs_address=f"{head.private_ip}:{cluster.gcs_port}", node_ip=head.private_ip,
         setups=setups, worker=worker, default_timeout=options.default_compute_timeout,
-        ready_timeout=float(options.provision_timeout or DEFAULT_READY_TIMEOUT), hub_name=hub_name,
+        ready_timeout=float(options.provision_timeout or DEFAULT_READY_TIMEOUT),
     )
 
 

@@ -110,7 +110,7 @@ def _probe(address: str, port: int) -> str:
 def test_every_ray_port_refuses_a_peer_without_the_token(ssh_pool: sky.Pool, lab: HostLab) -> None:
     """Every TCP port the pool listens on, on every host (Ray's GCS, raylets, object
     managers, runtime-env agents, and the core-worker port of every actor and worker:
-    node agents, the hub, the collection hosts, the head agent's driver), probed from the
+    node agents, the collection hosts, the head agent's driver), probed from the
     client (another host of the lab network) with no token: each must refuse (gRPC
     UNAUTHENTICATED, HTTP 401/403). The table is printed with -s."""
     assert (sky.function(lambda: 1)() >> ssh_pool) == 1  # the pool is up and has workers
