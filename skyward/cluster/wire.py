@@ -85,15 +85,7 @@ class TaskFailure:
 
     def to_exception(self, task_name: str) -> BaseException:
         """The exception to raise on the client, with the remote traceback as its cause."""
-        exc: BaseException | None = None
-        if self.exception is not None:
-            try:
-                loaded = cloudpickle.loads(self.exception)
-                exc = loaded.rebuild() if isinstance(loaded, _ExceptionState) else loaded
-            except Exception:
-                exc = None
-        if exc is None:
-            exc = RemoteError(self.type_name, self.message)
+        exc = _unpickle_exception(self.exception, self.type_name, self.message)
         where = f"on node {self.node}" + (f" (item {self.item})" if self.item is not None else "")
         exc.__cause__ = RemoteTraceback(self.traceback)
         exc.add_note(f"raised {where} while running {task_name}")
@@ -122,18 +114,22 @@ class RaisedError:
 
     def to_exception(self) -> BaseException:
         """The exception to raise on the client."""
-        exc: BaseException | None = None
-        if self.exception is not None:
-            try:
-                loaded = cloudpickle.loads(self.exception)
-                exc = loaded.rebuild() if isinstance(loaded, _ExceptionState) else loaded
-            except Exception:
-                exc = None
-        if exc is None:
-            exc = RemoteError(self.type_name, self.message)
+        exc = _unpickle_exception(self.exception, self.type_name, self.message)
         if self.remote_traceback is not None:
             exc.__cause__ = RemoteTraceback(self.remote_traceback)
         return exc
+
+
+def _unpickle_exception(payload: bytes | None, type_name: str, message: str) -> BaseException:
+    """The exception ``_pickle_exception`` captured, or a ``RemoteError`` naming its type
+    and message when it cannot be loaded here."""
+    if payload is not None:
+        try:
+            loaded = cloudpickle.loads(payload)
+            return loaded.rebuild() if isinstance(loaded, _ExceptionState) else loaded
+        except Exception:
+            pass
+    return RemoteError(type_name, message)
 
 
 def _pickle_exception(exc: BaseException) -> bytes | None:
