@@ -7,6 +7,7 @@ import re
 
 _FRAME = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+), in .+$')
 
+
 class SkywardError(Exception):
     """Base class of skyward's own errors."""
 

@@ -2,9 +2,9 @@
 
 One agent per node, pinned there by the node's custom resource. It keeps warm state
 between tasks (module globals, loaded models), runs at most ``Worker.concurrency`` tasks
-at once (more wait in the node's buffer), sends every task's output lines to the
-client through its ``Outbox`` (polled by the client), and never raises out of ``execute``: a failure is an
-outcome. If its process dies, Ray starts a fresh agent in its place.
+at once (more wait in the node's buffer), keeps every task's output lines in its
+``Outbox`` until the client polls them, and never raises out of ``execute``: a failure
+is an outcome. If its process dies, Ray starts a fresh agent in its place.
 """
 
 from __future__ import annotations

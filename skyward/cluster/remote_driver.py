@@ -143,12 +143,15 @@ class RemoteDriver:
                     continue
                 _, request_id, ok, value = message
                 future = self._pending.pop(request_id, None)
-                if future is not None and not future.done():
-                    outcome = value if ok else value.to_exception() if isinstance(value, RaisedError) else value
-                    if self._relay.is_delivered(self._relay.submitted):
-                        _resolve(future, ok, outcome)
-                    else:
-                        asyncio.ensure_future(self._resolve_after_events(future, ok, outcome))
+                if future is None or future.done():
+                    continue
+                if not ok and isinstance(value, RaisedError):
+                    value = value.to_exception()
+                before = self._relay.submitted  # the events that arrived ahead of this result
+                if self._relay.is_delivered(before):
+                    _resolve(future, ok, value)
+                else:
+                    asyncio.ensure_future(self._resolve_after_events(future, ok, value, before))
         except Exception as exc:
             error = exc
         finally:
@@ -161,8 +164,7 @@ class RemoteDriver:
             if self._closed is not None and not self._closed.done():
                 self._closed.set_result(None)
 
-    async def _resolve_after_events(self, future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
-        count = self._relay.submitted
+    async def _resolve_after_events(self, future: asyncio.Future[Any], ok: bool, outcome: Any, count: int) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self._relay.wait_delivered, count, DELIVERY_WAIT)
         if not future.done():
             _resolve(future, ok, outcome)

@@ -60,7 +60,7 @@ class Local:
         started = time.monotonic()
         LocalRay.acquire()
         engine = time.monotonic() - started
-        actors: list[Any] = []
+        agents: list[Any] = []
         try:
             infos = _infos(spec.node_count.desired, pool_id)
             worker = options.resolved_worker
@@ -82,17 +82,16 @@ class Local:
                 )
                 for info, lane in zip(infos, lanes)
             ]
-            actors.extend(agents)
             timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
             _wait_ready(agents, timeout)
         except BaseException:
-            _kill(actors)
+            _kill(agents)
             LocalRay.release()
             raise
 
         def teardown() -> None:
             _shutdown_agents(agents)
-            _kill(actors)
+            _kill(agents)
             LocalRay.release()
 
         phases = (("engine", engine), ("agents", time.monotonic() - started - engine))

@@ -135,7 +135,7 @@ class Ray:
         connect_timeout = float(options.provision_timeout or DEFAULT_CONNECT_TIMEOUT)
         Attachment.acquire(host, port, self.token or os.environ.get("RAY_AUTH_TOKEN") or None, connect_timeout)
         engine = time.monotonic() - started
-        actors: list[Any] = []
+        agents: list[Any] = []
         try:
             chosen = self._choose_nodes(spec, f"{host}:{port}")
             gcs_port = _gcs_port()
@@ -148,25 +148,22 @@ class Ray:
             metrics = resolve_metrics(spec.image.metrics)
             collections = CollectionsConfig(pool_id, host_count(len(chosen)), options.collections_enabled)
             here = _local_addresses()
-            agents = []
             for node, info in zip(chosen, infos):
                 local = node["NodeManagerAddress"] in here
                 cwd, sys_path = (os.getcwd(), _sys_path()) if local else (".", ())
                 setup = AgentSetup(info, worker, cwd, sys_path, env, metrics, collections, "")
-                agent = remote_agent.options(scheduling_strategy=_on(node, soft=False)).remote(setup)
-                agents.append(agent)
-                actors.append(agent)
+                agents.append(remote_agent.options(scheduling_strategy=_on(node)).remote(setup))
             ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
             _wait_ready(agents, ready_timeout, f"{host}:{port}")
         except BaseException:
-            _kill(actors)
+            _kill(agents)
             Attachment.release()
             raise
 
         def teardown() -> None:
             try:
                 _shutdown_agents(agents)
-                _kill(actors)
+                _kill(agents)
             finally:
                 Attachment.release()
 
@@ -417,10 +414,11 @@ def _gcs_port() -> int:
     return int(gcs.rsplit(":", 1)[1]) if gcs and ":" in gcs else 0
 
 
-def _on(node: dict[str, Any], soft: bool) -> Any:
+def _on(node: dict[str, Any]) -> Any:
+    """Pin to ``node`` (hard affinity: an agent never runs elsewhere)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    return NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=soft)
+    return NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
 
 
 def _accelerator(resources: dict[str, float]) -> AcceleratorInfo | None:
