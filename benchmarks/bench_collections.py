@@ -69,7 +69,6 @@ def run(quick: bool = False) -> list[Row]:
 def skyward_subjects(ops: int) -> dict:
     """Every skyward measurement on one pool: ``{"rows": [(subject, metric, unit, samples)]}``."""
     import skyward as sky
-
     from benchmarks import engines
 
     rows: list[tuple[str, str, str, list[float]]] = []

@@ -29,8 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import Row, failed_row, format_ratio, format_value, machine, markdown_table  # noqa: E402
-from benchmarks.common import render_report  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    Row,
+    failed_row,
+    format_ratio,
+    format_value,
+    machine,
+    markdown_table,
+    render_report,  # noqa: E402
+)
 from benchmarks.targets import check_all, explain  # noqa: E402
 
 REPORT = ROOT / "docs" / "benchmarks.md"

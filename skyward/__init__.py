@@ -18,13 +18,9 @@ import sys
 import types
 from typing import Any
 
-from skyward import accelerators, time
-from skyward.collections import BrokenBarrierError, CollectionUnavailableError
-from skyward.collections import barrier, counter, lock, queue
-from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
-from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
-from skyward.compute import Compute, ComputePool, MultiPool
-from skyward.errors import (
+from skyward.api import accelerators, time
+from skyward.api.compute import Compute, ComputePool, MultiPool, pool
+from skyward.api.errors import (
     AllProvidersFailedError,
     NoActivePoolError,
     NodeCrashedError,
@@ -33,7 +29,7 @@ from skyward.errors import (
     RemoteTraceback,
     SkywardError,
 )
-from skyward.function import (
+from skyward.api.function import (
     PendingFunction,
     PendingFunctionGroup,
     SkywardFunction,
@@ -41,6 +37,29 @@ from skyward.function import (
     function,
     gather,
 )
+from skyward.api.instance import (
+    AcceleratorInfo,
+    InstanceInfo,
+    NetworkInfo,
+    PeerInfo,
+    instance_info,
+    is_head,
+    shard,
+)
+from skyward.api.output import CallbackWriter, redirect_output, silent, stderr, stdout
+from skyward.api.pool import Pool
+from skyward.api.session import Session
+from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
+from skyward.collections import (
+    BrokenBarrierError,
+    CollectionUnavailableError,
+    barrier,
+    counter,
+    lock,
+    queue,
+)
+from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
+from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
 from skyward.observe import metrics
 from skyward.observe.bus import compose, emit, use_callback
 from skyward.observe.events import (
@@ -65,24 +84,8 @@ from skyward.observe.events import (
     TaskStarted,
 )
 from skyward.observe.log_config import LogConfig
-from skyward.output import CallbackWriter, redirect_output, silent, stderr, stdout
-from skyward.pool import Pool
 from skyward.providers.local import Local
 from skyward.providers.ray_cluster import Ray
-from skyward.runtime import (
-    AcceleratorInfo,
-    InstanceInfo,
-    NetworkInfo,
-    PeerInfo,
-    instance_info,
-    is_head,
-    shard,
-)
-from skyward.session import Session
-from skyward.spec import Image, Nodes, Options, PipIndex, Spec, Worker
-
-# Last, so the decorator (not the submodule skyward.pool) is what ``sky.pool`` names.
-from skyward.compute import pool  # noqa: E402
 
 PendingCompute = PendingFunction
 PendingBatch = PendingFunctionGroup
@@ -123,7 +126,7 @@ class _SkywardModule(types.ModuleType):
 
 # Imported on first use: asyncssh and cryptography cost ~0.15 s, which every node agent
 # (it imports this package) would otherwise pay at pool start.
-_LAZY = {"SSH": "skyward.providers.ssh"}
+_LAZY = {"SSH": "skyward.providers.ssh.provider"}
 
 
 def __getattr__(name: str) -> Any:

@@ -33,7 +33,15 @@ from typing import Any
 import cloudpickle
 
 from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, CollectionsConfig
-from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
+from skyward.collections.entities import (
+    BarrierState,
+    CounterStore,
+    DictShard,
+    Hooks,
+    LockState,
+    QueueState,
+    SetStore,
+)
 from skyward.collections.markers import BUSY, NO_SLOT
 from skyward.collections.subscriptions import EntityKey, Slot, Subscriptions
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from skyward.collections.config import check_timeout
-from skyward.collections.keeper import holder_id
+from skyward.collections.leases import holder_id
 from skyward.collections.steps import Steps, async_twin, steps
 
 

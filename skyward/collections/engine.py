@@ -22,7 +22,7 @@ from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost,
 from skyward.collections.cache import NodeCache
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
 from skyward.collections.errors import BrokenBarrierError
-from skyward.collections.keeper import LeaseKeeper
+from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of

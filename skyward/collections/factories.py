@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from skyward.collections import runtime
+from skyward.api.context import NO_ACTIVE_POOL, active_pool
+from skyward.api.errors import NoActivePoolError
+from skyward.collections import installed as runtime
 from skyward.collections.barrier import SharedBarrier
 from skyward.collections.config import check_name, check_timeout, resolve
 from skyward.collections.counter import SharedCounter
@@ -20,8 +22,6 @@ from skyward.collections.lock import SharedLock
 from skyward.collections.shared_dict import SharedDict
 from skyward.collections.shared_set import SharedSet
 from skyward.collections.work_queue import SharedQueue
-from skyward.context import NO_ACTIVE_POOL, active_pool
-from skyward.errors import NoActivePoolError
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 
@@ -88,20 +88,9 @@ barrier = _current.barrier
 lock = _current.lock
 
 
-class _Deferred:
-    """The engine of a proxy unpickled where no pool is reachable (the head agent of an
-    SSH pool relaying a task's arguments to a node): found at first use, and the proxy
-    pickles on by name as usual."""
-
-    def __getattr__(self, op: str) -> Any:
-        return getattr(_current._collections_engine(), op)
-
-
 def rebuild(kind: str, name: str, args: tuple[Any, ...]) -> Any:
-    """Recreate a proxy after unpickling, bound to the engine of where it landed."""
-    try:
-        engine = _current._collections_engine()
-    except NoActivePoolError:
-        engine = _Deferred()
+    """Recreate a proxy after unpickling, bound to the engine of where it landed
+    (NoActivePoolError where no pool is open)."""
+    engine = _current._collections_engine()
     classes = {"dict": SharedDict, "set": SharedSet, "counter": SharedCounter, "queue": SharedQueue, "barrier": SharedBarrier, "lock": SharedLock}
     return classes[kind](engine, name, *args)

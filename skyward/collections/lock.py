@@ -8,9 +8,8 @@ from types import TracebackType
 from typing import Any
 
 from skyward.collections.config import check_timeout
-from skyward.collections.keeper import holder_id, holder_task
+from skyward.collections.leases import holder_id, holder_task
 from skyward.collections.steps import Steps, async_twin, steps
-
 
 _held: Counter[str] = Counter()
 _held_lock = threading.Lock()

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from skyward.api.validation import check_number
 from skyward.observe.events import CostFinal, CostUpdate
-from skyward.validation import check_number
 
 UPDATE_INTERVAL = 60.0
 

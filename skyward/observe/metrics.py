@@ -37,9 +37,9 @@ from typing import Any, ClassVar
 
 import psutil
 
+from skyward.api.validation import check_number, fail
 from skyward.observe import gpu
 from skyward.observe.events import Error, Metric
-from skyward.validation import check_number, fail
 
 __all__ = [
     "CPU", "Collector", "Custom", "Default", "Disk", "GPU", "GPUMemory", "GPUMemoryTotal",

@@ -38,8 +38,10 @@ from skyward.observe.events import (
     InstancePreempted,
     InstanceReplaced,
     Log,
-    Progress as ProgressEvent,
     TaskCompleted,
+)
+from skyward.observe.events import (
+    Progress as ProgressEvent,
 )
 from skyward.observe.view import EVENTS, NodeState, PoolView
 

@@ -1,21 +1,132 @@
-"""What a provider hands back to the pool: a running cluster of node agents."""
+"""The contract between a pool and its providers.
+
+A provider checks a Spec against what it can give (``validate``, before anything is
+started), prices it (``offers``), and turns it into a running ``Cluster`` (``launch``):
+typed node handles, one transport to their agents, the nodes' ``InstanceInfo``, how the
+client reaches the pool's collections, and ``stop``, which confirms that everything it
+started is gone (or raises ``TeardownError`` naming what is left).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from skyward.runtime import InstanceInfo
+from skyward.api.errors import SkywardError
+from skyward.api.instance import InstanceInfo
+from skyward.api.spec import Options, Spec
+from skyward.engine.driver import Encoder
+from skyward.engine.transport import Transport
+from skyward.observe.cost import Pricing
 
 
-@dataclass
-class LaunchedCluster:
-    """Agents (one per node, in node order), the nodes' ``InstanceInfo`` and how to take
-    it all down."""
+class TeardownError(SkywardError, RuntimeError):
+    """A provider could not confirm that something it started is gone; the message names it."""
 
-    agents: list[Any]
-    infos: list[InstanceInfo]
-    teardown: Callable[[], None]
-    hourly_rate: float = 0.0
-    extras: dict[str, Any] = field(default_factory=dict)
+
+@dataclass(frozen=True, slots=True)
+class SSHEndpoint:
+    """How the client logs in to a node: ``user@host:port`` with ``key_path`` (None: the
+    user's default keys and ssh-agent)."""
+
+    host: str
+    port: int = 22
+    user: str = "root"
+    key_path: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHandle:
+    """One machine (or process) a provider gave the pool."""
+
+    id: str
+    address: str
+    """The address peers reach it at (its private address)."""
+    ssh: SSHEndpoint | None = None
+    instance_type: str = ""
+    hourly_price: float = 0.0
+    ondemand_price: float | None = None
+    """What the same machine costs on demand (None: ``hourly_price``)."""
+    spot: bool = False
+    region: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """A priced kind of machine a provider can launch for a Spec."""
+
+    provider: str
+    instance_type: str
+    vcpus: float
+    memory_gb: float
+    hourly_price: float
+    spot: bool
+    region: str | None = None
+    accelerator: str | None = None
+    accelerator_count: float = 0.0
+    accelerator_memory_gb: float | None = None
+    architecture: str = "x86_64"
+    ondemand_price: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseTiming:
+    """How long one phase of bringing the nodes up took (``node`` None: all of them)."""
+
+    name: str
+    seconds: float
+    node: int | None = None
+
+
+class ClientCollections(Protocol):
+    """How the client reaches the pool's distributed collections."""
+
+    def engine(self) -> Any:
+        """The client's collections engine (RuntimeError with ``Options(cluster=False)``)."""
+
+    def release(self) -> None:
+        """The pool closes: stop what the client runs for its collections."""
+
+
+@dataclass(eq=False)
+class Cluster:
+    """A running pool's nodes, as a provider hands them over."""
+
+    nodes: tuple[NodeHandle, ...]
+    infos: tuple[InstanceInfo, ...]
+    transport: Transport
+    encode: Encoder
+    collections: ClientCollections
+    stop: Callable[[], None]
+    """Stop everything the provider started for the pool; raises ``TeardownError`` when
+    something could not be confirmed gone."""
+    phases: tuple[PhaseTiming, ...] = ()
+
+    @property
+    def pricing(self) -> Pricing:
+        """What the nodes cost per hour, and what they would cost on demand."""
+        rate = sum(node.hourly_price for node in self.nodes)
+        ondemand = sum(node.ondemand_price if node.ondemand_price is not None else node.hourly_price for node in self.nodes)
+        spot = sum(1 for node in self.nodes if node.spot)
+        return Pricing(rate, ondemand, spot_count=spot, ondemand_count=len(self.nodes) - spot)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """What every provider (``sky.Local()``, ``sky.SSH(...)``, ``sky.Ray(...)``, clouds) implements."""
+
+    name: ClassVar[str]
+
+    def validate(self, spec: Spec, options: Options) -> None:
+        """Raise ValueError (naming the field, the value and the fix) for what this
+        provider cannot honour, before anything is started."""
+
+    def offers(self, spec: Spec) -> list[Offer]:
+        """The priced machines that satisfy ``spec``, cheapest first (empty: unpriced)."""
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+        """Start ``spec``'s nodes and their agents; blocks until every agent answers."""

@@ -18,17 +18,19 @@ from typing import Any, ClassVar
 import psutil
 import ray
 
-from skyward.cluster.agent import AgentSetup, NodeAgent
-from skyward.cluster.lane import lane_path
-from skyward.cluster.local_ray import LocalRay
+from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo
+from skyward.api.spec import Image, Options, Spec, local_python
+from skyward.api.validation import fail
 from skyward.collections.config import CollectionsConfig, host_count
+from skyward.collections.installed import DriverCollections
+from skyward.engine.transports.lane import lane_path
+from skyward.engine.transports.ray_actors import RayTransport
+from skyward.engine.wire import encode
+from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
-from skyward.providers.base import LaunchedCluster
-from skyward.runtime import InstanceInfo, NetworkInfo, PeerInfo
-from skyward.spec import Image, Options, Spec, local_python
-from skyward.validation import fail
+from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
+from skyward.providers.local_ray import LocalRay
 
-SPARE_CONCURRENCY = 40
 DEFAULT_READY_TIMEOUT = 120.0
 
 
@@ -54,7 +56,12 @@ class Local:
         if options.health_checker is not None:
             raise NotImplementedError("Options.health_checker is not implemented yet; remove it")
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+    def offers(self, spec: Spec) -> list[Offer]:
+        """This machine, at no price."""
+        memory_gb = psutil.virtual_memory().total / 1024**3
+        return [Offer(self.name, "local", float(os.cpu_count() or 1), memory_gb, 0.0, False, architecture=_machine())]
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Start (or share) the local Ray instance and one agent per node; blocks until
         every agent answers or ``Options.provision_timeout`` passes."""
         started = time.monotonic()
@@ -62,41 +69,35 @@ class Local:
         engine = time.monotonic() - started
         agents: list[Any] = []
         try:
-            infos = _infos(spec.node_count.desired, pool_id)
+            count = spec.node_count.desired
+            infos = _infos(count, pool_id)
             worker = options.resolved_worker
-            remote_agent = ray.remote(
-                num_cpus=0,
-                max_restarts=-1,
-                max_task_retries=0,
-                max_concurrency=worker.slots + SPARE_CONCURRENCY,
-            )(NodeAgent)
             env = {**spec.image.env}
             sys_path = _sys_path(spec.image)
             metrics = resolve_metrics(spec.image.metrics)
-            nodes = spec.node_count.desired
-            collections = CollectionsConfig(pool_id, host_count(nodes), options.collections_enabled)
+            collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
             lanes = [lane_path(LocalRay.temp_dir(), pool_id, info.node) for info in infos]
-            agents = [
-                remote_agent.remote(
-                    AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane)
-                )
-                for info, lane in zip(infos, lanes)
-            ]
+            agents = start_agents(
+                [AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane)
+                 for info, lane in zip(infos, lanes)]
+            )
             timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
-            _wait_ready(agents, timeout)
+            wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
         except BaseException:
-            _kill(agents)
+            stop_agents(agents)
             LocalRay.release()
             raise
 
-        def teardown() -> None:
-            _shutdown_agents(agents)
-            _kill(agents)
-            LocalRay.release()
+        def stop() -> None:
+            try:
+                stop_agents(agents)
+            finally:
+                LocalRay.release()
 
-        phases = (("engine", engine), ("agents", time.monotonic() - started - engine))
-        extras = {"phases": phases, "collections": collections, "lanes": lanes}
-        return LaunchedCluster(agents, infos, teardown, extras=extras)
+        phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
+        nodes = tuple(NodeHandle(f"{pool_id}-{info.node}", "127.0.0.1", instance_type="local") for info in infos)
+        transport = RayTransport(agents, lanes, lane_threads=len(agents) * worker.slots)
+        return Cluster(nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases)
 
 
 def _check_machine(spec: Spec) -> None:
@@ -114,7 +115,7 @@ def _check_machine(spec: Spec) -> None:
     disk_gb = psutil.disk_usage(os.getcwd()).free / 1024**3
     if spec.disk_gb is not None and spec.disk_gb > disk_gb:
         raise fail("Spec", "disk_gb", spec.disk_gb, f"this machine has {disk_gb:.0f} GB free")
-    machine = {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
+    machine = _machine()
     if spec.architecture is not None and spec.architecture != machine:
         raise fail("Spec", "architecture", spec.architecture, f"this machine is {machine}")
     if spec.allocation == "spot":
@@ -141,6 +142,11 @@ def _check_image(image: Image) -> None:
     for include in image.includes:
         if not os.path.exists(include):
             raise fail("Image", "includes", include, "the path does not exist")
+
+
+def _machine() -> str:
+    """This machine's architecture as Spec names it ("x86_64" or "arm64")."""
+    return {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
 def _sys_path(image: Image) -> tuple[str, ...]:
@@ -174,29 +180,3 @@ def _infos(count: int, pool_id: str) -> list[InstanceInfo]:
         )
         for node in range(count)
     ]
-
-
-def _wait_ready(agents: list[Any], timeout: float) -> None:
-    started = time.monotonic()
-    refs = [agent.ready.remote() for agent in agents]
-    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
-    if pending:
-        raise TimeoutError(
-            f"{len(pending)} of {len(agents)} local nodes did not start within {timeout:g}s "
-            f"(waited {time.monotonic() - started:.1f}s); raise Options.provision_timeout "
-            "or use fewer nodes"
-        )
-    ray.get(ready)
-
-
-def _shutdown_agents(agents: list[Any]) -> None:
-    refs = [agent.shutdown.remote() for agent in agents]
-    ray.wait(refs, num_returns=len(refs), timeout=5)
-
-
-def _kill(actors: list[Any]) -> None:
-    for actor in actors:
-        try:
-            ray.kill(actor, no_restart=True)
-        except Exception:
-            pass

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
 import sys
 import threading
 import time
-import queue
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -37,19 +37,21 @@ from typing import Any, ClassVar
 import psutil
 import ray
 
-from skyward.cluster import local_ray
-from skyward.cluster.agent import AgentSetup, NodeAgent
+from skyward.api.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
+from skyward.api.spec import Options, Spec, local_python
+from skyward.api.validation import check_number, fail
 from skyward.collections.config import CollectionsConfig, host_count
+from skyward.collections.installed import DriverCollections
+from skyward.engine.transports.ray_actors import RayTransport
+from skyward.engine.wire import encode
+from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
-from skyward.providers.base import LaunchedCluster
-from skyward.runtime import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
-from skyward.spec import Options, Spec, local_python
-from skyward.validation import check_number, fail
+from skyward.providers import local_ray
+from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
 
 DEFAULT_PORT = 6379
 DEFAULT_CONNECT_TIMEOUT = 60.0
 DEFAULT_READY_TIMEOUT = 120.0
-SPARE_CONCURRENCY = 40
 NAMESPACE = "skyward"
 _HEAD_RESOURCE = "node:__internal_head__"
 _ADDRESS_HELP = (
@@ -127,7 +129,11 @@ class Ray:
         if options.health_checker is not None:
             raise NotImplementedError("Options.health_checker is not implemented yet; remove it")
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+    def offers(self, spec: Spec) -> list[Offer]:
+        """An attached cluster is not priced here."""
+        return []
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Connect (or share this process's connection), pin one agent per chosen node;
         blocks until every agent answers or ``Options.provision_timeout`` passes."""
         started = time.monotonic()
@@ -138,42 +144,38 @@ class Ray:
         agents: list[Any] = []
         try:
             chosen = self._choose_nodes(spec, f"{host}:{port}")
-            gcs_port = _gcs_port()
-            infos = _infos(chosen, gcs_port, pool_id)
+            infos = _infos(chosen, _gcs_port(), pool_id)
             worker = options.resolved_worker
-            remote_agent = ray.remote(
-                num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=worker.slots + SPARE_CONCURRENCY,
-            )(NodeAgent)
             env = {**spec.image.env}
             metrics = resolve_metrics(spec.image.metrics)
             collections = CollectionsConfig(pool_id, host_count(len(chosen)), options.collections_enabled)
             here = _local_addresses()
+            setups = []
             for node, info in zip(chosen, infos):
                 local = node["NodeManagerAddress"] in here
                 cwd, sys_path = (os.getcwd(), _sys_path()) if local else (".", ())
-                setup = AgentSetup(info, worker, cwd, sys_path, env, metrics, collections, "")
-                agents.append(remote_agent.options(scheduling_strategy=_on(node)).remote(setup))
+                setups.append(AgentSetup(info, worker, cwd, sys_path, env, metrics, collections, ""))
+            agents = start_agents(setups, [{"scheduling_strategy": _on(node)} for node in chosen])
             ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
-            _wait_ready(agents, ready_timeout, f"{host}:{port}")
+            wait_ready(
+                agents, ready_timeout, f"on the Ray cluster at {host}:{port}",
+                "check that its nodes have this skyward and Python installed, or raise Options.provision_timeout",
+            )
         except BaseException:
-            _kill(agents)
+            stop_agents(agents)
             Attachment.release()
             raise
 
-        def teardown() -> None:
+        def stop() -> None:
             try:
-                _shutdown_agents(agents)
-                _kill(agents)
+                stop_agents(agents)
             finally:
                 Attachment.release()
 
-        phases = (("engine", engine), ("agents", time.monotonic() - started - engine))
-        described = [
-            {"node_id": n["NodeID"], "hostname": n.get("NodeManagerHostname", ""), "address": n["NodeManagerAddress"]}
-            for n in chosen
-        ]
-        extras = {"phases": phases, "collections": collections, "nodes": described, "address": f"{host}:{port}"}
-        return LaunchedCluster(agents, infos, teardown, extras=extras)
+        phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
+        nodes = tuple(NodeHandle(n["NodeID"], n["NodeManagerAddress"], instance_type="ray-node") for n in chosen)
+        transport = RayTransport(agents)
+        return Cluster(nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases)
 
     def _choose_nodes(self, spec: Spec, address: str) -> list[dict[str, Any]]:
         alive = sorted(
@@ -461,29 +463,3 @@ def _local_addresses() -> set[str]:
 
 def _sys_path() -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in (os.getcwd(), *sys.path) if p))
-
-
-def _wait_ready(agents: list[Any], timeout: float, address: str) -> None:
-    started = time.monotonic()
-    refs = [agent.ready.remote() for agent in agents]
-    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
-    if pending:
-        raise TimeoutError(
-            f"{len(pending)} of {len(agents)} node agents on the Ray cluster at {address} did not start within "
-            f"{timeout:g}s (waited {time.monotonic() - started:.1f}s); check that its nodes have this skyward "
-            "and Python installed, or raise Options.provision_timeout"
-        )
-    ray.get(ready)
-
-
-def _shutdown_agents(agents: list[Any]) -> None:
-    refs = [agent.shutdown.remote() for agent in agents]
-    ray.wait(refs, num_returns=len(refs), timeout=5)
-
-
-def _kill(actors: list[Any]) -> None:
-    for actor in actors:
-        try:
-            ray.kill(actor, no_restart=True)
-        except Exception:
-            pass

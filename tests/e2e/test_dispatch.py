@@ -8,9 +8,9 @@ import time
 from concurrent.futures import Future
 
 import pytest
+from helpers.usermod import Point, make_point, triple
 
 import skyward as sky
-from helpers.usermod import Point, make_point, triple
 
 
 @sky.function

@@ -7,9 +7,9 @@ import threading
 import time
 
 import pytest
+from helpers.usermod import UserError, raise_user_error
 
 import skyward as sky
-from helpers.usermod import UserError, raise_user_error
 
 
 @sky.function

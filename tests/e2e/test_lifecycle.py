@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 PRELUDE = """
 import os, sys, time
 import skyward as sky
-from skyward.cluster.local_ray import LocalRay
+from skyward.providers.local_ray import LocalRay
 
 @sky.function
 def work(x):

@@ -73,7 +73,7 @@ def test_buffer_accepts_more_tasks_than_slots() -> None:
 def test_process_executor_reuses_children() -> None:
     options = sky.Options(console=False, logging=False, worker=sky.Worker(executor="process"))
     with sky.Compute(nodes=2, options=options) as pool:
-        assert command_line() @ pool == ["skyward.cluster.process_worker"] * 2
+        assert command_line() @ pool == ["skyward.node.process_worker"] * 2
         child_pids = {pid_after(0) >> pool for _ in range(6)}
         assert len(child_pids) == 2
         assert pool.map(loud, range(5)) == list(range(5))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from skyward.cluster import outbox as outbox_module
-from skyward.cluster.outbox import Outbox
+from skyward.node import outbox as outbox_module
+from skyward.node.outbox import Outbox
 
 
 def test_take_returns_events_in_order_with_the_count_put_so_far() -> None:

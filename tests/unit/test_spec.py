@@ -89,7 +89,7 @@ def test_time_helpers() -> None:
 
 
 def test_named_pools_name_every_provider(tmp_path, monkeypatch) -> None:
-    from skyward.config_file import load_named_pool
+    from skyward.api.config_file import load_named_pool
 
     config = tmp_path / "skyward.toml"
     config.write_text(

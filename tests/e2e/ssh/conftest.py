@@ -7,10 +7,10 @@ import os
 from collections.abc import Iterator
 
 import pytest
-
-import skyward as sky
 from hosts import HostLab, available
 from local_index import PACKAGE, local_index
+
+import skyward as sky
 
 HERE = os.path.dirname(__file__)
 SHIPPED = os.path.join(HERE, "skyship")

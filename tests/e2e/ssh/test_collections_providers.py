@@ -235,56 +235,53 @@ def _capture(fn: Any, errors: list[BaseException]) -> None:
         errors.append(exc)
 
 
-def test_connection_end_frees_what_the_client_held(any_pool: sky.Pool) -> None:
-    """The head agent's side of one client connection, driven here (a local pool's client
-    is a Ray driver, as the head agent is): when the connection ends, the locks its
-    client threads hold are freed at once (not after the 3.75 s lease expiry), the
-    barriers they joined break, and its waiting operations stop."""
+def test_client_end_frees_what_the_client_held(any_pool: sky.Pool) -> None:
+    """The agent's side of a remote client (its ``Gateway``), driven here with the local
+    client's own engine: when the client goes away, the locks its threads hold are freed
+    at once (not after the 3.75 s lease expiry), the barriers they joined break, and its
+    waiting operations stop."""
     if any_pool.spec.provider.name != "local":
-        pytest.skip("drives CollectionServer in this process, which must be a Ray driver")
-    from skyward.cluster.remote_collections import CollectionServer
+        pytest.skip("drives a Gateway in this process, which must be a Ray driver")
+    import concurrent.futures
 
-    config = any_pool._cluster.extras["collections"]
+    from skyward.collections.gateway import Gateway, decode_answer, encode_operation
+
+    engine = any_pool._collections_engine()
+    gateway = Gateway(lambda: engine, 0)
     lock_name, barrier_name, queue_name = unique("lease"), unique("lease-barrier"), unique("lease-queue")
     holder = "client/4242/thread-1"
 
-    async def connection() -> tuple[bool, float, BaseException | None]:
-        server = CollectionServer(config)
-        acquired = await server.handle(1, "lock_acquire", (lock_name, holder, 5.0))
-        await server.handle(2, "barrier_join", (barrier_name, 2, holder))
-        waiting = asyncio.ensure_future(server.handle(3, "queue_get", (queue_name, None)))
-        await asyncio.sleep(0.5)
-        started = time.monotonic()
-        await server.close()
-        closed_in = time.monotonic() - started
-        try:
-            await asyncio.wait_for(waiting, 5)
-            error = None
-        except BaseException as exc:
-            error = exc
-        return acquired, closed_in, error
+    def op(call_id: int, name: str, *args: Any) -> Any:
+        return decode_answer(gateway.run(encode_operation(name, args), "c1", call_id))
 
     assert any_pool.lock(lock_name).locked() is False
-    acquired, closed_in, error = asyncio.run(connection())
+    assert op(1, "lock_acquire", lock_name, holder, 5.0) is True
+    op(2, "barrier_join", barrier_name, 2, holder)
+    waiting: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+    gateway.submit(encode_operation("queue_get", (queue_name, None)), waiting.set_result, "c1", 3)
+    time.sleep(0.5)
+    started = time.monotonic()
+    gateway.end_client("c1")
     ended = time.monotonic()
-    assert acquired is True
-    assert closed_in < 3.0, "the waiting get did not stop within a slice"
-    assert error is not None and not isinstance(error, asyncio.TimeoutError)
+    assert ended - started < 3.0, "the waiting get did not stop within a slice"
+    with pytest.raises(BaseException) as stopped:
+        decode_answer(waiting.result(5))
+    assert not isinstance(stopped.value, concurrent.futures.TimeoutError)
     assert eventually(lambda: any_pool.lock(lock_name).locked(), False, timeout=10) is False
     assert time.monotonic() - ended < 2.5, "the lock waited for its lease to expire instead"
     with pytest.raises(sky.BrokenBarrierError):
         any_pool.barrier(barrier_name, 2).wait(timeout=5)
 
 
-def test_remote_engine_forwards_and_proxies_unpickle_without_a_pool() -> None:
-    """No pool needed: the client's forwarding engine sends (op, args) and returns the
-    answer; a proxy unpickled where no pool is reachable (the head agent relaying a
-    task's arguments) defers finding its engine to its first use."""
+def test_forwarding_engine_sends_operations_and_proxies_need_a_pool_to_load() -> None:
+    """No pool needed: a forwarding engine (an executor child's, a remote client's)
+    sends (op, args) and returns the answer; a proxy unpickled where no pool is open
+    says so at once."""
     import concurrent.futures
     import pickle
 
-    from skyward.cluster.remote_collections import RemoteEngine
     from skyward.collections import SharedCounter
+    from skyward.collections.gateway import ForwardingEngine
 
     sent: list[tuple[str, tuple[Any, ...]]] = []
 
@@ -294,25 +291,21 @@ def test_remote_engine_forwards_and_proxies_unpickle_without_a_pool() -> None:
         future.set_result(41 + len(sent))
         return future
 
-    counter = SharedCounter(RemoteEngine(call), "c", "strong")
+    counter = SharedCounter(ForwardingEngine(call, "a test"), "c", "strong")
     assert counter.increment(2) == 42
     assert asyncio.run(counter.value_async()) == 43
     assert sent == [("counter_add", ("c", 2, True)), ("counter_get", ("c", True, False))]
     with pytest.raises(AttributeError):
-        RemoteEngine(call).not_an_operation  # noqa: B018
+        ForwardingEngine(call, "a test").not_an_operation  # noqa: B018
 
-    relayed = pickle.loads(pickle.dumps(counter))
-    assert relayed.name == "c" and pickle.loads(pickle.dumps(relayed)).name == "c"
-    # In a fresh interpreter no pool is open (here a session fixture's pool may be):
-    # unpickling must succeed and only the first use fail.
+    # In a fresh interpreter no pool is open (here a session fixture's pool may be).
     probe = (
         "import pickle, sys\n"
-        "from skyward.errors import NoActivePoolError\n"
-        "relayed = pickle.loads(sys.stdin.buffer.read())\n"
+        "from skyward.api.errors import NoActivePoolError\n"
         "try:\n"
-        "    relayed.increment()\n"
-        "except NoActivePoolError:\n"
-        "    print('deferred', relayed.name)\n"
+        "    pickle.loads(sys.stdin.buffer.read())\n"
+        "except NoActivePoolError as exc:\n"
+        "    print('no pool:', 'sky.Compute' in str(exc))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], input=pickle.dumps(relayed), capture_output=True, cwd=ROOT, timeout=60)
-    assert done.stdout.decode().strip() == "deferred c", done.stderr.decode()
+    done = subprocess.run([sys.executable, "-c", probe], input=pickle.dumps(counter), capture_output=True, cwd=ROOT, timeout=60)
+    assert done.stdout.decode().strip() == "no pool: True", done.stderr.decode()

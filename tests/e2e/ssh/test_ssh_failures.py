@@ -12,10 +12,10 @@ import time
 
 import asyncssh
 import pytest
-
-import skyward as sky
 from conftest import QUIET, ssh_provider
 from hosts import HostLab
+
+import skyward as sky
 
 
 def test_wrong_key_is_a_clear_auth_error(lab: HostLab, tmp_path: os.PathLike[str]) -> None:

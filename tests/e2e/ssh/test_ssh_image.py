@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
-
-import skyward as sky
 from conftest import QUIET, make_image, ssh_provider
 from hosts import HostLab
+
+import skyward as sky
 
 pytestmark = pytest.mark.slow
 
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 def environment() -> dict[str, str]:
     import os
 
-    import skyward_demo  # from Image.pip
     import skyship  # from Image.includes
+    import skyward_demo  # from Image.pip
 
     return {
         "demo": skyward_demo.VERSION,

@@ -11,9 +11,9 @@ import subprocess
 import sys
 
 import pytest
+from hosts import HostLab
 
 import skyward as sky
-from hosts import HostLab
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,193 @@
+"""Opening pools: ``sky.Compute`` (three calling conventions), the older ``ComputePool``
+and ``@sky.pool`` names, and ``MultiPool`` for several pools provisioned in parallel."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from skyward.api import accelerators
+from skyward.api.config_file import load_named_pool
+from skyward.api.pool import Pool
+from skyward.api.spec import SPEC_FIELDS, Image, Options, Spec, Worker
+from skyward.observe.events import Event
+from skyward.providers.local import Local
+
+_OPTION_FIELDS = frozenset(Options.__dataclass_fields__)
+
+
+def Compute(*specs: Spec, name: str | None = None, options: Options | None = None, **spec_fields: Any) -> Pool:  # noqa: N802
+    """A pool to open with ``with``. Pass Spec fields as keywords (provider defaults to
+    ``sky.Local()``), or one or more ``Spec`` objects (tried in ``Options.selection``
+    order), or ``name=`` of a ``[pools.NAME]`` table in skyward.toml. The forms do not mix.
+    """
+    if options is not None and not isinstance(options, Options):
+        raise TypeError(f"options= takes sky.Options(...), got {type(options).__name__}")
+    if name is not None:
+        if specs or spec_fields:
+            raise TypeError("Compute(name=...) loads the pool from skyward.toml; do not also pass specs or fields")
+        spec, file_options = load_named_pool(name)
+        return Pool((spec,), options or file_options, name)
+    if specs and spec_fields:
+        raise TypeError(
+            "Compute() takes either Spec objects or Spec fields as keywords, not both: "
+            f"move {', '.join(sorted(spec_fields))} into the Spec objects"
+        )
+    for spec in specs:
+        if not isinstance(spec, Spec):
+            raise TypeError(f"Compute() positional arguments must be sky.Spec(...), got {type(spec).__name__} {spec!r}")
+    if not specs:
+        specs = (_spec_from_fields(spec_fields),)
+    return Pool(tuple(specs), options or Options())
+
+
+def _spec_from_fields(spec_fields: dict[str, Any]) -> Spec:
+    for key in spec_fields:
+        if key not in SPEC_FIELDS:
+            if key in _OPTION_FIELDS:
+                raise TypeError(f"{key}= is an Options field: pass options=sky.Options({key}=...)")
+            raise TypeError(f"Compute() got an unknown field {key}=; Spec fields are: {', '.join(SPEC_FIELDS)}")
+    spec_fields.setdefault("provider", Local())
+    return Spec(**spec_fields)
+
+
+_DISPLAY = {"log": "log", "spinner": "rich", "quiet": "silent"}
+_ALLOCATION = {"always-spot": "spot"}
+
+
+def ComputePool(  # noqa: N802
+    provider: Any = None,
+    selection: Any = "first",
+    image: Image | None = None,
+    nodes: Any = 1,
+    machine: str | None = None,
+    accelerator: Any = None,
+    cpu: float | None = None,
+    memory: str | None = None,
+    volume: Any = None,
+    allocation: Any = "spot-if-available",
+    timeout: int = 3600,
+    env: dict[str, str] | None = None,
+    concurrency: int = 1,
+    display: str = "log",
+    on_event: Callable[[Any], Any] | None = None,
+    collect_metrics: bool = True,
+) -> Pool:
+    """The older constructor: its parameters mapped onto ``Spec`` and ``Options``.
+
+    ``provider`` may be a list (tried in ``selection`` order); ``timeout`` is the
+    auto-shutdown ``Spec.ttl``; ``display`` "log"/"spinner"/"quiet" maps to the console
+    modes "log"/"rich"/"silent"; ``on_event`` receives every event.
+    """
+    if machine is not None:
+        raise NotImplementedError("ComputePool(machine=...) is not implemented; describe the machine with cpu= and memory=")
+    if callable(selection) and not isinstance(selection, str):
+        raise NotImplementedError("a custom selection function is not implemented; use \"first\" or \"cheapest\"")
+    if isinstance(allocation, (int, float)) and not isinstance(allocation, bool):
+        raise NotImplementedError("a minimum spot fraction (allocation=0.8) is not implemented; use a strategy name")
+    if display not in _DISPLAY:
+        raise ValueError(f"ComputePool(display={display!r}) is not valid: use \"log\", \"spinner\" or \"quiet\"")
+    if selection not in ("first", "cheapest", "available"):
+        raise ValueError(f"ComputePool(selection={selection!r}) is not valid: use \"first\", \"cheapest\" or \"available\"")
+    base = image or Image()
+    if env:
+        base = Image(**{**_image_fields(base), "env": {**base.env, **env}})
+    if not collect_metrics:
+        base = Image(**{**_image_fields(base), "metrics": None})
+    providers = provider if isinstance(provider, (list, tuple)) else [provider or Local()]
+    fields = {
+        "accelerator": _old_accelerator(accelerator),
+        "nodes": nodes,
+        "vcpus": cpu,
+        "memory_gb": _gigabytes(memory),
+        "allocation": _ALLOCATION.get(allocation, allocation),
+        "image": base,
+        "ttl": timeout,
+        "volumes": tuple(volume or ()),
+    }
+    specs = tuple(Spec(provider=p, **fields) for p in providers)
+    options = Options(
+        selection="first" if selection == "available" else selection,
+        worker=Worker(concurrency=concurrency),
+        console=_DISPLAY[display],
+    )
+    pool = Pool(specs, options)
+    if on_event is not None:
+        pool.on(Event, on_event)
+    return pool
+
+
+def _image_fields(image: Image) -> dict[str, Any]:
+    return {name: getattr(image, name) for name in Image.__dataclass_fields__}
+
+
+def _old_accelerator(value: Any) -> Any:
+    if value is None or isinstance(value, accelerators.Accelerator):
+        return value
+    if isinstance(value, str):
+        name, _, memory = value.partition("-")
+        factory = getattr(accelerators, name, None)
+        if callable(factory) and name not in ("Accelerator", "Custom"):
+            return factory(memory=memory or None)
+    raise ValueError(f"ComputePool(accelerator={value!r}) is not valid: use sky.accelerators.A100() or a name like \"A100\"")
+
+
+def _gigabytes(memory: str | None) -> float | None:
+    if memory is None:
+        return None
+    text = str(memory).strip().upper()
+    try:
+        return float(text.removesuffix("GB").removesuffix("G"))
+    except ValueError:
+        raise ValueError(f"ComputePool(memory={memory!r}) is not valid: use a size like \"32GB\"") from None
+
+
+def pool(*specs: Spec, **params: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: open a pool for the duration of each call of the function, so the body
+    can dispatch with ``>> sky``. Takes what ``Compute`` takes; the older ``ComputePool``
+    parameters (``display=``, ``concurrency=``, ...) are accepted too."""
+
+    def make() -> Pool:
+        if specs or "options" in params or "name" in params or set(params) <= set(SPEC_FIELDS):
+            return Compute(*specs, **params)
+        return ComputePool(**params)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with make():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+class MultiPool:
+    """Open several pools in parallel; ``with MultiPool(a, b) as (pa, pb):``. If one fails
+    to open, the others are closed and the error is raised. Exit closes all in parallel."""
+
+    def __init__(self, *pools: Pool) -> None:
+        for item in pools:
+            if not isinstance(item, Pool):
+                raise TypeError(f"MultiPool takes pools (sky.Compute(...)/ComputePool(...)), got {item!r}")
+        self.pools = pools
+
+    def __enter__(self) -> tuple[Pool, ...]:
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(self.pools))) as executor:
+            futures = [executor.submit(p.open) for p in self.pools]
+            concurrent.futures.wait(futures)
+        failed = [f.exception() for f in futures if f.exception() is not None]
+        if failed:
+            self._close_all(cancel=True)
+            raise failed[0]
+        return self.pools
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._close_all(cancel=exc_type is not None)
+
+    def _close_all(self, cancel: bool) -> None:
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(self.pools))) as executor:
+            list(executor.map(lambda p: p.close(cancel=cancel), self.pools))

@@ -1,0 +1,94 @@
+"""Which pool ``>> sky`` means: the active pool of this context, else the only open pool."""
+
+from __future__ import annotations
+
+import threading
+import types
+from contextvars import ContextVar, Token
+from typing import Any, Protocol, runtime_checkable
+
+from skyward.api.errors import NoActivePoolError
+from skyward.api.instance import current_task
+
+
+@runtime_checkable
+class DispatchTarget(Protocol):
+    """What the operators need from a pool."""
+
+    def run(self, pending: Any, *, target: Any = None) -> Any: ...
+
+    def run_async(self, pending: Any, *, target: Any = None) -> Any: ...
+
+    def broadcast(self, pending: Any) -> list[Any]: ...
+
+    def run_parallel(self, group: Any) -> Any: ...
+
+
+_active: ContextVar[Any] = ContextVar("skyward_active_pool", default=None)
+_open: list[Any] = []
+_open_lock = threading.Lock()
+
+NO_ACTIVE_POOL = (
+    "No active pool: `>> sky` and sky.dict()/sky.counter()/... need an open pool. "
+    "Use them inside `with sky.Compute(...) as pool:` or a @sky.pool function, "
+    "or dispatch to the pool object directly (`>> pool`)."
+)
+
+
+NESTED_DISPATCH = (
+    "Dispatching from inside a running task is not supported: a task cannot send work to "
+    "its own pool. Return the data to the client and dispatch there, or share work between "
+    "nodes with sky.queue()."
+)
+
+
+def activate(pool: Any) -> Token[Any]:
+    """Make ``pool`` the active pool of the current context; returns the reset token."""
+    with _open_lock:
+        _open.append(pool)
+    return _active.set(pool)
+
+
+def deactivate(pool: Any, token: Token[Any] | None) -> None:
+    """Undo ``activate``; tolerant of being called from another context."""
+    with _open_lock:
+        if pool in _open:
+            _open.remove(pool)
+    if token is not None:
+        try:
+            _active.reset(token)
+        except ValueError:
+            _active.set(None)
+
+
+def active_pool() -> Any:
+    """The pool ``>> sky`` refers to.
+
+    The context's active pool wins; in a thread that has no context (a plain
+    ``threading.Thread`` started inside the ``with`` block) the most recently opened pool
+    that is still open is used. Raises NoActivePoolError when no pool is open.
+    """
+    pool = _active.get()
+    if pool is not None:
+        return pool
+    with _open_lock:
+        if _open:
+            return _open[-1]
+    raise NoActivePoolError(NO_ACTIVE_POOL)
+
+
+def resolve_target(target: Any, operator: str) -> DispatchTarget:
+    """Turn the right-hand side of an operator into a pool, or raise a TypeError that says why.
+
+    Inside a running task any dispatch raises RuntimeError: tasks cannot dispatch.
+    """
+    if current_task() is not None:
+        raise RuntimeError(NESTED_DISPATCH)
+    if isinstance(target, types.ModuleType) and target.__name__ == "skyward":
+        return active_pool()
+    if isinstance(target, DispatchTarget) and not isinstance(target, type):
+        return target
+    raise TypeError(
+        f"The right side of `{operator}` must be a pool (from sky.Compute(...)) or the `sky` "
+        f"module, got {type(target).__name__} {target!r}."
+    )

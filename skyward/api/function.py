@@ -1,0 +1,222 @@
+"""Defining work: ``@sky.function``, ``PendingFunction``, ``&`` groups and ``gather``.
+
+Calling a decorated function runs nothing: it returns a frozen ``PendingFunction``.
+An operator sends it to a pool: ``>>`` one node, ``@`` every node, ``>`` a Future,
+and ``(a() & b()) >> pool`` a group in parallel.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar, overload
+
+from skyward.api.context import resolve_target
+from skyward.api.validation import check_number
+
+T = TypeVar("T")
+
+PRECEDENCE_HINT = (
+    "`>>` binds tighter than `&`, so `a() & b() >> pool` runs b() alone first. "
+    "Add parentheses: `(a() & b()) >> pool`."
+)
+
+
+def _check_timeout(timeout: float | None) -> None:
+    check_number("sky.function", "timeout", timeout, strictly_positive=True, optional=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingFunction(Generic[T]):
+    """A call that has not run yet: ``fn(*args, **kwargs)`` with an optional timeout."""
+
+    fn: Callable[..., T]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    timeout: float | None = None
+    source: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The function's qualified name, used in errors and events."""
+        return getattr(self.fn, "__qualname__", None) or repr(self.fn)
+
+    @property
+    def callable(self) -> Callable[..., T]:
+        """What is sent to the node: the decorated function when there is one, so a
+        function from an importable module travels by reference."""
+        return self.source if self.source is not None else self.fn
+
+    def with_timeout(self, seconds: float | None) -> PendingFunction[T]:
+        """A copy with a wall-clock timeout in seconds (None for the pool's default)."""
+        _check_timeout(seconds)
+        return replace(self, timeout=seconds)
+
+    def __rshift__(self, target: Any) -> T:
+        return resolve_target(target, ">>").run(self)
+
+    def __matmul__(self, target: Any) -> list[T]:
+        return resolve_target(target, "@").broadcast(self)
+
+    def __gt__(self, target: Any) -> Any:
+        return resolve_target(target, ">").run_async(self)
+
+    def __and__(self, other: Any) -> PendingFunctionGroup:
+        if isinstance(other, PendingFunction):
+            return PendingFunctionGroup((self, other))
+        if isinstance(other, PendingFunctionGroup):
+            return PendingFunctionGroup((self, *other.items), other.stream, other.ordered)
+        raise TypeError(
+            f"`&` joins pending calls, but its right side is {type(other).__name__} {other!r}. "
+            + PRECEDENCE_HINT
+        )
+
+    def __rand__(self, other: Any) -> PendingFunctionGroup:
+        raise TypeError(
+            f"`&` joins pending calls, but its left side is {type(other).__name__} {other!r}. "
+            + PRECEDENCE_HINT
+        )
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"{self.name}(...) has not run: it is a pending call. Send it to a pool with "
+            "`>> pool` and use the result."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingFunctionGroup:
+    """Pending calls run in parallel by ``>>``: a tuple of results, or a generator when
+    ``stream`` (in submission order when ``ordered``, else as each completes)."""
+
+    items: tuple[PendingFunction[Any], ...]
+    stream: bool = False
+    ordered: bool = True
+
+    def __post_init__(self) -> None:
+        for item in self.items:
+            if not isinstance(item, PendingFunction):
+                raise TypeError(
+                    f"A group holds pending calls such as f(x), got {type(item).__name__} {item!r}."
+                )
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __rshift__(self, target: Any) -> Any:
+        return resolve_target(target, ">>").run_parallel(self)
+
+    def __and__(self, other: Any) -> PendingFunctionGroup:
+        if isinstance(other, PendingFunction):
+            return PendingFunctionGroup((*self.items, other), self.stream, self.ordered)
+        if isinstance(other, PendingFunctionGroup):
+            return PendingFunctionGroup((*self.items, *other.items), self.stream, self.ordered)
+        raise TypeError(
+            f"`&` joins pending calls, but its right side is {type(other).__name__} {other!r}. "
+            + PRECEDENCE_HINT
+        )
+
+    def __matmul__(self, target: Any) -> Any:
+        raise TypeError(
+            "A group cannot be broadcast with `@`: broadcast each call (`f() @ pool`), "
+            "or run the group in parallel with `>>`."
+        )
+
+    def __gt__(self, target: Any) -> Any:
+        raise TypeError(
+            "A group has no `>` (Future) form: use `>>` for the results, "
+            "sky.gather(..., stream=True) >> pool to receive them as they finish, "
+            "or `f() > pool` per call for Futures."
+        )
+
+    def __bool__(self) -> bool:
+        raise TypeError("A group has not run: send it to a pool with `>> pool`.")
+
+
+class SkywardFunction(Generic[T]):
+    """A function marked for remote execution; calling it returns a ``PendingFunction``."""
+
+    def __init__(self, fn: Callable[..., T], timeout: float | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"@sky.function decorates a function, got {type(fn).__name__} {fn!r}")
+        _check_timeout(timeout)
+        self.local = fn
+        self.timeout = timeout
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> PendingFunction[T]:
+        return PendingFunction(self.local, args, kwargs, self.timeout, self)
+
+    def __rshift__(self, target: Any) -> Any:
+        raise self._not_called(">>")
+
+    def __matmul__(self, target: Any) -> Any:
+        raise self._not_called("@")
+
+    def __gt__(self, target: Any) -> Any:
+        raise self._not_called(">")
+
+    def _not_called(self, operator: str) -> TypeError:
+        name = self.__qualname__
+        return TypeError(
+            f"`{name} {operator} pool` sends the function itself; call it first: "
+            f"`{name}(...) {operator} pool`."
+        )
+
+    def __repr__(self) -> str:
+        return f"<skyward function {self.__qualname__}>"
+
+    def __reduce__(self) -> Any:
+        # An importable module-level function travels by reference (its name); anything
+        # else (defined in __main__, in a closure, rebound) is rebuilt from its parts.
+        module = sys.modules.get(self.__module__)
+        if (
+            module is not None
+            and self.__module__ != "__main__"
+            and "<locals>" not in self.__qualname__
+            and _lookup(module, self.__qualname__) is self
+        ):
+            return self.__qualname__
+        return (SkywardFunction, (self.local, self.timeout))
+
+
+def _lookup(module: Any, qualname: str) -> Any:
+    obj = module
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+@overload
+def function(fn: Callable[..., T], *, timeout: float | None = None) -> SkywardFunction[T]: ...
+
+
+@overload
+def function(fn: None = None, *, timeout: float | None = None) -> Callable[[Callable[..., T]], SkywardFunction[T]]: ...
+
+
+def function(fn: Callable[..., T] | None = None, *, timeout: float | None = None) -> Any:
+    """Mark ``fn`` for remote execution: ``@sky.function`` or ``@sky.function(timeout=600)``.
+
+    ``timeout`` is a per-call wall-clock limit in seconds (TimeoutError when exceeded).
+    """
+    _check_timeout(timeout)
+    if fn is None:
+        return lambda inner: SkywardFunction(inner, timeout)
+    return SkywardFunction(fn, timeout)
+
+
+compute = function
+
+
+def gather(*pendings: PendingFunction[Any], stream: bool = False, ordered: bool = True) -> PendingFunctionGroup:
+    """Group pending calls to run in parallel with ``>>``.
+
+    With ``stream=True`` the result is a generator yielding each result as it is ready:
+    in submission order when ``ordered`` (the default), otherwise in completion order.
+    """
+    if not isinstance(stream, bool) or not isinstance(ordered, bool):
+        raise TypeError("gather(stream=..., ordered=...) take True or False")
+    return PendingFunctionGroup(tuple(pendings), stream, ordered)

@@ -1,0 +1,457 @@
+"""``Pool``: the synchronous face of a running cluster, and ``sky.Compute`` which opens one.
+
+A pool owns an asyncio loop on a daemon thread; every public method is synchronous and
+bridges to that loop. Opening provisions the nodes (trying each Spec in selection
+order); closing waits for work still in flight (up to ``Options.shutdown_timeout``) on a
+normal exit, cancels it at once when the block exits with an exception (Ctrl-C
+included), and stops every process the pool started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import Token
+from typing import Any
+
+from skyward.api import context
+from skyward.api.context import NESTED_DISPATCH
+from skyward.api.errors import AllProvidersFailedError, PoolClosedError
+from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
+from skyward.api.instance import current_task
+from skyward.api.spec import Options, Spec
+from skyward.collections.config import DISABLED
+from skyward.collections.factories import PoolCollections
+from skyward.engine.driver import CHUNKS_PER_SLOT, NOT_NOW, ClusterDriver
+from skyward.engine.events import EventFeed
+from skyward.observe import log_setup
+from skyward.observe.bus import EventBus
+from skyward.observe.console import Console, open_console
+from skyward.observe.cost import CostMeter
+from skyward.observe.events import (
+    BootstrapPhase,
+    ClusterDestroyed,
+    ClusterProvisioned,
+    ClusterReady,
+    ClusterRequested,
+    Error,
+    InstanceBootstrapped,
+    InstanceDestroyed,
+    InstanceProvisioned,
+)
+from skyward.observe.progress import ProgressTracker, guided_chunks
+from skyward.providers.base import Cluster
+
+
+class Pool(PoolCollections):
+    """A pool of nodes; use it as a context manager (``with sky.Compute(...) as pool``).
+
+    ``pool.dict(name)``, ``pool.set``, ``pool.counter``, ``pool.queue``, ``pool.barrier``
+    and ``pool.lock`` give the client the pool's distributed collections (see
+    ``skyward.collections``)."""
+
+    def __init__(self, specs: tuple[Spec, ...], options: Options, name: str | None = None) -> None:
+        if not specs:
+            raise ValueError("a pool needs at least one Spec")
+        self.specs = specs
+        self.options = options
+        self.name = name or f"pool-{uuid.uuid4().hex[:8]}"
+        self.id = uuid.uuid4().hex
+        self._bus = EventBus()
+        self._state = "new"
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._cluster: Cluster | None = None
+        self._driver: ClusterDriver | None = None
+        self._feed: EventFeed | None = None
+        self._console: Console | None = None
+        self._logging: log_setup.LogSession | None = None
+        self._cost: CostMeter | None = None
+        self._progress = ProgressTracker(self._bus)
+        self._token: Token[Any] | None = None
+        self._futures: set[concurrent.futures.Future[Any]] = set()
+        self._opened_at = 0.0
+        self.spec: Spec | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> Pool:
+        self.open()
+        self._token = context.activate(self)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        token, self._token = self._token, None
+        context.deactivate(self, token)
+        self.close(cancel=exc_type is not None)
+
+    def open(self) -> Pool:
+        """Provision the nodes and start the agents; blocks until the pool is ready."""
+        with self._lock:
+            if self._state != "new":
+                raise RuntimeError(f"pool {self.name} was already opened; create a new one")
+            self._state = "opening"
+        self._opened_at = time.monotonic()
+        self._logging = log_setup.install(self.options.logging, self._bus.on)
+        self._console = open_console(self.options.console, self._bus.on)
+        try:
+            self._start_loop()
+            self._launch()
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def close(self, cancel: bool = False) -> None:
+        """Stop everything the pool started. Work in flight is awaited for up to
+        ``Options.shutdown_timeout`` seconds, or cancelled at once when ``cancel``."""
+        with self._lock:
+            if self._state in ("closing", "closed", "new"):
+                self._state = "closed" if self._state == "new" else self._state
+                return
+            self._state = "closing"
+        pending = [f for f in list(self._futures) if not f.done()]
+        if pending and not cancel:
+            concurrent.futures.wait(pending, timeout=self.options.shutdown_timeout)
+        for future in pending:
+            future.cancel()
+        self._teardown()
+
+    def _start_loop(self) -> None:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name=f"skyward-{self.name}", daemon=True)
+        thread.start()
+        self._loop, self._loop_thread = loop, thread
+
+    def _launch(self) -> None:
+        """Provision the first spec that works (in ``Options.selection`` order); a spec
+        this provider cannot satisfy (ValueError, NotImplementedError, a provisioning
+        failure) falls through to the next. A single spec's error is raised as it is;
+        when several all fail, AllProvidersFailedError lists each one's reason."""
+        failures: list[tuple[Spec, BaseException]] = []
+        for spec in self._ordered_specs():
+            self._bus.emit(ClusterRequested(self.name, spec.provider.name, spec.node_count.desired))
+            try:
+                spec.provider.validate(spec, self.options)
+                started = time.monotonic()
+                cluster = spec.provider.launch(spec, self.options, self.id)
+            except TypeError:
+                raise
+            except Exception as exc:  # this spec cannot be had here: try the next one
+                failures.append((spec, exc))
+                self._bus.emit(Error(f"{spec.provider.name}: {exc}"))
+                continue
+            self.spec, self._cluster = spec, cluster
+            self._start_driver(cluster, time.monotonic() - started)
+            return
+        if len(failures) == 1:
+            raise failures[0][1]
+        failure = AllProvidersFailedError(f"none of the {len(failures)} Specs of pool {self.name} could be provisioned")
+        for index, (spec, error) in enumerate(failures, 1):
+            failure.add_note(f"{index}. {spec.provider.name}: {type(error).__name__}: {error}")
+        raise failure from failures[0][1]
+
+    def _start_driver(self, cluster: Cluster, duration: float) -> None:
+        """Report the nodes, then connect the one driver to the cluster's transport."""
+        assert self._loop is not None
+        count = len(cluster.infos)  # a provider may give more (sky.Ray: every alive node)
+        self._bus.emit(ClusterProvisioned(self.name, count, duration))
+        self._cost = CostMeter(cluster.pricing, self._bus.emit).start()
+        for phase in cluster.phases:
+            self._bus.emit(BootstrapPhase(phase.name, phase.seconds, phase.node))
+        for info, node in zip(cluster.infos, cluster.nodes):
+            self._bus.emit(InstanceProvisioned(info.node, node.id, node.address))
+            self._bus.emit(InstanceBootstrapped(info.node, node.id, duration))
+        self._feed = EventFeed(self._bus.emit, lambda message: self._bus.emit(Error(message)))
+        cluster.transport.open(self._loop, self._feed)
+        self._driver = ClusterDriver(
+            cluster.transport, cluster.encode, self.options.resolved_worker, self.options.default_compute_timeout,
+            self._bus.emit, self._bus.wants, self._feed.wait_delivered, self._loop,
+        )
+        with self._lock:
+            self._state = "open"
+        self._bus.emit(ClusterReady(self.name, count, time.monotonic() - self._opened_at))
+
+    def _ordered_specs(self) -> list[Spec]:
+        if self.options.selection == "first" or len(self.specs) == 1:
+            return list(self.specs)
+        return sorted(self.specs, key=_cheapest_price)
+
+    def _teardown(self) -> None:
+        if self._driver is not None:
+            self._driver.close()
+        cluster = self._cluster
+        if cluster is not None:
+            cluster.transport.close()
+        if self._feed is not None:
+            self._feed.stop()
+        if cluster is not None:
+            try:
+                cluster.collections.release()
+                cluster.stop()
+            except Exception as exc:  # report, keep tearing down
+                self._bus.emit(Error(f"teardown: {exc}"))
+            for info, node in zip(cluster.infos, cluster.nodes):
+                self._bus.emit(InstanceDestroyed(info.node, node.id))
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._loop_thread is not None:
+                self._loop_thread.join(timeout=5)
+            self._loop.close()
+        if self._cost is not None:
+            self._cost.stop()
+        self._bus.emit(ClusterDestroyed(self.name, time.monotonic() - self._opened_at))
+        if self._console is not None:
+            self._console.close()
+        if self._logging is not None:
+            self._logging.close()
+        self._cluster = self._driver = self._feed = None
+        with self._lock:
+            self._state = "closed"
+
+    def _collections_engine(self) -> Any:
+        """The client's engine for this pool's collections (see ``PoolCollections``)."""
+        cluster = self._cluster
+        if cluster is None or self._state != "open":
+            raise PoolClosedError(
+                f"pool {self.name} is not open: use pool.dict() & co. inside `with sky.Compute(...) as pool:`"
+            )
+        if not self.options.collections_enabled:
+            raise RuntimeError(DISABLED)
+        return cluster.collections.engine()
+
+    # ----------------------------------------------------------------- dispatch
+
+    def _require_driver(self) -> ClusterDriver:
+        if current_task() is not None:
+            raise RuntimeError(NESTED_DISPATCH)
+        driver = self._driver
+        if driver is None or self._state != "open" or self._loop is None:
+            raise PoolClosedError(
+                f"pool {self.name} is not open: use it inside `with sky.Compute(...) as pool:`"
+            )
+        return driver
+
+    def _submit(self, make: Callable[[ClusterDriver], Any]) -> concurrent.futures.Future[Any]:
+        driver = self._require_driver()
+        assert self._loop is not None
+        future = asyncio.run_coroutine_threadsafe(make(driver), self._loop)
+        self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+        return future
+
+    def _wait(self, future: concurrent.futures.Future[Any]) -> Any:
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def run(self, pending: PendingFunction[Any], *, target: Any = None) -> Any:
+        """Run on one node and return the result (``pending >> pool``). ``target`` pins the
+        node: "head" or a rank."""
+        _check_pending(pending, ">>")
+        driver = self._require_driver()
+        if not self._on_loop_thread():
+            result = driver.run_now(pending, target)
+            if result is not NOT_NOW:
+                return result
+        return self._wait(self._submit(lambda d: d.run(pending, target)))
+
+    def _on_loop_thread(self) -> bool:
+        return threading.current_thread() is self._loop_thread
+
+    def run_async(self, pending: PendingFunction[Any], *, target: Any = None) -> concurrent.futures.Future[Any]:
+        """Start on one node and return a Future at once (``pending > pool``)."""
+        _check_pending(pending, ">")
+        return self._submit(lambda d: d.run(pending, target))
+
+    def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
+        """Run on every node at once; results in node order (``pending @ pool``)."""
+        _check_pending(pending, "@")
+        driver = self._require_driver()
+        with self._progress.tasks("broadcast", pending.name, driver.nodes):
+            return self._wait(self._submit(lambda d: d.broadcast(pending)))
+
+    def run_parallel(self, group: PendingFunctionGroup) -> Any:
+        """Run a group in parallel: a tuple of results, or a generator when ``stream``."""
+        if not isinstance(group, PendingFunctionGroup):
+            raise TypeError(f"run_parallel() takes a group (a() & b(), or sky.gather(...)), got {group!r}")
+        futures = [self._submit(lambda d, p=p: d.run(p, None)) for p in group.items]
+        self._progress.futures("gather", _group_name(group), futures)
+        if group.stream:
+            return self._stream(futures, group.ordered)
+        try:
+            return tuple(future.result() for future in futures)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+    def _stream(self, futures: list[concurrent.futures.Future[Any]], ordered: bool) -> Iterator[Any]:
+        try:
+            source = futures if ordered else concurrent.futures.as_completed(futures)
+            for future in source:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def map(
+        self, fn: Callable[..., Any], items: Iterable[Any], *, timeout: float | None = None, stream: bool = False
+    ) -> Any:
+        """``[fn(x) for x in items]`` across the pool, results in input order.
+
+        ``fn`` need not be decorated. Items travel in chunks sized automatically (big
+        first, single items at the end), so 10,000 small items cost a few dozen round
+        trips. ``timeout`` applies per item (default: the function's, else the pool's).
+        ``stream=True`` returns a generator instead of a list: it starts the map when
+        iterated and yields results in input order as soon as they are in.
+        """
+        pending = _as_pending(fn, timeout)
+        values = list(items)
+        driver = self._require_driver()
+        if stream:
+            return self._map_stream(driver, pending, values)
+        if not values:
+            return []
+        with self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))):
+            return self._wait(self._submit(lambda d: d.map(pending, values)))
+
+    def _map_plan(self, driver: ClusterDriver, count: int) -> Iterator[int]:
+        return guided_chunks(count, driver.nodes * self.options.resolved_worker.slots, CHUNKS_PER_SLOT)
+
+    def _map_stream(self, driver: ClusterDriver, pending: PendingFunction[Any], values: list[Any]) -> Iterator[Any]:
+        if not values:
+            return
+        arrived: queue.SimpleQueue[tuple[int, list[Any]] | None] = queue.SimpleQueue()
+        with self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))):
+            future = self._submit(lambda d: d.map(pending, values, lambda start, chunk: arrived.put((start, chunk))))
+            future.add_done_callback(lambda _: arrived.put(None))
+            early: dict[int, list[Any]] = {}
+            position = 0
+            try:
+                while position < len(values):
+                    while position not in early:
+                        entry = arrived.get()
+                        if entry is None:
+                            future.result()  # raises the map's error
+                            continue
+                        early[entry[0]] = entry[1]
+                    chunk = early.pop(position)
+                    position += len(chunk)
+                    yield from chunk
+            finally:
+                future.cancel()
+
+    def current_nodes(self) -> int:
+        """How many nodes are ready now."""
+        return self._driver.nodes if self._driver is not None else 0
+
+    def resize(self, nodes: Any) -> None:
+        """Change the node count at run time: not implemented yet."""
+        raise NotImplementedError(
+            "pool.resize() is not implemented yet: pools keep the node count they were opened with"
+        )
+
+    def on(self, event_type: type, handler: Callable[[Any], Any]) -> Callable[[], None]:
+        """Call ``handler(event)`` for each event of ``event_type``; returns an unsubscribe function."""
+        return self._bus.on(event_type, handler)
+
+    # ----------------------------------------------------------------- old names
+
+    def run_batch(self, group: PendingFunctionGroup) -> Any:
+        """Old name of ``run_parallel``."""
+        return self.run_parallel(group)
+
+    @property
+    def is_active(self) -> bool:
+        """True while the pool is open."""
+        return self._state == "open"
+
+    @property
+    def instance_count(self) -> int:
+        """Old name of ``current_nodes()``."""
+        return self.current_nodes()
+
+    # ----------------------------------------------------------------- operators
+
+    def __rrshift__(self, other: Any) -> Any:
+        raise _not_pending(other, ">>")
+
+    def __rmatmul__(self, other: Any) -> Any:
+        raise _not_pending(other, "@")
+
+    def __lt__(self, other: Any) -> Any:
+        raise _not_pending(other, ">")
+
+    def __reduce__(self) -> Any:
+        return (DetachedPool, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"<Pool {self.name} {self._state} nodes={self.current_nodes()}>"
+
+
+class DetachedPool:
+    """What a pool becomes when a task captures it: any use says why it cannot work."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):  # pickle and copy probe for these: not there
+            raise AttributeError(attribute)
+        raise RuntimeError(NESTED_DISPATCH)
+
+    def __rrshift__(self, other: Any) -> Any:
+        raise RuntimeError(NESTED_DISPATCH)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        raise RuntimeError(NESTED_DISPATCH)
+
+    def __lt__(self, other: Any) -> Any:
+        raise RuntimeError(NESTED_DISPATCH)
+
+
+def _cheapest_price(spec: Spec) -> float:
+    """The lowest hourly price among ``spec``'s offers (0 when its provider has no prices)."""
+    return min((offer.hourly_price for offer in spec.provider.offers(spec)), default=0.0)
+
+
+def _group_name(group: PendingFunctionGroup) -> str:
+    names = list(dict.fromkeys(item.name for item in group.items))
+    return names[0] if len(names) == 1 else f"{len(names)} functions"
+
+
+def _check_pending(pending: Any, operator: str) -> None:
+    if not isinstance(pending, PendingFunction):
+        raise _not_pending(pending, operator)
+
+
+def _not_pending(value: Any, operator: str) -> TypeError:
+    if isinstance(value, SkywardFunction):
+        return TypeError(f"call the function first: `{value.__qualname__}(...) {operator} pool`")
+    if isinstance(value, PendingFunctionGroup):
+        return TypeError("a group runs with `>>` only: `(a() & b()) >> pool`")
+    return TypeError(
+        f"the left side of `{operator}` must be a pending call such as f(x) where f is decorated "
+        f"with @sky.function; got {type(value).__name__} {value!r}"
+    )
+
+
+def _as_pending(fn: Callable[..., Any], timeout: float | None) -> PendingFunction[Any]:
+    if isinstance(fn, PendingFunction):
+        raise TypeError("pool.map() takes the function itself, not a call: pool.map(f, items)")
+    if isinstance(fn, SkywardFunction):
+        pending = fn()
+    elif callable(fn):
+        pending = PendingFunction(fn)
+    else:
+        raise TypeError(f"pool.map() needs a function, got {type(fn).__name__} {fn!r}")
+    return pending.with_timeout(timeout) if timeout is not None else pending

@@ -1,0 +1,55 @@
+"""``sky.Session``: several pools with one lifetime.
+
+``with sky.Session() as session:`` then ``session.compute(...)`` (same arguments as
+``sky.Compute``) opens a pool that lives until the session ends; pools are closed in
+parallel on exit. ``session.close()`` does the same without ``with``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import Any
+
+from skyward.api.compute import Compute
+from skyward.api.pool import Pool
+from skyward.api.spec import Options, Spec
+
+
+class Session:
+    """Owns pools opened through it and closes them together."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        if options is not None and not isinstance(options, Options):
+            raise TypeError(f"Session(options=...) takes sky.Options(...), got {type(options).__name__}")
+        self.options = options
+        self.pools: list[Pool] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.close(cancel=exc_type is not None)
+
+    def compute(self, *specs: Spec, name: str | None = None, options: Options | None = None, **fields: Any) -> Pool:
+        """Open a pool (arguments as for ``sky.Compute``) owned by this session."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this session is closed; start a new one")
+        pool = Compute(*specs, name=name, options=options or self.options, **fields)
+        pool.open()
+        with self._lock:
+            self.pools.append(pool)
+        return pool
+
+    def close(self, cancel: bool = False) -> None:
+        """Close every pool of the session, in parallel."""
+        with self._lock:
+            self._closed = True
+            pools, self.pools = self.pools, []
+        if not pools:
+            return
+        with concurrent.futures.ThreadPoolExecutor(len(pools)) as executor:
+            list(executor.map(lambda p: p.close(cancel=cancel), pools))

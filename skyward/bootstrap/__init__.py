@@ -1,1 +1,0 @@
-"""Bringing remote hosts up: SSH transport, Image -> install script, shipped wheels."""

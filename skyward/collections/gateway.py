@@ -1,0 +1,168 @@
+"""Collections for processes outside the Ray cluster, served by a node agent.
+
+An executor child (``Worker(executor="process")``) and the client of a remote pool are
+not Ray drivers, so their proxies get a ``ForwardingEngine``: each engine operation is
+encoded as ``(op, args)`` and sent to a node agent, which runs it with its own
+``LocalEngine`` (and so its node's cache) through a ``Gateway`` and answers with the
+encoded ``(ok, value)``. The proxies are the same classes as everywhere else; only
+their engine differs. The child reaches its agent over its pipe (``bridge``); a remote
+client reaches the head node's agent through the head relay, which forwards the bytes
+unopened.
+
+Each operation runs on a thread of its own, so a waiting one (``queue.get``,
+``lock.acquire``, ``barrier.wait``) blocks nothing else; it can be stopped (``cancel``),
+which ends it within one wait slice.
+
+Remote clients hold locks and join barriers as holders of the agent's own process, one
+per client thread (``<node>/<agent pid>/task-client-<client>-<pid>-thread-<id>``), so
+the agent keeps their leases alive while the client is connected. When the client goes
+away (it closed the pool, was killed, or its connection broke) ``end_client`` stops its
+operations and ends every holder it named: its locks are freed and the barriers it
+joined break, as for a task that failed; if the agent itself dies, the leases expire
+within 3.75 s.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from skyward.collections.steps import Steps, Wait
+
+OPERATION_PREFIXES = ("dict_", "set_", "counter_", "queue_", "barrier_", "lock_")
+GATEWAY_THREADS = 128
+DRAIN_TIMEOUT = 8.0
+"""How long an ending client waits for its running operations (each stops within one
+1 s wait slice, or its host's answer) before its holders are ended."""
+_HOLDER_ARG = {"barrier_join": 2, "lock_acquire": 1, "lock_release": 1}
+
+Forward = Callable[[str, tuple[Any, ...]], concurrent.futures.Future[Any]]
+
+
+class ForwardingEngine:
+    """Every ``LocalEngine`` operation, run by a node agent: ``forward(op, args)`` sends
+    one operation and returns a Future of its result. ``where`` names the way in errors."""
+
+    def __init__(self, forward: Forward, where: str) -> None:
+        self._forward_op = forward
+        self._where = where
+
+    def __getattr__(self, op: str) -> Callable[..., Steps[Any]]:
+        if not op.startswith(OPERATION_PREFIXES):
+            raise AttributeError(op)
+        return lambda *args: self._forward(op, args)
+
+    def _forward(self, op: str, args: tuple[Any, ...]) -> Steps[Any]:
+        return (yield Wait(self._forward_op(op, args), None, f"{op} through {self._where}"))
+
+
+def encode_operation(op: str, args: tuple[Any, ...], dumps: Callable[[Any], bytes] = cloudpickle.dumps) -> bytes:
+    """The bytes of one forwarded operation (TypeError naming the operation if an
+    argument cannot be pickled)."""
+    try:
+        return dumps((op, args))
+    except Exception as exc:
+        raise TypeError(f"{op}: a value cannot be pickled to send to the pool: {exc}") from None
+
+
+def decode_answer(data: bytes) -> Any:
+    """The result in a gateway's answer, or raises its error."""
+    ok, value = cloudpickle.loads(data)
+    if ok:
+        return value
+    raise value
+
+
+class Gateway:
+    """In a node agent: runs forwarded operations with ``engine()``, the node's engine."""
+
+    def __init__(self, engine: Callable[[], Any], node: int) -> None:
+        self._engine = engine
+        self._node = node
+        self._lock = threading.Lock()
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._running: dict[str, dict[int, tuple[threading.Event, concurrent.futures.Future[None]]]] = {}
+        self._holders: dict[str, set[str]] = {}
+
+    def submit(self, request: bytes, reply: Callable[[bytes], None], client: str = "", call_id: int = 0) -> None:
+        """Run one encoded operation on a gateway thread and hand the encoded answer to
+        ``reply``. ``client`` names a remote client (empty for an executor child)."""
+        stop = threading.Event()
+        with self._lock:
+            future = self._pool().submit(self._serve, request, reply, client, stop)
+            if client:
+                self._running.setdefault(client, {})[call_id] = (stop, future)
+        if client:
+            future.add_done_callback(lambda _: self._finished(client, call_id))
+
+    def run(self, request: bytes, client: str, call_id: int) -> bytes:
+        """``submit`` and wait for its answer (for a caller that has a thread to spare)."""
+        answer: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+        self.submit(request, answer.set_result, client, call_id)
+        return answer.result()
+
+    def cancel(self, client: str, call_id: int) -> None:
+        """Stop ``client``'s operation ``call_id`` at its next wait slice."""
+        with self._lock:
+            running = self._running.get(client, {}).get(call_id)
+        if running is not None:
+            running[0].set()
+
+    def end_client(self, client: str) -> None:
+        """``client`` is gone: stop its operations, then end every holder it named."""
+        with self._lock:
+            running = list(self._running.pop(client, {}).values())
+            holders = self._holders.pop(client, set())
+        for stop, _ in running:
+            stop.set()
+        concurrent.futures.wait([future for _, future in running], timeout=DRAIN_TIMEOUT)
+        if holders:
+            engine = self._engine()
+            for task in holders:
+                engine.end_task(task, False)
+
+    def _finished(self, client: str, call_id: int) -> None:
+        with self._lock:
+            self._running.get(client, {}).pop(call_id, None)
+
+    def _serve(self, request: bytes, reply: Callable[[bytes], None], client: str, stop: threading.Event) -> None:
+        from skyward.collections.steps import run
+
+        op: Any = "the operation"
+        try:
+            op, args = cloudpickle.loads(request)
+            if not isinstance(op, str) or not op.startswith(OPERATION_PREFIXES):
+                raise ValueError(f"{op!r} is not a collection operation")
+            if client:
+                args = self._as_client_holder(op, args, client)
+            answer: tuple[bool, Any] = (True, run(getattr(self._engine(), op)(*args), stop))
+        except BaseException as exc:  # sent back to the caller, raised there
+            answer = (False, exc)
+        try:
+            data = cloudpickle.dumps(answer)
+        except Exception as exc:
+            data = cloudpickle.dumps((False, TypeError(f"the answer to {op} cannot be pickled: {exc}")))
+        try:
+            reply(data)
+        except OSError:  # the caller is gone; nobody waits for the answer
+            pass
+
+    def _as_client_holder(self, op: str, args: tuple[Any, ...], client: str) -> tuple[Any, ...]:
+        slot = _HOLDER_ARG.get(op)
+        if slot is None:
+            return args
+        _, pid, who = str(args[slot]).split("/", 2)
+        task = f"client-{client}-{pid}-{who}".replace("/", "-")
+        with self._lock:
+            self._holders.setdefault(client, set()).add(task)
+        return (*args[:slot], f"{self._node}/{os.getpid()}/task-{task}", *args[slot + 1:])
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._threads is None:
+            self._threads = concurrent.futures.ThreadPoolExecutor(GATEWAY_THREADS, thread_name_prefix="skyward-gateway")
+        return self._threads

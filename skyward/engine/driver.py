@@ -1,0 +1,313 @@
+"""The client's dispatch engine, the same for every provider: slots per node, timeouts,
+requests to node agents through a ``Transport``, and their outcomes (or the transport's
+failures) turned into results and clear exceptions.
+
+Every coroutine here runs on the pool's event loop thread; ``run_now`` runs on the
+caller's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from skyward.api.errors import NodeCrashedError, PoolClosedError
+from skyward.api.function import PendingFunction
+from skyward.api.spec import Worker
+from skyward.engine.scheduler import ALL, SlotScheduler
+from skyward.engine.transport import (
+    Disconnected,
+    NodeLost,
+    NoReply,
+    Shared,
+    Transport,
+    TransportError,
+)
+from skyward.engine.wire import (
+    CALL,
+    MAP,
+    Payload,
+    TaskFailure,
+    TaskRequest,
+    decode,
+    describe_unpicklable,
+)
+from skyward.observe.events import InstanceReplaced, TaskCompleted, TaskStarted
+
+BACKSTOP_GRACE = 60.0
+CALL_GRACE = 1.0
+NOT_NOW = object()
+"""What ``run_now`` returns when no slot is free right now (or the transport cannot
+wait on the caller's thread): use ``run``."""
+CHUNKS_PER_SLOT = 2
+Emit = Callable[[Any], None]
+
+
+class Encoder(Protocol):
+    """Turns a request into the bytes a node agent decodes (``wire.encode`` or a
+    remote pool's by-value encoder)."""
+
+    def __call__(self, obj: Any) -> Payload: ...
+
+
+class ClusterDriver:
+    """Dispatches work to one agent per node through a ``SlotScheduler``."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        encode: Encoder,
+        worker: Worker,
+        default_timeout: float,
+        emit: Emit,
+        wants: Callable[[type], bool],
+        output_delivered: Callable[[int, int], None],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._transport = transport
+        self._encode_payload = encode
+        self._slots = worker.slots
+        self._queues_on_node = worker.buffer > 0
+        self._default_timeout = default_timeout
+        self._emit = emit
+        self._wants = wants
+        self._output_delivered = output_delivered
+        self._scheduler = SlotScheduler(transport.nodes, worker.slots, loop)
+        self._ids = itertools.count()
+        self.closing = False
+
+    @property
+    def nodes(self) -> int:
+        return self._transport.nodes
+
+    def close(self) -> None:
+        """Refuse new work; work in flight ends with PoolClosedError if its node goes away."""
+        self.closing = True
+
+    def busy(self) -> int:
+        """Task slots in use right now."""
+        return self._scheduler.busy()
+
+    def target_node(self, target: Any) -> int | None:
+        """Validate ``pool.run(target=...)``: None, "head" or a rank; ValueError otherwise."""
+        if target is None:
+            return None
+        if target == "head":
+            return 0
+        if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < self.nodes:
+            return target
+        raise ValueError(
+            f"target={target!r} is not valid: use None (any node), \"head\" or a node rank "
+            f"0..{self.nodes - 1}"
+        )
+
+    def _request(self, pending: PendingFunction[Any], kind: str = CALL, chunk: list[Any] | None = None) -> TaskRequest:
+        timeout = pending.timeout if pending.timeout is not None else self._default_timeout
+        args = (chunk,) if kind == MAP else pending.args
+        kwargs = {} if kind == MAP else pending.kwargs
+        return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind)
+
+    def run_now(self, pending: PendingFunction[Any], target: Any = None) -> Any:
+        """Run on one node from the calling thread, without the event loop, if a slot is
+        free right now and the transport can wait here; returns ``NOT_NOW`` otherwise
+        (then use ``run``)."""
+        self._check_open()
+        if not self._transport.can_call_now:
+            return NOT_NOW
+        node = self._scheduler.try_acquire(self.target_node(target))
+        if node is None:
+            return NOT_NOW
+        try:
+            request = self._request(pending)
+            payload = self._encode(request)
+            started = self._started(node, request)
+            error: BaseException | None = None
+            try:
+                try:
+                    reply = self._transport.call_now(node, payload, self._wait_limit(request))
+                except TransportError as exc:
+                    raise self._transport_failure(exc, request) from None
+                ok, value, events = decode(reply)
+                if events:
+                    self._output_delivered(node, events)
+                return self._outcome(ok, value, request, 0)
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                self._completed(node, request, started, error)
+        finally:
+            self._scheduler.release(node)
+
+    async def run(self, pending: PendingFunction[Any], target: Any = None) -> Any:
+        """Run on one node (round-robin over free slots, or the pinned target)."""
+        self._check_open()
+        node = await self._scheduler.acquire(self.target_node(target))
+        try:
+            request = self._request(pending)
+            return await self._execute(node, self._encode(request), request)
+        finally:
+            self._scheduler.release(node)
+
+    async def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
+        """Run on every node at once; the request is encoded and stored once for all."""
+        self._check_open()
+        nodes = await self._scheduler.acquire(ALL)
+        released: set[int] = set()
+
+        async def one(node: int, shared: Shared, request: TaskRequest) -> Any:
+            try:
+                return await self._execute(node, shared, request)
+            finally:
+                released.add(node)
+                self._scheduler.release(node)
+
+        shared: Shared | None = None
+        try:
+            request = self._request(pending)
+            shared = await self._transport.share(self._encode(request))
+            outcomes = await asyncio.gather(
+                *(one(node, shared, request) for node in nodes), return_exceptions=True
+            )
+        finally:
+            if shared is not None:
+                self._transport.unshare(shared)
+            left = [node for node in nodes if node not in released]
+            if left:
+                self._scheduler.release(left)
+        failures = [(node, out) for node, out in zip(nodes, outcomes) if isinstance(out, BaseException)]
+        if failures:
+            node, first = failures[0]
+            if len(failures) > 1 and not isinstance(first, asyncio.CancelledError):
+                first.add_note(f"{len(failures)} of {len(nodes)} nodes failed; this is node {node}'s error")
+            raise first
+        return list(outcomes)
+
+    async def map(
+        self, fn: PendingFunction[Any], items: list[Any], on_chunk: Callable[[int, list[Any]], None] | None = None
+    ) -> list[Any]:
+        """Apply ``fn`` to every item, in chunks sized from what is left (guided
+        scheduling: big chunks first, single items at the end); results in input order.
+        ``on_chunk(start, values)`` is called as each chunk's results arrive."""
+        self._check_open()
+        results: list[Any] = [None] * len(items)
+        position = 0
+        feeders = self.nodes * self._slots
+
+        async def feed() -> None:
+            nonlocal position
+            while position < len(items):
+                node = await self._scheduler.acquire(None)
+                try:
+                    if position >= len(items):
+                        return
+                    size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * feeders)))
+                    start, position = position, position + size
+                    request = self._request(fn, MAP, items[start:position])
+                    values = await self._execute(node, self._encode(request), request, offset=start)
+                    results[start : start + len(values)] = values
+                    if on_chunk is not None:
+                        on_chunk(start, values)
+                finally:
+                    self._scheduler.release(node)
+
+        tasks = [asyncio.ensure_future(feed()) for _ in range(min(feeders, len(items)))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+        return results
+
+    async def _execute(self, node: int, payload: Payload | Shared, request: TaskRequest, offset: int = 0) -> Any:
+        started = self._started(node, request)
+        error: BaseException | None = None
+        try:
+            try:
+                reply = await self._transport.call(node, payload, self._wait_limit(request))
+            except TransportError as exc:
+                raise self._transport_failure(exc, request) from None
+            ok, value, events = decode(reply)
+            if events:
+                await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, node, events)
+            return self._outcome(ok, value, request, offset)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._completed(node, request, started, error)
+
+    def _outcome(self, ok: bool, value: Any, request: TaskRequest, offset: int) -> Any:
+        if ok:
+            return value
+        raise self._failure(value, request, offset)
+
+    def _started(self, node: int, request: TaskRequest) -> float:
+        if self._wants(TaskStarted):
+            self._emit(TaskStarted(request.task_id, request.name, node))
+        return time.monotonic()
+
+    def _completed(self, node: int, request: TaskRequest, started: float, error: BaseException | None) -> None:
+        if self._wants(TaskCompleted):
+            failed = None if error is None else f"{type(error).__name__}: {error}"
+            self._emit(TaskCompleted(request.task_id, request.name, node, time.monotonic() - started, failed))
+
+    def _wait_limit(self, request: TaskRequest) -> float:
+        """How long to wait for an agent's answer. A call starts running as soon as it
+        arrives (unless the node buffers), so its own timeout plus a grace applies;
+        otherwise the agent enforces deadlines and this only guards against a hung agent."""
+        if request.kind == CALL and not self._queues_on_node and request.timeout:
+            return request.timeout + CALL_GRACE
+        items = len(request.args[0]) if request.kind == MAP else 1
+        return (request.timeout or 0) * items * (1 + self._slots) + BACKSTOP_GRACE
+
+    def _transport_failure(self, exc: TransportError, request: TaskRequest) -> BaseException:
+        """The error to raise for a failure of the way to the node rather than of the task."""
+        node = exc.node
+        if isinstance(exc, NoReply):
+            if request.kind == CALL and not self._queues_on_node:
+                return TimeoutError(
+                    f"{request.name} did not finish within its timeout of {request.timeout:g}s on node {node}"
+                )
+            return TimeoutError(
+                f"node {node} gave no answer for {request.name} within {self._wait_limit(request):g}s "
+                "(its agent is unresponsive)"
+            )
+        if isinstance(exc, NodeLost):
+            if self.closing:
+                return PoolClosedError(f"the pool closed while {request.name} was running")
+            if self._wants(InstanceReplaced):
+                self._emit(InstanceReplaced(node, f"agent died while running {request.name}"))
+            return NodeCrashedError(
+                f"node {node}'s worker process died while running {request.name} ({exc.detail}). "
+                "The node's agent is replaced and the pool keeps working; the task was not retried.",
+                node,
+            )
+        if isinstance(exc, Disconnected):
+            if self.closing:
+                return PoolClosedError(f"the pool closed while {request.name} was running")
+            return ConnectionError(f"{request.name} was lost with the connection to the pool: {exc.detail}")
+        return RuntimeError(f"node {node} could not run {request.name}: {exc.detail}")
+
+    def _failure(self, failure: TaskFailure, request: TaskRequest, offset: int) -> BaseException:
+        if failure.item is not None:
+            failure = replace(failure, item=failure.item + offset)
+        if failure.crashed:
+            return NodeCrashedError(failure.message, failure.node)
+        return failure.to_exception(request.name)
+
+    def _encode(self, request: TaskRequest) -> Payload:
+        try:
+            return self._encode_payload(request)
+        except Exception as exc:
+            found = describe_unpicklable(request.fn, request.args, request.kwargs, request.name)
+            raise (found if found is not None else exc) from None
+
+    def _check_open(self) -> None:
+        if self.closing:
+            raise PoolClosedError("the pool is closed: open a new one to run more work")

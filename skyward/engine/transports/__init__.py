@@ -1,0 +1,1 @@
+"""How bytes reach a node agent: Ray actor calls, the local lane, the SSH relay."""

@@ -1,0 +1,243 @@
+"""What travels between the client and a node agent: a ``TaskRequest`` and its outcome.
+
+Both are cloudpickled (protocol 5) by skyward itself, so Ray carries plain bytes. Buffers
+of 1 MiB or more (large numpy arrays, ...) travel out of band: Ray stores them once in
+its shared-memory object store and the receiver reads them without copying (read-only,
+as with Ray's own arguments). An outcome is ``(True, value)`` or ``(False, TaskFailure)``;
+a failure carries the exception pickled (when it can be) and the remote traceback as
+text, so the client re-raises the remote exception as its own type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pickle
+import sys
+import sysconfig
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from skyward.api.errors import RemoteError, RemoteTraceback
+from skyward.api.function import SkywardFunction
+
+CALL = "call"
+MAP = "map"
+OUT_OF_BAND_BYTES = 1 << 20
+Payload = bytes | tuple[bytes, list[Any]]
+_by_value_lock = threading.Lock()
+_PATHS = sysconfig.get_paths()
+_INSTALLED = tuple(
+    os.path.realpath(p) for p in {_PATHS["stdlib"], _PATHS["purelib"], _PATHS["platlib"], sys.base_prefix}
+)
+
+
+def encode(obj: Any) -> Payload:
+    """Pickle ``obj``; big buffers stay out of band (see the module docstring)."""
+    return _dump(obj, cloudpickle.CloudPickler)
+
+
+def _dump(obj: Any, pickler: type[cloudpickle.CloudPickler]) -> Payload:
+    buffers: list[Any] = []
+
+    def keep_in_band(buffer: pickle.PickleBuffer) -> bool:
+        if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
+            return True
+        buffers.append(buffer)
+        return False
+
+    stream = io.BytesIO()
+    pickler(stream, protocol=5, buffer_callback=keep_in_band).dump(obj)
+    header = stream.getvalue()
+    return (header, buffers) if buffers else header
+
+
+class ByValueEncoder:
+    """``encode`` for nodes that do not have the client's own modules (scripts, tests,
+    anything not installed in site-packages or shipped with ``Image.includes``): those
+    are pickled by value, so cloudpickle ships their code with the request."""
+
+    def __init__(self, shipped_roots: tuple[str, ...] = ()) -> None:
+        self._shipped = tuple(os.path.realpath(p) for p in shipped_roots)
+        self._decided: dict[str, bool] = {}
+
+    def __call__(self, obj: Any) -> Payload:
+        with self._by_value():
+            return _dump(obj, _ByValuePickler)
+
+    def dumps(self, obj: Any) -> bytes:
+        """``obj`` as one bytes object (no out-of-band buffers), modules by value alike."""
+        with self._by_value():
+            stream = io.BytesIO()
+            _ByValuePickler(stream, protocol=5).dump(obj)
+            return stream.getvalue()
+
+    @contextlib.contextmanager
+    def _by_value(self) -> Iterator[None]:
+        modules = self._local_modules()
+        with _by_value_lock:
+            registered = []
+            for name in modules:
+                if name not in cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES:
+                    cloudpickle.register_pickle_by_value(sys.modules[name])
+                    registered.append(name)
+            try:
+                yield
+            finally:
+                for name in registered:
+                    cloudpickle.unregister_pickle_by_value(sys.modules[name])
+
+    def _local_modules(self) -> list[str]:
+        local = []
+        for name, module in list(sys.modules.items()):
+            decided = self._decided.get(name)
+            if decided is None:
+                decided = self._decided[name] = self._is_local(module)
+            if decided and name in sys.modules:
+                local.append(name)
+        return local
+
+    def _is_local(self, module: Any) -> bool:
+        path = getattr(module, "__file__", None)
+        name = getattr(module, "__name__", "")
+        if not path or not isinstance(path, str) or name == "__main__" or name.split(".")[0] == "skyward":
+            return False
+        real = os.path.realpath(path)
+        installed = real.startswith(_INSTALLED) or real.startswith(os.path.realpath(sys.prefix))
+        return not installed and not real.startswith(self._shipped)
+
+
+class _ByValuePickler(cloudpickle.CloudPickler):
+    """Also ships ``@sky.function`` objects of by-value modules by value (they would
+    otherwise travel as a reference to their module)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, SkywardFunction) and _by_value(obj.__module__):
+            return (SkywardFunction, (obj.local, obj.timeout))
+        return super().reducer_override(obj)
+
+
+def _by_value(module: str) -> bool:
+    registered = cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES
+    parts = module.split(".")
+    return any(".".join(parts[:i]) in registered for i in range(1, len(parts) + 1))
+
+
+def decode(payload: Payload) -> Any:
+    """The object ``encode`` packed."""
+    if isinstance(payload, bytes):
+        return cloudpickle.loads(payload)
+    header, buffers = payload
+    return cloudpickle.loads(header, buffers=buffers)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequest:
+    """One unit of work: ``fn(*args, **kwargs)``, or for ``MAP`` ``[fn(x) for x in args[0]]``.
+
+    ``timeout`` is per call (per item for ``MAP``), counted from when it starts running.
+    """
+
+    task_id: str
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    timeout: float | None = None
+    kind: str = CALL
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFailure:
+    """Why a task failed, in a form that always pickles."""
+
+    type_name: str
+    message: str
+    traceback: str
+    node: int
+    exception: bytes | None = None
+    item: int | None = None
+    timed_out: bool = False
+    crashed: bool = False
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, node: int, item: int | None = None) -> TaskFailure:
+        """Capture ``exc`` (with its traceback) raised while running a task on ``node``."""
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return cls(type(exc).__qualname__, str(exc), text, node, _pickle_exception(exc), item)
+
+    def to_exception(self, task_name: str) -> BaseException:
+        """The exception to raise on the client, with the remote traceback as its cause."""
+        exc = _unpickle_exception(self.exception, self.type_name, self.message)
+        where = f"on node {self.node}" + (f" (item {self.item})" if self.item is not None else "")
+        exc.__cause__ = RemoteTraceback(self.traceback)
+        exc.add_note(f"raised {where} while running {task_name}")
+        return exc
+
+
+Outcome = tuple[bool, Any]
+
+
+def _unpickle_exception(payload: bytes | None, type_name: str, message: str) -> BaseException:
+    """The exception ``_pickle_exception`` captured, or a ``RemoteError`` naming its type
+    and message when it cannot be loaded here."""
+    if payload is not None:
+        try:
+            loaded = cloudpickle.loads(payload)
+            return loaded.rebuild() if isinstance(loaded, _ExceptionState) else loaded
+        except Exception:
+            pass
+    return RemoteError(type_name, message)
+
+
+def _pickle_exception(exc: BaseException) -> bytes | None:
+    """Pickle ``exc`` so it loads back as its own type, or None if it cannot be.
+
+    Exceptions whose ``__init__`` takes other arguments than ``args`` do not survive a
+    plain pickle round trip; those are rebuilt from class, args and ``__dict__``.
+    """
+    for candidate in (exc, _ExceptionState(type(exc), exc.args, dict(vars(exc)))):
+        try:
+            payload = cloudpickle.dumps(candidate)
+            cloudpickle.loads(payload)
+            return payload
+        except Exception:
+            continue
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _ExceptionState:
+    cls: type[BaseException]
+    args: tuple[Any, ...]
+    state: dict[str, Any]
+
+    def rebuild(self) -> BaseException:
+        exc = self.cls.__new__(self.cls)
+        exc.args = self.args
+        exc.__dict__.update(self.state)
+        return exc
+
+
+def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> TypeError | None:
+    """Find which part of a call cannot be pickled and say so; None if all of it can."""
+    parts: list[tuple[str, Any]] = [("the function", fn)]
+    parts += [(f"argument {i}", value) for i, value in enumerate(args)]
+    parts += [(f"keyword argument {key!r}", value) for key, value in kwargs.items()]
+    for label, value in parts:
+        try:
+            cloudpickle.dumps(value)
+        except Exception as exc:
+            shown = repr(value)
+            shown = shown if len(shown) <= 120 else shown[:117] + "..."
+            return TypeError(
+                f"Cannot send {name} to the pool: {label} ({shown}) cannot be pickled: {exc}. "
+                "Pass something picklable, or create the object inside the function."
+            )
+    return None

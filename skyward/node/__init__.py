@@ -1,0 +1,1 @@
+"""What runs on a node: the agent, its executors, its outbox of events."""

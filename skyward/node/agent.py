@@ -1,0 +1,239 @@
+"""``NodeAgent``: the long-lived Ray actor that runs a node's tasks.
+
+One agent per node, pinned there by its provider. It keeps warm state between tasks
+(module globals, loaded models), runs at most ``Worker.concurrency`` tasks at once (more
+wait in the node's buffer), keeps every task's output lines in its ``Outbox`` until the
+client takes them, serves collection operations for processes outside the Ray cluster
+(its executor children, a remote client) through a ``Gateway``, and never raises out of
+``execute``: a failure is an outcome. If its process dies, Ray starts a fresh agent in
+its place.
+
+``start_agents`` is the one place agents are created (local pools, attached Ray
+clusters and the head relay of remote pools all use it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+import ray
+
+from skyward.api.instance import InstanceInfo, current_task, install_node_info
+from skyward.api.output import TaskStream
+from skyward.api.spec import Worker
+from skyward.collections import installed as collections_installed
+from skyward.collections.config import CollectionsConfig
+from skyward.collections.gateway import GATEWAY_THREADS, Gateway
+from skyward.engine.events import EventBatch
+from skyward.engine.transports.lane import LaneServer
+from skyward.engine.wire import Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.node.outbox import Outbox
+from skyward.node.process_executor import ProcessExecutor
+from skyward.node.thread_executor import ThreadExecutor
+from skyward.observe.events import Log
+from skyward.observe.metrics import Collector, MetricSampler
+
+SPARE_CONCURRENCY = 40
+"""Actor threads beyond the task slots, for event polls, readiness checks and shutdown."""
+COLLECTIONS_GROUP = "collections"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSetup:
+    """Everything an agent needs to know at start (and again after a restart)."""
+
+    info: InstanceInfo
+    worker: Worker
+    cwd: str
+    sys_path: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    metrics: tuple[Collector, ...] = ()
+    collections: CollectionsConfig | None = None
+    lane: str = ""
+
+
+class _SlotLease:
+    """A held concurrency slot that is given back exactly once."""
+
+    def __init__(self, semaphore: threading.BoundedSemaphore) -> None:
+        self._semaphore = semaphore
+        self._lock = threading.Lock()
+        self._held = True
+
+    def release(self) -> None:
+        with self._lock:
+            if not self._held:
+                return
+            self._held = False
+        self._semaphore.release()
+
+
+class NodeAgent:
+    """Runs tasks on one node. Created by ``start_agents``."""
+
+    def __init__(self, setup: AgentSetup) -> None:
+        os.chdir(setup.cwd)
+        sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
+        os.environ.update(setup.env)
+        install_node_info(setup.info)
+        collections_installed.install_node(setup.collections)
+        self._info = setup.info
+        self._outbox = Outbox()
+        self._sampler = MetricSampler(setup.metrics, setup.info.node, self._outbox.put).start()
+        self._printed: set[str] = set()
+        self._running = threading.BoundedSemaphore(setup.worker.concurrency)
+        self._gateway = Gateway(collections_installed.node_engine, setup.info.node)
+        self._streams = [
+            TaskStream("stdout", sys.stdout, self._current_line),
+            TaskStream("stderr", sys.stderr, self._current_line),
+        ]
+        sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
+        if setup.worker.resolved_executor == "process":
+            child_setup = {
+                "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env, "collections": setup.collections,
+            }
+            self._executor: Any = ProcessExecutor(
+                setup.info, setup.worker.reuse_processes, self._line, child_setup, self._gateway
+            )
+        else:
+            self._executor = ThreadExecutor(setup.info, setup.worker.concurrency, self._task_ended)
+        self._lane = LaneServer(setup.lane, self.execute) if setup.lane else None
+
+    def take_events(self, wait: float) -> bytes:
+        """The encoded ``EventBatch`` of what this node produced since the last call."""
+        return EventBatch(*self._outbox.take(wait)).encode()
+
+    def wake_events(self) -> None:
+        """End a pending ``take_events`` at once: the client is closing the pool."""
+        self._outbox.wake()
+
+    def ready(self) -> int:
+        """Answer once started; returns the agent's process id."""
+        return os.getpid()
+
+    def execute(self, payload: Payload) -> Payload:
+        """Run an encoded ``TaskRequest`` when a slot is free. Returns the encoded
+        ``(ok, value_or_TaskFailure, events)``: ``events`` is 0 if the task printed
+        nothing, else how many events this agent's outbox held once its output was in,
+        so the client can deliver that output before the result."""
+        try:
+            request: TaskRequest = decode(payload)
+        except Exception as exc:  # e.g. the function's module does not exist on this node
+            failure = TaskFailure.from_exception(exc, self._info.node)
+            return encode((False, _unloadable(failure, self._info.node), 0))
+        self._running.acquire()
+        slot = _SlotLease(self._running)
+        try:
+            ok, value = self._executor.run(request, slot.release)
+        finally:
+            slot.release()
+        collections_installed.end_task(request.task_id, ok)
+        events = 0
+        if request.task_id in self._printed:
+            self._printed.discard(request.task_id)
+            events = self._outbox.published
+        try:
+            return encode((ok, value, events))
+        except Exception as exc:
+            message = f"the result of {request.name} cannot be pickled to send back: {exc}"
+            failure = TaskFailure("TypeError", message, "", self._info.node, cloudpickle.dumps(TypeError(message)))
+            return encode((False, failure, events))
+
+    @ray.method(concurrency_group=COLLECTIONS_GROUP)
+    def collection(self, client: str, call_id: int, request: bytes) -> bytes:
+        """Run one encoded collection operation for the remote client ``client``."""
+        return self._gateway.run(request, client, call_id)
+
+    def cancel_collection(self, client: str, call_id: int) -> None:
+        """Stop ``client``'s operation ``call_id`` (it ends within one wait slice)."""
+        self._gateway.cancel(client, call_id)
+
+    def end_client(self, client: str) -> None:
+        """Remote client ``client`` is gone: free its locks, break the barriers it joined."""
+        self._gateway.end_client(client)
+
+    def _current_line(self, stream: str, line: str) -> None:
+        task = current_task()
+        self._line(task.task_id if task else "", stream, line)
+
+    def _line(self, task_id: str, stream: str, line: str) -> None:
+        if task_id:
+            self._printed.add(task_id)
+        self._outbox.put(Log(self._info.node, line, stream, task_id or None))
+
+    def _task_ended(self, task_id: str) -> None:
+        for stream in self._streams:
+            stream.flush_task(task_id)
+
+    def shutdown(self) -> None:
+        """Stop sampling and executor children; ``stop_agents`` then kills the actor."""
+        if self._lane is not None:
+            self._lane.close()
+        self._sampler.stop()
+        self._executor.close()
+
+
+def _unloadable(failure: TaskFailure, node: int) -> TaskFailure:
+    """A request that could not be loaded on ``node``, with the likely fix."""
+    hint = (
+        f"the task could not be loaded on node {node}: {failure.type_name}: {failure.message}. "
+        "Install the missing package on the nodes (Image.pip) or ship your code with Image.includes"
+    )
+    return TaskFailure(failure.type_name, hint, failure.traceback, node, failure.exception)
+
+
+def start_agents(
+    setups: Sequence[AgentSetup], placement: Sequence[dict[str, Any]] = ()
+) -> list[Any]:
+    """One ``NodeAgent`` actor per setup; ``placement[i]`` are extra Ray actor options
+    for agent ``i`` (resources, scheduling strategy) that pin it to its node."""
+    if not setups:
+        return []
+    worker = setups[0].worker
+    remote_agent = ray.remote(
+        num_cpus=0,
+        max_restarts=-1,
+        max_task_retries=0,
+        max_concurrency=worker.slots + SPARE_CONCURRENCY,
+        concurrency_groups={COLLECTIONS_GROUP: GATEWAY_THREADS},
+    )(NodeAgent)
+    options = list(placement) or [{} for _ in setups]
+    return [remote_agent.options(**extra).remote(setup) for setup, extra in zip(setups, options)]
+
+
+def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> None:
+    """Return once every agent answers; TimeoutError naming how many did not (and
+    ``hint``, the likely fix) after ``timeout`` seconds."""
+    started = time.monotonic()
+    refs = [agent.ready.remote() for agent in agents]
+    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    if pending:
+        raise TimeoutError(
+            f"{len(pending)} of {len(agents)} node agents {where} did not start within {timeout:g}s "
+            f"(waited {time.monotonic() - started:.1f}s); {hint}"
+        )
+    ray.get(ready)
+
+
+def stop_agents(agents: Sequence[Any]) -> None:
+    """Ask every agent to shut down (bounded), then kill the actors."""
+    refs = []
+    for agent in agents:
+        try:
+            refs.append(agent.shutdown.remote())
+        except Exception:
+            continue
+    if refs:
+        ray.wait(refs, num_returns=len(refs), timeout=5)
+    for agent in agents:
+        try:
+            ray.kill(agent, no_restart=True)
+        except Exception:
+            pass

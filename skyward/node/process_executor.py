@@ -1,0 +1,148 @@
+"""Runs tasks in child processes of the agent (``Worker(executor="process")``).
+
+Each running task has a child to itself; with ``reuse_processes`` the child serves later
+tasks too, otherwise it exits after one. A child that outlives its deadline is killed,
+which really frees the slot; a child that dies is reported as a crash and replaced.
+Frames are cloudpickled tuples over a pair of pipes. A task's distributed-collection
+operations arrive as ``call`` frames and are served by the agent's ``Gateway`` (see
+``skyward.collections.bridge``), whose answers share the pipe to the child.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+import cloudpickle
+
+from skyward.api.instance import InstanceInfo
+from skyward.collections import bridge
+from skyward.collections.gateway import Gateway
+from skyward.engine.wire import Outcome, TaskFailure, TaskRequest
+from skyward.node.thread_executor import timeout_failure
+
+LineSink = Callable[[str, str, str], None]
+
+
+class _Child:
+    """One worker process and the parent's ends of its pipes."""
+
+    def __init__(self, setup: dict[str, Any]) -> None:
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w)],
+            pass_fds=(to_child_r, from_child_w),
+            env=env,
+            cwd=setup["cwd"],
+            stdin=subprocess.DEVNULL,
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.send = Connection(to_child_w, readable=False)
+        self.recv = Connection(from_child_r, writable=False)
+        self._send_lock = threading.Lock()
+        self.write(cloudpickle.dumps(("init", setup)))
+
+    def write(self, data: bytes) -> None:
+        """Send one frame to the child (task frames and collection answers share the pipe)."""
+        with self._send_lock:
+            self.send.send_bytes(data)
+
+    def run(self, request: TaskRequest, node: int, sink: LineSink, gateway: Gateway) -> Outcome:
+        """Send ``request`` and relay its output until it is done, dies or times out."""
+        self.write(cloudpickle.dumps(("run", request)))
+        item, started = 0, time.monotonic()
+        while True:
+            wait = None if request.timeout is None else started + request.timeout - time.monotonic()
+            if wait is not None and wait <= 0:
+                self.kill()
+                return False, timeout_failure(request, node, item)
+            try:
+                if not self.recv.poll(wait):
+                    continue
+                kind, *body = cloudpickle.loads(self.recv.recv_bytes())
+            except (EOFError, OSError):
+                return False, self._crash(request, node)
+            if kind == "call":
+                bridge.serve(gateway, body[0], body[1], self.write)
+            elif kind == "out":
+                sink(request.task_id, body[0], body[1])
+            elif kind == "item":
+                item, started = body[0], time.monotonic()
+            elif kind == "done":
+                return body[0]
+
+    def _crash(self, request: TaskRequest, node: int) -> TaskFailure:
+        code = self.process.wait(timeout=10)
+        message = (
+            f"the worker process running {request.name} on node {node} died (exit code {code}); "
+            "a fresh process serves the next task"
+        )
+        return TaskFailure("NodeCrashedError", message, "", node, crashed=True)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+        self.process.wait(timeout=10)
+        self.send.close()
+        self.recv.close()
+
+
+class ProcessExecutor:
+    """Hands each request to an idle child (or a new one) and returns the outcome."""
+
+    def __init__(
+        self, info: InstanceInfo, reuse: bool, sink: LineSink, setup: dict[str, Any], gateway: Gateway
+    ) -> None:
+        self._info = info
+        self._reuse = reuse
+        self._sink = sink
+        self._gateway = gateway
+        self._setup = {**setup, "info": info}
+        self._idle: list[_Child] = []
+        self._all: set[_Child] = set()
+        self._lock = threading.Lock()
+
+    def run(self, request: TaskRequest, release_slot: Callable[[], None]) -> Outcome:
+        """Run ``request`` in a child; the slot is held until the child answers or is
+        killed at the deadline, so ``release_slot`` is left to the caller."""
+        child = self._checkout()
+        try:
+            return child.run(request, self._info.node, self._sink, self._gateway)
+        finally:
+            self._checkin(child)
+
+    def _checkout(self) -> _Child:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        child = _Child(self._setup)
+        with self._lock:
+            self._all.add(child)
+        return child
+
+    def _checkin(self, child: _Child) -> None:
+        if self._reuse and child.alive():
+            with self._lock:
+                self._idle.append(child)
+            return
+        child.kill()
+        with self._lock:
+            self._all.discard(child)
+
+    def close(self) -> None:
+        with self._lock:
+            children, self._all, self._idle = list(self._all), set(), []
+        for child in children:
+            child.kill()

@@ -1,0 +1,1 @@
+"""Providers: turn a Spec into running nodes (local, an existing Ray cluster, SSH hosts, clouds)."""

@@ -1,0 +1,138 @@
+"""Bootstrap one host over its SSH connection: ship what is missing (wheels, includes),
+run the Image's script under a time limit enforced on the host itself, and report
+phases, versions and the shell_vars values."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import posixpath
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+
+from skyward.providers.ssh.connection import RemoteFiles
+from skyward.providers.ssh.image_script import Artifacts
+
+REMOTE_CACHE = ".cache/skyward"
+OUTPUT_TAIL = 60
+KILL_GRACE = 5
+
+
+class BootstrapError(RuntimeError):
+    """A bootstrap step failed on a host; the message has the command and its output."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shipment:
+    """Local files to put in the node's cache (skipped when already there)."""
+
+    wheels: tuple[Path, ...]
+    includes: tuple[bytes, str] | None
+    artifacts: Artifacts
+    skyward_digest: str
+
+
+@dataclass
+class Bootstrapped:
+    """What a host reported once ready."""
+
+    env_dir: str
+    site: str
+    versions: dict[str, str]
+    shell_vars: dict[str, str]
+    phases: list[tuple[str, float]] = field(default_factory=list)
+
+
+async def ship(files: RemoteFiles, shipment: Shipment) -> None:
+    """Upload the wheels and includes archive the host does not have yet."""
+    wheels_dir = f"{REMOTE_CACHE}/wheels"
+    await files.makedirs(wheels_dir)
+    present = await files.sizes(wheels_dir)
+    for wheel in shipment.wheels:
+        if present.get(wheel.name) != wheel.stat().st_size:
+            await files.put(wheel, f"{wheels_dir}/{wheel.name}")
+    if shipment.includes is not None and shipment.artifacts.includes_archive:
+        target = f"{REMOTE_CACHE}/{shipment.artifacts.includes_archive}"
+        if not await files.exists(target):
+            await files.write(shipment.includes[0], target)
+
+
+async def bootstrap(
+    conn: asyncssh.SSHClientConnection, files: RemoteFiles, host: str, image_script: str, pool_dir: str,
+    timeout: float, on_phase: Callable[[str, float], None],
+) -> Bootstrapped:
+    """Run the bootstrap script; BootstrapError (failing command + output) or TimeoutError.
+    The host's own ``timeout`` stops the script (and everything it started) when
+    ``timeout`` seconds pass, so nothing keeps installing after we gave up."""
+    script_path = posixpath.join(pool_dir, "bootstrap.sh")
+    await files.makedirs(pool_dir)
+    await files.write(image_script.encode(), script_path)
+    lines: list[str] = []
+    phases: list[tuple[str, float]] = []
+    state = {"phase": "start", "since": time.monotonic()}
+    result: dict[str, str] = {}
+
+    def close_phase() -> None:
+        if state["phase"] != "start":
+            duration = time.monotonic() - float(state["since"])
+            phases.append((str(state["phase"]), duration))
+            on_phase(str(state["phase"]), duration)
+
+    command = f"timeout --kill-after={KILL_GRACE} {int(timeout)} bash {shlex.quote(script_path)}"
+
+    async def consume() -> int:
+        async with conn.create_process(command, stderr=asyncssh.STDOUT) as process:
+            async for line in process.stdout:
+                line = line.rstrip("\n")
+                if line.startswith("::phase "):
+                    close_phase()
+                    state["phase"], state["since"] = line.split(" ", 1)[1], time.monotonic()
+                elif line.startswith("::site "):
+                    result["site"] = line.split(" ", 1)[1]
+                elif line.startswith("::versions "):
+                    result["versions"] = line.split(" ", 1)[1]
+                elif line.startswith("::ready "):
+                    close_phase()
+                    result["env"] = line.split(" ", 1)[1]
+                else:
+                    lines.append(line)
+            completed = await process.wait()
+            return completed.exit_status if completed.exit_status is not None else -1
+
+    try:
+        status = await asyncio.wait_for(consume(), timeout + KILL_GRACE + 10)
+    except asyncio.TimeoutError:
+        status = 124
+    if status in (124, 137):
+        raise TimeoutError(
+            f"bootstrap of {host} did not finish within {timeout:g}s (in phase {state['phase']!r}) and was "
+            "stopped there; raise Image.bootstrap_timeout or Options.bootstrap_timeout. Last output:\n"
+            + "\n".join(lines[-20:])
+        )
+    if status != 0 or "env" not in result:
+        raise BootstrapError(_failure(host, status, lines))
+    raw = await files.read(posixpath.join(pool_dir, "shell_vars"))
+    versions = json.loads(result.get("versions", "{}"))
+    return Bootstrapped(result["env"], result.get("site", ""), versions, _parse_vars(raw), phases)
+
+
+def _failure(host: str, status: int, lines: list[str]) -> str:
+    failed = next((line for line in lines if line.startswith("::failed ")), None)
+    command = next((line for line in lines if line.startswith("::command ")), None)
+    output = [line for line in lines if not line.startswith("::")][-OUTPUT_TAIL:]
+    shown = "\n".join(output) if output else "(the command printed nothing)"
+    if failed is None:
+        return f"bootstrap of {host} failed (exit {status}). Output:\n{shown}"
+    _, phase, code = failed.split(" ", 2)
+    what = command.split(" ", 1)[1] if command else "?"
+    return f"bootstrap of {host} failed in phase {phase!r}: `{what}` exited with {code}. Output:\n{shown}"
+
+
+def _parse_vars(raw: bytes) -> dict[str, str]:
+    parts = raw.split(b"\0")
+    return {parts[i].decode(): parts[i + 1].decode() for i in range(0, len(parts) - 1, 2)}

@@ -1,0 +1,342 @@
+"""Start and stop a skyward cluster on hosts reached over SSH.
+
+One SSH connection per host carries everything: the host's facts, bootstrap, ``ray
+start`` (head on node 0, the others joining it, each bound to the host's own address and
+authenticated by a per-pool Ray token that only travels on stdin), a watchdog per node
+(heartbeats on its stdin; it stops the pool's processes ``ttl`` seconds after the client
+vanished), the head relay on node 0, and the port forward the client's transport uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import posixpath
+import secrets
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncssh
+
+from skyward.providers.base import NodeHandle, SSHEndpoint
+from skyward.providers.ssh import bootstrap as runner
+from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect
+from skyward.providers.ssh.versions import mismatches
+from skyward.providers.ssh.wheels import NodePlatform
+
+log = logging.getLogger("skyward.remote")
+# The pool's Ray token arrives as the first line of stdin: never on a command line.
+_TOKEN_ENV = "read -r RAY_AUTH_TOKEN && export RAY_AUTH_TOKEN RAY_AUTH_MODE=token RAY_USAGE_STATS_ENABLED=0"
+HEARTBEAT = 2.0
+START_TIMEOUT = 120.0
+STOP_TIMEOUT = 30.0
+FACTS_SCRIPT = r"""
+set -u
+echo "ip ${SSH_CONNECTION:-}"
+echo "machine $(uname -m)"
+echo "system $(uname -s | tr A-Z a-z)"
+echo "cpus $(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 0)"
+echo "memory_kb $(awk '/MemTotal/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
+echo "disk_kb $(df -Pk "$HOME" 2>/dev/null | awk 'NR==2 {print $4}')"
+echo "glibc $(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
+reach() {
+    case "$1" in
+        file://*) [ -e "${1#file://}" ] ;;
+        *) if command -v curl >/dev/null 2>&1; then curl -fsS -m 5 -o /dev/null "$1/" 2>/dev/null
+           elif command -v python3 >/dev/null 2>&1; then python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$1/" 2>/dev/null
+           else return 1; fi ;;
+    esac
+}
+for url in "$@"; do if reach "$url"; then echo "reach yes $url"; else echo "reach no $url"; fi; done
+"""
+
+
+class VersionMismatchError(RuntimeError):
+    """Client and a node disagree on Python, cloudpickle or skyward."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostFacts:
+    """What a host reported about itself before bootstrap."""
+
+    private_ip: str
+    platform: NodePlatform
+    vcpus: int
+    memory_gb: float
+    disk_gb: float
+    unreachable: tuple[str, ...]
+    """Package indexes the host could not reach."""
+
+
+@dataclass
+class RemoteNode:
+    """One host of the cluster and what runs there for the pool."""
+
+    index: int
+    handle: NodeHandle
+    conn: asyncssh.SSHClientConnection
+    files: RemoteFiles
+    pool_dir: str
+    facts: HostFacts | None = None
+    ready: runner.Bootstrapped | None = None
+    watchdog: Any = None
+
+    @property
+    def address(self) -> SSHEndpoint:
+        assert self.handle.ssh is not None
+        return self.handle.ssh
+
+    @property
+    def private_ip(self) -> str:
+        return self.facts.private_ip if self.facts is not None else self.address.host
+
+
+class RemoteCluster:
+    """The hosts of one pool: connect, bootstrap, start Ray and the head relay, stop."""
+
+    def __init__(self, pool_id: str, ttl: int, on_phase: Callable[[str, float, int | None], None]) -> None:
+        self.pool_id = pool_id
+        self.ttl = ttl
+        self.token = secrets.token_hex(32)
+        self.nodes: list[RemoteNode] = []
+        self.gcs_port = 0
+        self.forward: Any = None
+        self._on_phase = on_phase
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    def pool_dir(self, index: int) -> str:
+        """Per-node pool directory (unique per node, short enough for Ray's sockets)."""
+        return f"/tmp/skyward-{self.pool_id[:12]}-n{index}"
+
+    async def connect(self, handles: Sequence[NodeHandle], known: KnownHosts, timeout: float) -> None:
+        """Connect to every host (ConnectionError naming the first that fails)."""
+        started = time.monotonic()
+        endpoints = [handle.ssh for handle in handles]
+        if any(endpoint is None for endpoint in endpoints):
+            raise ValueError("every node of a remote pool needs an SSH endpoint")
+        results = await asyncio.gather(
+            *(connect(endpoint, known, timeout) for endpoint in endpoints if endpoint is not None),
+            return_exceptions=True,
+        )
+        for index, (handle, result) in enumerate(zip(handles, results)):
+            if isinstance(result, asyncssh.SSHClientConnection):
+                assert handle.ssh is not None
+                files = RemoteFiles(result, handle.ssh)
+                self.nodes.append(RemoteNode(index, handle, result, files, self.pool_dir(index)))
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise failures[0]
+        self._on_phase("ssh", time.monotonic() - started, None)
+
+    async def gather_facts(self, indexes: Sequence[str], timeout: float) -> None:
+        """Ask every host for its address, platform, size and which ``indexes`` it reaches."""
+        command = f"bash -s -- {' '.join(shlex.quote(url) for url in indexes)}"
+
+        async def one(node: RemoteNode) -> None:
+            result = await node.conn.run(command, input=FACTS_SCRIPT, check=False, timeout=timeout + 10 * len(indexes))
+            node.facts = _facts(str(result.stdout), node.address.host)
+
+        await _all(one(node) for node in self.nodes)
+
+    async def bootstrap(
+        self, script_for: Callable[[RemoteNode], str], shipments: dict[int, runner.Shipment], timeout: float
+    ) -> None:
+        async def one(node: RemoteNode) -> None:
+            started = time.monotonic()
+            await runner.ship(node.files, shipments[node.index])
+            self._on_phase("ship", time.monotonic() - started, node.index)
+            node.ready = await runner.bootstrap(
+                node.conn, node.files, str(node.address), script_for(node), node.pool_dir, timeout,
+                lambda phase, seconds: self._on_phase(phase, seconds, node.index),
+            )
+
+        await _all(one(node) for node in self.nodes)
+
+    def check_versions(self, client: dict[str, str]) -> None:
+        for node in self.nodes:
+            assert node.ready is not None
+            found = mismatches(client, node.ready.versions)
+            if found:
+                raise VersionMismatchError(
+                    f"node {node.index} ({node.address}) does not match this client: {'; '.join(found)}. "
+                    'Use Image(python="auto") so nodes get the client\'s Python, or run the client with '
+                    "the nodes' version"
+                )
+
+    async def start_watchdogs(self) -> None:
+        """A watchdog per node: it stops the pool there once the client is gone."""
+
+        async def one(node: RemoteNode) -> None:
+            assert node.ready is not None
+            python = posixpath.join(node.ready.env_dir, "venv/bin/python")
+            script = shlex.quote(posixpath.join(node.ready.site, "providers", "ssh", "watchdog.py"))
+            command = f"exec {shlex.quote(python)} -u {script} {shlex.quote(node.pool_dir)} {self.ttl} {HEARTBEAT}"
+            node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
+            line = await asyncio.wait_for(node.watchdog.stdout.readline(), START_TIMEOUT)
+            if not line.startswith("::watching"):
+                rest = await asyncio.wait_for(node.watchdog.stdout.read(), 5)
+                raise RuntimeError(f"the watchdog on {node.address} did not start:\n{line}{rest}")
+
+        await _all(one(node) for node in self.nodes)
+        self._heartbeat = asyncio.ensure_future(self._beat())
+
+    async def _beat(self) -> None:
+        while True:
+            for node in self.nodes:
+                if node.watchdog is not None:
+                    try:
+                        node.watchdog.stdin.write("beat\n")
+                    except Exception:
+                        pass
+            await asyncio.sleep(HEARTBEAT)
+
+    async def start_ray(self, resources: Callable[[RemoteNode], dict[str, float]], env: dict[str, str]) -> None:
+        started = time.monotonic()
+        head = self.nodes[0]
+        ports = _ports(5)
+        self.gcs_port = ports[0]
+        head_args = [  # no Ray Client server: the minimal ray package has none
+            "--head", f"--port={self.gcs_port}", "--include-dashboard=false",
+            f"--dashboard-agent-listen-port={ports[1]}", f"--dashboard-agent-grpc-port={ports[2]}",
+            f"--runtime-env-agent-port={ports[3]}", f"--metrics-export-port={ports[4]}",
+        ]
+        address = f"{head.private_ip}:{self.gcs_port}"
+
+        async def worker(node: RemoteNode) -> None:
+            others = _ports(4)
+            args = [
+                f"--address={address}", f"--dashboard-agent-listen-port={others[0]}",
+                f"--dashboard-agent-grpc-port={others[1]}", f"--runtime-env-agent-port={others[2]}",
+                f"--metrics-export-port={others[3]}",
+            ]
+            await self._ray_start(node, args, resources(node), env)
+
+        # Workers start alongside the head: `ray start --address` waits for the GCS.
+        await _all([self._ray_start(head, head_args, resources(head), env), *(worker(n) for n in self.nodes[1:])])
+        self._on_phase("ray", time.monotonic() - started, None)
+
+    async def _ray_start(self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]) -> None:
+        assert node.ready is not None
+        ray = posixpath.join(node.ready.env_dir, "venv/bin/ray")
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        command = (
+            f"{_TOKEN_ENV} {exports} && exec {shlex.quote(ray)} start {' '.join(shlex.quote(a) for a in args)} "
+            f"--node-ip-address={node.private_ip} --temp-dir={shlex.quote(node.pool_dir + '/ray')} "
+            f"--resources={shlex.quote(json.dumps(resources))} --disable-usage-stats "
+            "--log-style=record --log-color=false"
+        )
+        result = await asyncio.wait_for(node.conn.run(command, input=self.token + "\n", check=False), START_TIMEOUT)
+        if result.exit_status != 0:
+            output = (str(result.stdout) + str(result.stderr)).replace(self.token, "***")[-3000:]
+            raise RuntimeError(f"`ray start` failed on node {node.index} ({node.address}):\n{output}")
+
+    async def start_relay(self, config: bytes) -> tuple[int, float]:
+        """Start the head relay on node 0 with its encoded config; returns the local
+        forwarded port and how long its agents took to start."""
+        head = self.nodes[0]
+        assert head.ready is not None
+        python = posixpath.join(head.ready.env_dir, "venv/bin/python")
+        command = (
+            f"cd {shlex.quote(head.pool_dir)} && {_TOKEN_ENV} && exec {shlex.quote(python)} -u -m "
+            f"skyward.providers.ssh.head_relay {shlex.quote(head.pool_dir)}"
+        )
+        process = await head.conn.create_process(command, encoding=None, stderr=asyncssh.STDOUT)
+        process.stdin.write(self.token.encode() + b"\n" + len(config).to_bytes(8, "big") + config)
+        lines: list[str] = []
+        agents = 0.0
+        while True:
+            raw = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
+            if not raw:
+                raise RuntimeError("the head relay on node 0 exited while starting:\n" + "\n".join(lines[-40:]))
+            line = raw.decode(errors="replace").rstrip()
+            if line.startswith("::agents "):
+                agents = float(line.split()[1])
+            elif line.startswith("::listening "):
+                remote_port = int(line.split()[1])
+                break
+            elif line.startswith("::error "):
+                lines.append(line[8:])
+            else:
+                lines.append(line)
+        self.forward = await head.conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", remote_port)
+        asyncio.ensure_future(self._stream_logs(process))
+        return self.forward.get_port(), agents
+
+    async def _stream_logs(self, process: Any) -> None:
+        try:
+            async for raw in process.stdout:
+                log.debug("head relay: %s", raw.decode(errors="replace").rstrip())
+        except Exception:
+            pass
+
+    async def stop(self) -> None:
+        """Stop every process of the pool on every host and remove its files."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+
+        async def one(node: RemoteNode) -> None:
+            if node.watchdog is not None:
+                try:
+                    node.watchdog.stdin.write("stop\n")
+                    await asyncio.wait_for(node.watchdog.wait(), STOP_TIMEOUT)
+                except Exception as exc:
+                    log.warning("watchdog on %s: %s", node.address, exc)
+            else:
+                await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
+
+        try:
+            await asyncio.gather(*(one(node) for node in self.nodes), return_exceptions=True)
+        finally:
+            if self.forward is not None:
+                self.forward.close()
+            for node in self.nodes:
+                node.files.close()
+                node.conn.close()
+            await asyncio.gather(*(n.conn.wait_closed() for n in self.nodes), return_exceptions=True)
+
+
+def _facts(output: str, host: str) -> HostFacts:
+    values: dict[str, str] = {}
+    unreachable = []
+    for line in output.splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "reach":
+            verdict, _, url = rest.partition(" ")
+            if verdict != "yes":
+                unreachable.append(url)
+        else:
+            values[key] = rest.strip()
+    connection = values.get("ip", "").split()
+    system = values.get("system", "linux")
+    platform = NodePlatform(system, values.get("machine", ""), "", values.get("glibc", ""))
+    return HostFacts(
+        private_ip=connection[2] if len(connection) >= 3 else host,
+        platform=platform,
+        vcpus=_int(values.get("cpus")),
+        memory_gb=_int(values.get("memory_kb")) / 1024**2,
+        disk_gb=_int(values.get("disk_kb")) / 1024**2,
+        unreachable=tuple(unreachable),
+    )
+
+
+def _int(text: str | None) -> int:
+    return int(text) if text and text.strip().isdigit() else 0
+
+
+async def _all(coros: Any) -> None:
+    """Run all; if any fails, wait for the rest and raise the first failure."""
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+
+
+def _ports(count: int) -> list[int]:
+    ports: set[int] = set()
+    while len(ports) < count:
+        ports.add(20000 + secrets.randbelow(20000))
+    return list(ports)

@@ -1,0 +1,247 @@
+"""The remote path every machine-based provider shares: from SSH-reachable node handles
+(hosts the user has, or machines a cloud provider just created) to a running pool.
+
+``launch_on_hosts`` connects to every host, checks the Spec's hardware against what each
+host reports, ships this client's skyward (and, when the hosts cannot reach the package
+indexes ``Image.pip`` needs, wheels resolved here for their platform), bootstraps the
+Image, checks versions, starts a watchdog per host, Ray, and the head relay, and hands
+the pool a ``Cluster`` whose transport is the relay. Its ``stop`` stops all of it on
+every host, then calls the provider's ``release`` (terminating a cloud's machines).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import pickle
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo
+from skyward.api.spec import Image, Options, Spec
+from skyward.collections.config import DISABLED, CollectionsConfig, host_count
+from skyward.collections.gateway import ForwardingEngine, decode_answer, encode_operation
+from skyward.engine.transports.relay import RelayTransport
+from skyward.engine.wire import ByValueEncoder
+from skyward.node.agent import AgentSetup
+from skyward.observe.metrics import resolve as resolve_metrics
+from skyward.providers.base import Cluster, NodeHandle, PhaseTiming, TeardownError
+from skyward.providers.ssh import includes, wheels
+from skyward.providers.ssh.bootstrap import Shipment
+from skyward.providers.ssh.cluster import RemoteCluster, RemoteNode
+from skyward.providers.ssh.connection import KnownHosts
+from skyward.providers.ssh.head_relay import RelayConfig
+from skyward.providers.ssh.image_script import Artifacts, index_urls, render, requirement_name
+from skyward.providers.ssh.loop import LoopThread
+from skyward.providers.ssh.versions import report
+
+DEFAULT_SSH_TIMEOUT = 30.0
+DEFAULT_READY_TIMEOUT = 120.0
+STOP_TIMEOUT = 90.0
+ARCHITECTURES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}
+
+
+def launch_on_hosts(
+    handles: Sequence[NodeHandle],
+    spec: Spec,
+    options: Options,
+    pool_id: str,
+    known_hosts: KnownHosts,
+    release: Callable[[], None] = lambda: None,
+) -> Cluster:
+    """Bring ``handles`` up as the pool's nodes (node 0 is the head); blocks until every
+    agent answers. On failure everything started is stopped and ``release`` called."""
+    phases: list[PhaseTiming] = []
+    loop = LoopThread(f"skyward-ssh-{pool_id[:8]}")
+    cluster = RemoteCluster(pool_id, spec.ttl, lambda name, s, node: phases.append(PhaseTiming(name, s, node)))
+    ssh_timeout = float(options.ssh_timeout or DEFAULT_SSH_TIMEOUT)
+    bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
+    ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
+    try:
+        loop.run(cluster.connect(handles, known_hosts, ssh_timeout), ssh_timeout * 2 + 10)
+        loop.run(cluster.gather_facts(index_urls(spec.image), ssh_timeout), ssh_timeout * 3 + 60)
+        check_hardware(spec, cluster.nodes)
+        shipments = _shipments(spec.image, cluster.nodes, phases)
+
+        def script_for(node: RemoteNode) -> str:
+            return render(spec.image, shipments[node.index].artifacts, node.pool_dir, bootstrap_timeout)
+
+        loop.run(cluster.bootstrap(script_for, shipments, bootstrap_timeout), bootstrap_timeout * 2 + 120)
+        versions = {**report(), "skyward_digest": shipments[0].skyward_digest}
+        cluster.check_versions(versions)
+        loop.run(cluster.start_watchdogs(), 60)
+        includes_path = lambda node: f"{node.ready.env_dir}/includes"  # noqa: E731
+        loop.run(cluster.start_ray(_resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
+        config = _relay_config(spec, options, pool_id, cluster, includes_path, ready_timeout)
+        port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
+        phases.append(PhaseTiming("agents", agents))
+    except BaseException:
+        _stop(loop, cluster, release)
+        raise
+
+    roots = tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes)
+    encoder = ByValueEncoder(roots)
+    transport = RelayTransport(len(cluster.nodes), port)
+    collections = RelayCollections(transport, encoder, options.collections_enabled)
+    infos = tuple(setup.info for setup in config.setups)
+    return Cluster(
+        tuple(handles), infos, transport, encoder, collections, lambda: _stop(loop, cluster, release), tuple(phases)
+    )
+
+
+def check_hardware(spec: Spec, nodes: Sequence[RemoteNode]) -> None:
+    """ValueError naming the host, the field, what was wanted and what it has, for the
+    first host smaller than the Spec asks."""
+    for node in nodes:
+        facts = node.facts
+        assert facts is not None
+        machine = ARCHITECTURES.get(facts.platform.machine, facts.platform.machine)
+        found = [
+            ("vcpus", spec.vcpus, facts.vcpus, "CPUs"),
+            ("memory_gb", spec.memory_gb, round(facts.memory_gb, 1), "GB of memory"),
+            ("disk_gb", spec.disk_gb, round(facts.disk_gb, 1), "GB free in its home directory"),
+        ]
+        for field, wanted, has, unit in found:
+            if wanted is not None and has < wanted:
+                raise ValueError(
+                    f"Spec.{field}={wanted!r} is not met by node {node.index} ({node.address}): it has {has} "
+                    f"{unit}; lower Spec.{field} or use bigger hosts"
+                )
+        if spec.architecture is not None and machine != spec.architecture:
+            raise ValueError(
+                f"Spec.architecture={spec.architecture!r} is not met by node {node.index} ({node.address}): it is "
+                f"{machine}; remove it or use {spec.architecture} hosts"
+            )
+
+
+class RelayCollections:
+    """The client's collections of a remote pool: every operation is sent through the
+    relay to the head node's agent."""
+
+    def __init__(self, transport: RelayTransport, encoder: ByValueEncoder, enabled: bool) -> None:
+        self._transport = transport
+        self._encoder = encoder
+        self._enabled = enabled
+
+    def engine(self) -> ForwardingEngine:
+        if not self._enabled:
+            raise RuntimeError(DISABLED)
+        return ForwardingEngine(self._forward, "the head node")
+
+    def release(self) -> None:
+        """Nothing here: the head relay frees what this client held when it disconnects."""
+
+    def _forward(self, op: str, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+        answer = self._transport.collection_call(encode_operation(op, args, self._encoder.dumps))
+        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def done(future: concurrent.futures.Future[bytes]) -> None:
+            try:
+                result.set_result(decode_answer(future.result()))
+            except BaseException as exc:  # the operation's own error, or the connection's
+                result.set_exception(exc)
+
+        answer.add_done_callback(done)
+        return result
+
+
+def _stop(loop: LoopThread, cluster: RemoteCluster, release: Callable[[], None]) -> None:
+    try:
+        try:
+            loop.run(cluster.stop(), STOP_TIMEOUT)
+        except Exception as exc:
+            raise TeardownError(f"could not confirm that the pool's processes stopped on every host: {exc}") from exc
+        finally:
+            loop.stop()
+    finally:
+        release()
+
+
+def _resources(node: RemoteNode) -> dict[str, float]:
+    return {f"skyward-node-{node.index}": 1.0}
+
+
+def _shipments(image: Image, nodes: Sequence[RemoteNode], phases: list[PhaseTiming]) -> dict[int, Shipment]:
+    """What each node gets: this skyward's wheel, its dependencies for the node's
+    platform, the includes archive, and Image.pip's wheels when a node cannot reach an
+    index it needs (then every node of that platform installs them without an index)."""
+    started = time.monotonic()
+    wheel = wheels.skyward_wheel()
+    requirements = wheels.dependency_requirements(wheel)
+    archive = includes.archive(image)
+    pip_shipped = image.pip and any(node.facts is not None and node.facts.unreachable for node in nodes)
+    by_platform: dict[str, Shipment] = {}
+    shipments = {}
+    for node in nodes:
+        assert node.facts is not None
+        target = wheels.NodePlatform(
+            node.facts.platform.system, node.facts.platform.machine, image.python_version, node.facts.platform.glibc
+        )
+        if target.tag not in by_platform:
+            deps = wheels.resolve(requirements, target)
+            files = [*sorted(deps.glob("*.whl")), wheel]
+            key = deps.name
+            if pip_shipped:
+                resolved = time.monotonic()
+                for pip_wheels in _pip_wheels(image, target):
+                    files += sorted(pip_wheels.glob("*.whl"))
+                    key += f"+{pip_wheels.name}"
+                phases.append(PhaseTiming("pip-resolved-on-client", time.monotonic() - resolved))
+            artifacts = Artifacts(
+                skyward_wheel=wheel.name,
+                wheels_key=key,
+                includes_archive=f"includes-{archive[1]}.tar.gz" if archive else None,
+                includes_digest=archive[1] if archive else "",
+                pip_shipped=bool(pip_shipped),
+            )
+            by_platform[target.tag] = Shipment(tuple(files), archive, artifacts, wheels.wheel_digest(wheel))
+        shipments[node.index] = by_platform[target.tag]
+    phases.append(PhaseTiming("wheels", time.monotonic() - started))
+    return shipments
+
+
+def _pip_wheels(image: Image, target: wheels.NodePlatform) -> list[Path]:
+    """Wheelhouses for Image.pip on ``target``: each PipIndex's own packages from it, the
+    rest from the default index and the indexes that name no packages."""
+    found = []
+    scoped: set[str] = set()
+    for index in image.pip_indexes:
+        names = {requirement_name(p) for p in index.packages}
+        wanted = [p for p in image.pip if requirement_name(p) in names]
+        scoped.update(requirement_name(p) for p in wanted)
+        if wanted:
+            found.append(wheels.resolve(wanted, target, index.url))
+    rest = [p for p in image.pip if requirement_name(p) not in scoped]
+    if rest:
+        extra = tuple(index.url for index in image.pip_indexes if not index.packages)
+        found.append(wheels.resolve(rest, target, None, extra))
+    return found
+
+
+def _relay_config(
+    spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, includes_path: Any, ready_timeout: float
+) -> RelayConfig:
+    count = len(cluster.nodes)
+    head = cluster.nodes[0]
+    peers = [PeerInfo(node.index, node.private_ip, node.address.host) for node in cluster.nodes]
+    worker = options.resolved_worker
+    metrics = resolve_metrics(spec.image.metrics)
+    collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
+    setups = []
+    for node in cluster.nodes:
+        assert node.ready is not None
+        info = InstanceInfo(
+            node=node.index, worker=0, total_nodes=count, workers_per_node=1, accelerators=0.0,
+            total_accelerators=0.0, head_addr=head.private_ip, head_port=cluster.gcs_port, job_id=pool_id,
+            peers=peers, accelerator=None, network=NetworkInfo("eth0", None),
+        )
+        env = {**spec.image.env, **node.ready.shell_vars}
+        setups.append(
+            AgentSetup(
+                info=info, worker=worker, cwd=f"{node.pool_dir}/work", sys_path=(includes_path(node),),
+                env=env, metrics=metrics, collections=collections,
+            )
+        )
+    return RelayConfig(f"{head.private_ip}:{cluster.gcs_port}", head.private_ip, tuple(setups), ready_timeout)

@@ -1,0 +1,98 @@
+"""``sky.SSH(hosts=[...])``: machines you already have, reached over SSH.
+
+The first host is node 0, the head. Opening the pool connects to every host (host keys
+checked against skyward's own known_hosts, trust on first use) and runs the remote path
+every machine-based provider shares (``launch``): hardware checks, bootstrap of the
+Image, version checks, Ray, a watchdog per host (``Spec.ttl``) and the head relay.
+Closing stops all of it on every host and removes the pool's files (the install cache
+under ~/.cache/skyward stays for the next pool).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from skyward.api.spec import Options, Spec, local_python
+from skyward.api.validation import check_number, fail
+from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
+from skyward.providers.ssh.connection import KnownHosts, parse_host
+from skyward.providers.ssh.launch import launch_on_hosts
+
+
+@dataclass(frozen=True, slots=True)
+class SSH:
+    """Existing machines: ``hosts`` as "host", "user@host" or "user@host:port" strings;
+    ``user``/``port`` are the defaults for hosts that do not say. ``key_path`` picks the
+    private key (default: ~/.ssh keys and the ssh-agent). ``known_hosts`` is where host
+    keys are recorded (default ~/.skyward/known_hosts)."""
+
+    name: ClassVar[str] = "ssh"
+
+    hosts: tuple[str, ...] = ()
+    user: str = "root"
+    port: int = 22
+    key_path: str | None = None
+    known_hosts: str | None = None
+    addresses: tuple[SSHEndpoint, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        hosts = (self.hosts,) if isinstance(self.hosts, str) else tuple(self.hosts)
+        if not hosts:
+            raise fail("SSH", "hosts", self.hosts, 'give at least one host, e.g. SSH(hosts=["10.0.0.5"])')
+        check_number("SSH", "port", self.port, minimum=1, integer=True)
+        if self.key_path is not None and not os.path.isfile(os.path.expanduser(self.key_path)):
+            raise fail("SSH", "key_path", self.key_path, "no such file; give the path of a private key")
+        object.__setattr__(self, "hosts", hosts)
+        endpoints = tuple(parse_host(h, self.user, self.port, self.key_path) for h in hosts)
+        object.__setattr__(self, "addresses", endpoints)
+
+    def validate(self, spec: Spec, options: Options) -> None:
+        """Refuse what SSH hosts cannot honour (before connecting anywhere)."""
+        nodes = spec.node_count
+        if nodes.desired > len(self.addresses) or nodes.elastic:
+            raise fail(
+                "Spec", "nodes", spec.nodes,
+                f"SSH has {len(self.addresses)} hosts; ask for at most that many, with a fixed count",
+            )
+        if spec.image.python_version != local_python():
+            raise fail(
+                "Image", "python", spec.image.python,
+                f"the client runs Python {local_python()} and cloudpickle needs the same minor version "
+                'on nodes; use "auto" or run the client with that version',
+            )
+        for name in ("accelerator", "region", "max_hourly_cost"):
+            if getattr(spec, name) is not None:
+                raise fail("Spec", name, getattr(spec, name), "SSH hosts are what they are; remove it")
+        if spec.allocation != "spot-if-available":
+            raise fail("Spec", "allocation", spec.allocation, "SSH hosts are what they are; remove it")
+        check_remote_spec(spec, options)
+
+    def offers(self, spec: Spec) -> list[Offer]:
+        """Your own hosts are not priced here."""
+        return []
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+        """Bring the first ``nodes`` hosts up as the pool; blocks until every agent answers."""
+        count = spec.node_count.desired
+        handles = [
+            NodeHandle(f"{pool_id}-{index}", endpoint.host, endpoint, instance_type="ssh-host")
+            for index, endpoint in enumerate(self.addresses[:count])
+        ]
+        return launch_on_hosts(handles, spec, options, pool_id, KnownHosts(self.known_hosts))
+
+
+def check_remote_spec(spec: Spec, options: Options) -> None:
+    """What the remote path cannot honour yet, refused naming the field."""
+    if spec.image.skyward_source not in ("auto", "local"):
+        raise fail(
+            "Image", "skyward_source", spec.image.skyward_source,
+            'nodes always run the client\'s own skyward, shipped as a wheel; use "auto"',
+        )
+    if spec.volumes:
+        raise NotImplementedError("Spec.volumes is not implemented for remote pools yet; remove it")
+    if spec.plugins:
+        raise NotImplementedError("Spec.plugins is not implemented for remote pools yet; remove it")
+    if options.health_checker is not None:
+        raise NotImplementedError("Options.health_checker is not implemented yet; remove it")
