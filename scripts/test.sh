@@ -11,6 +11,8 @@ if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -q "$@"
 fi
 # The whole suite: every test on local pools, then the shared-pool tests again on four
-# throwaway SSH hosts (tests/hosts.py), so both providers run the same dispatch tests.
+# throwaway SSH hosts (tests/hosts.py) and on the in-process fake cluster (the one engine
+# without Ray), so every transport runs the same dispatch tests.
 .venv/bin/python -m pytest -q
 .venv/bin/python -m pytest -q --provider ssh
+.venv/bin/python -m pytest -q --provider fake

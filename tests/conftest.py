@@ -2,6 +2,8 @@
 
 ``pytest --provider ssh`` runs the tests that use the shared ``pool4`` on a 4-host SSH
 pool (throwaway hosts from tests/hosts.py) instead of a local one, and only those.
+``pytest --provider fake`` runs them on an in-process cluster (tests/fake_cluster.py):
+the one engine without Ray; tests needing what it lacks (collections, metrics) skip.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ if HERE not in sys.path:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--provider", choices=("local", "ssh"), default="local",
-        help="where the shared pool4 runs; with ssh only the tests using it are run",
+        "--provider", choices=("local", "ssh", "fake"), default="local",
+        help="where the shared pool4 runs; with ssh or fake only the tests using it are run",
     )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--provider") != "ssh":
+    if config.getoption("--provider") == "local":
         return
     kept = [item for item in items if _uses_pool4(item)]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
@@ -35,6 +37,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _uses_pool4(item: pytest.Item) -> bool:
+    """Directly, or through test_collections' ``pool`` fixture on its "thread" side (not on
+    the fake cluster, which has no collections)."""
+    if item.config.getoption("--provider") == "fake" and item.module.__name__.split(".")[-1].startswith("test_collections"):
+        return False
+    return _pool4_or_thread_pool(item)
+
+
+def _pool4_or_thread_pool(item: pytest.Item) -> bool:
     """Directly, or through test_collections' ``pool`` fixture on its "thread" side."""
     if "pool4" in getattr(item, "fixturenames", ()):
         return True
@@ -47,8 +57,15 @@ def pool4(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
     """One 4-node pool shared by the tests that only dispatch work: local, or on four
     SSH hosts with ``--provider ssh``."""
     options = sky.Options(console=False, logging=False)
-    if request.config.getoption("--provider") == "local":
+    provider = request.config.getoption("--provider")
+    if provider == "local":
         with sky.Compute(nodes=4, options=options) as pool:
+            yield pool
+        return
+    if provider == "fake":
+        from fake_cluster import FakeProvider
+
+        with sky.Compute(provider=FakeProvider(), nodes=4, options=options) as pool:
             yield pool
         return
     from hosts import HostLab, available

@@ -24,6 +24,7 @@ from skyward.api.context import NESTED_DISPATCH
 from skyward.api.errors import AllProvidersFailedError, PoolClosedError
 from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.api.instance import current_task
+from skyward.api.option_checks import check_options
 from skyward.api.spec import Options, Spec
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
@@ -58,6 +59,7 @@ class Pool(PoolCollections):
     def __init__(self, specs: tuple[Spec, ...], options: Options, name: str | None = None) -> None:
         if not specs:
             raise ValueError("a pool needs at least one Spec")
+        check_options(specs, options)
         self.specs = specs
         self.options = options
         self.name = name or f"pool-{uuid.uuid4().hex[:8]}"
@@ -140,7 +142,7 @@ class Pool(PoolCollections):
             try:
                 spec.provider.validate(spec, self.options)
                 started = time.monotonic()
-                cluster = spec.provider.launch(spec, self.options, self.id)
+                cluster = self._provision(spec)
             except TypeError:
                 raise
             except Exception as exc:  # this spec cannot be had here: try the next one
@@ -156,6 +158,28 @@ class Pool(PoolCollections):
         for index, (spec, error) in enumerate(failures, 1):
             failure.add_note(f"{index}. {spec.provider.name}: {type(error).__name__}: {error}")
         raise failure from failures[0][1]
+
+    def _provision(self, spec: Spec) -> Cluster:
+        """``spec``'s cluster, trying up to ``Options.max_provision_attempts`` times with
+        ``provision_retry_delay`` seconds between attempts when provisioning fails for a
+        reason that may pass (no capacity, a network error). A ValueError (the spec
+        cannot be satisfied) or NotImplementedError is not retried."""
+        attempts = self.options.max_provision_attempts or 1
+        delay = self.options.provision_retry_delay or 0.0
+        attempt = 1
+        while True:
+            try:
+                return spec.provider.launch(spec, self.options, self.id)
+            except (ValueError, TypeError, NotImplementedError):
+                raise
+            except Exception as exc:
+                if attempt >= attempts:
+                    if attempts > 1:
+                        exc.add_note(f"provisioning failed {attempts} times (Options.max_provision_attempts)")
+                    raise
+                self._bus.emit(Error(f"{spec.provider.name}: attempt {attempt} of {attempts} failed: {exc}"))
+                time.sleep(delay)
+                attempt += 1
 
     def _start_driver(self, cluster: Cluster, duration: float) -> None:
         """Report the nodes, then connect the one driver to the cluster's transport."""

@@ -31,6 +31,7 @@ SELECTIONS = ("cheapest", "first")
 CONSOLE_MODES = ("rich", "minimal", "log", "silent")
 EXECUTORS = ("auto", "thread", "process")
 SKYWARD_SOURCES = ("auto", "local", "github", "pypi")
+DEFAULT_TTL = 600
 
 
 @runtime_checkable
@@ -185,7 +186,7 @@ class Spec:
     image: Image = field(default_factory=Image)
     region: str | None = None
     max_hourly_cost: float | None = None
-    ttl: int = 600
+    ttl: int = DEFAULT_TTL
     volumes: tuple[Any, ...] = ()
     plugins: tuple[Any, ...] = ()
 

@@ -75,59 +75,47 @@ class _SlotLease:
         self._semaphore.release()
 
 
-class NodeAgent:
-    """Runs tasks on one node. Created by ``start_agents``."""
+class NodeRunner:
+    """The part of an agent that runs tasks and keeps their events, with nothing
+    process-wide: the agent adds the process setup around it (and tests can run several
+    in one process)."""
 
     def __init__(self, setup: AgentSetup) -> None:
-        os.chdir(setup.cwd)
-        sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
-        os.environ.update(setup.env)
-        install_node_info(setup.info)
-        collections_installed.install_node(setup.collections)
-        self._info = setup.info
-        self._outbox = Outbox()
-        self._sampler = MetricSampler(setup.metrics, setup.info.node, self._outbox.put).start()
+        self.info = setup.info
+        self.outbox = Outbox()
+        self._sampler = MetricSampler(setup.metrics, setup.info.node, self.outbox.put).start()
         self._printed: set[str] = set()
         self._running = threading.BoundedSemaphore(setup.worker.concurrency)
-        self._gateway = Gateway(collections_installed.node_engine, setup.info.node)
-        self._streams = [
-            TaskStream("stdout", sys.stdout, self._current_line),
-            TaskStream("stderr", sys.stderr, self._current_line),
-        ]
-        sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
+        self.gateway = Gateway(collections_installed.node_engine, setup.info.node)
+        self._task_ended_hooks: list[Any] = []
         if setup.worker.resolved_executor == "process":
             child_setup = {
                 "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env, "collections": setup.collections,
             }
             self._executor: Any = ProcessExecutor(
-                setup.info, setup.worker.reuse_processes, self._line, child_setup, self._gateway
+                setup.info, setup.worker.reuse_processes, self.line, child_setup, self.gateway
             )
         else:
             self._executor = ThreadExecutor(setup.info, setup.worker.concurrency, self._task_ended)
-        self._lane = LaneServer(setup.lane, self.execute) if setup.lane else None
+
+    def on_task_end(self, hook: Any) -> None:
+        """Call ``hook(task_id)`` after each thread-executor task (to flush its output)."""
+        self._task_ended_hooks.append(hook)
 
     def take_events(self, wait: float) -> bytes:
         """The encoded ``EventBatch`` of what this node produced since the last call."""
-        return EventBatch(*self._outbox.take(wait)).encode()
-
-    def wake_events(self) -> None:
-        """End a pending ``take_events`` at once: the client is closing the pool."""
-        self._outbox.wake()
-
-    def ready(self) -> int:
-        """Answer once started; returns the agent's process id."""
-        return os.getpid()
+        return EventBatch(*self.outbox.take(wait)).encode()
 
     def execute(self, payload: Payload) -> Payload:
         """Run an encoded ``TaskRequest`` when a slot is free. Returns the encoded
         ``(ok, value_or_TaskFailure, events)``: ``events`` is 0 if the task printed
-        nothing, else how many events this agent's outbox held once its output was in,
+        nothing, else how many events this node's outbox held once its output was in,
         so the client can deliver that output before the result."""
         try:
             request: TaskRequest = decode(payload)
         except Exception as exc:  # e.g. the function's module does not exist on this node
-            failure = TaskFailure.from_exception(exc, self._info.node)
-            return encode((False, _unloadable(failure, self._info.node), 0))
+            failure = TaskFailure.from_exception(exc, self.info.node)
+            return encode((False, _unloadable(failure, self.info.node), 0))
         self._running.acquire()
         slot = _SlotLease(self._running)
         try:
@@ -138,37 +126,82 @@ class NodeAgent:
         events = 0
         if request.task_id in self._printed:
             self._printed.discard(request.task_id)
-            events = self._outbox.published
+            events = self.outbox.published
         try:
             return encode((ok, value, events))
         except Exception as exc:
             message = f"the result of {request.name} cannot be pickled to send back: {exc}"
-            failure = TaskFailure("TypeError", message, "", self._info.node, cloudpickle.dumps(TypeError(message)))
+            failure = TaskFailure("TypeError", message, "", self.info.node, cloudpickle.dumps(TypeError(message)))
             return encode((False, failure, events))
+
+    def line(self, task_id: str, stream: str, line: str) -> None:
+        """A line a task (or, with no ``task_id``, the node) printed."""
+        if task_id:
+            self._printed.add(task_id)
+        self.outbox.put(Log(self.info.node, line, stream, task_id or None))
+
+    def _task_ended(self, task_id: str) -> None:
+        for hook in self._task_ended_hooks:
+            hook(task_id)
+
+    def shutdown(self) -> None:
+        self._sampler.stop()
+        self._executor.close()
+
+
+class NodeAgent:
+    """One node's agent process (a Ray actor created by ``start_agents``): sets the
+    process up for the pool and serves its ``NodeRunner``."""
+
+    def __init__(self, setup: AgentSetup) -> None:
+        os.chdir(setup.cwd)
+        sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
+        os.environ.update(setup.env)
+        install_node_info(setup.info)
+        collections_installed.install_node(setup.collections)
+        self._runner = NodeRunner(setup)
+        self._streams = [
+            TaskStream("stdout", sys.stdout, self._current_line),
+            TaskStream("stderr", sys.stderr, self._current_line),
+        ]
+        sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
+        self._runner.on_task_end(self._flush_task)
+        self._lane = LaneServer(setup.lane, self.execute) if setup.lane else None
+
+    def take_events(self, wait: float) -> bytes:
+        """The encoded ``EventBatch`` of what this node produced since the last call."""
+        return self._runner.take_events(wait)
+
+    def wake_events(self) -> None:
+        """End a pending ``take_events`` at once: the client is closing the pool."""
+        self._runner.outbox.wake()
+
+    def ready(self) -> int:
+        """Answer once started; returns the agent's process id."""
+        return os.getpid()
+
+    def execute(self, payload: Payload) -> Payload:
+        """Run an encoded ``TaskRequest`` (see ``NodeRunner.execute``)."""
+        return self._runner.execute(payload)
 
     @ray.method(concurrency_group=COLLECTIONS_GROUP)
     def collection(self, client: str, call_id: int, request: bytes) -> bytes:
         """Run one encoded collection operation for the remote client ``client``."""
-        return self._gateway.run(request, client, call_id)
+        return self._runner.gateway.run(request, client, call_id)
 
     def cancel_collection(self, client: str, call_id: int) -> None:
         """Stop ``client``'s operation ``call_id`` (it ends within one wait slice)."""
-        self._gateway.cancel(client, call_id)
+        self._runner.gateway.cancel(client, call_id)
 
     def end_client(self, client: str) -> None:
         """Remote client ``client`` is gone: free its locks, break the barriers it joined."""
-        self._gateway.end_client(client)
+        self._runner.gateway.end_client(client)
 
     def _current_line(self, stream: str, line: str) -> None:
         task = current_task()
-        self._line(task.task_id if task else "", stream, line)
+        self._runner.line(task.task_id if task else "", stream, line)
 
-    def _line(self, task_id: str, stream: str, line: str) -> None:
-        if task_id:
-            self._printed.add(task_id)
-        self._outbox.put(Log(self._info.node, line, stream, task_id or None))
-
-    def _task_ended(self, task_id: str) -> None:
+    def _flush_task(self, task_id: str) -> None:
         for stream in self._streams:
             stream.flush_task(task_id)
 
@@ -176,8 +209,7 @@ class NodeAgent:
         """Stop sampling and executor children; ``stop_agents`` then kills the actor."""
         if self._lane is not None:
             self._lane.close()
-        self._sampler.stop()
-        self._executor.close()
+        self._runner.shutdown()
 
 
 def _unloadable(failure: TaskFailure, node: int) -> TaskFailure:

@@ -120,6 +120,8 @@ class Provider(Protocol):
     """What every provider (``sky.Local()``, ``sky.SSH(...)``, ``sky.Ray(...)``, clouds) implements."""
 
     name: ClassVar[str]
+    options_used: ClassVar[frozenset[str]]
+    """The provider-specific ``Options`` fields it honours (see ``api.option_checks``)."""
 
     def validate(self, spec: Spec, options: Options) -> None:
         """Raise ValueError (naming the field, the value and the fix) for what this

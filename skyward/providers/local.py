@@ -19,7 +19,7 @@ import psutil
 import ray
 
 from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo
-from skyward.api.spec import Image, Options, Spec, local_python
+from skyward.api.spec import DEFAULT_TTL, Image, Options, Spec, local_python
 from skyward.api.validation import fail
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import DriverCollections
@@ -39,6 +39,7 @@ class Local:
     """Run the pool's nodes as processes on this machine (the default provider)."""
 
     name: ClassVar[str] = "local"
+    options_used: ClassVar[frozenset[str]] = frozenset()
 
     def validate(self, spec: Spec, options: Options) -> None:
         """Raise ValueError/NotImplementedError for what a local pool cannot honour."""
@@ -53,8 +54,6 @@ class Local:
             raise NotImplementedError("Spec.volumes is not implemented yet; remove it")
         if spec.plugins:
             raise NotImplementedError("Spec.plugins is not implemented yet; remove it")
-        if options.health_checker is not None:
-            raise NotImplementedError("Options.health_checker is not implemented yet; remove it")
 
     def offers(self, spec: Spec) -> list[Offer]:
         """This machine, at no price."""
@@ -122,6 +121,11 @@ def _check_machine(spec: Spec) -> None:
         raise fail("Spec", "allocation", "spot", "sky.Local() has no spot capacity; use the default")
     if spec.region is not None:
         raise fail("Spec", "region", spec.region, "sky.Local() has no regions; remove it")
+    if spec.ttl != DEFAULT_TTL:
+        raise fail(
+            "Spec", "ttl", spec.ttl,
+            "local nodes stop with the client (Spec.ttl is how long remote nodes outlive a vanished client); remove it",
+        )
 
 
 def _check_image(image: Image) -> None:

@@ -38,7 +38,7 @@ import psutil
 import ray
 
 from skyward.api.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
-from skyward.api.spec import Options, Spec, local_python
+from skyward.api.spec import DEFAULT_TTL, Options, Spec, local_python
 from skyward.api.validation import check_number, fail
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import DriverCollections
@@ -68,6 +68,7 @@ class Ray:
     runs with token auth (default: ``RAY_AUTH_TOKEN``)."""
 
     name: ClassVar[str] = "ray"
+    options_used: ClassVar[frozenset[str]] = frozenset()
 
     address: str | None = None
     nodes: int | None = None
@@ -106,6 +107,8 @@ class Ray:
                 )
         if spec.allocation == "spot":
             raise fail("Spec", "allocation", "spot", "an attached Ray cluster has no spot capacity; use the default")
+        if spec.ttl != DEFAULT_TTL:
+            raise fail("Spec", "ttl", spec.ttl, "skyward does not stop a Ray cluster it did not start; remove it")
         image = spec.image
         if image.python != "auto" and image.python_version != local_python():
             raise fail(
@@ -126,8 +129,6 @@ class Ray:
             )
         if spec.volumes or spec.plugins:
             raise NotImplementedError("Spec.volumes and Spec.plugins are not implemented for sky.Ray(); remove them")
-        if options.health_checker is not None:
-            raise NotImplementedError("Options.health_checker is not implemented yet; remove it")
 
     def offers(self, spec: Spec) -> list[Offer]:
         """An attached cluster is not priced here."""

@@ -8,6 +8,7 @@ import time
 from concurrent.futures import Future
 
 import pytest
+from fake_cluster import skip_if_fake
 from helpers.usermod import Point, make_point, triple
 
 import skyward as sky
@@ -36,6 +37,7 @@ def test_rshift_runs_on_one_node_round_robin(pool4: sky.Pool) -> None:
 
 
 def test_matmul_runs_on_every_node_in_node_order(pool4: sky.Pool) -> None:
+    skip_if_fake(pool4, 'process per node')
     results = node_and_pid() @ pool4
     assert [node for node, _ in results] == [0, 1, 2, 3]
     assert len({pid for _, pid in results}) == 4

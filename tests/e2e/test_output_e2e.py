@@ -8,6 +8,8 @@ import sys
 import textwrap
 import time
 
+from fake_cluster import skip_if_fake
+
 import skyward as sky
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
@@ -71,6 +73,7 @@ def test_stderr_and_node_prefixes() -> None:
 
 
 def test_output_filters_inside_tasks(pool4: sky.Pool) -> None:
+    skip_if_fake(pool4, 'task output capture under pytest')
     lines: list[sky.Log] = []
     unsubscribe = pool4.on(sky.Log, lines.append)
 

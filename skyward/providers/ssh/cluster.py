@@ -112,14 +112,16 @@ class RemoteCluster:
         """Per-node pool directory (unique per node, short enough for Ray's sockets)."""
         return f"/tmp/skyward-{self.pool_id[:12]}-n{index}"
 
-    async def connect(self, handles: Sequence[NodeHandle], known: KnownHosts, timeout: float) -> None:
+    async def connect(
+        self, handles: Sequence[NodeHandle], known: KnownHosts, timeout: float, retry_interval: float | None
+    ) -> None:
         """Connect to every host (ConnectionError naming the first that fails)."""
         started = time.monotonic()
         endpoints = [handle.ssh for handle in handles]
         if any(endpoint is None for endpoint in endpoints):
             raise ValueError("every node of a remote pool needs an SSH endpoint")
         results = await asyncio.gather(
-            *(connect(endpoint, known, timeout) for endpoint in endpoints if endpoint is not None),
+            *(connect(endpoint, known, timeout, retry_interval) for endpoint in endpoints if endpoint is not None),
             return_exceptions=True,
         )
         for index, (handle, result) in enumerate(zip(handles, results)):

@@ -23,6 +23,10 @@ class HostKeyChangedError(ConnectionError):
     """A host presented a key other than the one recorded for it."""
 
 
+class HostUnreachableError(ConnectionError):
+    """No SSH session could be opened with a host (refused, timed out, no route)."""
+
+
 def known_hosts_name(endpoint: SSHEndpoint) -> str:
     """How OpenSSH's known_hosts format names ``endpoint``."""
     return endpoint.host if endpoint.port == 22 else f"[{endpoint.host}]:{endpoint.port}"
@@ -87,9 +91,25 @@ class _TrustOnFirstUse(asyncssh.SSHClient):
         return True
 
 
-async def connect(address: SSHEndpoint, known: KnownHosts, timeout: float) -> asyncssh.SSHClientConnection:
+async def connect(
+    address: SSHEndpoint, known: KnownHosts, timeout: float, retry_interval: float | None = None
+) -> asyncssh.SSHClientConnection:
     """One SSH connection to ``address``, host key checked against ``known``. Raises
-    ConnectionError (unreachable, refused key, changed host key) naming the fix."""
+    ConnectionError (unreachable, refused key, changed host key) naming the fix. With
+    ``retry_interval`` (``Options.ssh_retry_interval``), an unreachable host is tried
+    again every that many seconds until ``timeout`` has passed (a machine still booting)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            return await _connect_once(address, known, max(1.0, left))
+        except HostUnreachableError:
+            if retry_interval is None or left <= retry_interval:
+                raise
+            await asyncio.sleep(retry_interval)
+
+
+async def _connect_once(address: SSHEndpoint, known: KnownHosts, timeout: float) -> asyncssh.SSHClientConnection:
     recorded = known.keys_for(address)
     trusted = asyncssh.import_known_hosts(
         "".join(f"{known_hosts_name(address)} {key}\n" for key in recorded)
@@ -132,7 +152,7 @@ async def connect(address: SSHEndpoint, known: KnownHosts, timeout: float) -> as
         ) from None
     except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
         reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
-        raise ConnectionError(
+        raise HostUnreachableError(
             f"cannot reach {address} over SSH within {timeout:g}s ({reason}). Check the address "
             "and port, that sshd runs there and a firewall lets you in; raise Options.ssh_timeout "
             "for slow networks"

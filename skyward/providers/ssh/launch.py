@@ -60,7 +60,8 @@ def launch_on_hosts(
     bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
     ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
     try:
-        loop.run(cluster.connect(handles, known_hosts, ssh_timeout), ssh_timeout * 2 + 10)
+        retry = float(options.ssh_retry_interval) if options.ssh_retry_interval else None
+        loop.run(cluster.connect(handles, known_hosts, ssh_timeout, retry), ssh_timeout * 2 + 10)
         loop.run(cluster.gather_facts(index_urls(spec.image), ssh_timeout), ssh_timeout * 3 + 60)
         check_hardware(spec, cluster.nodes)
         shipments = _shipments(spec.image, cluster.nodes, phases)

@@ -29,6 +29,7 @@ class SSH:
     keys are recorded (default ~/.skyward/known_hosts)."""
 
     name: ClassVar[str] = "ssh"
+    options_used: ClassVar[frozenset[str]] = frozenset({"ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"})
 
     hosts: tuple[str, ...] = ()
     user: str = "root"
@@ -94,5 +95,3 @@ def check_remote_spec(spec: Spec, options: Options) -> None:
         raise NotImplementedError("Spec.volumes is not implemented for remote pools yet; remove it")
     if spec.plugins:
         raise NotImplementedError("Spec.plugins is not implemented for remote pools yet; remove it")
-    if options.health_checker is not None:
-        raise NotImplementedError("Options.health_checker is not implemented yet; remove it")

@@ -1,7 +1,7 @@
 """Distributed collections on both providers: the tests of tests/e2e/test_collections.py
 that matter most, on a 3-node local pool and on the 3-host SSH pool (``any_pool``), plus
 the client side of an SSH pool (``pool.dict(...)`` & co. forwarded through the head
-agent, see skyward/cluster/remote_collections.py): blocking ops with their timeouts,
+relay to node 0's agent, see skyward/collections/gateway.py): blocking ops with their timeouts,
 concurrency on the one stream, ``_async`` twins, and lock leases tied to the
 connection."""
 

@@ -1,0 +1,247 @@
+"""The one dispatch engine without Ray: ``ClusterDriver`` over the in-process
+``FakeTransport`` (tests/fake_cluster.py). Error mapping of every transport failure,
+timeouts, slot fairness and map chunking, fast."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fake_cluster import FakeTransport
+
+import skyward as sky
+from skyward.api.instance import InstanceInfo, NetworkInfo
+from skyward.engine.driver import ClusterDriver
+from skyward.engine.events import EventFeed
+from skyward.engine.scheduler import ALL, SlotScheduler
+from skyward.engine.transport import Disconnected, NodeLost, Refused
+from skyward.engine.wire import encode
+from skyward.node.agent import AgentSetup, NodeRunner
+
+
+class Harness:
+    """A driver over ``nodes`` in-process nodes, with its loop on a thread."""
+
+    def __init__(self, nodes: int, worker: sky.Worker, timeout: float = 30.0) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        infos = [InstanceInfo(n, 0, nodes, 1, 0.0, 0.0, "127.0.0.1", 0, "job", [], None, NetworkInfo("lo")) for n in range(nodes)]
+        self.runners = [NodeRunner(AgentSetup(info, worker, ".", ())) for info in infos]
+        self.transport = FakeTransport(self.runners, nodes * worker.slots + 2)
+        self.events: list[Any] = []
+        self.feed = EventFeed(self.events.append, lambda message: self.events.append(message))
+        self.transport.open(self.loop, self.feed)
+        self.driver = ClusterDriver(
+            self.transport, encode, worker, timeout, self.events.append, lambda _: True,
+            self.feed.wait_delivered, self.loop,
+        )
+
+    def run(self, coroutine: Any, timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.driver.close()
+        self.transport.close()
+        self.feed.stop()
+        for runner in self.runners:
+            runner.shutdown()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    h = Harness(2, sky.Worker(concurrency=1))
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+@sky.function
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@sky.function
+def node_of() -> int:
+    info = sky.instance_info()
+    assert info is not None
+    return info.node
+
+
+@sky.function
+def nap(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_run_broadcast_and_map(harness: Harness) -> None:
+    assert harness.run(harness.driver.run(add(2, 3))) == 5
+    assert harness.run(harness.driver.broadcast(node_of())) == [0, 1]
+    assert harness.driver.run_now(add(1, 1)) == 2
+    chunks: list[tuple[int, list[int]]] = []
+    values = harness.run(harness.driver.map(add(0, 0).__class__(lambda x: x * 2), list(range(50)), lambda s, v: chunks.append((s, v))))
+    assert values == [x * 2 for x in range(50)]
+    sizes = [len(v) for _, v in sorted(chunks)]
+    assert sizes[0] > sizes[-1] == 1, "guided chunks: big first, single items at the end"
+
+
+def test_node_lost_is_a_node_crash_with_an_event(harness: Harness) -> None:
+    harness.transport.fail_next(1, NodeLost(1, "the agent died"))
+    with pytest.raises(sky.NodeCrashedError, match="node 1's worker process died while running add") as caught:
+        harness.run(harness.driver.run(add(1, 2), target=1))
+    assert caught.value.node == 1
+    assert any(isinstance(e, sky.InstanceReplaced) and e.node == 1 for e in harness.events)
+    assert harness.run(harness.driver.run(add(1, 2), target=1)) == 3, "the pool goes on"
+
+
+def test_refused_and_disconnected_name_the_cause(harness: Harness) -> None:
+    harness.transport.fail_next(0, Refused(0, "cannot decode"))
+    with pytest.raises(RuntimeError, match="node 0 could not run add: cannot decode"):
+        harness.run(harness.driver.run(add(1, 2), target=0))
+    harness.transport.fail_next(0, Disconnected(0, "tunnel closed"))
+    with pytest.raises(ConnectionError, match="lost with the connection to the pool: tunnel closed"):
+        harness.run(harness.driver.run(add(1, 2), target=0))
+    harness.transport.fail_next(0, Disconnected(0, "tunnel closed"))
+    harness.driver.closing = True
+    with pytest.raises(sky.PoolClosedError):
+        harness.run(harness.driver._execute(0, encode(harness.driver._request(add(1, 2))), harness.driver._request(add(1, 2))))
+
+
+def test_a_call_that_outlives_its_timeout_is_a_timeout_error(harness: Harness) -> None:
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"nap did not finish within its timeout of 0.3s"):
+        harness.run(harness.driver.run(nap(5).with_timeout(0.3)))
+    assert time.monotonic() - started < 3
+
+
+def test_a_hung_node_times_out_the_call_at_its_deadline(harness: Harness) -> None:
+    harness.transport.hold(1)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="add did not finish within its timeout of 0.2s on node 1"):
+            harness.run(harness.driver.run(add(1, 1).with_timeout(0.2), target=1))
+        assert time.monotonic() - started < 3
+    finally:
+        harness.transport.release(1)
+
+
+def test_remote_errors_keep_their_type_and_map_items_their_index(harness: Harness) -> None:
+    def explode(x: int) -> int:
+        if x == 37:
+            raise KeyError("thirty-seven")
+        return x
+
+    with pytest.raises(KeyError, match="thirty-seven") as caught:
+        harness.run(harness.driver.map(add(0, 0).__class__(explode), list(range(60))))
+    assert any("item 37" in note for note in caught.value.__notes__)
+
+
+def test_output_is_delivered_before_the_result(harness: Harness) -> None:
+    @sky.function
+    def speak() -> str:
+        print("before the result")
+        return "done"
+
+    # The runners' output goes through NodeRunner.line when a TaskStream routes it; here
+    # the line is put directly, as an agent's stream would, then the result waits for it.
+    runner = harness.runners[0]
+    runner.line("", "stdout", "node line")
+    assert harness.run(harness.driver.run(speak(), target=0)) == "done"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(getattr(e, "line", None) == "node line" for e in harness.events):
+        time.sleep(0.01)
+    assert any(getattr(e, "line", None) == "node line" for e in harness.events)
+
+
+def test_scheduler_serves_in_arrival_order_and_a_broadcast_holds_back_later_work() -> None:
+    loop = asyncio.new_event_loop()
+    order: list[str] = []
+
+    async def scenario() -> None:
+        scheduler = SlotScheduler(2, 1, loop)
+        first = await scheduler.acquire(None)
+        second = await scheduler.acquire(None)
+        assert {first, second} == {0, 1}
+
+        async def want(label: str, what: Any) -> Any:
+            granted = await scheduler.acquire(what)
+            order.append(label)
+            return granted
+
+        pinned = asyncio.ensure_future(want("pinned-1", 1))
+        everything = asyncio.ensure_future(want("all", ALL))
+        anyone = asyncio.ensure_future(want("any", None))
+        await asyncio.sleep(0)
+        scheduler.release(0)  # node 0 free: the pinned waiter wants 1, the broadcast needs both
+        await asyncio.sleep(0)
+        assert order == [], "a later request must not pass a waiting broadcast"
+        scheduler.release(1)
+        await asyncio.sleep(0)
+        assert order == ["pinned-1"]
+        scheduler.release(1)
+        await asyncio.sleep(0)
+        assert order == ["pinned-1", "all"]
+        scheduler.release([0, 1])
+        await asyncio.sleep(0)
+        assert order == ["pinned-1", "all", "any"]
+        await asyncio.gather(pinned, everything, anyone)
+
+    loop.run_until_complete(scenario())
+    loop.close()
+
+
+def test_a_cancelled_waiter_gives_its_slot_to_the_next() -> None:
+    loop = asyncio.new_event_loop()
+
+    async def scenario() -> None:
+        scheduler = SlotScheduler(1, 1, loop)
+        await scheduler.acquire(None)
+        cancelled = asyncio.ensure_future(scheduler.acquire(None))
+        waiting = asyncio.ensure_future(scheduler.acquire(None))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.sleep(0)
+        assert scheduler.waiting() == 1
+        scheduler.release(0)
+        assert await asyncio.wait_for(waiting, 1) == 0
+        assert scheduler.busy() == 1 and scheduler.waiting() == 0
+
+    loop.run_until_complete(scenario())
+    loop.close()
+
+
+def test_many_waiters_are_served_without_rescanning_them() -> None:
+    """20,000 waiters on one slot: each release looks at queue heads only, so serving all
+    of them takes about as long per grant as serving a few (counted, not timed)."""
+    loop = asyncio.new_event_loop()
+
+    async def scenario() -> int:
+        scheduler = SlotScheduler(1, 1, loop)
+        await scheduler.acquire(None)
+        looked = 0
+        original = scheduler._try
+
+        def counting(want: Any) -> Any:
+            nonlocal looked
+            looked += 1
+            return original(want)
+
+        scheduler._try = counting  # type: ignore[method-assign]
+        waiters = [asyncio.ensure_future(scheduler.acquire(None)) for _ in range(20_000)]
+        await asyncio.sleep(0)
+        for _ in waiters:
+            scheduler.release(0)
+            await asyncio.sleep(0)
+        await asyncio.gather(*waiters)
+        return looked
+
+    looked = loop.run_until_complete(scenario())
+    loop.close()
+    assert looked <= 20_000 * 2
