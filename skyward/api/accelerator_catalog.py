@@ -78,35 +78,51 @@ class AcceleratorModel:
         return any(v.mig for v in self.variants)
 
 
-def _mig(*profiles: tuple[str, int]) -> tuple[MigProfile, ...]:
-    return tuple(MigProfile(name, count) for name, count in profiles)
+def _mig(table: str) -> tuple[MigProfile, ...]:
+    """``"1g.10gb x7, 3g.40gb x2"`` -> profiles, with how many fit on one GPU."""
+    pairs = (item.strip().split(" x") for item in table.split(","))
+    return tuple(MigProfile(name, int(count)) for name, count in pairs)
 
 
 # MIG tables, by GPU memory. The NVIDIA MIG user guide also lists 1g.10gb x4 on the
 # A100-40GB (driver R470 and later), which the older skyward reference left out.
-MIG_A100_40GB = _mig(("1g.5gb", 7), ("1g.10gb", 4), ("2g.10gb", 3), ("3g.20gb", 2), ("4g.20gb", 1), ("7g.40gb", 1))
-MIG_80GB = _mig(("1g.10gb", 7), ("1g.20gb", 4), ("2g.20gb", 3), ("3g.40gb", 2), ("4g.40gb", 1), ("7g.80gb", 1))
-MIG_A30 = _mig(("1g.6gb", 4), ("2g.12gb", 2), ("4g.24gb", 1))
-MIG_94GB = _mig(("1g.12gb", 7), ("1g.24gb", 4), ("2g.24gb", 3), ("3g.47gb", 2), ("4g.47gb", 1), ("7g.94gb", 1))
-MIG_96GB = _mig(("1g.12gb", 7), ("1g.24gb", 4), ("2g.24gb", 3), ("3g.48gb", 2), ("4g.48gb", 1), ("7g.96gb", 1))
-MIG_H200 = _mig(("1g.18gb", 7), ("1g.35gb", 4), ("2g.35gb", 3), ("3g.71gb", 2), ("4g.71gb", 1), ("7g.141gb", 1))
-MIG_GH200_144GB = _mig(("1g.18gb", 7), ("1g.36gb", 4), ("2g.36gb", 3), ("3g.72gb", 2), ("4g.72gb", 1), ("7g.144gb", 1))
-MIG_B200 = _mig(("1g.23gb", 7), ("1g.45gb", 4), ("2g.45gb", 3), ("3g.90gb", 2), ("4g.90gb", 1), ("7g.180gb", 1))
-MIG_GB200 = _mig(("1g.23gb", 7), ("1g.47gb", 4), ("2g.47gb", 3), ("3g.93gb", 2), ("4g.93gb", 1), ("7g.186gb", 1))
+MIG_40GB = _mig("1g.5gb x7, 1g.10gb x4, 2g.10gb x3, 3g.20gb x2, 4g.20gb x1, 7g.40gb x1")
+MIG_80GB = _mig("1g.10gb x7, 1g.20gb x4, 2g.20gb x3, 3g.40gb x2, 4g.40gb x1, 7g.80gb x1")
+MIG_A30 = _mig("1g.6gb x4, 2g.12gb x2, 4g.24gb x1")
+MIG_94GB = _mig("1g.12gb x7, 1g.24gb x4, 2g.24gb x3, 3g.47gb x2, 4g.47gb x1, 7g.94gb x1")
+MIG_96GB = _mig("1g.12gb x7, 1g.24gb x4, 2g.24gb x3, 3g.48gb x2, 4g.48gb x1, 7g.96gb x1")
+MIG_H200 = _mig("1g.18gb x7, 1g.35gb x4, 2g.35gb x3, 3g.71gb x2, 4g.71gb x1, 7g.141gb x1")
+MIG_GH200_144 = _mig("1g.18gb x7, 1g.36gb x4, 2g.36gb x3, 3g.72gb x2, 4g.72gb x1, 7g.144gb x1")
+MIG_B200 = _mig("1g.23gb x7, 1g.45gb x4, 2g.45gb x3, 3g.90gb x2, 4g.90gb x1, 7g.180gb x1")
+MIG_GB200 = _mig("1g.23gb x7, 1g.47gb x4, 2g.47gb x3, 3g.93gb x2, 4g.93gb x1, 7g.186gb x1")
 # B300: from the GPU operator's mig-parted config (v25.3); not yet in the MIG user guide we checked.
-MIG_B300 = _mig(("1g.34gb", 7), ("1g.67gb", 4), ("2g.67gb", 3), ("3g.135gb", 2), ("4g.135gb", 1), ("7g.269gb", 1))
-MIG_RTX_PRO_6000 = _mig(("1g.24gb", 4), ("2g.48gb", 2), ("4g.96gb", 1))
+MIG_B300 = _mig("1g.34gb x7, 1g.67gb x4, 2g.67gb x3, 3g.135gb x2, 4g.135gb x1, 7g.269gb x1")
+MIG_RTX_PRO_6000 = _mig("1g.24gb x4, 2g.48gb x2, 4g.96gb x1")
 
 _SXM_PCIE: tuple[FormFactor, ...] = ("SXM", "PCIe")
+_NVL_SXM: tuple[FormFactor, ...] = ("NVL", "SXM")
 
 
-def _one(memory_gb: int, *form_factors: FormFactor, mig: tuple[MigProfile, ...] = ()) -> tuple[Variant, ...]:
-    return (Variant(memory_gb, form_factors, mig),)
+def _one(memory_gb: int, *forms: FormFactor, mig: tuple[MigProfile, ...] = ()) -> tuple[Variant]:
+    return (Variant(memory_gb, forms, mig),)
 
 
-def _nvidia(name: str, architecture: str, variants: tuple[Variant, ...], segment: Segment = "datacenter",
-            aliases: tuple[str, ...] = ()) -> AcceleratorModel:
+def _nvidia(
+    name: str,
+    architecture: str,
+    variants: tuple[Variant, ...],
+    segment: Segment = "datacenter",
+    aliases: tuple[str, ...] = (),
+) -> AcceleratorModel:
     return AcceleratorModel(name, "NVIDIA", "GPU", architecture, variants, segment, aliases)
+
+
+def _chip(
+    name: str, manufacturer: Manufacturer, kind: Kind, memory_gb: int, aliases: tuple[str, ...] = ()
+) -> AcceleratorModel:
+    """A non-GPU accelerator; its architecture is its generation: "Trainium2", "v5p"."""
+    generation = name.removeprefix("TPU") if kind == "TPU" else name
+    return AcceleratorModel(name, manufacturer, kind, generation, _one(memory_gb), aliases=aliases)
 
 
 def _amd(name: str, architecture: str, memory_gb: int, segment: Segment = "datacenter",
@@ -123,14 +139,14 @@ CATALOG: tuple[AcceleratorModel, ...] = (
     _nvidia("B200", "Blackwell", _one(180, "SXM", mig=MIG_B200)),
     _nvidia("B100", "Blackwell", _one(192, "SXM")),
     _nvidia("GB200", "Grace Blackwell", _one(186, mig=MIG_GB200)),
-    _nvidia("GH200", "Grace Hopper", (Variant(96, (), MIG_96GB), Variant(144, (), MIG_GH200_144GB))),
+    _nvidia("GH200", "Grace Hopper", (Variant(96, mig=MIG_96GB), Variant(144, mig=MIG_GH200_144))),
     _nvidia("H200", "Hopper", _one(141, "SXM", "NVL", mig=MIG_H200)),
     # The older reference lists an H100 40GB; NVIDIA sells no such part, so it is not here.
-    _nvidia("H100", "Hopper", (Variant(80, _SXM_PCIE, MIG_80GB), Variant(94, ("NVL", "SXM"), MIG_94GB))),
+    _nvidia("H100", "Hopper", (Variant(80, _SXM_PCIE, MIG_80GB), Variant(94, _NVL_SXM, MIG_94GB))),
     _nvidia("H800", "Hopper", (Variant(80, _SXM_PCIE, MIG_80GB), Variant(94, ("NVL",), MIG_94GB))),
     _nvidia("H20", "Hopper", _one(96, mig=MIG_96GB)),
-    _nvidia("A100", "Ampere", (Variant(80, _SXM_PCIE, MIG_80GB), Variant(40, _SXM_PCIE, MIG_A100_40GB))),
-    _nvidia("A800", "Ampere", (Variant(80, _SXM_PCIE, MIG_80GB), Variant(40, ("PCIe",), MIG_A100_40GB))),
+    _nvidia("A100", "Ampere", (Variant(80, _SXM_PCIE, MIG_80GB), Variant(40, _SXM_PCIE, MIG_40GB))),
+    _nvidia("A800", "Ampere", (Variant(80, _SXM_PCIE, MIG_80GB), Variant(40, ("PCIe",), MIG_40GB))),
     _nvidia("A40", "Ampere", _one(48)),
     _nvidia("A30", "Ampere", _one(24, mig=MIG_A30)),
     # A16, K80 and M60 boards carry several GPUs; clouds list them per GPU, as here.
@@ -189,22 +205,22 @@ CATALOG: tuple[AcceleratorModel, ...] = (
     _amd("Radeon_Pro_V620", "RDNA 2", 32, aliases=("V620",)),
     _amd("Radeon_Pro_W7900", "RDNA 3", 48, "workstation", aliases=("W7900",)),
     # AWS (memory per chip). Trainium3: 144GB as announced; unsure.
-    AcceleratorModel("Trainium1", "AWS", "Trainium", "Trainium", _one(32), aliases=("Trainium", "trn1")),
-    AcceleratorModel("Trainium2", "AWS", "Trainium", "Trainium2", _one(96), aliases=("trn2",)),
-    AcceleratorModel("Trainium3", "AWS", "Trainium", "Trainium3", _one(144), aliases=("trn3",)),
-    AcceleratorModel("Inferentia1", "AWS", "Inferentia", "Inferentia", _one(8), aliases=("Inferentia", "inf1")),
-    AcceleratorModel("Inferentia2", "AWS", "Inferentia", "Inferentia2", _one(32), aliases=("inf2",)),
+    _chip("Trainium1", "AWS", "Trainium", 32, ("Trainium", "trn1")),
+    _chip("Trainium2", "AWS", "Trainium", 96, ("trn2",)),
+    _chip("Trainium3", "AWS", "Trainium", 144, ("trn3",)),
+    _chip("Inferentia1", "AWS", "Inferentia", 8, ("Inferentia", "inf1")),
+    _chip("Inferentia2", "AWS", "Inferentia", 32, ("inf2",)),
     # Google Cloud TPU (HBM per chip)
-    AcceleratorModel("TPUv2", "Google", "TPU", "v2", _one(16), aliases=("v2",)),
-    AcceleratorModel("TPUv3", "Google", "TPU", "v3", _one(32), aliases=("v3",)),
-    AcceleratorModel("TPUv4", "Google", "TPU", "v4", _one(32), aliases=("v4",)),
-    AcceleratorModel("TPUv5e", "Google", "TPU", "v5e", _one(16), aliases=("v5e", "v5litepod", "TPU v5 lite", "v5lite")),
-    AcceleratorModel("TPUv5p", "Google", "TPU", "v5p", _one(95), aliases=("v5p",)),
-    AcceleratorModel("TPUv6e", "Google", "TPU", "v6e", _one(32), aliases=("v6e", "Trillium")),
+    _chip("TPUv2", "Google", "TPU", 16, ("v2",)),
+    _chip("TPUv3", "Google", "TPU", 32, ("v3",)),
+    _chip("TPUv4", "Google", "TPU", 32, ("v4",)),
+    _chip("TPUv5e", "Google", "TPU", 16, ("v5e", "v5litepod", "TPU v5 lite", "v5lite")),
+    _chip("TPUv5p", "Google", "TPU", 95, ("v5p",)),
+    _chip("TPUv6e", "Google", "TPU", 32, ("v6e", "Trillium")),
     # Intel Gaudi (AWS dl1 runs the first generation, which EC2 calls "Gaudi HL-205")
-    AcceleratorModel("Gaudi", "Intel", "Gaudi", "Gaudi", _one(32), aliases=("Gaudi HL-205", "HL-205", "Gaudi1")),
-    AcceleratorModel("Gaudi2", "Intel", "Gaudi", "Gaudi2", _one(96)),
-    AcceleratorModel("Gaudi3", "Intel", "Gaudi", "Gaudi3", _one(128)),
+    _chip("Gaudi", "Intel", "Gaudi", 32, ("Gaudi HL-205", "HL-205", "Gaudi1")),
+    _chip("Gaudi2", "Intel", "Gaudi", 96),
+    _chip("Gaudi3", "Intel", "Gaudi", 128),
 )
 
 BY_NAME: dict[str, AcceleratorModel] = {model.name: model for model in CATALOG}
@@ -266,7 +282,8 @@ def _index() -> dict[str, AcceleratorModel]:
         for spelling in (model.name, *model.aliases):
             key = spelling_key(spelling)
             if index.setdefault(key, model) is not model:
-                raise AssertionError(f"catalog spelling {spelling!r} names both {index[key].name} and {model.name}")
+                both = f"{index[key].name} and {model.name}"
+                raise AssertionError(f"catalog spelling {spelling!r} names both {both}")
     return index
 
 
@@ -290,7 +307,9 @@ def identify(text: str) -> Identified | None:
     return Identified(model, memory, form)
 
 
-def nearest_variant(model: AcceleratorModel, memory_gb: float, tolerance: float = 0.15) -> Variant | None:
+def nearest_variant(
+    model: AcceleratorModel, memory_gb: float, tolerance: float = 0.15
+) -> Variant | None:
     """The variant whose memory is closest to ``memory_gb`` (as clouds report it, in GB or
     GiB, often a little under the listed size), or None when none is within ``tolerance``."""
     best = min(model.variants, key=lambda v: abs(v.memory_gb - memory_gb))

@@ -103,33 +103,38 @@ class Accelerator:
     def _check_mig(self, model: AcceleratorModel | None) -> None:
         if model is None or not model.supports_mig:
             capable = ", ".join(m.name for m in CATALOG if m.supports_mig)
-            raise fail(self.name, "mig", self.mig, f"{self.name} does not support MIG (MIG-capable: {capable})")
+            allowed = f"{self.name} does not support MIG (MIG-capable: {capable})"
+            raise fail(self.name, "mig", self.mig, allowed)
         variant = _variant(model, self.memory, self.form_factor)
         names = [p.name for p in variant.mig]
         if self.mig not in names:
-            raise fail(self.name, "mig", self.mig, f"{self.name} {variant.memory} takes {', '.join(names)}")
+            allowed = f"{self.name} {variant.memory} takes {', '.join(names)}"
+            raise fail(self.name, "mig", self.mig, allowed)
         if self.count != int(self.count):
-            raise fail(self.name, "count", self.count, "with mig= the count must be a whole number of GPUs")
+            allowed = "with mig= the count must be a whole number of GPUs"
+            raise fail(self.name, "count", self.count, allowed)
 
 
 def _variant(model: AcceleratorModel, memory: str | None, form_factor: str | None) -> Variant:
     """The variant with this memory and form factor (None: the first that fits)."""
     fits_memory = [v for v in model.variants if memory is None or v.memory == memory]
     if not fits_memory:
-        raise fail(model.name, "memory", memory, f"{model.name} comes with {', '.join(model.memories)}")
+        allowed = f"{model.name} comes with {', '.join(model.memories)}"
+        raise fail(model.name, "memory", memory, allowed)
     if form_factor is None:
         return fits_memory[0]
     for variant in fits_memory:
         if form_factor in variant.form_factors:
             return variant
     if not model.form_factors:
-        raise fail(model.name, "form_factor", form_factor, f"{model.name} comes in one form factor; omit form_factor")
-    if memory is not None and any(form_factor in v.form_factors for v in model.variants):
+        allowed = f"{model.name} comes in one form factor; omit form_factor"
+    elif memory is not None and any(form_factor in v.form_factors for v in model.variants):
         sizes = ", ".join(v.memory for v in model.variants if form_factor in v.form_factors)
-        allowed = ", ".join(fits_memory[0].form_factors) or "none"
-        raise fail(model.name, "form_factor", form_factor,
-                   f"{model.name} {memory} comes as {allowed}; {form_factor} comes with memory {sizes}")
-    raise fail(model.name, "form_factor", form_factor, f"use one of {', '.join(model.form_factors)}")
+        forms = ", ".join(fits_memory[0].form_factors)
+        allowed = f"{model.name} {memory} comes as {forms}; {form_factor} comes with memory {sizes}"
+    else:
+        allowed = f"use one of {', '.join(model.form_factors)}"
+    raise fail(model.name, "form_factor", form_factor, allowed)
 
 
 def _memory(owner: str, value: str | None) -> str | None:
@@ -184,24 +189,26 @@ def _factory(model: AcceleratorModel) -> Callable[..., Accelerator]:
         if variant.mig:
             details.append(f"mig ({variant.memory}) {', '.join(p.name for p in variant.mig)}")
     make.__name__ = make.__qualname__ = model.name
-    make.__doc__ = f"{model.name} ({model.manufacturer} {model.architecture}); {'; '.join(details)}."
+    kind = f"{model.manufacturer} {model.architecture}"
+    make.__doc__ = f"{model.name} ({kind}); {'; '.join(details)}."
     return make
 
 
-def Custom(name: str, *, memory: str | None = None, count: float = 1) -> Accelerator:  # noqa: N802
+def Custom(name: str, *, memory: str | None = None, count: float = 1) -> Accelerator:
     """An accelerator outside the catalog."""
     return Accelerator(name, _memory(name, memory), count, None, "custom")
 
 
-def TPUSlice(name: str) -> Accelerator:  # noqa: N802
+def TPUSlice(name: str) -> Accelerator:
     """A Google TPU slice such as ``"v5p-8"``, ``"v5litepod-16"`` or ``"v6e-8"``; ``count``
     is its chips (``"v5p-8"``: 4 chips, as v2-v5p slices count TensorCores)."""
     seen = identify(name) if isinstance(name, str) else None
     if seen is None or seen.tpu_slice is None:
-        raise fail("TPUSlice", "name", name, "give a slice such as 'v5p-8', 'v5litepod-8' or 'v6e-8'")
+        allowed = "give a slice such as 'v5p-8', 'v5litepod-8' or 'v6e-8'"
+        raise fail("TPUSlice", "name", name, allowed)
     model = seen.model
-    return Accelerator(model.name, model.variants[0].memory, seen.tpu_chips or 1, None, model.manufacturer,
-                       tpu_slice=seen.tpu_slice)
+    memory, chips = model.variants[0].memory, seen.tpu_chips or 1
+    return Accelerator(model.name, memory, chips, None, model.manufacturer, None, seen.tpu_slice)
 
 
 def parse_accelerator(text: str) -> Accelerator:
@@ -210,7 +217,8 @@ def parse_accelerator(text: str) -> Accelerator:
     spellings such as ``"NVIDIA A100-SXM4-80GB"``. ValueError for unknown names lists
     close matches."""
     if not isinstance(text, str) or not text.strip():
-        raise fail("accelerator", "name", text, "give a name such as \"A100\", \"H100:8\" or \"A100-40GB\"")
+        allowed = "give a name such as \"A100\", \"H100:8\" or \"A100-40GB\""
+        raise fail("accelerator", "name", text, allowed)
     name, count = text.strip(), 1.0
     if first := _COUNT_FIRST.fullmatch(name):
         count, name = float(first.group(1)), first.group(2)
@@ -231,7 +239,8 @@ def _suggest(name: str) -> str:
 
     close = difflib.get_close_matches(spelling_key(name), SPELLINGS, n=6, cutoff=0.6)
     names = list(dict.fromkeys(SPELLINGS[k].name for k in close))[:3]
-    hint = f"did you mean {', '.join(names)}?" if names else "known names include A100, H100, L4, T4, MI300X, v5p-8."
+    examples = "known names include A100, H100, L4, T4, MI300X, v5p-8."
+    hint = f"did you mean {', '.join(names)}?" if names else examples
     return f"{hint} (sky.accelerators.Custom(name) describes anything else)"
 
 
@@ -284,7 +293,7 @@ def _plain(name: str) -> str:
     return "".join(re.split(r"[\s_\-/]+", name.upper()))
 
 
-FACTORIES: dict[str, Callable[..., Accelerator]] = {model.name: _factory(model) for model in CATALOG}
+FACTORIES: dict[str, Callable[..., Accelerator]] = {m.name: _factory(m) for m in CATALOG}
 globals().update(FACTORIES)
 
-__all__ = ["Accelerator", "Custom", "TPUSlice", "build", "matches", "parse_accelerator", *FACTORIES]
+__all__ = ["Accelerator", "Custom", "TPUSlice", "build", "matches", "parse_accelerator", *FACTORIES]  # noqa: PLE0604
