@@ -261,7 +261,6 @@ def matches(
     for models sold in several sizes; unknown memory or form factor is not held against
     the machine. The machine needs at least ``accelerator.count`` devices.
     """
-    seen = identify(name)
     model = accelerator.model
     if model is None:
         if _plain(name) != _plain(accelerator.name):
@@ -270,6 +269,7 @@ def matches(
         if wanted is not None and memory_gb is not None and memory_gb < wanted * 0.85:
             return False
         return count >= accelerator.count
+    seen = identify(name)
     if seen is None or seen.model is not model:
         return False
     if seen.tpu_chips is not None:
@@ -296,4 +296,6 @@ def _plain(name: str) -> str:
 FACTORIES: dict[str, Callable[..., Accelerator]] = {m.name: _factory(m) for m in CATALOG}
 globals().update(FACTORIES)
 
-__all__ = ["Accelerator", "Custom", "TPUSlice", "build", "matches", "parse_accelerator", *FACTORIES]  # noqa: PLE0604
+__all__ = [  # noqa: PLE0604 - the factories' names come from the catalog
+    "Accelerator", "Custom", "TPUSlice", "build", "matches", "parse_accelerator", *FACTORIES,
+]
