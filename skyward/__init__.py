@@ -19,6 +19,16 @@ import types
 from typing import Any
 
 from skyward.api import accelerators, time
+from skyward.api.accelerator_helpers import (
+    NVIDIA,
+    AcceleratorSpec,
+    InstanceCandidate,
+    current_accelerator,
+    is_nvidia,
+    is_trainium,
+    select_instance,
+)
+from skyward.api.accelerators import Accelerator, parse_accelerator
 from skyward.api.compute import Compute, ComputePool, MultiPool, pool
 from skyward.api.errors import (
     AllProvidersFailedError,
@@ -94,7 +104,8 @@ DEFAULT_IMAGE = Image()
 __version__ = "0.1.0"
 
 __all__ = [
-    "AcceleratorInfo", "AllProvidersFailedError", "BootstrapPhase", "BrokenBarrierError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
+    "Accelerator", "AcceleratorInfo", "AcceleratorSpec", "InstanceCandidate", "NVIDIA",
+    "current_accelerator", "is_nvidia", "is_trainium", "parse_accelerator", "select_instance", "AllProvidersFailedError", "BootstrapPhase", "BrokenBarrierError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
     "ClusterRequested", "Compute", "ComputePool", "CostFinal", "CostUpdate", "DEFAULT_IMAGE",
     "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
     "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "Local", "Log", "LogConfig",

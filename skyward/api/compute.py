@@ -127,10 +127,7 @@ def _old_accelerator(value: Any) -> Any:
     if value is None or isinstance(value, accelerators.Accelerator):
         return value
     if isinstance(value, str):
-        name, _, memory = value.partition("-")
-        factory = getattr(accelerators, name, None)
-        if callable(factory) and name not in ("Accelerator", "Custom"):
-            return factory(memory=memory or None)
+        return accelerators.parse_accelerator(value)
     raise ValueError(f"ComputePool(accelerator={value!r}) is not valid: use sky.accelerators.A100() or a name like \"A100\"")
 
 

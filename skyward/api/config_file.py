@@ -2,8 +2,9 @@
 
 The file is ``$SKYWARD_CONFIG`` if set, else ``./skyward.toml``, else
 ``~/.skyward/skyward.toml``. Each ``[pools.NAME]`` table holds Spec fields; ``provider``
-is a name ("local") or a table with ``type``; ``accelerator`` may be a string such as
-"A100"; ``image`` and ``options`` (with an ``options.worker`` table) are tables.
+is a name ("local") or a table with ``type``; ``accelerator`` is a string such as
+"A100", "A100-40GB" or "H100:8" (see ``parse_accelerator``); ``image`` and ``options``
+(with an ``options.worker`` table) are tables.
 """
 
 from __future__ import annotations
@@ -93,11 +94,10 @@ def _provider(value: Any, path: Path, name: str) -> Any:
 
 
 def _accelerator(value: Any) -> Any:
-    name, _, memory = str(value).partition("-")
-    factory = getattr(accelerators, name, None)
-    if factory is None or name.startswith("_") or name in ("Accelerator", "Custom"):
-        raise ValueError(f"accelerator {value!r} is not in the catalog (e.g. \"A100\", \"H100\")")
-    return factory(memory=memory or None)
+    if not isinstance(value, str):
+        example = 'a string such as "A100", "H100:8" or "A100-40GB"'
+        raise ValueError(f"accelerator = {value!r} is not valid: use {example}")
+    return accelerators.parse_accelerator(value)
 
 
 def _options(table: dict[str, Any], where: str) -> Options:
