@@ -29,10 +29,12 @@ from skyward.api.accelerator_helpers import (
     select_instance,
 )
 from skyward.api.accelerators import Accelerator, parse_accelerator
+from skyward.api.allocation import Allocation
 from skyward.api.compute import Compute, ComputePool, MultiPool, pool
 from skyward.api.errors import (
     AllProvidersFailedError,
     NoActivePoolError,
+    NoAvailableProviderError,
     NodeCrashedError,
     PoolClosedError,
     RemoteError,
@@ -58,6 +60,7 @@ from skyward.api.instance import (
 )
 from skyward.api.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.api.pool import Pool
+from skyward.api.selection import select_available, select_cheapest, select_first
 from skyward.api.session import Session
 from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
 from skyward.collections import (
@@ -105,7 +108,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Accelerator", "AcceleratorInfo", "AcceleratorSpec", "InstanceCandidate", "NVIDIA",
-    "current_accelerator", "is_nvidia", "is_trainium", "parse_accelerator", "select_instance", "AllProvidersFailedError", "BootstrapPhase", "BrokenBarrierError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
+    "current_accelerator", "is_nvidia", "is_trainium", "parse_accelerator", "select_instance", "AllProvidersFailedError", "AWS", "NoAvailableProviderError", "Offer", "Orphan", "offers", "gc",
+    "select_first", "select_cheapest", "select_available", "Allocation", "BootstrapPhase", "BrokenBarrierError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
     "ClusterRequested", "Compute", "ComputePool", "CostFinal", "CostUpdate", "DEFAULT_IMAGE",
     "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
     "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "Local", "Log", "LogConfig",
@@ -135,9 +139,16 @@ class _SkywardModule(types.ModuleType):
         return (importlib.import_module, (self.__name__,))
 
 
-# Imported on first use: asyncssh and cryptography cost ~0.15 s, which every node agent
-# (it imports this package) would otherwise pay at pool start.
-_LAZY = {"SSH": "skyward.providers.ssh.provider"}
+# Imported on first use: asyncssh and cryptography cost ~0.15 s (boto3 more), which every
+# node agent (it imports this package) would otherwise pay at pool start.
+_LAZY = {
+    "SSH": "skyward.providers.ssh.provider",
+    "AWS": "skyward.providers.aws.provider",
+    "offers": "skyward.api.offers",
+    "gc": "skyward.providers.orphans",
+    "Offer": "skyward.providers.base",
+    "Orphan": "skyward.providers.orphans",
+}
 
 
 def __getattr__(name: str) -> Any:

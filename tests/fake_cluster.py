@@ -127,6 +127,8 @@ class FakeProvider:
     """A pool of in-process nodes (see the module docstring)."""
 
     name: ClassVar[str] = "fake"
+    priced: ClassVar[bool] = False
+    options_used: ClassVar[frozenset[str]] = frozenset()
 
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
         if options.resolved_worker.resolved_executor != "thread":

@@ -59,6 +59,11 @@ class AllProvidersFailedError(SkywardError, RuntimeError):
     """Every Spec of a pool failed to provision; the notes give each one's reason."""
 
 
+class NoAvailableProviderError(SkywardError, RuntimeError):
+    """No provider has a machine that satisfies the Spec (within its price cap, in its
+    region); the message (and, for several Specs, the notes) say what was found."""
+
+
 def with_local_source(text: str) -> str:
     """``text`` (a formatted traceback) with the missing source line of each frame filled
     in from the file of that name on this machine, where it exists."""

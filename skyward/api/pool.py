@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import Token
 from typing import Any
 
-from skyward.api import context
+from skyward.api import context, selection
 from skyward.api.context import NESTED_DISPATCH
-from skyward.api.errors import AllProvidersFailedError, PoolClosedError
+from skyward.api.errors import AllProvidersFailedError, NoAvailableProviderError, PoolClosedError
 from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.api.instance import current_task
 from skyward.api.option_checks import check_options
@@ -154,7 +154,10 @@ class Pool(PoolCollections):
             return
         if len(failures) == 1:
             raise failures[0][1]
-        failure = AllProvidersFailedError(f"none of the {len(failures)} Specs of pool {self.name} could be provisioned")
+        unavailable = all(isinstance(error, NoAvailableProviderError) for _, error in failures)
+        kind = NoAvailableProviderError if unavailable else AllProvidersFailedError
+        what = "has a machine for them" if unavailable else "could be provisioned"
+        failure = kind(f"none of the {len(failures)} Specs of pool {self.name} {what}")
         for index, (spec, error) in enumerate(failures, 1):
             failure.add_note(f"{index}. {spec.provider.name}: {type(error).__name__}: {error}")
         raise failure from failures[0][1]
@@ -170,7 +173,7 @@ class Pool(PoolCollections):
         while True:
             try:
                 return spec.provider.launch(spec, self.options, self.id)
-            except (ValueError, TypeError, NotImplementedError):
+            except (ValueError, TypeError, NotImplementedError, NoAvailableProviderError):
                 raise
             except Exception as exc:
                 if attempt >= attempts:
@@ -189,8 +192,14 @@ class Pool(PoolCollections):
         self._cost = CostMeter(cluster.pricing, self._bus.emit).start()
         for phase in cluster.phases:
             self._bus.emit(BootstrapPhase(phase.name, phase.seconds, phase.node))
+        assert self.spec is not None
+        priced = self.spec.provider.priced
         for info, node in zip(cluster.infos, cluster.nodes):
-            self._bus.emit(InstanceProvisioned(info.node, node.id, node.address))
+            ondemand = node.ondemand_price if node.ondemand_price is not None else node.hourly_price
+            self._bus.emit(InstanceProvisioned(
+                info.node, node.id, node.address, node.spot, self.spec.provider.name, node.instance_type,
+                ondemand if priced else None, node.hourly_price if priced and node.spot else None,
+            ))
             self._bus.emit(InstanceBootstrapped(info.node, node.id, duration))
         self._feed = EventFeed(self._bus.emit, lambda message: self._bus.emit(Error(message)))
         cluster.transport.open(self._loop, self._feed)
@@ -203,9 +212,7 @@ class Pool(PoolCollections):
         self._bus.emit(ClusterReady(self.name, count, time.monotonic() - self._opened_at))
 
     def _ordered_specs(self) -> list[Spec]:
-        if self.options.selection == "first" or len(self.specs) == 1:
-            return list(self.specs)
-        return sorted(self.specs, key=_cheapest_price)
+        return selection.order(self.specs, self.options.selection)
 
     def _teardown(self) -> None:
         if self._driver is not None:
@@ -441,11 +448,6 @@ class DetachedPool:
 
     def __lt__(self, other: Any) -> Any:
         raise RuntimeError(NESTED_DISPATCH)
-
-
-def _cheapest_price(spec: Spec) -> float:
-    """The lowest hourly price among ``spec``'s offers (0 when its provider has no prices)."""
-    return min((offer.hourly_price for offer in spec.provider.offers(spec)), default=0.0)
 
 
 def _group_name(group: PendingFunctionGroup) -> str:

@@ -5,10 +5,12 @@ a bad value raises ValueError naming the field, the value and what is allowed.""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from skyward.api.accelerators import Accelerator
+from skyward.api.allocation import normalize as normalize_allocation
 from skyward.api.validation import (
     as_str_tuple,
     check_choice,
@@ -21,13 +23,12 @@ from skyward.observe.metrics import Default
 from skyward.observe.metrics import normalize as normalize_metrics
 
 AllocationStrategy = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
-SelectionStrategy = Literal["cheapest", "first"]
+SelectionStrategy = Literal["cheapest", "first", "available"]
 ConsoleMode = Literal["rich", "minimal", "log", "silent"]
 Architecture = Literal["x86_64", "arm64"]
 Executor = Literal["auto", "thread", "process"]
 
-ALLOCATIONS = ("spot-if-available", "spot", "on-demand", "cheapest")
-SELECTIONS = ("cheapest", "first")
+SELECTIONS = ("cheapest", "first", "available")
 CONSOLE_MODES = ("rich", "minimal", "log", "silent")
 EXECUTORS = ("auto", "thread", "process")
 SKYWARD_SOURCES = ("auto", "local", "github", "pypi")
@@ -182,7 +183,7 @@ class Spec:
     memory_gb: float | None = None
     disk_gb: int | None = None
     architecture: str | None = None
-    allocation: str = "spot-if-available"
+    allocation: str | float = "spot-if-available"
     image: Image = field(default_factory=Image)
     region: str | None = None
     max_hourly_cost: float | None = None
@@ -204,7 +205,7 @@ class Spec:
         check_number("Spec", "disk_gb", self.disk_gb, strictly_positive=True, integer=True, optional=True)
         if self.architecture is not None:
             check_choice("Spec", "architecture", self.architecture, ("x86_64", "arm64"))
-        check_choice("Spec", "allocation", self.allocation, ALLOCATIONS)
+        object.__setattr__(self, "allocation", normalize_allocation(self.allocation))
         if not isinstance(self.image, Image):
             raise fail("Spec", "image", self.image, "use sky.Image(...)")
         check_number("Spec", "max_hourly_cost", self.max_hourly_cost, strictly_positive=True, optional=True)
@@ -235,7 +236,7 @@ SPEC_FIELDS = tuple(f.name for f in fields(Spec))
 class Options:
     """How the pool behaves: selection, worker slots, timeouts, console, logging, cluster."""
 
-    selection: str = "cheapest"
+    selection: str | Callable[..., Any] = "cheapest"
     worker: Worker | None = None
     provision_timeout: int | None = None
     ssh_timeout: int | None = None
@@ -255,7 +256,8 @@ class Options:
     health_checker: Any = None
 
     def __post_init__(self) -> None:
-        check_choice("Options", "selection", self.selection, SELECTIONS)
+        if not callable(self.selection):
+            check_choice("Options", "selection", self.selection, SELECTIONS)
         if self.worker is not None and not isinstance(self.worker, Worker):
             raise fail("Options", "worker", self.worker, "use sky.Worker(...)")
         for name in ("provision_timeout", "ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"):

@@ -69,12 +69,18 @@ class ClusterDestroyed(Event):
 
 @dataclass(frozen=True, slots=True)
 class InstanceProvisioned(Event):
-    """A node exists."""
+    """A node exists: which provider made it, what it is and what it costs per hour
+    (``price_spot`` for a spot node, ``price_on_demand`` what it costs, or would, on
+    demand; None where the provider has no prices)."""
 
     node: int
     instance_id: str
     ip: str | None = None
     spot: bool = False
+    provider: str = ""
+    instance_type: str = ""
+    price_on_demand: float | None = None
+    price_spot: float | None = None
     timestamp: float = field(default_factory=_now)
 
 

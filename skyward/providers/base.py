@@ -122,6 +122,8 @@ class Provider(Protocol):
     name: ClassVar[str]
     options_used: ClassVar[frozenset[str]]
     """The provider-specific ``Options`` fields it honours (see ``api.option_checks``)."""
+    priced: ClassVar[bool]
+    """Whether it sells machines: then no offer for a Spec means it cannot be had."""
 
     def validate(self, spec: Spec, options: Options) -> None:
         """Raise ValueError (naming the field, the value and the fix) for what this

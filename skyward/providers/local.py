@@ -39,6 +39,7 @@ class Local:
     """Run the pool's nodes as processes on this machine (the default provider)."""
 
     name: ClassVar[str] = "local"
+    priced: ClassVar[bool] = False
     options_used: ClassVar[frozenset[str]] = frozenset()
 
     def validate(self, spec: Spec, options: Options) -> None:

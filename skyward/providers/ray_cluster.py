@@ -68,6 +68,7 @@ class Ray:
     runs with token auth (default: ``RAY_AUTH_TOKEN``)."""
 
     name: ClassVar[str] = "ray"
+    priced: ClassVar[bool] = False
     options_used: ClassVar[frozenset[str]] = frozenset()
 
     address: str | None = None

@@ -169,14 +169,16 @@ class RemoteCluster:
                     "the nodes' version"
                 )
 
-    async def start_watchdogs(self) -> None:
-        """A watchdog per node: it stops the pool there once the client is gone."""
+    async def start_watchdogs(self, halt: bool) -> None:
+        """A watchdog per node: it stops the pool there once the client is gone (and,
+        with ``halt``, shuts the machine down after)."""
 
         async def one(node: RemoteNode) -> None:
             assert node.ready is not None
             python = posixpath.join(node.ready.env_dir, "venv/bin/python")
             script = shlex.quote(posixpath.join(node.ready.site, "providers", "ssh", "watchdog.py"))
-            command = f"exec {shlex.quote(python)} -u {script} {shlex.quote(node.pool_dir)} {self.ttl} {HEARTBEAT}"
+            mode = "halt" if halt else "stay"
+            command = f"exec {shlex.quote(python)} -u {script} {shlex.quote(node.pool_dir)} {self.ttl} {HEARTBEAT} {mode}"
             node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
             line = await asyncio.wait_for(node.watchdog.stdout.readline(), START_TIMEOUT)
             if not line.startswith("::watching"):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import asyncssh
 
+from skyward.api.paths import skyward_home
 from skyward.api.validation import fail
 from skyward.providers.base import SSHEndpoint
 
-DEFAULT_KNOWN_HOSTS = "~/.skyward/known_hosts"
 KEEPALIVE_SECONDS = 5
 
 
@@ -56,7 +56,7 @@ class KnownHosts:
     first use); later connections accept only that key."""
 
     def __init__(self, path: str | None = None) -> None:
-        self.path = os.path.expanduser(path or DEFAULT_KNOWN_HOSTS)
+        self.path = os.path.expanduser(path) if path else str(skyward_home() / "known_hosts")
 
     def keys_for(self, address: SSHEndpoint) -> list[str]:
         """Recorded public keys (OpenSSH text) of ``address``."""

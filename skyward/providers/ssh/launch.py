@@ -50,17 +50,24 @@ def launch_on_hosts(
     pool_id: str,
     known_hosts: KnownHosts,
     release: Callable[[], None] = lambda: None,
+    *,
+    halt_on_expiry: bool = False,
+    default_ssh_timeout: float = DEFAULT_SSH_TIMEOUT,
+    default_retry_interval: float | None = None,
 ) -> Cluster:
     """Bring ``handles`` up as the pool's nodes (node 0 is the head); blocks until every
-    agent answers. On failure everything started is stopped and ``release`` called."""
+    agent answers. On failure everything started is stopped and ``release`` called.
+    ``halt_on_expiry``: a node whose client vanished shuts its machine down after the
+    cleanup (machines created for the pool). The defaults apply where Options leave
+    ``ssh_timeout``/``ssh_retry_interval`` unset (a machine that is still booting)."""
     phases: list[PhaseTiming] = []
     loop = LoopThread(f"skyward-ssh-{pool_id[:8]}")
     cluster = RemoteCluster(pool_id, spec.ttl, lambda name, s, node: phases.append(PhaseTiming(name, s, node)))
-    ssh_timeout = float(options.ssh_timeout or DEFAULT_SSH_TIMEOUT)
+    ssh_timeout = float(options.ssh_timeout or default_ssh_timeout)
     bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
     ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
     try:
-        retry = float(options.ssh_retry_interval) if options.ssh_retry_interval else None
+        retry = float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval
         loop.run(cluster.connect(handles, known_hosts, ssh_timeout, retry), ssh_timeout * 2 + 10)
         loop.run(cluster.gather_facts(index_urls(spec.image), ssh_timeout), ssh_timeout * 3 + 60)
         check_hardware(spec, cluster.nodes)
@@ -72,7 +79,7 @@ def launch_on_hosts(
         loop.run(cluster.bootstrap(script_for, shipments, bootstrap_timeout), bootstrap_timeout * 2 + 120)
         versions = {**report(), "skyward_digest": shipments[0].skyward_digest}
         cluster.check_versions(versions)
-        loop.run(cluster.start_watchdogs(), 60)
+        loop.run(cluster.start_watchdogs(halt_on_expiry), 60)
         includes_path = lambda node: f"{node.ready.env_dir}/includes"  # noqa: E731
         loop.run(cluster.start_ray(_resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
         config = _relay_config(spec, options, pool_id, cluster, includes_path, ready_timeout)

@@ -29,6 +29,7 @@ class SSH:
     keys are recorded (default ~/.skyward/known_hosts)."""
 
     name: ClassVar[str] = "ssh"
+    priced: ClassVar[bool] = False
     options_used: ClassVar[frozenset[str]] = frozenset({"ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"})
 
     hosts: tuple[str, ...] = ()

@@ -8,7 +8,10 @@ directory and exits:
 - when its stdin ends (the client's SSH connection closed: the client exited or was
   killed), ``ttl`` seconds later (``Spec.ttl``; 0: at once);
 - when no line arrived for ``max(ttl, 3 * HEARTBEAT)`` seconds (the network is gone).
-Run as a script: ``python watchdog.py POOL_DIR TTL HEARTBEAT``.
+In ``halt`` mode (machines created for the pool) it is the machine's dead-man switch:
+it cancels the shutdown the machine scheduled at boot for a client that never came,
+and when the client vanished it shuts the machine down after the cleanup (a cloud then
+terminates it). Run as a script: ``python watchdog.py POOL_DIR TTL HEARTBEAT stay|halt``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -63,7 +67,18 @@ def stop_pool(pool_dir: str) -> None:
     shutil.rmtree(pool_dir, ignore_errors=True)
 
 
-def main(pool_dir: str, ttl: float, heartbeat: float) -> None:
+def shut_down(*arguments: str) -> None:
+    """Run ``shutdown`` with ``arguments`` as root (through sudo when not root)."""
+    command = ["shutdown", *arguments]
+    if os.geteuid() != 0:
+        command = ["sudo", "-n", *command]
+    try:
+        subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     state = {"seen": time.monotonic(), "stop": False, "ended": None}
@@ -77,6 +92,8 @@ def main(pool_dir: str, ttl: float, heartbeat: float) -> None:
         state["ended"] = time.monotonic()
 
     threading.Thread(target=listen, daemon=True).start()
+    if halt:
+        shut_down("-c")  # a client has come: the boot-time shutdown is this watchdog's job now
     print("::watching", flush=True)
     silence = max(ttl, 3 * heartbeat)
     while not state["stop"]:
@@ -92,7 +109,9 @@ def main(pool_dir: str, ttl: float, heartbeat: float) -> None:
         print("::stopped", flush=True)
     except OSError:
         pass
+    if halt and not state["stop"]:
+        shut_down("-h", "now")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3]))
+    main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "halt")

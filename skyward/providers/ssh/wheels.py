@@ -4,7 +4,7 @@ a package index.
 
 - ``skyward_wheel``: a wheel of the very skyward package this client imported, written
   directly from its files, whether it is a source checkout or an installed wheel
-  (editable or not); cached under ``~/.skyward/wheels`` by a digest of its files. The
+  (editable or not); cached under ``~/.skyward/wheels`` (``$SKYWARD_HOME``) by a digest of its files. The
   node installs it by path, never from an index.
 - ``resolve``: wheels for a list of requirements and everything they need, for a node's
   platform (the client's own, or another OS/CPU), downloaded once with pip into a
@@ -30,9 +30,9 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from skyward.api.paths import skyward_dir
 from skyward.providers.ssh.versions import package_digest
 
-CACHE = Path("~/.skyward/wheels").expanduser()
 RESOLVE_TIMEOUT = 600.0
 PACKAGE = Path(__file__).resolve().parents[2]
 """The skyward package directory this client runs."""
@@ -85,7 +85,7 @@ class NodePlatform:
 def skyward_wheel() -> Path:
     """A wheel of this very copy of skyward (written once per digest of its files)."""
     digest = package_digest(PACKAGE)
-    target = CACHE / f"skyward-{digest}"
+    target = skyward_dir("wheels") / f"skyward-{digest}"
     found = sorted(target.glob("skyward-*.whl")) if target.is_dir() else []
     if found:
         return found[0]
@@ -181,10 +181,10 @@ def resolve(
     cannot do it."""
     asked = [target.tag, target.glibc, index or "", *extra_indexes, *requirements]
     key = hashlib.sha256("\n".join(asked).encode()).hexdigest()[:16]
-    wheelhouse = CACHE / f"deps-{key}"
+    wheelhouse = skyward_dir("wheels") / f"deps-{key}"
     if (wheelhouse / ".complete").is_file():
         return wheelhouse
-    partial = Path(tempfile.mkdtemp(prefix="deps-", dir=_ensure(CACHE)))
+    partial = Path(tempfile.mkdtemp(prefix="deps-", dir=skyward_dir("wheels")))
     try:
         where = (["--index-url", index] if index else []) + [
             option for url in extra_indexes for option in ("--extra-index-url", url)
@@ -199,11 +199,6 @@ def resolve(
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return wheelhouse
-
-
-def _ensure(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _pip(*args: str) -> None:

@@ -1,0 +1,143 @@
+"""``sky``: look at offers and prices, clean up what a lost pool left in a cloud, versions.
+
+Every command takes ``--json`` for scripts and agents (one JSON value on stdout)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+from typing import Any
+
+import click
+
+from skyward.cli.output import console, emit_json, table
+
+
+@click.group()
+def main() -> None:
+    """Skyward: run Python functions on pools of machines."""
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def version(as_json: bool) -> None:
+    """Versions of skyward, Python and the engine."""
+    versions = {
+        "skyward": importlib.metadata.version("skyward"),
+        "python": sys.version.split()[0],
+        "ray": importlib.metadata.version("ray"),
+        "cloudpickle": importlib.metadata.version("cloudpickle"),
+    }
+    if as_json:
+        emit_json([versions])
+        return
+    table("versions", ["component", "version"], list(versions.items()))
+
+
+@main.command()
+@click.option("--accelerator", "-a", default=None, help='e.g. "A100", "H100:8", "A100-40GB"')
+@click.option("--vcpus", type=float, default=None)
+@click.option("--memory-gb", type=float, default=None)
+@click.option("--architecture", type=click.Choice(["x86_64", "arm64"]), default=None)
+@click.option("--allocation", default="spot-if-available", help='"spot", "on-demand", "cheapest", ...')
+@click.option("--region", default=None)
+@click.option("--max-hourly-cost", type=float, default=None, help="USD per node per hour")
+@click.option("--provider", "providers", multiple=True, default=("aws",), help="aws (repeatable)")
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def offers(
+    accelerator: str | None, vcpus: float | None, memory_gb: float | None, architecture: str | None,
+    allocation: str, region: str | None, max_hourly_cost: float | None, providers: tuple[str, ...], limit: int,
+    as_json: bool,
+) -> None:
+    """Priced machines that satisfy a Spec, cheapest first."""
+    from skyward.api.accelerators import parse_accelerator
+    from skyward.api.offers import offers as find_offers
+
+    found = _run(lambda: find_offers(
+        [_provider(name, region) for name in providers],
+        accelerator=parse_accelerator(accelerator) if accelerator else None, vcpus=vcpus, memory_gb=memory_gb,
+        architecture=architecture, allocation=_allocation(allocation), region=region,
+        max_hourly_cost=max_hourly_cost,
+    ))[:limit]
+    if as_json:
+        emit_json(found)
+        return
+    rows = [
+        (
+            o.provider, o.region or "", o.instance_type,
+            f"{o.accelerator_count:g}x {o.accelerator}" if o.accelerator else "-",
+            f"{o.vcpus:g}", f"{o.memory_gb:g}", "spot" if o.spot else "on-demand", f"{o.hourly_price:.4f}",
+            f"{o.ondemand_price:.4f}" if o.ondemand_price is not None else "",
+        )
+        for o in found
+    ]
+    table("offers", ["provider", "region", "instance", "accelerator", "vCPUs", "GB", "market", "$/h", "$/h on-demand"], rows)
+
+
+@main.command()
+@click.option("--provider", "providers", multiple=True, default=("aws",), help="aws (repeatable)")
+@click.option("--region", "regions", multiple=True, help="regions to look in (default: the provider's)")
+@click.option("--yes", is_flag=True, help="delete without asking")
+@click.option("--dry-run", is_flag=True, help="only list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON (implies --dry-run unless --yes)")
+def gc(providers: tuple[str, ...], regions: tuple[str, ...], yes: bool, dry_run: bool, as_json: bool) -> None:
+    """Find what skyward created that no live pool owns, with its cost so far; delete it."""
+    from skyward.providers.orphans import gc as collect
+
+    chosen = [_provider(name, region) for name in providers for region in (regions or (None,))]
+
+    def confirm(found: list[Any]) -> bool:
+        if yes:
+            return True
+        if dry_run or as_json or not sys.stdin.isatty():
+            return False
+        return click.confirm(f"Delete these {len(found)} resources?", default=False)
+
+    found = _run(lambda: collect(chosen, delete=not dry_run, confirm=confirm))
+    if as_json:
+        emit_json([{**_orphan(o), "cost_so_far": round(o.cost_so_far, 4)} for o in found])
+        return
+    if not found:
+        console.print("nothing to clean up: every skyward resource belongs to a live pool")
+        return
+    table(
+        "resources no live pool owns",
+        ["provider", "region", "kind", "id", "pool", "$ so far", "why"],
+        [(o.provider, o.region or "", o.kind, o.id, o.pool[:12], f"{o.cost_so_far:.4f}", o.reason) for o in found],
+    )
+
+
+def _orphan(orphan: Any) -> dict[str, Any]:
+    import dataclasses
+
+    return dataclasses.asdict(orphan)
+
+
+def _provider(name: str, region: str | None) -> Any:
+    from skyward.providers.aws.provider import AWS
+
+    if name.lower() == "aws":
+        return AWS(region=region) if region else AWS()
+    raise click.BadParameter(f"unknown provider {name!r}: use aws", param_hint="--provider")
+
+
+def _allocation(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _run(action: Any) -> Any:
+    """Run ``action``; skyward's errors become one clear line and exit status 1."""
+    from skyward.api.errors import SkywardError
+
+    try:
+        return action()
+    except (SkywardError, ValueError, TypeError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+if __name__ == "__main__":
+    main()

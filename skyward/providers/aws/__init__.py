@@ -1,0 +1,1 @@
+"""``sky.AWS``: EC2 machines created for a pool and destroyed after it."""

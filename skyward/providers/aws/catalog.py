@@ -1,0 +1,133 @@
+"""EC2 instance types of a region, as EC2 describes them, and which satisfy a Spec.
+
+``instance_types`` reads ``DescribeInstanceTypes`` (all pages) once per region and keeps
+the result for a week under ``$SKYWARD_HOME/cache/aws``; ``candidates`` keeps the
+current-generation types that satisfy a Spec's accelerator (name, memory, count,
+through the accelerator catalog), vCPUs, memory and architecture, smallest first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from skyward.api.accelerators import matches
+from skyward.api.paths import skyward_dir
+from skyward.api.spec import Spec
+from skyward.providers.aws.session import client, explain
+
+TYPES_TTL = 7 * 24 * 3600.0
+CANDIDATES = 12
+"""How many of the smallest satisfying types are priced: bigger ones cost more."""
+ARCHITECTURES = {"x86_64": "x86_64", "arm64": "arm64"}
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """One EC2 instance type."""
+
+    name: str
+    vcpus: int
+    memory_gb: float
+    architecture: str
+    accelerator: str | None = None
+    accelerator_count: int = 0
+    accelerator_memory_gb: float | None = None
+    spot: bool = True
+    current: bool = True
+
+
+def instance_types(region: str) -> list[InstanceType]:
+    """Every instance type EC2 offers in ``region`` (cached)."""
+    path = cache_path(region, "types")
+    cached = read_cache(path, TYPES_TTL)
+    if cached is not None:
+        return [InstanceType(**item) for item in cached]
+    ec2 = client("ec2", region)
+    found: list[InstanceType] = []
+    try:
+        for page in ec2.get_paginator("describe_instance_types").paginate():
+            found.extend(_parse(item) for item in page["InstanceTypes"])
+    except Exception as exc:
+        raise explain(exc, "listing instance types", region) from exc
+    write_cache(path, [asdict(t) for t in found])
+    return found
+
+
+def candidates(types: list[InstanceType], spec: Spec) -> list[InstanceType]:
+    """The current-generation types that satisfy ``spec``, smallest first (at most
+    ``CANDIDATES``; none for a spot-only Spec on a type without spot)."""
+    fits = [t for t in types if t.current and _fits(t, spec)]
+    fits.sort(key=lambda t: (t.accelerator_count, t.vcpus, t.memory_gb, t.name))
+    return fits[:CANDIDATES]
+
+
+def _fits(kind: InstanceType, spec: Spec) -> bool:
+    if spec.vcpus is not None and kind.vcpus < spec.vcpus:
+        return False
+    if spec.memory_gb is not None and kind.memory_gb < spec.memory_gb:
+        return False
+    if spec.architecture is not None and kind.architecture != spec.architecture:
+        return False
+    if spec.allocation == "spot" and not kind.spot:
+        return False
+    if spec.accelerator is None:
+        return kind.accelerator is None
+    if kind.accelerator is None:
+        return False
+    return matches(spec.accelerator, kind.accelerator, kind.accelerator_memory_gb, kind.accelerator_count)
+
+
+def _parse(item: dict[str, Any]) -> InstanceType:
+    accelerator, count, memory = None, 0, None
+    gpus = item.get("GpuInfo", {}).get("Gpus") or []
+    neuron = item.get("NeuronInfo", {}).get("NeuronDevices") or []
+    if gpus:
+        accelerator, count = gpus[0]["Name"], int(gpus[0].get("Count", 1))
+        memory = gpus[0].get("MemoryInfo", {}).get("SizeInMiB", 0) / 1024 or None
+    elif neuron:
+        accelerator, count = neuron[0]["Name"], int(neuron[0].get("Count", 1))
+        memory = neuron[0].get("MemoryInfo", {}).get("SizeInMiB", 0) / 1024 or None
+    architectures = item.get("ProcessorInfo", {}).get("SupportedArchitectures", ["x86_64"])
+    architecture = next((ARCHITECTURES[a] for a in architectures if a in ARCHITECTURES), architectures[0])
+    return InstanceType(
+        name=item["InstanceType"],
+        vcpus=int(item["VCpuInfo"]["DefaultVCpus"]),
+        memory_gb=item["MemoryInfo"]["SizeInMiB"] / 1024,
+        architecture=architecture,
+        accelerator=accelerator,
+        accelerator_count=count,
+        accelerator_memory_gb=memory,
+        spot="spot" in item.get("SupportedUsageClasses", ["spot"]),
+        current=bool(item.get("CurrentGeneration", True)),
+    )
+
+
+def cache_path(region: str, what: str) -> Path:
+    """Where ``what`` of ``region`` is cached; keyed by the EC2 endpoint too, so a test
+    emulator's answers never mix with the real cloud's."""
+    endpoint = client("ec2", region).meta.endpoint_url
+    key = hashlib.sha256(endpoint.encode()).hexdigest()[:8]
+    return skyward_dir("cache") / "aws" / f"{region}-{what}-{key}.json"
+
+
+def read_cache(path: Path, ttl: float) -> Any:
+    """The JSON at ``path`` if younger than ``ttl`` seconds, else None."""
+    try:
+        if time.time() - path.stat().st_mtime > ttl:
+            return None
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_cache(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON at ``path`` atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{time.monotonic_ns()}.part")
+    partial.write_text(json.dumps(data))
+    partial.replace(path)

@@ -1,0 +1,105 @@
+"""What EC2 instance types cost per hour in a region, on demand and on spot.
+
+On-demand prices come from the AWS Price List API (``pricing`` ``GetProducts``, one
+filtered query per instance type: Linux, shared tenancy, no pre-installed software),
+kept a day; spot prices from ``DescribeSpotPriceHistory`` (the latest price of each
+availability zone, the lowest of them), kept ten minutes. Both under
+``$SKYWARD_HOME/cache/aws``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from skyward.providers.aws.catalog import cache_path, read_cache, write_cache
+from skyward.providers.aws.session import client, explain
+
+ONDEMAND_TTL = 24 * 3600.0
+SPOT_TTL = 600.0
+PRICING_REGION = "us-east-1"
+"""The Price List API answers from us-east-1 for every region."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Dollars per hour of one instance type (None: not sold that way here)."""
+
+    ondemand: float | None
+    spot: float | None
+
+
+def prices(region: str, types: list[str]) -> dict[str, Prices]:
+    """Prices of ``types`` in ``region``."""
+    ondemand = _ondemand(region, types)
+    spot = _spot(region, types)
+    return {name: Prices(ondemand.get(name), spot.get(name)) for name in types}
+
+
+def _ondemand(region: str, types: list[str]) -> dict[str, float]:
+    path = cache_path(region, "ondemand")
+    known: dict[str, float] = read_cache(path, ONDEMAND_TTL) or {}
+    missing = [name for name in types if name not in known]
+    if missing:
+        pricing = client("pricing", PRICING_REGION)
+        for name in missing:
+            try:
+                response = pricing.get_products(
+                    ServiceCode="AmazonEC2", Filters=_filters(region, name), MaxResults=10
+                )
+            except Exception as exc:
+                raise explain(exc, f"reading the on-demand price of {name}", region) from exc
+            price = _hourly(response.get("PriceList", []))
+            if price is not None:
+                known[name] = price
+        write_cache(path, known)
+    return {name: known[name] for name in types if name in known}
+
+
+def _filters(region: str, instance_type: str) -> list[dict[str, str]]:
+    wanted = {
+        "regionCode": region, "instanceType": instance_type, "operatingSystem": "Linux", "tenancy": "Shared",
+        "preInstalledSw": "NA", "capacitystatus": "Used", "licenseModel": "No License required",
+    }
+    return [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in wanted.items()]
+
+
+def _hourly(price_list: list[Any]) -> float | None:
+    """The lowest positive hourly USD price in Price List entries (JSON strings)."""
+    found = []
+    for entry in price_list:
+        item = json.loads(entry) if isinstance(entry, str) else entry
+        for term in item.get("terms", {}).get("OnDemand", {}).values():
+            for dimension in term.get("priceDimensions", {}).values():
+                usd = float(dimension.get("pricePerUnit", {}).get("USD", "0") or 0)
+                if usd > 0 and dimension.get("unit", "Hrs").lower().startswith("hr"):
+                    found.append(usd)
+    return min(found) if found else None
+
+
+def _spot(region: str, types: list[str]) -> dict[str, float]:
+    path = cache_path(region, "spot")
+    known: dict[str, float] = read_cache(path, SPOT_TTL) or {}
+    missing = [name for name in types if name not in known]
+    if missing:
+        ec2 = client("ec2", region)
+        latest: dict[tuple[str, str], tuple[datetime.datetime, float]] = {}
+        try:
+            pages = ec2.get_paginator("describe_spot_price_history").paginate(
+                InstanceTypes=missing, ProductDescriptions=["Linux/UNIX", "Linux/UNIX (Amazon VPC)"],
+                StartTime=datetime.datetime.now(datetime.timezone.utc),
+            )
+            for page in pages:
+                for entry in page["SpotPriceHistory"]:
+                    key = (entry["InstanceType"], entry["AvailabilityZone"])
+                    stamp, price = entry["Timestamp"], float(entry["SpotPrice"])
+                    if key not in latest or stamp > latest[key][0]:
+                        latest[key] = (stamp, price)
+        except Exception as exc:
+            raise explain(exc, "reading spot prices", region) from exc
+        for (name, _), (_, price) in latest.items():
+            known[name] = min(price, known.get(name, price))
+        write_cache(path, known)
+    return {name: known[name] for name in types if name in known}

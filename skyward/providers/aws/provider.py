@@ -1,0 +1,413 @@
+"""``sky.AWS(region=...)``: EC2 instances created for the pool and destroyed after it.
+
+Opening a pool prices the instance types that satisfy the Spec (``offers``), then starts
+the cheapest allowed one in the market ``Spec.allocation`` asks for, falling back to the
+next offer when EC2 has no capacity or quota for it; the instances then go down the same
+remote path as SSH hosts (bootstrap, Ray, the head relay). Closing terminates them,
+confirms it, and deletes the pool's key pair and security group. See docs/aws.md.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import socket
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from skyward.api.accelerator_catalog import identify
+from skyward.api.allocation import minimum_spot
+from skyward.api.errors import NoAvailableProviderError
+from skyward.api.spec import Options, Spec, local_python
+from skyward.api.validation import fail
+from skyward.providers import registry
+from skyward.providers.aws import machines
+from skyward.providers.aws.catalog import InstanceType, candidates, instance_types
+from skyward.providers.aws.images import find_image
+from skyward.providers.aws.prices import prices
+from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
+from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
+from skyward.providers.orphans import Orphan
+from skyward.providers.ssh.connection import KnownHosts
+from skyward.providers.ssh.launch import launch_on_hosts
+from skyward.providers.ssh.provider import check_remote_spec
+
+DEFAULT_PROVISION_TIMEOUT = 600.0
+DEFAULT_SSH_TIMEOUT = 300.0
+SSH_RETRY_INTERVAL = 5.0
+MAX_OFFERS_TRIED = 6
+PUBLIC_ADDRESS_URL = "https://checkip.amazonaws.com"
+
+
+@dataclass(frozen=True, slots=True)
+class AWS:
+    """EC2 in ``region``. ``ami`` overrides the image lookup; ``subnet_id`` picks the
+    subnet (default: the default VPC's first default subnet); ``use_private_ip`` reaches
+    the nodes by their private addresses (the client runs inside the VPC or a VPN);
+    ``ssh_cidr`` is who may SSH in (default: this machine's address only); ``username``
+    is the image's login user. ``use_ssm`` (Session Manager) is not implemented."""
+
+    name: ClassVar[str] = "aws"
+    priced: ClassVar[bool] = True
+    options_used: ClassVar[frozenset[str]] = frozenset({"ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"})
+
+    region: str = "us-east-1"
+    use_ssm: bool = False
+    ami: str | None = None
+    subnet_id: str | None = None
+    use_private_ip: bool = False
+    ssh_cidr: str | None = None
+    username: str = "ubuntu"
+
+    def __post_init__(self) -> None:
+        for field_name in ("region", "username"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or not value:
+                raise fail("AWS", field_name, value, "give a non-empty string")
+        for field_name in ("use_ssm", "use_private_ip"):
+            if not isinstance(getattr(self, field_name), bool):
+                raise fail("AWS", field_name, getattr(self, field_name), "use True or False")
+        if self.ami is not None and (not isinstance(self.ami, str) or not self.ami.startswith("ami-")):
+            raise fail("AWS", "ami", self.ami, 'give an AMI id such as "ami-0abc..." or leave it None')
+        if self.subnet_id is not None and (not isinstance(self.subnet_id, str) or not self.subnet_id.startswith("subnet-")):
+            raise fail("AWS", "subnet_id", self.subnet_id, 'give a subnet id such as "subnet-0abc..." or leave it None')
+        if self.ssh_cidr is not None:
+            try:
+                ipaddress.ip_network(self.ssh_cidr, strict=False)
+            except (TypeError, ValueError):
+                raise fail("AWS", "ssh_cidr", self.ssh_cidr, 'give a CIDR such as "203.0.113.7/32"') from None
+
+    # ------------------------------------------------------------------ contract
+
+    def validate(self, spec: Spec, options: Options) -> None:
+        """Refuse what EC2 pools cannot honour, before anything is created."""
+        if self.use_ssm:
+            raise NotImplementedError("AWS(use_ssm=True) (Session Manager) is not implemented; use SSH (the default)")
+        if spec.image.python_version != local_python():
+            raise fail(
+                "Image", "python", spec.image.python,
+                f"the client runs Python {local_python()} and cloudpickle needs the same minor version on nodes; "
+                'use "auto" or run the client with that version',
+            )
+        if spec.region is not None and spec.region != self.region and not isinstance(spec.region, str):
+            raise fail("Spec", "region", spec.region, 'give a region name such as "us-west-2"')
+        if spec.node_count.elastic:
+            raise NotImplementedError(
+                f"Spec.nodes={spec.nodes!r}: elastic pools are not implemented yet; use a fixed node count"
+            )
+        check_remote_spec(spec, options)
+
+    def offers(self, spec: Spec) -> list[Offer]:
+        """Priced instance types that satisfy ``spec`` in its market(s), cheapest first,
+        within ``Spec.max_hourly_cost``."""
+        return [offer for offer in self._all_offers(spec) if _within(offer, spec)]
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+        """Create the pool's instances and bring them up; everything created is removed
+        again if anything fails."""
+        region = self._region(spec)
+        allowed = self._allowed_offers(spec)
+        resources = machines.PoolResources(region, pool_id)
+        renewer = _ExpiryRenewer(resources)
+        known_hosts = tempfile.NamedTemporaryFile(prefix="skyward-hosts-", delete=False)
+        known_hosts.close()
+        released = threading.Event()
+
+        def release() -> None:
+            if released.is_set():
+                return
+            released.set()
+            renewer.stop()
+            try:
+                machines.release(resources)
+            finally:
+                registry.unregister(pool_id)
+                os.unlink(known_hosts.name)
+
+        registry.register(pool_id, self.name, region)
+        try:
+            subnet, vpc = self._subnet(region)
+            machines.create_access(resources, vpc, self._ssh_cidr(region, subnet))
+            timeout = float(options.provision_timeout or DEFAULT_PROVISION_TIMEOUT)
+            user_data = _boot_script(spec, options)
+            handles = self._start(spec, allowed, resources, subnet, timeout, user_data)
+            renewer.start()
+        except BaseException:
+            release()
+            raise
+        return launch_on_hosts(
+            handles, spec, options, pool_id, KnownHosts(known_hosts.name), release,
+            halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,
+        )
+
+    # ------------------------------------------------------------------ gc
+
+    def orphans(self) -> list[Orphan]:
+        """Instances, security groups and key pairs tagged by skyward in this region that
+        no live pool owns."""
+        ec2 = client("ec2", self.region)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        me = machines.owner()
+        found: list[Orphan] = []
+        has_tag = [{"Name": "tag-key", "Values": [machines.TAG_POOL]}]
+        try:
+            reservations = ec2.describe_instances(
+                Filters=[*has_tag, {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
+            )["Reservations"]
+            groups = ec2.describe_security_groups(Filters=has_tag)["SecurityGroups"]
+            keys = ec2.describe_key_pairs(Filters=has_tag)["KeyPairs"]
+        except Exception as exc:
+            raise explain(exc, "looking for skyward's resources", self.region) from exc
+        instances = [i for r in reservations for i in r["Instances"]]
+        costs = prices(self.region, sorted({i["InstanceType"] for i in instances})) if instances else {}
+        for item, kind, key in (
+            *((i, "instance", "InstanceId") for i in instances),
+            *((g, "security-group", "GroupId") for g in groups),
+            *((k, "key-pair", "KeyName") for k in keys),
+        ):
+            tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
+            pool = tags.get(machines.TAG_POOL, "")
+            reason = _orphan_reason(tags, pool, now, me)
+            if reason is None:
+                continue
+            launched, price = None, 0.0
+            if kind == "instance":
+                launched = item["LaunchTime"].timestamp()
+                cost = costs.get(item["InstanceType"])
+                spot = item.get("InstanceLifecycle") == "spot"
+                price = ((cost.spot if spot else cost.ondemand) or 0.0) if cost else 0.0
+            found.append(Orphan(self.name, self.region, kind, item[key], pool, reason, launched, price))
+        return found
+
+    def remove(self, orphans: Sequence[Orphan]) -> None:
+        """Terminate the orphan instances (confirmed), then delete the groups and keys."""
+        by_pool: dict[str, machines.PoolResources] = {}
+        for orphan in orphans:
+            resources = by_pool.setdefault(orphan.pool, machines.PoolResources(self.region, orphan.pool))
+            if orphan.kind == "instance":
+                resources.instances.append(orphan.id)
+            elif orphan.kind == "security-group":
+                resources.group_id = orphan.id
+            elif orphan.kind == "key-pair":
+                resources.key_name = orphan.id
+        for resources in by_pool.values():
+            machines.release(resources)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _region(self, spec: Spec) -> str:
+        return spec.region or self.region
+
+    def _all_offers(self, spec: Spec) -> list[Offer]:
+        region = self._region(spec)
+        kinds = candidates(instance_types(region), spec)
+        priced = prices(region, [kind.name for kind in kinds])
+        found = []
+        for kind in kinds:
+            cost = priced[kind.name]
+            if spec.allocation != "on-demand" and kind.spot and cost.spot is not None:
+                found.append(_offer(kind, cost.spot, True, region, cost.ondemand))
+            if spec.allocation != "spot" and not isinstance(spec.allocation, float) and cost.ondemand is not None:
+                found.append(_offer(kind, cost.ondemand, False, region, cost.ondemand))
+        if spec.allocation == "spot-if-available":  # each type's spot first, then its on-demand
+            cheapest: dict[str, float] = {}
+            for offer in found:
+                cheapest[offer.instance_type] = min(cheapest.get(offer.instance_type, math.inf), offer.hourly_price)
+            found.sort(key=lambda offer: (cheapest[offer.instance_type], offer.instance_type, not offer.spot))
+        else:
+            found.sort(key=lambda offer: (offer.hourly_price, offer.instance_type, offer.spot))
+        return found
+
+    def _allowed_offers(self, spec: Spec) -> list[Offer]:
+        every = self._all_offers(spec)
+        allowed = [offer for offer in every if _within(offer, spec)]
+        if allowed:
+            return allowed
+        what = _describe(spec)
+        if not every:
+            raise NoAvailableProviderError(
+                f"AWS has no instance type in {self._region(spec)} that satisfies {what} with a price in its "
+                f"allocation ({spec.allocation!r}); change the Spec, the region or the allocation"
+            )
+        cheapest = every[0]
+        raise NoAvailableProviderError(
+            f"no AWS offer in {self._region(spec)} for {what} is within Spec.max_hourly_cost="
+            f"{spec.max_hourly_cost:g} per node: the cheapest is {cheapest.instance_type} "
+            f"({'spot' if cheapest.spot else 'on-demand'}) at ${cheapest.hourly_price:.4f}/h; raise the cap"
+        )
+
+    def _start(
+        self, spec: Spec, offers: list[Offer], resources: machines.PoolResources, subnet: str, timeout: float,
+        user_data: str,
+    ) -> list[NodeHandle]:
+        """Start the nodes on the first offer EC2 has room for."""
+        count = spec.node_count.desired
+        kinds = {kind.name: kind for kind in instance_types(resources.region)}
+        refused: list[str] = []
+        for offer in offers[:MAX_OFFERS_TRIED]:
+            kind = kinds[offer.instance_type]
+            image = self.ami or find_image(resources.region, kind)
+            try:
+                launched = self._run(spec, offer, resources, image, subnet, count, timeout, user_data)
+            except NoCapacityError as exc:
+                refused.append(f"{offer.instance_type} ({'spot' if offer.spot else 'on-demand'}): {exc.code}")
+                continue
+            return [self._handle(resources, offer, node) for node in launched]
+        raise NoCapacityError(
+            f"AWS had no capacity in {resources.region} for any of the {len(refused)} cheapest offers: "
+            + "; ".join(refused) + ". Try another region, a different accelerator or allocation, or later",
+            "InsufficientInstanceCapacity",
+        )
+
+    def _run(
+        self, spec: Spec, offer: Offer, resources: machines.PoolResources, image: str, subnet: str, count: int,
+        timeout: float, user_data: str,
+    ) -> list[machines.Launched]:
+        """``count`` running instances of ``offer`` (a spot share mixes in on-demand ones
+        when spot capacity is short); NoCapacityError when EC2 cannot."""
+        try:
+            return self._launch_group(resources, offer.instance_type, image, subnet, count, offer.spot, timeout, user_data)
+        except NoCapacityError:
+            if not (offer.spot and isinstance(spec.allocation, float)):
+                raise
+        spot = minimum_spot(spec.allocation, count)
+        started = self._launch_group(resources, offer.instance_type, image, subnet, spot, True, timeout, user_data)
+        return started + self._launch_group(
+            resources, offer.instance_type, image, subnet, count - spot, False, timeout, user_data
+        )
+
+    def _launch_group(
+        self, resources: machines.PoolResources, instance_type: str, image: str, subnet: str, count: int, spot: bool,
+        timeout: float, user_data: str,
+    ) -> list[machines.Launched]:
+        if count == 0:
+            return []
+        ids = machines.run_instances(resources, instance_type, image, count, spot, subnet, user_data)
+        try:
+            return machines.wait_running(resources.region, ids, timeout)
+        except AWSError as exc:
+            if spot and "ended while starting" in str(exc):  # EC2 took the spot capacity back
+                client("ec2", resources.region).terminate_instances(InstanceIds=ids)
+                raise NoCapacityError(str(exc), "SpotCapacityReclaimed") from exc
+            raise
+
+    def _handle(self, resources: machines.PoolResources, offer: Offer, node: machines.Launched) -> NodeHandle:
+        address = node.private_ip if self.use_private_ip else node.public_ip
+        if address is None:
+            raise AWSError(
+                f"instance {node.id} has no public address: use a subnet that assigns public IPs, or "
+                "AWS(use_private_ip=True) when this machine can reach the VPC"
+            )
+        spot = node.spot or offer.spot
+        price = offer.hourly_price if spot == offer.spot else (offer.ondemand_price or offer.hourly_price)
+        assert resources.key_path is not None
+        return NodeHandle(
+            node.id, node.private_ip, SSHEndpoint(address, 22, self.username, str(resources.key_path)),
+            offer.instance_type, price, offer.ondemand_price, spot, resources.region,
+        )
+
+    def _subnet(self, region: str) -> tuple[str, str]:
+        """``(subnet id, vpc id)`` to start the nodes in."""
+        ec2 = client("ec2", region)
+        try:
+            if self.subnet_id is not None:
+                subnets = ec2.describe_subnets(SubnetIds=[self.subnet_id])["Subnets"]
+            else:
+                subnets = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
+        except Exception as exc:
+            raise explain(exc, "looking up the subnet", region) from exc
+        if not subnets:
+            raise AWSError(f"no default subnet in {region}: create a default VPC or pass sky.AWS(subnet_id=...)")
+        subnet = sorted(subnets, key=lambda s: s["AvailabilityZone"])[0]
+        return subnet["SubnetId"], subnet["VpcId"]
+
+    def _ssh_cidr(self, region: str, subnet: str) -> str:
+        """Who may SSH to the nodes: ``ssh_cidr``, else this machine's address as the
+        nodes will see it."""
+        if self.ssh_cidr is not None:
+            return self.ssh_cidr
+        if self.use_private_ip:
+            block = client("ec2", region).describe_subnets(SubnetIds=[subnet])["Subnets"][0]["CidrBlock"]
+            probe = str(next(ipaddress.ip_network(block).hosts()))
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((probe, 22))  # no packet is sent: this only picks the route
+                return f"{s.getsockname()[0]}/32"
+        try:
+            with urllib.request.urlopen(PUBLIC_ADDRESS_URL, timeout=5) as response:
+                address = response.read().decode().strip()
+            return f"{ipaddress.ip_address(address)}/32"
+        except Exception as exc:
+            raise AWSError(
+                f"could not learn this machine's public address from {PUBLIC_ADDRESS_URL} ({exc}), which the "
+                "pool's security group admits for SSH; pass sky.AWS(ssh_cidr='x.x.x.x/32')"
+            ) from None
+
+
+def _offer(kind: InstanceType, price: float, spot: bool, region: str, ondemand: float | None) -> Offer:
+    seen = identify(kind.accelerator) if kind.accelerator else None
+    return Offer(
+        provider="aws", instance_type=kind.name, vcpus=float(kind.vcpus), memory_gb=kind.memory_gb,
+        hourly_price=price, spot=spot, region=region,
+        accelerator=seen.model.name if seen is not None else kind.accelerator,
+        accelerator_count=float(kind.accelerator_count), accelerator_memory_gb=kind.accelerator_memory_gb,
+        architecture=kind.architecture, ondemand_price=ondemand,
+    )
+
+
+def _within(offer: Offer, spec: Spec) -> bool:
+    return spec.max_hourly_cost is None or offer.hourly_price <= spec.max_hourly_cost
+
+
+def _describe(spec: Spec) -> str:
+    parts = [repr(spec.accelerator.name) if spec.accelerator else "CPU only"]
+    for field_name in ("vcpus", "memory_gb", "architecture"):
+        if getattr(spec, field_name) is not None:
+            parts.append(f"{field_name}={getattr(spec, field_name)!r}")
+    return ", ".join(parts)
+
+
+def _orphan_reason(tags: dict[str, str], pool: str, now: str, me: str) -> str | None:
+    if tags.get(machines.TAG_EXPIRES, "9999") < now:
+        return f"its pool stopped renewing it (expired {tags[machines.TAG_EXPIRES]})"
+    if tags.get(machines.TAG_OWNER) == me and not registry.is_live(pool):
+        return "its pool is not open on this machine any more"
+    return None
+
+
+def _boot_script(spec: Spec, options: Options) -> str:
+    """User data: a machine no client takes over shuts itself down (and so terminates)."""
+    budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + DEFAULT_SSH_TIMEOUT + spec.ttl + 600
+    minutes = max(10, math.ceil(budget / 60))
+    return f"#!/bin/bash\nshutdown -h +{minutes} 'skyward: no client took this instance over' || true\n"
+
+
+class _ExpiryRenewer:
+    """Pushes the pool's ``skyward:expires`` tag forward while the pool lives."""
+
+    def __init__(self, resources: machines.PoolResources) -> None:
+        self._resources = resources
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="skyward-aws-expiry", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(machines.EXPIRY_WINDOW / 4):
+            try:
+                machines.renew_expiry(self._resources)
+            except Exception:  # renewed next time; the window is long
+                pass
+

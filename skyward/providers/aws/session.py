@@ -1,0 +1,99 @@
+"""boto3 clients for one region, and AWS errors turned into ones that say the fix.
+
+Credentials come from boto3's usual chain (environment, ``AWS_PROFILE`` and
+``~/.aws``, SSO, instance roles) and are never logged. Endpoints follow boto3's own
+settings too (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_EC2``, ...), which is how the
+tests point it at a local emulator. Every call has a connect and a read timeout and a
+bounded retry budget.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from skyward.api.errors import SkywardError
+
+CONNECT_TIMEOUT = 10
+READ_TIMEOUT = 60
+MAX_ATTEMPTS = 4
+CAPACITY_CODES = frozenset({
+    "InsufficientInstanceCapacity", "InsufficientCapacity", "InsufficientHostCapacity",
+    "InsufficientReservedInstanceCapacity", "SpotMaxPriceTooLow", "MaxSpotInstanceCountExceeded",
+    "Unsupported", "UnfulfillableCapacity",
+})
+QUOTA_CODES = frozenset({"InstanceLimitExceeded", "VcpuLimitExceeded", "RequestLimitExceeded"})
+_sessions: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+class AWSError(SkywardError, RuntimeError):
+    """An AWS call failed; the message says which call, why and the fix."""
+
+
+class NoCapacityError(AWSError):
+    """AWS has no capacity (or no quota) for this instance type and market right now."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def client(service: str, region: str) -> Any:
+    """A boto3 client for ``service`` in ``region`` (one session per region, shared)."""
+    import boto3
+    from botocore.config import Config
+
+    with _lock:
+        session = _sessions.get(region)
+        if session is None:
+            session = _sessions[region] = boto3.session.Session(region_name=region)
+    config = Config(
+        connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+        retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"}, user_agent_extra="skyward",
+    )
+    return session.client(service, config=config)
+
+
+def error_code(exc: BaseException) -> str:
+    """The AWS error code of a botocore ClientError ("" for anything else)."""
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+
+
+def explain(exc: BaseException, what: str, region: str) -> BaseException:
+    """The error to raise for ``exc``, raised while ``what`` in ``region``."""
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+    )
+
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        return AWSError(
+            f"AWS credentials were not found while {what}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+            "or AWS_PROFILE, or run `aws configure` / `aws sso login`"
+        )
+    if isinstance(exc, NoRegionError):
+        return AWSError(f"no AWS region while {what}: pass sky.AWS(region=...)")
+    if isinstance(exc, EndpointConnectionError):
+        return AWSError(f"could not reach AWS in {region} while {what} ({exc}); check the network and the region name")
+    if isinstance(exc, ClientError):
+        code = error_code(exc)
+        message = exc.response.get("Error", {}).get("Message", str(exc))
+        if code in CAPACITY_CODES or code in QUOTA_CODES:
+            hint = (
+                "ask AWS for a higher quota (Service Quotas, EC2 'Running On-Demand/Spot instances' vCPUs) or use "
+                "another instance type or region" if code in QUOTA_CODES else "try another region, instance type "
+                "or allocation; AWS's spare capacity changes by the minute"
+            )
+            return NoCapacityError(f"AWS refused {what} in {region}: {code}: {message}. {hint}", code)
+        if code in ("AuthFailure", "UnauthorizedOperation", "InvalidClientTokenId", "SignatureDoesNotMatch"):
+            return AWSError(
+                f"AWS rejected the credentials while {what} ({code}: {message}); check the access key and secret, "
+                "and that the IAM identity may use EC2 in this region"
+            )
+        return AWSError(f"AWS error while {what} in {region}: {code}: {message}")
+    return exc

@@ -1,0 +1,75 @@
+"""``sky.gc``: find what skyward created in a cloud that no live pool owns, say what it
+has cost so far, and delete it on confirmation.
+
+A resource is an orphan when its ``skyward:expires`` time has passed (its pool stopped
+renewing it: the client is gone, wherever it ran), or when it was created from this
+machine and its pool is not open here any more (``registry``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class Orphan:
+    """One cloud resource no live pool owns."""
+
+    provider: str
+    region: str | None
+    kind: str
+    """"instance", "security-group", "key-pair", ..."""
+    id: str
+    pool: str
+    reason: str
+    launched: float | None = None
+    """When it started (epoch seconds), for what it costs."""
+    hourly_price: float = 0.0
+
+    @property
+    def cost_so_far(self) -> float:
+        """Dollars it has cost since it started (0 for free resources)."""
+        if self.launched is None:
+            return 0.0
+        return self.hourly_price * max(0.0, time.time() - self.launched) / 3600
+
+
+@runtime_checkable
+class Collectable(Protocol):
+    """A provider whose leftovers ``gc`` can find and delete."""
+
+    name: str
+
+    def orphans(self) -> list[Orphan]:
+        """What it holds that no live pool owns."""
+
+    def remove(self, orphans: Sequence[Orphan]) -> None:
+        """Delete ``orphans`` (instances first, confirmed); TeardownError names what is left."""
+
+
+def gc(
+    providers: Sequence[Collectable] | None = None,
+    *,
+    delete: bool = False,
+    confirm: Callable[[list[Orphan]], bool] | None = None,
+) -> list[Orphan]:
+    """The orphans of ``providers`` (default: ``sky.AWS()``). With ``delete=True`` they are
+    deleted once ``confirm(orphans)`` says yes (no ``confirm``: at once). Returns what was
+    found."""
+    if providers is None:
+        from skyward.providers.aws.provider import AWS
+
+        providers = (AWS(),)
+    for provider in providers:
+        if not isinstance(provider, Collectable):
+            raise TypeError(f"sky.gc() takes cloud providers such as sky.AWS(), got {provider!r}")
+    found = [orphan for provider in providers for orphan in provider.orphans()]
+    if delete and found and (confirm is None or confirm(found)):
+        for provider in providers:
+            mine = [orphan for orphan in found if orphan.provider == provider.name]
+            if mine:
+                provider.remove(mine)
+    return found

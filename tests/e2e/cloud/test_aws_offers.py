@@ -1,0 +1,62 @@
+"""AWS offers and prices against the local AWS (moto + recorded Price List and spot
+history): instance types chosen from EC2's own descriptions, priced on demand and on
+spot, filtered by the Spec, cheapest first; and the errors when nothing fits."""
+
+from __future__ import annotations
+
+import pytest
+from cloud.aws_emulator import AWSEmulator
+
+import skyward as sky
+
+QUIET = sky.Options(console=False, logging=False)
+
+
+def test_a100_spot_offers_are_sorted_by_price(aws: AWSEmulator) -> None:
+    offers = sky.offers(accelerator=sky.accelerators.A100(memory="40GB"), allocation="spot")
+    assert offers, "p4d.24xlarge has 8 A100 40GB"
+    assert all(o.spot and o.accelerator == "A100" and o.accelerator_count >= 1 for o in offers)
+    assert [o.hourly_price for o in offers] == sorted(o.hourly_price for o in offers)
+    p4d = next(o for o in offers if o.instance_type == "p4d.24xlarge")
+    assert p4d.hourly_price == pytest.approx(11.57 * 0.96)  # the cheapest zone's latest spot price
+    assert p4d.ondemand_price == pytest.approx(32.7726)
+
+
+def test_markets_follow_the_allocation(aws: AWSEmulator) -> None:
+    t4 = sky.accelerators.T4()
+    both = sky.offers(accelerator=t4)
+    assert {o.spot for o in both} == {True, False}
+    assert all(not o.spot for o in sky.offers(accelerator=t4, allocation="on-demand"))
+    assert all(o.spot for o in sky.offers(accelerator=t4, allocation="always-spot"))
+    cheapest = both[0]
+    assert (cheapest.instance_type, cheapest.spot) == ("g4dn.xlarge", True)
+    assert all(o.hourly_price <= 0.5 for o in sky.offers(accelerator=t4, max_hourly_cost=0.5))
+
+
+def test_cpu_specs_get_no_gpu_machines(aws: AWSEmulator) -> None:
+    offers = sky.offers(vcpus=2, memory_gb=1, allocation="on-demand")
+    assert offers and all(o.accelerator is None and o.vcpus >= 2 for o in offers)
+    assert offers[0].instance_type == "t3.micro"
+
+
+def test_a_price_cap_below_every_offer_names_the_cheapest(aws: AWSEmulator) -> None:
+    pool = sky.Compute(provider=sky.AWS(), accelerator=sky.accelerators.T4(), max_hourly_cost=0.01, options=QUIET)
+    with pytest.raises(sky.NoAvailableProviderError, match=r"cheapest is g4dn\.xlarge \(spot\) at \$0\.2198/h"):
+        pool.__enter__()
+    assert not aws.run_requests, "nothing was started"
+
+
+def test_an_accelerator_aws_does_not_sell_is_no_offer(aws: AWSEmulator) -> None:
+    with pytest.raises(sky.NoAvailableProviderError, match="no instance type in us-east-1 that satisfies 'MI300X'"):
+        sky.Compute(provider=sky.AWS(), accelerator=sky.accelerators.MI300X(), options=QUIET).__enter__()
+
+
+def test_bad_provider_fields_name_the_field() -> None:
+    with pytest.raises(ValueError, match="AWS.ami='ubuntu' is not valid"):
+        sky.AWS(ami="ubuntu")
+    with pytest.raises(ValueError, match="AWS.ssh_cidr='everyone' is not valid"):
+        sky.AWS(ssh_cidr="everyone")
+    with pytest.raises(ValueError, match="AWS.subnet_id="):
+        sky.AWS(subnet_id="vpc-1")
+    with pytest.raises(NotImplementedError, match="use_ssm"):
+        sky.AWS(use_ssm=True).validate(sky.Spec(provider=sky.AWS(use_ssm=True)), sky.Options())
