@@ -4,7 +4,9 @@ with their own sshd, and one 3-node SSH pool shared by the tests that only dispa
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 from hosts import HostLab, available
@@ -15,6 +17,7 @@ import skyward as sky
 HERE = os.path.dirname(__file__)
 SHIPPED = os.path.join(HERE, "skyship")
 QUIET = sky.Options(console=False, logging=False)
+T = TypeVar("T")
 
 
 def make_image(index: str) -> sky.Image:
@@ -65,3 +68,32 @@ def any_pool(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
         return
     with sky.Compute(nodes=3, options=QUIET) as pool:
         yield pool
+
+
+def wait_for(condition: Callable[[], T], timeout: float, interval: float = 0.2) -> T:
+    """Poll ``condition`` until it returns something truthy or ``timeout`` seconds pass;
+    returns its last value either way (the caller asserts on it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+def pool_traces(lab: HostLab, pool_id: str) -> dict[str, list[object]]:
+    """What pool ``pool_id`` has on the lab's hosts: processes naming its directory and the
+    directories themselves (empty lists once it is gone)."""
+    marker = f"skyward-{pool_id[:12]}"
+    dirs = [f"{host.name}:{name}" for host in lab.hosts for name in os.listdir(host.private("/tmp")) if marker in name]
+    return {"processes": list(lab.processes_naming(marker)), "dirs": list(dirs)}
+
+
+def env_locks(lab: HostLab) -> list[str]:
+    """Bootstrap locks (``~/.cache/skyward/envs/*.lock``) left on the lab's hosts."""
+    found = []
+    for host in lab.hosts:
+        envs = os.path.join(host.private("/root/.cache"), "skyward", "envs")
+        if os.path.isdir(envs):
+            found += [f"{host.name}:{name}" for name in os.listdir(envs) if name.endswith(".lock")]
+    return found
