@@ -82,11 +82,11 @@ def wait_for(condition: Callable[[], T], timeout: float, interval: float = 0.2) 
 
 
 def pool_traces(lab: HostLab, pool_id: str) -> dict[str, list[object]]:
-    """What pool ``pool_id`` has on the lab's hosts: processes naming its directory and the
-    directories themselves (empty lists once it is gone)."""
+    """What pool ``pool_id`` has on the lab's hosts: its processes (see ``host_processes``)
+    and its directories (empty lists once it is gone)."""
     marker = f"skyward-{pool_id[:12]}"
     dirs = [f"{host.name}:{name}" for host in lab.hosts for name in os.listdir(host.private("/tmp")) if marker in name]
-    return {"processes": list(lab.processes_naming(marker)), "dirs": list(dirs)}
+    return {"processes": [pid for pid, seen in host_processes(lab).items() if marker in seen], "dirs": dirs}
 
 
 def env_locks(lab: HostLab) -> list[str]:
@@ -97,3 +97,34 @@ def env_locks(lab: HostLab) -> list[str]:
         if os.path.isdir(envs):
             found += [f"{host.name}:{name}" for name in os.listdir(envs) if name.endswith(".lock")]
     return found
+
+
+def _seen(pid: int) -> str:
+    """A process's command line, working directory and open files, as one string: Ray's
+    workers retitle themselves ("ray::IDLE") but keep their logs open in the pool's
+    directory."""
+    parts = []
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            parts.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip())
+        parts.append(os.readlink(f"/proc/{pid}/cwd"))
+        parts += [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        pass
+    return " ".join(parts)
+
+
+def host_processes(lab: HostLab) -> dict[int, str]:
+    """The processes (other than sshd) running on the lab's hosts: what each shows of
+    itself (command line, working directory, open files)."""
+    return {pid: _seen(pid) for pids in lab.leftovers().values() for pid in pids}
+
+
+def strays(lab: HostLab, before: dict[int, str], pool_id: str) -> dict[int, str]:
+    """Processes started on the hosts since ``before`` that still run and belong to pool
+    ``pool_id`` or to no pool at all (other pools' Ray workers may come and go)."""
+    mine = f"skyward-{pool_id[:12]}"
+    return {
+        pid: seen for pid, seen in host_processes(lab).items()
+        if pid not in before and seen and (mine in seen or "/tmp/skyward-" not in seen)
+    }

@@ -15,7 +15,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import QUIET, env_locks, make_image, pool_traces, ssh_provider, wait_for
+from conftest import QUIET, env_locks, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from hosts import HostLab
 
 import skyward as sky
@@ -86,6 +86,7 @@ def test_killed_client_leaves_nothing_after_ttl(lab: HostLab, index: str) -> Non
         print("OPEN", pool.id, flush=True)
         time.sleep(600)
     """)
+    before = host_processes(lab)
     client = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         line = wait_for_line(client, timeout=240)
@@ -95,9 +96,12 @@ def test_killed_client_leaves_nothing_after_ttl(lab: HostLab, index: str) -> Non
         client.send_signal(signal.SIGKILL)
         client.wait(timeout=10)
         killed = time.monotonic()
-        gone = wait_for(lambda: not any(pool_traces(lab, pool_id).values()), timeout=ttl + 15)
+        gone = wait_for(
+            lambda: not any(pool_traces(lab, pool_id).values()) and not strays(lab, before, pool_id), timeout=ttl + 15
+        )
         waited = time.monotonic() - killed
-        assert gone, f"still on the hosts {waited:.1f}s after the client died (ttl={ttl}): {pool_traces(lab, pool_id)}"
+        left = {**pool_traces(lab, pool_id), "strays": strays(lab, before, pool_id)}
+        assert gone, f"still on the hosts {waited:.1f}s after the client died (ttl={ttl}): {left}"
     finally:
         if client.poll() is None:
             client.kill()
