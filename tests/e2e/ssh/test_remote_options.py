@@ -75,7 +75,7 @@ def test_ttl_zero_keeps_a_live_pool_and_closes_cleanly(lab: HostLab, index: str)
 
 
 @pytest.mark.slow
-def test_killed_client_leaves_nothing_after_ttl(lab: HostLab, index: str) -> None:
+def test_killed_client_leaves_nothing_after_ttl(lab: HostLab) -> None:
     """A client killed with SIGKILL (no teardown runs) leaves nothing on the hosts
     ``ttl`` seconds later: the watchdogs notice the closed connection and clean up."""
     ttl = 2
