@@ -5,7 +5,11 @@ Python interpreters) but no installs, temp files or caches.
 
 ``HostLab.start(n)`` builds them; ``close()`` kills every process left in the
 namespaces, deletes the namespaces and the bridge, and removes the files. Only the
-namespaces' own addresses are used.
+namespaces' own addresses are used. Variants:
+
+- ``shared_home=True``: every host binds the same lab directories at /root/.cache and
+  /root/.skyward, like machines with NFS home directories (/tmp stays per host);
+- ``no_sftp_hosts=(i, ...)``: those hosts' sshd has no SFTP subsystem.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from dataclasses import dataclass, field
 import asyncssh
 
 PRIVATE_DIRS = ("/root/.cache", "/root/.skyward", "/tmp")
+HOME_DIRS = ("/root/.cache", "/root/.skyward")
+"""What ``shared_home`` shares between the hosts."""
 START_TIMEOUT = 15.0
+CLOSE_TIMEOUT = 15.0
 LAB_DIR = "/var/tmp"  # not under /tmp, which each host replaces
 
 
@@ -50,14 +57,19 @@ class TestHost:
     address: str
     root: str
     sshd: subprocess.Popen[bytes] | None = None
+    shared: str | None = None
+    """The lab directory holding the home directories all hosts share, if they do."""
+    sftp: bool = True
 
     @property
     def netns(self) -> str:
         return self.name
 
     def private(self, path: str) -> str:
-        """Where the host's private ``path`` (one of PRIVATE_DIRS) lives on this machine."""
-        return os.path.join(self.root, path.strip("/").replace("/", "_"))
+        """Where the host's ``path`` (one of PRIVATE_DIRS) lives on this machine: its own
+        directory, or the lab's shared one for a shared home."""
+        base = self.shared if self.shared is not None and path in HOME_DIRS else self.root
+        return os.path.join(base, path.strip("/").replace("/", "_"))
 
     def exec(self, *command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """Run a command inside the host's network namespace (not its mount namespace)."""
@@ -85,7 +97,11 @@ class HostLab:
     _closed: bool = field(default=False)
 
     @classmethod
-    def start(cls, count: int) -> HostLab:
+    def start(cls, count: int, shared_home: bool = False, no_sftp_hosts: tuple[int, ...] = ()) -> HostLab:
+        """``count`` hosts; with ``shared_home`` they share /root/.cache and /root/.skyward;
+        the hosts at ``no_sftp_hosts`` (indexes) have no SFTP subsystem."""
+        if any(not 0 <= i < count for i in no_sftp_hosts):
+            raise ValueError(f"no_sftp_hosts={no_sftp_hosts!r}: indexes of {count} hosts are 0..{count - 1}")
         tag = secrets.token_hex(3)
         subnet = f"10.{200 + secrets.randbelow(50)}.{secrets.randbelow(250)}"
         root = tempfile.mkdtemp(prefix=f"skyhosts-{tag}-", dir=LAB_DIR)
@@ -100,20 +116,24 @@ class HostLab:
             _run("ip", "link", "add", lab.bridge, "type", "bridge")
             _run("ip", "addr", "add", f"{lab.gateway}/24", "dev", lab.bridge)
             _run("ip", "link", "set", lab.bridge, "up")
+            shared = os.path.join(root, "shared") if shared_home else None
             for index in range(count):
-                lab.hosts.append(lab._add_host(tag, subnet, index, authorized))
+                lab.hosts.append(lab._add_host(tag, subnet, index, authorized, shared, index not in no_sftp_hosts))
             lab._wait_listening()
         except BaseException:
             lab.close()
             raise
         return lab
 
-    def _add_host(self, tag: str, subnet: str, index: int, authorized: str) -> TestHost:
-        host = TestHost(f"sky{tag}h{index}", f"{subnet}.{index + 1}", os.path.join(self.root, f"h{index}"))
+    def _add_host(
+        self, tag: str, subnet: str, index: int, authorized: str, shared: str | None, sftp: bool
+    ) -> TestHost:
+        root = os.path.join(self.root, f"h{index}")
+        host = TestHost(f"sky{tag}h{index}", f"{subnet}.{index + 1}", root, shared=shared, sftp=sftp)
         self.hosts.append(host)  # so close() cleans it up if this fails half-way
         os.makedirs(host.root)
         for path in PRIVATE_DIRS:
-            os.makedirs(host.private(path))
+            os.makedirs(host.private(path), exist_ok=True)
             os.makedirs(path, exist_ok=True)
         outer, inner = f"skv{tag}{index}", f"skp{tag}{index}"
         _run("ip", "netns", "add", host.netns)
@@ -130,6 +150,8 @@ class HostLab:
         config = os.path.join(host.root, "sshd_config")
         with open(config, "w") as f:
             f.write(_SSHD_CONFIG.format(address=host.address, key=host_key, authorized=authorized))
+            if sftp:
+                f.write("Subsystem sftp internal-sftp\n")
         binds = " && ".join(f"mount --bind {host.private(p)} {p}" for p in PRIVATE_DIRS)
         script = f"{binds} && mount -t tmpfs -o size=2g tmpfs /dev/shm && exec /usr/sbin/sshd -D -e -f {config}"
         log = open(os.path.join(host.root, "sshd.log"), "wb")
@@ -188,8 +210,9 @@ class HostLab:
             return
         self._closed = True
         for host in self.hosts:
-            for _ in range(3):
-                pids = host.pids()
+            deadline = time.monotonic() + CLOSE_TIMEOUT
+            while time.monotonic() < deadline:  # processes may fork while being killed
+                pids = [pid for pid in host.pids() if _alive(pid)]
                 if not pids:
                     break
                 for pid in pids:
@@ -247,5 +270,4 @@ PidFile none
 AllowTcpForwarding yes
 MaxSessions 50
 MaxStartups 50:30:100
-Subsystem sftp internal-sftp
 """

@@ -1,0 +1,79 @@
+"""Known bugs of ``ByValueEncoder`` (engine/wire.py), the encoder of remote pools, found
+while testing an installed client (tests/e2e/ssh/test_installed_client.py). Both are
+``xfail(strict=True)``: they fail today and turn into failures once fixed, so the marker
+gets removed with the fix.
+
+Together they break every dispatch of a client whose packages live outside its
+interpreter's prefix (``pip install --user``, a ``.pth`` or PYTHONPATH naming another
+site-packages): requests, which ray imports, registers urllib3's modules under a second
+name in sys.modules, and those then count as the user's own modules."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import cloudpickle
+import pytest
+
+from skyward.engine.wire import ByValueEncoder, decode
+
+
+def _forget(prefix: str) -> None:
+    for name in [n for n in sys.modules if n == prefix or n.startswith(prefix + ".")]:
+        del sys.modules[name]
+    for name in [n for n in cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES if n.startswith(prefix)]:
+        cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES.discard(name)
+
+
+@pytest.fixture
+def aliased(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A local package that also registers a submodule under a second name, the way
+    requests registers ``requests.packages.urllib3.*``."""
+    package = tmp_path / "skyaliased"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import sys\nfrom skyaliased import inner\nsys.modules['skyaliased.vendored.inner'] = inner\n"
+    )
+    (package / "inner.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("skyaliased")
+    try:
+        yield "skyaliased"
+    finally:
+        _forget("skyaliased")
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="wire.py unregisters an aliased module twice")
+def test_a_module_under_two_names_does_not_break_encoding(aliased: str) -> None:
+    """Encoding works when a by-value module is also in sys.modules under another name
+    (today: ValueError "... is not registered for pickle by value", and the package
+    stays registered by value for the rest of the process)."""
+    encoder = ByValueEncoder()
+    assert decode(encoder(lambda: 41))() == 41
+    assert decode(encoder(lambda: 42))() == 42
+
+
+@pytest.fixture
+def foreign_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A package installed in a site-packages directory outside this interpreter's
+    prefix, put on sys.path the way a ``.pth`` path line or PYTHONPATH does."""
+    site = tmp_path / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    (site / "skyforeign").mkdir(parents=True)
+    (site / "skyforeign" / "__init__.py").write_text("def f():\n    return 1\n")
+    (site / "skyforeign-1.0.dist-info").mkdir()
+    (site / "skyforeign-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: skyforeign\nVersion: 1.0\n")
+    monkeypatch.syspath_prepend(str(site))
+    __import__("skyforeign")
+    try:
+        yield "skyforeign"
+    finally:
+        _forget("skyforeign")
+
+
+@pytest.mark.xfail(strict=True, reason="wire.py counts only the interpreter's own prefix as installed")
+def test_installed_packages_outside_the_prefix_are_not_shipped_by_value(foreign_site: str) -> None:
+    """An installed package (a site-packages directory with its dist-info) is taken by
+    reference, like those of the interpreter's own site-packages, not as the user's code."""
+    assert ByValueEncoder()._is_local(sys.modules[foreign_site]) is False
