@@ -18,6 +18,7 @@ import sys
 import sysconfig
 import threading
 import traceback
+from pathlib import Path
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,27 +81,26 @@ class ByValueEncoder:
 
     @contextlib.contextmanager
     def _by_value(self) -> Iterator[None]:
-        modules = self._local_modules()
+        """Register the client's own modules by value for the duration (each under its
+        own name, once, however many names ``sys.modules`` knows it by)."""
+        registered = cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES
         with _by_value_lock:
-            registered = []
-            for name in modules:
-                if name not in cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES:
-                    cloudpickle.register_pickle_by_value(sys.modules[name])
-                    registered.append(name)
+            added = [name for name in self._local_modules() if name not in registered]
+            registered.update(added)
             try:
                 yield
             finally:
-                for name in registered:
-                    cloudpickle.unregister_pickle_by_value(sys.modules[name])
+                registered.difference_update(added)
 
-    def _local_modules(self) -> list[str]:
-        local = []
-        for name, module in list(sys.modules.items()):
-            decided = self._decided.get(name)
+    def _local_modules(self) -> set[str]:
+        """The ``__name__`` of every module of the client's own code loaded now."""
+        local = set()
+        for key, module in list(sys.modules.items()):
+            decided = self._decided.get(key)
             if decided is None:
-                decided = self._decided[name] = self._is_local(module)
-            if decided and name in sys.modules:
-                local.append(name)
+                decided = self._decided[key] = self._is_local(module)
+            if decided:
+                local.add(getattr(module, "__name__", key))
         return local
 
     def _is_local(self, module: Any) -> bool:
@@ -109,7 +109,11 @@ class ByValueEncoder:
         if not path or not isinstance(path, str) or name == "__main__" or name.split(".")[0] == "skyward":
             return False
         real = os.path.realpath(path)
-        installed = real.startswith(_INSTALLED) or real.startswith(os.path.realpath(sys.prefix))
+        installed = (
+            real.startswith(_INSTALLED)
+            or real.startswith(os.path.realpath(sys.prefix))
+            or any(part in ("site-packages", "dist-packages") for part in Path(real).parts)
+        )
         return not installed and not real.startswith(self._shipped)
 
 

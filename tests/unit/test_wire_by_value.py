@@ -1,9 +1,8 @@
-"""Known bugs of ``ByValueEncoder`` (engine/wire.py), the encoder of remote pools, found
-while testing an installed client (tests/e2e/ssh/test_installed_client.py). Both are
-``xfail(strict=True)``: they fail today and turn into failures once fixed, so the marker
-gets removed with the fix.
+"""Regression tests for two bugs of ``ByValueEncoder`` (engine/wire.py), the encoder of
+remote pools, found while testing an installed client
+(tests/e2e/ssh/test_installed_client.py).
 
-Together they break every dispatch of a client whose packages live outside its
+Together they broke every dispatch of a client whose packages live outside its
 interpreter's prefix (``pip install --user``, a ``.pth`` or PYTHONPATH naming another
 site-packages): requests, which ray imports, registers urllib3's modules under a second
 name in sys.modules, and those then count as the user's own modules."""
@@ -45,7 +44,6 @@ def aliased(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         _forget("skyaliased")
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="wire.py unregisters an aliased module twice")
 def test_a_module_under_two_names_does_not_break_encoding(aliased: str) -> None:
     """Encoding works when a by-value module is also in sys.modules under another name
     (today: ValueError "... is not registered for pickle by value", and the package
@@ -72,7 +70,6 @@ def foreign_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[st
         _forget("skyforeign")
 
 
-@pytest.mark.xfail(strict=True, reason="wire.py counts only the interpreter's own prefix as installed")
 def test_installed_packages_outside_the_prefix_are_not_shipped_by_value(foreign_site: str) -> None:
     """An installed package (a site-packages directory with its dist-info) is taken by
     reference, like those of the interpreter's own site-packages, not as the user's code."""
