@@ -80,6 +80,8 @@ from skyward.runtime import (
 )
 from skyward.session import Session
 from skyward.spec import Image, Nodes, Options, PipIndex, Spec, Worker
+from skyward import storage
+from skyward.storage import S3Volume, Storage, Volume
 
 # Last, so the decorator (not the submodule skyward.pool) is what ``sky.pool`` names.
 from skyward.compute import pool  # noqa: E402
@@ -102,6 +104,7 @@ __all__ = [
     "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
+    "S3Volume", "Storage", "Volume", "storage",
 ]
 
 
