@@ -9,6 +9,7 @@ node with skyward installed; ``fuse_tool_available()`` says what is missing."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -221,10 +222,18 @@ def _wait_until_mounted(mounted: MountedVolume, timeout: float) -> None:
         if code is not None:
             raise _failure(mounted, f"s3fs exited (status {code}) without mounting")
         remaining = deadline - time.monotonic()
-        if is_mounted(mounted.mount) and _listable(mounted.mount, max(remaining, 0.1)):
-            if _GAVE_UP not in _log_text(mounted.log_path):
-                return
-            raise _failure(mounted, "s3fs gave up after mounting")
+        if is_mounted(mounted.mount):
+            listed = _list(mounted.mount, max(remaining, 0.1))
+            if listed is True:
+                if _GAVE_UP not in _log_text(mounted.log_path):
+                    return
+                raise _failure(mounted, "s3fs gave up after mounting")
+            if isinstance(listed, OSError) and listed.errno in (errno.EPERM, errno.EACCES):
+                raise _failure(
+                    mounted,
+                    f"listing the mount point failed ({listed.strerror}): the endpoint refused "
+                    "to list the bucket; check that the keys may list it",
+                )
         if remaining <= 0:
             raise _failure(mounted, f"the mount did not come up within {timeout:.0f} s")
         time.sleep(0.05)
@@ -271,22 +280,23 @@ def _reason(text: str) -> str:
     return "; ".join(f"s3fs: {line}" if index else line for index, line in enumerate(lines))
 
 
-def _listable(path: str, timeout: float) -> bool:
-    """Whether ``os.listdir(path)`` succeeds within ``timeout`` (a thread, because a
-    FUSE call can block for as long as the filesystem takes to answer)."""
-    outcome: list[bool] = []
+def _list(path: str, timeout: float) -> bool | OSError | None:
+    """True if ``os.listdir(path)`` succeeds within ``timeout``, its OSError if it fails,
+    None if it is still blocked (a thread, because a FUSE call takes as long as the
+    filesystem takes to answer)."""
+    outcome: list[bool | OSError] = []
 
     def attempt() -> None:
         try:
             os.listdir(path)
             outcome.append(True)
-        except OSError:
-            outcome.append(False)
+        except OSError as error:
+            outcome.append(error)
 
     worker = threading.Thread(target=attempt, name="skyward-mount-check", daemon=True)
     worker.start()
     worker.join(timeout)
-    return bool(outcome and outcome[0])
+    return outcome[0] if outcome else None
 
 
 def _teardown(mounted: MountedVolume, timeout: float, *, grace: float = 5.0) -> None:
