@@ -18,6 +18,7 @@ import sys
 import types
 from typing import Any
 
+from skyward import storage
 from skyward.api import accelerators, time
 from skyward.api.accelerator_helpers import (
     NVIDIA,
@@ -99,6 +100,7 @@ from skyward.observe.events import (
 from skyward.observe.log_config import LogConfig
 from skyward.providers.local import Local
 from skyward.providers.ray_cluster import Ray
+from skyward.storage import S3Volume, Storage, Volume
 
 PendingCompute = PendingFunction
 PendingBatch = PendingFunctionGroup
@@ -120,6 +122,7 @@ __all__ = [
     "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
+    "S3Volume", "Storage", "Volume", "storage",
 ]
 
 

@@ -1,0 +1,292 @@
+"""``sky.Storage``: a small S3-compatible object-store client, used as a context manager."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from skyward.storage.credentials import (
+    Credential,
+    check_credential,
+    release_credential,
+    resolve_pair,
+)
+from skyward.storage.endpoint import check_endpoint, signing_region
+from skyward.storage.errors import ObjectNotFoundError
+from skyward.storage.progress import Direction, TransferTracker, current_progress
+from skyward.api.validation import fail
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedStorage:
+    """A storage whose credentials are resolved to strings (None: the AWS credential
+    chain): what a node needs to mount a bucket. Picklable; the repr hides the keys."""
+
+    endpoint: str
+    region: str
+    access_key: str | None = field(repr=False)
+    secret_key: str | None = field(repr=False)
+    path_style: bool
+
+
+class _Session:
+    """The mutable part of an open Storage: its boto3 client, shared by nested and
+    concurrent ``with`` blocks, closed when the last one ends. Pickles as a closed one."""
+
+    __slots__ = ("client", "depth", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.client: Any = None
+
+    def __reduce__(self) -> tuple[type[_Session], tuple[()]]:
+        return (_Session, ())
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """An S3-compatible endpoint and the credentials for it.
+
+    Credentials are strings, or callables returning a string or an awaitable of one,
+    resolved when the storage is opened; both None means boto3's credential chain.
+    ``path_style`` addresses buckets as ``endpoint/bucket/key`` instead of
+    ``bucket.endpoint/key``. The methods work inside ``with storage:``; they raise
+    StorageError subclasses (missing bucket, missing object, refused credentials,
+    unreachable endpoint) that name the endpoint, bucket and key, never a secret.
+    """
+
+    endpoint: str
+    access_key: Credential | None = field(default=None, repr=False)
+    secret_key: Credential | None = field(default=None, repr=False)
+    path_style: bool = False
+    _session: _Session = field(
+        default_factory=_Session, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        check_endpoint("Storage", "endpoint", self.endpoint)
+        check_credential("Storage", "access_key", self.access_key)
+        check_credential("Storage", "secret_key", self.secret_key)
+        if (self.access_key is None) != (self.secret_key is None):
+            raise ValueError(
+                "Storage.access_key and Storage.secret_key go together: pass both, or "
+                "neither to use the AWS credential chain"
+            )
+        if not isinstance(self.path_style, bool):
+            raise fail("Storage", "path_style", self.path_style, "it must be True or False")
+
+    @property
+    def region(self) -> str:
+        """The region requests are signed for, read from the endpoint's host."""
+        return signing_region(self.endpoint)
+
+    @contextmanager
+    def credentials(self) -> Iterator[ResolvedStorage]:
+        """Resolve the credentials for the length of the block (a key minted through an
+        API is handed back at its end). Raises StorageCredentialsError."""
+        access_key, secret_key = resolve_pair(self.access_key, self.secret_key, self.endpoint)
+        try:
+            yield ResolvedStorage(
+                self.endpoint, self.region, access_key, secret_key, self.path_style
+            )
+        finally:
+            self._release()
+
+    def __enter__(self) -> Self:
+        with self._session.lock:
+            if self._session.depth == 0:
+                self._session.client = self._open()
+            self._session.depth += 1
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        with self._session.lock:
+            self._session.depth -= 1
+            if self._session.depth == 0:
+                client, self._session.client = self._session.client, None
+                client.close()
+                self._release()
+
+    def upload(
+        self, bucket: str, local_path: str | os.PathLike[str], *, key: str | None = None
+    ) -> str:
+        """Upload the file at ``local_path`` as ``key`` (default: the file's base name);
+        large files go in parallel parts. Returns the key."""
+        client = self._client("upload")
+        _check_name("upload", "bucket", bucket)
+        path = os.fspath(local_path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"Storage.upload: {path!r} is not a file")
+        key = os.path.basename(path) if key is None else key
+        _check_name("upload", "key", key)
+        from skyward.storage import s3
+
+        target = s3.Target(self.endpoint, bucket, key)
+        with self._tracking("upload", bucket, key, os.path.getsize(path)) as tracker:
+            self._run(
+                target,
+                lambda: client.upload_file(
+                    path, bucket, key, Config=s3.TRANSFER, Callback=tracker
+                ),
+            )
+        return key
+
+    def download(self, bucket: str, key: str, local_path: str | os.PathLike[str]) -> Path:
+        """Download ``key`` to ``local_path``, creating its parent directories; the file
+        appears whole or not at all (written beside it, then renamed). Returns the path.
+
+        Raises ObjectNotFoundError (a FileNotFoundError) when there is no such key."""
+        client = self._client("download")
+        _check_name("download", "bucket", bucket)
+        _check_name("download", "key", key)
+        destination = Path(local_path)
+        if destination.is_dir():
+            raise IsADirectoryError(
+                f"Storage.download: {str(destination)!r} is a directory; pass the path of "
+                "the file to write"
+            )
+        size = self._head(client, bucket, key, required=True)["ContentLength"]
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        from skyward.storage import s3
+
+        descriptor, partial = tempfile.mkstemp(
+            dir=destination.parent, prefix=f".{destination.name}.", suffix=".part"
+        )
+        try:
+            with (
+                os.fdopen(descriptor, "wb") as sink,
+                self._tracking("download", bucket, key, size) as tracker,
+            ):
+                self._run(
+                    s3.Target(self.endpoint, bucket, key),
+                    lambda: client.download_fileobj(
+                        bucket, key, sink, Config=s3.TRANSFER, Callback=tracker
+                    ),
+                )
+            os.replace(partial, destination)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+        return destination
+
+    def ls(self, bucket: str, prefix: str = "") -> list[str]:
+        """Every key in ``bucket`` that starts with ``prefix``, in key order (all pages)."""
+        client = self._client("ls")
+        _check_name("ls", "bucket", bucket)
+        if not isinstance(prefix, str):
+            raise fail("Storage.ls", "prefix", prefix, "it must be a str")
+        from skyward.storage import s3
+
+        def listing() -> list[str]:
+            pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            return [item["Key"] for page in pages for item in page.get("Contents", ())]
+
+        return self._run(s3.Target(self.endpoint, bucket), listing)
+
+    def exists(self, bucket: str, key: str) -> bool:
+        """Whether ``key`` exists; a missing bucket raises BucketNotFoundError."""
+        client = self._client("exists")
+        _check_name("exists", "bucket", bucket)
+        _check_name("exists", "key", key)
+        return bool(self._head(client, bucket, key, required=False))
+
+    def rm(self, bucket: str, key: str) -> None:
+        """Delete ``key``; raises ObjectNotFoundError if there is none."""
+        client = self._client("rm")
+        _check_name("rm", "bucket", bucket)
+        _check_name("rm", "key", key)
+        from skyward.storage import s3
+
+        self._head(client, bucket, key, required=True)
+        self._run(
+            s3.Target(self.endpoint, bucket, key),
+            lambda: client.delete_object(Bucket=bucket, Key=key),
+        )
+
+    def _open(self) -> Any:
+        """A client holding leased credentials until the last ``with`` block ends."""
+        from skyward.storage import s3
+
+        access_key, secret_key = resolve_pair(self.access_key, self.secret_key, self.endpoint)
+        try:
+            return s3.make_client(
+                self.endpoint, self.region, access_key, secret_key, path_style=self.path_style
+            )
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        release_credential(self.access_key)
+        release_credential(self.secret_key)
+
+    def _client(self, method: str) -> Any:
+        client = self._session.client
+        if client is None:
+            raise RuntimeError(
+                f"Storage.{method}() needs an open storage: call it inside `with storage:` "
+                "(e.g. `with sky.storage.S3(region=...) as s3: s3.ls(...)`)"
+            )
+        return client
+
+    def _head(self, client: Any, bucket: str, key: str, *, required: bool) -> dict[str, Any]:
+        """The object's metadata, or {} when it is missing and not ``required``. A 404
+        is told apart from a missing bucket by asking for the bucket."""
+        from skyward.storage import s3
+
+        try:
+            return self._run(
+                s3.Target(self.endpoint, bucket, key),
+                lambda: client.head_object(Bucket=bucket, Key=key),
+            )
+        except ObjectNotFoundError:
+            self._run(s3.Target(self.endpoint, bucket), lambda: client.head_bucket(Bucket=bucket))
+            if required:
+                raise
+            return {}
+
+    @staticmethod
+    def _run(target: Any, call: Callable[[], T]) -> T:
+        from skyward.storage import s3
+
+        try:
+            return call()
+        except Exception as error:
+            translated = s3.translate(error, target)
+            if translated is error:
+                raise
+            raise translated from None
+
+    @contextmanager
+    def _tracking(
+        self, direction: Direction, bucket: str, key: str, total: int
+    ) -> Iterator[TransferTracker | None]:
+        sink = current_progress()
+        if sink is None:
+            yield None
+            return
+        tracker = TransferTracker(sink, direction, bucket, key, total)
+        try:
+            yield tracker
+        finally:
+            tracker.finish()
+
+
+def _check_name(method: str, field: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise fail(f"Storage.{method}", field, value, "it must be a non-empty str")
