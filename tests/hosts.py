@@ -10,6 +10,12 @@ namespaces' own addresses are used. Variants:
 - ``shared_home=True``: every host binds the same lab directories at /root/.cache and
   /root/.skyward, like machines with NFS home directories (/tmp stays per host);
 - ``no_sftp_hosts=(i, ...)``: those hosts' sshd has no SFTP subsystem.
+
+Cloud emulation (tests/cloud) adds hosts one at a time at the addresses a fake cloud gave
+its instances (``add``), each accepting that instance's key pair and, as a cloud machine,
+able to "shut down": its ``shutdown``/``systemctl`` are replaced (in its own mount
+namespace only) by a stub that records the request in the host's /tmp (``halted``)
+instead of touching this machine; ``remove`` takes one host away.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ import asyncssh
 PRIVATE_DIRS = ("/root/.cache", "/root/.skyward", "/tmp")
 HOME_DIRS = ("/root/.cache", "/root/.skyward")
 """What ``shared_home`` shares between the hosts."""
+HALT_RECORD = ".skyward-test-shutdown"
+MACHINE_STUB = f"""#!/bin/sh
+# A test host's stand-in for shutdown/systemctl: record, never act on this machine.
+echo "$*" >> /tmp/{HALT_RECORD}
+"""
 START_TIMEOUT = 15.0
 CLOSE_TIMEOUT = 15.0
 LAB_DIR = "/var/tmp"  # not under /tmp, which each host replaces
@@ -60,10 +71,20 @@ class TestHost:
     shared: str | None = None
     """The lab directory holding the home directories all hosts share, if they do."""
     sftp: bool = True
+    machine: bool = False
+    """A cloud machine: its shutdown is recorded, not performed (see ``halted``)."""
 
     @property
     def netns(self) -> str:
         return self.name
+
+    def halted(self) -> list[str]:
+        """The shutdown requests the host made (arguments of each), for a cloud machine."""
+        try:
+            with open(os.path.join(self.private("/tmp"), HALT_RECORD)) as f:
+                return [line.strip() for line in f if line.strip()]
+        except OSError:
+            return []
 
     def private(self, path: str) -> str:
         """Where the host's ``path`` (one of PRIVATE_DIRS) lives on this machine: its own
@@ -94,7 +115,14 @@ class HostLab:
     root: str
     client_key: str
     known_hosts: str
+    tag: str = ""
     _closed: bool = field(default=False)
+    _added: int = field(default=0)
+
+    @property
+    def cidr(self) -> str:
+        """The lab's subnet (its hosts and the gateway, this machine's side)."""
+        return self.gateway.rsplit(".", 1)[0] + ".0/24"
 
     @classmethod
     def start(cls, count: int, shared_home: bool = False, no_sftp_hosts: tuple[int, ...] = ()) -> HostLab:
@@ -111,31 +139,52 @@ class HostLab:
         os.chmod(key_path, 0o600)
         authorized = os.path.join(root, "authorized_keys")
         key.write_public_key(authorized)
-        lab = cls([], f"skb{tag}", f"{subnet}.254", root, key_path, os.path.join(root, "known_hosts"))
+        lab = cls([], f"skb{tag}", f"{subnet}.254", root, key_path, os.path.join(root, "known_hosts"), tag)
         try:
             _run("ip", "link", "add", lab.bridge, "type", "bridge")
             _run("ip", "addr", "add", f"{lab.gateway}/24", "dev", lab.bridge)
             _run("ip", "link", "set", lab.bridge, "up")
             shared = os.path.join(root, "shared") if shared_home else None
             for index in range(count):
-                lab.hosts.append(lab._add_host(tag, subnet, index, authorized, shared, index not in no_sftp_hosts))
-            lab._wait_listening()
+                lab.hosts.append(lab._add_host(f"{subnet}.{index + 1}", authorized, shared, index not in no_sftp_hosts))
+            lab._wait_listening(lab.hosts)
         except BaseException:
             lab.close()
             raise
         return lab
 
+    def add(self, address: str, authorized_key: str) -> TestHost:
+        """A cloud machine at ``address`` (in ``cidr``) whose root accepts ``authorized_key``
+        (OpenSSH public key text); returns once its sshd listens."""
+        index = self._added
+        authorized = os.path.join(self.root, f"authorized-{index}")
+        with open(authorized, "w") as f:
+            f.write(authorized_key.strip() + "\n")
+        host = self._add_host(address, authorized, None, True, machine=True)
+        self.hosts.append(host)
+        self._wait_listening([host])
+        return host
+
+    def remove(self, host: TestHost) -> None:
+        """Take ``host`` away: kill what runs in it, delete its namespace and files."""
+        _kill_all(host)
+        _run("ip", "netns", "del", host.netns, check=False)
+        shutil.rmtree(host.root, ignore_errors=True)
+        if host in self.hosts:
+            self.hosts.remove(host)
+
     def _add_host(
-        self, tag: str, subnet: str, index: int, authorized: str, shared: str | None, sftp: bool
+        self, address: str, authorized: str, shared: str | None, sftp: bool, machine: bool = False
     ) -> TestHost:
+        index, self._added = self._added, self._added + 1
         root = os.path.join(self.root, f"h{index}")
-        host = TestHost(f"sky{tag}h{index}", f"{subnet}.{index + 1}", root, shared=shared, sftp=sftp)
+        host = TestHost(f"sky{self.tag}h{index}", address, root, shared=shared, sftp=sftp, machine=machine)
         self.hosts.append(host)  # so close() cleans it up if this fails half-way
         os.makedirs(host.root)
         for path in PRIVATE_DIRS:
             os.makedirs(host.private(path), exist_ok=True)
             os.makedirs(path, exist_ok=True)
-        outer, inner = f"skv{tag}{index}", f"skp{tag}{index}"
+        outer, inner = f"skv{self.tag}{index}", f"skp{self.tag}{index}"
         _run("ip", "netns", "add", host.netns)
         _run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner)
         _run("ip", "link", "set", outer, "master", self.bridge, "up")
@@ -153,6 +202,12 @@ class HostLab:
             if sftp:
                 f.write("Subsystem sftp internal-sftp\n")
         binds = " && ".join(f"mount --bind {host.private(p)} {p}" for p in PRIVATE_DIRS)
+        if machine:  # shutdown is a link to systemctl: both become the recording stub
+            stub = os.path.join(host.root, "machine-stub")
+            with open(stub, "w") as f:
+                f.write(MACHINE_STUB)
+            os.chmod(stub, 0o755)
+            binds += f" && mount --bind {stub} /usr/bin/systemctl"
         script = f"{binds} && mount -t tmpfs -o size=2g tmpfs /dev/shm && exec /usr/sbin/sshd -D -e -f {config}"
         log = open(os.path.join(host.root, "sshd.log"), "wb")
         host.sshd = subprocess.Popen(
@@ -162,9 +217,9 @@ class HostLab:
         self.hosts.pop()
         return host
 
-    def _wait_listening(self) -> None:
+    def _wait_listening(self, hosts: list[TestHost]) -> None:
         deadline = time.monotonic() + START_TIMEOUT
-        for host in self.hosts:
+        for host in hosts:
             while True:
                 result = host.exec("sh", "-c", "cat /proc/net/tcp", timeout=5)
                 port22 = f"{_hex_address(host.address)}:0016"
@@ -210,22 +265,7 @@ class HostLab:
             return
         self._closed = True
         for host in self.hosts:
-            deadline = time.monotonic() + CLOSE_TIMEOUT
-            while time.monotonic() < deadline:  # processes may fork while being killed
-                pids = [pid for pid in host.pids() if _alive(pid)]
-                if not pids:
-                    break
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                time.sleep(0.1)
-            if host.sshd is not None:
-                try:
-                    host.sshd.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
+            _kill_all(host)
             _run("ip", "netns", "del", host.netns, check=False)
         _run("ip", "link", "del", self.bridge, check=False)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -235,6 +275,26 @@ class HostLab:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _kill_all(host: TestHost) -> None:
+    """Kill every process in ``host``'s namespace (bounded; processes may fork meanwhile)."""
+    deadline = time.monotonic() + CLOSE_TIMEOUT
+    while time.monotonic() < deadline:
+        pids = [pid for pid in host.pids() if _alive(pid)]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+    if host.sshd is not None:
+        try:
+            host.sshd.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _hex_address(address: str) -> str:

@@ -18,9 +18,9 @@ import sys
 import sysconfig
 import threading
 import traceback
-from pathlib import Path
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import cloudpickle

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from skyward.api.validation import fail
 from skyward.storage.credentials import (
     Credential,
     check_credential,
@@ -21,7 +22,6 @@ from skyward.storage.credentials import (
 from skyward.storage.endpoint import check_endpoint, signing_region
 from skyward.storage.errors import ObjectNotFoundError
 from skyward.storage.progress import Direction, TransferTracker, current_progress
-from skyward.api.validation import fail
 
 T = TypeVar("T")
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from skyward.api.validation import fail
 from skyward.storage import hyperstack
 from skyward.storage.client import Storage
 from skyward.storage.credentials import Credential
-from skyward.api.validation import fail
 
 
 def S3(

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.storage.client import Storage
 from skyward.api.validation import fail
+from skyward.storage.client import Storage
 
 #: Mount points that would hide what the system or skyward needs.
 FORBIDDEN_MOUNTS = ("/", "/opt", "/opt/skyward", "/root", "/tmp")

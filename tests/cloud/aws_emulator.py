@@ -150,7 +150,12 @@ class AWSEmulator:
             json.dumps(item) for item in self._pricing
             if all(item["product"]["attributes"].get(field) == value for field, value in wanted.items())
         ]
-        return {"FormatVersion": "aws_v1", "PriceList": found[: int(request.get("MaxResults", 100))]}
+        start = int(request.get("NextToken") or 0)
+        end = start + int(request.get("MaxResults", 100))
+        page: dict[str, Any] = {"FormatVersion": "aws_v1", "PriceList": found[start:end]}
+        if end < len(found):
+            page["NextToken"] = str(end)
+        return page
 
     def spot_history(self, form: dict[str, str]) -> str:
         types = {value for key, value in form.items() if key.startswith("InstanceType.")}

@@ -21,8 +21,9 @@ from skyward.api.spec import Spec
 from skyward.providers.aws.session import client, explain
 
 TYPES_TTL = 7 * 24 * 3600.0
-CANDIDATES = 12
-"""How many of the smallest satisfying types are priced: bigger ones cost more."""
+MIN_VCPUS = 2
+MIN_MEMORY_GB = 4.0
+"""What a node needs at least when the Spec does not say (Ray, the agent, a task)."""
 ARCHITECTURES = {"x86_64": "x86_64", "arm64": "arm64"}
 
 
@@ -59,19 +60,21 @@ def instance_types(region: str) -> list[InstanceType]:
 
 
 def candidates(types: list[InstanceType], spec: Spec) -> list[InstanceType]:
-    """The current-generation types that satisfy ``spec``, smallest first (at most
-    ``CANDIDATES``; none for a spot-only Spec on a type without spot)."""
+    """The current-generation types that satisfy ``spec``, smallest first (none for a
+    spot-only Spec on a type without spot). Unset fields mean
+    at least ``MIN_VCPUS`` vCPUs and ``MIN_MEMORY_GB`` of memory, on this client's
+    architecture (so the wheels it ships fit)."""
     fits = [t for t in types if t.current and _fits(t, spec)]
     fits.sort(key=lambda t: (t.accelerator_count, t.vcpus, t.memory_gb, t.name))
-    return fits[:CANDIDATES]
+    return fits
 
 
 def _fits(kind: InstanceType, spec: Spec) -> bool:
-    if spec.vcpus is not None and kind.vcpus < spec.vcpus:
+    if kind.vcpus < (spec.vcpus if spec.vcpus is not None else MIN_VCPUS):
         return False
-    if spec.memory_gb is not None and kind.memory_gb < spec.memory_gb:
+    if kind.memory_gb < (spec.memory_gb if spec.memory_gb is not None else MIN_MEMORY_GB):
         return False
-    if spec.architecture is not None and kind.architecture != spec.architecture:
+    if kind.architecture != (spec.architecture or client_architecture()):
         return False
     if spec.allocation == "spot" and not kind.spot:
         return False
@@ -80,6 +83,13 @@ def _fits(kind: InstanceType, spec: Spec) -> bool:
     if kind.accelerator is None:
         return False
     return matches(spec.accelerator, kind.accelerator, kind.accelerator_memory_gb, kind.accelerator_count)
+
+
+def client_architecture() -> str:
+    """This machine's architecture as Spec names it."""
+    import platform
+
+    return {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
 def _parse(item: dict[str, Any]) -> InstanceType:

@@ -1,8 +1,7 @@
 """What EC2 instance types cost per hour in a region, on demand and on spot.
 
-On-demand prices come from the AWS Price List API (``pricing`` ``GetProducts``, one
-filtered query per instance type: Linux, shared tenancy, no pre-installed software),
-kept a day; spot prices from ``DescribeSpotPriceHistory`` (the latest price of each
+On-demand prices come from the AWS Price List API (``pricing`` ``GetProducts``: every
+Linux, shared-tenancy, plain instance type of the region, a few pages), kept a day; spot prices from ``DescribeSpotPriceHistory`` (the latest price of each
 availability zone, the lowest of them), kept ten minutes. Both under
 ``$SKYWARD_HOME/cache/aws``.
 """
@@ -40,27 +39,31 @@ def prices(region: str, types: list[str]) -> dict[str, Prices]:
 
 def _ondemand(region: str, types: list[str]) -> dict[str, float]:
     path = cache_path(region, "ondemand")
-    known: dict[str, float] = read_cache(path, ONDEMAND_TTL) or {}
-    missing = [name for name in types if name not in known]
-    if missing:
+    known: dict[str, float] | None = read_cache(path, ONDEMAND_TTL)
+    if known is None:
+        known = {}
         pricing = client("pricing", PRICING_REGION)
-        for name in missing:
-            try:
-                response = pricing.get_products(
-                    ServiceCode="AmazonEC2", Filters=_filters(region, name), MaxResults=10
-                )
-            except Exception as exc:
-                raise explain(exc, f"reading the on-demand price of {name}", region) from exc
-            price = _hourly(response.get("PriceList", []))
-            if price is not None:
-                known[name] = price
+        try:
+            pages = pricing.get_paginator("get_products").paginate(
+                ServiceCode="AmazonEC2", Filters=_filters(region), PaginationConfig={"PageSize": 100}
+            )
+            for page in pages:
+                for entry in page.get("PriceList", []):
+                    item = json.loads(entry) if isinstance(entry, str) else entry
+                    name = item.get("product", {}).get("attributes", {}).get("instanceType")
+                    price = _hourly([item])
+                    if name and price is not None:
+                        known[name] = min(price, known.get(name, price))
+        except Exception as exc:
+            raise explain(exc, "reading on-demand prices", region) from exc
         write_cache(path, known)
     return {name: known[name] for name in types if name in known}
 
 
-def _filters(region: str, instance_type: str) -> list[dict[str, str]]:
+def _filters(region: str) -> list[dict[str, str]]:
+    """Linux, shared tenancy, nothing pre-installed, in ``region``: the plain price."""
     wanted = {
-        "regionCode": region, "instanceType": instance_type, "operatingSystem": "Linux", "tenancy": "Shared",
+        "regionCode": region, "operatingSystem": "Linux", "tenancy": "Shared",
         "preInstalledSw": "NA", "capacitystatus": "Used", "licenseModel": "No License required",
     }
     return [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in wanted.items()]

@@ -37,6 +37,7 @@ def test_cpu_specs_get_no_gpu_machines(aws: AWSEmulator) -> None:
     offers = sky.offers(vcpus=2, memory_gb=1, allocation="on-demand")
     assert offers and all(o.accelerator is None and o.vcpus >= 2 for o in offers)
     assert offers[0].instance_type == "t3.micro"
+    assert sky.offers(allocation="on-demand")[0].instance_type == "t3.medium", "at least 2 vCPUs and 4 GB by default"
 
 
 def test_a_price_cap_below_every_offer_names_the_cheapest(aws: AWSEmulator) -> None:

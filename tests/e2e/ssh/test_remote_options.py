@@ -17,7 +17,16 @@ import textwrap
 import time
 
 import pytest
-from conftest import QUIET, env_locks, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
+from conftest import (
+    QUIET,
+    env_locks,
+    host_processes,
+    make_image,
+    pool_traces,
+    ssh_provider,
+    strays,
+    wait_for,
+)
 from hosts import HostLab
 
 import skyward as sky
