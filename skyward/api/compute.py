@@ -11,7 +11,7 @@ from typing import Any
 from skyward.api import accelerators
 from skyward.api.config_file import load_named_pool
 from skyward.api.pool import Pool
-from skyward.api.spec import SPEC_FIELDS, Image, Options, Spec, Worker
+from skyward.api.spec import DEFAULT_TTL, SPEC_FIELDS, Image, Options, Spec, Worker
 from skyward.observe.events import Event
 from skyward.providers.local import Local
 
@@ -54,7 +54,6 @@ def _spec_from_fields(spec_fields: dict[str, Any]) -> Spec:
 
 
 _DISPLAY = {"log": "log", "spinner": "rich", "quiet": "silent"}
-_ALLOCATION = {"always-spot": "spot"}
 
 
 def ComputePool(  # noqa: N802
@@ -68,7 +67,7 @@ def ComputePool(  # noqa: N802
     memory: str | None = None,
     volume: Any = None,
     allocation: Any = "spot-if-available",
-    timeout: int = 3600,
+    timeout: int | None = None,
     env: dict[str, str] | None = None,
     concurrency: int = 1,
     display: str = "log",
@@ -77,19 +76,18 @@ def ComputePool(  # noqa: N802
 ) -> Pool:
     """The older constructor: its parameters mapped onto ``Spec`` and ``Options``.
 
-    ``provider`` may be a list (tried in ``selection`` order); ``timeout`` is the
-    auto-shutdown ``Spec.ttl``; ``display`` "log"/"spinner"/"quiet" maps to the console
-    modes "log"/"rich"/"silent"; ``on_event`` receives every event.
+    ``provider`` may be a list (tried in ``selection`` order: "first", "cheapest",
+    "available", or a callable ``(providers, spec) -> provider``); ``timeout`` is the
+    auto-shutdown ``Spec.ttl`` (unset: the Spec default); ``allocation`` takes the
+    strategy names, a spot share (0.8) or ``sky.Allocation.*``; ``display``
+    "log"/"spinner"/"quiet" maps to the console modes "log"/"rich"/"silent"; ``on_event``
+    receives every event.
     """
     if machine is not None:
         raise NotImplementedError("ComputePool(machine=...) is not implemented; describe the machine with cpu= and memory=")
-    if callable(selection) and not isinstance(selection, str):
-        raise NotImplementedError("a custom selection function is not implemented; use \"first\" or \"cheapest\"")
-    if isinstance(allocation, (int, float)) and not isinstance(allocation, bool):
-        raise NotImplementedError("a minimum spot fraction (allocation=0.8) is not implemented; use a strategy name")
     if display not in _DISPLAY:
         raise ValueError(f"ComputePool(display={display!r}) is not valid: use \"log\", \"spinner\" or \"quiet\"")
-    if selection not in ("first", "cheapest", "available"):
+    if not callable(selection) and selection not in ("first", "cheapest", "available"):
         raise ValueError(f"ComputePool(selection={selection!r}) is not valid: use \"first\", \"cheapest\" or \"available\"")
     base = image or Image()
     if env:
@@ -102,14 +100,14 @@ def ComputePool(  # noqa: N802
         "nodes": nodes,
         "vcpus": cpu,
         "memory_gb": _gigabytes(memory),
-        "allocation": _ALLOCATION.get(allocation, allocation),
+        "allocation": allocation,
         "image": base,
-        "ttl": timeout,
+        "ttl": DEFAULT_TTL if timeout is None else timeout,
         "volumes": tuple(volume or ()),
     }
     specs = tuple(Spec(provider=p, **fields) for p in providers)
     options = Options(
-        selection="first" if selection == "available" else selection,
+        selection=_old_selector(selection) if callable(selection) else selection,
         worker=Worker(concurrency=concurrency),
         console=_DISPLAY[display],
     )
@@ -117,6 +115,16 @@ def ComputePool(  # noqa: N802
     if on_event is not None:
         pool.on(Event, on_event)
     return pool
+
+
+def _old_selector(choose: Callable[..., Any]) -> Callable[[tuple[Spec, ...]], Spec]:
+    """The older ``(providers, spec) -> provider`` selector as ``Options.selection``."""
+
+    def select(specs: tuple[Spec, ...]) -> Spec:
+        chosen = choose(tuple(spec.provider for spec in specs), specs[0])
+        return next((spec for spec in specs if spec.provider is chosen), specs[0])
+
+    return select
 
 
 def _image_fields(image: Image) -> dict[str, Any]:

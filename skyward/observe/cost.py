@@ -19,7 +19,7 @@ UPDATE_INTERVAL = 60.0
 class Pricing:
     """A launched cluster's price: ``hourly_rate`` is what its nodes cost together,
     ``ondemand_rate`` what the same nodes would cost on demand (None: the same).
-    Providers put one in ``LaunchedCluster.extras["pricing"]``."""
+    A launched ``Cluster`` derives it from its node handles."""
 
     hourly_rate: float = 0.0
     ondemand_rate: float | None = None
@@ -79,4 +79,6 @@ class CostMeter:
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             seconds, p = self.elapsed(), self.pricing
-            self._emit(CostUpdate(seconds, p.cost(seconds), p.hourly_rate, p.spot_count, p.ondemand_count))
+            self._emit(
+                CostUpdate(seconds, p.cost(seconds), p.hourly_rate, p.spot_count, p.ondemand_count, p.savings(seconds))
+            )

@@ -202,6 +202,7 @@ class CostUpdate(Event):
     hourly_rate: float
     spot_count: int = 0
     ondemand_count: int = 0
+    savings_vs_ondemand: float = 0.0
     timestamp: float = field(default_factory=_now)
 
 

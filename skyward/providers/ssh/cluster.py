@@ -43,6 +43,9 @@ echo "cpus $(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 
 echo "memory_kb $(awk '/MemTotal/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
 echo "disk_kb $(df -Pk "$HOME" 2>/dev/null | awk 'NR==2 {print $4}')"
 echo "glibc $(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu /'
+fi
 reach() {
     case "$1" in
         file://*) [ -e "${1#file://}" ] ;;
@@ -70,6 +73,8 @@ class HostFacts:
     disk_gb: float
     unreachable: tuple[str, ...]
     """Package indexes the host could not reach."""
+    gpus: tuple[tuple[str, float], ...] = ()
+    """``(name, memory in GB)`` of each NVIDIA GPU ``nvidia-smi`` lists."""
 
 
 @dataclass
@@ -306,9 +311,13 @@ class RemoteCluster:
 def _facts(output: str, host: str) -> HostFacts:
     values: dict[str, str] = {}
     unreachable = []
+    gpus = []
     for line in output.splitlines():
         key, _, rest = line.partition(" ")
-        if key == "reach":
+        if key == "gpu":
+            name, _, memory = rest.rpartition(",")
+            gpus.append((name.strip(), _int(memory.strip()) / 1024))
+        elif key == "reach":
             verdict, _, url = rest.partition(" ")
             if verdict != "yes":
                 unreachable.append(url)
@@ -324,6 +333,7 @@ def _facts(output: str, host: str) -> HostFacts:
         memory_gb=_int(values.get("memory_kb")) / 1024**2,
         disk_gb=_int(values.get("disk_kb")) / 1024**2,
         unreachable=tuple(unreachable),
+        gpus=tuple(gpus),
     )
 
 

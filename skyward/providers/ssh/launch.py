@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo
+from skyward.api.accelerator_catalog import identify
+from skyward.api.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
 from skyward.api.spec import Image, Options, Spec
 from skyward.collections.config import DISABLED, CollectionsConfig, host_count
 from skyward.collections.gateway import ForwardingEngine, decode_answer, encode_operation
@@ -228,22 +229,35 @@ def _pip_wheels(image: Image, target: wheels.NodePlatform) -> list[Path]:
     return found
 
 
+def _accelerator(node: RemoteNode) -> AcceleratorInfo | None:
+    """The node's GPUs as its ``nvidia-smi`` reported them (None: none found)."""
+    gpus = node.facts.gpus if node.facts is not None else ()
+    if not gpus:
+        return None
+    name, memory = gpus[0]
+    seen = identify(name)
+    return AcceleratorInfo(seen.model.name if seen is not None else name, float(len(gpus)), round(memory, 1))
+
+
 def _relay_config(
     spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, includes_path: Any, ready_timeout: float
 ) -> RelayConfig:
     count = len(cluster.nodes)
     head = cluster.nodes[0]
     peers = [PeerInfo(node.index, node.private_ip, node.address.host) for node in cluster.nodes]
+    devices = [_accelerator(node) for node in cluster.nodes]
+    total = sum(device.count for device in devices if device is not None)
     worker = options.resolved_worker
     metrics = resolve_metrics(spec.image.metrics)
     collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
     setups = []
-    for node in cluster.nodes:
+    for node, device in zip(cluster.nodes, devices):
         assert node.ready is not None
         info = InstanceInfo(
-            node=node.index, worker=0, total_nodes=count, workers_per_node=1, accelerators=0.0,
-            total_accelerators=0.0, head_addr=head.private_ip, head_port=cluster.gcs_port, job_id=pool_id,
-            peers=peers, accelerator=None, network=NetworkInfo("eth0", None),
+            node=node.index, worker=0, total_nodes=count, workers_per_node=1,
+            accelerators=device.count if device is not None else 0.0, total_accelerators=total,
+            head_addr=head.private_ip, head_port=cluster.gcs_port, job_id=pool_id,
+            peers=peers, accelerator=device, network=NetworkInfo("eth0", None),
         )
         env = {**spec.image.env, **node.ready.shell_vars}
         setups.append(
