@@ -25,6 +25,7 @@ from skyward.api.errors import AllProvidersFailedError, PoolClosedError
 from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.api.instance import current_task
 from skyward.api.spec import Options, Spec
+from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
 from skyward.engine.driver import CHUNKS_PER_SLOT, NOT_NOW, ClusterDriver
@@ -118,7 +119,7 @@ class Pool(PoolCollections):
             self._state = "closing"
         pending = [f for f in list(self._futures) if not f.done()]
         if pending and not cancel:
-            concurrent.futures.wait(pending, timeout=self.options.shutdown_timeout)
+            concurrent.futures.wait(pending, timeout=wait_limit(self.options.shutdown_timeout))
         for future in pending:
             future.cancel()
         self._teardown()
@@ -315,7 +316,8 @@ class Pool(PoolCollections):
         iterated and yields results in input order as soon as they are in.
         """
         pending = _as_pending(fn, timeout)
-        values = list(items)
+        check_flag("pool.map", "stream", stream)
+        values = _as_items(items)
         driver = self._require_driver()
         if stream:
             return self._map_stream(driver, pending, values)
@@ -443,6 +445,17 @@ def _not_pending(value: Any, operator: str) -> TypeError:
         f"the left side of `{operator}` must be a pending call such as f(x) where f is decorated "
         f"with @sky.function; got {type(value).__name__} {value!r}"
     )
+
+
+def _as_items(items: Any) -> list[Any]:
+    """``pool.map``'s items as a list; TypeError naming the parameter for a non-iterable
+    (a dict or a str is iterable and maps over its keys or characters, as ``map`` does)."""
+    if not isinstance(items, Iterable):
+        raise TypeError(
+            f"pool.map(fn, items): items must be an iterable (a list, a range, a generator), "
+            f"got {type(items).__name__} {items!r}"
+        )
+    return list(items)
 
 
 def _as_pending(fn: Callable[..., Any], timeout: float | None) -> PendingFunction[Any]:

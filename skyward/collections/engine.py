@@ -18,6 +18,7 @@ from typing import Any
 
 import cloudpickle
 
+from skyward.api.validation import shown
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
@@ -80,7 +81,7 @@ class LocalEngine:
         """One operation on the owning host; returns its result or raises its error. An
         operation that may wait (``waiting``) goes to the host's wait group; so does one
         the host answers BUSY (its dict keys are held by a multi-shard update)."""
-        request = pack((kind, name, op, args))
+        request = _packed(kind, name, op, args)
         handle = self.handle(host)
         method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
         what = f"sky.{kind}({name!r}).{op}"
@@ -352,6 +353,29 @@ def _check_picklable(collection: str, value: Any) -> None:
         cloudpickle.dumps(value)
     except Exception as exc:
         raise TypeError(
-            f"{collection}: the value {type(value).__name__} cannot be pickled ({exc}); "
+            f"{collection}: the value {shown(value)} ({type(value).__name__}) cannot be pickled ({exc}); "
             "store something picklable"
         ) from None
+
+
+def _packed(kind: str, name: str, op: str, args: tuple[Any, ...]) -> bytes:
+    """The request bytes; TypeError naming the collection, the operation and the key or
+    value that cannot be pickled."""
+    try:
+        return pack((kind, name, op, args))
+    except Exception as exc:
+        parts = list(args[0]) if op == "update" else list(args)
+        culprit = next((part for part in parts if not _picklable(part)), args)
+        what = f"the key/value {shown(culprit)}" if kind == "dict" else f"the value {shown(culprit)}"
+        raise TypeError(
+            f"sky.{kind}({name!r}).{op}: {what} ({type(culprit).__name__}) cannot be pickled "
+            f"({type(exc).__name__}: {exc}); store something picklable"
+        ) from None
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        cloudpickle.dumps(value)
+        return True
+    except Exception:
+        return False

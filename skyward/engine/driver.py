@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from skyward.api.errors import NodeCrashedError, PoolClosedError
 from skyward.api.function import PendingFunction
 from skyward.api.spec import Worker
+from skyward.api.validation import wait_limit
 from skyward.engine.scheduler import ALL, SlotScheduler
 from skyward.engine.transport import (
     Disconnected,
@@ -107,7 +108,7 @@ class ClusterDriver:
         )
 
     def _request(self, pending: PendingFunction[Any], kind: str = CALL, chunk: list[Any] | None = None) -> TaskRequest:
-        timeout = pending.timeout if pending.timeout is not None else self._default_timeout
+        timeout = wait_limit(pending.timeout if pending.timeout is not None else self._default_timeout)
         args = (chunk,) if kind == MAP else pending.args
         kwargs = {} if kind == MAP else pending.kwargs
         return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind)
@@ -257,14 +258,17 @@ class ClusterDriver:
             failed = None if error is None else f"{type(error).__name__}: {error}"
             self._emit(TaskCompleted(request.task_id, request.name, node, time.monotonic() - started, failed))
 
-    def _wait_limit(self, request: TaskRequest) -> float:
+    def _wait_limit(self, request: TaskRequest) -> float | None:
         """How long to wait for an agent's answer. A call starts running as soon as it
         arrives (unless the node buffers), so its own timeout plus a grace applies;
-        otherwise the agent enforces deadlines and this only guards against a hung agent."""
-        if request.kind == CALL and not self._queues_on_node and request.timeout:
+        otherwise the agent enforces deadlines and this only guards against a hung agent.
+        None (no limit) for a request without a timeout."""
+        if request.timeout is None:
+            return None
+        if request.kind == CALL and not self._queues_on_node:
             return request.timeout + CALL_GRACE
         items = len(request.args[0]) if request.kind == MAP else 1
-        return (request.timeout or 0) * items * (1 + self._slots) + BACKSTOP_GRACE
+        return request.timeout * items * (1 + self._slots) + BACKSTOP_GRACE
 
     def _transport_failure(self, exc: TransportError, request: TaskRequest) -> BaseException:
         """The error to raise for a failure of the way to the node rather than of the task."""

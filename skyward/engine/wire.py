@@ -26,6 +26,7 @@ import cloudpickle
 
 from skyward.api.errors import RemoteError, RemoteTraceback
 from skyward.api.function import SkywardFunction
+from skyward.api.validation import shown
 
 CALL = "call"
 MAP = "map"
@@ -233,11 +234,14 @@ def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     for label, value in parts:
         try:
             cloudpickle.dumps(value)
-        except Exception as exc:
-            shown = repr(value)
-            shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        except RecursionError:
             return TypeError(
-                f"Cannot send {name} to the pool: {label} ({shown}) cannot be pickled: {exc}. "
+                f"Cannot send {name} to the pool: {label} ({shown(value)}) is nested too deeply to pickle "
+                f"(more than about {sys.getrecursionlimit()} levels). Flatten it, or build it inside the function."
+            )
+        except Exception as exc:
+            return TypeError(
+                f"Cannot send {name} to the pool: {label} ({shown(value)}) cannot be pickled: {exc}. "
                 "Pass something picklable, or create the object inside the function."
             )
     return None

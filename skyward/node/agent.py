@@ -28,6 +28,7 @@ import ray
 from skyward.api.instance import InstanceInfo, current_task, install_node_info
 from skyward.api.output import TaskStream
 from skyward.api.spec import Worker
+from skyward.api.validation import wait_limit
 from skyward.collections import installed as collections_installed
 from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import GATEWAY_THREADS, Gateway
@@ -213,7 +214,7 @@ def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> 
     ``hint``, the likely fix) after ``timeout`` seconds."""
     started = time.monotonic()
     refs = [agent.ready.remote() for agent in agents]
-    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=wait_limit(timeout))
     if pending:
         raise TimeoutError(
             f"{len(pending)} of {len(agents)} node agents {where} did not start within {timeout:g}s "
