@@ -28,6 +28,7 @@ from skyward.api.errors import (
     RemoteError,
     RemoteTraceback,
     SkywardError,
+    TaskExitError,
 )
 from skyward.api.function import (
     PendingFunction,
@@ -102,7 +103,7 @@ __all__ = [
     "Options", "PeerInfo", "PendingBatch", "PendingCompute", "PendingFunction",
     "PendingFunctionGroup", "PipIndex", "Pool", "PoolClosedError", "Progress", "RemoteError",
     "Ray", "RemoteTraceback", "SSH", "Session", "SkywardError", "SkywardFunction", "Spec", "TaskCompleted",
-    "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
+    "TaskExitError", "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
 ]

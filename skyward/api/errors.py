@@ -36,6 +36,20 @@ class RemoteError(SkywardError):
         self.remote_message = message
 
 
+class TaskExitError(RemoteError):
+    """A task raised ``SystemExit`` (``sys.exit()``), ``KeyboardInterrupt`` or
+    ``GeneratorExit``: on the client that is a failure of the task, never an exit of the
+    client itself. ``exit_code`` is ``SystemExit.code`` (None for the others)."""
+
+    def __init__(self, type_name: str, message: str, exit_code: object = None) -> None:
+        super().__init__(type_name, message)
+        self.exit_code = exit_code
+        if type_name == "SystemExit":
+            self.args = (f"the task called sys.exit({exit_code!r}) (SystemExit, exit code {exit_code!r})",)
+        else:
+            self.args = (f"the task raised {type_name}{': ' + message if message else ''}",)
+
+
 class RemoteTraceback(Exception):
     """Carries the remote traceback text; set as ``__cause__`` of a re-raised remote error.
 

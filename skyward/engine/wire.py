@@ -24,7 +24,7 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.api.errors import RemoteError, RemoteTraceback
+from skyward.api.errors import RemoteError, RemoteTraceback, TaskExitError
 from skyward.api.function import SkywardFunction
 from skyward.api.validation import shown
 
@@ -176,6 +176,8 @@ class TaskFailure:
     def to_exception(self, task_name: str) -> BaseException:
         """The exception to raise on the client, with the remote traceback as its cause."""
         exc = _unpickle_exception(self.exception, self.type_name, self.message)
+        if not isinstance(exc, Exception):  # SystemExit & co. must not end the client
+            exc = TaskExitError(type(exc).__name__, self.message, getattr(exc, "code", None))
         where = f"on node {self.node}" + (f" (item {self.item})" if self.item is not None else "")
         exc.__cause__ = RemoteTraceback(self.traceback)
         exc.add_note(f"raised {where} while running {task_name}")
