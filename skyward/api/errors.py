@@ -22,9 +22,12 @@ class NodeCrashedError(SkywardError, RuntimeError):
     The node's agent is replaced and the pool keeps working; the task is not retried.
     """
 
-    def __init__(self, message: str, node: int) -> None:
+    def __init__(self, message: str, node: int, item: int | None = None) -> None:
         super().__init__(message)
         self.node = node
+        self.item = item
+        """For a map: the index of the item that was running (the first unfinished one of
+        its chunk when the agent process itself died), else None."""
 
 
 class RemoteError(SkywardError):

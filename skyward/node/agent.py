@@ -35,6 +35,7 @@ from skyward.collections.gateway import GATEWAY_THREADS, Gateway
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import LaneServer
 from skyward.engine.wire import Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.node import death
 from skyward.node.outbox import Outbox
 from skyward.node.process_executor import ProcessExecutor
 from skyward.node.thread_executor import ThreadExecutor
@@ -58,6 +59,8 @@ class AgentSetup:
     metrics: tuple[Collector, ...] = ()
     collections: CollectionsConfig | None = None
     lane: str = ""
+    notes: str = ""
+    """Where the agent leaves the note of its post-mortem (``death.arm``); "" for none."""
 
 
 class _SlotLease:
@@ -84,6 +87,8 @@ class NodeAgent:
         sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
         os.environ.update(setup.env)
         install_node_info(setup.info)
+        if setup.notes:
+            death.arm(setup.notes, setup.info.node)
         collections_installed.install_node(setup.collections)
         self._info = setup.info
         self._outbox = Outbox()
