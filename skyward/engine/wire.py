@@ -236,12 +236,12 @@ def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     for label, value in parts:
         try:
             cloudpickle.dumps(value)
-        except RecursionError:
-            return TypeError(
-                f"Cannot send {name} to the pool: {label} ({shown(value)}) is nested too deeply to pickle "
-                f"(more than about {sys.getrecursionlimit()} levels). Flatten it, or build it inside the function."
-            )
         except Exception as exc:
+            if isinstance(exc, RecursionError) or isinstance(exc.__context__, RecursionError) or "recursion" in str(exc):
+                return TypeError(
+                    f"Cannot send {name} to the pool: {label} ({shown(value)}) is nested too deeply to pickle "
+                    f"(more than about {sys.getrecursionlimit()} levels). Flatten it, or build it inside the function."
+                )
             return TypeError(
                 f"Cannot send {name} to the pool: {label} ({shown(value)}) cannot be pickled: {exc}. "
                 "Pass something picklable, or create the object inside the function."
