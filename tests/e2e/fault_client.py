@@ -4,8 +4,8 @@ exhaust its memory: ``python -m tests.e2e.fault_client SCENARIO``.
 It prints one JSON line describing the pool it opened (the Ray temp dir, the agents'
 process ids) and then ``READY``; what happens next depends on the scenario:
 
-- ``idle``: a 2-node pool (one node on the process executor's children too) runs a long
-  task and waits to be killed (SIGKILL or SIGTERM).
+- ``idle``: a 2-node pool on the process executor, with collection hosts, runs two long
+  tasks and waits to be killed (SIGKILL or SIGTERM).
 - ``oom``: a 2-node pool whose node 1 allocates past the memory cgroup the test put the
   client in; prints the error and the Error events as JSON, then the agents' pids again.
 - ``crash``: a task ends its agent with ``os._exit``; prints the error as JSON (whatever
@@ -53,6 +53,8 @@ def main(scenario: str) -> None:
         agents = [pool.run(pid(), target=node) for node in range(2)]
         print(json.dumps({"temp_dir": LocalRay.temp_dir(), "agents": agents, "client": os.getpid()}), flush=True)
         if scenario == "idle":
+            pool.queue("kept").put(1)  # collection hosts exist too
+            pool.dict("kept")["k"] = 1
             futures = [hold(600) > pool for _ in range(2)]
             print("READY", flush=True)
             futures[0].result()
