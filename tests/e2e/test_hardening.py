@@ -118,6 +118,15 @@ def reads(name: str) -> list[str]:
     return seen
 
 
+@sky.function
+def fills(name: str) -> list[str]:
+    """Use ``name``'s collections, with dict keys on every host of the pool."""
+    sky.queue(name).put(1)
+    sky.counter(name).increment()
+    sky.dict(name).update({f"k{index}": index for index in range(16)})
+    return reads.local(name)
+
+
 def _kill_hosts(pool: sky.Pool) -> None:
     import ray
 
@@ -142,18 +151,15 @@ def _kill_hosts(pool: sky.Pool) -> None:
 def test_lost_collection_host_is_never_silently_empty() -> None:
     options = sky.Options(console=False, logging=False)
     with sky.Compute(nodes=2, options=options) as pool:
-        pool.queue("q").put(1)
-        pool.dict("q")["k"] = 1
-        pool.counter("q").increment()
-        before = reads("q") @ pool  # every node uses them
-        assert not [seen for seen in before if any("Error" in value for value in seen)]
-        untouched = pool.queue("never-used-by-client")  # a name whose host the client never reached
+        seen = pool.run(fills("q"), target=0)  # only node 0 touches the collections (every host)
+        assert not [value for value in seen if "Error" in value]
         _kill_hosts(pool)
         lost = ["CollectionUnavailableError"] * 4
-        assert reads("q") @ pool == [lost, lost]
-        assert reads("fresh-name") @ pool == [lost, lost]  # first touched after the loss: not a new empty one
-        for use in (lambda: pool.queue("q").put(2), lambda: untouched.put(2), lambda: pool.dict("q").get("k"),
-                    lambda: pool.counter("other").value):
+        assert pool.run(reads("q"), target=1) == lost  # node 1 touches them first after the loss
+        assert pool.run(reads("fresh-name"), target=1) == lost  # not a new, empty collection
+        assert pool.run(reads("q"), target=0) == lost
+        for use in (lambda: pool.queue("q").put(2), lambda: pool.dict("q").get("k"),  # the client, first time
+                    lambda: pool.counter("other").value, lambda: pool.dict("q").get("k9")):
             with pytest.raises(sky.CollectionUnavailableError, match="state is lost"):
                 use()
         assert echo(1) >> pool == 1  # dispatch is unaffected
@@ -195,7 +201,8 @@ def test_collections_after_close_fail_at_once() -> None:
 # ------------------------------------------------------------------------- 5, 11: crash causes
 
 def _client(scenario: str, timeout: float = 180, **popen: Any) -> tuple[list[Any], str]:
-    """Run ``tests/e2e/fault_client.py SCENARIO`` to its end: its JSON lines, its stderr."""
+    """Run ``tests/e2e/fault_client.py SCENARIO`` to its end: its JSON lines, and all it
+    printed (stdout, then stderr)."""
     import json
     import subprocess
 
@@ -206,7 +213,7 @@ def _client(scenario: str, timeout: float = 180, **popen: Any) -> tuple[list[Any
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return lines, done.stderr
+    return lines, done.stdout + done.stderr
 
 
 @sky.function
@@ -292,9 +299,9 @@ def test_oom_names_the_cause_and_spares_bystanders(tmp_path: Any) -> None:
 
 
 def test_agent_death_prints_nothing_from_ray() -> None:
-    (_, outcome), stderr = _client("crash")
+    (_, outcome), printed = _client("crash")
     assert outcome["error"] == "NodeCrashedError"
-    assert "(raylet)" not in stderr and "A worker died" not in stderr, stderr[-2000:]
+    assert "(raylet)" not in printed and "A worker died" not in printed, printed[-2000:]
 
 
 # ------------------------------------------------------------------------- 11: timeout of a C call
