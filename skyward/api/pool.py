@@ -30,8 +30,8 @@ from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
 from skyward.engine.driver import CHUNKS_PER_SLOT, NOT_NOW, ClusterDriver
-from skyward.engine.window import ChunkWindow
 from skyward.engine.events import EventFeed
+from skyward.engine.window import ChunkWindow
 from skyward.observe import log_setup
 from skyward.observe.bus import EventBus
 from skyward.observe.console import Console, open_console

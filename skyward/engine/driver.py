@@ -29,6 +29,7 @@ from skyward.engine.transport import (
     Transport,
     TransportError,
 )
+from skyward.engine.window import ChunkWindow
 from skyward.engine.wire import (
     CALL,
     MAP,
@@ -38,7 +39,6 @@ from skyward.engine.wire import (
     decode,
     describe_unpicklable,
 )
-from skyward.engine.window import ChunkWindow
 from skyward.observe.events import Error, InstanceReplaced, TaskCompleted, TaskStarted
 
 BACKSTOP_GRACE = 60.0

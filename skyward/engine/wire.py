@@ -237,7 +237,7 @@ def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         try:
             cloudpickle.dumps(value)
         except Exception as exc:
-            if isinstance(exc, RecursionError) or isinstance(exc.__context__, RecursionError) or "recursion" in str(exc):
+            if _too_deep(exc):
                 return TypeError(
                     f"Cannot send {name} to the pool: {label} ({shown(value)}) is nested too deeply to pickle "
                     f"(more than about {sys.getrecursionlimit()} levels). Flatten it, or build it inside the function."
@@ -247,3 +247,8 @@ def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 "Pass something picklable, or create the object inside the function."
             )
     return None
+
+
+def _too_deep(exc: Exception) -> bool:
+    """Whether pickling failed for nesting too deep (cloudpickle rewords RecursionError)."""
+    return isinstance(exc, RecursionError) or isinstance(exc.__context__, RecursionError) or "recursion" in str(exc)

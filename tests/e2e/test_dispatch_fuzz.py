@@ -78,7 +78,8 @@ def test_map_stream(pool4: sky.Pool, stream: Any) -> None:
 
 
 @FUZZ
-@given(target=st.one_of(st.integers().filter(lambda n: not 0 <= n < 4), st.text(max_size=4).filter(lambda t: t != "head"),
+@given(target=st.one_of(st.integers().filter(lambda n: not 0 <= n < 4),
+                        st.text(max_size=4).filter(lambda t: t != "head"),
                         st.floats(allow_nan=True), st.booleans(), st.just([0])))
 def test_run_target(pool4: sky.Pool, target: Any) -> None:
     _refused(lambda: pool4.run(echo(1), target=target), "target")

@@ -184,7 +184,7 @@ def test_collections_after_close_fail_at_once() -> None:
         assert eventual["k"] == "cached"
         proxies = [eventual, pool.dict("s", consistency="strong"), pool.set("s"), pool.counter("c"),
                    pool.queue("q"), pool.lock("l"), pool.barrier("b", 1)]
-    before = _ray_dirs()
+    before, ray_was_up = _ray_dirs(), ray.is_initialized()  # up only if another pool is open
     uses = [lambda: eventual["k"], lambda: eventual.get("k"), lambda: eventual.set("k", 2), lambda: proxies[1].get("k"),
             lambda: proxies[2].add(1), lambda: proxies[3].increment(), lambda: proxies[3].value,
             lambda: proxies[4].put(1), lambda: len(proxies[4]), lambda: proxies[5].acquire(),
@@ -194,7 +194,7 @@ def test_collections_after_close_fail_at_once() -> None:
         with pytest.raises(sky.PoolClosedError, match="closed"):
             use()
         assert time.monotonic() - started < 1.0
-    assert not ray.is_initialized()
+    assert ray.is_initialized() == ray_was_up
     assert _ray_dirs() <= before
 
 
@@ -374,6 +374,7 @@ def test_streamed_map_memory_is_bounded(pool4: sky.Pool) -> None:
 
 def _fails_at_13(value: int) -> int:
     if value == 13:
+        time.sleep(0.5)  # the other chunks finish first
         raise ValueError("thirteen")
     return value * 2
 

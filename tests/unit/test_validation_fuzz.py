@@ -29,9 +29,12 @@ class _Opaque:
 
 
 not_a_number = st.one_of(
-    st.text(max_size=5), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+    st.text(max_size=5), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
     st.just(object()), st.just(_Opaque), st.booleans(), st.just(b"1"), st.just({1, 2}),
 )
+small_dict = st.dictionaries(st.text(max_size=2), st.integers(), max_size=3)
+short_int_list = st.lists(st.integers(), min_size=1, max_size=2)
 nan = st.just(NAN)
 negative = st.one_of(st.integers(max_value=-1), st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=True))
 non_positive = st.one_of(negative, st.just(0), st.just(0.0))
@@ -82,7 +85,7 @@ def test_spec_region(value: Any) -> None:
 
 
 @FAST
-@given(value=st.one_of(st.text(max_size=4), st.integers(), st.floats(), st.just(_Opaque()), st.dictionaries(st.text(max_size=1), st.integers(), max_size=1)))
+@given(value=st.one_of(st.text(max_size=4), st.integers(), st.floats(), st.just(_Opaque()), small_dict))
 def test_spec_volumes_and_plugins(value: Any) -> None:
     _refused(lambda: _spec(volumes=value), "volumes")
     _refused(lambda: _spec(plugins=value), "plugins")
@@ -107,13 +110,13 @@ def test_compute_provider_class() -> None:
 # ------------------------------------------------------------------------- Image, PipIndex
 
 @FAST
-@given(value=st.one_of(st.integers(), st.floats(), st.text(max_size=3), st.lists(st.integers(), min_size=1, max_size=2)))
+@given(value=st.one_of(st.integers(), st.floats(), st.text(max_size=3), short_int_list))
 def test_image_pip_indexes(value: Any) -> None:
     _refused(lambda: sky.Image(pip_indexes=value), "pip_indexes")
 
 
 @FAST
-@given(value=st.one_of(st.integers(), st.text(max_size=3), st.lists(st.integers(), min_size=1, max_size=2)))
+@given(value=st.one_of(st.integers(), st.text(max_size=3), short_int_list))
 def test_image_pip(value: Any) -> None:
     _refused(lambda: sky.Image(pip=value), "pip")
 
@@ -160,7 +163,8 @@ def test_options_work_timeouts_take_inf() -> None:
 
 
 @FAST
-@given(value=st.one_of(st.integers(), st.floats(), st.just(None), st.text(max_size=3).filter(lambda t: t.upper() not in ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"))))
+@given(value=st.one_of(st.integers(), st.floats(), st.just(None),
+                       st.text(max_size=3).filter(lambda t: t not in ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"))))
 def test_log_config(value: Any) -> None:
     _refused(lambda: sky.LogConfig(level=value), "level")
     _refused(lambda: sky.LogConfig(rotation=value), "rotation")
@@ -198,8 +202,8 @@ def test_time_inf_is_no_limit() -> None:
 
 
 @FAST
-@given(value=st.one_of(st.sets(st.integers(), max_size=3), st.dictionaries(st.text(max_size=2), st.integers(), max_size=3),
-                       st.integers(), st.just(None), st.just(_Opaque())))
+@given(value=st.one_of(st.sets(st.integers(), max_size=3), small_dict, st.integers(), st.just(None),
+                       st.just(_Opaque())))
 def test_shard_refuses_non_sequences(value: Any) -> None:
     _refused(lambda: sky.shard(value, node=0, total_nodes=2), "shard")
 
