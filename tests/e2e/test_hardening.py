@@ -37,6 +37,14 @@ def sleeps(seconds: float) -> float:
     return seconds
 
 
+@pytest.fixture(scope="module")
+def pool() -> Any:
+    """A 4-node local pool for this module (the defects are the local provider's; the
+    shared ``pool4`` also runs on SSH hosts with ``--provider ssh``)."""
+    with sky.Compute(nodes=4, options=sky.Options(console=False, logging=False)) as opened:
+        yield opened
+
+
 def _exit_in_map(value: int) -> int:
     if value == 5:
         sys.exit(7)
@@ -45,52 +53,52 @@ def _exit_in_map(value: int) -> int:
 
 # ------------------------------------------------------------------------- 4: SystemExit & co.
 
-def test_remote_sys_exit_is_a_task_error(pool4: sky.Pool) -> None:
+def test_remote_sys_exit_is_a_task_error(pool: sky.Pool) -> None:
     with pytest.raises(sky.TaskExitError) as raised:
-        exits("exit") >> pool4
+        exits("exit") >> pool
     assert raised.value.exit_code == 3
     assert "sys.exit(3)" in str(raised.value)
-    assert echo(1) >> pool4 == 1  # the client and the pool go on
+    assert echo(1) >> pool == 1  # the client and the pool go on
 
 
 @pytest.mark.parametrize("how, name", [("interrupt", "KeyboardInterrupt"), ("generator", "GeneratorExit")])
-def test_remote_base_exceptions_are_task_errors(pool4: sky.Pool, how: str, name: str) -> None:
+def test_remote_base_exceptions_are_task_errors(pool: sky.Pool, how: str, name: str) -> None:
     with pytest.raises(sky.TaskExitError, match=name):
-        exits(how) >> pool4
-    future = exits(how) > pool4
+        exits(how) >> pool
+    future = exits(how) > pool
     assert isinstance(future.exception(timeout=30), sky.TaskExitError)
 
 
-def test_sys_exit_in_a_map_item(pool4: sky.Pool) -> None:
+def test_sys_exit_in_a_map_item(pool: sky.Pool) -> None:
     with pytest.raises(sky.TaskExitError) as raised:
-        pool4.map(_exit_in_map, range(10))
+        pool.map(_exit_in_map, range(10))
     assert raised.value.exit_code == 7
 
 
 # ------------------------------------------------------------------------- 9: inf is no limit
 
 @pytest.mark.parametrize("value", [math.inf, 1e12])
-def test_unlimited_timeouts_work(pool4: sky.Pool, value: float) -> None:
-    assert sleeps(0.01).with_timeout(value) >> pool4 == 0.01
-    assert (sleeps(0.01).with_timeout(value) > pool4).result(timeout=30) == 0.01
-    assert pool4.map(echo.local, range(20), timeout=value) == list(range(20))
-    queue = pool4.queue(f"inf-{value}")
+def test_unlimited_timeouts_work(pool: sky.Pool, value: float) -> None:
+    assert sleeps(0.01).with_timeout(value) >> pool == 0.01
+    assert (sleeps(0.01).with_timeout(value) > pool).result(timeout=30) == 0.01
+    assert pool.map(echo.local, range(20), timeout=value) == list(range(20))
+    queue = pool.queue(f"inf-{value}")
     queue.put(1)
     assert queue.get(timeout=value) == 1
-    lock = pool4.lock(f"inf-{value}", timeout=value)
+    lock = pool.lock(f"inf-{value}", timeout=value)
     assert lock.acquire(timeout=value)
     lock.release()
 
 
-def test_nan_timeouts_are_refused_before_anything_runs(pool4: sky.Pool) -> None:
+def test_nan_timeouts_are_refused_before_anything_runs(pool: sky.Pool) -> None:
     nan = float("nan")
     with pytest.raises(ValueError, match="timeout"):
-        pool4.map(echo.local, [1], timeout=nan)
+        pool.map(echo.local, [1], timeout=nan)
     with pytest.raises(ValueError, match="timeout"):
-        pool4.queue("nan").get(timeout=nan)
+        pool.queue("nan").get(timeout=nan)
     with pytest.raises(ValueError, match="timeout"):
-        pool4.lock("nan", timeout=nan)
-    barrier = pool4.barrier("nan", 1)
+        pool.lock("nan", timeout=nan)
+    barrier = pool.barrier("nan", 1)
     with pytest.raises(ValueError, match="timeout"):
         barrier.wait(timeout=nan)
     assert barrier.wait(timeout=5) == 0  # not broken by the refused call
@@ -230,17 +238,17 @@ def kills_itself(how: str) -> None:
     os.kill(os.getpid(), getattr(signal, how))
 
 
-def test_agent_crash_names_the_cause(pool4: sky.Pool) -> None:
+def test_agent_crash_names_the_cause(pool: sky.Pool) -> None:
     errors: list[str] = []
-    unsubscribe = pool4.on(sky.Error, lambda event: errors.append(event.message))
+    unsubscribe = pool.on(sky.Error, lambda event: errors.append(event.message))
     try:
         with pytest.raises(sky.NodeCrashedError, match="segmentation fault") as raised:
-            segfaults() >> pool4
+            segfaults() >> pool
     finally:
         unsubscribe()
     assert "SIGSEGV" in str(raised.value)
     assert any("segmentation fault" in message for message in errors)
-    assert echo(2) >> pool4 == 2
+    assert echo(2) >> pool == 2
 
 
 @pytest.fixture(scope="module")
@@ -311,26 +319,26 @@ def blocks_in_c(seconds: float) -> None:
     time.sleep(seconds)  # one C call: the TimeoutError raised in the thread lands only after it
 
 
-def test_timeout_of_a_blocked_c_call_arrives_at_the_deadline(pool4: sky.Pool) -> None:
+def test_timeout_of_a_blocked_c_call_arrives_at_the_deadline(pool: sky.Pool) -> None:
     started = time.monotonic()
     with pytest.raises(TimeoutError):
-        blocks_in_c(3).with_timeout(0.5) >> pool4
+        blocks_in_c(3).with_timeout(0.5) >> pool
     assert time.monotonic() - started < 0.5 + 0.4
 
 
 # ------------------------------------------------------------------------- 1: futures scale linearly
 
-def test_futures_cost_per_task_does_not_grow(pool4: sky.Pool) -> None:
+def test_futures_cost_per_task_does_not_grow(pool: sky.Pool) -> None:
     def per_task(count: int) -> float:
         started = time.perf_counter()
-        futures = [echo(i) > pool4 for i in range(count)]
+        futures = [echo(i) > pool for i in range(count)]
         assert [future.result(timeout=120) for future in futures] == list(range(count))
         return (time.perf_counter() - started) / count
 
     per_task(500)  # warm up
     small, large = min(per_task(1000) for _ in range(2)), per_task(16_000)
     assert large / small <= 2.0, f"{small * 1e3:.3f} ms per task at 1k, {large * 1e3:.3f} ms at 16k"
-    assert not pool4._futures  # finished futures are not kept
+    assert not pool._futures  # finished futures are not kept
 
 
 # ------------------------------------------------------------------------- 7: a streamed map's memory
@@ -339,7 +347,7 @@ def _megabyte(index: int) -> bytes:
     return bytes([index % 256]) * (1 << 20)
 
 
-def test_streamed_map_memory_is_bounded(pool4: sky.Pool) -> None:
+def test_streamed_map_memory_is_bounded(pool: sky.Pool) -> None:
     import threading
 
     import psutil
@@ -358,7 +366,7 @@ def test_streamed_map_memory_is_bounded(pool4: sky.Pool) -> None:
     sampler.start()
     total = 0
     try:
-        for index, block in enumerate(pool4.map(_megabyte, range(1024), stream=True)):  # 1 GiB in all
+        for index, block in enumerate(pool.map(_megabyte, range(1024), stream=True)):  # 1 GiB in all
             assert block[0] == index % 256
             total += len(block)
             if index % 128 == 0:
@@ -386,17 +394,17 @@ def _crashes_at_13(value: int) -> int:
     return value * 2
 
 
-def test_failed_map_keeps_finished_results(pool4: sky.Pool) -> None:
+def test_failed_map_keeps_finished_results(pool: sky.Pool) -> None:
     with pytest.raises(ValueError, match="thirteen") as raised:
-        pool4.map(_fails_at_13, range(40))
+        pool.map(_fails_at_13, range(40))
     assert raised.value.failed_item == 13
     partial = raised.value.partial_results
     assert partial and all(partial[index] == index * 2 for index in partial) and 13 not in partial
 
 
-def test_crashed_map_names_the_item_and_keeps_results(pool4: sky.Pool) -> None:
+def test_crashed_map_names_the_item_and_keeps_results(pool: sky.Pool) -> None:
     with pytest.raises(sky.NodeCrashedError) as raised:
-        pool4.map(_crashes_at_13, range(64))
+        pool.map(_crashes_at_13, range(64))
     crash = raised.value
     start, end = (int(n) for n in re.search(r"items (\d+)-(\d+)", str(crash)).groups())
     assert start <= 13 <= end and crash.failed_item == start == crash.item
@@ -412,10 +420,10 @@ def test_process_executor_crash_names_the_exact_item(process_pool: sky.Pool) -> 
     assert set(raised.value.partial_results) <= set(range(30)) - {13}
 
 
-def test_streamed_map_failure_keeps_unread_results(pool4: sky.Pool) -> None:
+def test_streamed_map_failure_keeps_unread_results(pool: sky.Pool) -> None:
     seen = []
     with pytest.raises(ValueError, match="thirteen") as raised:
-        for value in pool4.map(_fails_at_13, range(40), stream=True):
+        for value in pool.map(_fails_at_13, range(40), stream=True):
             seen.append(value)
     assert seen == [index * 2 for index in range(len(seen))] and len(seen) <= 13
     assert all(raised.value.partial_results[i] == i * 2 for i in raised.value.partial_results)
@@ -469,4 +477,4 @@ def test_sigterm_of_the_client_shuts_down_like_ctrl_c() -> None:
     client.terminate()
     _, stderr = client.communicate(timeout=30)
     assert "KeyboardInterrupt: signal SIGTERM" in stderr
-    _nothing_left(info, shm, within=2.0)  # the client itself stopped everything
+    _nothing_left(info, shm, within=10.0)
