@@ -59,3 +59,8 @@ class Counted:
 def probe_counted(counted: Counted) -> int:
     """B3: ``probe`` of the wrapped array."""
     return probe(counted.payload)
+
+
+def megabyte(index: int) -> bytes:
+    """H2: one MiB of result per item."""
+    return bytes([index % 256]) * (1 << 20)

@@ -151,6 +151,10 @@ TARGETS = (
            rate_at_least("C1", "skyward eventual counter.increment rate (in a task)", 50_000)),
     Target("S1-warm", "warm start of an SSH pool of 3 hosts ≤ 15 s (issue 4)",
            at_most("S1", "3 hosts warm start", 15.0)),
+    Target("H1", "per-task cost of 50,000 `>` futures ≤ 1.5x that of 1,000 (issue 11)",
+           at_most_times("H1", "skyward 50,000", "skyward 1,000", 1.5)),
+    Target("H2", "streamed map of 1 GiB of results: client peak memory ≤ 256 MiB (issue 11)",
+           at_most("H2", "skyward", 256.0, "MiB")),
 )
 
 

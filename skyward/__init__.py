@@ -41,6 +41,7 @@ from skyward.api.errors import (
     RemoteError,
     RemoteTraceback,
     SkywardError,
+    TaskExitError,
 )
 from skyward.api.function import (
     PendingFunction,
@@ -119,7 +120,7 @@ __all__ = [
     "Options", "PeerInfo", "PendingBatch", "PendingCompute", "PendingFunction",
     "PendingFunctionGroup", "PipIndex", "Pool", "PoolClosedError", "Progress", "RemoteError",
     "Ray", "RemoteTraceback", "SSH", "Session", "SkywardError", "SkywardFunction", "Spec", "TaskCompleted",
-    "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
+    "TaskExitError", "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
     "S3Volume", "Storage", "Volume", "storage",

@@ -22,9 +22,12 @@ class NodeCrashedError(SkywardError, RuntimeError):
     The node's agent is replaced and the pool keeps working; the task is not retried.
     """
 
-    def __init__(self, message: str, node: int) -> None:
+    def __init__(self, message: str, node: int, item: int | None = None) -> None:
         super().__init__(message)
         self.node = node
+        self.item = item
+        """For a map: the index of the item that was running (the first unfinished one of
+        its chunk when the agent process itself died), else None."""
 
 
 class RemoteError(SkywardError):
@@ -34,6 +37,20 @@ class RemoteError(SkywardError):
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
         self.remote_message = message
+
+
+class TaskExitError(RemoteError):
+    """A task raised ``SystemExit`` (``sys.exit()``), ``KeyboardInterrupt`` or
+    ``GeneratorExit``: on the client that is a failure of the task, never an exit of the
+    client itself. ``exit_code`` is ``SystemExit.code`` (None for the others)."""
+
+    def __init__(self, type_name: str, message: str, exit_code: object = None) -> None:
+        super().__init__(type_name, message)
+        self.exit_code = exit_code
+        if type_name == "SystemExit":
+            self.args = (f"the task called sys.exit({exit_code!r}) (SystemExit, exit code {exit_code!r})",)
+        else:
+            self.args = (f"the task raised {type_name}{': ' + message if message else ''}",)
 
 
 class RemoteTraceback(Exception):

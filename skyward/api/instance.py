@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import random
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
+
+from skyward.api.validation import check_flag
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,10 @@ def shard(
     """
     if not data:
         raise TypeError("shard() needs at least one sequence, e.g. sky.shard(items)")
+    check_flag("shard", "shuffle", shuffle)
+    check_flag("shard", "drop_last", drop_last)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"shard(seed={seed!r}): use an int (the same on every node) or None")
     node, total_nodes = _position(node, total_nodes)
     length = _length(data[0])
     for other in data[1:]:
@@ -191,6 +198,13 @@ def _position(node: int | None, total_nodes: int | None) -> tuple[int, int]:
 
 
 def _length(seq: Any) -> int:
+    if isinstance(seq, (AbstractSet, Mapping)):
+        kind = "dict" if isinstance(seq, Mapping) else "set"
+        fix = "list(d.items()) or list(d)" if kind == "dict" else "sorted(s) (the same order on every node)"
+        raise TypeError(
+            f"shard() takes sequences, got a {kind} ({type(seq).__name__}), which has no positions "
+            f"to split: pass {fix}"
+        )
     try:
         return len(seq)
     except TypeError:

@@ -4,7 +4,8 @@ A pool owns an asyncio loop on a daemon thread; every public method is synchrono
 bridges to that loop. Opening provisions the nodes (trying each Spec in selection
 order); closing waits for work still in flight (up to ``Options.shutdown_timeout``) on a
 normal exit, cancels it at once when the block exits with an exception (Ctrl-C
-included), and stops every process the pool started.
+included, and SIGTERM, which raises KeyboardInterrupt while a pool is open: see
+``interrupt``), and stops every process the pool started.
 """
 
 from __future__ import annotations
@@ -19,17 +20,19 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import Token
 from typing import Any
 
-from skyward.api import context, selection
+from skyward.api import context, interrupt, selection
 from skyward.api.context import NESTED_DISPATCH
 from skyward.api.errors import AllProvidersFailedError, NoAvailableProviderError, PoolClosedError
 from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.api.instance import current_task
 from skyward.api.option_checks import check_options
 from skyward.api.spec import Options, Spec
+from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
 from skyward.engine.driver import CHUNKS_PER_SLOT, NOT_NOW, ClusterDriver
 from skyward.engine.events import EventFeed
+from skyward.engine.window import ChunkWindow
 from skyward.observe import log_setup
 from skyward.observe.bus import EventBus
 from skyward.observe.console import Console, open_console
@@ -47,6 +50,9 @@ from skyward.observe.events import (
 )
 from skyward.observe.progress import ProgressTracker, guided_chunks
 from skyward.providers.base import Cluster
+
+STREAM_WINDOW = 2
+"""Chunks per task slot that a streamed map keeps in flight or waiting to be read."""
 
 
 class Pool(PoolCollections):
@@ -78,6 +84,7 @@ class Pool(PoolCollections):
         self._progress = ProgressTracker(self._bus)
         self._token: Token[Any] | None = None
         self._futures: set[concurrent.futures.Future[Any]] = set()
+        self._holds_sigterm = False
         self._opened_at = 0.0
         self.spec: Spec | None = None
 
@@ -100,6 +107,7 @@ class Pool(PoolCollections):
                 raise RuntimeError(f"pool {self.name} was already opened; create a new one")
             self._state = "opening"
         self._opened_at = time.monotonic()
+        self._holds_sigterm = interrupt.hold()
         self._logging = log_setup.install(self.options.logging, self._bus.on)
         self._console = open_console(self.options.console, self._bus.on)
         try:
@@ -120,7 +128,7 @@ class Pool(PoolCollections):
             self._state = "closing"
         pending = [f for f in list(self._futures) if not f.done()]
         if pending and not cancel:
-            concurrent.futures.wait(pending, timeout=self.options.shutdown_timeout)
+            concurrent.futures.wait(pending, timeout=wait_limit(self.options.shutdown_timeout))
         for future in pending:
             future.cancel()
         self._teardown()
@@ -243,6 +251,9 @@ class Pool(PoolCollections):
         if self._logging is not None:
             self._logging.close()
         self._cluster = self._driver = self._feed = None
+        if self._holds_sigterm:
+            self._holds_sigterm = False
+            interrupt.release()
         with self._lock:
             self._state = "closed"
 
@@ -343,10 +354,18 @@ class Pool(PoolCollections):
         first, single items at the end), so 10,000 small items cost a few dozen round
         trips. ``timeout`` applies per item (default: the function's, else the pool's).
         ``stream=True`` returns a generator instead of a list: it starts the map when
-        iterated and yields results in input order as soon as they are in.
+        iterated and yields results in input order as soon as they are in, keeping only
+        a bounded number of chunks in flight (memory does not grow with the map).
+
+        When an item fails (its exception, a timeout, a crashed node), the error raised
+        carries ``partial_results``, a dict of item index to result for every item that
+        finished (when streaming: finished but not yielded yet), and ``failed_item``, the
+        index of the failed item (for a crash of the agent process itself, the first
+        unfinished item of the chunk it was running), or None.
         """
         pending = _as_pending(fn, timeout)
-        values = list(items)
+        check_flag("pool.map", "stream", stream)
+        values = _as_items(items)
         driver = self._require_driver()
         if stream:
             return self._map_stream(driver, pending, values)
@@ -359,11 +378,18 @@ class Pool(PoolCollections):
         return guided_chunks(count, driver.nodes * self.options.resolved_worker.slots, CHUNKS_PER_SLOT)
 
     def _map_stream(self, driver: ClusterDriver, pending: PendingFunction[Any], values: list[Any]) -> Iterator[Any]:
+        """Yield results in input order as chunks arrive; a result is dropped here once
+        yielded, and at most ``STREAM_WINDOW`` chunks per task slot are in flight or
+        waiting to be read (the map waits for a slow reader)."""
         if not values:
             return
+        assert self._loop is not None
+        window = ChunkWindow(STREAM_WINDOW * driver.nodes * self.options.resolved_worker.slots, self._loop)
         arrived: queue.SimpleQueue[tuple[int, list[Any]] | None] = queue.SimpleQueue()
         with self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))):
-            future = self._submit(lambda d: d.map(pending, values, lambda start, chunk: arrived.put((start, chunk))))
+            future = self._submit(
+                lambda d: d.map(pending, values, lambda start, chunk: arrived.put((start, chunk)), window)
+            )
             future.add_done_callback(lambda _: arrived.put(None))
             early: dict[int, list[Any]] = {}
             position = 0
@@ -372,12 +398,15 @@ class Pool(PoolCollections):
                     while position not in early:
                         entry = arrived.get()
                         if entry is None:
-                            future.result()  # raises the map's error
+                            _raise_with_early(future, early)
                             continue
                         early[entry[0]] = entry[1]
                     chunk = early.pop(position)
                     position += len(chunk)
-                    yield from chunk
+                    chunk.reverse()
+                    while chunk:
+                        yield chunk.pop()
+                    window.release()
             finally:
                 future.cancel()
 
@@ -450,6 +479,21 @@ class DetachedPool:
         raise RuntimeError(NESTED_DISPATCH)
 
 
+def _raise_with_early(future: concurrent.futures.Future[Any], early: dict[int, list[Any]]) -> None:
+    """Raise a streamed map's error (if it failed), its ``partial_results`` being the
+    finished results not yielded yet."""
+    error = future.exception()
+    if error is None:
+        return
+    try:
+        error.partial_results = {  # type: ignore[attr-defined]
+            start + offset: value for start, chunk in early.items() for offset, value in enumerate(chunk)
+        }
+    except AttributeError:
+        pass
+    raise error
+
+
 def _group_name(group: PendingFunctionGroup) -> str:
     names = list(dict.fromkeys(item.name for item in group.items))
     return names[0] if len(names) == 1 else f"{len(names)} functions"
@@ -469,6 +513,17 @@ def _not_pending(value: Any, operator: str) -> TypeError:
         f"the left side of `{operator}` must be a pending call such as f(x) where f is decorated "
         f"with @sky.function; got {type(value).__name__} {value!r}"
     )
+
+
+def _as_items(items: Any) -> list[Any]:
+    """``pool.map``'s items as a list; TypeError naming the parameter for a non-iterable
+    (a dict or a str is iterable and maps over its keys or characters, as ``map`` does)."""
+    if not isinstance(items, Iterable):
+        raise TypeError(
+            f"pool.map(fn, items): items must be an iterable (a list, a range, a generator), "
+            f"got {type(items).__name__} {items!r}"
+        )
+    return list(items)
 
 
 def _as_pending(fn: Callable[..., Any], timeout: float | None) -> PendingFunction[Any]:

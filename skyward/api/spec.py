@@ -13,6 +13,7 @@ from skyward.api.accelerators import Accelerator
 from skyward.api.allocation import normalize as normalize_allocation
 from skyward.api.validation import (
     as_str_tuple,
+    as_tuple,
     check_choice,
     check_number,
     check_str_dict,
@@ -33,6 +34,8 @@ CONSOLE_MODES = ("rich", "minimal", "log", "silent")
 EXECUTORS = ("auto", "thread", "process")
 SKYWARD_SOURCES = ("auto", "local", "github", "pypi")
 DEFAULT_TTL = 600
+MAX_NODES = 10_000
+"""The most nodes one pool may ask for; a larger count is almost always a typo."""
 
 
 @runtime_checkable
@@ -51,9 +54,9 @@ class Nodes:
     min: int | None = None
 
     def __post_init__(self) -> None:
-        check_number("Nodes", "desired", self.desired, minimum=1, integer=True)
-        check_number("Nodes", "min", self.min, minimum=1, integer=True, optional=True)
-        check_number("Nodes", "max", self.max, minimum=1, integer=True, optional=True)
+        check_number("Nodes", "desired", self.desired, minimum=1, maximum=MAX_NODES, integer=True)
+        check_number("Nodes", "min", self.min, minimum=1, maximum=MAX_NODES, integer=True, optional=True)
+        check_number("Nodes", "max", self.max, minimum=1, maximum=MAX_NODES, integer=True, optional=True)
         if self.min is not None and self.min > self.desired:
             raise fail("Nodes", "min", self.min, f"it must be <= desired ({self.desired})")
         if self.max is not None and self.max < self.desired:
@@ -67,6 +70,7 @@ class Nodes:
         if isinstance(spec, bool):
             raise fail("Spec", "nodes", spec, "use an int, a (low, high) tuple or sky.Nodes(...)")
         if isinstance(spec, int):
+            check_number("Spec", "nodes", spec, minimum=1, maximum=MAX_NODES, integer=True)
             return cls(desired=spec)
         if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(v, int) for v in spec):
             return cls(desired=spec[0], max=spec[1])
@@ -119,7 +123,7 @@ class Image:
             raise fail("Image", "python", self.python, 'use "auto" or a version like "3.11"')
         for name in ("pip", "apt", "includes", "excludes"):
             object.__setattr__(self, name, as_str_tuple("Image", name, getattr(self, name)))
-        indexes = tuple(self.pip_indexes)
+        indexes = as_tuple("Image", "pip_indexes", self.pip_indexes, "[sky.PipIndex(url=..., packages=[...])]")
         for index in indexes:
             if not isinstance(index, PipIndex):
                 raise fail("Image", "pip_indexes", index, "use sky.PipIndex(url=..., packages=[...])")
@@ -128,7 +132,7 @@ class Image:
         object.__setattr__(self, "shell_vars", check_str_dict("Image", "shell_vars", self.shell_vars))
         check_choice("Image", "skyward_source", self.skyward_source, SKYWARD_SOURCES)
         object.__setattr__(self, "metrics", normalize_metrics(self.metrics))
-        check_number("Image", "bootstrap_timeout", self.bootstrap_timeout, strictly_positive=True)
+        check_number("Image", "bootstrap_timeout", self.bootstrap_timeout, strictly_positive=True, finite=True)
 
     @property
     def python_version(self) -> str:
@@ -192,6 +196,11 @@ class Spec:
     plugins: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.provider, type):
+            raise fail(
+                "Spec", "provider", self.provider,
+                f"pass an instance, not the class: sky.{self.provider.__name__}()",
+            )
         if not isinstance(self.provider, ProviderConfig):
             raise fail("Spec", "provider", self.provider, "use a provider such as sky.Local()")
         if self.accelerator is not None and not isinstance(self.accelerator, Accelerator):
@@ -200,8 +209,8 @@ class Spec:
                 "use an accelerator object such as sky.accelerators.A100(), not a string",
             )
         object.__setattr__(self, "nodes", Nodes.of(self.nodes))
-        check_number("Spec", "vcpus", self.vcpus, strictly_positive=True, optional=True)
-        check_number("Spec", "memory_gb", self.memory_gb, strictly_positive=True, optional=True)
+        check_number("Spec", "vcpus", self.vcpus, strictly_positive=True, optional=True, finite=True)
+        check_number("Spec", "memory_gb", self.memory_gb, strictly_positive=True, optional=True, finite=True)
         check_number("Spec", "disk_gb", self.disk_gb, strictly_positive=True, integer=True, optional=True)
         if self.architecture is not None:
             check_choice("Spec", "architecture", self.architecture, ("x86_64", "arm64"))
@@ -209,9 +218,11 @@ class Spec:
         if not isinstance(self.image, Image):
             raise fail("Spec", "image", self.image, "use sky.Image(...)")
         check_number("Spec", "max_hourly_cost", self.max_hourly_cost, strictly_positive=True, optional=True)
+        if self.region is not None and (not isinstance(self.region, str) or not self.region):
+            raise fail("Spec", "region", self.region, 'use a region name such as "us-east-1", or None')
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
-        object.__setattr__(self, "volumes", tuple(self.volumes))
-        object.__setattr__(self, "plugins", tuple(self.plugins))
+        object.__setattr__(self, "volumes", as_tuple("Spec", "volumes", self.volumes, "[volume, ...]"))
+        object.__setattr__(self, "plugins", as_tuple("Spec", "plugins", self.plugins, "[plugin, ...]"))
 
     @property
     def node_count(self) -> Nodes:
@@ -234,7 +245,10 @@ SPEC_FIELDS = tuple(f.name for f in fields(Spec))
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """How the pool behaves: selection, worker slots, timeouts, console, logging, cluster."""
+    """How the pool behaves: selection, worker slots, timeouts, console, logging, cluster.
+
+    ``default_compute_timeout`` and ``shutdown_timeout`` may be ``math.inf`` (no limit);
+    the provisioning timeouts must be finite. NaN is refused everywhere."""
 
     selection: str | Callable[..., Any] = "cheapest"
     worker: Worker | None = None
@@ -261,18 +275,16 @@ class Options:
         if self.worker is not None and not isinstance(self.worker, Worker):
             raise fail("Options", "worker", self.worker, "use sky.Worker(...)")
         for name in ("provision_timeout", "ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"):
-            check_number("Options", name, getattr(self, name), strictly_positive=True, optional=True)
-        check_number("Options", "provision_retry_delay", self.provision_retry_delay, minimum=0, optional=True)
+            check_number("Options", name, getattr(self, name), strictly_positive=True, optional=True, finite=True)
+        check_number(
+            "Options", "provision_retry_delay", self.provision_retry_delay, minimum=0, optional=True, finite=True
+        )
         check_number(
             "Options", "max_provision_attempts", self.max_provision_attempts, minimum=1, integer=True, optional=True
         )
-        for name in (
-            "default_compute_timeout",
-            "autoscale_cooldown",
-            "autoscale_idle_timeout",
-            "reconcile_tick_interval",
-            "shutdown_timeout",
-        ):
+        for name in ("autoscale_cooldown", "autoscale_idle_timeout", "reconcile_tick_interval"):
+            check_number("Options", name, getattr(self, name), strictly_positive=True, finite=True)
+        for name in ("default_compute_timeout", "shutdown_timeout"):  # math.inf: no limit
             check_number("Options", name, getattr(self, name), strictly_positive=True)
         if not isinstance(self.console, bool):
             check_choice("Options", "console", self.console, (True, False, *CONSOLE_MODES))

@@ -3,8 +3,23 @@ the value it got and what is allowed."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
+
+NO_LIMIT = 1e9
+"""Seconds (about 31 years): a timeout this long or longer, ``math.inf`` included, means
+no limit. Clocks and waits cannot represent much longer ones (OverflowError)."""
+
+
+def shown(value: Any, limit: int = 120) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages; never raises (a
+    value too deeply nested or whose ``__repr__`` fails shows as its type)."""
+    try:
+        text = repr(value)
+    except Exception:  # RecursionError included
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def fail(owner: str, field: str, value: Any, allowed: str) -> ValueError:
@@ -29,18 +44,41 @@ def check_number(
     integer: bool = False,
     optional: bool = False,
     strictly_positive: bool = False,
+    maximum: float | None = None,
+    finite: bool = False,
 ) -> None:
-    """Raise ValueError unless ``value`` is a number in range (None allowed if optional)."""
+    """Raise ValueError unless ``value`` is a number in range (None allowed if optional).
+    NaN is always refused; infinity too when ``finite``."""
     if value is None and optional:
         return
     kinds = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds):
         kind = "an integer" if integer else "a number"
         raise fail(owner, field, value, f"it must be {kind}")
+    if math.isnan(value):
+        raise fail(owner, field, value, "it must be a number, not NaN")
+    if finite and math.isinf(value):
+        raise fail(owner, field, value, "it must be finite")
     if strictly_positive and value <= 0:
         raise fail(owner, field, value, "it must be greater than 0")
     if minimum is not None and value < minimum:
         raise fail(owner, field, value, f"it must be >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise fail(owner, field, value, f"it must be <= {maximum:,}")
+
+
+def check_flag(owner: str, field: str, value: Any) -> None:
+    """Raise TypeError unless ``value`` is True or False (not merely truthy)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}.{field}={value!r} is not valid: use True or False")
+
+
+def wait_limit(seconds: float | None) -> float | None:
+    """A validated timeout as waits take it: None (no limit) for None, ``math.inf`` and
+    anything from ``NO_LIMIT`` up; the number otherwise."""
+    if seconds is None or seconds >= NO_LIMIT:
+        return None
+    return float(seconds)
 
 
 def as_str_tuple(owner: str, field: str, value: Any) -> tuple[str, ...]:
@@ -62,3 +100,11 @@ def check_str_dict(owner: str, field: str, value: Any) -> dict[str, str]:
         if not isinstance(key, str) or not isinstance(item, str):
             raise fail(owner, field, value, f"entry {key!r}: {item!r} must map str to str")
     return dict(value)
+
+
+def as_tuple(owner: str, field: str, value: Any, example: str) -> tuple[Any, ...]:
+    """A list or tuple of items as a tuple; a str, a mapping or a non-iterable is refused
+    (``example`` shows the expected form)."""
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
+        raise fail(owner, field, value, f"pass a list, e.g. {example}")
+    return tuple(value)

@@ -32,6 +32,7 @@ from typing import Any
 
 import cloudpickle
 
+from skyward.collections import lineage
 from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, CollectionsConfig
 from skyward.collections.entities import (
     BarrierState,
@@ -89,6 +90,7 @@ class CollectionHost:
         self._leases = LeaseTable()
         self._held: dict[str, set[EntityKey]] = {}
         self._prepared: dict[str, tuple[str, float]] = {}
+        lineage.mark_created(config, index)
         threading.Thread(target=self._check_forever, name="skyward-collections-check", daemon=True).start()
 
     # ------------------------------------------------------------------ strong path

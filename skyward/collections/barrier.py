@@ -43,7 +43,7 @@ class SharedBarrier:
         """Block until ``n`` participants arrived; returns this arrival's index. Raises
         BrokenBarrierError if the barrier is or becomes broken, or ``timeout`` passes
         (which breaks it for everyone, as with threading.Barrier)."""
-        check_timeout(f"sky.barrier({self.name!r}).wait", timeout)
+        timeout = check_timeout(f"sky.barrier({self.name!r}).wait", timeout)
         if self._member != holder_id():
             yield from self._join()
         return (yield from self._engine.barrier_wait(self.name, self.parties, timeout))

@@ -8,8 +8,11 @@ everywhere.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
+
+from skyward.api.validation import wait_limit
 
 NAMESPACE = "skyward"
 MIN_HOSTS = 2
@@ -73,10 +76,13 @@ def resolve(factory: str, consistency: Any) -> str:
 
 
 def check_timeout(call: str, timeout: Any) -> float | None:
-    """``timeout`` (seconds, or None for no limit); ValueError naming ``call`` otherwise."""
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+    """``timeout`` in seconds as waits take it: None for no limit (None, ``math.inf``
+    or ``NO_LIMIT`` and up). ValueError naming ``call`` for anything else (NaN, < 0)."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout < 0
+    ):
         raise ValueError(f"{call}(timeout={timeout!r}): use None (no limit) or a number of seconds >= 0")
-    return timeout
+    return wait_limit(timeout)
 
 
 def check_name(factory: str, name: Any) -> str:

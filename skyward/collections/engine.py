@@ -9,25 +9,31 @@ process's ``NodeCache``. Queue, barrier and lock operations are always strong.
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import cloudpickle
 
+from skyward.api.errors import PoolClosedError
+from skyward.api.validation import shown
+from skyward.collections import lineage
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
-from skyward.collections.errors import BrokenBarrierError
+from skyward.collections.errors import BrokenBarrierError, CollectionUnavailableError
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.steps import WAIT_SLICE, Steps, Wait, translated
 
+T = TypeVar("T")
 WAIT_GRACE = 5.0
 """How long after a waiting operation's own deadline (a slice of the caller's timeout)
 the host's answer may take before TimeoutError; normally it takes one round trip."""
@@ -36,12 +42,25 @@ _remote_host: Any = None
 _remote_lock = threading.Lock()
 
 
+def _while_open(method: Callable[..., Steps[T]]) -> Callable[..., Steps[T]]:
+    """An operation of ``LocalEngine`` that raises PoolClosedError, before its first
+    step, once the engine is closed (no stale cached value, no write into the void)."""
+
+    @functools.wraps(method)
+    def guarded(self: LocalEngine, *args: Any, **kwargs: Any) -> Steps[T]:
+        self.check_open()
+        return (yield from method(self, *args, **kwargs))
+
+    return guarded
+
+
 class LocalEngine:
     """Collections of the pool ``config`` as seen from this process."""
 
     def __init__(self, config: CollectionsConfig, where: str) -> None:
         self.config = config
         self.hosts = config.hosts
+        self.closed = False
         self._handles: list[Any] = [None] * config.hosts
         self._lock = threading.Lock()
         self._loop = BackgroundLoop(f"skyward-collections-{config.pool_id[:8]}")
@@ -53,11 +72,16 @@ class LocalEngine:
     def handle(self, index: int) -> Any:
         """The actor handle of host ``index``, once the host is ready (it is created by
         the first process of the pool to use it), so that no operation's own timeout
-        pays for an actor's start."""
+        pays for an actor's start. CollectionUnavailableError if the host existed once
+        and is gone (its state is lost: no fresh, empty host replaces it);
+        PoolClosedError once the pool closed."""
+        self.check_open()
         handle = self._handles[index]
         if handle is None:
             with self._lock:
                 handle = self._handles[index]
+                if handle is None and lineage.was_created(self.config, index):
+                    handle = _existing_host(self.config.host_name(index))
                 if handle is None:
                     handle = _host_class().options(
                         name=self.config.host_name(index),
@@ -80,7 +104,7 @@ class LocalEngine:
         """One operation on the owning host; returns its result or raises its error. An
         operation that may wait (``waiting``) goes to the host's wait group; so does one
         the host answers BUSY (its dict keys are held by a multi-shard update)."""
-        request = pack((kind, name, op, args))
+        request = _packed(kind, name, op, args)
         handle = self.handle(host)
         method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
         what = f"sky.{kind}({name!r}).{op}"
@@ -97,11 +121,22 @@ class LocalEngine:
         self._keeper.end_task(task_id, failed=not ok)
 
     def close(self) -> None:
-        """Stop this process's background work for the pool."""
+        """Stop this process's background work for the pool; every later operation
+        raises PoolClosedError."""
+        self.closed = True
         self._loop.stop()
+
+    def check_open(self) -> None:
+        """PoolClosedError once the pool closed (nothing is started to answer)."""
+        if self.closed:
+            raise PoolClosedError(
+                "this collection belongs to a pool that is closed: its contents are gone. Use "
+                "collections inside `with sky.Compute(...) as pool:`, or open a new pool"
+            )
 
     # ------------------------------------------------------------------ dict
 
+    @_while_open
     def dict_get(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[Any]:
         """The value of ``key``, or MISSING. ``fresh``: an eventual read asks the owner."""
         host = shard_of(key, self.hosts)
@@ -109,12 +144,14 @@ class LocalEngine:
             return (yield from self.call(host, "dict", name, "get", (key,)))
         return (yield from self._cache.read(host, "dict", name, key, fresh))
 
+    @_while_open
     def dict_contains(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
         host = shard_of(key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "contains", (key,)))
         return (yield from self._cache.read(host, "dict", name, key, fresh)) is not MISSING
 
+    @_while_open
     def dict_set(self, name: str, key: Any, value: Any, strong: bool) -> Steps[None]:
         host = shard_of(key, self.hosts)
         if strong:
@@ -123,6 +160,7 @@ class LocalEngine:
         _check_picklable(f"sky.dict({name!r})", value)
         self._cache.write(host, "dict", name, key, "set", (value,), (key, value))
 
+    @_while_open
     def dict_delete(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
         """Remove ``key``; False if it was not there (as far as this node knows, when
         eventual and not ``fresh``)."""
@@ -134,6 +172,7 @@ class LocalEngine:
         self._cache.write(host, "dict", name, key, "delete", (), (key,))
         return True
 
+    @_while_open
     def dict_pop(self, name: str, key: Any, strong: bool) -> Steps[Any]:
         """Remove ``key`` and return its value (or MISSING), atomically at the owner."""
         host = shard_of(key, self.hosts)
@@ -142,6 +181,7 @@ class LocalEngine:
         future = self._cache.request(host, "dict", name, key, "pop", (key,))
         return (yield Wait(future, OP_TIMEOUT, f"sky.dict({name!r}).pop"))
 
+    @_while_open
     def dict_update(self, name: str, items: list[tuple[Any, Any]], strong: bool) -> Steps[None]:
         """Write all ``items`` as one atomic step (across shards: prepare, then commit)."""
         groups: dict[int, list[tuple[Any, Any]]] = {}
@@ -172,12 +212,14 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ set
 
+    @_while_open
     def set_contains(self, name: str, value: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
         host = home_of("set", name, self.hosts)
         if strong:
             return (yield from self.call(host, "set", name, "contains", (value,)))
         return bool((yield from self._cache.read(host, "set", name, value, fresh)))
 
+    @_while_open
     def set_add(self, name: str, value: Any, strong: bool) -> Steps[None]:
         host = home_of("set", name, self.hosts)
         if strong:
@@ -186,6 +228,7 @@ class LocalEngine:
         _check_picklable(f"sky.set({name!r})", value)
         self._cache.write(host, "set", name, value, "add", (), (value,))
 
+    @_while_open
     def set_discard(self, name: str, value: Any, strong: bool) -> Steps[None]:
         host = home_of("set", name, self.hosts)
         if strong:
@@ -193,6 +236,7 @@ class LocalEngine:
             return
         self._cache.write(host, "set", name, value, "discard", (), (value,))
 
+    @_while_open
     def set_size(self, name: str, strong: bool) -> Steps[int]:
         """The owner's size; when eventual, after this process's earlier writes."""
         host = home_of("set", name, self.hosts)
@@ -203,12 +247,14 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ counter
 
+    @_while_open
     def counter_get(self, name: str, strong: bool, fresh: bool = False) -> Steps[int]:
         host = home_of("counter", name, self.hosts)
         if strong:
             return (yield from self.call(host, "counter", name, "get", ()))
         return (yield from self._cache.read(host, "counter", name, None, fresh))
 
+    @_while_open
     def counter_add(self, name: str, amount: int, strong: bool) -> Steps[int]:
         """Add ``amount``; returns the new value (when eventual: this node's view of it)."""
         host = home_of("counter", name, self.hosts)
@@ -218,6 +264,7 @@ class LocalEngine:
             yield from self._cache.read(host, "counter", name, None)
         return self._cache.write(host, "counter", name, None, "add", (amount,), (amount,))
 
+    @_while_open
     def counter_reset(self, name: str, value: int, strong: bool) -> Steps[None]:
         host = home_of("counter", name, self.hosts)
         if strong:
@@ -227,9 +274,11 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ queue
 
+    @_while_open
     def queue_put(self, name: str, item: Any) -> Steps[None]:
         yield from self.call(home_of("queue", name, self.hosts), "queue", name, "put", (item,))
 
+    @_while_open
     def queue_get(self, name: str, timeout: float | None) -> Steps[tuple[bool, Any]]:
         """``(True, item)``, or ``(False, None)`` when nothing came within ``timeout``
         seconds (None: wait as long as it takes)."""
@@ -241,17 +290,20 @@ class LocalEngine:
             if found[0] or _passed(deadline):
                 return found
 
+    @_while_open
     def queue_size(self, name: str) -> Steps[int]:
         return (yield from self.call(home_of("queue", name, self.hosts), "queue", name, "size", ()))
 
     # ------------------------------------------------------------------ barrier
 
+    @_while_open
     def barrier_join(self, name: str, parties: int, holder: str) -> Steps[None]:
         """Register ``holder`` as a participant (its death or failure breaks the barrier)."""
         host = home_of("barrier", name, self.hosts)
         yield from self.call(host, "barrier", name, "join", (holder, parties))
         self._keeper.hold(host, holder)
 
+    @_while_open
     def barrier_wait(self, name: str, parties: int, timeout: float | None) -> Steps[int]:
         """Arrive and wait for the round to complete; returns the arrival index. Raises
         BrokenBarrierError if the round breaks or ``timeout`` passes (which breaks it)."""
@@ -277,11 +329,13 @@ class LocalEngine:
                     f"{parties} arrivals; the barrier is now broken for every waiter"
                 )
 
+    @_while_open
     def barrier_reset(self, name: str) -> Steps[None]:
         yield from self.call(home_of("barrier", name, self.hosts), "barrier", name, "reset", ())
 
     # ------------------------------------------------------------------ lock
 
+    @_while_open
     def lock_acquire(self, name: str, holder: str, timeout: float | None) -> Steps[bool]:
         """True once ``holder`` owns the lock; False if ``timeout`` s passed first (None:
         no limit)."""
@@ -296,6 +350,7 @@ class LocalEngine:
             if _passed(deadline):
                 return False
 
+    @_while_open
     def lock_release(self, name: str, holder: str) -> Steps[None]:
         """Let go, once every eventual write this node made before is applied by its owner
         (so the next holder's reads see them)."""
@@ -303,6 +358,7 @@ class LocalEngine:
             yield Wait(future, OP_TIMEOUT, f"sky.lock({name!r}).release waiting for earlier writes")
         yield from self.call(home_of("lock", name, self.hosts), "lock", name, "release", (holder,))
 
+    @_while_open
     def lock_locked(self, name: str) -> Steps[bool]:
         return (yield from self.call(home_of("lock", name, self.hosts), "lock", name, "locked", ()))
 
@@ -315,6 +371,19 @@ def _host_class() -> Any:
 
             _remote_host = ray.remote(concurrency_groups={WAIT_GROUP: WAIT_THREADS})(CollectionHost)
         return _remote_host
+
+
+def _existing_host(name: str) -> Any:
+    """The running host actor ``name``; CollectionUnavailableError if it died."""
+    import ray
+
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        raise CollectionUnavailableError(
+            f"the actor holding this collection ({name}) died and its state is lost; every "
+            "collection it held stays unavailable until the pool is reopened"
+        ) from None
 
 
 def _wait_ready(handle: Any, name: str) -> None:
@@ -352,6 +421,29 @@ def _check_picklable(collection: str, value: Any) -> None:
         cloudpickle.dumps(value)
     except Exception as exc:
         raise TypeError(
-            f"{collection}: the value {type(value).__name__} cannot be pickled ({exc}); "
+            f"{collection}: the value {shown(value)} ({type(value).__name__}) cannot be pickled ({exc}); "
             "store something picklable"
         ) from None
+
+
+def _packed(kind: str, name: str, op: str, args: tuple[Any, ...]) -> bytes:
+    """The request bytes; TypeError naming the collection, the operation and the key or
+    value that cannot be pickled."""
+    try:
+        return pack((kind, name, op, args))
+    except Exception as exc:
+        parts = list(args[0]) if op == "update" else list(args)
+        culprit = next((part for part in parts if not _picklable(part)), args)
+        what = f"the key/value {shown(culprit)}" if kind == "dict" else f"the value {shown(culprit)}"
+        raise TypeError(
+            f"sky.{kind}({name!r}).{op}: {what} ({type(culprit).__name__}) cannot be pickled "
+            f"({type(exc).__name__}: {exc}); store something picklable"
+        ) from None
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        cloudpickle.dumps(value)
+        return True
+    except Exception:
+        return False

@@ -62,7 +62,7 @@ class PoolCollections:
     def lock(self, name: str, timeout: float | None = DEFAULT_LOCK_TIMEOUT) -> SharedLock:
         """The lock ``name``; ``timeout`` is how long ``acquire()`` and ``with lock:`` wait
         by default (None: no limit)."""
-        check_timeout(f"lock({name!r}, ...)", timeout)
+        timeout = check_timeout(f"lock({name!r}, ...)", timeout)
         return SharedLock(self._collections_engine(), check_name("lock", name), timeout)
 
 

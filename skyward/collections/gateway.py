@@ -67,7 +67,9 @@ def encode_operation(op: str, args: tuple[Any, ...], dumps: Callable[[Any], byte
     try:
         return dumps((op, args))
     except Exception as exc:
-        raise TypeError(f"{op}: a value cannot be pickled to send to the pool: {exc}") from None
+        kind, _, method = op.partition("_")
+        what = f"sky.{kind}({args[0]!r}).{method}" if args and isinstance(args[0], str) else op
+        raise TypeError(f"{what}: a value cannot be pickled to send to the pool: {exc}") from None
 
 
 def decode_answer(data: bytes) -> Any:

@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from skyward.api.errors import NoActivePoolError
+from skyward.collections import lineage
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
 from skyward.collections.lock import forget_task
 
@@ -99,6 +100,7 @@ def release(config: CollectionsConfig) -> None:
             ray.kill(ray.get_actor(config.host_name(index), namespace=NAMESPACE), no_restart=True)
         except ValueError:  # never created
             pass
+    lineage.forget(config)
 
 
 def _local_engine(config: CollectionsConfig, where: str) -> Any:

@@ -55,8 +55,10 @@ class SharedLock:
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> Steps[bool]:
         """Take the lock; True once held, False if ``timeout`` seconds (default: the
         lock's ``timeout``) passed first. ``blocking=False`` tries once."""
+        if not isinstance(blocking, bool):
+            raise TypeError(f"sky.lock({self.name!r}).acquire(blocking={blocking!r}): use True or False")
         wait = 0.0 if not blocking else (self.timeout if timeout is None else timeout)
-        check_timeout(f"sky.lock({self.name!r}).acquire", wait)
+        wait = check_timeout(f"sky.lock({self.name!r}).acquire", wait)
         holder = holder_id()
         acquired = yield from self._engine.lock_acquire(self.name, holder, wait)
         if acquired:

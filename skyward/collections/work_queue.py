@@ -31,7 +31,7 @@ class SharedQueue:
     @steps
     def get(self, timeout: float | None = None) -> Steps[Any]:
         """The oldest item, or None if none came within ``timeout`` seconds."""
-        check_timeout(f"sky.queue({self.name!r}).get", timeout)
+        timeout = check_timeout(f"sky.queue({self.name!r}).get", timeout)
         _, item = yield from self._engine.queue_get(self.name, timeout)
         return item
 

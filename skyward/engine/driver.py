@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from skyward.api.errors import NodeCrashedError, PoolClosedError
 from skyward.api.function import PendingFunction
 from skyward.api.spec import Worker
+from skyward.api.validation import wait_limit
 from skyward.engine.scheduler import ALL, SlotScheduler
 from skyward.engine.transport import (
     Disconnected,
@@ -28,6 +29,7 @@ from skyward.engine.transport import (
     Transport,
     TransportError,
 )
+from skyward.engine.window import ChunkWindow
 from skyward.engine.wire import (
     CALL,
     MAP,
@@ -37,14 +39,18 @@ from skyward.engine.wire import (
     decode,
     describe_unpicklable,
 )
-from skyward.observe.events import InstanceReplaced, TaskCompleted, TaskStarted
+from skyward.observe.events import Error, InstanceReplaced, TaskCompleted, TaskStarted
 
 BACKSTOP_GRACE = 60.0
-CALL_GRACE = 1.0
+CALL_GRACE = 0.1
+"""How long past a call's deadline the client waits for the agent's own TimeoutError:
+a task blocked in a C call cannot be interrupted, so the client gives up on it here."""
 NOT_NOW = object()
 """What ``run_now`` returns when no slot is free right now (or the transport cannot
 wait on the caller's thread): use ``run``."""
 CHUNKS_PER_SLOT = 2
+STREAM_CHUNK_BYTES = 4 << 20
+"""A streamed map sizes its chunks so each one's results are about this big."""
 Emit = Callable[[Any], None]
 
 
@@ -107,7 +113,7 @@ class ClusterDriver:
         )
 
     def _request(self, pending: PendingFunction[Any], kind: str = CALL, chunk: list[Any] | None = None) -> TaskRequest:
-        timeout = pending.timeout if pending.timeout is not None else self._default_timeout
+        timeout = wait_limit(pending.timeout if pending.timeout is not None else self._default_timeout)
         args = (chunk,) if kind == MAP else pending.args
         kwargs = {} if kind == MAP else pending.kwargs
         return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind)
@@ -131,7 +137,7 @@ class ClusterDriver:
                 try:
                     reply = self._transport.call_now(node, payload, self._wait_limit(request))
                 except TransportError as exc:
-                    raise self._transport_failure(exc, request) from None
+                    raise self._transport_failure(exc, request, 0) from None
                 ok, value, events = decode(reply)
                 if events:
                     self._output_delivered(node, events)
@@ -189,49 +195,87 @@ class ClusterDriver:
         return list(outcomes)
 
     async def map(
-        self, fn: PendingFunction[Any], items: list[Any], on_chunk: Callable[[int, list[Any]], None] | None = None
+        self,
+        fn: PendingFunction[Any],
+        items: list[Any],
+        on_chunk: Callable[[int, list[Any]], None] | None = None,
+        window: ChunkWindow | None = None,
     ) -> list[Any]:
         """Apply ``fn`` to every item, in chunks sized from what is left (guided
         scheduling: big chunks first, single items at the end); results in input order.
-        ``on_chunk(start, values)`` is called as each chunk's results arrive."""
+
+        Streaming (``on_chunk`` given): ``on_chunk(start, values)`` is called as each
+        chunk's results arrive and nothing is kept here (the list returned is empty); a
+        chunk is sent only once ``window`` has a free place, and chunks are sized so that
+        their results are about ``STREAM_CHUNK_BYTES``, so memory stays bounded by what
+        is in flight. On a failure the error raised gets ``partial_results`` (item index
+        to result, every item finished and not handed to ``on_chunk``) and
+        ``failed_item`` (the index of the item that failed, or None)."""
         self._check_open()
-        results: list[Any] = [None] * len(items)
+        streaming = on_chunk is not None
+        results: list[Any] = [] if streaming else [None] * len(items)
+        finished: list[tuple[int, int]] = []
         position = 0
         feeders = self.nodes * self._slots
+        measured = _ResultSize()
 
         async def feed() -> None:
             nonlocal position
             while position < len(items):
+                if window is not None:
+                    await window.reserve()
                 node = await self._scheduler.acquire(None)
+                delivered = False
                 try:
                     if position >= len(items):
                         return
                     size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * feeders)))
+                    if streaming:
+                        size = min(size, measured.items_for(STREAM_CHUNK_BYTES))
                     start, position = position, position + size
                     request = self._request(fn, MAP, items[start:position])
-                    values = await self._execute(node, self._encode(request), request, offset=start)
-                    results[start : start + len(values)] = values
-                    if on_chunk is not None:
-                        on_chunk(start, values)
+                    values = await self._execute(node, self._encode(request), request, start, measured.add)
+                    if streaming:
+                        delivered = True
+                        on_chunk(start, values)  # type: ignore[misc]
+                    else:
+                        results[start : start + len(values)] = values
+                        finished.append((start, len(values)))
                 finally:
                     self._scheduler.release(node)
+                    if window is not None and not delivered:
+                        window.release()
 
         tasks = [asyncio.ensure_future(feed()) for _ in range(min(feeders, len(items)))]
         try:
             await asyncio.gather(*tasks)
+        except Exception as exc:
+            _attach_partial(exc, results, finished)
+            raise
         finally:
             for task in tasks:
                 task.cancel()
         return results
 
-    async def _execute(self, node: int, payload: Payload | Shared, request: TaskRequest, offset: int = 0) -> Any:
+    async def _execute(
+        self,
+        node: int,
+        payload: Payload | Shared,
+        request: TaskRequest,
+        offset: int = 0,
+        measure: Callable[[int, int], None] | None = None,
+    ) -> Any:
+        """The outcome of ``request`` on ``node`` (``offset``: the index of a map chunk's
+        first item); ``measure(reply_bytes, items)`` learns the size of a chunk's reply."""
         started = self._started(node, request)
         error: BaseException | None = None
         try:
             try:
                 reply = await self._transport.call(node, payload, self._wait_limit(request))
             except TransportError as exc:
-                raise self._transport_failure(exc, request) from None
+                raise self._transport_failure(exc, request, offset) from None
+            if measure is not None:
+                measure(_payload_bytes(reply), len(request.args[0]))
             ok, value, events = decode(reply)
             if events:
                 await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, node, events)
@@ -257,17 +301,21 @@ class ClusterDriver:
             failed = None if error is None else f"{type(error).__name__}: {error}"
             self._emit(TaskCompleted(request.task_id, request.name, node, time.monotonic() - started, failed))
 
-    def _wait_limit(self, request: TaskRequest) -> float:
+    def _wait_limit(self, request: TaskRequest) -> float | None:
         """How long to wait for an agent's answer. A call starts running as soon as it
         arrives (unless the node buffers), so its own timeout plus a grace applies;
-        otherwise the agent enforces deadlines and this only guards against a hung agent."""
-        if request.kind == CALL and not self._queues_on_node and request.timeout:
+        otherwise the agent enforces deadlines and this only guards against a hung agent.
+        None (no limit) for a request without a timeout."""
+        if request.timeout is None:
+            return None
+        if request.kind == CALL and not self._queues_on_node:
             return request.timeout + CALL_GRACE
         items = len(request.args[0]) if request.kind == MAP else 1
-        return (request.timeout or 0) * items * (1 + self._slots) + BACKSTOP_GRACE
+        return request.timeout * items * (1 + self._slots) + BACKSTOP_GRACE
 
-    def _transport_failure(self, exc: TransportError, request: TaskRequest) -> BaseException:
-        """The error to raise for a failure of the way to the node rather than of the task."""
+    def _transport_failure(self, exc: TransportError, request: TaskRequest, offset: int) -> BaseException:
+        """The error to raise for a failure of the way to the node rather than of the task
+        (``offset``: the index of a map chunk's first item)."""
         node = exc.node
         if isinstance(exc, NoReply):
             if request.kind == CALL and not self._queues_on_node:
@@ -283,10 +331,15 @@ class ClusterDriver:
                 return PoolClosedError(f"the pool closed while {request.name} was running")
             if self._wants(InstanceReplaced):
                 self._emit(InstanceReplaced(node, f"agent died while running {request.name}"))
-            return NodeCrashedError(
-                f"node {node}'s worker process died while running {request.name} ({exc.detail}). "
+            item = offset if request.kind == MAP else None
+            where = "" if item is None else (
+                f" (items {offset}-{offset + len(request.args[0]) - 1} of the map were running there; "
+                f"item {item} is the first unfinished)"
+            )
+            return self._crashed(
+                f"node {node}'s agent process died while running {request.name}{where}: {exc.detail}. "
                 "The node's agent is replaced and the pool keeps working; the task was not retried.",
-                node,
+                node, item,
             )
         if isinstance(exc, Disconnected):
             if self.closing:
@@ -298,8 +351,19 @@ class ClusterDriver:
         if failure.item is not None:
             failure = replace(failure, item=failure.item + offset)
         if failure.crashed:
-            return NodeCrashedError(failure.message, failure.node)
-        return failure.to_exception(request.name)
+            running = "" if failure.item is None else f" Item {failure.item} of the map was running."
+            return self._crashed(failure.message + running, failure.node, failure.item)
+        exc = failure.to_exception(request.name)
+        if failure.item is not None:
+            exc.failed_item = failure.item  # type: ignore[attr-defined]
+        return exc
+
+    def _crashed(self, message: str, node: int, item: int | None) -> NodeCrashedError:
+        """A NodeCrashedError, also reported as an ``Error`` event (the cause named)."""
+        self._emit(Error(message))
+        crash = NodeCrashedError(message, node, item)
+        crash.failed_item = item  # type: ignore[attr-defined]
+        return crash
 
     def _encode(self, request: TaskRequest) -> Payload:
         try:
@@ -311,3 +375,40 @@ class ClusterDriver:
     def _check_open(self) -> None:
         if self.closing:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
+
+
+class _ResultSize:
+    """The average size of one map item's result, learnt from the replies so far."""
+
+    def __init__(self) -> None:
+        self._bytes = 0
+        self._items = 0
+
+    def add(self, reply_bytes: int, items: int) -> None:
+        self._bytes += reply_bytes
+        self._items += items
+
+    def items_for(self, budget: int) -> int:
+        """How many items fit in ``budget`` bytes of results (1 until a reply came)."""
+        if not self._items:
+            return 1
+        return max(1, budget * self._items // max(1, self._bytes))
+
+
+def _payload_bytes(reply: Payload) -> int:
+    if isinstance(reply, bytes):
+        return len(reply)
+    header, buffers = reply
+    return len(header) + sum(memoryview(buffer).nbytes for buffer in buffers)
+
+
+def _attach_partial(exc: BaseException, results: list[Any], finished: list[tuple[int, int]]) -> None:
+    """Give a failed map's error the results of its finished items (see ``map``)."""
+    try:
+        exc.partial_results = {  # type: ignore[attr-defined]
+            index: results[index] for start, count in finished for index in range(start, start + count)
+        }
+        if not hasattr(exc, "failed_item"):
+            exc.failed_item = None  # type: ignore[attr-defined]
+    except AttributeError:  # an exception type that takes no attributes
+        pass

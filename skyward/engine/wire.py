@@ -25,8 +25,9 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.api.errors import RemoteError, RemoteTraceback
+from skyward.api.errors import RemoteError, RemoteTraceback, TaskExitError
 from skyward.api.function import SkywardFunction
+from skyward.api.validation import shown
 
 CALL = "call"
 MAP = "map"
@@ -179,6 +180,8 @@ class TaskFailure:
     def to_exception(self, task_name: str) -> BaseException:
         """The exception to raise on the client, with the remote traceback as its cause."""
         exc = _unpickle_exception(self.exception, self.type_name, self.message)
+        if not isinstance(exc, Exception):  # SystemExit & co. must not end the client
+            exc = TaskExitError(type(exc).__name__, self.message, getattr(exc, "code", None))
         where = f"on node {self.node}" + (f" (item {self.item})" if self.item is not None else "")
         exc.__cause__ = RemoteTraceback(self.traceback)
         exc.add_note(f"raised {where} while running {task_name}")
@@ -238,10 +241,18 @@ def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         try:
             cloudpickle.dumps(value)
         except Exception as exc:
-            shown = repr(value)
-            shown = shown if len(shown) <= 120 else shown[:117] + "..."
+            if _too_deep(exc):
+                return TypeError(
+                    f"Cannot send {name} to the pool: {label} ({shown(value)}) is nested too deeply to pickle "
+                    f"(more than about {sys.getrecursionlimit()} levels). Flatten it, or build it inside the function."
+                )
             return TypeError(
-                f"Cannot send {name} to the pool: {label} ({shown}) cannot be pickled: {exc}. "
+                f"Cannot send {name} to the pool: {label} ({shown(value)}) cannot be pickled: {exc}. "
                 "Pass something picklable, or create the object inside the function."
             )
     return None
+
+
+def _too_deep(exc: Exception) -> bool:
+    """Whether pickling failed for nesting too deep (cloudpickle rewords RecursionError)."""
+    return isinstance(exc, RecursionError) or isinstance(exc.__context__, RecursionError) or "recursion" in str(exc)

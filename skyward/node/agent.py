@@ -28,12 +28,14 @@ import ray
 from skyward.api.instance import InstanceInfo, current_task, install_node_info
 from skyward.api.output import TaskStream
 from skyward.api.spec import Worker
+from skyward.api.validation import wait_limit
 from skyward.collections import installed as collections_installed
 from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import GATEWAY_THREADS, Gateway
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import LaneServer
 from skyward.engine.wire import Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.node import death
 from skyward.node.outbox import Outbox
 from skyward.node.process_executor import ProcessExecutor
 from skyward.node.thread_executor import ThreadExecutor
@@ -57,6 +59,8 @@ class AgentSetup:
     metrics: tuple[Collector, ...] = ()
     collections: CollectionsConfig | None = None
     lane: str = ""
+    notes: str = ""
+    """Where the agent leaves the note of its post-mortem (``death.arm``); "" for none."""
 
 
 class _SlotLease:
@@ -158,6 +162,8 @@ class NodeAgent:
         sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
         os.environ.update(setup.env)
         install_node_info(setup.info)
+        if setup.notes:
+            death.arm(setup.notes, setup.info.node)
         collections_installed.install_node(setup.collections)
         self._runner = NodeRunner(setup)
         self._streams = [
@@ -245,7 +251,7 @@ def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> 
     ``hint``, the likely fix) after ``timeout`` seconds."""
     started = time.monotonic()
     refs = [agent.ready.remote() for agent in agents]
-    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=wait_limit(timeout))
     if pending:
         raise TimeoutError(
             f"{len(pending)} of {len(agents)} node agents {where} did not start within {timeout:g}s "

@@ -24,7 +24,8 @@ import cloudpickle
 from skyward.api.instance import InstanceInfo
 from skyward.collections import bridge
 from skyward.collections.gateway import Gateway
-from skyward.engine.wire import Outcome, TaskFailure, TaskRequest
+from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
+from skyward.node import death
 from skyward.node.thread_executor import timeout_failure
 
 LineSink = Callable[[str, str, str], None]
@@ -46,6 +47,7 @@ class _Child:
         )
         os.close(to_child_r)
         os.close(from_child_w)
+        self.cgroup = death.memory_cgroup(self.process.pid)
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(from_child_r, writable=False)
         self._send_lock = threading.Lock()
@@ -70,7 +72,7 @@ class _Child:
                     continue
                 kind, *body = cloudpickle.loads(self.recv.recv_bytes())
             except (EOFError, OSError):
-                return False, self._crash(request, node)
+                return False, self._crash(request, node, item)
             if kind == "call":
                 bridge.serve(gateway, body[0], body[1], self.write)
             elif kind == "out":
@@ -80,13 +82,17 @@ class _Child:
             elif kind == "done":
                 return body[0]
 
-    def _crash(self, request: TaskRequest, node: int) -> TaskFailure:
+    def _crash(self, request: TaskRequest, node: int, item: int) -> TaskFailure:
         code = self.process.wait(timeout=10)
+        cause = death.describe_exit(code, death.oom_kills_since(self.cgroup))
+        running = f"map({request.name})" if request.kind == MAP else request.name
         message = (
-            f"the worker process running {request.name} on node {node} died (exit code {code}); "
-            "a fresh process serves the next task"
+            f"the worker process running {running} on node {node} died: {cause}. "
+            "A fresh process serves the next task."
         )
-        return TaskFailure("NodeCrashedError", message, "", node, crashed=True)
+        return TaskFailure(
+            "NodeCrashedError", message, "", node, item=item if request.kind == MAP else None, crashed=True
+        )
 
     def alive(self) -> bool:
         return self.process.poll() is None

@@ -28,7 +28,7 @@ class LogConfig:
             raise fail("LogConfig", "file", self.file, "give a file path")
         if not isinstance(self.console, bool):
             raise fail("LogConfig", "console", self.console, "use True or False")
-        if not (_SIZE.match(self.rotation) or _TIME.match(self.rotation)):
+        if not isinstance(self.rotation, str) or not (_SIZE.match(self.rotation) or _TIME.match(self.rotation)):
             raise fail("LogConfig", "rotation", self.rotation, 'use a size like "50 MB" or a time like "1 day"')
         check_number("LogConfig", "retention", self.retention, minimum=1, integer=True)
 

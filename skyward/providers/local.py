@@ -26,6 +26,7 @@ from skyward.collections.installed import DriverCollections
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.ray_actors import RayTransport
 from skyward.engine.wire import encode
+from skyward.node import death
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
@@ -77,8 +78,9 @@ class Local:
             metrics = resolve_metrics(spec.image.metrics)
             collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
             lanes = [lane_path(LocalRay.temp_dir(), pool_id, info.node) for info in infos]
+            notes = _notes_dir(pool_id)
             agents = start_agents(
-                [AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane)
+                [AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane, notes)
                  for info, lane in zip(infos, lanes)]
             )
             timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
@@ -96,8 +98,18 @@ class Local:
 
         phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
         nodes = tuple(NodeHandle(f"{pool_id}-{info.node}", "127.0.0.1", instance_type="local") for info in infos)
-        transport = RayTransport(agents, lanes, lane_threads=len(agents) * worker.slots)
+        transport = RayTransport(
+            agents, lanes, lane_threads=len(agents) * worker.slots,
+            postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
+        )
         return Cluster(nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases)
+
+
+def _notes_dir(pool_id: str) -> str:
+    """Where the pool's agents leave their post-mortem notes: in the private Ray
+    instance's temp dir (removed with it), or "" when Ray is not ours."""
+    temp = LocalRay.temp_dir()
+    return os.path.join(temp, f"notes-{pool_id[:12]}") if temp else ""
 
 
 def _check_machine(spec: Spec) -> None:

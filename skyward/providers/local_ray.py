@@ -2,9 +2,10 @@
 
 Started on first use with its own temp dir (short path under the system temp dir), no
 dashboard, bound to 127.0.0.1, token auth with a random per-process token passed through the
-environment (so nothing is written to ~/.ray), usage stats off. Stopped, and its temp
-dir removed, when the last local pool closes. A Ray instance the user started is used
-as it is and never stopped by us.
+environment (so nothing is written to ~/.ray), usage stats off, Ray's memory monitor off.
+Stopped, and its temp dir removed, when the last local pool closes; if the client dies
+without stopping it (SIGKILL), its ``Reaper`` kills what is left within seconds. A Ray
+instance the user started is used as it is and never stopped by us.
 """
 
 from __future__ import annotations
@@ -16,13 +17,20 @@ import shutil
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import ray
+
+from skyward.providers.reaper import MARKER, Reaper
 
 _ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_AUTH_MODE": "token",
     "RAY_DEDUP_LOGS": "0",
+    # Ray's memory monitor kills whichever worker its policy picks (often an idle agent)
+    # when the machine is short of memory; without it the kernel kills the hungriest
+    # process, and the agents' post-mortem notes name the cause.
+    "RAY_memory_monitor_refresh_ms": "0",
 }
 _QUIET_LOGGERS = ("ray", "ray._private", "ray._raylet")
 # Set by sky.Ray() (providers/ray_cluster.py) while this process is attached to a cluster.
@@ -36,6 +44,7 @@ class LocalRay:
     _users = 0
     _owned = False
     _temp_dir: str | None = None
+    _reaper: Reaper | None = None
     _saved_env: dict[str, str | None] = {}
     # Ray caches the first token it sees in the process, so every start reuses this one.
     _token = secrets.token_hex(32)
@@ -80,15 +89,16 @@ class LocalRay:
         if ray.is_initialized():
             cls._owned = False
             return
-        env = {**_ENV, "RAY_AUTH_TOKEN": cls._token}
+        cls._temp_dir = tempfile.mkdtemp(prefix="sky-")
+        env = {**_ENV, "RAY_AUTH_TOKEN": cls._token, MARKER: cls._temp_dir}
         cls._saved_env = {key: os.environ.get(key) for key in env}
         os.environ.update(env)
         _reload_ray_config()
-        cls._temp_dir = tempfile.mkdtemp(prefix="sky-")
+        cls._reaper = Reaper.start(cls._temp_dir)
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            ray.init(
+            _init_without_error_listener(
                 num_cpus=os.cpu_count() or 1,
                 include_dashboard=False,
                 log_to_driver=False,
@@ -124,6 +134,28 @@ class LocalRay:
             if cls._temp_dir:
                 shutil.rmtree(cls._temp_dir, ignore_errors=True)
             cls._temp_dir = None
+            if cls._reaper is not None:
+                cls._reaper.stop()
+            cls._reaper = None
+
+
+def _init_without_error_listener(**options: Any) -> None:
+    """``ray.init`` without the driver thread that prints every error Ray publishes (a
+    long "(raylet) A worker died ..." paragraph on the client's stderr for each agent
+    death, whatever ``Options.console`` says): skyward reports deaths itself, as a
+    ``NodeCrashedError`` and an ``Error`` event that name the cause."""
+    from ray._private import worker as ray_worker
+
+    listener = ray_worker.listen_error_messages
+    ray_worker.listen_error_messages = _ignore_error_messages
+    try:
+        ray.init(**options)
+    finally:
+        ray_worker.listen_error_messages = listener
+
+
+def _ignore_error_messages(worker: Any, threads_stopped: threading.Event) -> None:
+    """Takes the place of Ray's driver error listener: listens to nothing."""
 
 
 def _stop_autoscaler_monitor() -> None:

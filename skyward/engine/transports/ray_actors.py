@@ -37,8 +37,15 @@ REPLACEMENT_WAIT = 60.0
 class RayTransport:
     """Calls ``agents[i]`` (node ``i``); ``lanes[i]`` is its lane path or "" for none."""
 
-    def __init__(self, agents: Sequence[Any], lanes: Sequence[str] = (), lane_threads: int = 1) -> None:
+    def __init__(
+        self,
+        agents: Sequence[Any],
+        lanes: Sequence[str] = (),
+        lane_threads: int = 1,
+        postmortem: Callable[[int], str | None] = lambda node: None,
+    ) -> None:
         self.agents = list(agents)
+        self._postmortem = postmortem
         self._lanes = [LaneClient(path) if path else None for path in lanes] or [None] * len(self.agents)
         # lane calls block, so the loop hands them to these threads (one per slot in use)
         self._lane_threads = ThreadPoolExecutor(max(1, lane_threads), "skyward-lane")
@@ -67,7 +74,7 @@ class RayTransport:
         try:
             return ray.get(ref, timeout=timeout)
         except Exception as exc:
-            raise _failure(exc, node) from None
+            raise self._explained(_failure(exc, node)) from None
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         if isinstance(payload, bytes) and self._lanes[node] is not None:
@@ -80,7 +87,7 @@ class RayTransport:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
         except Exception as exc:
-            raise _failure(exc, node) from None
+            raise self._explained(_failure(exc, node)) from None
 
     async def share(self, payload: Payload) -> Shared:
         return Shared(next(self._keys), ray.put(payload))
@@ -109,11 +116,18 @@ class RayTransport:
             return lane.call(payload, timeout)
         except LaneBroken as exc:
             self._await_replacement(node)
-            raise NodeLost(node, str(exc)) from None
+            raise self._explained(NodeLost(node, str(exc))) from None
         except TimeoutError:
             raise NoReply(node, "no answer in time") from None
         except LaneFailed as exc:
             raise Refused(node, str(exc)) from None
+
+    def _explained(self, failure: TransportError) -> TransportError:
+        """A lost node's failure with the cause of death its agent's note tells, if any."""
+        if not isinstance(failure, NodeLost):
+            return failure
+        cause = self._postmortem(failure.node)
+        return failure if cause is None else NodeLost(failure.node, cause)
 
     def _await_replacement(self, node: int) -> None:
         """After a lane broke, wait (bounded) until Ray has restarted the node's agent: the

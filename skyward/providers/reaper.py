@@ -1,0 +1,107 @@
+"""The reaper: a tiny process that outlives a client killed outright (SIGKILL, a crash)
+and removes what its private local Ray instance left.
+
+``Reaper.start(temp_dir)`` runs ``python -m skyward.providers.reaper TEMP_DIR`` in a
+session of its own (Ctrl-C in the terminal does not reach it), with a pipe from the
+client on its stdin. Every process of the Ray instance (GCS, raylet, node agents,
+collection hosts, executor children) inherits ``MARKER=TEMP_DIR`` from the client's
+environment. When the pipe closes, the client is gone, in order (``stop``) or not, and
+the reaper kills every process carrying the marker and removes the temp dir, all within
+a few seconds, then exits.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+MARKER = "SKYWARD_LOCAL_RAY"
+SWEEP_TIMEOUT = 8.0
+
+
+class Reaper:
+    """The client's handle on its reaper process."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+
+    @classmethod
+    def start(cls, temp_dir: str) -> Reaper:
+        """Start the reaper of ``temp_dir`` (set ``MARKER`` before starting Ray)."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "skyward.providers.reaper", temp_dir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            env={key: value for key, value in os.environ.items() if key != MARKER},
+        )
+        return cls(process)
+
+    def stop(self) -> None:
+        """The instance was stopped in order: the reaper sweeps stragglers and exits on
+        its own (waited for on a daemon thread, so closing a pool does not wait)."""
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        threading.Thread(target=self._process.wait, name="skyward-reaper-wait", daemon=True).start()
+
+
+def sweep(temp_dir: str, timeout: float = SWEEP_TIMEOUT) -> int:
+    """Kill every process whose environment has ``MARKER=temp_dir`` (until none is left
+    or ``timeout`` passes), remove ``temp_dir``; returns how many were killed."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = _marked(temp_dir)
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except OSError:
+                pass
+        time.sleep(0.1)
+    shutil.rmtree(temp_dir, ignore_errors=True)
+    return len(killed)
+
+
+def _marked(temp_dir: str) -> list[int]:
+    """Live processes (not zombies) whose environment has ``MARKER=temp_dir``."""
+    wanted = f"{MARKER}={temp_dir}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if wanted not in environ.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    continue
+        except (OSError, IndexError):
+            continue
+        found.append(int(entry))
+    return found
+
+
+def main(temp_dir: str) -> None:
+    """Wait for the client's end of the pipe to close, then sweep."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except OSError:
+        pass
+    sweep(temp_dir)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,164 @@
+"""The fault matrix of issue 11: kill node agents (idle and busy), executor children,
+collection hosts and the client itself (SIGKILL and SIGTERM, in a subprocess), then
+count what the pool left behind: processes, files under its temp dir, /dev/shm
+segments. The count must be zero within 10 s of the pool's end (its close, or its
+client's death). Slow: each case opens a pool of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import skyward as sky
+from skyward.providers.local_ray import LocalRay
+from skyward.providers.reaper import _marked
+
+pytestmark = pytest.mark.slow
+GONE_WITHIN = 10.0
+
+
+@sky.function
+def pid() -> int:
+    return os.getpid()
+
+
+@sky.function
+def nap(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def _title(process: int) -> str:
+    try:
+        with open(f"/proc/{process}/cmdline", "rb") as cmdline:
+            return cmdline.read().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _kill_soon(process: int, delay: float = 0.5) -> None:
+    import threading
+
+    threading.Timer(delay, lambda: os.kill(process, signal.SIGKILL)).start()
+
+
+@pytest.fixture
+def watched_pool(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
+    """A 2-node pool; after the test, nothing of it may be left."""
+    executor = getattr(request, "param", "thread")
+    shm = set(os.listdir("/dev/shm"))
+    options = sky.Options(console=False, logging=False, worker=sky.Worker(executor=executor))
+    with sky.Compute(nodes=2, options=options) as pool:
+        temp_dir = LocalRay.temp_dir()
+        assert temp_dir and _marked(temp_dir)
+        yield pool
+    deadline = time.monotonic() + GONE_WITHIN
+    while time.monotonic() < deadline and (_marked(temp_dir) or os.path.exists(temp_dir)):
+        time.sleep(0.2)
+    assert _marked(temp_dir) == [], [_title(p) for p in _marked(temp_dir)]
+    assert not os.path.exists(temp_dir)
+    assert set(os.listdir("/dev/shm")) <= shm
+
+
+@pytest.mark.parametrize("watched_pool", ["thread", "process"], indirect=True)
+def test_idle_agent_killed(watched_pool: sky.Pool) -> None:
+    agent = watched_pool.run(pid(), target=1)
+    os.kill(agent, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the pool replaces it and goes on
+        try:
+            if watched_pool.run(pid(), target=1) not in (agent, None):
+                break
+        except sky.NodeCrashedError:
+            time.sleep(0.2)
+
+
+@pytest.mark.parametrize("watched_pool", ["thread"], indirect=True)
+def test_busy_agent_killed(watched_pool: sky.Pool) -> None:
+    agent = watched_pool.run(pid(), target=0)
+    _kill_soon(agent)
+    with pytest.raises(sky.NodeCrashedError, match="SIGKILL"):
+        watched_pool.run(nap(30), target=0)
+    assert watched_pool.run(nap(0.01), target=0) == 0.01
+
+
+@pytest.mark.parametrize("watched_pool", ["process"], indirect=True)
+def test_busy_executor_child_killed(watched_pool: sky.Pool) -> None:
+    child = watched_pool.run(pid(), target=0)  # the child serves the next task too
+    _kill_soon(child)
+    with pytest.raises(sky.NodeCrashedError, match=r"SIGKILL \(signal 9\)"):
+        watched_pool.run(nap(30), target=0)
+    assert watched_pool.run(nap(0.01), target=0) == 0.01
+
+
+@pytest.mark.parametrize("watched_pool", ["thread"], indirect=True)
+def test_collection_host_killed(watched_pool: sky.Pool) -> None:
+    queue = watched_pool.queue("matrix")
+    queue.put(1)
+    watched_pool.dict("matrix")["k"] = 1
+    temp_dir = LocalRay.temp_dir()
+    assert temp_dir is not None
+    hosts = [p for p in _marked(temp_dir) if "CollectionHost" in _title(p)]
+    assert hosts
+    for host in hosts:
+        os.kill(host, signal.SIGKILL)
+    time.sleep(1.0)
+    with pytest.raises(sky.CollectionUnavailableError):
+        queue.put(2)
+    with pytest.raises(sky.CollectionUnavailableError):
+        watched_pool.dict("matrix").get("k")
+    with pytest.raises(sky.CollectionUnavailableError):  # a new name on a host that died
+        watched_pool.counter(_name_on_host_of_queue("matrix", watched_pool)).increment()
+    assert watched_pool.run(nap(0.01)) == 0.01
+
+
+def _name_on_host_of_queue(queue: str, pool: sky.Pool) -> str:
+    from skyward.collections.placement import home_of
+
+    hosts = pool._cluster.collections.config.hosts
+    wanted = home_of("queue", queue, hosts)
+    return next(f"fresh-{n}" for n in range(1000) if home_of("counter", f"fresh-{n}", hosts) == wanted)
+
+
+def _unblock_sigint() -> None:
+    """A process inherits its parent's blocked signals, and this test process, a Ray
+    driver, may block SIGINT: the client must see it as a terminal's Ctrl-C would."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _client_killed(how: signal.Signals) -> dict[str, Any]:
+    import json
+    import subprocess
+    import sys
+
+    shm = set(os.listdir("/dev/shm"))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=_unblock_sigint)
+    info = json.loads(client.stdout.readline())
+    assert client.stdout.readline().strip() == "READY"
+    marked = _marked(info["temp_dir"])
+    assert any("CollectionHost" in _title(p) for p in marked)
+    assert len(marked) >= 5  # GCS, raylet, 2 agents, hosts, executor children
+    client.send_signal(how)
+    client.communicate(timeout=30)
+    died = time.monotonic()
+    while time.monotonic() - died < GONE_WITHIN and (_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
+        time.sleep(0.2)
+    return {
+        "left": [_title(p) for p in _marked(info["temp_dir"])],
+        "temp_dir": os.path.exists(info["temp_dir"]),
+        "shm": set(os.listdir("/dev/shm")) - shm,
+    }
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_client_killed(how: signal.Signals) -> None:
+    assert _client_killed(how) == {"left": [], "temp_dir": False, "shm": set()}
