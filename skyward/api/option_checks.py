@@ -1,5 +1,6 @@
-"""No option without an effect: ``Options`` fields that no Spec of a pool can honour are
-refused when the pool opens, naming the field.
+"""No option without an effect: ``Options`` fields that no Spec of a pool can honour, and
+``Nodes`` forms whose feature is not built yet, are refused when the pool is made,
+naming the field.
 
 Most fields act on the engine and so on every pool. A few act only where a provider has
 a use for them (``ssh_timeout`` on machines reached over SSH, ...): each provider lists
@@ -39,4 +40,21 @@ def check_options(specs: tuple[Spec, ...], options: Options) -> None:
             raise ValueError(
                 f"Options.{field.name}={value!r} has no effect on this pool's provider(s) ({names}): it applies "
                 "to machines reached over SSH; remove it"
+            )
+
+
+def check_nodes(specs: tuple[Spec, ...]) -> None:
+    """NotImplementedError for node counts no provider honours yet: elastic pools (a
+    ``max`` above ``desired``) and partial readiness (a ``min`` below it)."""
+    for spec in specs:
+        nodes = spec.node_count
+        if nodes.elastic:
+            raise NotImplementedError(
+                f"Spec.nodes={spec.nodes!r}: elastic pools (a max above desired) are not implemented yet; "
+                "use a fixed node count"
+            )
+        if nodes.min is not None and nodes.min < nodes.desired:
+            raise NotImplementedError(
+                f"Spec.nodes={spec.nodes!r}: partial readiness (Nodes.min below desired) is not implemented yet; "
+                "leave min unset"
             )

@@ -25,7 +25,7 @@ from skyward.api.context import NESTED_DISPATCH
 from skyward.api.errors import AllProvidersFailedError, NoAvailableProviderError, PoolClosedError
 from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.api.instance import current_task
-from skyward.api.option_checks import check_options
+from skyward.api.option_checks import check_nodes, check_options
 from skyward.api.spec import Options, Spec
 from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
@@ -66,6 +66,7 @@ class Pool(PoolCollections):
         if not specs:
             raise ValueError("a pool needs at least one Spec")
         check_options(specs, options)
+        check_nodes(specs)
         self.specs = specs
         self.options = options
         self.name = name or f"pool-{uuid.uuid4().hex[:8]}"

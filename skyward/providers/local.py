@@ -47,11 +47,6 @@ class Local:
         """Raise ValueError/NotImplementedError for what a local pool cannot honour."""
         _check_machine(spec)
         _check_image(spec.image)
-        if spec.node_count.elastic:
-            raise NotImplementedError(
-                f"Spec.nodes={spec.nodes!r}: elastic pools (a max above desired) are not "
-                "implemented yet; use a fixed node count"
-            )
         if spec.volumes:
             raise NotImplementedError("Spec.volumes is not implemented yet; remove it")
         if spec.plugins:
@@ -156,6 +151,8 @@ def _check_image(image: Image) -> None:
             )
     if image.skyward_source not in ("auto", "local"):
         raise fail("Image", "skyward_source", image.skyward_source, 'local nodes use this copy; use "auto"')
+    if image.bootstrap_timeout != Image().bootstrap_timeout:
+        raise fail("Image", "bootstrap_timeout", image.bootstrap_timeout, "sky.Local() has no bootstrap; remove it")
     for include in image.includes:
         if not os.path.exists(include):
             raise fail("Image", "includes", include, "the path does not exist")

@@ -124,11 +124,7 @@ class LocalRay:
         try:
             ray.shutdown()
         finally:
-            for key, value in cls._saved_env.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            restore_environment(cls._saved_env)
             cls._saved_env = {}
             _reload_ray_config()
             if cls._temp_dir:
@@ -172,6 +168,15 @@ def _stop_autoscaler_monitor() -> None:
             info.process.wait(timeout=5)
     except Exception:  # Ray internals moved: keep the monitor, lose only the speed-up
         pass
+
+
+def restore_environment(saved: dict[str, str | None]) -> None:
+    """Put back the environment variables ``saved`` (None: it was not set)."""
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def _reload_ray_config() -> None:

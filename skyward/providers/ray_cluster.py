@@ -93,8 +93,6 @@ class Ray:
         """Refuse what attaching to an existing cluster cannot honour (before connecting)."""
         self.resolved_address()
         count = spec.node_count
-        if count.elastic:
-            raise fail("Spec", "nodes", spec.nodes, "an attached cluster has the nodes it has; use a fixed count")
         if self.nodes is not None and count.desired not in (1, self.nodes):
             raise fail(
                 "Spec", "nodes", count.desired,
@@ -295,11 +293,7 @@ class Attachment:
             if ray.is_initialized():
                 ray.shutdown()
         finally:
-            for key, value in cls._saved_env.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            local_ray.restore_environment(cls._saved_env)
             cls._saved_env = {}
             _reset_auth()
 

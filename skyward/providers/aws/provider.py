@@ -97,10 +97,6 @@ class AWS:
             )
         if spec.region is not None and spec.region != self.region and not isinstance(spec.region, str):
             raise fail("Spec", "region", spec.region, 'give a region name such as "us-west-2"')
-        if spec.node_count.elastic:
-            raise NotImplementedError(
-                f"Spec.nodes={spec.nodes!r}: elastic pools are not implemented yet; use a fixed node count"
-            )
         check_remote_spec(spec, options)
 
     def offers(self, spec: Spec) -> list[Offer]:

@@ -53,11 +53,8 @@ class SSH:
     def validate(self, spec: Spec, options: Options) -> None:
         """Refuse what SSH hosts cannot honour (before connecting anywhere)."""
         nodes = spec.node_count
-        if nodes.desired > len(self.addresses) or nodes.elastic:
-            raise fail(
-                "Spec", "nodes", spec.nodes,
-                f"SSH has {len(self.addresses)} hosts; ask for at most that many, with a fixed count",
-            )
+        if nodes.desired > len(self.addresses):
+            raise fail("Spec", "nodes", spec.nodes, f"SSH has {len(self.addresses)} hosts; ask for at most that many")
         if spec.image.python_version != local_python():
             raise fail(
                 "Image", "python", spec.image.python,
