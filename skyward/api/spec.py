@@ -21,6 +21,7 @@ from skyward.api.validation import (
 from skyward.observe.log_config import LogConfig
 from skyward.observe.metrics import Default
 from skyward.observe.metrics import normalize as normalize_metrics
+from skyward.storage.volume import Volume, check_volumes
 
 AllocationStrategy = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
 SelectionStrategy = Literal["cheapest", "first", "available"]
@@ -188,7 +189,7 @@ class Spec:
     region: str | None = None
     max_hourly_cost: float | None = None
     ttl: int = DEFAULT_TTL
-    volumes: tuple[Any, ...] = ()
+    volumes: tuple[Volume, ...] = ()
     plugins: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
@@ -210,7 +211,7 @@ class Spec:
             raise fail("Spec", "image", self.image, "use sky.Image(...)")
         check_number("Spec", "max_hourly_cost", self.max_hourly_cost, strictly_positive=True, optional=True)
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
-        object.__setattr__(self, "volumes", tuple(self.volumes))
+        object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
         object.__setattr__(self, "plugins", tuple(self.plugins))
 
     @property
