@@ -62,8 +62,9 @@ def env_hash(image: Image, artifacts: Artifacts) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def render(image: Image, artifacts: Artifacts, pool_dir: str, lock_timeout: float) -> str:
-    """The bootstrap script for one node."""
+def render(image: Image, artifacts: Artifacts, pool_dir: str, lock_timeout: float, *, fuse: bool = False) -> str:
+    """The bootstrap script for one node; with ``fuse`` (the pool mounts volumes) it
+    installs s3fs with apt when the node lacks it."""
     digest = env_hash(image, artifacts)
     q = shlex.quote
     lines = [
@@ -78,6 +79,8 @@ def render(image: Image, artifacts: Artifacts, pool_dir: str, lock_timeout: floa
     ]
     if image.apt:
         lines.append(f"once apt-{_short(image.apt)} install_apt {' '.join(q(p) for p in image.apt)}")
+    if fuse:
+        lines.append("command -v s3fs >/dev/null 2>&1 || install_apt s3fs")
     lines += ["phase python", "find_python", "phase venv", 'once venv run "$UV" venv --python "$PY" "$ENV/venv"']
     lines.append("phase skyward")
     wheel = f'"$WHEELS"/{q(artifacts.skyward_wheel)}'
