@@ -40,8 +40,11 @@ def local_s3(bucket: str) -> Iterator[sky.Storage]:
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
         boto3.client(
-            "s3", endpoint_url=endpoint, region_name="us-east-1",
-            aws_access_key_id="local", aws_secret_access_key="local",
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
         ).create_bucket(Bucket=bucket)
         print(f"started a local S3 server at {endpoint}")
         yield sky.Storage(endpoint, access_key="local", secret_key="local", path_style=True)
@@ -92,7 +95,9 @@ def main() -> None:
     options = sky.Options(console=False, logging=False)
     with tempfile.TemporaryDirectory() as scratch, configured_storage(bucket) as storage:
         folder = os.path.join(scratch, "checkpoints")
-        writable = sky.Volume(bucket=bucket, mount=folder, prefix=RUN, read_only=False, storage=storage)
+        writable = sky.Volume(
+            bucket=bucket, mount=folder, prefix=RUN, read_only=False, storage=storage
+        )
         with sky.Compute(nodes=2, volumes=[writable], options=options) as pool:
             written = [names for names in train(folder, 3) @ pool if names]
         print(f"the head node wrote {written[0]}")

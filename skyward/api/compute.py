@@ -105,7 +105,7 @@ def ComputePool(  # noqa: N802
         "allocation": _ALLOCATION.get(allocation, allocation),
         "image": base,
         "ttl": timeout,
-        "volumes": tuple(volume or ()),
+        "volumes": volume or (),
     }
     specs = tuple(Spec(provider=p, **fields) for p in providers)
     options = Options(

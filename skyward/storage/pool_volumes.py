@@ -44,14 +44,18 @@ def resolved(volumes: Sequence[Volume]) -> Iterator[tuple[NodeVolume, ...]]:
         for volume in volumes:
             storage = volume.storage
             if storage is None:
-                raise ValueError(f"{volume!r} has no storage: the pool fills in the provider's default first")
+                raise ValueError(
+                    f"{volume!r} has no storage: the pool fills in the provider's default first"
+                )
             if storage not in opened:
                 opened[storage] = _with_chain_keys(held.enter_context(storage.credentials()))
             found.append(NodeVolume(replace(volume, storage=None), opened[storage]))
         yield tuple(found)
 
 
-def mount_all(volumes: Sequence[NodeVolume], timeout: float = MOUNT_TIMEOUT_S) -> list[MountedVolume]:
+def mount_all(
+    volumes: Sequence[NodeVolume], timeout: float = MOUNT_TIMEOUT_S
+) -> list[MountedVolume]:
     """Mount every volume, in order; if one fails, unmount those already mounted and
     raise its VolumeMountError (bucket, mount point, cause). Each mount is bounded by
     ``timeout``."""
@@ -59,11 +63,18 @@ def mount_all(volumes: Sequence[NodeVolume], timeout: float = MOUNT_TIMEOUT_S) -
     try:
         for item in volumes:
             storage = item.storage
-            mounted.append(mount_volume(
-                item.volume, storage.endpoint, storage.access_key, storage.secret_key,
-                path_style=storage.path_style, region=storage.region,
-                session_token=storage.session_token, timeout=timeout,
-            ))
+            mounted.append(
+                mount_volume(
+                    item.volume,
+                    storage.endpoint,
+                    storage.access_key,
+                    storage.secret_key,
+                    path_style=storage.path_style,
+                    region=storage.region,
+                    session_token=storage.session_token,
+                    timeout=timeout,
+                )
+            )
     except BaseException:
         unmount_all(mounted, raising=False)
         raise
@@ -97,10 +108,9 @@ def mounted(volumes: Sequence[Volume]) -> Iterator[list[MountedVolume]]:
 
 def encode(volumes: Sequence[NodeVolume]) -> str:
     """One JSON line (no newline) carrying the volumes, keys included: for a stdin."""
-    return json.dumps([
-        {"volume": asdict(item.volume), "storage": asdict(item.storage)}
-        for item in volumes
-    ])
+    return json.dumps(
+        [{"volume": asdict(item.volume), "storage": asdict(item.storage)} for item in volumes]
+    )
 
 
 def decode(line: str) -> tuple[NodeVolume, ...]:
@@ -127,6 +137,8 @@ def _with_chain_keys(storage: ResolvedStorage) -> ResolvedStorage:
         )
     frozen = found.get_frozen_credentials()
     return replace(
-        storage, access_key=frozen.access_key, secret_key=frozen.secret_key,
+        storage,
+        access_key=frozen.access_key,
+        secret_key=frozen.secret_key,
         session_token=frozen.token,
     )

@@ -32,11 +32,19 @@ def s3fs_mounts() -> list[str]:
 
 def run_example(env: dict[str, str], tmp_path: Path) -> str:
     before = s3fs_mounts()
-    clean = {name: value for name, value in os.environ.items()
-             if not name.startswith(("AWS_", "SKYWARD_S3_"))}
+    clean = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("AWS_", "SKYWARD_S3_"))
+    }
     done = subprocess.run(
-        [sys.executable, str(EXAMPLE)], cwd=ROOT, capture_output=True, text=True, timeout=240,
-        check=False, env={**clean, "HOME": str(tmp_path), "PYTHONUNBUFFERED": "1", **env},
+        [sys.executable, str(EXAMPLE)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env={**clean, "HOME": str(tmp_path), "PYTHONUNBUFFERED": "1", **env},
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     for promise in PROMISES:
@@ -53,9 +61,13 @@ def test_example_starts_its_own_server(tmp_path: Path) -> None:
 def test_example_uses_the_endpoint_from_the_environment(
     moto_server: MotoServer, bucket: str, tmp_path: Path
 ) -> None:
-    out = run_example({
-        "SKYWARD_S3_ENDPOINT": moto_server.endpoint, "SKYWARD_S3_BUCKET": bucket,
-        "AWS_ACCESS_KEY_ID": moto_server.access_key,
-        "AWS_SECRET_ACCESS_KEY": moto_server.secret_key,
-    }, tmp_path)
+    out = run_example(
+        {
+            "SKYWARD_S3_ENDPOINT": moto_server.endpoint,
+            "SKYWARD_S3_BUCKET": bucket,
+            "AWS_ACCESS_KEY_ID": moto_server.access_key,
+            "AWS_SECRET_ACCESS_KEY": moto_server.secret_key,
+        },
+        tmp_path,
+    )
     assert "started a local S3 server" not in out

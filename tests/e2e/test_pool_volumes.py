@@ -23,7 +23,9 @@ QUIET = sky.Options(console=False, logging=False)
 
 
 def storage_of(server: MotoServer) -> sky.Storage:
-    return sky.Storage(server.endpoint, access_key=server.access_key, secret_key=server.secret_key, path_style=True)
+    return sky.Storage(
+        server.endpoint, access_key=server.access_key, secret_key=server.secret_key, path_style=True
+    )
 
 
 def fuse_mounts() -> list[str]:
@@ -66,19 +68,31 @@ def checkpoint(folder: str) -> str | None:
     return path
 
 
-def test_two_nodes_read_write_and_see_only_their_prefix(moto_server: MotoServer, tmp_path: Path) -> None:
+def test_two_nodes_read_write_and_see_only_their_prefix(
+    moto_server: MotoServer, tmp_path: Path
+) -> None:
     """One pool, three volumes: the whole bucket read-only, one folder of it, and a
     writable folder of a second bucket. Every node reads by path, a read-only mount
     refuses a write, the head's checkpoint reaches the bucket, nothing stays mounted."""
     data, runs = moto_server.new_bucket(), moto_server.new_bucket()
     client = moto_server.client()
-    for key, body in {"sets/train.csv": b"a,b\n1,2\n", "sets/test.csv": b"a,b\n", "README": b"hi"}.items():
+    for key, body in {
+        "sets/train.csv": b"a,b\n1,2\n",
+        "sets/test.csv": b"a,b\n",
+        "README": b"hi",
+    }.items():
         client.put_object(Bucket=data, Key=key, Body=body)
     storage = storage_of(moto_server)
     volumes = [
         sky.Volume(bucket=data, mount=str(tmp_path / "data"), storage=storage),
         sky.Volume(bucket=data, mount=str(tmp_path / "sets"), prefix="sets/", storage=storage),
-        sky.Volume(bucket=runs, mount=str(tmp_path / "runs"), prefix="run-1/", read_only=False, storage=storage),
+        sky.Volume(
+            bucket=runs,
+            mount=str(tmp_path / "runs"),
+            prefix="run-1/",
+            read_only=False,
+            storage=storage,
+        ),
     ]
     phases: list[sky.BootstrapPhase] = []
     pool = sky.Compute(nodes=2, volumes=volumes, options=QUIET)
@@ -99,13 +113,21 @@ def test_two_nodes_read_write_and_see_only_their_prefix(moto_server: MotoServer,
     assert sorted(os.listdir(tmp_path)) == []  # the mount points it made are gone too
     with storage:
         assert storage.ls(runs) == ["run-1/epoch-1.txt"]
-        assert storage.ls(data) == ["README", "sets/test.csv", "sets/train.csv"]  # no write got through
+        assert storage.ls(data) == [
+            "README",
+            "sets/test.csv",
+            "sets/train.csv",
+        ]  # no write got through
     moto_server.drop_bucket(data)
     moto_server.drop_bucket(runs)
 
 
-def test_a_block_that_raises_still_unmounts(moto_server: MotoServer, bucket: str, tmp_path: Path) -> None:
-    volume = sky.Volume(bucket=bucket, mount=str(tmp_path / "data"), storage=storage_of(moto_server))
+def test_a_block_that_raises_still_unmounts(
+    moto_server: MotoServer, bucket: str, tmp_path: Path
+) -> None:
+    volume = sky.Volume(
+        bucket=bucket, mount=str(tmp_path / "data"), storage=storage_of(moto_server)
+    )
     with pytest.raises(KeyError, match="on purpose"):
         with sky.Compute(nodes=1, volumes=[volume], options=QUIET):
             assert mounts_under(tmp_path) == [str(tmp_path / "data")]
@@ -113,7 +135,9 @@ def test_a_block_that_raises_still_unmounts(moto_server: MotoServer, bucket: str
     assert mounts_under(tmp_path) == []
 
 
-def test_a_failing_mount_fails_the_open_and_leaves_nothing(moto_server: MotoServer, bucket: str, tmp_path: Path) -> None:
+def test_a_failing_mount_fails_the_open_and_leaves_nothing(
+    moto_server: MotoServer, bucket: str, tmp_path: Path
+) -> None:
     """The second volume's bucket does not exist: opening fails naming its bucket, its
     mount point and S3's answer; the first volume, already mounted, is unmounted."""
     storage = storage_of(moto_server)

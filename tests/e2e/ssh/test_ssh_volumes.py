@@ -38,7 +38,9 @@ def s3(lab: HostLab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS
 
 
 def storage_of(server: MotoServer) -> sky.Storage:
-    return sky.Storage(server.endpoint, access_key=server.access_key, secret_key=server.secret_key, path_style=True)
+    return sky.Storage(
+        server.endpoint, access_key=server.access_key, secret_key=server.secret_key, path_style=True
+    )
 
 
 def host_mounts(lab: HostLab) -> dict[str, list[str]]:
@@ -54,12 +56,22 @@ def host_mounts(lab: HostLab) -> dict[str, list[str]]:
 def left_on_hosts(lab: HostLab, pool_id: str) -> dict[str, object]:
     """Mounts, s3fs processes, mount points and pool traces still on the hosts."""
     mounts = {name: points for name, points in host_mounts(lab).items() if points}
-    points = [f"{host.name}:{name}" for host in lab.hosts for name in os.listdir(host.private("/tmp"))
-              if name in ("sky-data", "sky-runs")]
+    points = [
+        f"{host.name}:{name}"
+        for host in lab.hosts
+        for name in os.listdir(host.private("/tmp"))
+        if name in ("sky-data", "sky-runs")
+    ]
     traces = {kind: found for kind, found in pool_traces(lab, pool_id).items() if found}
     return {
-        key: value for key, value in
-        {"mounts": mounts, "s3fs": lab.processes_naming("s3fs"), "mount points": points, **traces}.items() if value
+        key: value
+        for key, value in {
+            "mounts": mounts,
+            "s3fs": lab.processes_naming("s3fs"),
+            "mount points": points,
+            **traces,
+        }.items()
+        if value
     }
 
 
@@ -150,7 +162,9 @@ def test_a_vanished_clients_volumes_are_unmounted_after_ttl(lab: HostLab, s3: Mo
         killed = time.monotonic()
         gone = wait_for(lambda: not left_on_hosts(lab, pool_id), timeout=ttl + 20)
         waited = time.monotonic() - killed
-        assert gone, f"still on the hosts {waited:.1f}s after the client died: {left_on_hosts(lab, pool_id)}"
+        assert gone, (
+            f"still on the hosts {waited:.1f}s after the client died: {left_on_hosts(lab, pool_id)}"
+        )
     finally:
         if client.poll() is None:
             client.kill()
