@@ -4,7 +4,12 @@ s3fs step. No mounts here (tests/e2e/test_pool_volumes.py mounts for real)."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import re
+import shutil
+import subprocess
+import tempfile
 
 import pytest
 from fake_cluster import FakeProvider
@@ -193,8 +198,60 @@ def test_no_credentials_anywhere_is_refused_naming_the_endpoint(
             pass
 
 
-def test_the_bootstrap_installs_s3fs_only_for_pools_with_volumes() -> None:
+def test_the_bootstrap_prepares_s3fs_and_mount_points_only_for_pools_with_volumes() -> None:
     artifacts = Artifacts("skyward-0.1.0-py3-none-any.whl", "key", None, "")
-    step = "command -v s3fs >/dev/null 2>&1 || install_apt s3fs"
-    assert step in render(sky.Image(), artifacts, "/tmp/pool", 60, fuse=True)
-    assert "s3fs" not in render(sky.Image(), artifacts, "/tmp/pool", 60)
+    script = render(sky.Image(), artifacts, "/tmp/pool", 60, mount_points=("/data", "/my runs"))
+    assert "command -v s3fs >/dev/null 2>&1 || install_apt s3fs" in script
+    assert "prepare_mount_points /data '/my runs'" in script
+    plain = render(sky.Image(), artifacts, "/tmp/pool", 60)
+    assert "install_apt s3fs" not in plain and "prepare_mount_points /" not in plain
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root and runuser"
+)
+def test_a_non_root_user_gets_sudo_only_for_mount_points_it_cannot_create() -> None:
+    """``prepare_mount_points`` run as nobody, with a sudo that records its arguments:
+    sudo makes only the mount point under a directory nobody cannot write."""
+    artifacts = Artifacts("skyward-0.1.0-py3-none-any.whl", "key", None, "")
+    script = render(sky.Image(), artifacts, "/tmp/pool", 60, mount_points=("/x",))
+    functions = "\n".join(
+        re.search(rf"^{name}\(\) \{{.*?^\}}", script, re.S | re.M).group(0)  # type: ignore[union-attr]
+        for name in ("run", "prepare_mount_points")
+    )
+    root = tempfile.mkdtemp(prefix="skyward-points-", dir="/tmp")
+    try:
+        os.chmod(root, 0o755)
+        own, locked, shim = (os.path.join(root, name) for name in ("own", "locked", "bin"))
+        for directory in (own, locked, shim):
+            os.mkdir(directory, 0o755)
+        os.chown(own, 65534, 65534)
+        with open(os.path.join(shim, "sudo"), "w") as handle:
+            handle.write(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> {root}/own/sudo.log\n")
+        os.chmod(os.path.join(shim, "sudo"), 0o755)
+        points = [f"{own}/new/deeper", f"{locked}/data", own]
+        done = subprocess.run(
+            [
+                "runuser",
+                "-u",
+                "nobody",
+                "--",
+                "env",
+                f"PATH={shim}:/usr/bin:/bin",
+                "bash",
+                "-c",
+                f'{functions}\nprepare_mount_points "$@"',
+                "bash",
+                *points,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        with open(f"{own}/sudo.log") as log:
+            assert log.read().splitlines() == [f"-n install -d -o 65534 -g 65534 {locked}/data"]
+        assert not os.path.exists(f"{own}/new")  # left to mount_volume, which removes it after
+    finally:
+        shutil.rmtree(root)

@@ -82,7 +82,8 @@ def launch_on_hosts(
 
         def script_for(node: RemoteNode) -> str:
             artifacts = shipments[node.index].artifacts
-            return render(spec.image, artifacts, node.pool_dir, bootstrap_timeout, fuse=bool(volumes))
+            points = tuple(item.volume.mount for item in volumes)
+            return render(spec.image, artifacts, node.pool_dir, bootstrap_timeout, mount_points=points)
 
         loop.run(cluster.bootstrap(script_for, shipments, bootstrap_timeout), bootstrap_timeout * 2 + 120)
         versions = {**report(), "skyward_digest": shipments[0].skyward_digest}
