@@ -95,6 +95,7 @@ def main() -> None:
     options = sky.Options(console=False, logging=False)
     with tempfile.TemporaryDirectory() as scratch, configured_storage(bucket) as storage:
         folder = os.path.join(scratch, "checkpoints")
+        print(f"mounting {bucket}/{RUN} at {folder}")
         writable = sky.Volume(
             bucket=bucket, mount=folder, prefix=RUN, read_only=False, storage=storage
         )

@@ -5,6 +5,7 @@ against an endpoint given through the environment. Leaves nothing mounted."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,13 +26,12 @@ _missing = fuse_tool_available()
 pytestmark = pytest.mark.skipif(_missing is not None, reason=f"no FUSE mounts here: {_missing}")
 
 
-def s3fs_mounts() -> list[str]:
+def mount_points() -> list[str]:
     with open("/proc/mounts") as mounts:
-        return [line for line in mounts if "s3fs" in line]
+        return [line.split()[1] for line in mounts]
 
 
 def run_example(env: dict[str, str], tmp_path: Path) -> str:
-    before = s3fs_mounts()
     clean = {
         name: value
         for name, value in os.environ.items()
@@ -49,7 +49,10 @@ def run_example(env: dict[str, str], tmp_path: Path) -> str:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     for promise in PROMISES:
         assert promise in done.stdout, f"missing {promise!r} in:\n{done.stdout}"
-    assert s3fs_mounts() == before
+    folder = re.search(r"^mounting \S+ at (\S+)$", done.stdout, re.M)
+    assert folder is not None, done.stdout
+    assert folder.group(1) not in mount_points()
+    assert not os.path.exists(folder.group(1))
     return done.stdout
 
 
