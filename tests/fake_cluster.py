@@ -133,9 +133,14 @@ class FakeProvider:
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
         if options.resolved_worker.resolved_executor != "thread":
             raise NotImplementedError("the fake cluster runs tasks on threads only")
+        if spec.volumes:
+            raise NotImplementedError("the fake cluster's in-process nodes mount no volumes")
 
     def offers(self, spec: sky.Spec) -> list[Offer]:
         return []
+
+    def default_storage(self, spec: sky.Spec) -> sky.Storage | None:
+        return None
 
     def launch(self, spec: sky.Spec, options: sky.Options, pool_id: str) -> Cluster:
         count = spec.node_count.desired

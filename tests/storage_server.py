@@ -1,5 +1,6 @@
-"""A real S3-compatible server on 127.0.0.1 for the storage tests: moto in server mode,
-in a child process (its own interpreter, so a 200 MB transfer does not share our GIL).
+"""A real S3-compatible server for the storage tests: moto in server mode on 127.0.0.1
+(or another address of ours, such as the SSH test hosts' gateway), in a child process
+(its own interpreter, so a 200 MB transfer does not share our GIL).
 
 ``MotoServer.start(auth=True)`` gives a server that checks signatures: it creates one
 IAM user with full access, then turns authentication on, so only that user's keys work
@@ -27,9 +28,9 @@ ANY_KEY = "testing-access-key"
 ANY_SECRET = "testing-secret-key"
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
@@ -42,18 +43,19 @@ class MotoServer:
     secret_key: str = ANY_SECRET
 
     @classmethod
-    def start(cls, log_dir: Path, *, auth: bool = False) -> MotoServer:
-        """Start ``python -m moto.server`` on a free port and wait until it answers."""
-        port = free_port()
+    def start(cls, log_dir: Path, *, auth: bool = False, host: str = "127.0.0.1") -> MotoServer:
+        """Start ``python -m moto.server`` on a free port of ``host`` and wait until it
+        answers."""
+        port = free_port(host)
         log_path = log_dir / f"moto-{port}.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env={**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"},
             )
-        server = cls(f"http://127.0.0.1:{port}", process, log_path)
+        server = cls(f"http://{host}:{port}", process, log_path)
         try:
             server._wait_ready()
             if auth:

@@ -103,7 +103,7 @@ def ComputePool(  # noqa: N802
         "allocation": allocation,
         "image": base,
         "ttl": DEFAULT_TTL if timeout is None else timeout,
-        "volumes": tuple(volume or ()),
+        "volumes": volume or (),
     }
     specs = tuple(Spec(provider=p, **fields) for p in providers)
     options = Options(

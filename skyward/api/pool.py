@@ -49,7 +49,7 @@ from skyward.observe.events import (
     InstanceProvisioned,
 )
 from skyward.observe.progress import ProgressTracker, guided_chunks
-from skyward.providers.base import Cluster
+from skyward.providers.base import Cluster, with_default_storage
 
 STREAM_WINDOW = 2
 """Chunks per task slot that a streamed map keeps in flight or waiting to be read."""
@@ -150,6 +150,7 @@ class Pool(PoolCollections):
             self._bus.emit(ClusterRequested(self.name, spec.provider.name, spec.node_count.desired))
             try:
                 spec.provider.validate(spec, self.options)
+                spec = with_default_storage(spec)
                 started = time.monotonic()
                 cluster = self._provision(spec)
             except TypeError:

@@ -22,6 +22,7 @@ from skyward.api.validation import (
 from skyward.observe.log_config import LogConfig
 from skyward.observe.metrics import Default
 from skyward.observe.metrics import normalize as normalize_metrics
+from skyward.storage.volume import Volume, check_volumes
 
 AllocationStrategy = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
 SelectionStrategy = Literal["cheapest", "first", "available"]
@@ -192,7 +193,7 @@ class Spec:
     region: str | None = None
     max_hourly_cost: float | None = None
     ttl: int = DEFAULT_TTL
-    volumes: tuple[Any, ...] = ()
+    volumes: tuple[Volume, ...] = ()
     plugins: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
@@ -221,7 +222,7 @@ class Spec:
         if self.region is not None and (not isinstance(self.region, str) or not self.region):
             raise fail("Spec", "region", self.region, 'use a region name such as "us-east-1", or None')
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
-        object.__setattr__(self, "volumes", as_tuple("Spec", "volumes", self.volumes, "[volume, ...]"))
+        object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
         object.__setattr__(self, "plugins", as_tuple("Spec", "plugins", self.plugins, "[plugin, ...]"))
 
     @property

@@ -40,7 +40,9 @@ class BootstrapPhase(Event):
     """One phase of bringing nodes up finished (``node`` None: the whole cluster).
 
     Local pools report "engine" (the Ray instance) and "agents" (node agents answering);
-    remote providers add their own phases (apt, pip, skyward, ...)."""
+    remote providers add their own phases (apt, pip, skyward, ...). A pool with
+    ``Spec.volumes`` reports "volumes" (mounting them: once for a local pool, per node
+    for a remote one)."""
 
     phase: str
     duration: float

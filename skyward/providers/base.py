@@ -10,15 +10,17 @@ started is gone (or raises ``TeardownError`` naming what is left).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from skyward.api.errors import SkywardError
 from skyward.api.instance import InstanceInfo
 from skyward.api.spec import Options, Spec
+from skyward.api.validation import fail
 from skyward.engine.driver import Encoder
 from skyward.engine.transport import Transport
 from skyward.observe.cost import Pricing
+from skyward.storage.client import Storage
 
 
 class TeardownError(SkywardError, RuntimeError):
@@ -133,4 +135,30 @@ class Provider(Protocol):
         """The priced machines that satisfy ``spec``, cheapest first (empty: unpriced)."""
 
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
-        """Start ``spec``'s nodes and their agents; blocks until every agent answers."""
+        """Start ``spec``'s nodes and their agents, with ``spec.volumes`` mounted on every
+        node (each with its storage filled in by ``with_default_storage``); blocks until
+        every agent answers."""
+
+    def default_storage(self, spec: Spec) -> Storage | None:
+        """The storage a ``Volume(storage=None)`` of ``spec`` uses (a cloud's own object
+        store in the Spec's region), or None when this provider has none."""
+
+
+def with_default_storage(spec: Spec) -> Spec:
+    """``spec`` with every Volume's storage given: its own, else the provider's default.
+    ValueError naming the volume and the fix when the provider has no storage."""
+    if all(volume.storage is not None for volume in spec.volumes):
+        return spec
+    default = spec.provider.default_storage(spec)
+    volumes = []
+    for index, volume in enumerate(spec.volumes):
+        if volume.storage is None and default is None:
+            raise fail(
+                f"Spec.volumes[{index}]", "storage", None,
+                f"sky.{type(spec.provider).__name__}() has no object storage of its own to "
+                f"mount bucket {volume.bucket!r} from; pass one: sky.Volume(..., "
+                "storage=sky.Storage(endpoint, access_key=..., secret_key=...)) or a preset "
+                "such as sky.storage.R2(...) or sky.storage.S3(region=...)",
+            )
+        volumes.append(volume if volume.storage is not None else replace(volume, storage=default))
+    return replace(spec, volumes=tuple(volumes))

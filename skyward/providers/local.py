@@ -12,7 +12,8 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import psutil
@@ -31,6 +32,8 @@ from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
 from skyward.providers.local_ray import LocalRay
+from skyward.storage.client import Storage
+from skyward.storage.pool_volumes import mounted
 
 DEFAULT_READY_TIMEOUT = 120.0
 
@@ -47,8 +50,6 @@ class Local:
         """Raise ValueError/NotImplementedError for what a local pool cannot honour."""
         _check_machine(spec)
         _check_image(spec.image)
-        if spec.volumes:
-            raise NotImplementedError("Spec.volumes is not implemented yet; remove it")
         if spec.plugins:
             raise NotImplementedError("Spec.plugins is not implemented yet; remove it")
 
@@ -57,9 +58,30 @@ class Local:
         memory_gb = psutil.virtual_memory().total / 1024**3
         return [Offer(self.name, "local", float(os.cpu_count() or 1), memory_gb, 0.0, False, architecture=_machine())]
 
+    def default_storage(self, spec: Spec) -> Storage | None:
+        """None: this machine has no object storage of its own."""
+        return None
+
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
-        """Start (or share) the local Ray instance and one agent per node; blocks until
-        every agent answers or ``Options.provision_timeout`` passes."""
+        """Mount ``spec.volumes`` on this machine (the nodes share it), start (or share)
+        the local Ray instance and one agent per node; blocks until every agent answers
+        or ``Options.provision_timeout`` passes. Everything is undone if a step fails."""
+        started = time.monotonic()
+        with ExitStack() as volumes:
+            volumes.enter_context(mounted(spec.volumes))
+            mounting = time.monotonic() - started
+            cluster = self._start(spec, options, pool_id)
+            held = volumes.pop_all()
+        stop = cluster.stop
+
+        def stop_then_unmount() -> None:
+            with held:
+                stop()
+
+        phases = ((PhaseTiming("volumes", mounting),) if spec.volumes else ()) + cluster.phases
+        return replace(cluster, stop=stop_then_unmount, phases=phases)
+
+    def _start(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         started = time.monotonic()
         LocalRay.acquire()
         engine = time.monotonic() - started

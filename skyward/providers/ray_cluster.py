@@ -48,6 +48,7 @@ from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers import local_ray
 from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
+from skyward.storage.client import Storage
 
 DEFAULT_PORT = 6379
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -132,6 +133,10 @@ class Ray:
     def offers(self, spec: Spec) -> list[Offer]:
         """An attached cluster is not priced here."""
         return []
+
+    def default_storage(self, spec: Spec) -> Storage | None:
+        """None: an attached cluster has no object storage skyward knows of."""
+        return None
 
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Connect (or share this process's connection), pin one agent per chosen node;

@@ -29,13 +29,15 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class ResolvedStorage:
     """A storage whose credentials are resolved to strings (None: the AWS credential
-    chain): what a node needs to mount a bucket. Picklable; the repr hides the keys."""
+    chain): what a node needs to mount a bucket. Picklable; the repr hides the keys.
+    ``session_token`` goes with temporary keys (an AWS role or SSO session)."""
 
     endpoint: str
     region: str
     access_key: str | None = field(repr=False)
     secret_key: str | None = field(repr=False)
     path_style: bool
+    session_token: str | None = field(default=None, repr=False)
 
 
 class _Session:

@@ -94,18 +94,22 @@ def mount_volume(
     *,
     path_style: bool = False,
     region: str | None = None,
+    session_token: str | None = None,
     timeout: float = MOUNT_TIMEOUT_S,
 ) -> MountedVolume:
     """Mount ``volume.bucket`` (its ``prefix`` only, when set) at ``volume.mount``,
     read-only if ``volume.read_only``; creates the mount point if missing.
 
     ``region`` is the signing region (default: read from the endpoint's host); keys None
-    leave s3fs to its own credential lookup. Raises VolumeMountError naming the bucket,
-    the mount point and the cause (s3fs's message when it gave one) within ``timeout``;
-    nothing is left mounted or created then."""
+    leave s3fs to its own credential lookup; ``session_token`` goes with temporary keys.
+    Raises VolumeMountError naming the bucket, the mount point and the cause (s3fs's
+    message when it gave one) within ``timeout``; nothing is left mounted or created
+    then."""
     check_endpoint("mount_volume", "endpoint", endpoint)
     if (access_key is None) != (secret_key is None):
         raise ValueError("mount_volume: pass access_key and secret_key together, or neither")
+    if session_token is not None and access_key is None:
+        raise ValueError("mount_volume: a session_token needs access_key and secret_key")
     missing = fuse_tool_available()
     if missing is not None:
         raise VolumeMountError(volume.bucket, volume.mount, missing)
@@ -113,14 +117,23 @@ def mount_volume(
     private_dir = tempfile.mkdtemp(prefix="skyward-s3fs-")
     mounted: MountedVolume | None = None
     try:
+        password_file = None
+        if access_key is not None and secret_key is not None and session_token is None:
+            password_file = _write_password_file(private_dir, access_key, secret_key)
         command = _command(
-            volume, endpoint, access_key, secret_key, private_dir,
+            volume, endpoint, password_file,
             path_style=path_style, region=region or signing_region(endpoint),
         )
+        environment = None
+        if session_token is not None:  # s3fs reads temporary keys from its environment only
+            environment = {
+                **os.environ, "AWS_ACCESS_KEY_ID": str(access_key),
+                "AWS_SECRET_ACCESS_KEY": str(secret_key), "AWS_SESSION_TOKEN": session_token,
+            }
         with open(os.path.join(private_dir, "s3fs.log"), "wb") as log:
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True,
+                start_new_session=True, env=environment,
             )
         mounted = MountedVolume(
             volume, os.path.realpath(volume.mount), process, private_dir, created
@@ -151,9 +164,7 @@ def unmount(mounted: MountedVolume, *, timeout: float = UNMOUNT_TIMEOUT_S) -> No
 def _command(
     volume: Volume,
     endpoint: str,
-    access_key: str | None,
-    secret_key: str | None,
-    private_dir: str,
+    password_file: str | None,
     *,
     path_style: bool,
     region: str,
@@ -169,8 +180,8 @@ def _command(
         "sigv4",
         "dbglevel=err",
     ]
-    if access_key is not None and secret_key is not None:
-        options.append(f"passwd_file={_write_password_file(private_dir, access_key, secret_key)}")
+    if password_file is not None:
+        options.append(f"passwd_file={password_file}")
     if path_style:
         options.append("use_path_request_style")
     if volume.read_only:
@@ -209,7 +220,15 @@ def _prepare_mount_point(volume: Volume) -> tuple[str, ...]:
         return ()
     missing = [parent for parent in (path, *path.parents) if not parent.exists()]
     missing.reverse()
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as error:
+        _remove_created(tuple(str(directory) for directory in missing if directory.exists()))
+        raise VolumeMountError(
+            volume.bucket, volume.mount,
+            f"the mount point could not be created ({error.strerror}); create it first "
+            "(e.g. with sudo, owned by this user) or mount under a directory this user owns",
+        ) from None
     return tuple(str(directory) for directory in missing)
 
 

@@ -57,6 +57,32 @@ def S3Volume(
     return Volume(bucket=bucket, mount=mount, prefix=prefix, read_only=read_only)
 
 
+def check_volumes(owner: str, field: str, value: Any) -> tuple[Volume, ...]:
+    """``value`` (one Volume, or an iterable of them) as a tuple; ValueError naming the
+    field when an item is not a Volume or two mount points coincide or nest."""
+    items = (value,) if isinstance(value, Volume) else value
+    if isinstance(items, (str, bytes, dict)) or not hasattr(items, "__iter__"):
+        raise fail(owner, field, value, "give a list of sky.Volume(bucket=..., mount=...)")
+    volumes = tuple(items)
+    for index, volume in enumerate(volumes):
+        if not isinstance(volume, Volume):
+            raise fail(
+                owner, f"{field}[{index}]", volume,
+                f"every item must be a sky.Volume(bucket=..., mount=...), got "
+                f"{type(volume).__name__}",
+            )
+    for index, volume in enumerate(volumes):
+        for other in volumes[:index]:
+            if _nested(volume.mount, other.mount):
+                raise fail(
+                    owner, f"{field}[{index}]", volume,
+                    f"its mount point {volume.mount} and {other.mount} (bucket "
+                    f"{other.bucket!r}) are the same or one is inside the other; give each "
+                    "volume a directory of its own, side by side (e.g. /data/a and /data/b)",
+                )
+    return volumes
+
+
 def check_bucket(owner: str, field: str, value: Any) -> None:
     """Raise ValueError unless ``value`` is a valid S3 bucket name."""
     if not isinstance(value, str):
@@ -108,6 +134,11 @@ def _check(
     if not isinstance(read_only, bool):
         raise fail(owner, "read_only", read_only, "it must be True or False")
     return normalised
+
+
+def _nested(first: str, second: str) -> bool:
+    """Whether two normalised mount points are the same or one contains the other."""
+    return (first + "/").startswith(second + "/") or (second + "/").startswith(first + "/")
 
 
 def _is_ip_address(name: str) -> bool:

@@ -148,7 +148,7 @@ def _client_killed(how: signal.Signals) -> dict[str, Any]:
     assert any("CollectionHost" in _title(p) for p in marked)
     assert len(marked) >= 5  # GCS, raylet, 2 agents, hosts, executor children
     client.send_signal(how)
-    client.communicate(timeout=30)
+    client.communicate(timeout=90)
     died = time.monotonic()
     while time.monotonic() - died < GONE_WITHIN and (_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
         time.sleep(0.2)

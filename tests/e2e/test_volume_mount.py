@@ -204,3 +204,35 @@ def test_refuses_a_non_empty_mount_point(bucket: str, mount: Mount, tmp_path: Pa
     with pytest.raises(VolumeMountError, match="not empty"):
         mount(sky.Volume(bucket=bucket, mount=str(point)))
     assert (point / "keep.txt").read_text() == "mine"
+
+
+def test_temporary_keys_mount_with_their_session_token(
+    moto_server: MotoServer, moto_auth_server: MotoServer, bucket: str, mount: Mount, tmp_path: Path
+) -> None:
+    """Keys with a session token (a role, SSO) reach s3fs through its environment: the
+    mount works, and the token is sent (a wrong one is refused as InvalidToken)."""
+    put(moto_server, bucket, {"a.txt": b"alpha"})
+    point = tmp_path / "temporary"
+    mount(sky.Volume(bucket=bucket, mount=str(point)), session_token="a-session-token")
+    assert (point / "a.txt").read_bytes() == b"alpha"
+    guarded = moto_auth_server.new_bucket()
+    denied = tmp_path / "denied"
+    with pytest.raises(VolumeMountError, match="InvalidToken") as caught:
+        mount(
+            sky.Volume(bucket=guarded, mount=str(denied)), endpoint=moto_auth_server.endpoint,
+            access_key=moto_auth_server.access_key, secret_key=moto_auth_server.secret_key,
+            session_token="not-the-token",
+        )
+    assert "not-the-token" not in str(caught.value)
+    assert not is_mounted(str(denied))
+    moto_auth_server.drop_bucket(guarded)
+
+
+def test_a_mount_point_that_cannot_be_created_is_a_mount_error(
+    bucket: str, mount: Mount, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(VolumeMountError, match=r"could not be created \(Not a directory\)"):
+        mount(sky.Volume(bucket=bucket, mount=str(blocker / "data")))
+    assert blocker.read_text() == "not a directory"

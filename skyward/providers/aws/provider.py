@@ -37,6 +37,8 @@ from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.launch import launch_on_hosts
 from skyward.providers.ssh.provider import check_remote_spec
+from skyward.storage.client import Storage
+from skyward.storage.presets import S3
 
 DEFAULT_PROVISION_TIMEOUT = 600.0
 DEFAULT_SSH_TIMEOUT = 300.0
@@ -103,6 +105,10 @@ class AWS:
         """Priced instance types that satisfy ``spec`` in its market(s), cheapest first,
         within ``Spec.max_hourly_cost``."""
         return [offer for offer in self._all_offers(spec) if _within(offer, spec)]
+
+    def default_storage(self, spec: Spec) -> Storage:
+        """S3 of the pool's region (keys: the client's AWS credential chain)."""
+        return S3(region=self._region(spec))
 
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Create the pool's instances and bring them up; everything created is removed

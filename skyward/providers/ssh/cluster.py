@@ -27,6 +27,10 @@ from skyward.providers.ssh import bootstrap as runner
 from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect
 from skyward.providers.ssh.versions import mismatches
 from skyward.providers.ssh.wheels import NodePlatform
+from skyward.storage.errors import VolumeMountError
+from skyward.storage.mount import MOUNT_TIMEOUT_S, UNMOUNT_TIMEOUT_S
+from skyward.storage.pool_volumes import NodeVolume
+from skyward.storage.pool_volumes import encode as encode_volumes
 
 log = logging.getLogger("skyward.remote")
 # The pool's Ray token arrives as the first line of stdin: never on a command line.
@@ -110,6 +114,7 @@ class RemoteCluster:
         self.nodes: list[RemoteNode] = []
         self.gcs_port = 0
         self.forward: Any = None
+        self.volume_count = 0
         self._on_phase = on_phase
         self._heartbeat: asyncio.Task[None] | None = None
 
@@ -174,21 +179,36 @@ class RemoteCluster:
                     "the nodes' version"
                 )
 
-    async def start_watchdogs(self, halt: bool) -> None:
-        """A watchdog per node: it stops the pool there once the client is gone (and,
-        with ``halt``, shuts the machine down after)."""
+    async def start_watchdogs(self, halt: bool, volumes: Sequence[NodeVolume] = ()) -> None:
+        """A watchdog per node: it mounts ``volumes`` (their keys go on its stdin), then
+        stops the pool there and unmounts them once the client is gone (and, with
+        ``halt``, shuts the machine down after). VolumeMountError naming the node when a
+        mount fails there."""
+        self.volume_count = len(volumes)
 
         async def one(node: RemoteNode) -> None:
             assert node.ready is not None
             python = posixpath.join(node.ready.env_dir, "venv/bin/python")
             script = shlex.quote(posixpath.join(node.ready.site, "providers", "ssh", "watchdog.py"))
-            mode = "halt" if halt else "stay"
+            mode = ("halt" if halt else "stay") + (" mount" if volumes else "")
             command = f"exec {shlex.quote(python)} -u {script} {shlex.quote(node.pool_dir)} {self.ttl} {HEARTBEAT} {mode}"
             node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
-            line = await asyncio.wait_for(node.watchdog.stdout.readline(), START_TIMEOUT)
-            if not line.startswith("::watching"):
-                rest = await asyncio.wait_for(node.watchdog.stdout.read(), 5)
-                raise RuntimeError(f"the watchdog on {node.address} did not start:\n{line}{rest}")
+            if volumes:
+                node.watchdog.stdin.write(encode_volumes(volumes) + "\n")
+            output: list[str] = []
+            deadline = time.monotonic() + START_TIMEOUT + len(volumes) * MOUNT_TIMEOUT_S
+            while True:
+                line = await asyncio.wait_for(node.watchdog.stdout.readline(), deadline - time.monotonic())
+                if line.startswith("::watching"):
+                    return
+                if line.startswith("::volumes "):
+                    self._on_phase("volumes", float(line.split()[1]), node.index)
+                elif line.startswith("::mount-failed "):
+                    raise _volume_error(node, line)
+                elif not line:
+                    raise RuntimeError(f"the watchdog on {node.address} did not start:\n{''.join(output)}")
+                else:
+                    output.append(line)
 
         await _all(one(node) for node in self.nodes)
         self._heartbeat = asyncio.ensure_future(self._beat())
@@ -291,14 +311,23 @@ class RemoteCluster:
             if node.watchdog is not None:
                 try:
                     node.watchdog.stdin.write("stop\n")
-                    await asyncio.wait_for(node.watchdog.wait(), STOP_TIMEOUT)
+                    done = await asyncio.wait_for(
+                        node.watchdog.wait(), STOP_TIMEOUT + self.volume_count * UNMOUNT_TIMEOUT_S
+                    )
                 except Exception as exc:
                     log.warning("watchdog on %s: %s", node.address, exc)
+                    return
+                for line in str(done.stdout or "").splitlines():
+                    if line.startswith("::unmount-failed "):
+                        raise _volume_error(node, line)
             else:
                 await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
 
         try:
-            await asyncio.gather(*(one(node) for node in self.nodes), return_exceptions=True)
+            results = await asyncio.gather(*(one(node) for node in self.nodes), return_exceptions=True)
+            failures = [result for result in results if isinstance(result, VolumeMountError)]
+            if failures:
+                raise failures[0]
         finally:
             if self.forward is not None:
                 self.forward.close()
@@ -306,6 +335,14 @@ class RemoteCluster:
                 node.files.close()
                 node.conn.close()
             await asyncio.gather(*(n.conn.wait_closed() for n in self.nodes), return_exceptions=True)
+
+
+def _volume_error(node: RemoteNode, line: str) -> VolumeMountError:
+    """The mount or unmount failure a watchdog reported (``::mount-failed {...}``),
+    naming the node."""
+    failed = json.loads(line.split(" ", 1)[1])
+    where = f"on node {node.index} ({node.address}): {failed['cause']}"
+    return VolumeMountError(failed["bucket"], failed["mount"], where)
 
 
 def _facts(output: str, host: str) -> HostFacts:

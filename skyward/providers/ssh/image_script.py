@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skyward.api.spec import Image
@@ -62,8 +63,13 @@ def env_hash(image: Image, artifacts: Artifacts) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def render(image: Image, artifacts: Artifacts, pool_dir: str, lock_timeout: float) -> str:
-    """The bootstrap script for one node."""
+def render(
+    image: Image, artifacts: Artifacts, pool_dir: str, lock_timeout: float, *, mount_points: Sequence[str] = ()
+) -> str:
+    """The bootstrap script for one node. With ``mount_points`` (the pool's volumes) it
+    installs s3fs with apt when the node lacks it, and makes the mount points a non-root
+    user cannot create (through sudo, owned by that user; they stay, empty, after the
+    pool)."""
     digest = env_hash(image, artifacts)
     q = shlex.quote
     lines = [
@@ -78,6 +84,9 @@ def render(image: Image, artifacts: Artifacts, pool_dir: str, lock_timeout: floa
     ]
     if image.apt:
         lines.append(f"once apt-{_short(image.apt)} install_apt {' '.join(q(p) for p in image.apt)}")
+    if mount_points:
+        lines.append("command -v s3fs >/dev/null 2>&1 || install_apt s3fs")
+        lines.append(f"prepare_mount_points {' '.join(q(p) for p in mount_points)}")
     lines += ["phase python", "find_python", "phase venv", 'once venv run "$UV" venv --python "$PY" "$ENV/venv"']
     lines.append("phase skyward")
     wheel = f'"$WHEELS"/{q(artifacts.skyward_wheel)}'
@@ -221,6 +230,18 @@ install_apt() {{
     [ "$(id -u)" -ne 0 ] && sudo="sudo -n"
     run $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     run $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${{missing[@]}}"
+}}
+
+prepare_mount_points() {{  # what a non-root user cannot create is made for it with sudo
+    [ "$(id -u)" -eq 0 ] && return 0
+    local point parent
+    for point in "$@"; do
+        parent="$point"
+        while [ ! -e "$parent" ]; do parent=$(dirname "$parent"); done
+        if [ "$parent" != "$point" ] && [ ! -w "$parent" ]; then
+            run sudo -n install -d -o "$(id -u)" -g "$(id -g)" "$point"
+        fi
+    done
 }}
 
 find_python() {{

@@ -4,9 +4,11 @@
 ``launch_on_hosts`` connects to every host, checks the Spec's hardware against what each
 host reports, ships this client's skyward (and, when the hosts cannot reach the package
 indexes ``Image.pip`` needs, wheels resolved here for their platform), bootstraps the
-Image, checks versions, starts a watchdog per host, Ray, and the head relay, and hands
-the pool a ``Cluster`` whose transport is the relay. Its ``stop`` stops all of it on
-every host, then calls the provider's ``release`` (terminating a cloud's machines).
+Image, checks versions, starts a watchdog per host (which mounts ``Spec.volumes`` there
+with credentials the client resolved and holds for the pool's life), Ray, and the head
+relay, and hands the pool a ``Cluster`` whose transport is the relay. Its ``stop`` stops
+all of it on every host (unmounting the volumes), releases the volumes' credentials,
+then calls the provider's ``release`` (terminating a cloud's machines).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import pickle
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,8 @@ from skyward.providers.ssh.head_relay import RelayConfig
 from skyward.providers.ssh.image_script import Artifacts, index_urls, render, requirement_name
 from skyward.providers.ssh.loop import LoopThread
 from skyward.providers.ssh.versions import report
+from skyward.storage import pool_volumes
+from skyward.storage.mount import MOUNT_TIMEOUT_S
 
 DEFAULT_SSH_TIMEOUT = 30.0
 DEFAULT_READY_TIMEOUT = 120.0
@@ -67,7 +72,9 @@ def launch_on_hosts(
     ssh_timeout = float(options.ssh_timeout or default_ssh_timeout)
     bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
     ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
+    credentials = ExitStack()
     try:
+        volumes = credentials.enter_context(pool_volumes.resolved(spec.volumes))
         retry = float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval
         loop.run(cluster.connect(handles, known_hosts, ssh_timeout, retry), ssh_timeout * 2 + 10)
         loop.run(cluster.gather_facts(index_urls(spec.image), ssh_timeout), ssh_timeout * 3 + 60)
@@ -75,19 +82,21 @@ def launch_on_hosts(
         shipments = _shipments(spec.image, cluster.nodes, phases)
 
         def script_for(node: RemoteNode) -> str:
-            return render(spec.image, shipments[node.index].artifacts, node.pool_dir, bootstrap_timeout)
+            artifacts = shipments[node.index].artifacts
+            points = tuple(item.volume.mount for item in volumes)
+            return render(spec.image, artifacts, node.pool_dir, bootstrap_timeout, mount_points=points)
 
         loop.run(cluster.bootstrap(script_for, shipments, bootstrap_timeout), bootstrap_timeout * 2 + 120)
         versions = {**report(), "skyward_digest": shipments[0].skyward_digest}
         cluster.check_versions(versions)
-        loop.run(cluster.start_watchdogs(halt_on_expiry), 60)
+        loop.run(cluster.start_watchdogs(halt_on_expiry, volumes), 60 + len(volumes) * MOUNT_TIMEOUT_S)
         includes_path = lambda node: f"{node.ready.env_dir}/includes"  # noqa: E731
         loop.run(cluster.start_ray(_resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
         config = _relay_config(spec, options, pool_id, cluster, includes_path, ready_timeout)
         port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
-        _stop(loop, cluster, release)
+        _stop(loop, cluster, credentials, release)
         raise
 
     roots = tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes)
@@ -96,7 +105,8 @@ def launch_on_hosts(
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
     return Cluster(
-        tuple(handles), infos, transport, encoder, collections, lambda: _stop(loop, cluster, release), tuple(phases)
+        tuple(handles), infos, transport, encoder, collections, lambda: _stop(loop, cluster, credentials, release),
+        tuple(phases),
     )
 
 
@@ -156,16 +166,20 @@ class RelayCollections:
         return result
 
 
-def _stop(loop: LoopThread, cluster: RemoteCluster, release: Callable[[], None]) -> None:
+def _stop(loop: LoopThread, cluster: RemoteCluster, credentials: ExitStack, release: Callable[[], None]) -> None:
+    """Stop the pool on every host, then release the volumes' credentials and the machines."""
     try:
         try:
-            loop.run(cluster.stop(), STOP_TIMEOUT)
+            loop.run(cluster.stop(), STOP_TIMEOUT + cluster.volume_count * MOUNT_TIMEOUT_S)
         except Exception as exc:
             raise TeardownError(f"could not confirm that the pool's processes stopped on every host: {exc}") from exc
         finally:
             loop.stop()
     finally:
-        release()
+        try:
+            credentials.close()
+        finally:
+            release()
 
 
 def _resources(node: RemoteNode) -> dict[str, float]:

@@ -19,6 +19,7 @@ from skyward.api.validation import check_number, fail
 from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
 from skyward.providers.ssh.connection import KnownHosts, parse_host
 from skyward.providers.ssh.launch import launch_on_hosts
+from skyward.storage.client import Storage
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,10 @@ class SSH:
         """Your own hosts are not priced here."""
         return []
 
+    def default_storage(self, spec: Spec) -> Storage | None:
+        """None: your hosts come with no object storage; give each Volume its own."""
+        return None
+
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Bring the first ``nodes`` hosts up as the pool; blocks until every agent answers."""
         count = spec.node_count.desired
@@ -89,7 +94,5 @@ def check_remote_spec(spec: Spec, options: Options) -> None:
             "Image", "skyward_source", spec.image.skyward_source,
             'nodes always run the client\'s own skyward, shipped as a wheel; use "auto"',
         )
-    if spec.volumes:
-        raise NotImplementedError("Spec.volumes is not implemented for remote pools yet; remove it")
     if spec.plugins:
         raise NotImplementedError("Spec.plugins is not implemented for remote pools yet; remove it")

@@ -1,9 +1,14 @@
 """The watchdog: one small process per remote node, the pool's dead-man switch there.
 
-Started over SSH with the pool directory; the client writes a line to its stdin every
-``HEARTBEAT`` seconds. It stops every process of this pool on the node (those whose
-command line names the pool directory, and their descendants), removes the pool
-directory and exits:
+Started over SSH with the pool directory. With ``mount``, the first line of its stdin
+carries the pool's volumes (``skyward.storage.pool_volumes.encode``: keys included, so
+never on a command line): it mounts them before it reports ``::watching`` (with
+``::volumes SECONDS`` first), or reports ``::mount-failed {bucket, mount, cause}``,
+cleans up and exits; the mounts are its children and it owns them. Then the client
+writes a line to its stdin every ``HEARTBEAT`` seconds. It stops every process of this
+pool on the node (those whose command line names the pool directory, and their
+descendants), removes the pool directory, unmounts the volumes (``::unmount-failed
+{...}`` for one that stays mounted) and exits:
 - on "stop" (the pool closes), at once;
 - when its stdin ends (the client's SSH connection closed: the client exited or was
   killed), ``ttl`` seconds later (``Spec.ttl``; 0: at once);
@@ -11,11 +16,13 @@ directory and exits:
 In ``halt`` mode (machines created for the pool) it is the machine's dead-man switch:
 it cancels the shutdown the machine scheduled at boot for a client that never came,
 and when the client vanished it shuts the machine down after the cleanup (a cloud then
-terminates it). Run as a script: ``python watchdog.py POOL_DIR TTL HEARTBEAT stay|halt``.
+terminates it). Run as a script:
+``python watchdog.py POOL_DIR TTL HEARTBEAT stay|halt [mount]``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,8 +30,12 @@ import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import psutil
+
+if TYPE_CHECKING:
+    from skyward.storage.mount import MountedVolume
 
 TERM_GRACE = 3.0
 TICK = 0.2
@@ -78,9 +89,51 @@ def shut_down(*arguments: str) -> None:
         pass
 
 
-def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool) -> None:
+def mount_volumes(line: str) -> list[MountedVolume] | None:
+    """Mount the volumes ``line`` carries; their MountedVolumes, or None after reporting
+    ``::mount-failed`` (nothing is left mounted then)."""
+    from skyward.storage import pool_volumes
+    from skyward.storage.errors import VolumeMountError
+
+    started = time.monotonic()
+    try:
+        mounted = pool_volumes.mount_all(pool_volumes.decode(line))
+    except VolumeMountError as error:
+        report("::mount-failed", bucket=error.bucket, mount=error.mount, cause=error.cause)
+        return None
+    print(f"::volumes {time.monotonic() - started:.3f}", flush=True)
+    return mounted
+
+
+def unmount_volumes(mounted: list[MountedVolume]) -> None:
+    """Unmount what ``mount_volumes`` mounted; ``::unmount-failed`` for what stays."""
+    from skyward.storage import pool_volumes
+    from skyward.storage.errors import VolumeMountError
+
+    try:
+        pool_volumes.unmount_all(mounted)
+    except VolumeMountError as error:
+        report("::unmount-failed", bucket=error.bucket, mount=error.mount, cause=error.cause)
+
+
+def report(marker: str, **fields: str) -> None:
+    """Print ``marker`` and ``fields`` as JSON on one line, if the client still listens."""
+    try:
+        print(f"{marker} {json.dumps(fields)}", flush=True)
+    except OSError:  # the client is gone
+        pass
+
+
+def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = False) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    mounted: list[MountedVolume] = []
+    if mount:
+        done = mount_volumes(sys.stdin.readline())
+        if done is None:
+            stop_pool(pool_dir)
+            raise SystemExit(1)
+        mounted = done
     state = {"seen": time.monotonic(), "stop": False, "ended": None}
 
     def listen() -> None:
@@ -105,6 +158,7 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool) -> None:
             break
         time.sleep(TICK)
     stop_pool(pool_dir)
+    unmount_volumes(mounted)
     try:
         print("::stopped", flush=True)
     except OSError:
@@ -114,4 +168,5 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "halt")
+    del sys.path[0]  # this file's directory: its siblings must not shadow what mounting imports
+    main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "halt", sys.argv[5:] == ["mount"])
