@@ -122,6 +122,8 @@ class Ray:
                     "sky.Ray() does not install anything on a cluster it did not start; "
                     "install it on the cluster's nodes and remove it here",
                 )
+        if image.bootstrap_timeout != type(image)().bootstrap_timeout:
+            raise fail("Image", "bootstrap_timeout", image.bootstrap_timeout, "sky.Ray() bootstraps nothing; remove it")
         if image.skyward_source not in ("auto", "local"):
             raise fail(
                 "Image", "skyward_source", image.skyward_source,

@@ -64,3 +64,14 @@ def find_image(region: str, kind: InstanceType) -> str:
             f"{query.owner}'s images named {query.name!r}); pass sky.AWS(ami='ami-...')"
         )
     return str(max(images, key=lambda image: image.get("CreationDate", ""))["ImageId"])
+
+
+def root_device(region: str, image: str) -> str:
+    """The name of ``image``'s root device (where ``Spec.disk_gb`` applies)."""
+    try:
+        images = client("ec2", region).describe_images(ImageIds=[image])["Images"]
+    except Exception as exc:
+        raise explain(exc, f"describing image {image}", region) from exc
+    if not images:
+        raise AWSError(f"image {image} does not exist in {region}; check AWS(ami=...)")
+    return str(images[0].get("RootDeviceName") or "/dev/sda1")

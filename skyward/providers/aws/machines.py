@@ -121,9 +121,11 @@ def create_access(resources: PoolResources, vpc_id: str, ssh_cidr: str) -> None:
 
 
 def run_instances(
-    resources: PoolResources, instance_type: str, image: str, count: int, spot: bool, subnet_id: str, user_data: str
+    resources: PoolResources, instance_type: str, image: str, count: int, spot: bool, subnet_id: str, user_data: str,
+    disk: tuple[str, int] | None = None,
 ) -> list[str]:
-    """Start ``count`` instances (all or none); NoCapacityError when EC2 has no room."""
+    """Start ``count`` instances (all or none); NoCapacityError when EC2 has no room.
+    ``disk``: the root device's name and its size in GB (``Spec.disk_gb``)."""
     ec2 = client("ec2", resources.region)
     name = f"skyward-{resources.pool_id[:12]}"
     request: dict[str, Any] = {
@@ -133,6 +135,10 @@ def run_instances(
         "UserData": base64.b64encode(user_data.encode()).decode(),
         "TagSpecifications": [resources.tag_spec("instance", name), resources.tag_spec("volume", name)],
     }
+    if disk is not None:
+        request["BlockDeviceMappings"] = [
+            {"DeviceName": disk[0], "Ebs": {"VolumeSize": disk[1], "VolumeType": "gp3", "DeleteOnTermination": True}}
+        ]
     if spot:
         request["InstanceMarketOptions"] = {
             "MarketType": "spot",

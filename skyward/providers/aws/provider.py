@@ -29,7 +29,7 @@ from skyward.api.validation import fail
 from skyward.providers import registry
 from skyward.providers.aws import machines
 from skyward.providers.aws.catalog import InstanceType, candidates, instance_types
-from skyward.providers.aws.images import find_image
+from skyward.providers.aws.images import find_image, root_device
 from skyward.providers.aws.prices import prices
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
 from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
@@ -253,10 +253,11 @@ class AWS:
         kinds = {kind.name: kind for kind in instance_types(resources.region)}
         refused: list[str] = []
         for offer in offers[:MAX_OFFERS_TRIED]:
-            kind = kinds[offer.instance_type]
-            image = self.ami or find_image(resources.region, kind)
+            image = self.ami or find_image(resources.region, kinds[offer.instance_type])
+            disk = (root_device(resources.region, image), spec.disk_gb) if spec.disk_gb is not None else None
+            plan = _Plan(resources, offer.instance_type, image, subnet, timeout, user_data, disk)
             try:
-                launched = self._run(spec, offer, resources, image, subnet, count, timeout, user_data)
+                launched = _run(spec, offer, plan, count)
             except NoCapacityError as exc:
                 refused.append(f"{offer.instance_type} ({'spot' if offer.spot else 'on-demand'}): {exc.code}")
                 continue
@@ -266,38 +267,6 @@ class AWS:
             + "; ".join(refused) + ". Try another region, a different accelerator or allocation, or later",
             "InsufficientInstanceCapacity",
         )
-
-    def _run(
-        self, spec: Spec, offer: Offer, resources: machines.PoolResources, image: str, subnet: str, count: int,
-        timeout: float, user_data: str,
-    ) -> list[machines.Launched]:
-        """``count`` running instances of ``offer`` (a spot share mixes in on-demand ones
-        when spot capacity is short); NoCapacityError when EC2 cannot."""
-        try:
-            return self._launch_group(resources, offer.instance_type, image, subnet, count, offer.spot, timeout, user_data)
-        except NoCapacityError:
-            if not (offer.spot and isinstance(spec.allocation, float)):
-                raise
-        spot = minimum_spot(spec.allocation, count)
-        started = self._launch_group(resources, offer.instance_type, image, subnet, spot, True, timeout, user_data)
-        return started + self._launch_group(
-            resources, offer.instance_type, image, subnet, count - spot, False, timeout, user_data
-        )
-
-    def _launch_group(
-        self, resources: machines.PoolResources, instance_type: str, image: str, subnet: str, count: int, spot: bool,
-        timeout: float, user_data: str,
-    ) -> list[machines.Launched]:
-        if count == 0:
-            return []
-        ids = machines.run_instances(resources, instance_type, image, count, spot, subnet, user_data)
-        try:
-            return machines.wait_running(resources.region, ids, timeout)
-        except AWSError as exc:
-            if spot and "ended while starting" in str(exc):  # EC2 took the spot capacity back
-                client("ec2", resources.region).terminate_instances(InstanceIds=ids)
-                raise NoCapacityError(str(exc), "SpotCapacityReclaimed") from exc
-            raise
 
     def _handle(self, resources: machines.PoolResources, offer: Offer, node: machines.Launched) -> NodeHandle:
         address = node.private_ip if self.use_private_ip else node.public_ip
@@ -349,6 +318,47 @@ class AWS:
                 f"could not learn this machine's public address from {PUBLIC_ADDRESS_URL} ({exc}), which the "
                 "pool's security group admits for SSH; pass sky.AWS(ssh_cidr='x.x.x.x/32')"
             ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How the pool's instances are started: everything but their count and market."""
+
+    resources: machines.PoolResources
+    instance_type: str
+    image: str
+    subnet: str
+    timeout: float
+    user_data: str
+    disk: tuple[str, int] | None
+
+
+def _run(spec: Spec, offer: Offer, plan: _Plan, count: int) -> list[machines.Launched]:
+    """``count`` running instances of ``offer`` (a spot share mixes in on-demand ones
+    when spot capacity is short); NoCapacityError when EC2 cannot."""
+    try:
+        return _launch_group(plan, count, offer.spot)
+    except NoCapacityError:
+        if not (offer.spot and isinstance(spec.allocation, float)):
+            raise
+    spot = minimum_spot(spec.allocation, count)
+    return _launch_group(plan, spot, True) + _launch_group(plan, count - spot, False)
+
+
+def _launch_group(plan: _Plan, count: int, spot: bool) -> list[machines.Launched]:
+    if count == 0:
+        return []
+    region = plan.resources.region
+    ids = machines.run_instances(
+        plan.resources, plan.instance_type, plan.image, count, spot, plan.subnet, plan.user_data, plan.disk
+    )
+    try:
+        return machines.wait_running(region, ids, plan.timeout)
+    except AWSError as exc:
+        if spot and "ended while starting" in str(exc):  # EC2 took the spot capacity back
+            client("ec2", region).terminate_instances(InstanceIds=ids)
+            raise NoCapacityError(str(exc), "SpotCapacityReclaimed") from exc
+        raise
 
 
 def _offer(kind: InstanceType, price: float, spot: bool, region: str, ondemand: float | None) -> Offer:

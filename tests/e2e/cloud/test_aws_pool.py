@@ -67,7 +67,7 @@ def subnet(machines: Machines) -> str:
 def test_a_three_node_pool_runs_and_leaves_nothing(aws: AWSEmulator, machines: Machines, subnet: str) -> None:
     provisioned: list[sky.InstanceProvisioned] = []
     costs: list[sky.CostFinal] = []
-    pool = sky.Compute(provider=provider(subnet), nodes=3, options=OPTIONS)
+    pool = sky.Compute(provider=provider(subnet), nodes=3, disk_gb=20, region="us-east-1", options=OPTIONS)
     pool.on(sky.InstanceProvisioned, provisioned.append)
     pool.on(sky.CostFinal, costs.append)
     with pool:
@@ -82,6 +82,8 @@ def test_a_three_node_pool_runs_and_leaves_nothing(aws: AWSEmulator, machines: M
         addresses = {address for _, address in where() @ pool}
         assert addresses <= {host.address for host in machines.hosts.values()}
     assert leftovers(aws, pool.id) == NOTHING
+    started = aws.run_requests[-1]  # Spec.disk_gb: the root volume's size
+    assert started["BlockDeviceMapping.1.Ebs.VolumeSize"] == "20" and started["BlockDeviceMapping.1.DeviceName"]
     assert {(e.provider, e.instance_type, e.spot) for e in provisioned} == {("aws", "t3.medium", True)}
     assert all(e.price_spot == pytest.approx(0.0125 * 0.96) and e.price_on_demand == pytest.approx(0.0416) for e in provisioned)
     assert costs and costs[0].hourly_rate == pytest.approx(3 * 0.0125 * 0.96) and costs[0].spot_count == 3
