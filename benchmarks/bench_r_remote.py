@@ -180,7 +180,8 @@ def _dask(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[flo
     out: dict[str, list[float]] = {m: [] for m in METRICS}
     with SSHCluster(
         [hosts[0], *hosts], connect_options=connect, remote_python=python,
-        worker_options={"nthreads": 1, "nworkers": 1}, scheduler_options={"port": 0, "dashboard_address": None},
+        worker_options={"nthreads": 1, "nworkers": 1},
+        scheduler_options={"port": 0, "dashboard_address": None, "host": hosts[0]},
     ) as cluster, Client(cluster) as client:
         client.wait_for_workers(3, timeout=120)
         workers = sorted(client.scheduler_info()["workers"])
