@@ -120,6 +120,18 @@ def efficiency(rows: Sequence[Row]) -> Verdict:
     return ("not measured", None) if value is None else (f"{value:.0%}", value >= 0.85)
 
 
+def flat_curve(rows: Sequence[Row]) -> Verdict:
+    """X: the largest point of the futures and map series against a moderate one."""
+    pairs = (("futures = 50,000", "futures = 1,000"), ("map items = 1,000,000", "map items = 10,000"))
+    ratios = []
+    for large, small in pairs:
+        big, little = find(rows, "X", f"skyward per call, {large}"), find(rows, "X", f"skyward per call, {small}")
+        if big is None or little is None:
+            return "not measured", None
+        ratios.append(big["median_s"] / little["median_s"])
+    return ", ".join(f"{r:.2f}x" for r in ratios), all(r <= 1.5 for r in ratios)
+
+
 TARGETS = (
     Target("B1-actor", "`>>` round trip ≤ 1.3x a raw Ray actor call",
            at_most_times("B1", "skyward", "Ray actor call", 1.3)),
@@ -159,6 +171,8 @@ TARGETS = (
            at_most_times("R", "skyward broadcast", "Ray (driver on host 0) broadcast", 1.2)),
     Target("R-warm", "warm open of an SSH pool of 3 hosts ≤ 3 s (issue 17)", at_most("S1", "3 hosts warm start", 3.0)),
     Target("R-cold", "cold open of an SSH pool of 3 hosts ≤ 15 s (issue 17)", at_most("S1", "3 hosts cold start", 15.0)),
+    Target("X-flat", "per-call cost flat as the work grows: 50,000 futures ≤ 1.5x 1,000, 1,000,000 map items per item ≤ 1.5x 10,000 (issue 17)",
+           flat_curve),
     Target("H1", "per-task cost of 50,000 `>` futures ≤ 1.5x that of 1,000 (issue 11)",
            at_most_times("H1", "skyward 50,000", "skyward 1,000", 1.5)),
     Target("H2", "streamed map of 1 GiB of results: client peak memory ≤ 256 MiB (issue 11)",
