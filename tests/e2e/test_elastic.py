@@ -8,7 +8,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 

@@ -39,8 +39,8 @@ from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.head_relay import RelayConfig
 from skyward.providers.ssh.image_script import Artifacts, index_urls, render, requirement_name
 from skyward.providers.ssh.loop import LoopThread
-from skyward.providers.ssh.versions import report
 from skyward.providers.ssh.membership import Machines, RemoteMembership
+from skyward.providers.ssh.versions import report
 from skyward.storage import pool_volumes
 from skyward.storage.mount import MOUNT_TIMEOUT_S
 from skyward.storage.pool_volumes import NodeVolume
