@@ -264,7 +264,12 @@ SPEC_FIELDS = tuple(f.name for f in fields(Spec))
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """How the pool behaves: selection, worker slots, timeouts, console, logging, cluster.
+    """How the pool behaves: selection, worker slots, timeouts, console, logging, cluster,
+    and the life of its nodes (docs/elastic.md): ``autoscale_cooldown`` (seconds between
+    scaling in opposite directions), ``autoscale_idle_timeout`` (seconds a node sits idle
+    before it may leave), ``reconcile_tick_interval`` (seconds between comparisons of the
+    nodes wanted and those there), ``retry_on_interruption`` (runs again of a request
+    whose node was lost to the infrastructure) and ``health_checker``.
 
     ``default_compute_timeout`` and ``shutdown_timeout`` may be ``math.inf`` (no limit);
     the provisioning timeouts must be finite. NaN is refused everywhere."""
