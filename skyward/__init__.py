@@ -37,7 +37,9 @@ from skyward.api.errors import (
     NoActivePoolError,
     NoAvailableProviderError,
     NodeCrashedError,
+    NodeRemovedError,
     PoolClosedError,
+    PreemptedError,
     RemoteError,
     RemoteTraceback,
     SkywardError,
@@ -51,6 +53,7 @@ from skyward.api.function import (
     function,
     gather,
 )
+from skyward.api.health import HealthChecker
 from skyward.api.instance import (
     AcceleratorInfo,
     InstanceInfo,
@@ -79,10 +82,12 @@ from skyward.observe import metrics
 from skyward.observe.bus import compose, emit, use_callback
 from skyward.observe.events import (
     BootstrapPhase,
+    BroadcastStarted,
     ClusterDestroyed,
     ClusterProvisioned,
     ClusterReady,
     ClusterRequested,
+    ClusterResized,
     CostFinal,
     CostUpdate,
     Error,
@@ -124,6 +129,7 @@ __all__ = [
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
     "S3Volume", "Storage", "Volume", "storage",
+    "BroadcastStarted", "ClusterResized", "HealthChecker", "NodeRemovedError", "PreemptedError",
 ]
 
 

@@ -6,8 +6,10 @@ role httpx's MockTransport plays for httpx).
 Faults are scripted per node: ``fail_next(node, error)`` makes the next call to that
 node raise a ``TransportError`` after it reached the node; ``hold(node)`` makes calls to
 it wait until ``release(node)``. ``FakeProvider`` turns it into a pool
-(``sky.Compute(provider=FakeProvider(), nodes=4)``), used by ``pytest --provider fake``.
-Its pools have no distributed collections, metrics or process executor.
+(``sky.Compute(provider=FakeProvider(), nodes=4)``), used by ``pytest --provider fake``;
+its clusters have a ``FakeMembership`` (nodes join after ``join_delay`` seconds, and
+``lose(node)`` plays a node lost to the infrastructure). Its pools have no distributed
+collections, metrics or process executor.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -25,10 +28,10 @@ import skyward as sky
 from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo, current_task
 from skyward.api.output import TaskStream
 from skyward.engine.events import EventBatch, EventFeed
-from skyward.engine.transport import NoReply, Shared, TransportError
+from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
 from skyward.engine.wire import Payload, encode
 from skyward.node.agent import AgentSetup, NodeRunner
-from skyward.providers.base import Cluster, NodeHandle, Offer
+from skyward.providers.base import Cluster, Joined, Loss, NodeHandle, Offer
 
 POLL_WAIT = 0.05
 
@@ -36,21 +39,18 @@ POLL_WAIT = 0.05
 class FakeTransport:
     """Calls in-process ``NodeRunner``s; ``runners[i]`` is node ``i``."""
 
-    def __init__(self, runners: list[NodeRunner], threads: int) -> None:
-        self.runners = runners
+    def __init__(self, runners: list[NodeRunner] | dict[int, NodeRunner], threads: int) -> None:
+        self.runners: dict[int, NodeRunner] = dict(enumerate(runners)) if isinstance(runners, list) else runners
         self._threads = ThreadPoolExecutor(threads, "fake-node")
         self._faults: dict[int, TransportError] = {}
-        self._gates = {node: threading.Event() for node in range(len(runners))}
-        for gate in self._gates.values():
-            gate.set()
+        self._gates: dict[int, threading.Event] = {}
+        self._gone: dict[int, asyncio.Future[str]] = {}
+        self._left: dict[int, str] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._keys = itertools.count()
         self._stop = threading.Event()
         self._events: threading.Thread | None = None
         self.calls: list[int] = []
-
-    @property
-    def nodes(self) -> int:
-        return len(self.runners)
 
     @property
     def can_call_now(self) -> bool:
@@ -62,12 +62,25 @@ class FakeTransport:
 
     def hold(self, node: int) -> None:
         """Calls to ``node`` wait (up to 30 s) until ``release(node)``."""
-        self._gates[node].clear()
+        self._gate(node).clear()
 
     def release(self, node: int) -> None:
-        self._gates[node].set()
+        self._gate(node).set()
+
+    def attach(self, node: int, runner: NodeRunner) -> None:
+        """Node ``node`` joins with ``runner``."""
+        self._left.pop(node, None)
+        self.runners[node] = runner
+
+    def detach(self, node: int, reason: str) -> None:
+        self._left[node] = reason
+        self.runners.pop(node, None)
+        gone = self._gone.pop(node, None)
+        if gone is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(lambda: gone.done() or gone.set_result(reason))
 
     def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
+        self._loop = loop
         self._events = threading.Thread(target=self._poll, args=(feed,), name="fake-events", daemon=True)
         self._events.start()
 
@@ -76,11 +89,14 @@ class FakeTransport:
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         body = payload.handle if isinstance(payload, Shared) else payload
-        future = asyncio.get_running_loop().run_in_executor(self._threads, self._run, node, body)
-        try:
-            return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            raise NoReply(node, "no answer in time") from None
+        reply = asyncio.get_running_loop().run_in_executor(self._threads, self._run, node, body)
+        gone = self._gone.setdefault(node, asyncio.get_running_loop().create_future())
+        done, _ = await asyncio.wait({reply, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if reply in done:
+            return reply.result()
+        if gone in done:
+            raise NodeLost(node, gone.result())
+        raise NoReply(node, "no answer in time")
 
     async def share(self, payload: Payload) -> Shared:
         return Shared(next(self._keys), payload)
@@ -94,10 +110,20 @@ class FakeTransport:
             self._events.join(5)
         self._threads.shutdown(wait=False, cancel_futures=True)
 
+    def _gate(self, node: int) -> threading.Event:
+        gate = self._gates.get(node)
+        if gate is None:
+            gate = self._gates[node] = threading.Event()
+            gate.set()
+        return gate
+
     def _run(self, node: int, payload: Payload) -> Payload:
         self.calls.append(node)
-        self._gates[node].wait(30)
-        reply = self.runners[node].execute(payload)
+        runner = self.runners.get(node)
+        if runner is None:
+            raise NodeLost(node, self._left.get(node, f"node {node} is not part of the pool"))
+        self._gate(node).wait(30)
+        reply = runner.execute(payload)
         fault = self._faults.pop(node, None)
         if fault is not None:
             raise fault
@@ -105,18 +131,85 @@ class FakeTransport:
 
     def _poll(self, feed: EventFeed) -> None:
         while not self._stop.is_set():
-            for node, runner in enumerate(self.runners):
+            for node, runner in list(self.runners.items()):
                 batch = EventBatch.decode(runner.take_events(0.0))
                 if batch.events or batch.dropped:
                     feed.submit(node, batch)
             time.sleep(POLL_WAIT)
-        for node, runner in enumerate(self.runners):
+        for node, runner in list(self.runners.items()):
             feed.submit(node, EventBatch.decode(runner.take_events(0.0)))
+
+
+def fake_info(node: int, count: int, pool_id: str = "job") -> InstanceInfo:
+    """Node ``node``'s place in a fake pool of ``count`` nodes."""
+    peers = [PeerInfo(rank, "127.0.0.1") for rank in range(count)]
+    return InstanceInfo(node, 0, count, 1, 0.0, 0.0, "127.0.0.1", 0, pool_id, peers, None, NetworkInfo("lo"))
+
+
+class FakeMembership:
+    """Nodes of a fake cluster join (after ``join_delay`` seconds) and leave; ``lose``
+    reports a node lost to the infrastructure, as a cloud's spot interruption would;
+    ``capacity`` caps the nodes (None: no cap)."""
+
+    def __init__(
+        self, transport: FakeTransport, worker: sky.Worker, pool_id: str, join_delay: float, capacity: int | None,
+        on_runner: Callable[[NodeRunner], None],
+    ) -> None:
+        self.transport = transport
+        self.added: list[int] = []
+        self.removed: list[int] = []
+        self._worker = worker
+        self._pool_id = pool_id
+        self._join_delay = join_delay
+        self._capacity = capacity
+        self._on_runner = on_runner
+        self._watchers: list[Callable[[Loss], None]] = []
+        self._found: list[Loss] = []
+
+    def capacity(self) -> int | None:
+        return self._capacity
+
+    def add(self, node: int) -> Joined:
+        time.sleep(self._join_delay)
+        runner = NodeRunner(AgentSetup(fake_info(node, node + 1, self._pool_id), self._worker, ".", (), {}, (), None))
+        self._on_runner(runner)
+        self.transport.attach(node, runner)
+        self.added.append(node)
+        return Joined(NodeHandle(f"{self._pool_id}-{node}-{len(self.added)}", "127.0.0.1", instance_type="fake"), runner.info)
+
+    def remove(self, node: int) -> None:
+        runner = self.transport.runners.get(node)
+        self.transport.detach(node, f"node {node} was removed")
+        if runner is not None:
+            runner.shutdown()
+        self.removed.append(node)
+
+    def watch(self, lost: Callable[[Loss], None]) -> None:
+        self._watchers.append(lost)
+
+    def check(self) -> list[Loss]:
+        found, self._found = self._found, []
+        return found
+
+    def lose(self, node: int, reason: str = "the machine vanished", preempted: bool = True, pushed: bool = True) -> None:
+        """Node ``node`` is gone: reported at once (``pushed``) or at the next check."""
+        runner = self.transport.runners.get(node)
+        if runner is not None:
+            runner.shutdown()
+        loss = Loss(node, reason, preempted)
+        if pushed:
+            for watcher in self._watchers:
+                watcher(loss)
+        else:
+            self._found.append(loss)
 
 
 class _NoCollections:
     def engine(self) -> Any:
         raise NotImplementedError("the fake cluster has no distributed collections")
+
+    def membership_changed(self, left: int | None, reason: str) -> None:
+        pass
 
     def release(self) -> None:
         pass
@@ -128,7 +221,10 @@ class FakeProvider:
 
     name: ClassVar[str] = "fake"
     priced: ClassVar[bool] = False
+    resizable: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset()
+    join_delay: float = 0.0
+    capacity: int | None = None
 
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
         if options.resolved_worker.resolved_executor != "thread":
@@ -143,42 +239,44 @@ class FakeProvider:
         return None
 
     def launch(self, spec: sky.Spec, options: sky.Options, pool_id: str) -> Cluster:
-        count = spec.node_count.desired
+        count = spec.node_count.floor
         worker = options.resolved_worker
-        peers = [PeerInfo(node, "127.0.0.1") for node in range(count)]
-        infos = tuple(
-            InstanceInfo(node, 0, count, 1, 0.0, 0.0, "127.0.0.1", 0, pool_id, peers, None, NetworkInfo("lo"))
-            for node in range(count)
-        )
-        runners = [NodeRunner(AgentSetup(info, worker, ".", (), {}, (), None)) for info in infos]
-        streams = _Output(runners)
-        transport = FakeTransport(runners, count * worker.slots + 4)
+        infos = tuple(fake_info(node, count, pool_id) for node in range(count))
+        runners = {info.node: NodeRunner(AgentSetup(info, worker, ".", (), {}, (), None)) for info in infos}
+        transport = FakeTransport(runners, spec.node_count.ceiling * worker.slots + 4)
+        streams = _Output(transport.runners)
+        membership = FakeMembership(transport, worker, pool_id, self.join_delay, self.capacity, streams.watch)
         nodes = tuple(NodeHandle(f"{pool_id}-{i}", "127.0.0.1", instance_type="fake") for i in range(count))
 
         def stop() -> None:
-            for runner in runners:
+            for runner in list(transport.runners.values()):
                 runner.shutdown()
             streams.restore()
 
-        return Cluster(nodes, infos, transport, encode, _NoCollections(), stop)
+        return Cluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
 
 
 class _Output:
     """Task output of the in-process nodes: ``sys.stdout``/``sys.stderr`` route each line
     to the node running the task (elsewhere, to the original streams)."""
 
-    def __init__(self, runners: list[NodeRunner]) -> None:
+    def __init__(self, runners: dict[int, NodeRunner]) -> None:
         self._saved = (sys.stdout, sys.stderr)
         self._runners = runners
         self._streams = [TaskStream("stdout", sys.stdout, self._line), TaskStream("stderr", sys.stderr, self._line)]
         sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
-        for runner in runners:
-            runner.on_task_end(self._flush)
+        for runner in runners.values():
+            self.watch(runner)
+
+    def watch(self, runner: NodeRunner) -> None:
+        """Route the output of ``runner``'s tasks too."""
+        runner.on_task_end(self._flush)
 
     def _line(self, stream: str, line: str) -> None:
         task = current_task()
-        if task is not None:
-            self._runners[task.info.node].line(task.task_id, stream, line)
+        runner = self._runners.get(task.info.node) if task is not None else None
+        if task is not None and runner is not None:
+            runner.line(task.task_id, stream, line)
 
     def _flush(self, task_id: str) -> None:
         for stream in self._streams:

@@ -19,7 +19,10 @@ class NoActivePoolError(SkywardError, RuntimeError):
 class NodeCrashedError(SkywardError, RuntimeError):
     """The process running a task died (os._exit, a signal, a segfault, out of memory).
 
-    The node's agent is replaced and the pool keeps working; the task is not retried.
+    The node's agent is replaced and the pool keeps working. A task whose own process
+    ended it (os._exit, a crash, running out of memory) is not retried; a task whose
+    node was lost to the infrastructure is retried (``Options.retry_on_interruption``)
+    and raises ``PreemptedError`` when every attempt was lost.
     """
 
     def __init__(self, message: str, node: int, item: int | None = None) -> None:
@@ -28,6 +31,22 @@ class NodeCrashedError(SkywardError, RuntimeError):
         self.item = item
         """For a map: the index of the item that was running (the first unfinished one of
         its chunk when the agent process itself died), else None."""
+
+
+class PreemptedError(NodeCrashedError):
+    """A task's node was lost to the infrastructure (a spot interruption, a machine or
+    agent process gone) on every one of its attempts: ``attempts`` runs, that is
+    ``Options.retry_on_interruption`` retries, all ended that way. Catch it to handle
+    lost capacity; it is a ``NodeCrashedError`` too."""
+
+    def __init__(self, message: str, node: int, item: int | None = None, attempts: int = 1) -> None:
+        super().__init__(message, node, item)
+        self.attempts = attempts
+
+
+class NodeRemovedError(SkywardError, RuntimeError):
+    """Work pinned to a node (``pool.run(..., target=i)``) cannot run: the pool no longer
+    has that node (it scaled down or was resized below it)."""
 
 
 class RemoteError(SkywardError):

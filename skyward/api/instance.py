@@ -11,7 +11,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skyward.api.validation import check_flag
@@ -83,6 +83,23 @@ class InstanceInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class MembershipView:
+    """The pool's membership as the client saw it at ``epoch``: what a node's
+    ``InstanceInfo`` says about the others (its own rank never changes)."""
+
+    epoch: int
+    total_nodes: int
+    peers: tuple[PeerInfo, ...]
+    total_accelerators: float
+
+    def applied(self, info: InstanceInfo) -> InstanceInfo:
+        """``info`` with this membership."""
+        return replace(
+            info, total_nodes=self.total_nodes, peers=list(self.peers), total_accelerators=self.total_accelerators
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TaskContext:
     """What a running task knows about itself."""
 
@@ -96,7 +113,8 @@ _task: ContextVar[TaskContext | None] = ContextVar("skyward_task", default=None)
 
 
 def install_node_info(info: InstanceInfo) -> None:
-    """Called once by a node agent (or executor process) to record where it runs."""
+    """Called by a node agent (or executor process) to record where it runs, at start
+    and when the pool's membership changed."""
     global _node_info
     _node_info = info
 

@@ -1,12 +1,13 @@
-"""No option without an effect: ``Options`` fields that no Spec of a pool can honour, and
-``Nodes`` forms whose feature is not built yet, are refused when the pool is made,
-naming the field.
+"""No option without an effect: ``Options`` fields and ``Nodes`` forms that no Spec of a
+pool can honour are refused when the pool is made, naming the field.
 
 Most fields act on the engine and so on every pool. A few act only where a provider has
 a use for them (``ssh_timeout`` on machines reached over SSH, ...): each provider lists
 those in ``options_used``, and such a field set to anything but its default must be used
 by at least one of the pool's providers (a local spec may fall back to an SSH one that
-uses it). Fields whose feature is not built yet are refused whatever the provider.
+uses it). Fields and node counts that change a running pool's nodes (autoscaling,
+partial readiness, health checks, ``pool.resize``) need a provider whose clusters can
+add and remove nodes (``Provider.resizable``).
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from typing import Any
 from skyward.api.spec import Options, Spec
 
 PROVIDER_SPECIFIC = ("ssh_timeout", "bootstrap_timeout", "ssh_retry_interval")
-NOT_BUILT = {
-    "autoscale_cooldown": "elastic pools (autoscaling) are not implemented yet",
-    "autoscale_idle_timeout": "elastic pools (autoscaling) are not implemented yet",
-    "reconcile_tick_interval": "elastic pools (autoscaling) are not implemented yet",
-    "retry_on_interruption": "retrying tasks of lost nodes is not implemented yet",
-    "health_checker": "health checks are not implemented yet",
-}
+NEEDS_MEMBERSHIP = ("autoscale_cooldown", "autoscale_idle_timeout", "reconcile_tick_interval", "health_checker")
 _DEFAULTS = Options()
+
+
+def resizable(spec: Spec) -> bool:
+    """Whether ``spec``'s provider can add and remove nodes of a running pool."""
+    return bool(getattr(spec.provider, "resizable", False))
 
 
 def check_options(specs: tuple[Spec, ...], options: Options) -> None:
@@ -33,28 +33,36 @@ def check_options(specs: tuple[Spec, ...], options: Options) -> None:
         value: Any = getattr(options, field.name)
         if value == getattr(_DEFAULTS, field.name):
             continue
-        if field.name in NOT_BUILT:
-            raise ValueError(f"Options.{field.name}={value!r} is not valid: {NOT_BUILT[field.name]}; remove it")
         if field.name in PROVIDER_SPECIFIC and not any(field.name in spec.provider.options_used for spec in specs):
             names = ", ".join(sorted({spec.provider.name for spec in specs}))
             raise ValueError(
                 f"Options.{field.name}={value!r} has no effect on this pool's provider(s) ({names}): it applies "
                 "to machines reached over SSH; remove it"
             )
+        if field.name in NEEDS_MEMBERSHIP and not any(resizable(spec) for spec in specs):
+            names = ", ".join(sorted({spec.provider.name for spec in specs}))
+            raise ValueError(
+                f"Options.{field.name}={value!r} has no effect on this pool's provider(s) ({names}): they cannot "
+                "add or replace nodes of a running pool; remove it"
+            )
 
 
 def check_nodes(specs: tuple[Spec, ...]) -> None:
-    """NotImplementedError for node counts no provider honours yet: elastic pools (a
-    ``max`` above ``desired``) and partial readiness (a ``min`` below it)."""
+    """ValueError for a node count that changes while the pool runs (a ``min`` below
+    ``desired``, a ``max`` above it) on a provider that cannot add or remove nodes."""
     for spec in specs:
-        nodes = spec.node_count
-        if nodes.elastic:
-            raise NotImplementedError(
-                f"Spec.nodes={spec.nodes!r}: elastic pools (a max above desired) are not implemented yet; "
-                "use a fixed node count"
+        if spec.node_count.elastic and not resizable(spec):
+            raise ValueError(
+                f"Spec.nodes={spec.nodes!r} is not valid for sky.{type(spec.provider).__name__}(): its pools cannot "
+                "add or remove nodes while they run (elastic pools, partial readiness, scale to zero); use a "
+                "fixed count"
             )
-        if nodes.min is not None and nodes.min < nodes.desired:
-            raise NotImplementedError(
-                f"Spec.nodes={spec.nodes!r}: partial readiness (Nodes.min below desired) is not implemented yet; "
-                "leave min unset"
-            )
+
+
+def check_resizable(spec: Spec, what: str) -> None:
+    """NotImplementedError naming ``what`` when ``spec``'s provider cannot resize a pool."""
+    if not resizable(spec):
+        raise NotImplementedError(
+            f"{what}: sky.{type(spec.provider).__name__}() pools cannot add or remove nodes while they run; "
+            "open a new pool with the count you need"
+        )

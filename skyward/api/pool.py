@@ -25,13 +25,15 @@ from skyward.api.context import NESTED_DISPATCH
 from skyward.api.errors import AllProvidersFailedError, NoAvailableProviderError, PoolClosedError
 from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.api.instance import current_task
-from skyward.api.option_checks import check_nodes, check_options
-from skyward.api.spec import Options, Spec
+from skyward.api.option_checks import check_nodes, check_options, check_resizable
+from skyward.api.spec import Nodes, Options, Spec
 from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
-from skyward.engine.driver import CHUNKS_PER_SLOT, NOT_NOW, ClusterDriver
+from skyward.engine.driver import CHUNKS_PER_SLOT, Again, ClusterDriver
 from skyward.engine.events import EventFeed
+from skyward.engine.members import Members
+from skyward.engine.reconciler import Hooks, Reconciler
 from skyward.engine.window import ChunkWindow
 from skyward.observe import log_setup
 from skyward.observe.bus import EventBus
@@ -49,7 +51,7 @@ from skyward.observe.events import (
     InstanceProvisioned,
 )
 from skyward.observe.progress import ProgressTracker, guided_chunks
-from skyward.providers.base import Cluster, with_default_storage
+from skyward.providers.base import Cluster, NodeHandle, pricing, with_default_storage
 
 STREAM_WINDOW = 2
 """Chunks per task slot that a streamed map keeps in flight or waiting to be read."""
@@ -78,6 +80,8 @@ class Pool(PoolCollections):
         self._loop_thread: threading.Thread | None = None
         self._cluster: Cluster | None = None
         self._driver: ClusterDriver | None = None
+        self._reconciler: Reconciler | None = None
+        self._members: Members | None = None
         self._feed: EventFeed | None = None
         self._console: Console | None = None
         self._logging: log_setup.LogSession | None = None
@@ -195,31 +199,52 @@ class Pool(PoolCollections):
                 attempt += 1
 
     def _start_driver(self, cluster: Cluster, duration: float) -> None:
-        """Report the nodes, then connect the one driver to the cluster's transport."""
-        assert self._loop is not None
+        """Report the nodes, then connect the one driver to the cluster's transport and,
+        for a cluster that can change, start reconciling its nodes."""
+        assert self._loop is not None and self.spec is not None
         count = len(cluster.infos)  # a provider may give more (sky.Ray: every alive node)
         self._bus.emit(ClusterProvisioned(self.name, count, duration))
         self._cost = CostMeter(cluster.pricing, self._bus.emit).start()
         for phase in cluster.phases:
             self._bus.emit(BootstrapPhase(phase.name, phase.seconds, phase.node))
-        assert self.spec is not None
-        priced = self.spec.provider.priced
         for info, node in zip(cluster.infos, cluster.nodes):
-            ondemand = node.ondemand_price if node.ondemand_price is not None else node.hourly_price
-            self._bus.emit(InstanceProvisioned(
-                info.node, node.id, node.address, node.spot, self.spec.provider.name, node.instance_type,
-                ondemand if priced else None, node.hourly_price if priced and node.spot else None,
-            ))
-            self._bus.emit(InstanceBootstrapped(info.node, node.id, duration))
+            self._announce(info.node, node, duration)
         self._feed = EventFeed(self._bus.emit, lambda message: self._bus.emit(Error(message)))
         cluster.transport.open(self._loop, self._feed)
+        nodes = self.spec.node_count
         self._driver = ClusterDriver(
             cluster.transport, cluster.encode, self.options.resolved_worker, self.options.default_compute_timeout,
             self._bus.emit, self._bus.wants, self._feed.wait_delivered, self._loop,
+            [info.node for info in cluster.infos], self.options.retry_on_interruption, nodes.ceiling,
         )
+        self._members = Members(cluster.nodes, cluster.infos)
+        if cluster.membership is not None:
+            hooks = Hooks(
+                self._bus.emit, self._bus.wants, self._announce, cluster.collections.membership_changed, self._reprice
+            )
+            self._reconciler = Reconciler(
+                self.name, nodes, self.options, self._driver, cluster.transport, cluster.membership, self._members,
+                hooks, self._loop,
+            )
+            self._reconciler.start()
         with self._lock:
             self._state = "open"
         self._bus.emit(ClusterReady(self.name, count, time.monotonic() - self._opened_at))
+
+    def _announce(self, rank: int, node: NodeHandle, duration: float) -> None:
+        """A node is up: what it is, what it costs, how long it took."""
+        assert self.spec is not None
+        priced = self.spec.provider.priced
+        ondemand = node.ondemand_price if node.ondemand_price is not None else node.hourly_price
+        self._bus.emit(InstanceProvisioned(
+            rank, node.id, node.address, node.spot, self.spec.provider.name, node.instance_type,
+            ondemand if priced else None, node.hourly_price if priced and node.spot else None,
+        ))
+        self._bus.emit(InstanceBootstrapped(rank, node.id, duration))
+
+    def _reprice(self, nodes: list[NodeHandle]) -> None:
+        if self._cost is not None:
+            self._cost.reprice(pricing(nodes))
 
     def _ordered_specs(self) -> list[Spec]:
         return selection.order(self.specs, self.options.selection)
@@ -227,6 +252,11 @@ class Pool(PoolCollections):
     def _teardown(self) -> None:
         if self._driver is not None:
             self._driver.close()
+        if self._reconciler is not None:
+            try:
+                self._reconciler.stop()
+            except Exception as exc:  # report, keep tearing down
+                self._bus.emit(Error(f"teardown: stopping the pool's membership: {exc}"))
         cluster = self._cluster
         if cluster is not None:
             cluster.transport.close()
@@ -238,8 +268,12 @@ class Pool(PoolCollections):
                 cluster.stop()
             except Exception as exc:  # report, keep tearing down
                 self._bus.emit(Error(f"teardown: {exc}"))
-            for info, node in zip(cluster.infos, cluster.nodes):
-                self._bus.emit(InstanceDestroyed(info.node, node.id))
+            members = self._members
+            ranks = members.ranks() if members is not None else []
+            for rank in ranks:
+                member = members.get(rank) if members is not None else None
+                if member is not None:
+                    self._bus.emit(InstanceDestroyed(rank, member.handle.id))
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             if self._loop_thread is not None:
@@ -252,7 +286,7 @@ class Pool(PoolCollections):
             self._console.close()
         if self._logging is not None:
             self._logging.close()
-        self._cluster = self._driver = self._feed = None
+        self._cluster = self._driver = self._feed = self._reconciler = self._members = None
         if self._holds_sigterm:
             self._holds_sigterm = False
             interrupt.release()
@@ -302,11 +336,13 @@ class Pool(PoolCollections):
         node: "head" or a rank."""
         _check_pending(pending, ">>")
         driver = self._require_driver()
+        lost = 0
         if not self._on_loop_thread():
             result = driver.run_now(pending, target)
-            if result is not NOT_NOW:
+            if not isinstance(result, Again):
                 return result
-        return self._wait(self._submit(lambda d: d.run(pending, target)))
+            lost = result.lost
+        return self._wait(self._submit(lambda d: d.run(pending, target, lost)))
 
     def _on_loop_thread(self) -> bool:
         return threading.current_thread() is self._loop_thread
@@ -377,7 +413,7 @@ class Pool(PoolCollections):
             return self._wait(self._submit(lambda d: d.map(pending, values)))
 
     def _map_plan(self, driver: ClusterDriver, count: int) -> Iterator[int]:
-        return guided_chunks(count, driver.nodes * self.options.resolved_worker.slots, CHUNKS_PER_SLOT)
+        return guided_chunks(count, driver.capacity, CHUNKS_PER_SLOT)
 
     def _map_stream(self, driver: ClusterDriver, pending: PendingFunction[Any], values: list[Any]) -> Iterator[Any]:
         """Yield results in input order as chunks arrive; a result is dropped here once
@@ -386,7 +422,7 @@ class Pool(PoolCollections):
         if not values:
             return
         assert self._loop is not None
-        window = ChunkWindow(STREAM_WINDOW * driver.nodes * self.options.resolved_worker.slots, self._loop)
+        window = ChunkWindow(STREAM_WINDOW * driver.capacity, self._loop)
         arrived: queue.SimpleQueue[tuple[int, list[Any]] | None] = queue.SimpleQueue()
         with self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))):
             future = self._submit(
@@ -413,14 +449,24 @@ class Pool(PoolCollections):
                 future.cancel()
 
     def current_nodes(self) -> int:
-        """How many nodes are ready now."""
+        """How many nodes take work right now (live: it follows nodes joining, leaving
+        and being replaced)."""
         return self._driver.nodes if self._driver is not None else 0
 
-    def resize(self, nodes: Any) -> None:
-        """Change the node count at run time: not implemented yet."""
-        raise NotImplementedError(
-            "pool.resize() is not implemented yet: pools keep the node count they were opened with"
-        )
+    def resize(self, nodes: int | tuple[int, int] | Nodes) -> None:
+        """Change the node count while the pool runs; returns at once (nodes join or
+        leave in the background: watch ``current_nodes()`` or ``ClusterResized``).
+
+        ``resize(n)`` sets ``desired`` to ``n`` and keeps ``min`` and ``max`` as they were
+        (widened to include ``n``; unset, they follow ``n``, so a fixed pool stays fixed
+        at ``n``). ``resize(sky.Nodes(...))`` or ``resize((low, high))`` replaces all
+        three. Nodes leave from the highest rank, after their running tasks finish."""
+        reconciler = self._reconciler
+        if self._driver is None or self._state != "open" or self.spec is None:
+            raise PoolClosedError(f"pool {self.name} is not open: resize it inside `with sky.Compute(...) as pool:`")
+        check_resizable(self.spec, "pool.resize()")
+        assert reconciler is not None
+        reconciler.resize(_resized(reconciler.nodes, nodes))
 
     def on(self, event_type: type, handler: Callable[[Any], Any]) -> Callable[[], None]:
         """Call ``handler(event)`` for each event of ``event_type``; returns an unsubscribe function."""
@@ -479,6 +525,16 @@ class DetachedPool:
 
     def __lt__(self, other: Any) -> Any:
         raise RuntimeError(NESTED_DISPATCH)
+
+
+def _resized(current: Nodes, nodes: Any) -> Nodes:
+    """``pool.resize``'s argument as the pool's new ``Nodes`` (see ``Pool.resize``)."""
+    if isinstance(nodes, bool) or not isinstance(nodes, int):
+        return Nodes.of(nodes)
+    Nodes.of(nodes)  # validates the count
+    low = None if current.min is None else min(current.min, nodes)
+    high = None if current.max is None else max(current.max, nodes)
+    return Nodes(desired=nodes, min=low, max=high)
 
 
 def _raise_with_early(future: concurrent.futures.Future[Any], early: dict[int, list[Any]]) -> None:

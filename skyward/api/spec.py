@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from skyward.api.accelerators import Accelerator
 from skyward.api.allocation import normalize as normalize_allocation
+from skyward.api.health import HealthChecker
 from skyward.api.validation import (
     as_str_tuple,
     as_tuple,
@@ -48,7 +49,12 @@ class ProviderConfig(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Nodes:
-    """How many nodes: ``desired``; ``min`` ready before work starts; ``max`` for elastic pools."""
+    """How many nodes. ``desired``: the count the pool opens toward and resizes to.
+    ``min``: the fewest it runs with (the floor): the pool is usable once ``min`` nodes
+    are up and keeps growing to ``desired``; idle nodes above the floor are released
+    after ``Options.autoscale_idle_timeout``. ``min=0`` lets the pool idle with no node
+    and wake on demand. ``max``: the most it grows to while tasks wait (the ceiling).
+    Unset, ``min`` and ``max`` are ``desired``: a fixed pool."""
 
     desired: int
     max: int | None = None
@@ -56,7 +62,7 @@ class Nodes:
 
     def __post_init__(self) -> None:
         check_number("Nodes", "desired", self.desired, minimum=1, maximum=MAX_NODES, integer=True)
-        check_number("Nodes", "min", self.min, minimum=1, maximum=MAX_NODES, integer=True, optional=True)
+        check_number("Nodes", "min", self.min, minimum=0, maximum=MAX_NODES, integer=True, optional=True)
         check_number("Nodes", "max", self.max, minimum=1, maximum=MAX_NODES, integer=True, optional=True)
         if self.min is not None and self.min > self.desired:
             raise fail("Nodes", "min", self.min, f"it must be <= desired ({self.desired})")
@@ -78,9 +84,21 @@ class Nodes:
         raise fail("Spec", "nodes", spec, "use an int, a (low, high) tuple or sky.Nodes(...)")
 
     @property
+    def floor(self) -> int:
+        """The fewest nodes: how many must be up before the pool is usable, and the
+        least it scales down to (``min``, else ``desired``)."""
+        return self.desired if self.min is None else self.min
+
+    @property
+    def ceiling(self) -> int:
+        """The most nodes the pool grows to (``max``, else ``desired``)."""
+        return self.desired if self.max is None else self.max
+
+    @property
     def elastic(self) -> bool:
-        """True when the pool may grow beyond ``desired``."""
-        return self.max is not None and self.max > self.desired
+        """True when the node count may change while the pool runs (a floor below
+        ``desired`` or a ceiling above it)."""
+        return self.floor < self.desired or self.ceiling > self.desired
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +264,12 @@ SPEC_FIELDS = tuple(f.name for f in fields(Spec))
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """How the pool behaves: selection, worker slots, timeouts, console, logging, cluster.
+    """How the pool behaves: selection, worker slots, timeouts, console, logging, cluster,
+    and the life of its nodes (docs/elastic.md): ``autoscale_cooldown`` (seconds between
+    scaling in opposite directions), ``autoscale_idle_timeout`` (seconds a node sits idle
+    before it may leave), ``reconcile_tick_interval`` (seconds between comparisons of the
+    nodes wanted and those there), ``retry_on_interruption`` (runs again of a request
+    whose node was lost to the infrastructure) and ``health_checker``.
 
     ``default_compute_timeout`` and ``shutdown_timeout`` may be ``math.inf`` (no limit);
     the provisioning timeouts must be finite. NaN is refused everywhere."""
@@ -268,7 +291,7 @@ class Options:
     logging: LogConfig | bool = True
     cluster: bool | None = None
     retry_on_interruption: int = 3
-    health_checker: Any = None
+    health_checker: HealthChecker | None = None
 
     def __post_init__(self) -> None:
         if not callable(self.selection):
@@ -294,6 +317,11 @@ class Options:
         if self.cluster is not None and not isinstance(self.cluster, bool):
             raise fail("Options", "cluster", self.cluster, "use None, True or False")
         check_number("Options", "retry_on_interruption", self.retry_on_interruption, minimum=0, integer=True)
+        if self.health_checker is not None and not isinstance(self.health_checker, HealthChecker):
+            raise fail(
+                "Options", "health_checker", self.health_checker,
+                "use sky.HealthChecker(check=fn, interval=..., failures=..., warmup=...) or None",
+            )
 
     @property
     def resolved_worker(self) -> Worker:

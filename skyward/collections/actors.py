@@ -255,6 +255,20 @@ class CollectionHost:
         with self._lock:
             self._release_holder(holder, failed)
 
+    def membership_changed(self, left: int | None, reason: str) -> None:
+        """The pool's nodes changed (``left``: the rank of a node that left, or None for
+        one that joined): the holders of the node that left end as failed (its locks are
+        freed, the barriers it joined break, naming ``reason``), and barriers between
+        rounds may be sized anew."""
+        with self._lock:
+            if left is not None:
+                prefix = f"{left}/"
+                for holder in [holder for holder in self._held if holder.startswith(prefix)]:
+                    self._release_holder(holder, True, reason)
+            for (kind, _), entity in self._entities.items():
+                if kind == "barrier":
+                    entity.membership_changed()
+
     # ------------------------------------------------------------------ internals (lock held)
 
     def _entity(self, kind: str, name: str, op: str | None = None, allowed: dict[str, frozenset[str]] | None = None) -> Any:
@@ -305,9 +319,9 @@ class CollectionHost:
                 del self._held[holder]
                 self._leases.drop(holder)
 
-    def _release_holder(self, holder: str, failed: bool) -> None:
+    def _release_holder(self, holder: str, failed: bool, why: str = "") -> None:
         for key in self._held.pop(holder, set()):
-            self._entities[key].holder_gone(holder, failed)
+            self._entities[key].holder_gone(holder, failed, why)
         self._leases.drop(holder)
 
     def _check_forever(self) -> None:

@@ -46,11 +46,15 @@ DISABLED = (
 @dataclass(frozen=True, slots=True)
 class CollectionsConfig:
     """The collections of one pool: ``hosts`` host actors named after ``pool_id``.
-    ``enabled`` is False when the pool runs with ``Options(cluster=False)``."""
+    ``enabled`` is False when the pool runs with ``Options(cluster=False)``.
+    ``placement``: Ray resources (name, amount) each host asks for, to keep them where
+    no node the pool removes can take them (a remote pool's head); empty: spread over
+    the cluster."""
 
     pool_id: str
     hosts: int
     enabled: bool = True
+    placement: tuple[tuple[str, float], ...] = ()
 
     def host_name(self, index: int) -> str:
         """The Ray actor name of host ``index`` (namespace ``NAMESPACE``)."""

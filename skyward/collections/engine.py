@@ -83,6 +83,10 @@ class LocalEngine:
                 if handle is None and lineage.was_created(self.config, index):
                     handle = _existing_host(self.config.host_name(index))
                 if handle is None:
+                    where: dict[str, Any] = (
+                        {"resources": dict(self.config.placement)} if self.config.placement
+                        else {"scheduling_strategy": "SPREAD"}
+                    )
                     handle = _host_class().options(
                         name=self.config.host_name(index),
                         namespace=NAMESPACE,
@@ -91,7 +95,7 @@ class LocalEngine:
                         num_cpus=0,
                         max_restarts=0,
                         max_concurrency=1,
-                        scheduling_strategy="SPREAD",
+                        **where,
                     ).remote(self.config, index)
                     _wait_ready(handle, self.config.host_name(index))
                     self._handles[index] = handle
@@ -133,6 +137,21 @@ class LocalEngine:
                 "this collection belongs to a pool that is closed: its contents are gone. Use "
                 "collections inside `with sky.Compute(...) as pool:`, or open a new pool"
             )
+
+    # ------------------------------------------------------------------ pool
+
+    @_while_open
+    def pool_membership_changed(self, left: int | None, reason: str) -> Steps[None]:
+        """Tell every host that exists that the pool's nodes changed (see
+        ``CollectionHost.membership_changed``); a host that died is skipped."""
+        for index in range(self.hosts):
+            if not lineage.was_created(self.config, index):
+                continue
+            try:
+                handle = self.handle(index)
+            except CollectionUnavailableError:
+                continue
+            yield Wait(handle.membership_changed.remote(left, reason), OP_TIMEOUT, "telling collections of a node change")
 
     # ------------------------------------------------------------------ dict
 
@@ -317,11 +336,11 @@ class LocalEngine:
             )
             if outcome == "done":
                 return index
-            if outcome == "broken":
-                raise BrokenBarrierError(
-                    f"sky.barrier({name!r}) broke while waiting: a participant died, failed or "
-                    "timed out, or reset() was called"
+            if outcome.startswith("broken"):
+                why = outcome.partition(": ")[2] or (
+                    "a participant died, failed or timed out, or reset() was called"
                 )
+                raise BrokenBarrierError(f"sky.barrier({name!r}) broke while waiting: {why}")
             if _passed(deadline):
                 yield from self.call(host, "barrier", name, "abandon", (generation,))
                 raise BrokenBarrierError(

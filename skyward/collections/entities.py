@@ -230,6 +230,7 @@ class BarrierState:
         self._generation = 0
         self._count = 0
         self._broken = False
+        self._why = ""
         self._outcomes: dict[int, str] = {}
         self._participants: set[str] = set()
 
@@ -253,10 +254,10 @@ class BarrierState:
         """Count one arrival; returns ``(generation, index)``. Raises BrokenBarrierError."""
         self.check_parties(parties)
         if self._broken:
-            raise BrokenBarrierError(
-                f"sky.barrier({self._hooks.name!r}) is broken (a participant died, failed or timed "
-                "out, or reset() was called while others waited); call reset() to reuse it"
+            why = self._why or (
+                "a participant died, failed or timed out, or reset() was called while others waited"
             )
+            raise BrokenBarrierError(f"sky.barrier({self._hooks.name!r}) is broken ({why}); call reset() to reuse it")
         generation, index = self._generation, self._count
         self._count += 1
         if self._count == self.parties:
@@ -264,20 +265,24 @@ class BarrierState:
         return generation, index
 
     def await_round(self, generation: int, wait: float) -> str:
-        """"done", "broken", or "waiting" if the round is still open after ``wait`` s."""
+        """"done", "broken" (followed by ": why" when the pool's membership broke it), or
+        "waiting" if the round is still open after ``wait`` s."""
         wait_until(self._hooks.condition, lambda: generation < self._generation or self._broken, wait)
         if generation < self._generation:
             return self._outcomes.get(generation, "done")
-        return "broken" if self._broken else "waiting"
+        if self._broken:
+            return f"broken: {self._why}" if self._why else "broken"
+        return "waiting"
 
     def abandon(self, generation: int) -> None:
         """A waiter of ``generation`` gave up (its timeout): break that round."""
         if generation == self._generation:
             self.break_()
 
-    def break_(self) -> None:
+    def break_(self, why: str = "") -> None:
         if not self._broken:
             self._broken = True
+            self._why = why
             self._notify()
 
     def reset(self) -> None:
@@ -285,14 +290,22 @@ class BarrierState:
         if self._count or self._broken:
             self._finish("broken")
         self._broken = False
+        self._why = ""
 
-    def holder_gone(self, holder: str, failed: bool) -> None:
-        """``holder`` ended; if it died or failed the barrier breaks."""
+    def holder_gone(self, holder: str, failed: bool, why: str = "") -> None:
+        """``holder`` ended; if it died or failed the barrier breaks (``why``: the
+        pool's membership change that took it, if that is what happened)."""
         if holder in self._participants:
             self._participants.discard(holder)
             self._hooks.unhold(holder)
             if failed:
-                self.break_()
+                self.break_(why)
+
+    def membership_changed(self) -> None:
+        """The pool's nodes changed: between rounds, the party count is fixed anew by the
+        next arrival (so it can be sized for the new membership)."""
+        if not self._count and not self._broken:
+            self.parties = None
 
     def _finish(self, outcome: str) -> None:
         self._outcomes[self._generation] = outcome
@@ -354,7 +367,7 @@ class LockState:
     def locked(self) -> bool:
         return self.holder is not None
 
-    def holder_gone(self, holder: str, failed: bool) -> None:
+    def holder_gone(self, holder: str, failed: bool, why: str = "") -> None:
         """``holder`` ended or died: it stops waiting, and the lock is freed if it owned it."""
         for ticket in [t for t in self._queue if t.holder == holder]:
             ticket.cancelled = True

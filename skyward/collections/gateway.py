@@ -34,7 +34,7 @@ import cloudpickle
 
 from skyward.collections.steps import Steps, Wait
 
-OPERATION_PREFIXES = ("dict_", "set_", "counter_", "queue_", "barrier_", "lock_")
+OPERATION_PREFIXES = ("dict_", "set_", "counter_", "queue_", "barrier_", "lock_", "pool_")
 GATEWAY_THREADS = 128
 DRAIN_TIMEOUT = 8.0
 """How long an ending client waits for its running operations (each stops within one

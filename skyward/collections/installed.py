@@ -69,6 +69,13 @@ class DriverCollections:
             raise RuntimeError(DISABLED)
         return _local_engine(self.config, "client")
 
+    def membership_changed(self, left: int | None, reason: str) -> None:
+        """The pool's nodes changed (see ``CollectionHost.membership_changed``)."""
+        if self.config.enabled:
+            from skyward.collections.steps import run
+
+            run(self.engine().pool_membership_changed(left, reason))
+
     def release(self) -> None:
         """The pool closes: stop this process's engine, kill the pool's host actors."""
         release(self.config)

@@ -12,14 +12,16 @@ import asyncio
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
 from skyward.api.errors import NodeCrashedError, PoolClosedError
 from skyward.api.function import PendingFunction
+from skyward.api.instance import MembershipView
 from skyward.api.spec import Worker
 from skyward.api.validation import wait_limit
+from skyward.engine.retry import Interrupted, exhausted
 from skyward.engine.scheduler import ALL, SlotScheduler
 from skyward.engine.transport import (
     Disconnected,
@@ -29,25 +31,44 @@ from skyward.engine.transport import (
     Transport,
     TransportError,
 )
+from skyward.engine.views import ViewTracker
 from skyward.engine.window import ChunkWindow
 from skyward.engine.wire import (
     CALL,
     MAP,
+    PROBE,
     Payload,
     TaskFailure,
     TaskRequest,
     decode,
     describe_unpicklable,
 )
-from skyward.observe.events import Error, InstanceReplaced, TaskCompleted, TaskStarted
+from skyward.observe.events import (
+    BroadcastStarted,
+    Error,
+    InstanceReplaced,
+    TaskCompleted,
+    TaskStarted,
+)
 
 BACKSTOP_GRACE = 60.0
 CALL_GRACE = 0.1
 """How long past a call's deadline the client waits for the agent's own TimeoutError:
 a task blocked in a C call cannot be interrupted, so the client gives up on it here."""
-NOT_NOW = object()
-"""What ``run_now`` returns when no slot is free right now (or the transport cannot
-wait on the caller's thread): use ``run``."""
+
+
+class Again:
+    """What ``run_now`` returns when the call must go through ``run`` instead: no slot
+    was free right now, the transport cannot wait on the caller's thread, or its node
+    was lost under it (``lost``: the attempts already lost, for ``run(lost=...)``)."""
+
+    __slots__ = ("lost",)
+
+    def __init__(self, lost: int) -> None:
+        self.lost = lost
+
+
+NOT_NOW = Again(0)
 CHUNKS_PER_SLOT = 2
 STREAM_CHUNK_BYTES = 4 << 20
 """A streamed map sizes its chunks so each one's results are about this big."""
@@ -62,7 +83,9 @@ class Encoder(Protocol):
 
 
 class ClusterDriver:
-    """Dispatches work to one agent per node through a ``SlotScheduler``."""
+    """Dispatches work to one agent per node through a ``SlotScheduler``, over a node
+    set that may change (see ``engine.membership``): a request whose node is lost to
+    the infrastructure runs again, up to ``retries`` times (see ``engine.retry``)."""
 
     def __init__(
         self,
@@ -74,6 +97,9 @@ class ClusterDriver:
         wants: Callable[[type], bool],
         output_delivered: Callable[[int, int], None],
         loop: asyncio.AbstractEventLoop,
+        ranks: Iterable[int] | int,
+        retries: int = 0,
+        ceiling: int = 0,
     ) -> None:
         self._transport = transport
         self._encode_payload = encode
@@ -83,13 +109,23 @@ class ClusterDriver:
         self._emit = emit
         self._wants = wants
         self._output_delivered = output_delivered
-        self._scheduler = SlotScheduler(transport.nodes, worker.slots, loop)
+        self.scheduler = SlotScheduler(ranks, worker.slots, loop)
+        self.views = ViewTracker()
+        self._retries = retries
+        self._ceiling = ceiling
         self._ids = itertools.count()
         self.closing = False
 
     @property
     def nodes(self) -> int:
-        return self._transport.nodes
+        """How many nodes take work now."""
+        return len(self.scheduler.ranks())
+
+    @property
+    def capacity(self) -> int:
+        """Task slots a map plans for: those of the nodes present, or of the most nodes
+        the pool may grow to when that is more."""
+        return max(self.nodes, self._ceiling, 1) * self._slots
 
     def close(self) -> None:
         """Refuse new work; work in flight ends with PoolClosedError if its node goes away."""
@@ -97,7 +133,7 @@ class ClusterDriver:
 
     def busy(self) -> int:
         """Task slots in use right now."""
-        return self._scheduler.busy()
+        return self.scheduler.busy()
 
     def target_node(self, target: Any) -> int | None:
         """Validate ``pool.run(target=...)``: None, "head" or a rank; ValueError otherwise."""
@@ -105,31 +141,34 @@ class ClusterDriver:
             return None
         if target == "head":
             return 0
-        if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < self.nodes:
+        if isinstance(target, int) and not isinstance(target, bool) and target >= 0 and self.scheduler.known(target):
             return target
         raise ValueError(
-            f"target={target!r} is not valid: use None (any node), \"head\" or a node rank "
-            f"0..{self.nodes - 1}"
+            f"target={target!r} is not valid: use None (any node), \"head\" or the rank of a node the pool "
+            f"has ({_ranks_text(self.scheduler.ranks())})"
         )
 
-    def _request(self, pending: PendingFunction[Any], kind: str = CALL, chunk: list[Any] | None = None) -> TaskRequest:
+    def _request(
+        self, pending: PendingFunction[Any], kind: str = CALL, chunk: list[Any] | None = None,
+        view: MembershipView | None = None,
+    ) -> TaskRequest:
         timeout = wait_limit(pending.timeout if pending.timeout is not None else self._default_timeout)
         args = (chunk,) if kind == MAP else pending.args
         kwargs = {} if kind == MAP else pending.kwargs
-        return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind)
+        return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind, view)
 
     def run_now(self, pending: PendingFunction[Any], target: Any = None) -> Any:
         """Run on one node from the calling thread, without the event loop, if a slot is
-        free right now and the transport can wait here; returns ``NOT_NOW`` otherwise
+        free right now and the transport can wait here; returns an ``Again`` otherwise
         (then use ``run``)."""
         self._check_open()
         if not self._transport.can_call_now:
             return NOT_NOW
-        node = self._scheduler.try_acquire(self.target_node(target))
+        node = self.scheduler.try_acquire(self.target_node(target))
         if node is None:
             return NOT_NOW
         try:
-            request = self._request(pending)
+            request = self._request(pending, view=self.views.pending(node))
             payload = self._encode(request)
             started = self._started(node, request)
             error: BaseException | None = None
@@ -139,53 +178,92 @@ class ClusterDriver:
                 except TransportError as exc:
                     raise self._transport_failure(exc, request, 0) from None
                 ok, value, events = decode(reply)
+                self.views.acknowledge(node, request.view)
                 if events:
                     self._output_delivered(node, events)
                 return self._outcome(ok, value, request, 0)
+            except Interrupted as exc:
+                error = exc
+                if self._retries < 1:
+                    raise exhausted(exc, request.name, 1, "") from None
+                return Again(1)
             except BaseException as exc:
                 error = exc
                 raise
             finally:
                 self._completed(node, request, started, error)
         finally:
-            self._scheduler.release(node)
+            self.scheduler.release(node)
 
-    async def run(self, pending: PendingFunction[Any], target: Any = None) -> Any:
-        """Run on one node (round-robin over free slots, or the pinned target)."""
+    async def run(self, pending: PendingFunction[Any], target: Any = None, lost: int = 0) -> Any:
+        """Run on one node (round-robin over free slots, or the pinned target); ``lost``
+        attempts were already lost to the infrastructure."""
         self._check_open()
-        node = await self._scheduler.acquire(self.target_node(target))
+        want = self.target_node(target)
+        while True:
+            node = await self.scheduler.acquire(want)
+            try:
+                request = self._request(pending, view=self.views.pending(node))
+                return await self._execute(node, self._encode(request), request)
+            except Interrupted as exc:
+                lost += 1
+                if lost > self._retries:
+                    raise exhausted(exc, request.name, lost, "") from None
+            finally:
+                self.scheduler.release(node)
+
+    async def probe(self, pending: PendingFunction[Any], node: int) -> Any:
+        """Run a health check on ``node`` beside its tasks (no slot is taken); its
+        outcome, or the error that stands for it."""
+        request = self._request(pending, PROBE, view=self.views.pending(node))
         try:
-            request = self._request(pending)
-            return await self._execute(node, self._encode(request), request)
-        finally:
-            self._scheduler.release(node)
+            reply = await self._transport.call(node, self._encode(request), self._wait_limit(request))
+        except TransportError as exc:
+            raise RuntimeError(f"node {node} gave no answer to its health check: {exc.detail}") from None
+        ok, value, _ = decode(reply)
+        self.views.acknowledge(node, request.view)
+        if ok:
+            return value
+        raise value.to_exception(request.name)
 
     async def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
-        """Run on every node at once; the request is encoded and stored once for all."""
+        """Run on every node present when it starts, at once; the request is encoded and
+        stored once for all. A node lost under it runs it again on its replacement."""
         self._check_open()
-        nodes = await self._scheduler.acquire(ALL)
-        released: set[int] = set()
+        nodes = await self.scheduler.acquire(ALL)
+        held = set(nodes)
+        request = self._request(pending, view=self.views.current)
+        if self._wants(BroadcastStarted):
+            self._emit(BroadcastStarted(request.task_id, request.name, tuple(nodes)))
 
-        async def one(node: int, shared: Shared, request: TaskRequest) -> Any:
+        async def one(node: int, shared: Shared) -> Any:
+            lost = 0
             try:
-                return await self._execute(node, shared, request)
+                while True:
+                    try:
+                        return await self._execute(node, shared, request)
+                    except Interrupted as exc:
+                        lost += 1
+                        if lost > self._retries:
+                            raise exhausted(exc, request.name, lost, "") from None
+                    held.discard(node)
+                    self.scheduler.release(node)
+                    await self.scheduler.acquire(node)  # its replacement
+                    held.add(node)
             finally:
-                released.add(node)
-                self._scheduler.release(node)
+                if node in held:
+                    held.discard(node)
+                    self.scheduler.release(node)
 
         shared: Shared | None = None
         try:
-            request = self._request(pending)
             shared = await self._transport.share(self._encode(request))
-            outcomes = await asyncio.gather(
-                *(one(node, shared, request) for node in nodes), return_exceptions=True
-            )
+            outcomes = await asyncio.gather(*(one(node, shared) for node in nodes), return_exceptions=True)
         finally:
             if shared is not None:
                 self._transport.unshare(shared)
-            left = [node for node in nodes if node not in released]
-            if left:
-                self._scheduler.release(left)
+            if held:
+                self.scheduler.release(list(held))
         failures = [(node, out) for node, out in zip(nodes, outcomes) if isinstance(out, BaseException)]
         if failures:
             node, first = failures[0]
@@ -203,6 +281,7 @@ class ClusterDriver:
     ) -> list[Any]:
         """Apply ``fn`` to every item, in chunks sized from what is left (guided
         scheduling: big chunks first, single items at the end); results in input order.
+        A chunk whose node is lost runs again elsewhere; finished chunks are kept.
 
         Streaming (``on_chunk`` given): ``on_chunk(start, values)`` is called as each
         chunk's results arrive and nothing is kept here (the list returned is empty); a
@@ -216,25 +295,29 @@ class ClusterDriver:
         results: list[Any] = [] if streaming else [None] * len(items)
         finished: list[tuple[int, int]] = []
         position = 0
-        feeders = self.nodes * self._slots
+        feeders = self.capacity
         measured = _ResultSize()
 
-        async def feed() -> None:
+        def claim() -> tuple[int, int]:
+            """The next chunk of items, sized from what is left (claimed before waiting
+            for a slot, so a waiting feeder stands for real work)."""
             nonlocal position
+            size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * self.capacity)))
+            if streaming:
+                size = min(size, measured.items_for(STREAM_CHUNK_BYTES))
+            start, position = position, min(len(items), position + size)
+            return start, position
+
+        async def feed() -> None:
             while position < len(items):
                 if window is not None:
                     await window.reserve()
-                node = await self._scheduler.acquire(None)
                 delivered = False
                 try:
                     if position >= len(items):
                         return
-                    size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * feeders)))
-                    if streaming:
-                        size = min(size, measured.items_for(STREAM_CHUNK_BYTES))
-                    start, position = position, position + size
-                    request = self._request(fn, MAP, items[start:position])
-                    values = await self._execute(node, self._encode(request), request, start, measured.add)
+                    start, end = claim()
+                    values = await self._chunk(fn, items, start, end, measured)
                     if streaming:
                         delivered = True
                         on_chunk(start, values)  # type: ignore[misc]
@@ -242,7 +325,6 @@ class ClusterDriver:
                         results[start : start + len(values)] = values
                         finished.append((start, len(values)))
                 finally:
-                    self._scheduler.release(node)
                     if window is not None and not delivered:
                         window.release()
 
@@ -257,6 +339,24 @@ class ClusterDriver:
                 task.cancel()
         return results
 
+    async def _chunk(
+        self, fn: PendingFunction[Any], items: list[Any], start: int, end: int, measured: _ResultSize
+    ) -> list[Any]:
+        """The results of items ``start..end-1``, run again on another node each time the
+        node running them is lost (up to ``retries`` times)."""
+        lost = 0
+        while True:
+            node = await self.scheduler.acquire(None)
+            try:
+                request = self._request(fn, MAP, items[start:end], self.views.pending(node))
+                return await self._execute(node, self._encode(request), request, start, measured.add)  # type: ignore[no-any-return]
+            except Interrupted as exc:
+                lost += 1
+                if lost > self._retries:
+                    raise exhausted(exc, f"map({request.name})", lost, f" (items {start}-{end - 1})") from None
+            finally:
+                self.scheduler.release(node)
+
     async def _execute(
         self,
         node: int,
@@ -266,7 +366,8 @@ class ClusterDriver:
         measure: Callable[[int, int], None] | None = None,
     ) -> Any:
         """The outcome of ``request`` on ``node`` (``offset``: the index of a map chunk's
-        first item); ``measure(reply_bytes, items)`` learns the size of a chunk's reply."""
+        first item); ``measure(reply_bytes, items)`` learns the size of a chunk's reply.
+        Raises ``Interrupted`` when the node was lost to the infrastructure under it."""
         started = self._started(node, request)
         error: BaseException | None = None
         try:
@@ -277,6 +378,7 @@ class ClusterDriver:
             if measure is not None:
                 measure(_payload_bytes(reply), len(request.args[0]))
             ok, value, events = decode(reply)
+            self.views.acknowledge(node, request.view)
             if events:
                 await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, node, events)
             return self._outcome(ok, value, request, offset)
@@ -308,14 +410,15 @@ class ClusterDriver:
         None (no limit) for a request without a timeout."""
         if request.timeout is None:
             return None
-        if request.kind == CALL and not self._queues_on_node:
+        if request.kind == PROBE or (request.kind == CALL and not self._queues_on_node):
             return request.timeout + CALL_GRACE
         items = len(request.args[0]) if request.kind == MAP else 1
         return request.timeout * items * (1 + self._slots) + BACKSTOP_GRACE
 
     def _transport_failure(self, exc: TransportError, request: TaskRequest, offset: int) -> BaseException:
         """The error to raise for a failure of the way to the node rather than of the task
-        (``offset``: the index of a map chunk's first item)."""
+        (``offset``: the index of a map chunk's first item); ``Interrupted`` when the
+        node was lost to the infrastructure (the caller may run it again)."""
         node = exc.node
         if isinstance(exc, NoReply):
             if request.kind == CALL and not self._queues_on_node:
@@ -329,16 +432,21 @@ class ClusterDriver:
         if isinstance(exc, NodeLost):
             if self.closing:
                 return PoolClosedError(f"the pool closed while {request.name} was running")
-            if self._wants(InstanceReplaced):
-                self._emit(InstanceReplaced(node, f"agent died while running {request.name}"))
+            self.views.forget(node)
             item = offset if request.kind == MAP else None
+            if node in self.scheduler.ranks() and self._wants(InstanceReplaced):
+                # the node stays: its agent process died and is being restarted in place
+                self._emit(InstanceReplaced(node, f"agent died while running {request.name}"))
+            if not exc.by_task:
+                return Interrupted(node, exc.detail, item)
             where = "" if item is None else (
                 f" (items {offset}-{offset + len(request.args[0]) - 1} of the map were running there; "
                 f"item {item} is the first unfinished)"
             )
             return self._crashed(
                 f"node {node}'s agent process died while running {request.name}{where}: {exc.detail}. "
-                "The node's agent is replaced and the pool keeps working; the task was not retried.",
+                "The node's agent is replaced and the pool keeps working; the task was not retried "
+                "(it ended its own process).",
                 node, item,
             )
         if isinstance(exc, Disconnected):
@@ -393,6 +501,14 @@ class _ResultSize:
         if not self._items:
             return 1
         return max(1, budget * self._items // max(1, self._bytes))
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if not ranks:
+        return "none now"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"{ranks[0]}..{ranks[-1]}"
+    return ", ".join(map(str, ranks))
 
 
 def _payload_bytes(reply: Payload) -> int:

@@ -1,16 +1,23 @@
-"""Task slots per node.
+"""Task slots per node, over a node set that may change while work waits.
 
 ``acquire(None)`` gives the next node round-robin that has a free slot; ``acquire(i)``
-a slot on node ``i``; ``acquire(ALL)`` one slot on every node at once, so two
-broadcasts can never each hold half the nodes and wait for the other. Waiters are served
-in arrival order, and a waiting broadcast holds back later requests so it cannot starve.
-Waiting happens on the pool's event loop; ``try_acquire`` and ``release`` may be called
-from any thread.
+a slot on node ``i``; ``acquire(ALL)`` one slot on every node present at once (so two
+broadcasts can never each hold half the nodes and wait for the other), returning the
+ranks it took. Waiters are served in arrival order, and a waiting broadcast holds back
+later requests so it cannot starve. Waiting happens on the pool's event loop;
+``try_acquire`` and ``release`` may be called from any thread.
 
 Waiters sit in one queue per kind of want (any node, node ``i``, every node), each in
 arrival order, so serving a release looks at the head of each queue only: the cost of a
 grant does not grow with the number of waiters (50,000 pending futures cost per task
 what 1,000 do).
+
+Membership: ``add(i)`` brings node ``i`` in with every slot free; ``drain(i)`` stops
+granting its slots (it is about to leave; ``undrain(i)`` if it stays); ``expect(i)`` takes it out while a
+replacement comes (work pinned to ``i`` keeps waiting for it); ``remove(i)`` takes it
+out for good (work pinned to ``i`` fails with ``NodeRemovedError``). Slots held on a
+node that left are "stale": their ``release`` is counted off and never frees a slot of
+the node that later takes the same rank.
 """
 
 from __future__ import annotations
@@ -18,8 +25,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+import time
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
+
+from skyward.api.errors import NodeRemovedError
 
 ALL = "all"
 Want = int | str | None
@@ -37,45 +48,142 @@ class _Waiter:
 class SlotScheduler:
     """Counts free slots per node; waiters wait on ``loop``."""
 
-    def __init__(self, nodes: int, slots: int, loop: asyncio.AbstractEventLoop) -> None:
-        self._free = [slots] * nodes
+    def __init__(self, nodes: Iterable[int] | int, slots: int, loop: asyncio.AbstractEventLoop) -> None:
+        ranks = range(nodes) if isinstance(nodes, int) else nodes
+        now = time.monotonic()
+        self._free: dict[int, int] = {rank: slots for rank in ranks}
+        self._idle_since: dict[int, float | None] = {rank: now for rank in self._free}
+        self._draining: set[int] = set()
+        self._expected: set[int] = set()
+        self._stale: dict[int, int] = {}
         self._slots = slots
         self._next = 0
         self._loop = loop
         self._lock = threading.Lock()
         self._seq = itertools.count()
         self._any: deque[_Waiter] = deque()
-        self._pinned: list[deque[_Waiter]] = [deque() for _ in range(nodes)]
+        self._pinned: dict[int, deque[_Waiter]] = {}
         self._all: deque[_Waiter] = deque()
         self._waiting = 0
+        self._waiting_any = 0
+        self._waiting_all = 0
+
+    # ------------------------------------------------------------------ state
 
     @property
-    def nodes(self) -> int:
-        return len(self._free)
+    def slots(self) -> int:
+        """Slots per node."""
+        return self._slots
+
+    def ranks(self) -> list[int]:
+        """The nodes work can go to now (present and not draining), in rank order."""
+        with self._lock:
+            return self._active()
 
     def busy(self) -> int:
-        """Slots currently taken across all nodes."""
-        return sum(self._slots - free for free in self._free)
+        """Slots currently taken across the nodes present."""
+        with self._lock:
+            return sum(self._slots - free for free in self._free.values())
+
+    def busy_on(self, node: int) -> int:
+        """Slots taken on ``node`` (0 when it is not present)."""
+        with self._lock:
+            return self._slots - self._free[node] if node in self._free else 0
+
+    def idle_since(self, node: int) -> float | None:
+        """When ``node`` last became idle (``time.monotonic``), or None while it runs work
+        or is not present."""
+        with self._lock:
+            return self._idle_since.get(node)
 
     def waiting(self) -> int:
         """Requests waiting for a slot."""
         return self._waiting
 
+    def pressure(self) -> int:
+        """Requests that more nodes would serve: those waiting for a slot on any node,
+        and broadcasts waiting while no node is present."""
+        with self._lock:
+            return self._waiting_any + (0 if self._active() else self._waiting_all)
+
+    # ------------------------------------------------------------------ membership
+
+    def add(self, node: int) -> None:
+        """Node ``node`` is ready: its slots are free; waiters are served."""
+        with self._lock:
+            self._free[node] = self._slots
+            self._idle_since[node] = time.monotonic()
+            self._draining.discard(node)
+            self._expected.discard(node)
+        self._serve_soon()
+
+    def drain(self, node: int) -> None:
+        """Grant no more slots on ``node`` (it is about to leave)."""
+        with self._lock:
+            if node in self._free:
+                self._draining.add(node)
+        self._serve_soon()  # a waiting broadcast no longer waits for it
+
+    def undrain(self, node: int) -> None:
+        """Grant ``node``'s slots again (it stays after all)."""
+        with self._lock:
+            self._draining.discard(node)
+        self._serve_soon()
+
+    def expect(self, node: int) -> None:
+        """Node ``node`` is gone and a replacement will take its rank: it gets no work
+        until ``add``; work pinned to it waits."""
+        with self._lock:
+            self._leave(node)
+            self._expected.add(node)
+        self._serve_soon()
+
+    def remove(self, node: int, reason: str) -> None:
+        """Node ``node`` left for good: work pinned to it fails with NodeRemovedError
+        (``reason`` says why)."""
+        with self._lock:
+            self._leave(node)
+            self._expected.discard(node)
+            queue = self._pinned.pop(node, deque())
+            failed = [waiter for waiter in queue if not waiter.future.done()]
+            self._waiting -= len(failed)
+        error = NodeRemovedError(f"node {node} is no longer part of the pool ({reason}); pin work to a node it has")
+        for waiter in failed:
+            self._loop.call_soon_threadsafe(_fail, waiter.future, error)
+        self._serve_soon()
+
+    def _leave(self, node: int) -> None:
+        free = self._free.pop(node, None)
+        if free is not None and free < self._slots:
+            self._stale[node] = self._stale.get(node, 0) + self._slots - free
+        self._idle_since.pop(node, None)
+        self._draining.discard(node)
+
+    def known(self, node: int) -> bool:
+        """True if work may be pinned to ``node``: present, or expected back."""
+        with self._lock:
+            return node in self._free or node in self._expected
+
+    # ------------------------------------------------------------------ slots
+
     def try_acquire(self, want: Want) -> Any:
         """Like ``acquire`` but never waits: None when no slot is free (or others wait)."""
         with self._lock:
+            self._check_pinned(want)
             return None if self._waiting else self._try(want)
 
     async def acquire(self, want: Want) -> Any:
-        """A node index (or, for ALL, the list of every index) whose slot is now yours.
-        Must be awaited on the scheduler's loop."""
+        """A node rank (or, for ALL, the list of the ranks present) whose slot is now
+        yours. Must be awaited on the scheduler's loop. NodeRemovedError when ``want``
+        is a node that is not (and will not be) part of the pool."""
         with self._lock:
+            self._check_pinned(want)
             granted = None if self._waiting else self._try(want)
             if granted is not None:
                 return granted
             waiter = _Waiter(next(self._seq), want, self._loop.create_future())
             self._queue_of(want).append(waiter)
-            self._waiting += 1
+            self._count(want, 1)
         try:
             return await waiter.future
         except asyncio.CancelledError:
@@ -83,7 +191,7 @@ class SlotScheduler:
                 granted = waiter.future.done() and not waiter.future.cancelled()
                 if not granted:
                     waiter.future.cancel()  # left in its queue; dropped when it reaches the head
-                    self._waiting -= 1
+                    self._count(want, -1)
             if granted:
                 self.release(waiter.future.result())
             raise
@@ -92,9 +200,30 @@ class SlotScheduler:
         """Give back a slot on each node named (from any thread)."""
         with self._lock:
             for node in nodes if isinstance(nodes, list) else [nodes]:
-                self._free[node] += 1
+                if self._stale.get(node):
+                    self._stale[node] -= 1
+                elif node in self._free:
+                    self._free[node] += 1
+                    if self._free[node] == self._slots:
+                        self._idle_since[node] = time.monotonic()
             waiting = self._waiting > 0
-        if not waiting or self._loop.is_closed():
+        if waiting:
+            self._serve_soon()
+
+    def _count(self, want: Want, change: int) -> None:
+        """Count a waiter in (``change`` 1) or out (-1), by its kind of want."""
+        self._waiting += change
+        if want is None:
+            self._waiting_any += change
+        elif want == ALL:
+            self._waiting_all += change
+
+    def _check_pinned(self, want: Want) -> None:
+        if isinstance(want, int) and want not in self._free and want not in self._expected:
+            raise NodeRemovedError(f"node {want} is not part of the pool; pin work to one of {self._active()}")
+
+    def _serve_soon(self) -> None:
+        if self._loop.is_closed():
             return
         if _on_loop(self._loop):
             self._serve()
@@ -105,48 +234,66 @@ class SlotScheduler:
         if want == ALL:
             return self._all
         if isinstance(want, int):
-            return self._pinned[want]
+            return self._pinned.setdefault(want, deque())
         return self._any
+
+    def _active(self) -> list[int]:
+        return sorted(node for node in self._free if node not in self._draining)
 
     def _serve(self) -> None:
         """Grant slots to waiters in arrival order until none can be served."""
         with self._lock:
             while True:
                 candidates = [
-                    queue for node, queue in enumerate(self._pinned) if self._free[node] > 0 and _live_head(queue)
+                    queue for node, queue in self._pinned.items() if self._grantable(node) and _live_head(queue)
                 ]
-                if _live_head(self._any) and any(free > 0 for free in self._free):
+                if _live_head(self._any) and any(self._grantable(node) for node in self._free):
                     candidates.append(self._any)
                 first = min(candidates, key=lambda q: q[0].seq, default=None)
                 if _live_head(self._all) and (first is None or self._all[0].seq < first[0].seq):
-                    if not all(free > 0 for free in self._free):
+                    active = self._active()
+                    if not active or not all(self._free[node] > 0 for node in active):
                         return  # a waiting broadcast holds back everything that came later
                     first = self._all
                 if first is None:
                     return
                 waiter = first.popleft()
-                self._waiting -= 1
+                self._count(waiter.want, -1)
                 waiter.future.set_result(self._try(waiter.want))
+
+    def _grantable(self, node: int) -> bool:
+        return self._free.get(node, 0) > 0 and node not in self._draining
+
+    def _take(self, node: int) -> None:
+        self._free[node] -= 1
+        self._idle_since[node] = None
 
     def _try(self, want: Want) -> Any:
         if want == ALL:
-            if all(free > 0 for free in self._free):
-                self._free = [free - 1 for free in self._free]
-                return list(range(len(self._free)))
+            active = self._active()
+            if active and all(self._free[node] > 0 for node in active):
+                for node in active:
+                    self._take(node)
+                return active
             return None
         if isinstance(want, int):
-            if self._free[want] > 0:
-                self._free[want] -= 1
+            if self._grantable(want):
+                self._take(want)
                 return want
             return None
-        count = len(self._free)
-        for offset in range(count):
-            node = (self._next + offset) % count
+        active = self._active()
+        for offset in range(len(active)):
+            node = active[(self._next + offset) % len(active)]
             if self._free[node] > 0:
-                self._free[node] -= 1
-                self._next = (node + 1) % count
+                self._take(node)
+                self._next = (self._next + offset + 1) % len(active)
                 return node
         return None
+
+
+def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
 
 
 def _live_head(queue: deque[_Waiter]) -> bool:

@@ -30,7 +30,14 @@ class TransportError(Exception):
 
 
 class NodeLost(TransportError):
-    """The node's agent process died (or its connection broke) after the request was sent."""
+    """The node's agent process died (or its connection broke, or the node left the pool)
+    after the request was sent. ``by_task``: the task itself ended the process (a
+    recorded ``os._exit``, a crash, the kernel's OOM killer: see ``node.death``), so the
+    request must not run again; otherwise the infrastructure failed and it may."""
+
+    def __init__(self, node: int, detail: str, by_task: bool = False) -> None:
+        super().__init__(node, detail)
+        self.by_task = by_task
 
 
 class NoReply(TransportError):
@@ -54,10 +61,9 @@ class Shared:
 
 
 class Transport(Protocol):
-    """How the driver reaches node agents ``0..nodes-1``."""
-
-    @property
-    def nodes(self) -> int: ...
+    """How the driver reaches the node agents, by rank. Its provider attaches the agent
+    of a node that joins (each transport has its own ``attach``); the engine detaches a
+    node that left."""
 
     def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
         """Start: async calls run on ``loop``; node event batches go to ``feed``."""
@@ -77,6 +83,11 @@ class Transport(Protocol):
 
     def unshare(self, shared: Shared) -> None:
         """Forget a payload stored by ``share``."""
+
+    def detach(self, node: int, reason: str) -> None:
+        """Node ``node`` left the pool: calls in flight to it fail at once with
+        ``NodeLost`` (an interruption, ``reason`` in its detail), later calls too, and
+        its events are no longer polled. Idempotent."""
 
     def close(self) -> None:
         """Stop the event feed's sources and release what ``open`` started (bounded)."""

@@ -27,10 +27,13 @@ import cloudpickle
 
 from skyward.api.errors import RemoteError, RemoteTraceback, TaskExitError
 from skyward.api.function import SkywardFunction
+from skyward.api.instance import MembershipView
 from skyward.api.validation import shown
 
 CALL = "call"
 MAP = "map"
+PROBE = "probe"
+"""A health check: runs beside the node's tasks, without a task slot."""
 OUT_OF_BAND_BYTES = 1 << 20
 Payload = bytes | tuple[bytes, list[Any]]
 _by_value_lock = threading.Lock()
@@ -147,6 +150,8 @@ class TaskRequest:
     """One unit of work: ``fn(*args, **kwargs)``, or for ``MAP`` ``[fn(x) for x in args[0]]``.
 
     ``timeout`` is per call (per item for ``MAP``), counted from when it starts running.
+    ``view`` is the pool's membership when it changed since the node last heard of it
+    (None otherwise): the node applies it to its ``InstanceInfo`` before running.
     """
 
     task_id: str
@@ -156,6 +161,7 @@ class TaskRequest:
     kwargs: dict[str, Any] = field(default_factory=dict)
     timeout: float | None = None
     kind: str = CALL
+    view: MembershipView | None = None
 
 
 @dataclass(frozen=True, slots=True)

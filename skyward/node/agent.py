@@ -19,13 +19,13 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import cloudpickle
 import ray
 
-from skyward.api.instance import InstanceInfo, current_task, install_node_info
+from skyward.api.instance import InstanceInfo, MembershipView, current_task, install_node_info
 from skyward.api.output import TaskStream
 from skyward.api.spec import Worker
 from skyward.api.validation import wait_limit
@@ -34,7 +34,7 @@ from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import GATEWAY_THREADS, Gateway
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import LaneServer
-from skyward.engine.wire import Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.engine.wire import CALL, PROBE, Payload, TaskFailure, TaskRequest, decode, encode
 from skyward.node import death
 from skyward.node.outbox import Outbox
 from skyward.node.process_executor import ProcessExecutor
@@ -92,6 +92,10 @@ class NodeRunner:
         self._running = threading.BoundedSemaphore(setup.worker.concurrency)
         self.gateway = Gateway(collections_installed.node_engine, setup.info.node)
         self._task_ended_hooks: list[Any] = []
+        self._info_hooks: list[Any] = []
+        self._epoch = 0
+        self._view_lock = threading.Lock()
+        self._probes = ThreadExecutor(setup.info, 1, lambda task_id: None)
         if setup.worker.resolved_executor == "process":
             child_setup = {
                 "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env, "collections": setup.collections,
@@ -105,6 +109,22 @@ class NodeRunner:
     def on_task_end(self, hook: Any) -> None:
         """Call ``hook(task_id)`` after each thread-executor task (to flush its output)."""
         self._task_ended_hooks.append(hook)
+
+    def on_info(self, hook: Any) -> None:
+        """Call ``hook(info)`` when the pool's membership changed this node's InstanceInfo."""
+        self._info_hooks.append(hook)
+
+    def _apply(self, view: MembershipView) -> None:
+        """Take the pool's membership at ``view.epoch`` (an older one is ignored)."""
+        with self._view_lock:
+            if view.epoch <= self._epoch:
+                return
+            self._epoch = view.epoch
+            self.info = view.applied(self.info)
+            for executor in (self._executor, self._probes):
+                executor.set_info(self.info)
+            for hook in self._info_hooks:
+                hook(self.info)
 
     def take_events(self, wait: float) -> bytes:
         """The encoded ``EventBatch`` of what this node produced since the last call."""
@@ -120,6 +140,10 @@ class NodeRunner:
         except Exception as exc:  # e.g. the function's module does not exist on this node
             failure = TaskFailure.from_exception(exc, self.info.node)
             return encode((False, _unloadable(failure, self.info.node), 0))
+        if request.view is not None:
+            self._apply(request.view)
+        if request.kind == PROBE:
+            return encode((*self._probes.run(replace(request, kind=CALL), lambda: None), 0))
         self._running.acquire()
         slot = _SlotLease(self._running)
         try:
@@ -151,6 +175,7 @@ class NodeRunner:
     def shutdown(self) -> None:
         self._sampler.stop()
         self._executor.close()
+        self._probes.close()
 
 
 class NodeAgent:
@@ -158,6 +183,8 @@ class NodeAgent:
     process up for the pool and serves its ``NodeRunner``."""
 
     def __init__(self, setup: AgentSetup) -> None:
+        self._notes = setup.notes
+        self._node = setup.info.node
         os.chdir(setup.cwd)
         sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
         os.environ.update(setup.env)
@@ -166,6 +193,7 @@ class NodeAgent:
             death.arm(setup.notes, setup.info.node)
         collections_installed.install_node(setup.collections)
         self._runner = NodeRunner(setup)
+        self._runner.on_info(install_node_info)
         self._streams = [
             TaskStream("stdout", sys.stdout, self._current_line),
             TaskStream("stderr", sys.stderr, self._current_line),
@@ -185,6 +213,11 @@ class NodeAgent:
     def ready(self) -> int:
         """Answer once started; returns the agent's process id."""
         return os.getpid()
+
+    def postmortem(self) -> death.Death | None:
+        """Why this node's previous agent died (read on its machine, from the note it
+        left: see ``death``), or None when it left none."""
+        return death.cause_of_death(self._notes, self._node) if self._notes else None
 
     def execute(self, payload: Payload) -> Payload:
         """Run an encoded ``TaskRequest`` (see ``NodeRunner.execute``)."""
@@ -249,6 +282,8 @@ def start_agents(
 def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> None:
     """Return once every agent answers; TimeoutError naming how many did not (and
     ``hint``, the likely fix) after ``timeout`` seconds."""
+    if not agents:
+        return
     started = time.monotonic()
     refs = [agent.ready.remote() for agent in agents]
     ready, pending = ray.wait(refs, num_returns=len(refs), timeout=wait_limit(timeout))

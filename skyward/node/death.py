@@ -7,7 +7,10 @@ own process is Ray's child, not ours, so it leaves a note for its post-mortem in
 the kernel had killed for memory there when it started, and a file where
 ``faulthandler`` writes a fatal signal (segfault, abort, bus error) as it happens.
 ``cause_of_death`` reads the note of a node's dead agent. Nothing can record a SIGKILL
-from inside; an OOM kill is told by the cgroup's counter having gone up.
+from inside; an OOM kill is told by the cgroup's counter having gone up. A task that ends
+its own agent from Python (``os._exit``, ``os.kill`` of its own process) is recorded as it
+happens, so a death is known to be the task's doing (``Death.by_task``), and only a death
+with no such trace is taken for the infrastructure's (a kill from outside, a lost machine).
 """
 
 from __future__ import annotations
@@ -17,9 +20,14 @@ import glob
 import json
 import os
 import signal
+from dataclasses import dataclass
 from typing import IO, Any
 
 _fault_file: IO[str] | None = None
+_exit_path = ""
+_real_exit = os._exit
+_real_kill = os.kill
+_FATAL = {signal.SIGKILL, signal.SIGTERM, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS}
 _CRASH_SIGNALS = {
     "Segmentation fault": "a segmentation fault (SIGSEGV): a crash in native code",
     "Aborted": "an abort (SIGABRT): native code gave up",
@@ -90,9 +98,19 @@ def oom_kills_since(cgroup: tuple[str, int] | None) -> str | None:
     return f"the processes of memory cgroup {directory} reached {_limit(directory)}"
 
 
+@dataclass(frozen=True, slots=True)
+class Death:
+    """Why an agent died, in words, and whether its own task did it (then the task is
+    not retried elsewhere: it would do it again)."""
+
+    cause: str
+    by_task: bool
+
+
 def arm(directory: str, node: int) -> None:
-    """In an agent, at start: leave the note ``cause_of_death`` reads if it dies."""
-    global _fault_file
+    """In an agent, at start: leave the note ``cause_of_death`` reads if it dies, and
+    record a task ending the process from Python (``os._exit``, ``os.kill`` of itself)."""
+    global _fault_file, _exit_path
     os.makedirs(directory, exist_ok=True)
     base = os.path.join(directory, f"node-{node}-{os.getpid()}")
     cgroup = memory_cgroup()
@@ -100,11 +118,40 @@ def arm(directory: str, node: int) -> None:
         json.dump({"pid": os.getpid(), "cgroup": list(cgroup) if cgroup else None}, note)
     _fault_file = open(base + ".fault", "w", encoding="utf-8")  # noqa: SIM115 - open for the process's life
     faulthandler.enable(_fault_file, all_threads=False)
+    _exit_path = base + ".exit"
+    os._exit = _recorded_exit
+    os.kill = _recorded_kill
 
 
-def cause_of_death(directory: str, node: int) -> str | None:
+def _record(what: str) -> None:
+    """Note that the running task ends this process (nothing outside a task is noted)."""
+    from skyward.api.instance import current_task
+
+    task = current_task()
+    if task is None or not _exit_path:
+        return
+    try:
+        with open(_exit_path, "w", encoding="utf-8") as note:
+            note.write(f"its task {task.name} {what}")
+    except OSError:
+        pass
+
+
+def _recorded_exit(code: int) -> None:
+    _record(f"called os._exit({code})")
+    _real_exit(code)
+
+
+def _recorded_kill(pid: int, sig: int) -> None:
+    if pid in (0, os.getpid()) and sig in _FATAL:
+        _record(f"sent its own process {signal.Signals(sig).name}")
+    _real_kill(pid, sig)
+
+
+def cause_of_death(directory: str, node: int) -> Death | None:
     """Why node ``node``'s most recent dead agent died, from its note; None if it left
-    none (no notes directory, or its agent is alive)."""
+    none (no notes directory, or its agent is alive). A crash report, an OOM kill or a
+    recorded exit is the task's doing; a death without a trace is not."""
     notes = []
     for path in glob.glob(os.path.join(directory, f"node-{node}-*.json")):
         try:
@@ -116,19 +163,24 @@ def cause_of_death(directory: str, node: int) -> str | None:
     for _, path, note in sorted(notes, reverse=True):
         if _alive(note["pid"]):
             continue
-        fault = _first_line(path.removesuffix(".json") + ".fault")
+        base = path.removesuffix(".json")
+        exited = _first_line(base + ".exit")
+        if exited:
+            return Death(f"it ended because {exited}", True)
+        fault = _first_line(base + ".fault")
         if fault:
             for text, meaning in _CRASH_SIGNALS.items():
                 if text in fault:
-                    return f"it crashed with {meaning} [{fault}]"
-            return f"it crashed: {fault}"
+                    return Death(f"it crashed with {meaning} [{fault}]", True)
+            return Death(f"it crashed: {fault}", True)
         cgroup = note.get("cgroup")
         oom = oom_kills_since((cgroup[0], cgroup[1]) if cgroup else None)
         if oom is not None:
-            return f"it was killed by the kernel's out-of-memory killer (SIGKILL): {oom}"
-        return (
-            "it ended without a crash report: killed by SIGKILL (`kill -9`, or the kernel when the "
-            "machine ran out of memory) or ended by os._exit()"
+            return Death(f"it was killed by the kernel's out-of-memory killer (SIGKILL): {oom}", True)
+        return Death(
+            "it ended without a crash report: killed by SIGKILL from outside its tasks (`kill -9`, or "
+            "the kernel when the machine ran out of memory)",
+            False,
         )
     return None
 

@@ -51,6 +51,7 @@ class _Child:
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(from_child_r, writable=False)
         self._send_lock = threading.Lock()
+        self.info: InstanceInfo = setup["info"]
         self.write(cloudpickle.dumps(("init", setup)))
 
     def write(self, data: bytes) -> None:
@@ -58,9 +59,12 @@ class _Child:
         with self._send_lock:
             self.send.send_bytes(data)
 
-    def run(self, request: TaskRequest, node: int, sink: LineSink, gateway: Gateway) -> Outcome:
-        """Send ``request`` and relay its output until it is done, dies or times out."""
-        self.write(cloudpickle.dumps(("run", request)))
+    def run(self, request: TaskRequest, info: InstanceInfo, sink: LineSink, gateway: Gateway) -> Outcome:
+        """Send ``request`` (with ``info`` when it changed since the child last got it)
+        and relay its output until it is done, dies or times out."""
+        node = info.node
+        self.write(cloudpickle.dumps(("run", request, info if info != self.info else None)))
+        self.info = info
         item, started = 0, time.monotonic()
         while True:
             wait = None if request.timeout is None else started + request.timeout - time.monotonic()
@@ -120,12 +124,16 @@ class ProcessExecutor:
         self._all: set[_Child] = set()
         self._lock = threading.Lock()
 
+    def set_info(self, info: InstanceInfo) -> None:
+        """Tasks started from now on see ``info`` (the pool's membership changed)."""
+        self._info = info
+
     def run(self, request: TaskRequest, release_slot: Callable[[], None]) -> Outcome:
         """Run ``request`` in a child; the slot is held until the child answers or is
         killed at the deadline, so ``release_slot`` is left to the caller."""
         child = self._checkout()
         try:
-            return child.run(request, self._info.node, self._sink, self._gateway)
+            return child.run(request, self._info, self._sink, self._gateway)
         finally:
             self._checkin(child)
 

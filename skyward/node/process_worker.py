@@ -1,7 +1,8 @@
 """Entry point of an executor child process: ``python -m skyward.node.process_worker R W``.
 
 Reads an ``init`` frame (cwd, sys.path, env, InstanceInfo, collections layout), then runs
-one ``run`` frame at a time, sending the task's output lines, item progress and finally
+one ``run`` frame at a time (with the node's InstanceInfo when the pool's membership
+changed it), sending the task's output lines, item progress and finally
 its outcome. Distributed-collection operations go to the agent over the same pipes
 (``skyward.collections.bridge``).
 """
@@ -49,7 +50,10 @@ def main(read_fd: int, write_fd: int) -> None:
         frame = bridge.next_frame()
         if frame is None:
             return
-        _, request = cloudpickle.loads(frame)
+        _, request, changed = cloudpickle.loads(frame)
+        if changed is not None:
+            info = changed
+            install_node_info(info)
         token = task_scope().set(TaskContext(request.task_id, request.name, info))
         try:
             outcome = execute(request, info.node, lambda index: send("item", index))

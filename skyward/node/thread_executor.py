@@ -107,6 +107,10 @@ class ThreadExecutor:
         self._watchdog = Watchdog()
         self._threads = ThreadPoolExecutor(concurrency + SPARE_THREADS, thread_name_prefix="skyward-task")
 
+    def set_info(self, info: InstanceInfo) -> None:
+        """Tasks started from now on see ``info`` (the pool's membership changed)."""
+        self._info = info
+
     def run(self, request: TaskRequest, release_slot: Callable[[], None]) -> Outcome:
         """Run ``request``; ``release_slot`` is called early if its deadline passes."""
         if request.kind == CALL:

@@ -44,23 +44,36 @@ class Pricing:
 
 class CostMeter:
     """Emits a pool's cost events from ``start()`` to ``stop()``; the periodic updates
-    run on a daemon thread, only for a cluster with a price."""
+    run on a daemon thread while the cluster has a price. ``reprice`` follows nodes
+    joining and leaving: what was spent so far stays counted at the old price."""
 
     def __init__(self, pricing: Pricing, emit: Callable[[Any], None], interval: float = UPDATE_INTERVAL) -> None:
         self.pricing = pricing
         self._emit = emit
         self._interval = interval
         self._started: float | None = None
+        self._since = 0.0
+        self._spent = 0.0
+        self._saved = 0.0
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> CostMeter:
         """Start the clock; returns self."""
-        self._started = time.monotonic()
-        if self.pricing.hourly_rate > 0:
-            self._thread = threading.Thread(target=self._run, name="skyward-cost", daemon=True)
-            self._thread.start()
+        self._started = self._since = time.monotonic()
+        self._start_updates()
         return self
+
+    def reprice(self, pricing: Pricing) -> None:
+        """The cluster's nodes changed: from now on it costs ``pricing``."""
+        with self._lock:
+            now = time.monotonic()
+            self._spent, self._saved = self._totals(now)
+            self._since = now
+            self.pricing = pricing
+        if self._started is not None:
+            self._start_updates()
 
     def elapsed(self) -> float:
         """Seconds since ``start()`` (0 before)."""
@@ -73,12 +86,27 @@ class CostMeter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        seconds, p = self.elapsed(), self.pricing
-        self._emit(CostFinal(p.cost(seconds), seconds, p.hourly_rate, p.spot_count, p.ondemand_count, p.savings(seconds)))
+        self._emit(CostFinal(*self._figures()))
+
+    def _start_updates(self) -> None:
+        if self._thread is None and self.pricing.hourly_rate > 0 and not self._stop.is_set():
+            self._thread = threading.Thread(target=self._run, name="skyward-cost", daemon=True)
+            self._thread.start()
+
+    def _totals(self, now: float) -> tuple[float, float]:
+        """Dollars spent and saved up to ``now`` (call holding the lock)."""
+        seconds = now - self._since
+        return self._spent + self.pricing.cost(seconds), self._saved + self.pricing.savings(seconds)
+
+    def _figures(self) -> tuple[float, float, float, int, int, float]:
+        with self._lock:
+            now = time.monotonic()
+            spent, saved = self._totals(now)
+            p = self.pricing
+        elapsed = 0.0 if self._started is None else now - self._started
+        return spent, elapsed, p.hourly_rate, p.spot_count, p.ondemand_count, saved
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
-            seconds, p = self.elapsed(), self.pricing
-            self._emit(
-                CostUpdate(seconds, p.cost(seconds), p.hourly_rate, p.spot_count, p.ondemand_count, p.savings(seconds))
-            )
+            spent, seconds, rate, spot, ondemand, saved = self._figures()
+            self._emit(CostUpdate(seconds, spent, rate, spot, ondemand, saved))

@@ -98,7 +98,8 @@ class InstanceBootstrapped(Event):
 
 @dataclass(frozen=True, slots=True)
 class InstancePreempted(Event):
-    """A node was reclaimed by its provider."""
+    """A node was reclaimed by its provider (a spot interruption) or its machine
+    vanished; a replacement takes its rank when the pool still wants it."""
 
     node: int
     instance_id: str
@@ -108,7 +109,8 @@ class InstancePreempted(Event):
 
 @dataclass(frozen=True, slots=True)
 class InstanceReplaced(Event):
-    """A node's agent died and a new one took its place."""
+    """A node's agent (or its whole machine) was replaced: it died, was lost, or failed
+    its health checks; the new one has the same rank."""
 
     node: int
     reason: str
@@ -218,4 +220,27 @@ class CostFinal(Event):
     spot_count: int = 0
     ondemand_count: int = 0
     savings_vs_ondemand: float = 0.0
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class BroadcastStarted(Event):
+    """A broadcast went out to ``nodes``: the nodes present when it started (a node that
+    joins later does not run it)."""
+
+    task_id: str
+    name: str
+    nodes: tuple[int, ...]
+    timestamp: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterResized(Event):
+    """An elastic pool changed: ``nodes`` are ready now and ``target`` are wanted;
+    ``reason`` says why (tasks waiting, idle nodes, ``pool.resize``, a node lost)."""
+
+    pool: str
+    nodes: int
+    target: int
+    reason: str
     timestamp: float = field(default_factory=_now)

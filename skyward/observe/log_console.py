@@ -23,6 +23,7 @@ from skyward.observe.events import (
     ClusterProvisioned,
     ClusterReady,
     ClusterRequested,
+    ClusterResized,
     CostFinal,
     CostUpdate,
     Error,
@@ -40,7 +41,7 @@ PROGRESS_EVERY = 2.0
 LOAD_EVERY = 15.0
 _LINES: tuple[type, ...] = (
     ClusterRequested, ClusterProvisioned, BootstrapPhase, ClusterReady, InstanceBootstrapped,
-    InstancePreempted, InstanceReplaced, Error, CostUpdate, CostFinal,
+    InstancePreempted, InstanceReplaced, ClusterResized, Error, CostUpdate, CostFinal,
 )
 
 

@@ -32,6 +32,7 @@ from rich.text import Text
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe, money, plural, rate
 from skyward.observe.events import (
+    ClusterResized,
     CostFinal,
     CostUpdate,
     Error,
@@ -98,6 +99,7 @@ class RichConsole:
             (Error, self._notice),
             (InstanceReplaced, self._notice),
             (InstancePreempted, self._notice),
+            (ClusterResized, self._change),
         ):
             self._unsubscribe.append(subscribe(kind, handler))
         self._live: Live | None = None
@@ -203,6 +205,9 @@ class RichConsole:
 
     def _notice(self, event: Any) -> None:
         self._print(Text(describe(event), style="red"))
+
+    def _change(self, event: Any) -> None:
+        self._print(Text(describe(event), style="yellow"))
 
     def _print(self, text: Text) -> None:
         self.console.print(text, highlight=False, soft_wrap=True)

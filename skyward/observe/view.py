@@ -12,6 +12,7 @@ from skyward.observe.events import (
     ClusterDestroyed,
     ClusterReady,
     ClusterRequested,
+    ClusterResized,
     CostFinal,
     CostUpdate,
     InstanceBootstrapped,
@@ -26,7 +27,7 @@ from skyward.observe.events import (
 )
 
 EVENTS: tuple[type, ...] = (
-    ClusterRequested, ClusterReady, ClusterDestroyed, InstanceProvisioned, InstanceBootstrapped,
+    ClusterRequested, ClusterReady, ClusterDestroyed, ClusterResized, InstanceProvisioned, InstanceBootstrapped,
     InstancePreempted, InstanceReplaced, InstanceDestroyed, TaskStarted, TaskCompleted, Metric,
     Progress, CostUpdate, CostFinal,
 )
@@ -110,6 +111,9 @@ class PoolView:
             if state.state == "starting":
                 state.state = "ready"
 
+    def _resized(self, event: ClusterResized) -> None:
+        self.wanted = event.target
+
     def _destroyed(self, event: ClusterDestroyed) -> None:
         self.status, self.wall = "stopped", event.duration
 
@@ -151,6 +155,7 @@ _HANDLERS: dict[type, Any] = {
     ClusterRequested: PoolView._requested,
     ClusterReady: PoolView._ready,
     ClusterDestroyed: PoolView._destroyed,
+    ClusterResized: PoolView._resized,
     InstanceProvisioned: lambda view, e: view._set_state(e, "starting"),
     InstanceBootstrapped: lambda view, e: view._set_state(e, "ready"),
     InstancePreempted: lambda view, e: view._set_state(e, "preempted"),

@@ -9,7 +9,7 @@ started is gone (or raises ``TeardownError`` naming what is left).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -84,11 +84,63 @@ class PhaseTiming:
     node: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A node a provider added to a running cluster: its handle and its ``InstanceInfo``
+    (whose ``peers`` name at least the node itself; the engine fills in the others)."""
+
+    handle: NodeHandle
+    info: InstanceInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Loss:
+    """A node its provider found gone: ``preempted`` when the provider took it back (a
+    spot interruption), else it failed (its machine or host vanished)."""
+
+    node: int
+    reason: str
+    preempted: bool = False
+
+
+class Membership(Protocol):
+    """How a running cluster grows and shrinks, each provider its own way (local: more
+    agents on the same Ray; SSH: the hosts beyond those in use; clouds: more machines
+    through the same remote path; ``sky.Ray``: more nodes of the cluster). The engine
+    calls ``add`` and ``remove`` from worker threads, one rank at a time per call,
+    several at once."""
+
+    def capacity(self) -> int | None:
+        """The most nodes the cluster can have at once (None: no limit known)."""
+
+    def add(self, node: int) -> Joined:
+        """Start a node at rank ``node`` with its agent, attach the agent to the
+        cluster's transport and return once it answers. Raises (naming the node and the
+        cause) when it cannot; whatever was started for it is stopped again."""
+
+    def remove(self, node: int) -> None:
+        """Detach rank ``node`` from the transport, stop its agent and release its
+        machine (a node already gone is fine). Raises ``TeardownError`` when something
+        could not be confirmed gone."""
+
+    def watch(self, lost: Callable[[Loss], None]) -> None:
+        """Report nodes found gone to ``lost`` as soon as the provider notices (from
+        any thread); ``check`` finds the rest."""
+
+    def check(self) -> list[Loss]:
+        """Ask the provider which nodes are gone (every reconcile tick; bounded)."""
+
+
 class ClientCollections(Protocol):
     """How the client reaches the pool's distributed collections."""
 
     def engine(self) -> Any:
         """The client's collections engine (RuntimeError with ``Options(cluster=False)``)."""
+
+    def membership_changed(self, left: int | None, reason: str) -> None:
+        """The pool's nodes changed (``left``: the rank of a node that left or was lost,
+        None when one joined): the node's locks are freed and the barriers it joined
+        break naming ``reason``; barriers between rounds may be sized anew. Blocking."""
 
     def release(self) -> None:
         """The pool closes: stop what the client runs for its collections."""
@@ -107,14 +159,22 @@ class Cluster:
     """Stop everything the provider started for the pool; raises ``TeardownError`` when
     something could not be confirmed gone."""
     phases: tuple[PhaseTiming, ...] = ()
+    membership: Membership | None = None
+    """How nodes are added and removed while the pool runs (None: a fixed cluster)."""
 
     @property
     def pricing(self) -> Pricing:
         """What the nodes cost per hour, and what they would cost on demand."""
-        rate = sum(node.hourly_price for node in self.nodes)
-        ondemand = sum(node.ondemand_price if node.ondemand_price is not None else node.hourly_price for node in self.nodes)
-        spot = sum(1 for node in self.nodes if node.spot)
-        return Pricing(rate, ondemand, spot_count=spot, ondemand_count=len(self.nodes) - spot)
+        return pricing(self.nodes)
+
+
+def pricing(nodes: Iterable[NodeHandle]) -> Pricing:
+    """What ``nodes`` cost per hour, and what they would cost on demand."""
+    nodes = list(nodes)
+    rate = sum(node.hourly_price for node in nodes)
+    ondemand = sum(node.ondemand_price if node.ondemand_price is not None else node.hourly_price for node in nodes)
+    spot = sum(1 for node in nodes if node.spot)
+    return Pricing(rate, ondemand, spot_count=spot, ondemand_count=len(nodes) - spot)
 
 
 @runtime_checkable
@@ -126,6 +186,9 @@ class Provider(Protocol):
     """The provider-specific ``Options`` fields it honours (see ``api.option_checks``)."""
     priced: ClassVar[bool]
     """Whether it sells machines: then no offer for a Spec means it cannot be had."""
+    resizable: ClassVar[bool]
+    """Whether its clusters have a ``Membership`` (elastic ``Nodes``, ``pool.resize``,
+    node replacement, health checks); a provider without this attribute has not."""
 
     def validate(self, spec: Spec, options: Options) -> None:
         """Raise ValueError (naming the field, the value and the fix) for what this
@@ -135,9 +198,10 @@ class Provider(Protocol):
         """The priced machines that satisfy ``spec``, cheapest first (empty: unpriced)."""
 
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
-        """Start ``spec``'s nodes and their agents, with ``spec.volumes`` mounted on every
-        node (each with its storage filled in by ``with_default_storage``); blocks until
-        every agent answers."""
+        """Start ``spec``'s nodes and their agents (``spec.node_count.floor`` of them for
+        a resizable provider, which adds the rest through ``Cluster.membership``, else
+        ``desired``), with ``spec.volumes`` mounted on every node (each with its storage
+        filled in by ``with_default_storage``); blocks until every agent answers."""
 
     def default_storage(self, spec: Spec) -> Storage | None:
         """The storage a ``Volume(storage=None)`` of ``spec`` uses (a cloud's own object

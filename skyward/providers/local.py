@@ -30,6 +30,7 @@ from skyward.engine.wire import encode
 from skyward.node import death
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
+from skyward.providers.agent_membership import AgentMembership, Placement
 from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
 from skyward.providers.local_ray import LocalRay
 from skyward.storage.client import Storage
@@ -44,6 +45,7 @@ class Local:
 
     name: ClassVar[str] = "local"
     priced: ClassVar[bool] = False
+    resizable: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset()
 
     def validate(self, spec: Spec, options: Options) -> None:
@@ -87,19 +89,23 @@ class Local:
         engine = time.monotonic() - started
         agents: list[Any] = []
         try:
-            count = spec.node_count.desired
-            infos = _infos(count, pool_id)
+            count = spec.node_count.floor
+            port = _gcs_port()
             worker = options.resolved_worker
             env = {**spec.image.env}
             sys_path = _sys_path(spec.image)
             metrics = resolve_metrics(spec.image.metrics)
-            collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
-            lanes = [lane_path(LocalRay.temp_dir(), pool_id, info.node) for info in infos]
+            collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
             notes = _notes_dir(pool_id)
-            agents = start_agents(
-                [AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane, notes)
-                 for info, lane in zip(infos, lanes)]
-            )
+
+            def place(node: int) -> Placement:
+                info = _info(node, pool_id, port, max(count, node + 1))
+                lane = lane_path(LocalRay.temp_dir(), pool_id, node)
+                setup = AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane, notes)
+                return Placement(setup, _handle(pool_id, node), lane=lane)
+
+            placements = [place(node) for node in range(count)]
+            agents = start_agents([placement.setup for placement in placements])
             timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
             wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
         except BaseException:
@@ -107,19 +113,28 @@ class Local:
             LocalRay.release()
             raise
 
+        phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
+        transport = RayTransport(
+            agents, [placement.lane for placement in placements], lane_threads=spec.node_count.ceiling * worker.slots,
+            postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
+        )
+        membership = AgentMembership(transport, dict(enumerate(agents)), place, timeout, "on this machine")
+
         def stop() -> None:
             try:
-                stop_agents(agents)
+                stop_agents(membership.close())
             finally:
                 LocalRay.release()
 
-        phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
-        nodes = tuple(NodeHandle(f"{pool_id}-{info.node}", "127.0.0.1", instance_type="local") for info in infos)
-        transport = RayTransport(
-            agents, lanes, lane_threads=len(agents) * worker.slots,
-            postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
+        nodes = tuple(placement.handle for placement in placements)
+        infos = tuple(placement.setup.info for placement in placements)
+        return Cluster(
+            nodes, infos, transport, encode, DriverCollections(collections), stop, phases, membership=membership
         )
-        return Cluster(nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases)
+
+
+def _handle(pool_id: str, node: int) -> NodeHandle:
+    return NodeHandle(f"{pool_id}-{node}", "127.0.0.1", instance_type="local")
 
 
 def _notes_dir(pool_id: str) -> str:
@@ -195,24 +210,25 @@ def _sys_path(image: Image) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in paths if p))
 
 
-def _infos(count: int, pool_id: str) -> list[InstanceInfo]:
+def _gcs_port() -> int:
     gcs = ray.get_runtime_context().gcs_address
-    port = int(gcs.rsplit(":", 1)[1]) if gcs and ":" in gcs else 0
-    peers = [PeerInfo(node, "127.0.0.1", None) for node in range(count)]
-    return [
-        InstanceInfo(
-            node=node,
-            worker=0,
-            total_nodes=count,
-            workers_per_node=1,
-            accelerators=0.0,
-            total_accelerators=0.0,
-            head_addr="127.0.0.1",
-            head_port=port,
-            job_id=pool_id,
-            peers=peers,
-            accelerator=None,
-            network=NetworkInfo("lo", None),
-        )
-        for node in range(count)
-    ]
+    return int(gcs.rsplit(":", 1)[1]) if gcs and ":" in gcs else 0
+
+
+def _info(node: int, pool_id: str, port: int, count: int) -> InstanceInfo:
+    """Node ``node``'s place in a pool of ``count`` nodes (for a node that joins later,
+    the engine sends the real membership with its first task)."""
+    return InstanceInfo(
+        node=node,
+        worker=0,
+        total_nodes=count,
+        workers_per_node=1,
+        accelerators=0.0,
+        total_accelerators=0.0,
+        head_addr="127.0.0.1",
+        head_port=port,
+        job_id=pool_id,
+        peers=[PeerInfo(rank, "127.0.0.1", None) for rank in range(count)],
+        accelerator=None,
+        network=NetworkInfo("lo", None),
+    )

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import psutil
@@ -47,7 +47,8 @@ from skyward.engine.wire import encode
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers import local_ray
-from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
+from skyward.providers.agent_membership import AgentMembership, Placement
+from skyward.providers.base import Cluster, Loss, NodeHandle, Offer, PhaseTiming
 from skyward.storage.client import Storage
 
 DEFAULT_PORT = 6379
@@ -55,6 +56,9 @@ DEFAULT_CONNECT_TIMEOUT = 60.0
 DEFAULT_READY_TIMEOUT = 120.0
 NAMESPACE = "skyward"
 _HEAD_RESOURCE = "node:__internal_head__"
+HOST_SHARE = 0.001
+"""How much of the head's own resource a collection host asks for (to live there: the
+pool never takes the cluster's head away)."""
 _ADDRESS_HELP = (
     'give the GCS address of the cluster\'s head as "host:port" (the port `ray start --head` '
     'printed, 6379 by default), e.g. sky.Ray(address="10.0.0.5:6379"), or set RAY_ADDRESS'
@@ -70,6 +74,7 @@ class Ray:
 
     name: ClassVar[str] = "ray"
     priced: ClassVar[bool] = False
+    resizable: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset()
 
     address: str | None = None
@@ -94,7 +99,7 @@ class Ray:
         """Refuse what attaching to an existing cluster cannot honour (before connecting)."""
         self.resolved_address()
         count = spec.node_count
-        if self.nodes is not None and count.desired not in (1, self.nodes):
+        if self.nodes is not None and (count.desired not in (1, self.nodes) or count.elastic):
             raise fail(
                 "Spec", "nodes", count.desired,
                 f"it disagrees with sky.Ray(nodes={self.nodes}); set the count in one place",
@@ -149,47 +154,91 @@ class Ray:
         Attachment.acquire(host, port, self.token or os.environ.get("RAY_AUTH_TOKEN") or None, connect_timeout)
         engine = time.monotonic() - started
         agents: list[Any] = []
+        where = f"on the Ray cluster at {host}:{port}"
         try:
             chosen = self._choose_nodes(spec, f"{host}:{port}")
             infos = _infos(chosen, _gcs_port(), pool_id)
             worker = options.resolved_worker
             env = {**spec.image.env}
             metrics = resolve_metrics(spec.image.metrics)
-            collections = CollectionsConfig(pool_id, host_count(len(chosen)), options.collections_enabled)
+            ceiling = max(len(chosen), spec.node_count.ceiling)
+            collections = CollectionsConfig(
+                pool_id, host_count(ceiling), options.collections_enabled, ((_HEAD_RESOURCE, HOST_SHARE),)
+            )
             here = _local_addresses()
-            setups = []
-            for node, info in zip(chosen, infos):
+
+            def setup_on(node: dict[str, Any], info: InstanceInfo) -> AgentSetup:
                 local = node["NodeManagerAddress"] in here
                 cwd, sys_path = (os.getcwd(), _sys_path()) if local else (".", ())
-                setups.append(AgentSetup(info, worker, cwd, sys_path, env, metrics, collections, ""))
-            agents = start_agents(setups, [{"scheduling_strategy": _on(node)} for node in chosen])
+                return AgentSetup(info, worker, cwd, sys_path, env, metrics, collections, "")
+
+            agents = start_agents(
+                [setup_on(node, info) for node, info in zip(chosen, infos)],
+                [{"scheduling_strategy": _on(node)} for node in chosen],
+            )
             ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
             wait_ready(
-                agents, ready_timeout, f"on the Ray cluster at {host}:{port}",
+                agents, ready_timeout, where,
                 "check that its nodes have this skyward and Python installed, or raise Options.provision_timeout",
             )
         except BaseException:
             stop_agents(agents)
             Attachment.release()
             raise
+        used = {rank: node["NodeID"] for rank, node in enumerate(chosen)}
+        transport = RayTransport(agents)
+        lock = threading.Lock()
+
+        def place(rank: int) -> Placement:
+            with lock:
+                free = [node for node in _alive() if node["NodeID"] not in used.values()]
+                if not free:
+                    raise RuntimeError(f"every alive node of the Ray cluster at {host}:{port} runs an agent of this pool")
+                node = free[0]
+                used[rank] = node["NodeID"]
+            [info] = _infos([node], _gcs_port(), pool_id)
+            info = replace(info, node=rank, peers=[PeerInfo(rank, node["NodeManagerAddress"], None)])
+            handle = NodeHandle(node["NodeID"], node["NodeManagerAddress"], instance_type="ray-node")
+            return Placement(setup_on(node, info), handle, {"scheduling_strategy": _on(node)})
+
+        def lost(agents: dict[int, Any]) -> list[Loss]:
+            alive = {node["NodeID"] for node in _alive()}
+            return [
+                Loss(rank, f"Ray node {used[rank]} of the cluster at {host}:{port} is no longer alive")
+                for rank in agents if used.get(rank) not in alive
+            ]
+
+        def released(rank: int) -> None:
+            with lock:
+                used.pop(rank, None)
+
+        membership = AgentMembership(
+            transport, dict(enumerate(agents)), place, ready_timeout, where, lambda: len(_alive()), lost, released
+        )
 
         def stop() -> None:
             try:
-                stop_agents(agents)
+                stop_agents(membership.close())
             finally:
                 Attachment.release()
 
         phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
         nodes = tuple(NodeHandle(n["NodeID"], n["NodeManagerAddress"], instance_type="ray-node") for n in chosen)
-        transport = RayTransport(agents)
-        return Cluster(nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases)
+        return Cluster(
+            nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases, membership
+        )
 
     def _choose_nodes(self, spec: Spec, address: str) -> list[dict[str, Any]]:
-        alive = sorted(
-            (n for n in ray.nodes() if n.get("Alive")),
-            key=lambda n: (_HEAD_RESOURCE not in n.get("Resources", {}), n["NodeManagerAddress"], n["NodeID"]),
-        )
-        wanted = self.nodes if self.nodes is not None else (spec.node_count.desired if spec.node_count.desired > 1 else None)
+        """The nodes the pool opens with: the first ``Ray.nodes`` or ``Nodes.floor`` of
+        an elastic spec; else ``desired`` when above 1; else every alive node."""
+        alive = _alive()
+        count = spec.node_count
+        if self.nodes is not None:
+            wanted: int | None = self.nodes
+        elif count.elastic:
+            wanted = count.floor
+        else:
+            wanted = count.desired if count.desired > 1 else None
         if wanted is None:
             return alive
         if wanted > len(alive):
@@ -412,6 +461,14 @@ def _reset_auth() -> None:
         AuthenticationTokenLoader.instance().reset_cache()
     except Exception:  # older Ray: no token auth to reset
         pass
+
+
+def _alive() -> list[dict[str, Any]]:
+    """The cluster's alive nodes, head first, then by address."""
+    return sorted(
+        (n for n in ray.nodes() if n.get("Alive")),
+        key=lambda n: (_HEAD_RESOURCE not in n.get("Resources", {}), n["NodeManagerAddress"], n["NodeID"]),
+    )
 
 
 def _gcs_port() -> int:

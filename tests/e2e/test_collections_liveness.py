@@ -1,5 +1,6 @@
 """Liveness of locks and barriers when a node process dies: a pool of its own, whose
-node agents are killed with SIGKILL (Ray restarts them)."""
+node agents are killed with SIGKILL (Ray restarts them). Its tasks are not retried
+(``retry_on_interruption=0``): a retried holder would take the lock again."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import skyward as sky
 from skyward.collections.config import CHECK_EVERY, LEASE_TTL, RENEW_EVERY
 
-QUIET = sky.Options(console=False, logging=False)
+QUIET = sky.Options(console=False, logging=False, retry_on_interruption=0)
 DEAD_HOLDER_BOUND = RENEW_EVERY + LEASE_TTL + CHECK_EVERY
 WAIT = 30.0
 

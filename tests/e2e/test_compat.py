@@ -46,9 +46,6 @@ def test_local_refuses_what_it_cannot_provide() -> None:
         with pytest.raises(ValueError, match=text):
             with sky.Compute(options=QUIET, **fields):
                 pass
-    with pytest.raises(NotImplementedError, match="elastic"):
-        with sky.Compute(nodes=(2, 8), options=QUIET):
-            pass
 
 
 def test_explicit_specs_with_fallback_order() -> None:

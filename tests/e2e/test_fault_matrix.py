@@ -81,11 +81,12 @@ def test_idle_agent_killed(watched_pool: sky.Pool) -> None:
 
 @pytest.mark.parametrize("watched_pool", ["thread"], indirect=True)
 def test_busy_agent_killed(watched_pool: sky.Pool) -> None:
+    """A kill from outside is an interruption, not the task's doing: the task runs
+    again on the agent Ray put in its place (Options.retry_on_interruption)."""
     agent = watched_pool.run(pid(), target=0)
     _kill_soon(agent)
-    with pytest.raises(sky.NodeCrashedError, match="SIGKILL"):
-        watched_pool.run(nap(30), target=0)
-    assert watched_pool.run(nap(0.01), target=0) == 0.01
+    assert watched_pool.run(nap(2), target=0) == 2
+    assert watched_pool.run(pid(), target=0) != agent
 
 
 @pytest.mark.parametrize("watched_pool", ["process"], indirect=True)

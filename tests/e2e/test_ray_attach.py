@@ -208,6 +208,35 @@ def test_token_from_environment_and_one_ray_per_process(cluster: dict) -> None:
         assert mark in output, output
 
 
+def test_an_elastic_pool_grows_and_shrinks_over_the_cluster_nodes(cluster: dict) -> None:
+    body = """
+    fast = OPTIONS.with_(reconcile_tick_interval=0.2, autoscale_cooldown=0.5, autoscale_idle_timeout=1.5)
+
+    def eventually(check, what):
+        deadline = time.monotonic() + 60
+        while not check():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.05)
+
+    @sky.function
+    def nap(x):
+        time.sleep(0.1)
+        return sky.instance_info().node
+
+    with sky.Compute(provider=sky.Ray(address=ADDRESS, token=TOKEN), nodes=(1, 2), options=fast) as pool:
+        assert pool.current_nodes() == 1
+        pool.counter("kept", consistency="strong").increment()
+        futures = [nap(i) > pool for i in range(40)]
+        eventually(lambda: pool.current_nodes() == 2, "growing to the second cluster node")
+        assert {f.result(60) for f in futures} == {0, 1}
+        assert sorted(r[1:3] for r in where(1) @ pool) == [(0, 2), (1, 2)]
+        eventually(lambda: pool.current_nodes() == 1, "shrinking once idle")
+        assert pool.counter("kept", consistency="strong").value == 1, "collections live on the head"
+    print("ELASTIC OK", flush=True)
+    """
+    assert "ELASTIC OK" in run(cluster["env"], body)
+
+
 def test_missing_token_says_how_to_give_it(cluster: dict) -> None:
     body = """
     try:

@@ -26,7 +26,7 @@ from skyward.node.agent import AgentSetup, NodeRunner
 class Harness:
     """A driver over ``nodes`` in-process nodes, with its loop on a thread."""
 
-    def __init__(self, nodes: int, worker: sky.Worker, timeout: float = 30.0) -> None:
+    def __init__(self, nodes: int, worker: sky.Worker, timeout: float = 30.0, retries: int = 3) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -38,7 +38,7 @@ class Harness:
         self.transport.open(self.loop, self.feed)
         self.driver = ClusterDriver(
             self.transport, encode, worker, timeout, self.events.append, lambda _: True,
-            self.feed.wait_delivered, self.loop,
+            self.feed.wait_delivered, self.loop, nodes, retries,
         )
 
     def run(self, coroutine: Any, timeout: float = 30) -> Any:
@@ -94,13 +94,51 @@ def test_run_broadcast_and_map(harness: Harness) -> None:
     assert [value for _, values in sorted(chunks) for value in values] == [x * 2 for x in range(50)]
 
 
-def test_node_lost_is_a_node_crash_with_an_event(harness: Harness) -> None:
-    harness.transport.fail_next(1, NodeLost(1, "the agent died"))
+def test_a_node_its_task_ended_is_a_node_crash_not_retried(harness: Harness) -> None:
+    harness.transport.fail_next(1, NodeLost(1, "it ended because its task called os._exit(3)", by_task=True))
+    before = len(harness.transport.calls)
     with pytest.raises(sky.NodeCrashedError, match="node 1's agent process died while running add") as caught:
         harness.run(harness.driver.run(add(1, 2), target=1))
-    assert caught.value.node == 1
+    assert not isinstance(caught.value, sky.PreemptedError)
+    assert caught.value.node == 1 and "not retried" in str(caught.value)
+    assert len(harness.transport.calls) - before == 1, "it ran once"
     assert any(isinstance(e, sky.InstanceReplaced) and e.node == 1 for e in harness.events)
     assert harness.run(harness.driver.run(add(1, 2), target=1)) == 3, "the pool goes on"
+
+
+def test_a_node_lost_to_the_infrastructure_is_retried(harness: Harness) -> None:
+    harness.transport.fail_next(1, NodeLost(1, "killed from outside"))
+    before = len(harness.transport.calls)
+    assert harness.run(harness.driver.run(add(1, 2), target=1)) == 3
+    assert len(harness.transport.calls) - before == 2, "it ran again"
+    harness.transport.fail_next(0, NodeLost(0, "killed from outside"))
+    assert harness.driver.run_now(add(2, 2), target=0).lost == 1, "run_now hands the retry to run"
+
+
+def test_retries_run_out_with_a_preempted_error() -> None:
+    harness = Harness(1, sky.Worker(), retries=1)
+    try:
+        for _ in range(2):
+            harness.transport.fail_next(0, NodeLost(0, "spot interruption"))
+
+        def lose_every_time() -> None:
+            harness.transport.fail_next(0, NodeLost(0, "spot interruption"))
+
+        original = harness.transport._run
+
+        def run(node: int, payload: Any) -> Any:
+            lose_every_time()
+            return original(node, payload)
+
+        harness.transport._run = run  # type: ignore[method-assign]
+        with pytest.raises(sky.PreemptedError, match=r"interrupted on all 2 attempts.*spot interruption") as caught:
+            harness.run(harness.driver.run(add(1, 2)))
+        assert caught.value.attempts == 2 and isinstance(caught.value, sky.NodeCrashedError)
+        with pytest.raises(sky.PreemptedError, match=r"map\(.*\) was interrupted") as mapped:
+            harness.run(harness.driver.map(add(0, 0).__class__(lambda x: x), [1, 2, 3]))
+        assert mapped.value.failed_item == 0
+    finally:
+        harness.close()
 
 
 def test_refused_and_disconnected_name_the_cause(harness: Harness) -> None:

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from skyward.engine.events import EventBatch
 from skyward.engine.transport import NodeLost, NoReply, Refused, Shared, TransportError
 from skyward.engine.transports.lane import LaneBroken, LaneClient, LaneFailed
 from skyward.engine.wire import Payload
+from skyward.node.death import Death
 
 if TYPE_CHECKING:
     from skyward.engine.events import EventFeed
@@ -35,32 +36,56 @@ REPLACEMENT_WAIT = 60.0
 
 
 class RayTransport:
-    """Calls ``agents[i]`` (node ``i``); ``lanes[i]`` is its lane path or "" for none."""
+    """Calls ``agents[i]`` (node ``i``); ``lanes[i]`` is its lane path or "" for none.
+    Nodes that join later are ``attach``ed, nodes that left ``detach``ed."""
 
     def __init__(
         self,
         agents: Sequence[Any],
         lanes: Sequence[str] = (),
         lane_threads: int = 1,
-        postmortem: Callable[[int], str | None] = lambda node: None,
+        postmortem: Callable[[int], Death | None] = lambda node: None,
     ) -> None:
-        self.agents = list(agents)
+        self.agents: dict[int, Any] = dict(enumerate(agents))
         self._postmortem = postmortem
-        self._lanes = [LaneClient(path) if path else None for path in lanes] or [None] * len(self.agents)
+        self._lanes = {node: LaneClient(path) for node, path in enumerate(lanes) if path}
         # lane calls block, so the loop hands them to these threads (one per slot in use)
         self._lane_threads = ThreadPoolExecutor(max(1, lane_threads), "skyward-lane")
         self._events: RayEventSource | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._gone: dict[int, asyncio.Future[str]] = {}
+        self._left: dict[int, str] = {}
         self._keys = itertools.count()
         self._closing = False
 
-    @property
-    def nodes(self) -> int:
-        return len(self.agents)
-
     def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
+        self._loop = loop
         self._events = RayEventSource(
             self.agents, lambda node, data: feed.submit(node, EventBatch.decode(data)), feed.report
         )
+
+    def attach(self, node: int, agent: Any, lane: str = "") -> None:
+        """Node ``node``'s agent (a started actor, answering) joins; ``lane`` is its lane
+        path or ""."""
+        self._left.pop(node, None)
+        self.agents[node] = agent
+        if lane:
+            self._lanes[node] = LaneClient(lane)
+        if self._events is not None:
+            self._events.add(node, agent)
+
+    def detach(self, node: int, reason: str) -> None:
+        self._left[node] = reason
+        if self.agents.pop(node, None) is None:
+            return
+        lane = self._lanes.pop(node, None)
+        if lane is not None:
+            lane.close()
+        if self._events is not None:
+            self._events.remove(node)
+        gone = self._gone.pop(node, None)
+        if gone is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(_settle, gone, reason)
 
     @property
     def can_call_now(self) -> bool:
@@ -77,17 +102,32 @@ class RayTransport:
             raise self._explained(_failure(exc, node)) from None
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
-        if isinstance(payload, bytes) and self._lanes[node] is not None:
+        if isinstance(payload, bytes) and node in self._lanes:
             reply = await asyncio.get_running_loop().run_in_executor(
                 self._lane_threads, self._via_lane, node, payload, timeout
             )
             if reply is not None:
                 return reply
         ref = self._send(node, payload.handle if isinstance(payload, Shared) else payload)
+        reply: asyncio.Future[Any] = asyncio.wrap_future(ref.future())
+        gone = self._gone_of(node)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
-        except Exception as exc:
-            raise self._explained(_failure(exc, node)) from None
+            done, _ = await asyncio.wait({reply, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            reply.cancel()
+            raise
+        if reply in done:
+            try:
+                return reply.result()
+            except Exception as exc:
+                failure = _failure(exc, node)
+                if isinstance(failure, NodeLost):
+                    failure = await asyncio.get_running_loop().run_in_executor(None, self._explained, failure)
+                raise failure from None
+        reply.cancel()
+        if gone in done:
+            raise NodeLost(node, gone.result())
+        raise NoReply(node, "no answer in time")
 
     async def share(self, payload: Payload) -> Shared:
         return Shared(next(self._keys), ray.put(payload))
@@ -97,24 +137,38 @@ class RayTransport:
 
     def close(self) -> None:
         self._closing = True
-        for lane in self._lanes:
-            if lane is not None:
-                lane.close()
+        for lane in self._lanes.values():
+            lane.close()
         self._lane_threads.shutdown(wait=False)
         if self._events is not None:
             self._events.stop()
 
+    def _gone_of(self, node: int) -> asyncio.Future[str]:
+        """A future of the loop that is set (to the reason) when ``node`` is detached."""
+        gone = self._gone.get(node)
+        if gone is None:
+            gone = self._gone[node] = asyncio.get_running_loop().create_future()
+        return gone
+
+    def _agent(self, node: int) -> Any:
+        agent = self.agents.get(node)
+        if agent is None:
+            raise NodeLost(node, self._left.get(node, f"node {node} is not part of the pool"))
+        return agent
+
     def _send(self, node: int, payload: Any) -> Any:
-        return self.agents[node].execute.remote(payload)
+        return self._agent(node).execute.remote(payload)
 
     def _via_lane(self, node: int, payload: Payload, timeout: float | None) -> Payload | None:
         """The agent's reply through its lane (blocks), or None: send through Ray."""
-        lane = self._lanes[node] if isinstance(payload, bytes) else None
+        lane = self._lanes.get(node) if isinstance(payload, bytes) else None
         if lane is None:
             return None
         try:
             return lane.call(payload, timeout)
         except LaneBroken as exc:
+            if node in self._left:
+                raise NodeLost(node, self._left[node]) from None
             self._await_replacement(node)
             raise self._explained(NodeLost(node, str(exc))) from None
         except TimeoutError:
@@ -124,22 +178,27 @@ class RayTransport:
 
     def _explained(self, failure: TransportError) -> TransportError:
         """A lost node's failure with the cause of death its agent's note tells, if any."""
-        if not isinstance(failure, NodeLost):
+        if not isinstance(failure, NodeLost) or failure.node in self._left:
             return failure
-        cause = self._postmortem(failure.node)
-        return failure if cause is None else NodeLost(failure.node, cause)
+        death = self._postmortem(failure.node)
+        return failure if death is None else NodeLost(failure.node, death.cause, death.by_task)
 
     def _await_replacement(self, node: int) -> None:
         """After a lane broke, wait (bounded) until Ray has restarted the node's agent: the
         lane sees a death before Ray does, and a call sent through Ray in between would
         reach the dead agent and fail too."""
         deadline = time.monotonic() + REPLACEMENT_WAIT
-        while not self._closing and time.monotonic() < deadline:
+        while not self._closing and node not in self._left and time.monotonic() < deadline:
             try:
-                ray.get(self.agents[node].ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                ray.get(self._agent(node).ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
                 return
             except Exception:  # still the dead agent, or restarting
                 time.sleep(0.05)
+
+
+def _settle(future: asyncio.Future[str], value: str) -> None:
+    if not future.done():
+        future.set_result(value)
 
 
 def _failure(exc: BaseException, node: int) -> TransportError:
@@ -160,29 +219,46 @@ def _first_line(exc: BaseException) -> str:
 class RayEventSource:
     """Polls every agent's ``take_events`` (``agents[i]`` is node ``i``) on one thread and
     passes each encoded batch to ``sink(node, data)``; ``on_error`` gets a message when a
-    node's stream ended. An agent being replaced after a crash is polled again once back."""
+    node's stream ended. An agent being replaced after a crash is polled again once back;
+    ``add`` and ``remove`` change the nodes polled (from any thread)."""
 
     def __init__(
-        self, agents: Sequence[Any], sink: Callable[[int, bytes], None], on_error: Callable[[str], None]
+        self, agents: Mapping[int, Any], sink: Callable[[int, bytes], None], on_error: Callable[[str], None]
     ) -> None:
-        self._agents = list(agents)
+        self._agents = dict(agents)
         self._sink = sink
         self._on_error = on_error
+        self._lock = threading.Lock()
+        self._added: dict[int, Any] = {}
+        self._removed: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="skyward-event-poll", daemon=True)
         self._thread.start()
 
+    def add(self, node: int, agent: Any) -> None:
+        """Poll ``agent`` as node ``node`` from now on."""
+        with self._lock:
+            self._removed.discard(node)
+            self._added[node] = agent
+
+    def remove(self, node: int) -> None:
+        """Stop polling node ``node`` (what it still holds is dropped: it left)."""
+        with self._lock:
+            self._added.pop(node, None)
+            self._removed.add(node)
+
     def stop(self) -> None:
         """Stop polling, then pass on what the agents still hold (bounded)."""
         self._stop.set()
-        for agent in self._agents:
+        self._thread.join(STOP_TIMEOUT)
+        self._changes({})
+        for agent in self._agents.values():
             try:
                 agent.wake_events.remote()
             except Exception:
                 pass
-        self._thread.join(STOP_TIMEOUT)
         refs = {}
-        for node, agent in enumerate(self._agents):
+        for node, agent in self._agents.items():
             try:
                 refs[node] = agent.take_events.remote(0.0)
             except Exception:
@@ -194,32 +270,53 @@ class RayEventSource:
             except Exception:
                 continue
 
+    def _changes(self, polls: dict[Any, int]) -> None:
+        """Apply the nodes added and removed since the last call to ``polls``."""
+        with self._lock:
+            added, self._added = self._added, {}
+            removed, self._removed = self._removed, set()
+        for node in removed:
+            self._agents.pop(node, None)
+            for ref in [ref for ref, polled in polls.items() if polled == node]:
+                del polls[ref]
+        for node, agent in added.items():
+            self._agents[node] = agent
+            for ref in [ref for ref, polled in polls.items() if polled == node]:
+                del polls[ref]
+            if not self._stop.is_set():
+                polls[agent.take_events.remote(POLL_WAIT)] = node
+
     def _loop(self) -> None:
-        polls = {agent.take_events.remote(POLL_WAIT): node for node, agent in enumerate(self._agents)}
-        failures = [0] * len(self._agents)
+        polls = {agent.take_events.remote(POLL_WAIT): node for node, agent in self._agents.items()}
+        failures: dict[int, int] = {}
         retry_at: dict[int, float] = {}  # nodes whose agent is being replaced: poll again then
-        while (polls or retry_at) and not self._stop.is_set():
+        while not self._stop.is_set():
+            self._changes(polls)
             now = time.monotonic()
             for node in [n for n, when in retry_at.items() if when <= now]:
                 del retry_at[node]
-                polls[self._agents[node].take_events.remote(POLL_WAIT)] = node
-            wait = min(retry_at.values(), default=now + POLL_WAIT + 30) - now
-            ready, _ = ray.wait(list(polls), num_returns=1, timeout=max(0.0, wait)) if polls else ([], [])
+                if node in self._agents:
+                    polls[self._agents[node].take_events.remote(POLL_WAIT)] = node
+            wait = min([*retry_at.values(), now + POLL_WAIT]) - now
             if not polls:
-                time.sleep(max(0.0, wait))
+                self._stop.wait(max(0.0, wait))
+                continue
+            ready, _ = ray.wait(list(polls), num_returns=1, timeout=max(0.0, wait))
             for ref in ready:
-                node = polls.pop(ref)
+                node = polls.pop(ref, None)
+                if node is None:
+                    continue
                 try:
                     self._sink(node, ray.get(ref))
                     failures[node] = 0
                 except Exception as exc:  # the agent crashed (and is being replaced) or is gone
                     if self._stop.is_set():
                         return
-                    failures[node] += 1
+                    failures[node] = failures.get(node, 0) + 1
                     if failures[node] >= FAILURES_BEFORE_GIVING_UP:
                         self._on_error(f"the event stream of node {node} stopped: {exc}")
                     else:
                         retry_at[node] = time.monotonic() + min(0.05 * failures[node], 0.5)
                     continue
-                if not self._stop.is_set():
+                if not self._stop.is_set() and node in self._agents:
                     polls[self._agents[node].take_events.remote(POLL_WAIT)] = node

@@ -15,12 +15,18 @@ client -> relay                                relay -> client
 ("unshare", key)                               ("events", node, batch)
 ("forget", id)                                 ("report", message)
 ("collection", id, request)                    ("collection", id, answer)
+("attach", id, node, serial, setup)            ("attached", id, error)
+("detach", node, reason)
 ("close",)                                     ("closed",)
 
 A payload is bytes, or a pair (bytes, [bytes, ...]) with its out-of-band buffers, or
 ``("shared", key)`` for one stored by "share". ``kind`` of a failure is "lost",
-"no_reply" or "refused" (``transport.NodeLost``, ``NoReply``, ``Refused``); a broken
-stream fails every call in flight with ``Disconnected``.
+"crashed" (its task ended the agent's process), "no_reply" or "refused"
+(``transport.NodeLost``, ``NoReply``, ``Refused``); a broken stream fails every call in
+flight with ``Disconnected``. "attach" starts the agent of a node that joined (``setup``
+is its pickled ``AgentSetup``, ``serial`` names the host's Ray resource that pins it);
+``error`` is None once it answers, else why it did not. "detach" forgets a node that
+left and kills its agent.
 """
 
 from __future__ import annotations
@@ -81,9 +87,10 @@ def plain(payload: Payload) -> bytes | tuple[bytes, list[bytes]]:
 class RelayTransport:
     """The client's end of the stream to a head relay listening on 127.0.0.1:``port``."""
 
-    def __init__(self, nodes: int, port: int) -> None:
-        self._nodes = nodes
+    def __init__(self, port: int) -> None:
         self._port = port
+        self._left: dict[int, str] = {}
+        self._attaching: dict[int, asyncio.Future[str | None]] = {}
         self._ids = itertools.count()
         self._keys = itertools.count()
         self._pending: dict[int, tuple[int, asyncio.Future[Any]]] = {}
@@ -95,10 +102,6 @@ class RelayTransport:
         self._closed: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
         self._closing = False
-
-    @property
-    def nodes(self) -> int:
-        return self._nodes
 
     @property
     def can_call_now(self) -> bool:
@@ -121,7 +124,46 @@ class RelayTransport:
     def call_now(self, node: int, payload: Payload, timeout: float | None) -> Payload:
         raise NotImplementedError("a relay answers on the event loop only (can_call_now is False)")
 
+    def attach(self, node: int, serial: int, setup: Any, timeout: float) -> None:
+        """Have the relay start node ``node``'s agent (on the host whose resource is
+        ``serial``) and wait until it answers (from a thread other than the loop's).
+        RuntimeError naming the node with the relay's reason when it does not."""
+        if self._loop is None:
+            raise PoolClosedError("the pool is closed: no node joins it")
+        error = asyncio.run_coroutine_threadsafe(self._attach(node, serial, pickle.dumps(setup)), self._loop).result(
+            timeout + CONNECT_TIMEOUT
+        )
+        if error is not None:
+            raise RuntimeError(f"the agent of node {node} did not start: {error}")
+
+    async def _attach(self, node: int, serial: int, setup: bytes) -> str | None:
+        call_id = next(self._ids)
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._attaching[call_id] = answer
+        try:
+            await self._send(("attach", call_id, node, serial, setup))
+            error = await answer
+        finally:
+            self._attaching.pop(call_id, None)
+        if error is None:
+            self._left.pop(node, None)
+        return error
+
+    def detach(self, node: int, reason: str) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._detach, node, reason)
+
+    def _detach(self, node: int, reason: str) -> None:
+        self._left[node] = reason
+        for target, future in list(self._pending.values()):
+            if target == node:
+                _resolve((target, future), NodeLost(node, reason))
+        if self._writer is not None and not self._lost and not self._closing:
+            asyncio.ensure_future(self._send_quietly(("detach", node, reason)))
+
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
+        if node in self._left:
+            raise NodeLost(node, self._left[node])
         body = ("shared", payload.key) if isinstance(payload, Shared) else plain(payload)
         call_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -213,7 +255,12 @@ class RelayTransport:
                     _resolve(self._pending.get(message[1]), message[2])
                 elif kind == "failed":
                     _, call_id, failure, node, detail = message
-                    _resolve(self._pending.get(call_id), FAILURES[failure](node, detail))
+                    error = NodeLost(node, detail, by_task=True) if failure == "crashed" else FAILURES[failure](node, detail)
+                    _resolve(self._pending.get(call_id), error)
+                elif kind == "attached":
+                    answer = self._attaching.get(message[1])
+                    if answer is not None and not answer.done():
+                        answer.set_result(message[2])
                 elif kind == "collection":
                     future = self._collections.pop(message[1], None)
                     if future is not None and not future.done():
@@ -227,6 +274,9 @@ class RelayTransport:
             for future in list(self._collections.values()):
                 if not future.done():
                     future.set_exception(self._lost)
+            for answer in list(self._attaching.values()):
+                if not answer.done():
+                    answer.set_result(str(self._lost))
             if self._closed is not None and not self._closed.done():
                 self._closed.set_result(None)
 

@@ -30,13 +30,14 @@ from skyward.providers import registry
 from skyward.providers.aws import machines
 from skyward.providers.aws.catalog import InstanceType, candidates, instance_types
 from skyward.providers.aws.images import find_image, root_device
+from skyward.providers.aws.membership import EC2Machines
 from skyward.providers.aws.prices import prices
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
 from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
 from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.launch import launch_on_hosts
-from skyward.providers.ssh.provider import check_remote_spec
+from skyward.providers.ssh.provider import check_remote_nodes, check_remote_spec
 from skyward.storage.client import Storage
 from skyward.storage.presets import S3
 
@@ -57,6 +58,7 @@ class AWS:
 
     name: ClassVar[str] = "aws"
     priced: ClassVar[bool] = True
+    resizable: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset({"ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"})
 
     region: str = "us-east-1"
@@ -99,6 +101,7 @@ class AWS:
             )
         if spec.region is not None and spec.region != self.region and not isinstance(spec.region, str):
             raise fail("Spec", "region", spec.region, 'give a region name such as "us-west-2"')
+        check_remote_nodes(spec)
         check_remote_spec(spec, options)
 
     def offers(self, spec: Spec) -> list[Offer]:
@@ -120,11 +123,14 @@ class AWS:
         known_hosts = tempfile.NamedTemporaryFile(prefix="skyward-hosts-", delete=False)
         known_hosts.close()
         released = threading.Event()
+        grow: EC2Machines | None = None
 
         def release() -> None:
             if released.is_set():
                 return
             released.set()
+            if grow is not None:
+                grow.close()
             renewer.stop()
             try:
                 machines.release(resources)
@@ -138,13 +144,19 @@ class AWS:
             machines.create_access(resources, vpc, self._ssh_cidr(region, subnet))
             timeout = float(options.provision_timeout or DEFAULT_PROVISION_TIMEOUT)
             user_data = _boot_script(spec, options)
-            handles = self._start(spec, allowed, resources, subnet, timeout, user_data)
+            offer, image, handles = self._start(spec, allowed, resources, subnet, timeout, user_data)
             renewer.start()
+
+            def launch_one() -> NodeHandle:
+                [started] = self._run(spec, offer, resources, image, subnet, 1, timeout, user_data)
+                return self._handle(resources, offer, started)
+
+            grow = EC2Machines(region, launch_one)
         except BaseException:
             release()
             raise
         return launch_on_hosts(
-            handles, spec, options, pool_id, KnownHosts(known_hosts.name), release,
+            handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
             halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,
         )
 
@@ -247,9 +259,10 @@ class AWS:
     def _start(
         self, spec: Spec, offers: list[Offer], resources: machines.PoolResources, subnet: str, timeout: float,
         user_data: str,
-    ) -> list[NodeHandle]:
-        """Start the nodes on the first offer EC2 has room for."""
-        count = spec.node_count.desired
+    ) -> tuple[Offer, str, list[NodeHandle]]:
+        """Start the nodes the pool opens with (``Nodes.floor``) on the first offer EC2
+        has room for; that offer, its image and the nodes."""
+        count = spec.node_count.floor
         kinds = {kind.name: kind for kind in instance_types(resources.region)}
         refused: list[str] = []
         for offer in offers[:MAX_OFFERS_TRIED]:
@@ -261,7 +274,7 @@ class AWS:
             except NoCapacityError as exc:
                 refused.append(f"{offer.instance_type} ({'spot' if offer.spot else 'on-demand'}): {exc.code}")
                 continue
-            return [self._handle(resources, offer, node) for node in launched]
+            return offer, image, [self._handle(resources, offer, node) for node in launched]
         raise NoCapacityError(
             f"AWS had no capacity in {resources.region} for any of the {len(refused)} cheapest offers: "
             + "; ".join(refused) + ". Try another region, a different accelerator or allocation, or later",

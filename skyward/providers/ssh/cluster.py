@@ -10,6 +10,7 @@ vanished), the head relay on node 0, and the port forward the client's transport
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import posixpath
@@ -36,6 +37,10 @@ log = logging.getLogger("skyward.remote")
 # The pool's Ray token arrives as the first line of stdin: never on a command line.
 _TOKEN_ENV = "read -r RAY_AUTH_TOKEN && export RAY_AUTH_TOKEN RAY_AUTH_MODE=token RAY_USAGE_STATS_ENABLED=0"
 HEARTBEAT = 2.0
+HEAD_RESOURCE = "skyward-head"
+"""A Ray resource only the head node has: the pool's collection hosts ask for a little
+of it, so they live on the head, which the pool never removes."""
+HEAD_CAPACITY = 1000.0
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
 FACTS_SCRIPT = r"""
@@ -83,9 +88,12 @@ class HostFacts:
 
 @dataclass
 class RemoteNode:
-    """One host of the cluster and what runs there for the pool."""
+    """One host of the cluster and what runs there for the pool: ``index`` is its rank,
+    ``serial`` is unique to this host in the pool (its directory and the Ray resource
+    that pins its agent: a replacement takes the rank, never the serial)."""
 
     index: int
+    serial: int
     handle: NodeHandle
     conn: asyncssh.SSHClientConnection
     files: RemoteFiles
@@ -115,17 +123,30 @@ class RemoteCluster:
         self.gcs_port = 0
         self.forward: Any = None
         self.volume_count = 0
+        self.halt = False
         self._on_phase = on_phase
         self._heartbeat: asyncio.Task[None] | None = None
+        self._serials = itertools.count()
+        self._stopping: set[int] = set()
 
-    def pool_dir(self, index: int) -> str:
-        """Per-node pool directory (unique per node, short enough for Ray's sockets)."""
-        return f"/tmp/skyward-{self.pool_id[:12]}-n{index}"
+    def pool_dir(self, serial: int) -> str:
+        """Per-host pool directory (unique per host, short enough for Ray's sockets)."""
+        return f"/tmp/skyward-{self.pool_id[:12]}-n{serial}"
+
+    def node(self, index: int) -> RemoteNode | None:
+        """The host at rank ``index``, if the pool has one."""
+        return next((node for node in self.nodes if node.index == index), None)
+
+    def node_of(self, handle: NodeHandle) -> RemoteNode | None:
+        """The host of ``handle``, if the pool has it."""
+        return next((node for node in self.nodes if node.handle is handle), None)
 
     async def connect(
-        self, handles: Sequence[NodeHandle], known: KnownHosts, timeout: float, retry_interval: float | None
-    ) -> None:
-        """Connect to every host (ConnectionError naming the first that fails)."""
+        self, handles: Sequence[NodeHandle], known: KnownHosts, timeout: float, retry_interval: float | None,
+        ranks: Sequence[int] | None = None,
+    ) -> list[RemoteNode]:
+        """Connect to every host (at ``ranks``, default 0, 1, ...); ConnectionError
+        naming the first that fails. Returns the new nodes."""
         started = time.monotonic()
         endpoints = [handle.ssh for handle in handles]
         if any(endpoint is None for endpoint in endpoints):
@@ -134,29 +155,37 @@ class RemoteCluster:
             *(connect(endpoint, known, timeout, retry_interval) for endpoint in endpoints if endpoint is not None),
             return_exceptions=True,
         )
-        for index, (handle, result) in enumerate(zip(handles, results)):
+        added = []
+        for index, handle, result in zip(ranks if ranks is not None else range(len(handles)), handles, results):
             if isinstance(result, asyncssh.SSHClientConnection):
                 assert handle.ssh is not None
                 files = RemoteFiles(result, handle.ssh)
-                self.nodes.append(RemoteNode(index, handle, result, files, self.pool_dir(index)))
+                serial = next(self._serials)
+                added.append(RemoteNode(index, serial, handle, result, files, self.pool_dir(serial)))
+        self.nodes.extend(added)
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]
-        self._on_phase("ssh", time.monotonic() - started, None)
+        self._on_phase("ssh", time.monotonic() - started, None if ranks is None else ranks[0])
+        return added
 
-    async def gather_facts(self, indexes: Sequence[str], timeout: float) -> None:
-        """Ask every host for its address, platform, size and which ``indexes`` it reaches."""
+    async def gather_facts(self, indexes: Sequence[str], timeout: float, nodes: Sequence[RemoteNode] | None = None) -> None:
+        """Ask every host (or ``nodes``) for its address, platform, size and which
+        ``indexes`` it reaches."""
         command = f"bash -s -- {' '.join(shlex.quote(url) for url in indexes)}"
 
         async def one(node: RemoteNode) -> None:
             result = await node.conn.run(command, input=FACTS_SCRIPT, check=False, timeout=timeout + 10 * len(indexes))
             node.facts = _facts(str(result.stdout), node.address.host)
 
-        await _all(one(node) for node in self.nodes)
+        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
 
     async def bootstrap(
-        self, script_for: Callable[[RemoteNode], str], shipments: dict[int, runner.Shipment], timeout: float
+        self, script_for: Callable[[RemoteNode], str], shipments: dict[int, runner.Shipment], timeout: float,
+        nodes: Sequence[RemoteNode] | None = None,
     ) -> None:
+        """Ship and bootstrap every host (or ``nodes``); ``shipments`` by rank."""
+
         async def one(node: RemoteNode) -> None:
             started = time.monotonic()
             await runner.ship(node.files, shipments[node.index])
@@ -166,10 +195,10 @@ class RemoteCluster:
                 lambda phase, seconds: self._on_phase(phase, seconds, node.index),
             )
 
-        await _all(one(node) for node in self.nodes)
+        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
 
-    def check_versions(self, client: dict[str, str]) -> None:
-        for node in self.nodes:
+    def check_versions(self, client: dict[str, str], nodes: Sequence[RemoteNode] | None = None) -> None:
+        for node in self.nodes if nodes is None else nodes:
             assert node.ready is not None
             found = mismatches(client, node.ready.versions)
             if found:
@@ -179,12 +208,15 @@ class RemoteCluster:
                     "the nodes' version"
                 )
 
-    async def start_watchdogs(self, halt: bool, volumes: Sequence[NodeVolume] = ()) -> None:
-        """A watchdog per node: it mounts ``volumes`` (their keys go on its stdin), then
-        stops the pool there and unmounts them once the client is gone (and, with
-        ``halt``, shuts the machine down after). VolumeMountError naming the node when a
-        mount fails there."""
+    async def start_watchdogs(
+        self, halt: bool, volumes: Sequence[NodeVolume] = (), nodes: Sequence[RemoteNode] | None = None
+    ) -> None:
+        """A watchdog per node (or per one of ``nodes``): it mounts ``volumes`` (their
+        keys go on its stdin), then stops the pool there and unmounts them once the
+        client is gone (and, with ``halt``, shuts the machine down after).
+        VolumeMountError naming the node when a mount fails there."""
         self.volume_count = len(volumes)
+        self.halt = halt
 
         async def one(node: RemoteNode) -> None:
             assert node.ready is not None
@@ -210,8 +242,23 @@ class RemoteCluster:
                 else:
                     output.append(line)
 
-        await _all(one(node) for node in self.nodes)
-        self._heartbeat = asyncio.ensure_future(self._beat())
+        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
+        if self._heartbeat is None:
+            self._heartbeat = asyncio.ensure_future(self._beat())
+
+    def watch(self, node: RemoteNode, lost: Callable[[RemoteNode, str], None]) -> None:
+        """Call ``lost(node, why)`` when the host's watchdog stream ends while the pool
+        did not ask it to stop: the host (or the way to it) is gone."""
+
+        async def follow() -> None:
+            try:
+                await node.watchdog.wait_closed()
+            except Exception:
+                pass
+            if node.serial not in self._stopping:
+                lost(node, f"the connection to {node.address} closed (its machine or sshd is gone)")
+
+        asyncio.ensure_future(follow())
 
     async def _beat(self) -> None:
         while True:
@@ -245,8 +292,22 @@ class RemoteCluster:
             await self._ray_start(node, args, resources(node), env)
 
         # Workers start alongside the head: `ray start --address` waits for the GCS.
-        await _all([self._ray_start(head, head_args, resources(head), env), *(worker(n) for n in self.nodes[1:])])
+        head_resources = {**resources(head), HEAD_RESOURCE: HEAD_CAPACITY}
+        await _all([self._ray_start(head, head_args, head_resources, env), *(worker(n) for n in self.nodes[1:])])
         self._on_phase("ray", time.monotonic() - started, None)
+
+    async def join_ray(self, node: RemoteNode, resources: dict[str, float], env: dict[str, str]) -> None:
+        """Start Ray on ``node``, joining the head's cluster."""
+        started = time.monotonic()
+        head = self.nodes[0]
+        ports = _ports(4)
+        args = [
+            f"--address={head.private_ip}:{self.gcs_port}", f"--dashboard-agent-listen-port={ports[0]}",
+            f"--dashboard-agent-grpc-port={ports[1]}", f"--runtime-env-agent-port={ports[2]}",
+            f"--metrics-export-port={ports[3]}",
+        ]
+        await self._ray_start(node, args, resources, env)
+        self._on_phase("ray", time.monotonic() - started, node.index)
 
     async def _ray_start(self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]) -> None:
         assert node.ready is not None
@@ -306,25 +367,8 @@ class RemoteCluster:
         """Stop every process of the pool on every host and remove its files."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-
-        async def one(node: RemoteNode) -> None:
-            if node.watchdog is not None:
-                try:
-                    node.watchdog.stdin.write("stop\n")
-                    done = await asyncio.wait_for(
-                        node.watchdog.wait(), STOP_TIMEOUT + self.volume_count * UNMOUNT_TIMEOUT_S
-                    )
-                except Exception as exc:
-                    log.warning("watchdog on %s: %s", node.address, exc)
-                    return
-                for line in str(done.stdout or "").splitlines():
-                    if line.startswith("::unmount-failed "):
-                        raise _volume_error(node, line)
-            else:
-                await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
-
         try:
-            results = await asyncio.gather(*(one(node) for node in self.nodes), return_exceptions=True)
+            results = await asyncio.gather(*(self._stop_on(node) for node in self.nodes), return_exceptions=True)
             failures = [result for result in results if isinstance(result, VolumeMountError)]
             if failures:
                 raise failures[0]
@@ -335,6 +379,36 @@ class RemoteCluster:
                 node.files.close()
                 node.conn.close()
             await asyncio.gather(*(n.conn.wait_closed() for n in self.nodes), return_exceptions=True)
+
+    async def stop_node(self, node: RemoteNode) -> None:
+        """Stop the pool on ``node`` alone (it leaves the pool) and let go of it; a host
+        that is gone already is fine."""
+        if node in self.nodes:
+            self.nodes.remove(node)
+        try:
+            await self._stop_on(node)
+        except VolumeMountError:
+            raise
+        except Exception as exc:  # the host is gone: nothing left to stop there
+            log.debug("stopping node %s: %s", node.index, exc)
+        finally:
+            node.files.close()
+            node.conn.close()
+
+    async def _stop_on(self, node: RemoteNode) -> None:
+        self._stopping.add(node.serial)
+        if node.watchdog is not None:
+            try:
+                node.watchdog.stdin.write("stop\n")
+                done = await asyncio.wait_for(node.watchdog.wait(), STOP_TIMEOUT + self.volume_count * UNMOUNT_TIMEOUT_S)
+            except Exception as exc:
+                log.warning("watchdog on %s: %s", node.address, exc)
+                return
+            for line in str(done.stdout or "").splitlines():
+                if line.startswith("::unmount-failed "):
+                    raise _volume_error(node, line)
+        else:
+            await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
 
 
 def _volume_error(node: RemoteNode, line: str) -> VolumeMountError:

@@ -3,14 +3,17 @@ through one SSH-forwarded port (``python -m skyward.providers.ssh.head_relay POO
 
 Started over SSH with the Ray token as the first line of stdin (read by the shell, never
 on a command line), then the length-prefixed ``RelayConfig``. It joins the node's Ray
-cluster, starts one ``NodeAgent`` per node (pinned by the node's ``skyward-node-<i>``
+cluster, starts one ``NodeAgent`` per node (pinned by its host's ``skyward-node-<serial>``
 resource), then listens on 127.0.0.1 only and serves one client connection at a time
 with the protocol of ``engine.transports.relay``: each call's payload goes to its node's
 agent as the bytes it arrived as, each reply and each event batch goes back as the bytes
 the agent made. It never unpickles a user object: scheduling, timeouts and errors are
-the client's driver's business. When the client closes the connection (or it breaks)
-the relay stops the agents, frees what the client held in the collections and exits;
-the node's watchdog stops it too if the client vanished.
+the client's driver's business. It starts the agent of a node that joins ("attach") and
+kills that of a node that left ("detach"); when an agent died, its successor on the
+same host reads the note it left (``NodeAgent.postmortem``), so the client learns
+whether the task ended it. When the client closes the connection (or it breaks) the
+relay stops the agents, frees what the client held in the collections and exits; the
+node's watchdog stops it too if the client vanished.
 """
 
 from __future__ import annotations
@@ -30,18 +33,33 @@ from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
 from skyward.engine.transports.ray_actors import RayEventSource, RayTransport
 from skyward.engine.transports.relay import receive_message, send_message
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+from skyward.node.death import Death
 
-_FAILURE_KINDS = {NodeLost: "lost", NoReply: "no_reply"}
+POSTMORTEM_WAIT = 5.0
+"""How long the relay waits for a dead agent's successor to say why it died."""
 
 
 @dataclass(frozen=True, slots=True)
 class RelayConfig:
-    """What the relay needs: the Ray address to join and one agent setup per node."""
+    """What the relay needs: the Ray address to join and one agent setup per node (the
+    agent of node ``i`` is pinned to the host with resource ``skyward-node-<i>``)."""
 
     gcs_address: str
     node_ip: str
     setups: tuple[AgentSetup, ...]
     ready_timeout: float
+
+
+def placement(serial: int) -> dict[str, Any]:
+    """The Ray actor options that pin an agent to the host of ``serial``."""
+    return {"resources": {f"skyward-node-{serial}": 1}}
+
+
+def failure_kind(error: TransportError) -> str:
+    """The "failed" kind of ``error`` on the relay protocol."""
+    if isinstance(error, NodeLost):
+        return "crashed" if error.by_task else "lost"
+    return "no_reply" if isinstance(error, NoReply) else "refused"
 
 
 class _Outgoing:
@@ -80,7 +98,7 @@ class HeadRelay:
 
     def __init__(self, config: RelayConfig) -> None:
         self.config = config
-        self.agents: list[Any] = []
+        self.agents: dict[int, Any] = {}
         self._closed = asyncio.Event()
         self._clients = 0
 
@@ -96,9 +114,37 @@ class HeadRelay:
             log_to_driver=False,
             logging_level=logging.ERROR,
         )
-        placement = [{"resources": {f"skyward-node-{setup.info.node}": 1}} for setup in config.setups]
-        self.agents = start_agents(config.setups, placement)
-        wait_ready(self.agents, config.ready_timeout, "of the pool", "check the hosts' resources and the head's log")
+        agents = start_agents(config.setups, [placement(setup.info.node) for setup in config.setups])
+        self.agents = {setup.info.node: agent for setup, agent in zip(config.setups, agents)}
+        wait_ready(agents, config.ready_timeout, "of the pool", "check the hosts' resources and the head's log")
+
+    def postmortem(self, node: int) -> Death | None:
+        """Why node ``node``'s agent died, as its successor on the same host reads it
+        (None when it cannot say in time: its host may be gone)."""
+        agent = self.agents.get(node)
+        if agent is None:
+            return None
+        try:
+            return ray.get(agent.postmortem.remote(), timeout=POSTMORTEM_WAIT)  # type: ignore[no-any-return]
+        except Exception:
+            return None
+
+    def attach(self, node: int, serial: int, setup: bytes) -> Any:
+        """Start node ``node``'s agent on the host of ``serial``; returns it once it answers."""
+        agents = start_agents([pickle.loads(setup)], [placement(serial)])
+        try:
+            wait_ready(agents, self.config.ready_timeout, f"of node {node}", "check the host's Ray and the head's log")
+        except BaseException:
+            stop_agents(agents)
+            raise
+        self.agents[node] = agents[0]
+        return agents[0]
+
+    def detach(self, node: int) -> None:
+        """Kill node ``node``'s agent (the node left the pool)."""
+        agent = self.agents.pop(node, None)
+        if agent is not None:
+            stop_agents([agent])
 
     async def serve(self) -> None:
         server = await asyncio.start_server(self._client, "127.0.0.1", 0)
@@ -111,7 +157,9 @@ class HeadRelay:
         self._clients += 1
         client = f"{os.getpid()}-{self._clients}"
         out = _Outgoing(writer, loop)
-        transport = RayTransport(self.agents)
+        transport = RayTransport([], postmortem=self.postmortem)
+        for node, agent in self.agents.items():
+            transport.attach(node, agent)
         events = RayEventSource(
             self.agents,
             lambda node, data: out.put_threadsafe(("events", node, data)),
@@ -142,6 +190,15 @@ class HeadRelay:
                     _, call_id, request = message
                     tasks[call_id] = asyncio.ensure_future(self._collection(out, client, call_id, request))
                     tasks[call_id].add_done_callback(lambda _, i=call_id: tasks.pop(i, None))
+                elif kind == "attach":
+                    _, call_id, node, serial, setup = message
+                    tasks[call_id] = asyncio.ensure_future(self._attach(transport, events, out, call_id, node, serial, setup))
+                    tasks[call_id].add_done_callback(lambda _, i=call_id: tasks.pop(i, None))
+                elif kind == "detach":
+                    _, node, reason = message
+                    transport.detach(node, reason)
+                    events.remove(node)
+                    loop.run_in_executor(None, self.detach, node)
         finally:
             for task in list(tasks.values()):
                 task.cancel()
@@ -157,7 +214,20 @@ class HeadRelay:
         try:
             out.put(("reply", call_id, await transport.call(node, payload, timeout)))
         except TransportError as exc:
-            out.put(("failed", call_id, _FAILURE_KINDS.get(type(exc), "refused"), node, exc.detail))
+            out.put(("failed", call_id, failure_kind(exc), node, exc.detail))
+
+    async def _attach(
+        self, transport: RayTransport, events: RayEventSource, out: _Outgoing, call_id: int, node: int, serial: int,
+        setup: bytes,
+    ) -> None:
+        try:
+            agent = await asyncio.get_running_loop().run_in_executor(None, self.attach, node, serial, setup)
+        except Exception as exc:
+            out.put(("attached", call_id, f"{type(exc).__name__}: {exc}"))
+            return
+        transport.attach(node, agent)
+        events.add(node, agent)
+        out.put(("attached", call_id, None))
 
     async def _collection(self, out: _Outgoing, client: str, call_id: int, request: bytes) -> None:
         ref = self.agents[0].collection.remote(client, call_id, request)
@@ -175,7 +245,7 @@ class HeadRelay:
             pass
         events.stop()
         transport.close()
-        stop_agents(self.agents)
+        stop_agents(list(self.agents.values()))
 
 
 def main() -> None:

@@ -34,18 +34,22 @@ from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers.base import Cluster, NodeHandle, PhaseTiming, TeardownError
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
-from skyward.providers.ssh.cluster import RemoteCluster, RemoteNode
+from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteCluster, RemoteNode
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.head_relay import RelayConfig
 from skyward.providers.ssh.image_script import Artifacts, index_urls, render, requirement_name
 from skyward.providers.ssh.loop import LoopThread
+from skyward.providers.ssh.membership import Machines, RemoteMembership
 from skyward.providers.ssh.versions import report
 from skyward.storage import pool_volumes
 from skyward.storage.mount import MOUNT_TIMEOUT_S
+from skyward.storage.pool_volumes import NodeVolume
 
 DEFAULT_SSH_TIMEOUT = 30.0
 DEFAULT_READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 90.0
+HOST_SHARE = 0.01
+"""How much of the head's ``skyward-head`` resource one collection host takes."""
 ARCHITECTURES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}
 
 
@@ -57,42 +61,34 @@ def launch_on_hosts(
     known_hosts: KnownHosts,
     release: Callable[[], None] = lambda: None,
     *,
+    machines: Machines | None = None,
     halt_on_expiry: bool = False,
     default_ssh_timeout: float = DEFAULT_SSH_TIMEOUT,
     default_retry_interval: float | None = None,
 ) -> Cluster:
     """Bring ``handles`` up as the pool's nodes (node 0 is the head); blocks until every
     agent answers. On failure everything started is stopped and ``release`` called.
-    ``halt_on_expiry``: a node whose client vanished shuts its machine down after the
-    cleanup (machines created for the pool). The defaults apply where Options leave
-    ``ssh_timeout``/``ssh_retry_interval`` unset (a machine that is still booting)."""
+    ``machines`` gives more hosts while the pool runs (then the cluster has a
+    ``RemoteMembership``). ``halt_on_expiry``: a node whose client vanished shuts its
+    machine down after the cleanup (machines created for the pool). The defaults apply
+    where Options leave ``ssh_timeout``/``ssh_retry_interval`` unset (a machine that is
+    still booting)."""
     phases: list[PhaseTiming] = []
     loop = LoopThread(f"skyward-ssh-{pool_id[:8]}")
     cluster = RemoteCluster(pool_id, spec.ttl, lambda name, s, node: phases.append(PhaseTiming(name, s, node)))
-    ssh_timeout = float(options.ssh_timeout or default_ssh_timeout)
-    bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
     ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
     credentials = ExitStack()
     try:
         volumes = credentials.enter_context(pool_volumes.resolved(spec.volumes))
-        retry = float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval
-        loop.run(cluster.connect(handles, known_hosts, ssh_timeout, retry), ssh_timeout * 2 + 10)
-        loop.run(cluster.gather_facts(index_urls(spec.image), ssh_timeout), ssh_timeout * 3 + 60)
-        check_hardware(spec, cluster.nodes)
-        shipments = _shipments(spec.image, cluster.nodes, phases)
-
-        def script_for(node: RemoteNode) -> str:
-            artifacts = shipments[node.index].artifacts
-            points = tuple(item.volume.mount for item in volumes)
-            return render(spec.image, artifacts, node.pool_dir, bootstrap_timeout, mount_points=points)
-
-        loop.run(cluster.bootstrap(script_for, shipments, bootstrap_timeout), bootstrap_timeout * 2 + 120)
-        versions = {**report(), "skyward_digest": shipments[0].skyward_digest}
-        cluster.check_versions(versions)
-        loop.run(cluster.start_watchdogs(halt_on_expiry, volumes), 60 + len(volumes) * MOUNT_TIMEOUT_S)
-        includes_path = lambda node: f"{node.ready.env_dir}/includes"  # noqa: E731
-        loop.run(cluster.start_ray(_resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
-        config = _relay_config(spec, options, pool_id, cluster, includes_path, ready_timeout)
+        path = HostPath(
+            spec, options, pool_id, cluster, loop, known_hosts, volumes, phases, halt_on_expiry,
+            float(options.ssh_timeout or default_ssh_timeout),
+            float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval,
+        )
+        path.up(handles, range(len(handles)))
+        loop.run(cluster.start_ray(resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
+        setups = tuple(path.setup(node) for node in cluster.nodes)
+        config = RelayConfig(f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout)
         port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
@@ -101,13 +97,104 @@ def launch_on_hosts(
 
     roots = tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes)
     encoder = ByValueEncoder(roots)
-    transport = RelayTransport(len(cluster.nodes), port)
+    transport = RelayTransport(port)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
-    return Cluster(
-        tuple(handles), infos, transport, encoder, collections, lambda: _stop(loop, cluster, credentials, release),
-        tuple(phases),
-    )
+    membership = None
+    if machines is not None:
+        membership = RemoteMembership(path, transport, machines, dict(enumerate(handles)), ready_timeout)
+
+    def stop() -> None:
+        if membership is not None:
+            membership.close()
+        _stop(loop, cluster, credentials, release)
+
+    return Cluster(tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership)
+
+
+class HostPath:
+    """The steps every host of a remote pool goes through, for those it opens with and
+    those that join later: connect, read its facts and check the Spec's hardware
+    against them, ship and bootstrap, check versions, start its watchdog (which mounts
+    ``Spec.volumes``); and the ``AgentSetup`` of its agent."""
+
+    def __init__(
+        self, spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, loop: LoopThread,
+        known_hosts: KnownHosts, volumes: Sequence[NodeVolume], phases: list[PhaseTiming], halt: bool,
+        ssh_timeout: float, retry_interval: float | None,
+    ) -> None:
+        self.spec = spec
+        self.options = options
+        self.pool_id = pool_id
+        self.cluster = cluster
+        self.loop = loop
+        self._known_hosts = known_hosts
+        self._volumes = volumes
+        self._phases = phases
+        self._halt = halt
+        self._ssh_timeout = ssh_timeout
+        self._retry = retry_interval
+        self._bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
+        self._collections = CollectionsConfig(
+            pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, ((HEAD_RESOURCE, HOST_SHARE),)
+        )
+
+    def up(self, handles: Sequence[NodeHandle], ranks: Sequence[int]) -> list[RemoteNode]:
+        """Bring ``handles`` (at ``ranks``) as far as a running watchdog; the new nodes.
+        Whatever fails is raised (the caller stops what was started)."""
+        spec, cluster, loop = self.spec, self.cluster, self.loop
+        nodes = loop.run(
+            cluster.connect(handles, self._known_hosts, self._ssh_timeout, self._retry, list(ranks)),
+            self._ssh_timeout * 2 + 10,
+        )
+        loop.run(cluster.gather_facts(index_urls(spec.image), self._ssh_timeout, nodes), self._ssh_timeout * 3 + 60)
+        check_hardware(spec, nodes)
+        shipments = _shipments(spec.image, nodes, self._phases)
+        points = tuple(item.volume.mount for item in self._volumes)
+
+        def script_for(node: RemoteNode) -> str:
+            artifacts = shipments[node.index].artifacts
+            return render(spec.image, artifacts, node.pool_dir, self._bootstrap_timeout, mount_points=points)
+
+        loop.run(cluster.bootstrap(script_for, shipments, self._bootstrap_timeout, nodes), self._bootstrap_timeout * 2 + 120)
+        versions = {**report(), "skyward_digest": shipments[nodes[0].index].skyward_digest}
+        cluster.check_versions(versions, nodes)
+        loop.run(cluster.start_watchdogs(self._halt, self._volumes, nodes), 60 + len(self._volumes) * MOUNT_TIMEOUT_S)
+        return nodes
+
+    def setup(self, node: RemoteNode) -> AgentSetup:
+        """What ``node``'s agent starts with (a node that joins later gets the pool's
+        real membership with its first task)."""
+        assert node.ready is not None
+        members = self.cluster.nodes
+        head = members[0]
+        devices = [_accelerator(member) for member in members]
+        device = _accelerator(node)
+        info = InstanceInfo(
+            node=node.index, worker=0, total_nodes=len(members), workers_per_node=1,
+            accelerators=device.count if device is not None else 0.0,
+            total_accelerators=sum(found.count for found in devices if found is not None),
+            head_addr=head.private_ip, head_port=self.cluster.gcs_port, job_id=self.pool_id,
+            peers=[PeerInfo(member.index, member.private_ip, member.address.host) for member in members],
+            accelerator=device, network=NetworkInfo("eth0", None),
+        )
+        return AgentSetup(
+            info=info, worker=self.options.resolved_worker, cwd=f"{node.pool_dir}/work",
+            sys_path=(includes_path(node),), env={**self.spec.image.env, **node.ready.shell_vars},
+            metrics=resolve_metrics(self.spec.image.metrics), collections=self._collections,
+            notes=f"{node.pool_dir}/notes",
+        )
+
+
+def includes_path(node: RemoteNode) -> str:
+    """Where ``node`` unpacked ``Image.includes``."""
+    assert node.ready is not None
+    return f"{node.ready.env_dir}/includes"
+
+
+def resources(node: RemoteNode) -> dict[str, float]:
+    """The Ray resource that pins ``node``'s agent there (by serial: unique per host)."""
+    return {f"skyward-node-{node.serial}": 1.0}
 
 
 def check_hardware(spec: Spec, nodes: Sequence[RemoteNode]) -> None:
@@ -152,6 +239,13 @@ class RelayCollections:
     def release(self) -> None:
         """Nothing here: the head relay frees what this client held when it disconnects."""
 
+    def membership_changed(self, left: int | None, reason: str) -> None:
+        """The pool's nodes changed: the head node's agent tells the collection hosts."""
+        if self._enabled:
+            from skyward.collections.steps import run
+
+            run(self.engine().pool_membership_changed(left, reason))
+
     def _forward(self, op: str, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
         answer = self._transport.collection_call(encode_operation(op, args, self._encoder.dumps))
         result: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -180,10 +274,6 @@ def _stop(loop: LoopThread, cluster: RemoteCluster, credentials: ExitStack, rele
             credentials.close()
         finally:
             release()
-
-
-def _resources(node: RemoteNode) -> dict[str, float]:
-    return {f"skyward-node-{node.index}": 1.0}
 
 
 def _shipments(image: Image, nodes: Sequence[RemoteNode], phases: list[PhaseTiming]) -> dict[int, Shipment]:
@@ -251,33 +341,3 @@ def _accelerator(node: RemoteNode) -> AcceleratorInfo | None:
     name, memory = gpus[0]
     seen = identify(name)
     return AcceleratorInfo(seen.model.name if seen is not None else name, float(len(gpus)), round(memory, 1))
-
-
-def _relay_config(
-    spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, includes_path: Any, ready_timeout: float
-) -> RelayConfig:
-    count = len(cluster.nodes)
-    head = cluster.nodes[0]
-    peers = [PeerInfo(node.index, node.private_ip, node.address.host) for node in cluster.nodes]
-    devices = [_accelerator(node) for node in cluster.nodes]
-    total = sum(device.count for device in devices if device is not None)
-    worker = options.resolved_worker
-    metrics = resolve_metrics(spec.image.metrics)
-    collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
-    setups = []
-    for node, device in zip(cluster.nodes, devices):
-        assert node.ready is not None
-        info = InstanceInfo(
-            node=node.index, worker=0, total_nodes=count, workers_per_node=1,
-            accelerators=device.count if device is not None else 0.0, total_accelerators=total,
-            head_addr=head.private_ip, head_port=cluster.gcs_port, job_id=pool_id,
-            peers=peers, accelerator=device, network=NetworkInfo("eth0", None),
-        )
-        env = {**spec.image.env, **node.ready.shell_vars}
-        setups.append(
-            AgentSetup(
-                info=info, worker=worker, cwd=f"{node.pool_dir}/work", sys_path=(includes_path(node),),
-                env=env, metrics=metrics, collections=collections,
-            )
-        )
-    return RelayConfig(f"{head.private_ip}:{cluster.gcs_port}", head.private_ip, tuple(setups), ready_timeout)

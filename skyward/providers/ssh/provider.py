@@ -10,13 +10,15 @@ under ~/.cache/skyward stays for the next pool).
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.api.spec import Options, Spec, local_python
 from skyward.api.validation import check_number, fail
-from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
+from skyward.providers.base import Cluster, Loss, NodeHandle, Offer, SSHEndpoint
 from skyward.providers.ssh.connection import KnownHosts, parse_host
 from skyward.providers.ssh.launch import launch_on_hosts
 from skyward.storage.client import Storage
@@ -31,6 +33,7 @@ class SSH:
 
     name: ClassVar[str] = "ssh"
     priced: ClassVar[bool] = False
+    resizable: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset({"ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"})
 
     hosts: tuple[str, ...] = ()
@@ -54,8 +57,9 @@ class SSH:
     def validate(self, spec: Spec, options: Options) -> None:
         """Refuse what SSH hosts cannot honour (before connecting anywhere)."""
         nodes = spec.node_count
-        if nodes.desired > len(self.addresses):
+        if nodes.ceiling > len(self.addresses):
             raise fail("Spec", "nodes", spec.nodes, f"SSH has {len(self.addresses)} hosts; ask for at most that many")
+        check_remote_nodes(spec)
         if spec.image.python_version != local_python():
             raise fail(
                 "Image", "python", spec.image.python,
@@ -78,13 +82,64 @@ class SSH:
         return None
 
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
-        """Bring the first ``nodes`` hosts up as the pool; blocks until every agent answers."""
-        count = spec.node_count.desired
-        handles = [
-            NodeHandle(f"{pool_id}-{index}", endpoint.host, endpoint, instance_type="ssh-host")
-            for index, endpoint in enumerate(self.addresses[:count])
-        ]
-        return launch_on_hosts(handles, spec, options, pool_id, KnownHosts(self.known_hosts))
+        """Bring the first ``Nodes.floor`` hosts up as the pool; blocks until every agent
+        answers. The hosts after them join (and leave) as the pool grows and shrinks."""
+        hosts = SpareHosts(pool_id, self.addresses)
+        handles = [hosts.create(node) for node in range(spec.node_count.floor)]
+        return launch_on_hosts(handles, spec, options, pool_id, KnownHosts(self.known_hosts), machines=hosts)
+
+
+class SpareHosts:
+    """The ``Machines`` of an SSH pool: its hosts in the order given, each used by at most
+    one node at a time (a host that left, or was lost, may serve a later node)."""
+
+    def __init__(self, pool_id: str, addresses: tuple[SSHEndpoint, ...]) -> None:
+        self._pool_id = pool_id
+        self._addresses = addresses
+        self._used: dict[str, int] = {}
+        self._joins = itertools.count()
+        self._lock = threading.Lock()
+
+    def capacity(self) -> int:
+        return len(self._addresses)
+
+    def create(self, node: int) -> NodeHandle:
+        with self._lock:
+            taken = set(self._used.values())
+            free = [index for index in range(len(self._addresses)) if index not in taken]
+            if not free:
+                raise RuntimeError(
+                    f"every one of the {len(self._addresses)} SSH hosts is in use; give sky.SSH more hosts to grow further"
+                )
+            index = free[0]
+            endpoint = self._addresses[index]
+            handle = NodeHandle(
+                f"{self._pool_id}-{index}-{next(self._joins)}", endpoint.host, endpoint, instance_type="ssh-host"
+            )
+            self._used[handle.id] = index
+        return handle
+
+    def release(self, handle: NodeHandle) -> None:
+        with self._lock:
+            self._used.pop(handle.id, None)
+
+    def explain(self, node: int, handle: NodeHandle, seen: str) -> Loss | None:
+        """Nothing to add: a host of yours is not taken back by anyone."""
+        return None
+
+    def gone(self, handles: dict[int, NodeHandle]) -> list[Loss]:
+        """Nothing to ask: a lost host shows as its watchdog's stream ending."""
+        return []
+
+
+def check_remote_nodes(spec: Spec) -> None:
+    """ValueError for a remote pool that could scale to no node: its head (node 0)
+    holds Ray, the relay and the collections, so it always keeps one."""
+    if spec.node_count.floor < 1:
+        raise fail(
+            "Nodes", "min", spec.node_count.min,
+            "a remote pool keeps its head node (Ray, the relay and the collections live there); use min=1 or more",
+        )
 
 
 def check_remote_spec(spec: Spec, options: Options) -> None:

@@ -42,12 +42,15 @@ TICK = 0.2
 
 
 def pool_processes(pool_dir: str) -> list[psutil.Process]:
-    """Processes started for the pool: command line names ``pool_dir``, plus descendants."""
+    """Processes started for the pool: command line names ``pool_dir`` (itself or a path
+    under it: ``/tmp/p-n1`` is not ``/tmp/p-n10``), plus descendants."""
     found: dict[int, psutil.Process] = {}
     me = os.getpid()
+    inside = pool_dir.rstrip("/") + "/"
     for process in psutil.process_iter(["cmdline"]):
         try:
-            if process.pid != me and any(pool_dir in part for part in process.info["cmdline"] or ()):
+            parts = process.info["cmdline"] or ()
+            if process.pid != me and any(part.endswith(pool_dir) or inside in part for part in parts):
                 found[process.pid] = process
                 for child in process.children(recursive=True):
                     found[child.pid] = child

@@ -1,0 +1,80 @@
+"""``EC2Machines``: where an AWS pool's machines come from once it runs (more instances
+of the offer it opened with) and how it learns that one is gone (terminated: a spot
+instance that ends without the pool asking was interrupted)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from skyward.providers.aws.session import client, error_code
+from skyward.providers.base import Loss, NodeHandle
+
+ENDED = ("shutting-down", "terminated", "stopping", "stopped")
+
+
+class EC2Machines:
+    """See the module. ``launch_one()`` starts one instance and returns its handle once
+    it runs (it registers the instance with the pool's resources, so closing the pool
+    terminates it whatever happens)."""
+
+    def __init__(self, region: str, launch_one: Callable[[], NodeHandle]) -> None:
+        self._region = region
+        self._launch_one = launch_one
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def capacity(self) -> int | None:
+        return None
+
+    def create(self, node: int) -> NodeHandle:
+        with self._lock:  # closing waits for an instance being created, then terminates it too
+            if self._closed:
+                raise RuntimeError(f"no instance was started for node {node}: the pool is closing")
+            return self._launch_one()
+
+    def release(self, handle: NodeHandle) -> None:
+        try:
+            client("ec2", self._region).terminate_instances(InstanceIds=[handle.id])
+        except Exception as exc:
+            if not error_code(exc).startswith("InvalidInstanceID"):
+                raise
+
+    def explain(self, node: int, handle: NodeHandle, seen: str) -> Loss | None:
+        found = self._states([handle.id]).get(handle.id)
+        if found is None or found[0] not in ENDED:
+            return None
+        return _loss(node, handle, *found)
+
+    def gone(self, handles: dict[int, NodeHandle]) -> list[Loss]:
+        states = self._states([handle.id for handle in handles.values()])
+        return [
+            _loss(node, handle, *states[handle.id])
+            for node, handle in handles.items()
+            if handle.id in states and states[handle.id][0] in ENDED
+        ]
+
+    def close(self) -> None:
+        """The pool is closing: no instance starts any more (waits for one starting)."""
+        with self._lock:
+            self._closed = True
+
+    def _states(self, ids: list[str]) -> dict[str, tuple[str, str, bool]]:
+        """``(state, reason, spot)`` by instance id."""
+        if not ids:
+            return {}
+        reservations = client("ec2", self._region).describe_instances(InstanceIds=ids)["Reservations"]
+        return {
+            item["InstanceId"]: (
+                item["State"]["Name"], item.get("StateReason", {}).get("Message", ""),
+                item.get("InstanceLifecycle") == "spot",
+            )
+            for reservation in reservations for item in reservation["Instances"]
+        }
+
+
+def _loss(node: int, handle: NodeHandle, state: str, reason: str, spot: bool) -> Loss:
+    why = f"instance {handle.id} is {state}" + (f" ({reason})" if reason else "")
+    if spot:
+        return Loss(node, f"spot interruption: {why}", preempted=True)
+    return Loss(node, why)
