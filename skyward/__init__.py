@@ -18,7 +18,7 @@ import sys
 import types
 from typing import Any
 
-from skyward import storage
+from skyward import containers, storage
 from skyward.api import accelerators, time
 from skyward.api.accelerator_helpers import (
     NVIDIA,
@@ -65,6 +65,7 @@ from skyward.api.pool import Pool
 from skyward.api.selection import select_available, select_cheapest, select_first
 from skyward.api.session import Session
 from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
+from skyward.containers import DockerImage
 from skyward.collections import (
     BrokenBarrierError,
     CollectionUnavailableError,
@@ -124,6 +125,7 @@ __all__ = [
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
     "S3Volume", "Storage", "Volume", "storage",
+    "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "containers", "DockerImage",
 ]
 
 
@@ -148,6 +150,11 @@ class _SkywardModule(types.ModuleType):
 _LAZY = {
     "SSH": "skyward.providers.ssh.provider",
     "AWS": "skyward.providers.aws.provider",
+    "RunPod": "skyward.providers.runpod.provider",
+    "VastAI": "skyward.providers.vastai.provider",
+    "Verda": "skyward.providers.verda.provider",
+    "DigitalOcean": "skyward.providers.digitalocean.provider",
+    "Novita": "skyward.providers.novita.provider",
     "offers": "skyward.api.offers",
     "gc": "skyward.providers.orphans",
     "Offer": "skyward.providers.base",

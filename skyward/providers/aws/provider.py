@@ -137,7 +137,7 @@ class AWS:
             subnet, vpc = self._subnet(region)
             machines.create_access(resources, vpc, self._ssh_cidr(region, subnet))
             timeout = float(options.provision_timeout or DEFAULT_PROVISION_TIMEOUT)
-            user_data = _boot_script(spec, options)
+            user_data = boot_script(spec, options)
             handles = self._start(spec, allowed, resources, subnet, timeout, user_data)
             renewer.start()
         except BaseException:
@@ -392,7 +392,7 @@ def _orphan_reason(tags: dict[str, str], pool: str, now: str, me: str) -> str | 
     return None
 
 
-def _boot_script(spec: Spec, options: Options) -> str:
+def boot_script(spec: Spec, options: Options) -> str:
     """User data: a machine no client takes over shuts itself down (and so terminates)."""
     budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + DEFAULT_SSH_TIMEOUT + spec.ttl + 600
     minutes = max(10, math.ceil(budget / 60))
