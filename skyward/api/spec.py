@@ -195,6 +195,9 @@ class Spec:
     ttl: int = DEFAULT_TTL
     volumes: tuple[Volume, ...] = ()
     plugins: tuple[Any, ...] = ()
+    instance_type: str | None = None
+    """A provider's own machine type to use as it is ("p5.48xlarge"), instead of choosing
+    one from the hardware fields; only ``sky.AWS`` honours it, the others refuse it."""
 
     def __post_init__(self) -> None:
         if isinstance(self.provider, type):
@@ -224,6 +227,8 @@ class Spec:
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
         object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
         object.__setattr__(self, "plugins", as_tuple("Spec", "plugins", self.plugins, "[plugin, ...]"))
+        if self.instance_type is not None and (not isinstance(self.instance_type, str) or not self.instance_type.strip()):
+            raise fail("Spec", "instance_type", self.instance_type, 'give the provider\'s machine type, e.g. "p5.48xlarge"')
 
     @property
     def node_count(self) -> Nodes:

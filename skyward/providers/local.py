@@ -50,6 +50,8 @@ class Local:
         """Raise ValueError/NotImplementedError for what a local pool cannot honour."""
         _check_machine(spec)
         _check_image(spec.image)
+        if spec.instance_type is not None:
+            raise fail("Spec", "instance_type", spec.instance_type, "a local pool runs on this machine; remove it")
         if spec.plugins:
             raise NotImplementedError("Spec.plugins is not implemented yet; remove it")
 

@@ -99,7 +99,7 @@ class Ray:
                 "Spec", "nodes", count.desired,
                 f"it disagrees with sky.Ray(nodes={self.nodes}); set the count in one place",
             )
-        for name in ("accelerator", "vcpus", "memory_gb", "disk_gb", "architecture", "region", "max_hourly_cost"):
+        for name in ("accelerator", "vcpus", "memory_gb", "disk_gb", "architecture", "region", "max_hourly_cost", "instance_type"):
             if getattr(spec, name) is not None:
                 raise fail(
                     "Spec", name, getattr(spec, name),

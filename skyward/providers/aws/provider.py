@@ -208,7 +208,7 @@ class AWS:
 
     def _all_offers(self, spec: Spec) -> list[Offer]:
         region = self._region(spec)
-        kinds = candidates(instance_types(region), spec)
+        kinds = candidates(instance_types(region), spec) if spec.instance_type is None else _pinned(region, spec.instance_type)
         priced = prices(region, [kind.name for kind in kinds])
         found = []
         for kind in kinds:
@@ -370,6 +370,14 @@ def _offer(kind: InstanceType, price: float, spot: bool, region: str, ondemand: 
         accelerator_count=float(kind.accelerator_count), accelerator_memory_gb=kind.accelerator_memory_gb,
         architecture=kind.architecture, ondemand_price=ondemand,
     )
+
+
+def _pinned(region: str, name: str) -> list[InstanceType]:
+    """``Spec.instance_type``: that type as it is; ValueError naming it when EC2 has no such type here."""
+    found = [kind for kind in instance_types(region) if kind.name == name]
+    if not found:
+        raise fail("Spec", "instance_type", name, f"EC2 has no such instance type in {region}; check the name")
+    return found
 
 
 def _within(offer: Offer, spec: Spec) -> bool:
