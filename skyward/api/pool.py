@@ -49,6 +49,7 @@ from skyward.observe.events import (
     InstanceProvisioned,
 )
 from skyward.observe.progress import ProgressTracker, guided_chunks
+from skyward.providers import registry
 from skyward.providers.base import Cluster, with_default_storage
 
 STREAM_WINDOW = 2
@@ -109,7 +110,7 @@ class Pool(PoolCollections):
             self._state = "opening"
         self._opened_at = time.monotonic()
         self._holds_sigterm = interrupt.hold()
-        self._logging = log_setup.install(self.options.logging, self._bus.on)
+        self._logging = log_setup.install(self.options.logging, self._bus.on, self.id)
         self._console = open_console(self.options.console, self._bus.on)
         try:
             self._start_loop()
@@ -219,12 +220,22 @@ class Pool(PoolCollections):
         )
         with self._lock:
             self._state = "open"
+        self._record(cluster)
         self._bus.emit(ClusterReady(self.name, count, time.monotonic() - self._opened_at))
+
+    def _record(self, cluster: Cluster) -> None:
+        """List the pool in the registry of open pools (``sky ls``, ``sky down``, ``sky logs``)."""
+        assert self.spec is not None
+        nodes = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in cluster.nodes]
+        region = self.spec.region or getattr(self.spec.provider, "region", None)
+        log_file = self._logging.pool_file if self._logging is not None else None
+        registry.register(self.id, self.spec.provider.name, region, name=self.name, nodes=nodes, log_file=log_file)
 
     def _ordered_specs(self) -> list[Spec]:
         return selection.order(self.specs, self.options.selection)
 
     def _teardown(self) -> None:
+        registry.unregister(self.id)
         if self._driver is not None:
             self._driver.close()
         cluster = self._cluster

@@ -85,24 +85,28 @@ def is_live(pool: str) -> bool:
     return any(record.pool_id.startswith(pool) for record in live_pools())
 
 
+def records() -> list[LivePool]:
+    """Every pool recorded on this machine, live or not (a record whose process died
+    without closing it stays until ``sky down`` or ``sky gc`` has dealt with it)."""
+    found = [_read(path) for path in skyward_dir("pools").glob("*.json")]
+    return sorted((r for r in found if r is not None and r.host == socket.gethostname()), key=lambda r: r.started)
+
+
 def live_pools() -> list[LivePool]:
-    """The pools open on this machine now (stale records are removed)."""
-    found = []
-    for path in skyward_dir("pools").glob("*.json"):
-        record = _read(path)
-        if record is None or record.host != socket.gethostname():
-            continue
-        if _alive(record.pid, record.started):
-            found.append(record)
-        else:
-            path.unlink(missing_ok=True)
-    return sorted(found, key=lambda r: r.started)
+    """The pools open on this machine now."""
+    return [record for record in records() if alive(record)]
 
 
-def find(reference: str) -> LivePool | None:
-    """The live pool named ``reference``, or whose id starts with it; ValueError when
-    several match."""
-    matching = [r for r in live_pools() if reference in (r.name, r.pool_id) or r.pool_id.startswith(reference)]
+def alive(record: LivePool) -> bool:
+    """Whether the process that holds ``record``'s pool is still running."""
+    return _alive(record.pid, record.started)
+
+
+def find(reference: str, live_only: bool = True) -> LivePool | None:
+    """The pool named ``reference``, or whose id starts with it (a live one, or any with
+    ``live_only=False``); ValueError when several match."""
+    candidates = live_pools() if live_only else records()
+    matching = [r for r in candidates if reference in (r.name, r.pool_id) or r.pool_id.startswith(reference)]
     if len(matching) > 1:
         names = ", ".join(f"{r.name} ({r.pool_id[:12]})" for r in matching)
         raise ValueError(f"{reference!r} names {len(matching)} live pools: {names}; give more of the pool id")

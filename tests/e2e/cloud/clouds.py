@@ -54,7 +54,7 @@ FAKES: dict[str, tuple[type[FakeCloud], str, str | None, dict[str, Any], list[tu
                [({"allocation": 0.5}, "allocation"), ({"instance_type": "NVIDIA L4"}, "instance_type")]),
     "vastai": (FakeVastAI, "/asks/", "image", {"accelerator": L4},
                [({"allocation": 0.5}, "allocation"), ({"instance_type": "501"}, "instance_type")]),
-    "verda": (FakeVerda, "/instances", None, {"vcpus": 4},
+    "verda": (FakeVerda, "/instances", None, {"vcpus": 2},
               [({"allocation": 0.5}, "allocation"), ({"instance_type": "CPU.4V.16G"}, "instance_type")]),
     "digitalocean": (FakeDigitalOcean, "/v2/droplets", None, {"vcpus": 2},
                      [({"allocation": "spot"}, "allocation"), ({"region": "mars1"}, "region")]),
