@@ -81,11 +81,12 @@ def down(pool: str, timeout: float, as_json: bool) -> None:
 def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
     """Print POOL's event and task output lines from its log file."""
     record = _find(pool, live_only=False)
-    if record is None or not record.log_file:
-        raise click.ClickException(f"no log of pool {pool!r} here: it is not open, or it runs with Options(logging=False)")
-    path = Path(record.log_file)
-    if not path.exists():
-        raise click.ClickException(f"{path} does not exist (yet)")
+    path = Path(record.log_file) if record is not None and record.log_file else _closed_pool_log(pool)
+    if path is None or not path.exists():
+        raise click.ClickException(
+            f"no log of pool {pool!r} here: no pool of that name or id was open on this machine with logging on "
+            "(a closed pool's log is found by its id)"
+        )
     with path.open(encoding="utf-8") as handle:
         first = handle.read().splitlines()
         shown = first[-lines:] if lines > 0 else first
@@ -94,7 +95,7 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
             return
         for line in shown:
             _line(line, as_json)
-        while follow and registry.alive(record):
+        while follow and record is not None and registry.alive(record):
             line = handle.readline()
             if line:
                 _line(line.rstrip("\n"), as_json)
@@ -102,6 +103,16 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
                 time.sleep(FOLLOW_POLL)
         for line in handle.read().splitlines():  # what was written while it closed
             _line(line, as_json)
+
+
+def _closed_pool_log(pool_id: str) -> Path | None:
+    """The log of a closed pool whose id starts with ``pool_id``, in the default log
+    directory (``~/.skyward/logs/pools``)."""
+    from skyward.observe.log_config import LogConfig
+
+    directory = Path(LogConfig().file).expanduser().parent / "pools"
+    found = sorted(directory.glob(f"{pool_id}*.log")) if pool_id else []
+    return found[0] if len(found) == 1 else None
 
 
 def _line(line: str, as_json: bool) -> None:

@@ -127,9 +127,11 @@ def _read(path: Path) -> LivePool | None:
 
 
 def _alive(pid: int, started: float) -> bool:
-    """The process exists and is the one that registered (not a reused pid)."""
+    """The process exists, runs (not a zombie) and is the one that registered (not a
+    reused pid)."""
     try:
-        return psutil.Process(pid).create_time() <= started + 1
+        process = psutil.Process(pid)
+        return process.create_time() <= started + 1 and process.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
