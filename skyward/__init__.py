@@ -77,7 +77,7 @@ from skyward.collections import (
 from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
 from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
 from skyward.observe import metrics
-from skyward.observe.bus import compose, emit, use_callback
+from skyward.observe.bus import Callback, compose, emit, use_callback
 from skyward.observe.events import (
     BootstrapPhase,
     ClusterDestroyed,
@@ -99,12 +99,25 @@ from skyward.observe.events import (
     TaskCompleted,
     TaskStarted,
 )
+from skyward.observe.legacy import (
+    BootstrapCompleted,
+    BootstrapProgress,
+    BootstrapStarting,
+    InfraCreated,
+    InfraCreating,
+    InstanceLaunching,
+    InstanceStopping,
+    LogLine,
+    Metrics,
+    PoolStopping,
+)
 from skyward.observe.log_config import LogConfig
 from skyward.providers.local import Local
 from skyward.providers.ray_cluster import Ray
 from skyward.storage import S3Volume, Storage, Volume
 
 PendingCompute = PendingFunction
+SkywardEvent = Event
 PendingBatch = PendingFunctionGroup
 DEFAULT_IMAGE = Image()
 
@@ -126,6 +139,8 @@ __all__ = [
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
     "S3Volume", "Storage", "Volume", "storage",
     "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "containers", "DockerImage",
+    "Callback", "SkywardEvent", "InfraCreating", "InfraCreated", "InstanceLaunching", "BootstrapStarting",
+    "BootstrapProgress", "BootstrapCompleted", "Metrics", "LogLine", "InstanceStopping", "PoolStopping",
 ]
 
 

@@ -106,6 +106,16 @@ def image_field(owner: str, field: str, value: Any) -> DockerImage | None:
     raise fail(owner, field, value, "use sky.containers.cuda(...) & co., sky.DockerImage(...) or an image tag string")
 
 
+def refuse_container(owner: str, field: str, value: Any) -> None:
+    """ValueError when a container image is given to a provider of virtual machines."""
+    if isinstance(value, DockerImage):
+        raise fail(
+            owner, field, value,
+            f"sky.{owner} starts virtual machines, not containers; container images run on "
+            "sky.RunPod(container_image=...), sky.VastAI(docker_image=...) and sky.Novita(docker_image=...)",
+        )
+
+
 def _version(owner: str, field: str, value: Any) -> None:
     if not isinstance(value, str) or not _VERSION.match(value):
         raise fail(owner, field, value, 'give a version such as "12.8"')

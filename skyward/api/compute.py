@@ -113,7 +113,7 @@ def ComputePool(  # noqa: N802
     )
     pool = Pool(specs, options)
     if on_event is not None:
-        pool.on(Event, on_event)
+        pool._bus.on(Event, on_event, legacy=True)  # the older constructor's callbacks get the older events too
     return pool
 
 

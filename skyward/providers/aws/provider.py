@@ -25,6 +25,7 @@ from skyward.api.accelerator_catalog import identify
 from skyward.api.allocation import minimum_spot
 from skyward.api.errors import NoAvailableProviderError
 from skyward.api.spec import Options, Spec, local_python
+from skyward.containers import refuse_container
 from skyward.api.validation import fail
 from skyward.providers import registry
 from skyward.providers.aws import machines
@@ -75,6 +76,7 @@ class AWS:
         for field_name in ("use_ssm", "use_private_ip"):
             if not isinstance(getattr(self, field_name), bool):
                 raise fail("AWS", field_name, getattr(self, field_name), "use True or False")
+        refuse_container("AWS", "ami", self.ami)
         if self.ami is not None and (not isinstance(self.ami, str) or not self.ami.startswith("ami-")):
             raise fail("AWS", "ami", self.ami, 'give an AMI id such as "ami-0abc..." or leave it None')
         if self.subnet_id is not None and (not isinstance(self.subnet_id, str) or not self.subnet_id.startswith("subnet-")):

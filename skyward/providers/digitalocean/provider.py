@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from skyward.api.spec import Spec
+from skyward.containers import refuse_container
 from skyward.api.validation import check_choice, fail
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.digitalocean.api import DigitalOceanAPI
@@ -33,6 +34,7 @@ class DigitalOcean(MachineCloud):
     image_slug: str | None = None
 
     def __post_init__(self) -> None:
+        refuse_container("DigitalOcean", "image_slug", self.image_slug)
         check_choice("DigitalOcean", "region", self.region, REGIONS)
         if self.image_slug is not None and (not isinstance(self.image_slug, str) or not self.image_slug):
             raise fail("DigitalOcean", "image_slug", self.image_slug, f'give an image slug such as "{CPU_IMAGE}"')

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from skyward.api.spec import Spec
+from skyward.containers import refuse_container
 from skyward.api.validation import fail
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.verda.api import VerdaAPI
@@ -30,6 +31,7 @@ class Verda(MachineCloud):
     image_name: str = DEFAULT_IMAGE
 
     def __post_init__(self) -> None:
+        refuse_container("Verda", "image_name", self.image_name)
         if self.region is not None and (not isinstance(self.region, str) or not self.region):
             raise fail("Verda", "region", self.region, 'give a location code such as "FIN-01", or None to auto-discover')
         if not isinstance(self.image_name, str) or not self.image_name:
