@@ -166,7 +166,7 @@ def _check_image(image: Image) -> None:
             "Image", "python", image.python,
             f"local nodes run this interpreter ({local_python()}); use \"auto\" or run the client with it",
         )
-    for name in ("pip", "apt", "pip_indexes", "shell_vars", "excludes"):
+    for name in ("pip", "apt", "pip_extra_index_url", "pip_indexes", "shell_vars", "excludes"):
         if getattr(image, name):
             raise fail(
                 "Image", name, getattr(image, name),

@@ -115,7 +115,7 @@ class Ray:
                 "Image", "python", image.python,
                 f"the client is the cluster's Ray driver and runs Python {local_python()}; use \"auto\"",
             )
-        for name in ("pip", "apt", "pip_indexes", "shell_vars", "excludes", "includes"):
+        for name in ("pip", "apt", "pip_extra_index_url", "pip_indexes", "shell_vars", "excludes", "includes"):
             if getattr(image, name):
                 raise fail(
                     "Image", name, getattr(image, name),

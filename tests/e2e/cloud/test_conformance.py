@@ -54,6 +54,8 @@ def test_offers_are_priced_and_sorted(cloud: Cloud) -> None:
     assert offers, f"{cloud.name} has an offer for {cloud.pool}"
     assert all(o.provider == cloud.name and o.hourly_price > 0 and not o.spot for o in offers)
     assert [o.hourly_price for o in offers] == sorted(o.hourly_price for o in offers)
+    if getattr(provider, "region", None) is not None:  # Spec.region (or the provider's) is where it looks
+        assert {o.region for o in offers} == {provider.region}
     listed = sky.offers(provider, **cloud.pool)
     assert [o.hourly_price for o in listed] == sorted(o.hourly_price for o in listed)
 
