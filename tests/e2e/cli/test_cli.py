@@ -74,7 +74,6 @@ def test_offers_from_a_cloud(env: dict[str, str], runpod: FakeRunPod) -> None:
 def test_gc_on_a_cloud(env: dict[str, str], runpod: FakeRunPod) -> None:
     from e2e.cloud.clouds import orphan_name
 
-    os.environ["SKYWARD_HOME"] = env["SKYWARD_HOME"]  # the same owner: the name carries user@host, not the home
     planted = runpod.plant(orphan_name(), "NVIDIA L4")
     listed = sky(env, "gc", "--provider", "runpod", "--json")
     assert [row["id"] for row in listed] == [planted.id] and listed[0]["kind"] == "instance"
