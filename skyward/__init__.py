@@ -18,7 +18,7 @@ import sys
 import types
 from typing import Any
 
-from skyward import storage
+from skyward import containers, storage
 from skyward.api import accelerators, time
 from skyward.api.accelerator_helpers import (
     NVIDIA,
@@ -68,6 +68,7 @@ from skyward.api.pool import Pool
 from skyward.api.selection import select_available, select_cheapest, select_first
 from skyward.api.session import Session
 from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
+from skyward.containers import DockerImage
 from skyward.collections import (
     BrokenBarrierError,
     CollectionUnavailableError,
@@ -79,7 +80,7 @@ from skyward.collections import (
 from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
 from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
 from skyward.observe import metrics
-from skyward.observe.bus import compose, emit, use_callback
+from skyward.observe.bus import Callback, compose, emit, use_callback
 from skyward.observe.events import (
     BootstrapPhase,
     BroadcastStarted,
@@ -103,12 +104,25 @@ from skyward.observe.events import (
     TaskCompleted,
     TaskStarted,
 )
+from skyward.observe.legacy import (
+    BootstrapCompleted,
+    BootstrapProgress,
+    BootstrapStarting,
+    InfraCreated,
+    InfraCreating,
+    InstanceLaunching,
+    InstanceStopping,
+    LogLine,
+    Metrics,
+    PoolStopping,
+)
 from skyward.observe.log_config import LogConfig
 from skyward.providers.local import Local
 from skyward.providers.ray_cluster import Ray
 from skyward.storage import S3Volume, Storage, Volume
 
 PendingCompute = PendingFunction
+SkywardEvent = Event
 PendingBatch = PendingFunctionGroup
 DEFAULT_IMAGE = Image()
 
@@ -130,6 +144,9 @@ __all__ = [
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
     "S3Volume", "Storage", "Volume", "storage",
     "BroadcastStarted", "ClusterResized", "HealthChecker", "NodeRemovedError", "PreemptedError",
+    "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "containers", "DockerImage",
+    "Callback", "SkywardEvent", "InfraCreating", "InfraCreated", "InstanceLaunching", "BootstrapStarting",
+    "BootstrapProgress", "BootstrapCompleted", "Metrics", "LogLine", "InstanceStopping", "PoolStopping",
 ]
 
 
@@ -154,6 +171,11 @@ class _SkywardModule(types.ModuleType):
 _LAZY = {
     "SSH": "skyward.providers.ssh.provider",
     "AWS": "skyward.providers.aws.provider",
+    "RunPod": "skyward.providers.runpod.provider",
+    "VastAI": "skyward.providers.vastai.provider",
+    "Verda": "skyward.providers.verda.provider",
+    "DigitalOcean": "skyward.providers.digitalocean.provider",
+    "Novita": "skyward.providers.novita.provider",
     "offers": "skyward.api.offers",
     "gc": "skyward.providers.orphans",
     "Offer": "skyward.providers.base",

@@ -76,15 +76,14 @@ def ComputePool(  # noqa: N802
 ) -> Pool:
     """The older constructor: its parameters mapped onto ``Spec`` and ``Options``.
 
-    ``provider`` may be a list (tried in ``selection`` order: "first", "cheapest",
+    ``machine`` pins the provider's instance type ("p5.48xlarge": ``Spec.instance_type``,
+    honoured by AWS, refused by the others). ``provider`` may be a list (tried in ``selection`` order: "first", "cheapest",
     "available", or a callable ``(providers, spec) -> provider``); ``timeout`` is the
     auto-shutdown ``Spec.ttl`` (unset: the Spec default); ``allocation`` takes the
     strategy names, a spot share (0.8) or ``sky.Allocation.*``; ``display``
     "log"/"spinner"/"quiet" maps to the console modes "log"/"rich"/"silent"; ``on_event``
     receives every event.
     """
-    if machine is not None:
-        raise NotImplementedError("ComputePool(machine=...) is not implemented; describe the machine with cpu= and memory=")
     if display not in _DISPLAY:
         raise ValueError(f"ComputePool(display={display!r}) is not valid: use \"log\", \"spinner\" or \"quiet\"")
     if not callable(selection) and selection not in ("first", "cheapest", "available"):
@@ -104,6 +103,7 @@ def ComputePool(  # noqa: N802
         "image": base,
         "ttl": DEFAULT_TTL if timeout is None else timeout,
         "volumes": volume or (),
+        "instance_type": machine,
     }
     specs = tuple(Spec(provider=p, **fields) for p in providers)
     options = Options(
@@ -113,7 +113,7 @@ def ComputePool(  # noqa: N802
     )
     pool = Pool(specs, options)
     if on_event is not None:
-        pool.on(Event, on_event)
+        pool._bus.on(Event, on_event, legacy=True)  # the older constructor's callbacks get the older events too
     return pool
 
 

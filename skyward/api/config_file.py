@@ -2,21 +2,46 @@
 
 The file is ``$SKYWARD_CONFIG`` if set, else ``./skyward.toml``, else
 ``~/.skyward/skyward.toml``. Each ``[pools.NAME]`` table holds Spec fields; ``provider``
-is a name ("local") or a table with ``type``; ``accelerator`` is a string such as
-"A100", "A100-40GB" or "H100:8" (see ``parse_accelerator``); ``image`` and ``options``
-(with an ``options.worker`` table) are tables.
+is a name ("local", "aws", "runpod", "vastai", "verda", "digitalocean", "novita", "ssh",
+"ray") or a table with ``type`` and the provider's fields (``container_image =
+"nvidia/cuda:12.8.0-base-ubuntu24.04"`` for RunPod); ``accelerator`` is a string such
+as "A100", "A100-40GB" or "H100:8" (``parse_accelerator``, through the catalog); ``image``
+and ``options`` (with an ``options.worker`` table) are tables. A ``[defaults]`` table
+holds fields every pool gets unless it sets them (its ``options`` are merged key by key).
+
+``check_file`` reads every pool and returns each problem with the line it comes from
+(``sky config validate``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skyward.api import accelerators
 from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
 from skyward.observe.log_config import LogConfig
+
+_TOML_LINE = re.compile(r"at line (\d+)")
+_FIELD = re.compile(r"(?:\.|^|\s)([a-z_]+)=")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong in skyward.toml: where (``line``, 1-based) and what."""
+
+    path: str
+    line: int
+    pool: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f" [pools.{self.pool}]" if self.pool else ""
+        return f"{self.path}:{self.line}:{where} {self.message}"
 
 
 def config_path() -> Path | None:
@@ -30,6 +55,15 @@ def config_path() -> Path | None:
     return None
 
 
+def read_document(path: Path) -> dict[str, Any]:
+    """The parsed file; ValueError with the line for TOML errors."""
+    with path.open("rb") as handle:
+        try:
+            return tomllib.load(handle)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path} is not valid TOML: {exc}") from None
+
+
 def load_named_pool(name: str) -> tuple[Spec, Options]:
     """The Spec and Options of ``[pools.NAME]``; ValueError naming what is wrong."""
     path = config_path()
@@ -38,20 +72,21 @@ def load_named_pool(name: str) -> tuple[Spec, Options]:
             f"Compute(name={name!r}) needs a skyward.toml with a [pools.{name}] table; "
             "none was found in ./skyward.toml, ~/.skyward/skyward.toml or $SKYWARD_CONFIG"
         )
-    with path.open("rb") as handle:
-        try:
-            document = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path} is not valid TOML: {exc}") from None
+    document = read_document(path)
     pools = document.get("pools", {})
     if name not in pools:
         known = ", ".join(sorted(pools)) or "none"
         raise ValueError(f"{path} has no [pools.{name}] table (pools defined: {known})")
-    table = dict(pools[name])
+    return pool_from_table(name, pools[name], document.get("defaults", {}), path)
+
+
+def pool_from_table(name: str, table: dict[str, Any], defaults: dict[str, Any], path: Path) -> tuple[Spec, Options]:
+    """One pool's Spec and Options, ``defaults`` filled in; ValueError naming the problem."""
+    merged = {**defaults, **table}
+    merged["options"] = {**defaults.get("options", {}), **table.get("options", {})}
+    table = dict(merged)
     options = _options(table.pop("options", {}), f"{path} [pools.{name}.options]")
-    fields: dict[str, Any] = {
-        "provider": _provider(table.pop("provider", "local"), path, name),
-    }
+    fields: dict[str, Any] = {"provider": _provider(table.pop("provider", "local"), path, name)}
     if "accelerator" in table:
         fields["accelerator"] = _accelerator(table.pop("accelerator"))
     if "nodes" in table:
@@ -60,36 +95,74 @@ def load_named_pool(name: str) -> tuple[Spec, Options]:
     if "image" in table:
         image = dict(table.pop("image"))
         image["pip_indexes"] = tuple(PipIndex(**i) for i in image.get("pip_indexes", ()))
-        fields["image"] = Image(**image)
+        try:
+            fields["image"] = Image(**image)
+        except TypeError as exc:
+            raise ValueError(f"{path} [pools.{name}.image]: {exc}") from None
     try:
         return Spec(**fields, **table), options
     except TypeError as exc:
         raise ValueError(f"{path} [pools.{name}]: {exc}") from None
 
 
+def check_file(path: Path) -> list[Problem]:
+    """Every problem of the file at ``path``, each with its line (empty: all pools load)."""
+    text = path.read_text()
+    try:
+        document = read_document(path)
+    except ValueError as exc:
+        match = _TOML_LINE.search(str(exc))
+        return [Problem(str(path), int(match.group(1)) if match else 1, None, str(exc))]
+    pools = document.get("pools", {})
+    if not pools:
+        return [Problem(str(path), 1, None, "no [pools.NAME] table; add one such as [pools.default] with provider = \"local\"")]
+    problems = []
+    for name, table in pools.items():
+        try:
+            pool_from_table(name, table, document.get("defaults", {}), path)
+        except (ValueError, TypeError, NotImplementedError) as exc:
+            message = str(exc).replace(f"{path} ", "")
+            problems.append(Problem(str(path), _line_of(text, name, message), name, message))
+    return problems
+
+
+def _line_of(text: str, pool: str, message: str) -> int:
+    """The line of the key ``message`` names inside ``[pools.POOL...]``, else its header."""
+    lines = text.splitlines()
+    header = re.compile(rf"^\s*\[\s*pools\.{re.escape(pool)}(\.[^\]]+)?\s*\]")
+    starts = [i for i, line in enumerate(lines) if header.match(line)]
+    if not starts:
+        return 1
+    fields = [m.group(1) for m in _FIELD.finditer(message)] + re.findall(r"'([a-z_]+)'", message)
+    fields += [word for word in re.findall(r"[a-z_]+", message) if word in ("accelerator", "provider", "nodes", "image")]
+    for start in starts:
+        for index in range(start + 1, len(lines)):
+            if lines[index].lstrip().startswith("["):
+                break
+            key = lines[index].split("=", 1)[0].strip()
+            if key in fields:
+                return index + 1
+    return starts[0] + 1
+
+
 def _provider(value: Any, path: Path, name: str) -> Any:
-    """``"local"``, or a table ``{type = "local" | "ssh" | "ray", ...fields}``."""
-    from skyward.providers.local import Local
-    from skyward.providers.ray_cluster import Ray
+    """A provider name ("aws"), or a table ``{type = "runpod", ...fields}``."""
+    from skyward.providers import names
 
     if isinstance(value, dict):
         fields = {k: v for k, v in value.items() if k != "type"}
         kind = value.get("type")
     else:
         fields, kind = {}, value
-    if kind == "ssh":
-        from skyward.providers.ssh.provider import SSH
-
-        make: Any = SSH
-    else:
-        make = {"local": Local, "ray": Ray}.get(kind)
-    if make is None:
-        raise ValueError(
-            f'{path} [pools.{name}] provider={value!r}: use "local", or a table with type = "local", "ssh" or "ray"'
-        )
+    if not isinstance(kind, str):
+        raise ValueError(f'{path} [pools.{name}] provider={value!r}: use a name such as "aws", or a table with type = "..."')
     try:
-        return make(**fields)
-    except TypeError as exc:
+        names.known(kind)
+    except ValueError as exc:
+        raise ValueError(f"{path} [pools.{name}] provider={value!r}: {exc}") from None
+    try:
+        return names.make(kind, **fields)
+    except ValueError as exc:
         raise ValueError(f"{path} [pools.{name}] provider: {exc}") from None
 
 

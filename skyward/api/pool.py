@@ -51,6 +51,7 @@ from skyward.observe.events import (
     InstanceProvisioned,
 )
 from skyward.observe.progress import ProgressTracker, guided_chunks
+from skyward.providers import registry
 from skyward.providers.base import Cluster, NodeHandle, pricing, with_default_storage
 
 STREAM_WINDOW = 2
@@ -113,7 +114,7 @@ class Pool(PoolCollections):
             self._state = "opening"
         self._opened_at = time.monotonic()
         self._holds_sigterm = interrupt.hold()
-        self._logging = log_setup.install(self.options.logging, self._bus.on)
+        self._logging = log_setup.install(self.options.logging, self._bus.on, self.id)
         self._console = open_console(self.options.console, self._bus.on)
         try:
             self._start_loop()
@@ -229,6 +230,7 @@ class Pool(PoolCollections):
             self._reconciler.start()
         with self._lock:
             self._state = "open"
+        self._record(cluster.nodes)
         self._bus.emit(ClusterReady(self.name, count, time.monotonic() - self._opened_at))
 
     def _announce(self, rank: int, node: NodeHandle, duration: float) -> None:
@@ -243,8 +245,20 @@ class Pool(PoolCollections):
         self._bus.emit(InstanceBootstrapped(rank, node.id, duration))
 
     def _reprice(self, nodes: list[NodeHandle]) -> None:
+        """The nodes changed: the cost meter and the registry follow them."""
         if self._cost is not None:
             self._cost.reprice(pricing(nodes))
+        if self._state == "open":
+            self._record(nodes)
+
+    def _record(self, nodes: list[NodeHandle]) -> None:
+        """List the pool and its nodes in the registry of open pools (``sky ls``, ``sky down``,
+        ``sky logs``)."""
+        assert self.spec is not None
+        records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in nodes]
+        region = self.spec.region or getattr(self.spec.provider, "region", None)
+        log_file = self._logging.pool_file if self._logging is not None else None
+        registry.register(self.id, self.spec.provider.name, region, name=self.name, nodes=records, log_file=log_file)
 
     def _ordered_specs(self) -> list[Spec]:
         return selection.order(self.specs, self.options.selection)
@@ -257,6 +271,7 @@ class Pool(PoolCollections):
                 self._reconciler.stop()
             except Exception as exc:  # report, keep tearing down
                 self._bus.emit(Error(f"teardown: stopping the pool's membership: {exc}"))
+        registry.unregister(self.id)
         cluster = self._cluster
         if cluster is not None:
             cluster.transport.close()

@@ -17,11 +17,20 @@ from skyward.api.spec import Options, Spec
 
 
 class Session:
-    """Owns pools opened through it and closes them together."""
+    """Owns pools opened through it and closes them together. Options for its pools come
+    as ``options=sky.Options(...)`` or as Options fields (``Session(console="log")``),
+    which override the same fields of ``options``."""
 
-    def __init__(self, options: Options | None = None) -> None:
+    def __init__(self, options: Options | None = None, **option_fields: Any) -> None:
         if options is not None and not isinstance(options, Options):
             raise TypeError(f"Session(options=...) takes sky.Options(...), got {type(options).__name__}")
+        unknown = sorted(set(option_fields) - set(Options.__dataclass_fields__))
+        if unknown:
+            raise TypeError(
+                f"Session() got unknown option(s) {', '.join(unknown)}; it takes sky.Options fields such as console="
+            )
+        if option_fields:
+            options = (options or Options()).with_(**option_fields)
         self.options = options
         self.pools: list[Pool] = []
         self._lock = threading.Lock()

@@ -134,6 +134,9 @@ class Image:
     skyward_source: str = "auto"
     metrics: Any = Default()
     bootstrap_timeout: int = 300
+    pip_extra_index_url: str | None = None
+    """The older reference's extra index for every package: becomes a ``PipIndex`` with
+    no packages in ``pip_indexes``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.python, str) or not (
@@ -146,6 +149,11 @@ class Image:
         for index in indexes:
             if not isinstance(index, PipIndex):
                 raise fail("Image", "pip_indexes", index, "use sky.PipIndex(url=..., packages=[...])")
+        if self.pip_extra_index_url is not None:
+            if not isinstance(self.pip_extra_index_url, str) or "://" not in self.pip_extra_index_url:
+                raise fail("Image", "pip_extra_index_url", self.pip_extra_index_url, "give the index URL, e.g. https://host/simple")
+            if not any(index.url == self.pip_extra_index_url for index in indexes):
+                indexes += (PipIndex(self.pip_extra_index_url),)
         object.__setattr__(self, "pip_indexes", indexes)
         object.__setattr__(self, "env", check_str_dict("Image", "env", self.env))
         object.__setattr__(self, "shell_vars", check_str_dict("Image", "shell_vars", self.shell_vars))
@@ -157,6 +165,35 @@ class Image:
     def python_version(self) -> str:
         """The concrete ``major.minor`` ("auto" resolves to this interpreter's)."""
         return local_python() if self.python == "auto" else self.python
+
+    def content_hash(self) -> str:
+        """12 hex digits that change whenever what a node installs or sets for this Image
+        changes (Python, packages, indexes, apt, env, shell_vars, includes, excludes)."""
+        import hashlib
+        import json
+
+        content = {
+            "python": self.python_version, "pip": self.pip, "apt": sorted(self.apt), "env": sorted(self.env.items()),
+            "indexes": [(index.url, index.packages) for index in self.pip_indexes],
+            "shell_vars": sorted(self.shell_vars.items()), "includes": self.includes, "excludes": self.excludes,
+        }
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:12]
+
+    def bootstrap(self, ttl: int = 0) -> str:
+        """The idempotent bash script that prepares a node for this Image (as pools run
+        it; ``skyward.whl`` stands for the wheel a pool ships). With ``ttl`` seconds the
+        machine also schedules its own shutdown that far ahead (its dead-man switch)."""
+        import math
+
+        from skyward.providers.ssh.image_script import Artifacts, render
+
+        check_number("Image.bootstrap", "ttl", ttl, minimum=0, integer=True)
+        script = render(self, Artifacts("skyward.whl", self.content_hash(), None, ""), "/tmp/skyward-bootstrap",
+                        self.bootstrap_timeout)
+        if ttl:
+            halt = f"shutdown -h +{max(1, math.ceil(ttl / 60))} 'skyward: ttl' || true\n"
+            script = script.replace("\n", "\n" + halt, 1)
+        return script
 
 
 def _is_minor_version(text: str) -> bool:
@@ -213,6 +250,9 @@ class Spec:
     ttl: int = DEFAULT_TTL
     volumes: tuple[Volume, ...] = ()
     plugins: tuple[Any, ...] = ()
+    instance_type: str | None = None
+    """A provider's own machine type to use as it is ("p5.48xlarge"), instead of choosing
+    one from the hardware fields; only ``sky.AWS`` honours it, the others refuse it."""
 
     def __post_init__(self) -> None:
         if isinstance(self.provider, type):
@@ -242,6 +282,8 @@ class Spec:
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
         object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
         object.__setattr__(self, "plugins", as_tuple("Spec", "plugins", self.plugins, "[plugin, ...]"))
+        if self.instance_type is not None and (not isinstance(self.instance_type, str) or not self.instance_type.strip()):
+            raise fail("Spec", "instance_type", self.instance_type, 'give the provider\'s machine type, e.g. "p5.48xlarge"')
 
     @property
     def node_count(self) -> Nodes:

@@ -1,6 +1,9 @@
-"""``sky``: look at offers and prices, clean up what a lost pool left in a cloud, versions.
+"""``sky``: offers and prices, the providers and their credentials, the pools open on
+this machine (``ls``, ``down``, ``logs``), running a script (``run``), skyward.toml
+(``config``), cleaning up what a lost pool left in a cloud (``gc``), versions.
 
-Every command takes ``--json`` for scripts and agents (one JSON value on stdout)."""
+Every command takes ``--json`` for scripts and agents (one JSON value on stdout; ``sky
+logs --follow --json`` prints one JSON string per line)."""
 
 from __future__ import annotations
 
@@ -10,12 +13,20 @@ from typing import Any
 
 import click
 
+from skyward.cli.config import config
 from skyward.cli.output import console, emit_json, table
+from skyward.cli.pools import down, list_pools, logs
+from skyward.cli.providers import clouds_with_credentials, providers
+from skyward.cli.run import run
 
 
 @click.group()
 def main() -> None:
     """Skyward: run Python functions on pools of machines."""
+
+
+for _command in (config, down, list_pools, logs, providers, run):
+    main.add_command(_command)
 
 
 @main.command()
@@ -42,7 +53,7 @@ def version(as_json: bool) -> None:
 @click.option("--allocation", default="spot-if-available", help='"spot", "on-demand", "cheapest", ...')
 @click.option("--region", default=None)
 @click.option("--max-hourly-cost", type=float, default=None, help="USD per node per hour")
-@click.option("--provider", "providers", multiple=True, default=("aws",), help="aws (repeatable)")
+@click.option("--provider", "providers", multiple=True, help="a cloud (repeatable; default: every cloud with credentials)")
 @click.option("--limit", type=int, default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def offers(
@@ -55,7 +66,7 @@ def offers(
     from skyward.api.offers import offers as find_offers
 
     found = _run(lambda: find_offers(
-        [_provider(name, region) for name in providers],
+        _chosen(providers, (region,)),
         accelerator=parse_accelerator(accelerator) if accelerator else None, vcpus=vcpus, memory_gb=memory_gb,
         architecture=architecture, allocation=_allocation(allocation), region=region,
         max_hourly_cost=max_hourly_cost,
@@ -76,7 +87,7 @@ def offers(
 
 
 @main.command()
-@click.option("--provider", "providers", multiple=True, default=("aws",), help="aws (repeatable)")
+@click.option("--provider", "providers", multiple=True, help="a cloud (repeatable; default: every cloud with credentials)")
 @click.option("--region", "regions", multiple=True, help="regions to look in (default: the provider's)")
 @click.option("--yes", is_flag=True, help="delete without asking")
 @click.option("--dry-run", is_flag=True, help="only list")
@@ -85,7 +96,7 @@ def gc(providers: tuple[str, ...], regions: tuple[str, ...], yes: bool, dry_run:
     """Find what skyward created that no live pool owns, with its cost so far; delete it."""
     from skyward.providers.orphans import gc as collect
 
-    chosen = [_provider(name, region) for name in providers for region in (regions or (None,))]
+    chosen = _chosen(providers, regions or (None,))
 
     def confirm(found: list[Any]) -> bool:
         if yes:
@@ -114,12 +125,21 @@ def _orphan(orphan: Any) -> dict[str, Any]:
     return dataclasses.asdict(orphan)
 
 
-def _provider(name: str, region: str | None) -> Any:
-    from skyward.providers.aws.provider import AWS
+def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...]) -> list[Any]:
+    """The providers ``--provider`` names in each region, or every cloud with credentials."""
+    from skyward.providers import names as known
 
-    if name.lower() == "aws":
-        return AWS(region=region) if region else AWS()
-    raise click.BadParameter(f"unknown provider {name!r}: use aws", param_hint="--provider")
+    if not names:
+        found = clouds_with_credentials()
+        if not found:
+            raise click.ClickException("no cloud credentials were found; `sky providers list` says where each cloud looks")
+        if regions == (None,):
+            return found
+        names = tuple(provider.name for provider in found)
+    try:
+        return [known.with_region(name, region) for name in names for region in regions]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--provider") from None
 
 
 def _allocation(text: str) -> Any:

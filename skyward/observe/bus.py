@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from skyward.observe.events import Error, Event
+from skyward.observe.legacy import LegacyEvent, Translator
 
 Handler = Callable[[Any], Any]
 Callback = Callable[[Event], Event | None]
@@ -27,50 +28,63 @@ _global_reported: set[int] = set()
 
 
 class EventBus:
-    """Handlers by event type, safe to call from any thread."""
+    """Handlers by event type, safe to call from any thread. The older reference's events
+    (``observe.legacy``) are made from the current ones for those who listen for them."""
 
     def __init__(self) -> None:
-        self._handlers: list[tuple[type, Handler]] = []
+        self._handlers: list[tuple[type, Handler, bool]] = []
         self._lock = threading.Lock()
         self._reported: set[int] = set()
         self._types: frozenset[type] = frozenset()
+        self._legacy_wanted = False
+        self._translator = Translator()
 
-    def on(self, event_type: type, handler: Handler) -> Callable[[], None]:
-        """Call ``handler(event)`` for every event of ``event_type`` (or a subclass).
+    def on(self, event_type: type, handler: Handler, *, legacy: bool = False) -> Callable[[], None]:
+        """Call ``handler(event)`` for every event of ``event_type`` (or a subclass); with
+        ``legacy`` also the older reference's events (``ComputePool(on_event=...)``).
         Returns a function that unsubscribes it."""
         if not (isinstance(event_type, type) and issubclass(event_type, Event)):
             raise TypeError(f"pool.on() takes an event class such as sky.TaskCompleted, got {event_type!r}")
         if not callable(handler):
             raise TypeError(f"pool.on() needs a callable handler, got {handler!r}")
-        entry = (event_type, handler)
+        entry = (event_type, handler, legacy or issubclass(event_type, LegacyEvent))
         with self._lock:
             self._handlers.append(entry)
-            self._types = frozenset(t for t, _ in self._handlers)
+            self._refresh()
 
         def unsubscribe() -> None:
             with self._lock:
                 if entry in self._handlers:
                     self._handlers.remove(entry)
-                self._types = frozenset(t for t, _ in self._handlers)
+                self._refresh()
 
         return unsubscribe
 
+    def _refresh(self) -> None:
+        self._types = frozenset(t for t, _, _ in self._handlers)
+        self._legacy_wanted = any(old for _, _, old in self._handlers)
+
     def wants(self, event_type: type) -> bool:
         """True when someone listens for ``event_type`` (lets hot paths skip building events)."""
-        if _global_callbacks:
+        if _global_callbacks or self._legacy_wanted:
             return True
         return any(issubclass(event_type, t) for t in self._types)
 
     def emit(self, event: Any) -> None:
-        """Deliver ``event`` to matching handlers, then to the callbacks."""
+        """Deliver ``event`` to matching handlers, then to the callbacks; then its older
+        counterparts to those who take them."""
+        legacy = isinstance(event, LegacyEvent)
         with self._lock:
-            handlers = [h for t, h in self._handlers if isinstance(event, t)]
+            handlers = [h for t, h, old in self._handlers if isinstance(event, t) and (old or not legacy)]
         for handler in handlers:
             self._call(handler, event)
         with _global_lock:
             callbacks = list(_global_callbacks)
         for callback in callbacks:
             self._call(callback, event)
+        if not legacy and (self._legacy_wanted or callbacks):
+            for old in self._translator.translate(event):
+                self.emit(old)
 
     def _call(self, handler: Handler, event: Any) -> None:
         message = _call(handler, event, self._reported)

@@ -1,7 +1,8 @@
 """Picking what a pool prints, from ``Options.console``.
 
 - True or "rich": a live panel (``rich_console``) when stderr is a terminal; otherwise,
-  or while another pool's panel is live, the "log" console.
+  while another pool's panel is live, or when ``SKYWARD_PLAIN_CONSOLE=1`` (``sky run``
+  sets it), the "log" console.
 - "log": append-only ``HH:MM:SS`` lines (``log_console``).
 - "minimal": only task output (``[node N] line``, on the stream it was written to) and
   errors.
@@ -10,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -35,7 +37,7 @@ def resolve_mode(console: bool | str, stderr_tty: bool | None = None) -> str:
         return "silent"
     if console is True or console == "rich":
         tty = _isatty(sys.stderr) if stderr_tty is None else stderr_tty
-        return "rich" if tty else "log"
+        return "rich" if tty and os.environ.get("SKYWARD_PLAIN_CONSOLE") != "1" else "log"
     return str(console)
 
 

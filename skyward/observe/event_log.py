@@ -52,7 +52,8 @@ _LEVELS: dict[type, int] = {
 class EventLog:
     """Subscribes to the events worth logging at ``level``; ``close()`` unsubscribes."""
 
-    def __init__(self, subscribe: Subscribe, level: int) -> None:
+    def __init__(self, subscribe: Subscribe, level: int, pool_id: str | None = None) -> None:
+        self._extra = {"skyward_pool": pool_id}
         self._events = logging.getLogger(EVENTS_LOGGER)
         self._tasks = logging.getLogger(TASK_LOGGER)
         self._unsubscribe: list[Callable[[], None]] = [subscribe(Log, self._task_output)]
@@ -66,11 +67,11 @@ class EventLog:
             return
         if isinstance(event, TaskCompleted) and event.error is not None:
             level = logging.WARNING
-        self._events.log(level, describe(event))
+        self._events.log(level, describe(event), extra=self._extra)
 
     def _task_output(self, event: Log) -> None:
         where = f"node {event.node}" + (" stderr" if event.stream == "stderr" else "")
-        self._tasks.info("[%s] %s", where, event.line)
+        self._tasks.info("[%s] %s", where, event.line, extra=self._extra)
 
     def close(self) -> None:
         """Stop logging events."""

@@ -194,6 +194,8 @@ class Error(Event):
 
     message: str
     node: int | None = None
+    instance_id: str | None = None
+    """The machine it concerns, where one does (the older reference's field)."""
     timestamp: float = field(default_factory=_now)
 
 

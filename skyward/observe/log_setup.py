@@ -1,5 +1,7 @@
 """Turning ``Options.logging`` into a log file for the ``skyward`` logger, with the
-pool's events and task output in it (see ``event_log``)."""
+pool's events and task output in it (see ``event_log``). Each pool's own events and
+task output also go to ``pools/<pool id>.log`` beside that file, which ``sky logs``
+follows."""
 
 from __future__ import annotations
 
@@ -19,9 +21,13 @@ logging.addLevelName(TRACE, "TRACE")
 class LogSession:
     """The handlers and event subscriptions one pool added; ``close()`` removes them."""
 
-    def __init__(self, handlers: list[logging.Handler], event_log: EventLog | None) -> None:
+    def __init__(
+        self, handlers: list[logging.Handler], event_log: EventLog | None, pool_file: str | None = None
+    ) -> None:
         self.handlers = handlers
         self._event_log = event_log
+        self.pool_file = pool_file
+        """The file with only this pool's lines (None: no pool, or logging off)."""
 
     def close(self) -> None:
         """Detach and close the handlers, stop logging events."""
@@ -33,10 +39,11 @@ class LogSession:
             handler.close()
 
 
-def install(setting: LogConfig | bool, subscribe: Subscribe | None = None) -> LogSession:
+def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_id: str | None = None) -> LogSession:
     """Attach a rotating file handler (and, with ``LogConfig.console``, a stderr handler
     for skyward's own warnings) to the ``skyward`` logger; with ``subscribe``
-    (``pool.on``), log the pool's events and task output to the file too."""
+    (``pool.on``), log the pool's events and task output to the file too, and with
+    ``pool_id`` also to that pool's own file."""
     if setting is False:
         return LogSession([], None)
     config = setting if isinstance(setting, LogConfig) else LogConfig()
@@ -62,13 +69,22 @@ def install(setting: LogConfig | bool, subscribe: Subscribe | None = None) -> Lo
         stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
         stream.addFilter(_not_shown_by_console)
         handlers.append(stream)
+    pool_file = None
+    if subscribe is not None and pool_id is not None:
+        pool_file = os.path.join(os.path.dirname(path) or ".", "pools", f"{pool_id}.log")
+        os.makedirs(os.path.dirname(pool_file), exist_ok=True)
+        own = logging.FileHandler(pool_file, encoding="utf-8")
+        own.setLevel(level)
+        own.setFormatter(logging.Formatter(_FORMAT))
+        own.addFilter(lambda record: getattr(record, "skyward_pool", None) == pool_id)
+        handlers.append(own)
     logger = logging.getLogger("skyward")
     for item in handlers:
         logger.addHandler(item)
     if logger.level == logging.NOTSET or logger.level > level:
         logger.setLevel(level)
-    event_log = EventLog(subscribe, level) if subscribe is not None else None
-    return LogSession(handlers, event_log)
+    event_log = EventLog(subscribe, level, pool_id) if subscribe is not None else None
+    return LogSession(handlers, event_log, pool_file)
 
 
 def _not_shown_by_console(record: logging.LogRecord) -> bool:

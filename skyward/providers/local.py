@@ -52,6 +52,8 @@ class Local:
         """Raise ValueError/NotImplementedError for what a local pool cannot honour."""
         _check_machine(spec)
         _check_image(spec.image)
+        if spec.instance_type is not None:
+            raise fail("Spec", "instance_type", spec.instance_type, "a local pool runs on this machine; remove it")
         if spec.plugins:
             raise NotImplementedError("Spec.plugins is not implemented yet; remove it")
 
@@ -179,7 +181,7 @@ def _check_image(image: Image) -> None:
             "Image", "python", image.python,
             f"local nodes run this interpreter ({local_python()}); use \"auto\" or run the client with it",
         )
-    for name in ("pip", "apt", "pip_indexes", "shell_vars", "excludes"):
+    for name in ("pip", "apt", "pip_extra_index_url", "pip_indexes", "shell_vars", "excludes"):
         if getattr(image, name):
             raise fail(
                 "Image", name, getattr(image, name),

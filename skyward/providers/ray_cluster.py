@@ -104,7 +104,7 @@ class Ray:
                 "Spec", "nodes", count.desired,
                 f"it disagrees with sky.Ray(nodes={self.nodes}); set the count in one place",
             )
-        for name in ("accelerator", "vcpus", "memory_gb", "disk_gb", "architecture", "region", "max_hourly_cost"):
+        for name in ("accelerator", "vcpus", "memory_gb", "disk_gb", "architecture", "region", "max_hourly_cost", "instance_type"):
             if getattr(spec, name) is not None:
                 raise fail(
                     "Spec", name, getattr(spec, name),
@@ -120,7 +120,7 @@ class Ray:
                 "Image", "python", image.python,
                 f"the client is the cluster's Ray driver and runs Python {local_python()}; use \"auto\"",
             )
-        for name in ("pip", "apt", "pip_indexes", "shell_vars", "excludes", "includes"):
+        for name in ("pip", "apt", "pip_extra_index_url", "pip_indexes", "shell_vars", "excludes", "includes"):
             if getattr(image, name):
                 raise fail(
                     "Image", name, getattr(image, name),

@@ -1,7 +1,10 @@
-"""The pools open on this machine that created cloud resources: one small file each in
-``$SKYWARD_HOME/pools``, written when such a pool launches and removed when it stops.
-``sky gc`` treats a resource of a pool as owned while that pool's file names a process
-that is still alive."""
+"""The pools open on this machine: one small file each in ``$SKYWARD_HOME/pools``,
+written when a pool opens (a cloud provider writes one as soon as it starts creating
+machines, so ``sky gc`` never takes them for orphans) and removed when it closes.
+
+``sky ls`` lists them (provider, nodes, prices, cost so far), ``sky down`` finds the
+process that holds one, ``sky logs`` its log file, and ``sky gc`` treats a cloud
+resource of a pool as owned while that pool's file names a live process."""
 
 from __future__ import annotations
 
@@ -9,11 +12,24 @@ import json
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import psutil
 
 from skyward.api.paths import skyward_dir
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """One node of a live pool."""
+
+    id: str
+    address: str
+    instance_type: str = ""
+    hourly_price: float = 0.0
+    spot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,48 +42,98 @@ class LivePool:
     pid: int
     host: str
     started: float
+    name: str = ""
+    nodes: tuple[NodeRecord, ...] = ()
+    log_file: str | None = None
+    opened: float = field(default_factory=time.time)
+    """When the nodes were up (epoch seconds), for the cost so far."""
+
+    @property
+    def hourly_rate(self) -> float:
+        return sum(node.hourly_price for node in self.nodes)
+
+    def cost_so_far(self, now: float | None = None) -> float:
+        """Dollars its nodes have cost since they came up."""
+        return self.hourly_rate * max(0.0, (now or time.time()) - self.opened) / 3600
 
 
-def register(pool_id: str, provider: str, region: str | None) -> None:
-    """Record that this process holds ``pool_id`` open."""
-    record = LivePool(pool_id, provider, region, os.getpid(), socket.gethostname(), time.time())
-    path = skyward_dir("pools") / f"{pool_id}.json"
+def register(
+    pool_id: str, provider: str, region: str | None, *, name: str = "", nodes: Sequence[NodeRecord] = (),
+    log_file: str | None = None,
+) -> None:
+    """Record (or update) that this process holds ``pool_id`` open."""
+    previous = _read(_path(pool_id))
+    now = time.time()
+    record = LivePool(
+        pool_id, provider, region, os.getpid(), socket.gethostname(),
+        previous.started if previous is not None and previous.pid == os.getpid() else now,
+        name or (previous.name if previous else ""), tuple(nodes) or (previous.nodes if previous else ()),
+        log_file or (previous.log_file if previous else None), now,
+    )
+    path = _path(pool_id)
     partial = path.with_suffix(".part")
     partial.write_text(json.dumps(asdict(record)))
     partial.replace(path)
 
 
 def unregister(pool_id: str) -> None:
-    (skyward_dir("pools") / f"{pool_id}.json").unlink(missing_ok=True)
+    _path(pool_id).unlink(missing_ok=True)
 
 
-def is_live(pool_id: str) -> bool:
-    """Whether a live process on this machine holds ``pool_id`` open."""
-    try:
-        record = LivePool(**json.loads((skyward_dir("pools") / f"{pool_id}.json").read_text()))
-    except (OSError, ValueError, TypeError):
-        return False
-    return record.host == socket.gethostname() and _alive(record.pid, record.started)
+def is_live(pool: str) -> bool:
+    """Whether a live process on this machine holds a pool whose id is or starts with ``pool``."""
+    return any(record.pool_id.startswith(pool) for record in live_pools())
+
+
+def records() -> list[LivePool]:
+    """Every pool recorded on this machine, live or not (a record whose process died
+    without closing it stays until ``sky down`` or ``sky gc`` has dealt with it)."""
+    found = [_read(path) for path in skyward_dir("pools").glob("*.json")]
+    return sorted((r for r in found if r is not None and r.host == socket.gethostname()), key=lambda r: r.started)
 
 
 def live_pools() -> list[LivePool]:
-    """The pools open on this machine now (stale records are removed)."""
-    found = []
-    for path in skyward_dir("pools").glob("*.json"):
-        try:
-            record = LivePool(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
-            continue
-        if record.host == socket.gethostname() and _alive(record.pid, record.started):
-            found.append(record)
-        elif record.host == socket.gethostname():
-            path.unlink(missing_ok=True)
-    return sorted(found, key=lambda r: r.started)
+    """The pools open on this machine now."""
+    return [record for record in records() if alive(record)]
+
+
+def alive(record: LivePool) -> bool:
+    """Whether the process that holds ``record``'s pool is still running."""
+    return _alive(record.pid, record.started)
+
+
+def find(reference: str, live_only: bool = True) -> LivePool | None:
+    """The pool named ``reference``, or whose id starts with it (a live one, or any with
+    ``live_only=False``); ValueError when several match."""
+    candidates = live_pools() if live_only else records()
+    matching = [r for r in candidates if reference in (r.name, r.pool_id) or r.pool_id.startswith(reference)]
+    if len(matching) > 1:
+        names = ", ".join(f"{r.name} ({r.pool_id[:12]})" for r in matching)
+        raise ValueError(f"{reference!r} names {len(matching)} live pools: {names}; give more of the pool id")
+    return matching[0] if matching else None
+
+
+def _path(pool_id: str) -> Path:
+    return skyward_dir("pools") / f"{pool_id}.json"
+
+
+def _read(path: Path) -> LivePool | None:
+    try:
+        data = json.loads(path.read_text())
+        data["nodes"] = tuple(NodeRecord(**node) for node in data.get("nodes", ()))
+        return LivePool(**data)
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _alive(pid: int, started: float) -> bool:
-    """The process exists and is the one that registered (not a reused pid)."""
+    """The process exists, runs (not a zombie) and is the one that registered (not a
+    reused pid)."""
     try:
-        return psutil.Process(pid).create_time() <= started + 1
+        process = psutil.Process(pid)
+        return process.create_time() <= started + 1 and process.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+

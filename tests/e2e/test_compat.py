@@ -106,8 +106,8 @@ def test_compute_pool_old_names() -> None:
     assert any(isinstance(e, sky.ClusterReady) for e in events)
     with pytest.raises(ValueError, match="display='fancy'"):
         sky.ComputePool(display="fancy")
-    with pytest.raises(NotImplementedError, match="machine"):
-        sky.ComputePool(machine="p5.48xlarge")
+    with pytest.raises(ValueError, match="Spec.instance_type='p5.48xlarge' is not valid: a local pool"):
+        sky.ComputePool(machine="p5.48xlarge").__enter__()
 
 
 def test_pool_decorator_uses_the_sky_target() -> None:

@@ -25,7 +25,8 @@ import skyward as sky
 from skyward.providers.base import with_default_storage
 
 ROOT = Path(__file__).resolve().parents[2]
-PROVIDERS = ("local", "ssh", "ray", "aws")
+CLOUDS = ("runpod", "vastai", "verda", "digitalocean", "novita")
+PROVIDERS = ("local", "ssh", "ray", "aws", *CLOUDS)
 QUIET = {"console": False, "logging": False}
 MACHINE = {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 OTHER_MACHINE = "arm64" if MACHINE == "x86_64" else "x86_64"
@@ -37,6 +38,8 @@ def provider(name: str) -> Any:
         "ssh": sky.SSH(hosts=["10.255.255.1"]),
         "ray": sky.Ray(address="10.255.255.1:6379"),
         "aws": sky.AWS(),
+        "runpod": sky.RunPod(), "vastai": sky.VastAI(), "verda": sky.Verda(), "digitalocean": sky.DigitalOcean(),
+        "novita": sky.Novita(),
     }[name]
 
 
@@ -66,6 +69,9 @@ SSH_IMAGE = "tests/e2e/ssh/test_ssh_image.py::test_image_pip_env_includes_visibl
 AWS_OFFERS = "tests/e2e/cloud/test_aws_offers.py"
 AWS_POOL = "tests/e2e/cloud/test_aws_pool.py"
 RAY_ATTACH = "tests/e2e/test_ray_attach.py"
+CONFORMANCE = "tests/e2e/cloud/test_conformance.py"
+CLOUD_OFFERS = "tests/unit/test_cloud_client.py::test_offers_fit_the_spec_and_follow_the_allocation"
+OLDER = "tests/e2e/test_older_reference.py"
 
 
 def same(verdict: Any) -> dict[str, Any]:
@@ -123,6 +129,10 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "aws": By("tests/unit/test_pool_volumes.py"),
     },
     "Spec.plugins": same(Refused(("a plugin",))),
+    "Spec.instance_type": {
+        "local": Refused("p5.48xlarge"), "ssh": Refused("p5.48xlarge"), "ray": Refused("p5.48xlarge"),
+        "aws": By(f"{AWS_OFFERS}::test_a_pinned_instance_type_is_used_as_it_is"),
+    },
     # Nodes
     "Nodes.desired": same(HERE),
     "Nodes.max": same(Refused(8)),
@@ -136,6 +146,11 @@ VERDICTS: dict[str, dict[str, Any]] = {
     "Image.pip_indexes": {
         "local": Refused((sky.PipIndex("https://example.invalid/simple"),)), "ssh": By(SSH_IMAGE),
         "ray": Refused((sky.PipIndex("https://example.invalid/simple"),)), "aws": By(SSH_IMAGE),
+    },
+    "Image.pip_extra_index_url": {
+        "local": Refused("https://example.invalid/simple"), "ssh": By(f"{OLDER}::test_image_fields_and_methods_of_the_older_reference"),
+        "ray": Refused("https://example.invalid/simple"),
+        "aws": By(f"{OLDER}::test_image_fields_and_methods_of_the_older_reference"),
     },
     "Image.apt": {
         "local": Refused(("git",)), "ssh": By("tests/e2e/test_every_option.py::test_apt_becomes_an_install_step"),
@@ -193,6 +208,25 @@ VERDICTS: dict[str, dict[str, Any]] = {
     "Options.retry_on_interruption": same(Refused(5)),
     "Options.health_checker": same(Refused(object())),
 }
+
+
+# The machine clouds share AWS's remote path (bootstrap, watchdog, options); where their
+# verdict differs it is said here, the rest is AWS's.
+CLOUD_VERDICTS: dict[str, Any] = {
+    "Spec.accelerator": By(f"{CONFORMANCE}::test_offers_are_priced_and_sorted"),
+    "Spec.nodes": By(f"{CONFORMANCE}::test_a_two_node_pool_runs_and_its_teardown_leaves_nothing"),
+    "Spec.vcpus": By(CLOUD_OFFERS), "Spec.memory_gb": By(CLOUD_OFFERS), "Spec.architecture": By(CLOUD_OFFERS),
+    "Spec.allocation": By(CLOUD_OFFERS), "Spec.max_hourly_cost": By(CLOUD_OFFERS),
+    "Spec.disk_gb": By(f"{REMOTE_OPTIONS}::test_hardware_the_hosts_lack_is_refused_at_open"),
+    "Spec.region": By(f"{CONFORMANCE}::test_offers_are_priced_and_sorted"),
+    "Spec.volumes": By("tests/e2e/ssh/test_ssh_volumes.py"),
+    "Spec.instance_type": Refused("p5.48xlarge"),
+    "Options.ssh_retry_interval": By(f"{CONFORMANCE}::test_a_two_node_pool_runs_and_its_teardown_leaves_nothing"),
+}
+for _name, _verdicts in VERDICTS.items():
+    for _cloud in CLOUDS:
+        _verdicts.setdefault(_cloud, CLOUD_VERDICTS.get(_name, _verdicts["aws"]))
+VERDICTS["Spec.allocation"]["digitalocean"] = Refused("spot")
 
 
 def test_every_field_has_a_verdict_on_every_provider() -> None:

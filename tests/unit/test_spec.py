@@ -101,7 +101,7 @@ def test_named_pools_name_every_provider(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("SKYWARD_CONFIG", str(config))
     assert isinstance(load_named_pool("hosts")[0].provider, sky.SSH)
     assert load_named_pool("cluster")[0].provider.address == "127.0.0.1:6379"
-    with pytest.raises(ValueError, match=r"provider='moon': use \"local\""):
+    with pytest.raises(ValueError, match=r"\[pools.odd\] provider='moon': unknown provider 'moon': use one of local, ssh, ray, aws, runpod"):
         load_named_pool("odd")
     with pytest.raises(ValueError, match=r"\[pools.typo\] provider: .*hostz"):
         load_named_pool("typo")

@@ -25,6 +25,7 @@ from skyward.api.accelerator_catalog import identify
 from skyward.api.allocation import minimum_spot
 from skyward.api.errors import NoAvailableProviderError
 from skyward.api.spec import Options, Spec, local_python
+from skyward.containers import refuse_container
 from skyward.api.validation import fail
 from skyward.providers import registry
 from skyward.providers.aws import machines
@@ -77,6 +78,7 @@ class AWS:
         for field_name in ("use_ssm", "use_private_ip"):
             if not isinstance(getattr(self, field_name), bool):
                 raise fail("AWS", field_name, getattr(self, field_name), "use True or False")
+        refuse_container("AWS", "ami", self.ami)
         if self.ami is not None and (not isinstance(self.ami, str) or not self.ami.startswith("ami-")):
             raise fail("AWS", "ami", self.ami, 'give an AMI id such as "ami-0abc..." or leave it None')
         if self.subnet_id is not None and (not isinstance(self.subnet_id, str) or not self.subnet_id.startswith("subnet-")):
@@ -143,7 +145,7 @@ class AWS:
             subnet, vpc = self._subnet(region)
             machines.create_access(resources, vpc, self._ssh_cidr(region, subnet))
             timeout = float(options.provision_timeout or DEFAULT_PROVISION_TIMEOUT)
-            user_data = _boot_script(spec, options)
+            user_data = boot_script(spec, options)
             offer, image, handles = self._start(spec, allowed, resources, subnet, timeout, user_data)
             renewer.start()
 
@@ -220,7 +222,7 @@ class AWS:
 
     def _all_offers(self, spec: Spec) -> list[Offer]:
         region = self._region(spec)
-        kinds = candidates(instance_types(region), spec)
+        kinds = candidates(instance_types(region), spec) if spec.instance_type is None else _pinned(region, spec.instance_type)
         priced = prices(region, [kind.name for kind in kinds])
         found = []
         for kind in kinds:
@@ -385,6 +387,14 @@ def _offer(kind: InstanceType, price: float, spot: bool, region: str, ondemand: 
     )
 
 
+def _pinned(region: str, name: str) -> list[InstanceType]:
+    """``Spec.instance_type``: that type as it is; ValueError naming it when EC2 has no such type here."""
+    found = [kind for kind in instance_types(region) if kind.name == name]
+    if not found:
+        raise fail("Spec", "instance_type", name, f"EC2 has no such instance type in {region}; check the name")
+    return found
+
+
 def _within(offer: Offer, spec: Spec) -> bool:
     return spec.max_hourly_cost is None or offer.hourly_price <= spec.max_hourly_cost
 
@@ -405,7 +415,7 @@ def _orphan_reason(tags: dict[str, str], pool: str, now: str, me: str) -> str | 
     return None
 
 
-def _boot_script(spec: Spec, options: Options) -> str:
+def boot_script(spec: Spec, options: Options) -> str:
     """User data: a machine no client takes over shuts itself down (and so terminates)."""
     budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + DEFAULT_SSH_TIMEOUT + spec.ttl + 600
     minutes = max(10, math.ceil(budget / 60))

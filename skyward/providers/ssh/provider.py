@@ -66,7 +66,7 @@ class SSH:
                 f"the client runs Python {local_python()} and cloudpickle needs the same minor version "
                 'on nodes; use "auto" or run the client with that version',
             )
-        for name in ("accelerator", "region", "max_hourly_cost"):
+        for name in ("accelerator", "region", "max_hourly_cost", "instance_type"):
             if getattr(spec, name) is not None:
                 raise fail("Spec", name, getattr(spec, name), "SSH hosts are what they are; remove it")
         if spec.allocation != "spot-if-available":

@@ -1,9 +1,10 @@
-"""Fixtures for cloud providers against local emulators (tests/cloud): each test module
-gets its own emulator and its own ``SKYWARD_HOME``, so caches, keys and the registry of
-live pools never leak between tests or into the user's."""
+"""Fixtures for cloud providers against local emulators and fakes (tests/cloud): each
+test module gets its own clouds and its own ``SKYWARD_HOME``, so caches, keys and the
+registry of live pools never leak between tests or into the user's."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -12,47 +13,63 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cloud.aws_emulator import ENV_KEYS, AWSEmulator
+from cloud.aws_emulator import AWSEmulator
+
+
+@contextlib.contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` set in this process's environment (and a fresh ``SKYWARD_HOME``, whose
+    wheel cache is the user's) while the block runs; restored after."""
+    home = tempfile.mkdtemp(prefix="skyward-home-")
+    shared = Path("~/.skyward/wheels").expanduser()
+    shared.mkdir(parents=True, exist_ok=True)
+    os.symlink(shared, os.path.join(home, "wheels"))
+    values = {**values, "SKYWARD_HOME": home}
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[AWSEmulator]:
     """A local AWS; the process talks to it while the module runs."""
-    home = tempfile.mkdtemp(prefix="skyward-home-")
-    # The wheels shipped to nodes are the same for every test: share the user's cache.
-    shared = Path("~/.skyward/wheels").expanduser()
-    shared.mkdir(parents=True, exist_ok=True)
-    os.symlink(shared, os.path.join(home, "wheels"))
-    saved = {key: os.environ.get(key) for key in (*ENV_KEYS, "SKYWARD_HOME")}
-    with AWSEmulator() as emulator:
-        os.environ.update({**emulator.env(), "SKYWARD_HOME": home})
-        from skyward.providers.aws import session
+    from skyward.providers.aws import session
 
+    with AWSEmulator() as emulator, environment(emulator.env()):
         session._sessions.clear()
         try:
             yield emulator
         finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
             session._sessions.clear()
-            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def machines(aws: AWSEmulator) -> Iterator[Any]:
-    """The emulator's instances as real test hosts (needs root for network namespaces)."""
-    from cloud.machines import Machines
+def lab() -> Iterator[Any]:
+    """An empty lab of test hosts for the clouds' machines (needs root)."""
     from hosts import HostLab, available
 
     reason = available()
     if reason is not None:
         pytest.skip(reason)
-    with HostLab.start(0) as lab:
-        running = Machines(aws, lab).start()
-        try:
-            yield running
-        finally:
-            running.stop()
+    with HostLab.start(0) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def machines(aws: AWSEmulator, lab: Any) -> Iterator[Any]:
+    """The emulator's instances as real test hosts."""
+    from cloud.machines import Machines
+
+    running = Machines(aws, lab).start()
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -52,6 +52,15 @@ def test_an_accelerator_aws_does_not_sell_is_no_offer(aws: AWSEmulator) -> None:
         sky.Compute(provider=sky.AWS(), accelerator=sky.accelerators.MI300X(), options=QUIET).__enter__()
 
 
+def test_a_pinned_instance_type_is_used_as_it_is(aws: AWSEmulator) -> None:
+    pinned = sky.Spec(provider=sky.AWS(), instance_type="m5.large", allocation="on-demand")
+    offers = sky.AWS().offers(pinned)
+    assert offers and {o.instance_type for o in offers} == {"m5.large"}
+    assert sky.ComputePool(provider=sky.AWS(), machine="m5.large").specs[0].instance_type == "m5.large"
+    with pytest.raises(ValueError, match="Spec.instance_type='m9.huge' is not valid: EC2 has no such instance type"):
+        sky.AWS().offers(sky.Spec(provider=sky.AWS(), instance_type="m9.huge"))
+
+
 def test_bad_provider_fields_name_the_field() -> None:
     with pytest.raises(ValueError, match="AWS.ami='ubuntu' is not valid"):
         sky.AWS(ami="ubuntu")

@@ -1,0 +1,164 @@
+"""``sky ls``, ``sky down``, ``sky logs``: the pools open on this machine (from the
+registry each open pool writes, ``providers/registry.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from skyward.cli.output import console, emit_json, table
+from skyward.providers import registry
+
+FOLLOW_POLL = 0.3
+
+
+@click.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def list_pools(as_json: bool) -> None:
+    """Pools open on this machine: provider, nodes, price per hour and cost so far."""
+    pools = registry.live_pools()
+    now = time.time()
+    if as_json:
+        emit_json([{**dataclasses.asdict(p), "hourly_rate": p.hourly_rate, "cost_so_far": round(p.cost_so_far(now), 6)}
+                   for p in pools])
+        return
+    if not pools:
+        console.print("no pool is open on this machine")
+        return
+    table("open pools", ["pool", "id", "provider", "region", "nodes", "$/h", "$ so far", "up", "pid"], [
+        (p.name, p.pool_id[:12], p.provider, p.region or "", len(p.nodes), f"{p.hourly_rate:.4f}",
+         f"{p.cost_so_far(now):.4f}", _age(now - p.started), p.pid)
+        for p in pools
+    ])
+    for pool in pools:
+        for node in pool.nodes:
+            console.print(f"  {pool.name} node {node.id} {node.address} {node.instance_type} "
+                          f"{'spot' if node.spot else 'on-demand'} ${node.hourly_price:.4f}/h")
+
+
+@click.command()
+@click.argument("pool")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the pool to close")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def down(pool: str, timeout: float, as_json: bool) -> None:
+    """Close POOL (its name or id): ask the process that holds it to shut it down in
+    order (SIGTERM); if that process is gone, remove what it left in its cloud."""
+    record = _find(pool, live_only=False)
+    if record is not None and registry.alive(record):
+        os.kill(record.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while registry.alive(record) and registry.find(record.pool_id) is not None:
+            if time.monotonic() > deadline:
+                raise click.ClickException(
+                    f"pool {record.name or record.pool_id} (pid {record.pid}) did not close within {timeout:g}s; "
+                    f"wait longer (--timeout) or stop the process (kill {record.pid})"
+                )
+            time.sleep(0.2)
+        _done(as_json, {"pool": record.pool_id, "name": record.name, "how": "closed by its process", "removed": []})
+        return
+    removed = _remove_leftovers(record.provider if record else None, record.pool_id if record else pool, record)
+    if record is not None:
+        registry.unregister(record.pool_id)
+    if record is None and not removed:
+        raise click.ClickException(f"no pool {pool!r} is open on this machine, and no cloud holds anything of it")
+    how = "its process was gone: removed what it left" if removed else "its process was gone and it left nothing"
+    _done(as_json, {"pool": record.pool_id if record else pool, "name": record.name if record else "", "how": how,
+                    "removed": [dataclasses.asdict(o) for o in removed]})
+
+
+@click.command()
+@click.argument("pool")
+@click.option("--follow", "-f", is_flag=True, help="keep printing new lines until the pool closes")
+@click.option("--lines", "-n", type=int, default=0, help="only the last N lines first (0: all)")
+@click.option("--json", "as_json", is_flag=True, help="print each line as a JSON string (one array without --follow)")
+def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
+    """Print POOL's event and task output lines from its log file."""
+    record = _find(pool, live_only=False)
+    path = Path(record.log_file) if record is not None and record.log_file else _closed_pool_log(pool)
+    if path is None or not path.exists():
+        raise click.ClickException(
+            f"no log of pool {pool!r} here: no pool of that name or id was open on this machine with logging on "
+            "(a closed pool's log is found by its id)"
+        )
+    with path.open(encoding="utf-8") as handle:
+        first = handle.read().splitlines()
+        shown = first[-lines:] if lines > 0 else first
+        if as_json and not follow:
+            emit_json(shown)
+            return
+        for line in shown:
+            _line(line, as_json)
+        while follow and record is not None and registry.alive(record):
+            line = handle.readline()
+            if line:
+                _line(line.rstrip("\n"), as_json)
+            else:
+                time.sleep(FOLLOW_POLL)
+        for line in handle.read().splitlines():  # what was written while it closed
+            _line(line, as_json)
+
+
+def _closed_pool_log(pool_id: str) -> Path | None:
+    """The log of a closed pool whose id starts with ``pool_id``, in the default log
+    directory (``~/.skyward/logs/pools``)."""
+    from skyward.observe.log_config import LogConfig
+
+    directory = Path(LogConfig().file).expanduser().parent / "pools"
+    found = sorted(directory.glob(f"{pool_id}*.log")) if pool_id else []
+    return found[0] if len(found) == 1 else None
+
+
+def _line(line: str, as_json: bool) -> None:
+    import json
+
+    click.echo(json.dumps(line) if as_json else line)
+    sys.stdout.flush()
+
+
+def _find(reference: str, live_only: bool) -> registry.LivePool | None:
+    try:
+        return registry.find(reference, live_only=live_only)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _remove_leftovers(provider: str | None, pool_id: str, record: registry.LivePool | None) -> list[Any]:
+    """Delete what the clouds still hold of a pool whose process is gone."""
+    from skyward.cli.providers import clouds_with_credentials
+    from skyward.providers import names
+    from skyward.providers.orphans import Collectable
+
+    candidates = [names.with_region(provider, record.region if record else None)] if provider in names.CLOUDS else (
+        [] if provider is not None else clouds_with_credentials()
+    )
+    removed: list[Any] = []
+    for cloud in candidates:
+        if not isinstance(cloud, Collectable):
+            continue
+        mine = [o for o in cloud.orphans() if pool_id.startswith(o.pool) or o.pool.startswith(pool_id[:12])]
+        if mine:
+            cloud.remove(mine)
+            removed.extend(mine)
+    return removed
+
+
+def _done(as_json: bool, result: dict[str, Any]) -> None:
+    if as_json:
+        emit_json([result])
+        return
+    console.print(f"pool {result['name'] or result['pool'][:12]}: {result['how']}")
+    for orphan in result["removed"]:
+        console.print(f"  removed {orphan['kind']} {orphan['id']} ({orphan['provider']})")
+
+
+def _age(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

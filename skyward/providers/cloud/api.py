@@ -1,0 +1,102 @@
+"""The typed face every machine cloud's API module gives the shared launch: what it
+sells (``MachineType``), what to create (``Order``), what it has (``Machine``, ``Key``),
+and the calls (``MachineAPI``). No untyped dict crosses this line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+MachineState = Literal["starting", "running", "ended"]
+
+
+@dataclass(frozen=True, slots=True)
+class MachineType:
+    """One kind of machine a cloud sells: ``name`` is the cloud's id for it (a GPU type,
+    a size slug, an offer id), ``price``/``spot_price`` dollars per hour (None: not sold
+    that way), ``region`` where (None: the cloud picks)."""
+
+    name: str
+    vcpus: float
+    memory_gb: float
+    price: float | None
+    spot_price: float | None = None
+    region: str | None = None
+    accelerator: str | None = None
+    accelerator_count: int = 0
+    accelerator_memory_gb: float | None = None
+    architecture: str = "x86_64"
+    disk_gb: float | None = None
+    ref: str = ""
+    """The cloud's own id(s) to order it with, when ``name`` is not that."""
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """One machine to create. ``image`` is the container image (container clouds) or the
+    OS image (VM clouds); ``key_id`` the registered key (None: the public key travels in
+    the order itself); ``user_data`` a boot script where the cloud runs one."""
+
+    name: str
+    machine_type: MachineType
+    spot: bool
+    public_key: str
+    key_id: str | None
+    image: str
+    user_data: str
+    disk_gb: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """One machine as the cloud reports it; ``ssh_host``/``ssh_port`` once it can be
+    reached, ``private_ip`` the address its peers use (None: ``ssh_host``)."""
+
+    id: str
+    name: str
+    state: MachineState
+    ssh_host: str | None = None
+    ssh_port: int = 22
+    private_ip: str | None = None
+    hourly_price: float | None = None
+    spot: bool = False
+    machine_type: str = ""
+    created: float | None = None
+    """Epoch seconds (None: the cloud does not say)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """An SSH key registered with the cloud."""
+
+    id: str
+    name: str
+
+
+class MachineAPI(Protocol):
+    """One cloud's calls. Errors: ``CredentialsError``, ``CapacityError`` from ``create``
+    when the cloud has no room, ``CloudError`` for the rest."""
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        """What it sells in ``region`` (None: everywhere), with prices."""
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        """Register ``public_key``; its id, or None for a cloud whose orders carry the key."""
+
+    def remove_key(self, key_id: str) -> None:
+        """Delete a registered key (gone already is fine)."""
+
+    def keys(self) -> list[Key]:
+        """The registered keys (empty for a cloud without registered keys)."""
+
+    def create(self, order: Order) -> str:
+        """Start one machine; its id."""
+
+    def get(self, machine_id: str) -> Machine | None:
+        """The machine, or None once the cloud no longer has it."""
+
+    def machines(self) -> list[Machine]:
+        """Every machine of the account."""
+
+    def delete(self, machine_id: str) -> None:
+        """Terminate a machine (gone already is fine)."""

@@ -1,0 +1,133 @@
+"""One HTTP client for every cloud API (httpx): a connect and a read timeout on every
+call, bounded retries with backoff for what may pass (connection failures, 429 and 5xx;
+a request that creates something is retried only when it never reached the server),
+and errors that name the cloud, the call, the status and the API's own message.
+
+Credentials travel in headers only, are never logged and never appear in an error.
+``base_url`` is the cloud's documented address unless ``SKYWARD_<CLOUD>_API_URL`` says
+otherwise (a proxy, or a local fake in the tests).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from skyward.providers.cloud.errors import CloudAPIError, CloudError, CredentialsError
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+MAX_ATTEMPTS = 4
+BACKOFF = 0.5
+MAX_BACKOFF = 8.0
+RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
+SAFE_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+"""Methods retried after the server may have seen them (DELETE is idempotent here)."""
+
+
+def base_url(cloud_key: str, default: str) -> str:
+    """``SKYWARD_<CLOUD>_API_URL`` if set, else ``default``."""
+    return os.environ.get(f"SKYWARD_{cloud_key.upper()}_API_URL") or default
+
+
+class ApiClient:
+    """Calls one cloud's API. ``auth()`` returns the headers that authenticate a call (it
+    is asked on every call, so a token can be refreshed); ``credentials_hint`` says where
+    the credentials come from, for the error when they are refused."""
+
+    def __init__(
+        self, cloud: str, url: str, auth: Callable[[], Mapping[str, str]], credentials_hint: str,
+        *, attempts: int = MAX_ATTEMPTS,
+    ) -> None:
+        self.cloud = cloud
+        self._auth = auth
+        self._hint = credentials_hint
+        self._attempts = attempts
+        self._http = httpx.Client(
+            base_url=url.rstrip("/"), timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
+            headers={"User-Agent": "skyward", "Accept": "application/json"},
+        )
+
+    def call(
+        self, method: str, path: str, what: str, *, json: Any = None, params: Mapping[str, Any] | None = None,
+        form: Mapping[str, str] | None = None,
+    ) -> Any:
+        """The parsed JSON answer (None for an empty body). CredentialsError for 401/403,
+        CloudAPIError for another error status, CloudError when the API cannot be reached
+        after the retries. ``what`` says what the call does, for the messages."""
+        method = method.upper()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(method, path, json=json, params=params, data=form, headers=dict(self._auth()))
+            except httpx.TransportError as exc:
+                sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+                if attempt >= self._attempts or (sent and method not in SAFE_METHODS):
+                    raise CloudError(
+                        f"could not reach the {self.cloud} API ({self._http.base_url}) while {what}: "
+                        f"{type(exc).__name__}: {exc}; check the network, or try again"
+                    ) from None
+                self._sleep(attempt, None)
+                continue
+            if response.status_code in RETRIED_STATUS and attempt < self._attempts and (
+                method in SAFE_METHODS or response.status_code == 429
+            ):
+                self._sleep(attempt, response.headers.get("Retry-After"))
+                continue
+            return self._answer(response, what)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _answer(self, response: httpx.Response, what: str) -> Any:
+        body = _parse(response)
+        status = response.status_code
+        if status in (401, 403):
+            raise CredentialsError(
+                f"the {self.cloud} API refused the credentials while {what} (HTTP {status}: {message(body)}); "
+                f"check {self._hint}"
+            )
+        if status >= 400:
+            raise CloudAPIError(
+                f"the {self.cloud} API answered HTTP {status} while {what}: {message(body)}", status, body
+            )
+        return body
+
+    @staticmethod
+    def _sleep(attempt: int, retry_after: str | None) -> None:
+        delay = min(MAX_BACKOFF, BACKOFF * 2 ** (attempt - 1))
+        if retry_after is not None:
+            try:
+                delay = min(MAX_BACKOFF, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        time.sleep(delay)
+
+
+def message(body: Any) -> str:
+    """The error message an API put in its answer (its usual keys), else the body cut short."""
+    if isinstance(body, dict):
+        for key in ("message", "error_description", "error", "msg", "detail", "errors", "code"):
+            value = body.get(key)
+            if isinstance(value, dict):
+                return message(value)
+            if isinstance(value, list) and value:
+                return "; ".join(message(item) if isinstance(item, dict) else str(item) for item in value)
+            if value:
+                return str(value)
+    text = str(body) if body is not None else "no message"
+    return text[:300]
+
+
+def _parse(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text

@@ -1,0 +1,1 @@
+"""DigitalOcean: Droplets (CPU and GPU virtual machines) through its API v2."""

@@ -1,0 +1,126 @@
+"""DigitalOcean's API v2 (``api.digitalocean.com/v2``) as ``MachineAPI``: sizes and
+hourly prices (``GET /v2/sizes``), SSH keys (``/v2/account/keys``) and Droplets
+(``POST /v2/droplets``, ``GET /v2/droplets?tag_name=skyward``, ``GET
+/v2/droplets/{id}``, ``DELETE /v2/droplets/{id}``). Every Droplet is tagged
+``skyward``. The token is ``DIGITALOCEAN_TOKEN`` (or ``DIGITALOCEAN_ACCESS_TOKEN``, or
+``access-token`` in doctl's ``~/.config/doctl/config.yaml``)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+
+URL = "https://api.digitalocean.com"
+TOKEN = credentials.Source(("DIGITALOCEAN_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN"), "~/.config/doctl/config.yaml", "access-token")
+TAG = "skyward"
+PAGE = 200
+NO_CAPACITY = ("not available", "capacity", "out of stock", "droplet limit")
+
+
+class DigitalOceanAPI:
+    """Calls DigitalOcean with the token from the environment."""
+
+    def __init__(self) -> None:
+        (token,) = credentials.require("DigitalOcean", [TOKEN])
+        self._http = ApiClient(
+            "DigitalOcean", base_url("digitalocean", URL), lambda: {"Authorization": f"Bearer {token}"}, TOKEN.describe()
+        )
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        kinds = []
+        for size in self._pages("/v2/sizes", "sizes", "listing sizes"):
+            if not size.get("available", True):
+                continue
+            gpu = size.get("gpu_info") or {}
+            vram = gpu.get("vram") or {}
+            for place in size.get("regions", []):
+                if region is not None and place != region:
+                    continue
+                kinds.append(MachineType(
+                    name=str(size["slug"]), vcpus=float(size["vcpus"]), memory_gb=float(size["memory"]) / 1024,
+                    price=float(size["price_hourly"]), region=place, accelerator=gpu.get("model") or None,
+                    accelerator_count=int(gpu.get("count") or 0),
+                    accelerator_memory_gb=float(vram["amount"]) if vram.get("amount") else None,
+                    disk_gb=float(size.get("disk") or 0) or None,
+                ))
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        answer = self._http.call("POST", "/v2/account/keys", f"adding SSH key {name}", json={"name": name, "public_key": public_key})
+        return str(answer["ssh_key"]["id"])
+
+    def remove_key(self, key_id: str) -> None:
+        self._delete(f"/v2/account/keys/{key_id}", f"deleting SSH key {key_id}")
+
+    def keys(self) -> list[Key]:
+        return [Key(str(k["id"]), str(k.get("name") or "")) for k in self._pages("/v2/account/keys", "ssh_keys", "listing SSH keys")]
+
+    def create(self, order: Order) -> str:
+        body = {
+            "name": order.name, "region": order.machine_type.region, "size": order.machine_type.name,
+            "image": order.image, "ssh_keys": [order.key_id] if order.key_id else [], "tags": [TAG],
+            "user_data": order.user_data,
+        }
+        try:
+            answer = self._http.call("POST", "/v2/droplets", f"creating Droplet {order.name}", json=body)
+        except CloudAPIError as exc:
+            if exc.status == 422 and any(text in message(exc.body).lower() for text in NO_CAPACITY):
+                raise CapacityError(
+                    f"DigitalOcean has no {order.machine_type.name} in {order.machine_type.region}: {message(exc.body)}"
+                ) from None
+            raise
+        return str(answer["droplet"]["id"])
+
+    def get(self, machine_id: str) -> Machine | None:
+        try:
+            answer = self._http.call("GET", f"/v2/droplets/{machine_id}", f"reading Droplet {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return _machine(answer["droplet"])
+
+    def machines(self) -> list[Machine]:
+        return [_machine(d) for d in self._pages(f"/v2/droplets?tag_name={TAG}", "droplets", "listing Droplets")]
+
+    def delete(self, machine_id: str) -> None:
+        self._delete(f"/v2/droplets/{machine_id}", f"deleting Droplet {machine_id}")
+
+    def _delete(self, path: str, what: str) -> None:
+        try:
+            self._http.call("DELETE", path, what)
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    def _pages(self, path: str, key: str, what: str) -> list[dict[str, Any]]:
+        """Every item of a paginated list (bounded: at most 50 pages)."""
+        items: list[dict[str, Any]] = []
+        for page in range(1, 51):
+            separator = "&" if "?" in path else "?"
+            answer = self._http.call("GET", f"{path}{separator}page={page}&per_page={PAGE}", what) or {}
+            items.extend(answer.get(key, []))
+            if not ((answer.get("links") or {}).get("pages") or {}).get("next"):
+                break
+        return items
+
+
+def _machine(droplet: dict[str, Any]) -> Machine:
+    status = str(droplet.get("status") or "")
+    addresses = (droplet.get("networks") or {}).get("v4", [])
+    public = next((a["ip_address"] for a in addresses if a.get("type") == "public"), None)
+    private = next((a["ip_address"] for a in addresses if a.get("type") == "private"), None)
+    state = "ended" if status in ("off", "archive") else "running" if status == "active" and public else "starting"
+    created = None
+    if droplet.get("created_at"):
+        created = datetime.datetime.fromisoformat(str(droplet["created_at"]).replace("Z", "+00:00")).timestamp()
+    price = (droplet.get("size") or {}).get("price_hourly")
+    return Machine(
+        str(droplet["id"]), str(droplet.get("name") or ""), state, public, 22, private,
+        float(price) if price is not None else None, False, str(droplet.get("size_slug") or ""), created,
+    )

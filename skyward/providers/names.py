@@ -1,0 +1,71 @@
+"""Providers by name ("aws", "runpod", ...), for the ``sky`` command and skyward.toml:
+their classes (imported on first use), which of them are clouds that ``sky gc`` and
+``sky down`` clean, and where each finds its credentials."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from skyward.providers.cloud.credentials import Source
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """A provider by name: its class and, for a cloud, its credentials."""
+
+    name: str
+    module: str
+    cls: str
+    credentials: tuple[Source, ...] = ()
+    cloud: bool = False
+
+    def load(self) -> type:
+        return getattr(importlib.import_module(self.module), self.cls)
+
+
+KNOWN: dict[str, Known] = {
+    known.name: known
+    for known in (
+        Known("local", "skyward.providers.local", "Local"),
+        Known("ssh", "skyward.providers.ssh.provider", "SSH"),
+        Known("ray", "skyward.providers.ray_cluster", "Ray"),
+        Known("aws", "skyward.providers.aws.provider", "AWS", (
+            Source(("AWS_ACCESS_KEY_ID", "AWS_PROFILE"), "~/.aws/credentials"),), cloud=True),
+        Known("runpod", "skyward.providers.runpod.provider", "RunPod", (
+            Source(("RUNPOD_API_KEY",), "~/.runpod/config.toml", "apikey"),), cloud=True),
+        Known("vastai", "skyward.providers.vastai.provider", "VastAI", (
+            Source(("VAST_API_KEY",), "~/.vast_api_key"),), cloud=True),
+        Known("verda", "skyward.providers.verda.provider", "Verda", (
+            Source(("VERDA_CLIENT_ID", "DATACRUNCH_CLIENT_ID")),
+            Source(("VERDA_CLIENT_SECRET", "DATACRUNCH_CLIENT_SECRET"))), cloud=True),
+        Known("digitalocean", "skyward.providers.digitalocean.provider", "DigitalOcean", (
+            Source(("DIGITALOCEAN_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN"), "~/.config/doctl/config.yaml", "access-token"),),
+            cloud=True),
+        Known("novita", "skyward.providers.novita.provider", "Novita", (Source(("NOVITA_API_KEY",)),), cloud=True),
+    )
+}
+CLOUDS = tuple(name for name, known in KNOWN.items() if known.cloud)
+
+
+def known(name: str) -> Known:
+    """The provider called ``name`` (case and dashes ignored); ValueError listing the names."""
+    key = name.lower().replace("-", "").replace("_", "")
+    if key not in KNOWN:
+        raise ValueError(f"unknown provider {name!r}: use one of {', '.join(KNOWN)}")
+    return KNOWN[key]
+
+
+def make(name: str, **fields: Any) -> Any:
+    """A provider of ``name`` with ``fields``; ValueError naming a field it does not take."""
+    found = known(name)
+    try:
+        return found.load()(**fields)
+    except TypeError as exc:
+        raise ValueError(f"sky.{found.cls}(): {exc}") from None
+
+
+def with_region(name: str, region: str | None) -> Any:
+    """A provider of ``name`` in ``region`` (its default when None)."""
+    return make(name, region=region) if region is not None else make(name)

@@ -1,0 +1,1 @@
+"""Novita AI: GPU instances (containers with SSH) through its GPU instance API."""

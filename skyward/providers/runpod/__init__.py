@@ -1,0 +1,1 @@
+"""RunPod: GPU pods (containers with SSH) through its REST API, prices from its GraphQL API."""

@@ -1,0 +1,136 @@
+"""RunPod's API as ``MachineAPI``: pods through the REST API (``rest.runpod.io/v1``:
+``POST /pods``, ``GET /pods``, ``GET /pods/{id}``, ``DELETE /pods/{id}``), GPU types and
+prices through the GraphQL API (``api.runpod.io/graphql``, ``gpuTypes``). The key is
+``RUNPOD_API_KEY`` (or ``apikey`` in ``~/.runpod/config.toml``), sent as a Bearer token.
+A pod gets the pool's public key in ``PUBLIC_KEY``, which RunPod's images install for
+root's SSH; port 22 is exposed over TCP and reached at the pod's public address and
+mapped port."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+
+REST_URL = "https://rest.runpod.io/v1"
+GRAPHQL_URL = "https://api.runpod.io"
+KEY = credentials.Source(("RUNPOD_API_KEY",), "~/.runpod/config.toml", "apikey")
+GPU_COUNTS = (1, 2, 4, 8)
+GPU_TYPES = """query GpuTypes { gpuTypes { id displayName memoryInGb secureCloud communityCloud
+  securePrice communityPrice secureSpotPrice communitySpotPrice maxGpuCount
+  lowestPrice(input: {gpuCount: 1}) { minVcpu minMemory } } }"""
+NO_CAPACITY = ("no longer any instances available", "no instances available", "not enough", "out of stock")
+
+
+class RunPodAPI:
+    """Calls RunPod with the key from the environment (CredentialsError without one)."""
+
+    def __init__(self, cloud_type: str) -> None:
+        (key,) = credentials.require("RunPod", [KEY])
+        auth = lambda: {"Authorization": f"Bearer {key}"}  # noqa: E731
+        hint = KEY.describe()
+        self._rest = ApiClient("RunPod", base_url("runpod", REST_URL), auth, hint)
+        self._graphql = ApiClient("RunPod", base_url("runpod_graphql", GRAPHQL_URL), auth, hint)
+        self._cloud_type = cloud_type
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        answer = self._graphql.call("POST", "/graphql", "listing GPU types and prices", json={"query": GPU_TYPES})
+        kinds = []
+        for gpu in (answer or {}).get("data", {}).get("gpuTypes", []) or []:
+            price, spot = self._prices(gpu)
+            lowest = gpu.get("lowestPrice") or {}
+            for count in GPU_COUNTS:
+                if count > int(gpu.get("maxGpuCount") or 8) or (price is None and spot is None):
+                    continue
+                kinds.append(MachineType(
+                    name=f"{count}x {gpu['id']}", ref=str(gpu["id"]),
+                    vcpus=float(lowest.get("minVcpu") or 4) * count, memory_gb=float(lowest.get("minMemory") or 16) * count,
+                    price=None if price is None else round(price * count, 6),
+                    spot_price=None if spot is None else round(spot * count, 6), region=region,
+                    accelerator=str(gpu.get("displayName") or gpu["id"]), accelerator_count=count,
+                    accelerator_memory_gb=float(gpu["memoryInGb"]) if gpu.get("memoryInGb") else None,
+                ))
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        return None  # each pod gets the key in its environment
+
+    def remove_key(self, key_id: str) -> None:
+        return None
+
+    def keys(self) -> list[Key]:
+        return []
+
+    def create(self, order: Order) -> str:
+        body: dict[str, Any] = {
+            "name": order.name, "imageName": order.image, "gpuTypeIds": [order.machine_type.ref],
+            "gpuCount": order.machine_type.accelerator_count, "cloudType": self._cloud_type.upper(),
+            "interruptible": order.spot, "ports": ["22/tcp"], "supportPublicIp": True,
+            "containerDiskInGb": order.disk_gb or 50, "env": {"PUBLIC_KEY": order.public_key},
+        }
+        if order.machine_type.region:
+            body["dataCenterIds"] = [order.machine_type.region]
+        try:
+            pod = self._rest.call("POST", "/pods", f"creating pod {order.name}", json=body)
+        except CloudAPIError as exc:
+            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
+                raise CapacityError(f"RunPod has no {order.machine_type.name} right now: {message(exc.body)}") from None
+            raise
+        return str(pod["id"])
+
+    def get(self, machine_id: str) -> Machine | None:
+        try:
+            pod = self._rest.call("GET", f"/pods/{machine_id}", f"reading pod {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return _machine(pod) if pod else None
+
+    def machines(self) -> list[Machine]:
+        return [_machine(pod) for pod in self._rest.call("GET", "/pods", "listing pods") or []]
+
+    def delete(self, machine_id: str) -> None:
+        try:
+            self._rest.call("DELETE", f"/pods/{machine_id}", f"terminating pod {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    def _prices(self, gpu: dict[str, Any]) -> tuple[float | None, float | None]:
+        kinds = {"secure": ("secure",), "community": ("community",), "all": ("secure", "community")}[self._cloud_type]
+        offered = [kind for kind in kinds if gpu.get(f"{kind}Cloud")]
+        price = _lowest(gpu.get(f"{kind}Price") for kind in offered)
+        spot = _lowest(gpu.get(f"{kind}SpotPrice") for kind in offered)
+        return price, spot
+
+
+def _lowest(values: Any) -> float | None:
+    prices = [float(v) for v in values if v]
+    return min(prices) if prices else None
+
+
+def _machine(pod: dict[str, Any]) -> Machine:
+    status = str(pod.get("desiredStatus") or "")
+    port = (pod.get("portMappings") or {}).get("22")
+    host = pod.get("publicIp") or None
+    state = "ended" if status in ("EXITED", "TERMINATED") else "running" if status == "RUNNING" and host and port else "starting"
+    created = pod.get("createdAt")
+    return Machine(
+        str(pod["id"]), str(pod.get("name") or ""), state, host, int(port or 22), None,
+        float(pod["costPerHr"]) if pod.get("costPerHr") is not None else None, bool(pod.get("interruptible")),
+        str(pod.get("gpuTypeId") or ""), _epoch(created),
+    )
+
+
+def _epoch(text: Any) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

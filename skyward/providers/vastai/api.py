@@ -1,0 +1,140 @@
+"""Vast.ai's REST API (``console.vast.ai/api/v0``) as ``MachineAPI``: offers from
+``GET /bundles/`` (each an "ask" on one host machine), instances created by accepting an
+ask (``PUT /asks/{id}/``), the pool's key attached per instance
+(``POST /instances/{id}/ssh/``), ``GET /instances/``, ``GET /instances/{id}/`` and
+``DELETE /instances/{id}/``. The key is ``VAST_API_KEY`` (or ``~/.vast_api_key``, as the
+``vastai`` tool keeps it), sent as a Bearer token.
+
+Offers of the same GPU, count and place are one machine type whose ``ref`` lists their
+asks, cheapest first: a pool's nodes take the next ask still free (an ask someone else
+took answers ``no_such_ask``), so two nodes never compete for one host."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+
+URL = "https://console.vast.ai/api/v0"
+KEY = credentials.Source(("VAST_API_KEY",), "~/.vast_api_key")
+QUERY = {"rentable": {"eq": True}, "rented": {"eq": False}, "verified": {"eq": True}, "order": [["dph_total", "asc"]]}
+GONE = ("no_such_ask", "not available", "unavailable", "already rented")
+ENDED = ("exited", "offline", "deleted", "destroyed")
+
+
+class VastAPI:
+    """Calls Vast.ai with the key from the environment (CredentialsError without one)."""
+
+    def __init__(self) -> None:
+        (key,) = credentials.require("Vast.ai", [KEY])
+        self._http = ApiClient("Vast.ai", base_url("vastai", URL), lambda: {"Authorization": f"Bearer {key}"}, KEY.describe())
+        self._taken: set[str] = set()
+        self._lock = threading.Lock()
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        answer = self._http.call("GET", "/bundles/", "searching offers", params={"q": json.dumps(QUERY)})
+        groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+        for ask in (answer or {}).get("offers", []):
+            place = str(ask.get("geolocation") or "")
+            if region is not None and region.lower() not in place.lower():
+                continue
+            groups.setdefault((str(ask["gpu_name"]), int(ask["num_gpus"]), place), []).append(ask)
+        kinds = []
+        for (gpu, count, place), asks in groups.items():
+            asks.sort(key=lambda a: float(a["dph_total"]))
+            bids = [float(a["min_bid"]) for a in asks if a.get("min_bid")]
+            kinds.append(MachineType(
+                name=f"{count}x {gpu} ({place or 'anywhere'})", ref=",".join(str(a["id"]) for a in asks),
+                vcpus=min(float(a.get("cpu_cores_effective") or 0) for a in asks),
+                memory_gb=min(float(a.get("cpu_ram") or 0) for a in asks) / 1024,
+                price=float(asks[0]["dph_total"]), spot_price=min(bids) if bids else None, region=place or None,
+                accelerator=gpu.replace("_", " "), accelerator_count=count,
+                accelerator_memory_gb=min(float(a.get("gpu_ram") or 0) for a in asks) / 1024 or None,
+                architecture="arm64" if asks[0].get("cpu_arch") in ("arm64", "aarch64") else "x86_64",
+                disk_gb=min(float(a.get("disk_space") or 0) for a in asks) or None,
+            ))
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        return None  # attached to each instance
+
+    def remove_key(self, key_id: str) -> None:
+        return None
+
+    def keys(self) -> list[Key]:
+        return []
+
+    def create(self, order: Order) -> str:
+        body: dict[str, Any] = {
+            "client_id": "me", "image": order.image, "label": order.name, "disk": order.disk_gb or 50,
+            "runtype": "ssh_direct",
+        }
+        if order.spot and order.machine_type.spot_price is not None:
+            body["price"] = order.machine_type.spot_price
+        for ask in order.machine_type.ref.split(","):
+            with self._lock:
+                if ask in self._taken:
+                    continue
+                self._taken.add(ask)
+            try:
+                answer = self._http.call("PUT", f"/asks/{ask}/", f"renting offer {ask} for {order.name}", json=body)
+            except CloudAPIError as exc:
+                if any(text in message(exc.body).lower() for text in GONE):
+                    continue
+                raise
+            if not (answer or {}).get("success", True) or "new_contract" not in (answer or {}):
+                continue
+            instance = str(answer["new_contract"])
+            self._http.call(
+                "POST", f"/instances/{instance}/ssh/", f"attaching the pool's key to {instance}",
+                json={"ssh_key": order.public_key},
+            )
+            return instance
+        raise CapacityError(f"Vast.ai has no free offer of {order.machine_type.name} left")
+
+    def get(self, machine_id: str) -> Machine | None:
+        try:
+            answer = self._http.call("GET", f"/instances/{machine_id}/", f"reading instance {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        instance = (answer or {}).get("instances")
+        return _machine(instance) if isinstance(instance, dict) and instance else None
+
+    def machines(self) -> list[Machine]:
+        answer = self._http.call("GET", "/instances/", "listing instances")
+        return [_machine(item) for item in (answer or {}).get("instances", []) or []]
+
+    def delete(self, machine_id: str) -> None:
+        try:
+            self._http.call("DELETE", f"/instances/{machine_id}/", f"destroying instance {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+
+def _machine(item: dict[str, Any]) -> Machine:
+    status = str(item.get("actual_status") or "")
+    host = item.get("public_ipaddr") or item.get("ssh_host") or None
+    port = _ssh_port(item)
+    state = "ended" if status in ENDED else "running" if status == "running" and host and port else "starting"
+    return Machine(
+        str(item["id"]), str(item.get("label") or ""), state, host, port or 22, None,
+        float(item["dph_total"]) if item.get("dph_total") is not None else None, bool(item.get("is_bid")),
+        f"{item.get('num_gpus', '')}x {item.get('gpu_name', '')}",
+        float(item["start_date"]) if item.get("start_date") else None,
+    )
+
+
+def _ssh_port(item: dict[str, Any]) -> int | None:
+    """The host port that reaches the container's port 22 (direct SSH)."""
+    mapped = (item.get("ports") or {}).get("22/tcp") or []
+    if mapped:
+        return int(mapped[0]["HostPort"])
+    return int(item["ssh_port"]) if item.get("ssh_port") else None

@@ -1,0 +1,1 @@
+"""Verda (formerly DataCrunch): GPU and CPU virtual machines through its REST API."""

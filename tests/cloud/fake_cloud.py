@@ -1,0 +1,236 @@
+"""The common half of the local fakes of the machine clouds' HTTP APIs
+(``fake_runpod.py``, ``fake_vastai.py``, ``fake_verda.py``, ``fake_digitalocean.py``,
+``fake_novita.py``): an HTTP server on 127.0.0.1 that checks the Bearer token, keeps the
+cloud's machines and keys, records every request, and can refuse machines as a cloud
+without capacity does. Each fake speaks its cloud's documented request and response
+shapes in ``handle``; this class only routes and stores.
+
+A fake is also a ``MachineSource`` (``tests/cloud/machines.py``): a machine it creates
+is "booting" until the harness has made it a real test host at the address the fake
+gave it (from the lab's subnet) and calls ``started``; a host that shuts itself down is
+``halt``ed (the cloud ends the machine). Machines ``plant``ed by a test have no host.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOKEN = "test-token"
+
+
+@dataclass
+class FakeMachine:
+    """One machine of a fake cloud."""
+
+    id: str
+    name: str
+    kind: str
+    spot: bool
+    image: str
+    public_key: str
+    price: float
+    region: str | None = None
+    address: str | None = None
+    state: str = "booting"
+    """pending (not ready to boot: its key is not attached yet), booting (no host yet),
+    running, exited (it shut itself down), deleted."""
+    created: float = field(default_factory=time.time)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    body: Any
+
+
+class Answer(Exception):
+    """Raised by a handler to answer with ``status`` and ``body`` (errors, mostly)."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
+
+
+class FakeCloud:
+    """Subclasses set ``name`` (the SKYWARD_<NAME>_API_URL key), ``credentials`` (env vars
+    the provider reads) and implement ``handle``."""
+
+    name = ""
+    credentials: dict[str, str] = {}
+    prefix = ""
+    """Path prefix of the real API (e.g. "/v2"), kept so the paths match its documentation."""
+
+    def __init__(self) -> None:
+        self.machines: dict[str, FakeMachine] = {}
+        self.keys: dict[str, dict[str, str]] = {}
+        self.requests: list[Request] = []
+        self.refused: set[str] = set()
+        self.lock = threading.RLock()
+        self._ids = itertools.count(1001)
+        self._addresses: Any = None
+        self._server: ThreadingHTTPServer | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeCloud:
+        fake = self
+
+        class Handler(_Handler):
+            owner = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name=f"fake-{self.name}", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}{self.prefix}"
+
+    def env(self) -> dict[str, str]:
+        """What points the provider here: its API URL and its credentials."""
+        return {f"SKYWARD_{self.name.upper()}_API_URL": self.url, **self.credentials}
+
+    def use_subnet(self, cidr: str, first: int = 100) -> None:
+        """Hand out addresses of ``cidr`` (a /24) from ``.first`` on."""
+        base = cidr.rsplit(".", 1)[0]
+        self._addresses = (f"{base}.{n}" for n in range(first, 250))
+
+    # ------------------------------------------------------------------ store
+
+    def new_id(self) -> str:
+        return str(next(self._ids))
+
+    def add(self, name: str, kind: str, spot: bool, image: str, public_key: str, price: float, **extra: Any) -> FakeMachine:
+        """A new machine, booting (or Answer 5xx when no address is left)."""
+        if kind in self.refused or "*" in self.refused:
+            raise self.no_capacity(kind)
+        assert self._addresses is not None, "use_subnet() first"
+        with self.lock:
+            machine = FakeMachine(
+                self.new_id(), name, kind, spot, image, public_key, price, address=next(self._addresses), extra=extra,
+                region=extra.pop("region", None),
+            )
+            self.machines[machine.id] = machine
+        return machine
+
+    def plant(self, name: str, kind: str, price: float = 0.5) -> FakeMachine:
+        """A running machine without a host (what a lost pool left)."""
+        with self.lock:
+            machine = FakeMachine(self.new_id(), name, kind, False, "planted", "", price, address="192.0.2.1", state="running")
+            self.machines[machine.id] = machine
+        return machine
+
+    def live(self, text: str = "") -> list[FakeMachine]:
+        """Machines not deleted whose name contains ``text``."""
+        with self.lock:
+            return [m for m in self.machines.values() if m.state != "deleted" and text in m.name]
+
+    def delete(self, machine_id: str) -> bool:
+        with self.lock:
+            machine = self.machines.get(machine_id)
+            if machine is None or machine.state == "deleted":
+                return False
+            machine.state = "deleted"
+            return True
+
+    def refuse(self, kind: str = "*") -> None:
+        """Machines of ``kind`` ("*": all) are refused as the cloud refuses them without capacity."""
+        self.refused.add(kind)
+
+    def no_capacity(self, kind: str) -> Answer:
+        """The cloud's own "no capacity" answer."""
+        raise NotImplementedError
+
+    def bodies(self, method: str, path: str) -> list[Any]:
+        """The bodies of the requests made to ``method path`` (path as sent, prefix removed)."""
+        return [r.body for r in self.requests if r.method == method and r.path.startswith(path)]
+
+    # ------------------------------------------------------------------ MachineSource
+
+    def booting(self) -> list[tuple[str, str, str]]:
+        with self.lock:
+            return [(m.id, m.address or "", m.public_key) for m in self.machines.values() if m.state == "booting"]
+
+    def ended(self) -> set[str]:
+        with self.lock:
+            return {m.id for m in self.machines.values() if m.state in ("deleted", "exited")}
+
+    def started(self, machine_id: str) -> None:
+        with self.lock:
+            if self.machines[machine_id].state == "booting":
+                self.machines[machine_id].state = "running"
+
+    def halt(self, machine_id: str) -> None:
+        with self.lock:
+            if self.machines[machine_id].state == "running":
+                self.machines[machine_id].state = "exited"
+
+    # ------------------------------------------------------------------ HTTP
+
+    def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
+        """The answer's JSON body (200), or raise Answer."""
+        raise NotImplementedError
+
+    def authorized(self, headers: Any) -> bool:
+        return headers.get("Authorization") == f"Bearer {TOKEN}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FakeCloud
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        parsed = urllib.parse.urlsplit(self.path)
+        path = parsed.path.removeprefix(urllib.parse.urlsplit(self.owner.url).path)
+        query = dict(urllib.parse.parse_qsl(parsed.query))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = dict(urllib.parse.parse_qsl(raw.decode()))
+        self.owner.requests.append(Request(self.command, path, body))
+        try:
+            if not self.owner.authorized(self.headers) and not path.endswith("/oauth2/token"):
+                raise Answer(401, {"message": "Unauthorized"})
+            status, answer = 200, self.owner.handle(self.command, path, query, body)
+        except Answer as exc:
+            status, answer = exc.status, exc.body
+        data = b"" if answer is None else json.dumps(answer).encode()
+        self.send_response(204 if answer is None and status == 200 else status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
