@@ -22,6 +22,7 @@ from skyward.api.validation import (
 from skyward.observe.log_config import LogConfig
 from skyward.observe.metrics import Default
 from skyward.observe.metrics import normalize as normalize_metrics
+from skyward.plugins.plugin import Plugin, check_plugins
 from skyward.storage.volume import Volume, check_volumes
 
 AllocationStrategy = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
@@ -194,7 +195,7 @@ class Spec:
     max_hourly_cost: float | None = None
     ttl: int = DEFAULT_TTL
     volumes: tuple[Volume, ...] = ()
-    plugins: tuple[Any, ...] = ()
+    plugins: tuple[Plugin, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.provider, type):
@@ -223,7 +224,7 @@ class Spec:
             raise fail("Spec", "region", self.region, 'use a region name such as "us-east-1", or None')
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
         object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
-        object.__setattr__(self, "plugins", as_tuple("Spec", "plugins", self.plugins, "[plugin, ...]"))
+        object.__setattr__(self, "plugins", check_plugins(self.plugins))
 
     @property
     def node_count(self) -> Nodes:

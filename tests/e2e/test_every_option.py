@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import skyward as sky
+from skyward.plugins import Plugin
 from skyward.providers.base import with_default_storage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +67,8 @@ SSH_IMAGE = "tests/e2e/ssh/test_ssh_image.py::test_image_pip_env_includes_visibl
 AWS_OFFERS = "tests/e2e/cloud/test_aws_offers.py"
 AWS_POOL = "tests/e2e/cloud/test_aws_pool.py"
 RAY_ATTACH = "tests/e2e/test_ray_attach.py"
+PLUGIN_HOOKS = "tests/e2e/plugins/test_plugin_hooks.py"
+LOCAL_IMAGE = "tests/e2e/plugins/test_local_image.py::test_image_pip_local_pool_imports_a_package_the_client_lacks"
 
 
 def same(verdict: Any) -> dict[str, Any]:
@@ -122,7 +125,12 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "ray": Refused((sky.Volume("bucket", "/data", storage=sky.Storage("http://127.0.0.1:1")),)),
         "aws": By("tests/unit/test_pool_volumes.py"),
     },
-    "Spec.plugins": same(Refused(("a plugin",))),
+    "Spec.plugins": {
+        "local": By(f"{PLUGIN_HOOKS}::test_every_hook_fires_where_it_should"),
+        "ssh": By("tests/e2e/plugins/test_remote_plugins.py::test_plugins_on_remote_hosts"),
+        "ray": Refused((Plugin.create("a plugin"),)),
+        "aws": By("tests/e2e/plugins/test_remote_plugins.py::test_plugins_on_remote_hosts"),
+    },
     # Nodes
     "Nodes.desired": same(HERE),
     "Nodes.max": same(Refused(8)),
@@ -130,11 +138,11 @@ VERDICTS: dict[str, dict[str, Any]] = {
     # Image
     "Image.python": {"local": HERE, "ssh": By(SSH_IMAGE), "ray": HERE, "aws": By(SSH_IMAGE)},
     "Image.pip": {
-        "local": Refused(("numpy",)), "ssh": By(SSH_IMAGE), "ray": Refused(("numpy",)),
+        "local": By(LOCAL_IMAGE), "ssh": By(SSH_IMAGE), "ray": Refused(("numpy",)),
         "aws": By("tests/e2e/ssh/test_installed_client.py::test_installed_client_ships_itself_and_resolves_pip"),
     },
     "Image.pip_indexes": {
-        "local": Refused((sky.PipIndex("https://example.invalid/simple"),)), "ssh": By(SSH_IMAGE),
+        "local": By(LOCAL_IMAGE), "ssh": By(SSH_IMAGE),
         "ray": Refused((sky.PipIndex("https://example.invalid/simple"),)), "aws": By(SSH_IMAGE),
     },
     "Image.apt": {
@@ -143,7 +151,7 @@ VERDICTS: dict[str, dict[str, Any]] = {
     },
     "Image.env": {"local": HERE, "ssh": By(SSH_IMAGE), "ray": HERE, "aws": By(SSH_IMAGE)},
     "Image.shell_vars": {
-        "local": Refused({"X": "echo 1"}), "ssh": By(SSH_IMAGE), "ray": Refused({"X": "echo 1"}), "aws": By(SSH_IMAGE),
+        "local": By(LOCAL_IMAGE), "ssh": By(SSH_IMAGE), "ray": Refused({"X": "echo 1"}), "aws": By(SSH_IMAGE),
     },
     "Image.includes": {"local": HERE, "ssh": By(SSH_IMAGE), "ray": Refused(("tests",)), "aws": By(SSH_IMAGE)},
     "Image.excludes": {
@@ -156,7 +164,8 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "aws": By("tests/e2e/test_observe_metrics.py"),
     },
     "Image.bootstrap_timeout": {
-        "local": Refused(30), "ssh": By(f"{REMOTE_OPTIONS}::test_bootstrap_timeout_is_enforced_on_the_hosts"),
+        "local": By("tests/e2e/plugins/test_local_image.py::test_local_bootstrap_timeout_stops_a_slow_plugin_op"),
+        "ssh": By(f"{REMOTE_OPTIONS}::test_bootstrap_timeout_is_enforced_on_the_hosts"),
         "ray": Refused(30), "aws": By(f"{REMOTE_OPTIONS}::test_bootstrap_timeout_is_enforced_on_the_hosts"),
     },
     # Worker (the engine and the node agent: the same on every provider)

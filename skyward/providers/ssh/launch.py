@@ -19,6 +19,7 @@ import pickle
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 from skyward.node.agent import AgentSetup
 from skyward.observe.metrics import resolve as resolve_metrics
+from skyward.plugins.cluster import Cluster as PluginCluster
+from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
+from skyward.plugins.node import pack
 from skyward.providers.base import Cluster, NodeHandle, PhaseTiming, TeardownError
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
@@ -79,12 +83,15 @@ def launch_on_hosts(
         loop.run(cluster.connect(handles, known_hosts, ssh_timeout, retry), ssh_timeout * 2 + 10)
         loop.run(cluster.gather_facts(index_urls(spec.image), ssh_timeout), ssh_timeout * 3 + 60)
         check_hardware(spec, cluster.nodes)
+        view = PluginCluster(tuple(handles), _infos(cluster, pool_id), spec.provider.name, spec, options.resolved_worker)
+        spec = with_plugins_image(spec, view)
+        ops = bootstrap_ops(spec.plugins, replace(view, spec=spec))
         shipments = _shipments(spec.image, cluster.nodes, phases)
 
         def script_for(node: RemoteNode) -> str:
             artifacts = shipments[node.index].artifacts
             points = tuple(item.volume.mount for item in volumes)
-            return render(spec.image, artifacts, node.pool_dir, bootstrap_timeout, mount_points=points)
+            return render(spec.image, artifacts, node.pool_dir, bootstrap_timeout, mount_points=points, plugin_ops=ops)
 
         loop.run(cluster.bootstrap(script_for, shipments, bootstrap_timeout), bootstrap_timeout * 2 + 120)
         versions = {**report(), "skyward_digest": shipments[0].skyward_digest}
@@ -92,15 +99,14 @@ def launch_on_hosts(
         loop.run(cluster.start_watchdogs(halt_on_expiry, volumes), 60 + len(volumes) * MOUNT_TIMEOUT_S)
         includes_path = lambda node: f"{node.ready.env_dir}/includes"  # noqa: E731
         loop.run(cluster.start_ray(_resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
-        config = _relay_config(spec, options, pool_id, cluster, includes_path, ready_timeout)
+        encoder = ByValueEncoder(tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes))
+        config = _relay_config(spec, options, pool_id, cluster, includes_path, ready_timeout, encoder)
         port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
         _stop(loop, cluster, credentials, release)
         raise
 
-    roots = tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes)
-    encoder = ByValueEncoder(roots)
     transport = RelayTransport(len(cluster.nodes), port)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
@@ -253,31 +259,43 @@ def _accelerator(node: RemoteNode) -> AcceleratorInfo | None:
     return AcceleratorInfo(seen.model.name if seen is not None else name, float(len(gpus)), round(memory, 1))
 
 
-def _relay_config(
-    spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, includes_path: Any, ready_timeout: float
-) -> RelayConfig:
+def _infos(cluster: RemoteCluster, pool_id: str, head_port: int = 0) -> tuple[InstanceInfo, ...]:
+    """Each node's InstanceInfo from its facts (``head_port`` 0 before Ray runs)."""
     count = len(cluster.nodes)
     head = cluster.nodes[0]
     peers = [PeerInfo(node.index, node.private_ip, node.address.host) for node in cluster.nodes]
     devices = [_accelerator(node) for node in cluster.nodes]
     total = sum(device.count for device in devices if device is not None)
-    worker = options.resolved_worker
-    metrics = resolve_metrics(spec.image.metrics)
-    collections = CollectionsConfig(pool_id, host_count(count), options.collections_enabled)
-    setups = []
-    for node, device in zip(cluster.nodes, devices):
-        assert node.ready is not None
-        info = InstanceInfo(
+    return tuple(
+        InstanceInfo(
             node=node.index, worker=0, total_nodes=count, workers_per_node=1,
             accelerators=device.count if device is not None else 0.0, total_accelerators=total,
-            head_addr=head.private_ip, head_port=cluster.gcs_port, job_id=pool_id,
+            head_addr=head.private_ip, head_port=head_port, job_id=pool_id,
             peers=peers, accelerator=device, network=NetworkInfo("eth0", None),
         )
+        for node, device in zip(cluster.nodes, devices)
+    )
+
+
+def _relay_config(
+    spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, includes_path: Any, ready_timeout: float,
+    encoder: ByValueEncoder,
+) -> RelayConfig:
+    head = cluster.nodes[0]
+    worker = options.resolved_worker
+    metrics = resolve_metrics(spec.image.metrics)
+    collections = CollectionsConfig(pool_id, host_count(len(cluster.nodes)), options.collections_enabled)
+    plugins = pack(spec.plugins, encoder.dumps)
+    setups = []
+    for node, info in zip(cluster.nodes, _infos(cluster, pool_id, cluster.gcs_port)):
+        assert node.ready is not None
         env = {**spec.image.env, **node.ready.shell_vars}
+        python = f"{node.ready.env_dir}/venv/bin/python"
         setups.append(
             AgentSetup(
                 info=info, worker=worker, cwd=f"{node.pool_dir}/work", sys_path=(includes_path(node),),
-                env=env, metrics=metrics, collections=collections,
+                env=env, metrics=metrics, collections=collections, plugins=plugins,
+                launch=agent_launch(spec.plugins, python, info) if any(p.launcher for p in spec.plugins) else None,
             )
         )
     return RelayConfig(f"{head.private_ip}:{cluster.gcs_port}", head.private_ip, tuple(setups), ready_timeout)
