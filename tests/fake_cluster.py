@@ -27,6 +27,7 @@ from skyward.api.output import TaskStream
 from skyward.engine.events import EventBatch, EventFeed
 from skyward.engine.transport import NoReply, Shared, TransportError
 from skyward.engine.wire import Payload, encode
+from skyward.node import publish
 from skyward.node.agent import AgentSetup, NodeRunner
 from skyward.providers.base import Cluster, NodeHandle, Offer
 
@@ -174,6 +175,12 @@ class _Output:
         sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
         for runner in runners:
             runner.on_task_end(self._flush)
+        publish.install(self._publish)
+
+    def _publish(self, event: Any) -> None:
+        task = current_task()
+        if task is not None:
+            self._runners[task.info.node].publish(task.task_id, event)
 
     def _line(self, stream: str, line: str) -> None:
         task = current_task()
