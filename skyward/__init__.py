@@ -18,7 +18,7 @@ import sys
 import types
 from typing import Any
 
-from skyward import storage
+from skyward import integrations, plugins, storage
 from skyward.api import accelerators, time
 from skyward.api.accelerator_helpers import (
     NVIDIA,
@@ -62,6 +62,7 @@ from skyward.api.instance import (
 )
 from skyward.api.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.api.pool import Pool
+from skyward.api.sampler import DistributedSampler
 from skyward.api.selection import select_available, select_cheapest, select_first
 from skyward.api.session import Session
 from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
@@ -123,7 +124,7 @@ __all__ = [
     "TaskExitError", "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
-    "S3Volume", "Storage", "Volume", "storage",
+    "S3Volume", "Storage", "Volume", "storage", "plugins", "integrations", "DistributedSampler",
 ]
 
 
