@@ -18,7 +18,7 @@ import sys
 import types
 from typing import Any
 
-from skyward import containers, storage
+from skyward import containers, integrations, plugins, storage
 from skyward.api import accelerators, time
 from skyward.api.accelerator_helpers import (
     NVIDIA,
@@ -65,6 +65,7 @@ from skyward.api.instance import (
 )
 from skyward.api.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.api.pool import Pool
+from skyward.api.sampler import DistributedSampler
 from skyward.api.selection import select_available, select_cheapest, select_first
 from skyward.api.session import Session
 from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
@@ -147,6 +148,7 @@ __all__ = [
     "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "containers", "DockerImage",
     "Callback", "SkywardEvent", "InfraCreating", "InfraCreated", "InstanceLaunching", "BootstrapStarting",
     "BootstrapProgress", "BootstrapCompleted", "Metrics", "LogLine", "InstanceStopping", "PoolStopping",
+    "plugins", "integrations", "DistributedSampler",
 ]
 
 

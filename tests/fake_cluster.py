@@ -30,6 +30,7 @@ from skyward.api.output import TaskStream
 from skyward.engine.events import EventBatch, EventFeed
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
 from skyward.engine.wire import Payload, encode
+from skyward.node import publish
 from skyward.node.agent import AgentSetup, NodeRunner
 from skyward.providers.base import Cluster, Joined, Loss, NodeHandle, Offer
 
@@ -267,10 +268,16 @@ class _Output:
         sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
         for runner in runners.values():
             self.watch(runner)
+        publish.install(self._publish)
 
     def watch(self, runner: NodeRunner) -> None:
         """Route the output of ``runner``'s tasks too."""
         runner.on_task_end(self._flush)
+
+    def _publish(self, event: Any) -> None:
+        task = current_task()
+        if task is not None:
+            self._runners[task.info.node].publish(task.task_id, event)
 
     def _line(self, stream: str, line: str) -> None:
         task = current_task()

@@ -30,6 +30,7 @@ from skyward.api.spec import Nodes, Options, Spec
 from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
+from skyward.engine import streams
 from skyward.engine.driver import CHUNKS_PER_SLOT, Again, ClusterDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.members import Members
@@ -51,6 +52,7 @@ from skyward.observe.events import (
     InstanceProvisioned,
 )
 from skyward.observe.progress import ProgressTracker, guided_chunks
+from skyward.plugins.client import ClientPlugins
 from skyward.providers import registry
 from skyward.providers.base import Cluster, NodeHandle, pricing, with_default_storage
 
@@ -93,6 +95,7 @@ class Pool(PoolCollections):
         self._holds_sigterm = False
         self._opened_at = 0.0
         self.spec: Spec | None = None
+        self._plugins = ClientPlugins()
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -166,6 +169,7 @@ class Pool(PoolCollections):
                 continue
             self.spec, self._cluster = spec, cluster
             self._start_driver(cluster, time.monotonic() - started)
+            self._plugins.enter(self, spec, self.options.resolved_worker, cluster)
             return
         if len(failures) == 1:
             raise failures[0][1]
@@ -264,6 +268,10 @@ class Pool(PoolCollections):
         return selection.order(self.specs, self.options.selection)
 
     def _teardown(self) -> None:
+        try:
+            self._plugins.close()
+        except Exception as exc:  # report, keep tearing down
+            self._bus.emit(Error(f"teardown: a plugin's around_client exit raised {type(exc).__name__}: {exc}"))
         if self._driver is not None:
             self._driver.close()
         if self._reconciler is not None:
@@ -351,6 +359,8 @@ class Pool(PoolCollections):
         node: "head" or a rank."""
         _check_pending(pending, ">>")
         driver = self._require_driver()
+        if streams.is_generator(pending):
+            return streams.stream_call(pending, self.on, lambda call: self.run_async(call, target=target))
         lost = 0
         if not self._on_loop_thread():
             result = driver.run_now(pending, target)

@@ -23,6 +23,7 @@ from skyward.api.validation import (
 from skyward.observe.log_config import LogConfig
 from skyward.observe.metrics import Default
 from skyward.observe.metrics import normalize as normalize_metrics
+from skyward.plugins.plugin import Plugin, check_plugins
 from skyward.storage.volume import Volume, check_volumes
 
 AllocationStrategy = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
@@ -249,7 +250,7 @@ class Spec:
     max_hourly_cost: float | None = None
     ttl: int = DEFAULT_TTL
     volumes: tuple[Volume, ...] = ()
-    plugins: tuple[Any, ...] = ()
+    plugins: tuple[Plugin, ...] = ()
     instance_type: str | None = None
     """A provider's own machine type to use as it is ("p5.48xlarge"), instead of choosing
     one from the hardware fields; only ``sky.AWS`` honours it, the others refuse it."""
@@ -281,7 +282,7 @@ class Spec:
             raise fail("Spec", "region", self.region, 'use a region name such as "us-east-1", or None')
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
         object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
-        object.__setattr__(self, "plugins", as_tuple("Spec", "plugins", self.plugins, "[plugin, ...]"))
+        object.__setattr__(self, "plugins", check_plugins(self.plugins))
         if self.instance_type is not None and (not isinstance(self.instance_type, str) or not self.instance_type.strip()):
             raise fail("Spec", "instance_type", self.instance_type, 'give the provider\'s machine type, e.g. "p5.48xlarge"')
 

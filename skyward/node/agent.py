@@ -35,12 +35,15 @@ from skyward.collections.gateway import GATEWAY_THREADS, Gateway
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import LaneServer
 from skyward.engine.wire import CALL, PROBE, Payload, TaskFailure, TaskRequest, decode, encode
-from skyward.node import death
+from skyward.node import death, publish
 from skyward.node.outbox import Outbox
 from skyward.node.process_executor import ProcessExecutor
 from skyward.node.thread_executor import ThreadExecutor
 from skyward.observe.events import Log
 from skyward.observe.metrics import Collector, MetricSampler
+from skyward.plugins import node as node_plugins
+from skyward.plugins.hooks import ray_options
+from skyward.plugins.plugin import LaunchCommand
 
 SPARE_CONCURRENCY = 40
 """Actor threads beyond the task slots, for event polls, readiness checks and shutdown."""
@@ -61,6 +64,10 @@ class AgentSetup:
     lane: str = ""
     notes: str = ""
     """Where the agent leaves the note of its post-mortem (``death.arm``); "" for none."""
+    plugins: bytes = b""
+    """The pool's plugins, pickled (``skyward.plugins.node.pack``); b"" for none."""
+    launch: LaunchCommand | None = None
+    """How Ray starts the agent (another interpreter, a launcher's prefix); None: Ray's default."""
 
 
 class _SlotLease:
@@ -99,9 +106,10 @@ class NodeRunner:
         if setup.worker.resolved_executor == "process":
             child_setup = {
                 "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env, "collections": setup.collections,
+                "plugins": setup.plugins,
             }
             self._executor: Any = ProcessExecutor(
-                setup.info, setup.worker.reuse_processes, self.line, child_setup, self.gateway
+                setup.info, setup.worker.reuse_processes, self.line, child_setup, self.gateway, self.publish
             )
         else:
             self._executor = ThreadExecutor(setup.info, setup.worker.concurrency, self._task_ended)
@@ -168,6 +176,11 @@ class NodeRunner:
             self._printed.add(task_id)
         self.outbox.put(Log(self.info.node, line, stream, task_id or None))
 
+    def publish(self, task_id: str, event: Any) -> None:
+        """An event task ``task_id`` sends to the client (its result waits for it)."""
+        self._printed.add(task_id)
+        self.outbox.put(event)
+
     def _task_ended(self, task_id: str) -> None:
         for hook in self._task_ended_hooks:
             hook(task_id)
@@ -188,12 +201,15 @@ class NodeAgent:
         os.chdir(setup.cwd)
         sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
         os.environ.update(setup.env)
+        info, self._plugins = node_plugins.install_agent(setup.plugins, setup.info)
+        setup = replace(setup, info=info)
         install_node_info(setup.info)
         if setup.notes:
             death.arm(setup.notes, setup.info.node)
         collections_installed.install_node(setup.collections)
         self._runner = NodeRunner(setup)
         self._runner.on_info(install_node_info)
+        publish.install(self._publish)
         self._streams = [
             TaskStream("stdout", sys.stdout, self._current_line),
             TaskStream("stderr", sys.stderr, self._current_line),
@@ -236,6 +252,10 @@ class NodeAgent:
         """Remote client ``client`` is gone: free its locks, break the barriers it joined."""
         self._runner.gateway.end_client(client)
 
+    def _publish(self, event: Any) -> None:
+        task = current_task()
+        self._runner.publish(task.task_id if task else "", event)
+
     def _current_line(self, stream: str, line: str) -> None:
         task = current_task()
         self._runner.line(task.task_id if task else "", stream, line)
@@ -249,6 +269,7 @@ class NodeAgent:
         if self._lane is not None:
             self._lane.close()
         self._runner.shutdown()
+        self._plugins.close()
 
 
 def _unloadable(failure: TaskFailure, node: int) -> TaskFailure:
@@ -276,7 +297,10 @@ def start_agents(
         concurrency_groups={COLLECTIONS_GROUP: GATEWAY_THREADS},
     )(NodeAgent)
     options = list(placement) or [{} for _ in setups]
-    return [remote_agent.options(**extra).remote(setup) for setup, extra in zip(setups, options)]
+    return [
+        remote_agent.options(**extra, **ray_options(setup.launch)).remote(setup)
+        for setup, extra in zip(setups, options)
+    ]
 
 
 def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> None:

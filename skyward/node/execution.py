@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from skyward.api.function import SkywardFunction
 from skyward.engine.wire import CALL, Outcome, TaskFailure, TaskRequest
+from skyward.plugins.node import decorated
 
 
 def plain_callable(fn: Any) -> Callable[..., Any]:
@@ -21,17 +23,27 @@ def execute(request: TaskRequest, node: int, on_item: Callable[[int], None] | No
     time each item separately.
     """
     try:
-        fn = plain_callable(request.fn)
+        fn = decorated(plain_callable(request.fn))
         if request.kind == CALL:
-            return True, fn(*request.args, **request.kwargs)
+            return True, _not_generator(fn(*request.args, **request.kwargs), request.name)
         results = []
         for index, item in enumerate(request.args[0]):
             if on_item is not None:
                 on_item(index)
             try:
-                results.append(fn(item))
+                results.append(_not_generator(fn(item), request.name))
             except BaseException as exc:  # noqa: BLE001 - reported to the client
                 return False, TaskFailure.from_exception(exc, node, item=index)
         return True, results
     except BaseException as exc:  # noqa: BLE001 - reported to the client
         return False, TaskFailure.from_exception(exc, node)
+
+
+def _not_generator(value: Any, name: str) -> Any:
+    """``value``; TypeError when it is a generator (only ``>>`` streams a generator's values)."""
+    if inspect.isgenerator(value):
+        raise TypeError(
+            f"{name} is a generator function: iterate its values with "
+            f"`for value in {name}(...) >> pool` (>, @, gather and map need a plain function)"
+        )
+    return value

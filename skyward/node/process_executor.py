@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+import itertools
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -27,19 +29,31 @@ from skyward.collections.gateway import Gateway
 from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
 from skyward.node import death
 from skyward.node.thread_executor import timeout_failure
+from skyward.plugins.node import child_command
+from skyward.plugins.plugin import LaunchCommand
 
+STOP_GRACE = 2.0
 LineSink = Callable[[str, str, str], None]
+EventSink = Callable[[str, Any], None]
 
 
 class _Child:
-    """One worker process and the parent's ends of its pipes."""
+    """One worker process and the parent's ends of its pipes; ``worker`` is its index
+    among the node's children (``instance_info().worker`` inside it)."""
 
-    def __init__(self, setup: dict[str, Any]) -> None:
+    def __init__(self, setup: dict[str, Any], worker: int) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.worker = worker
+        info = replace(setup["info"], worker=worker)
+        setup = {**setup, "info": info}
+        command = child_command(
+            LaunchCommand((sys.executable,), ("-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w))),
+            info,
+        )
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **command.env}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w)],
+            command.argv,
             pass_fds=(to_child_r, from_child_w),
             env=env,
             cwd=setup["cwd"],
@@ -59,10 +73,11 @@ class _Child:
         with self._send_lock:
             self.send.send_bytes(data)
 
-    def run(self, request: TaskRequest, info: InstanceInfo, sink: LineSink, gateway: Gateway) -> Outcome:
-        """Send ``request`` (with ``info`` when it changed since the child last got it)
-        and relay its output until it is done, dies or times out."""
+    def run(self, request: TaskRequest, info: InstanceInfo, sink: LineSink, gateway: Gateway, publish: EventSink) -> Outcome:
+        """Send ``request`` (with ``info``, under this child's worker index, when it changed
+        since the child last got it) and relay its output until it is done, dies or times out."""
         node = info.node
+        info = replace(info, worker=self.worker)
         self.write(cloudpickle.dumps(("run", request, info if info != self.info else None)))
         self.info = info
         item, started = 0, time.monotonic()
@@ -81,6 +96,8 @@ class _Child:
                 bridge.serve(gateway, body[0], body[1], self.write)
             elif kind == "out":
                 sink(request.task_id, body[0], body[1])
+            elif kind == "event":
+                publish(request.task_id, body[0])
             elif kind == "item":
                 item, started = body[0], time.monotonic()
             elif kind == "done":
@@ -108,20 +125,39 @@ class _Child:
         self.send.close()
         self.recv.close()
 
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """Close the child's input so it exits by itself (its plugins' ``around_process``
+        exit); killed if still there after ``grace`` seconds."""
+        self.send.close()
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
 
 class ProcessExecutor:
     """Hands each request to an idle child (or a new one) and returns the outcome."""
 
     def __init__(
-        self, info: InstanceInfo, reuse: bool, sink: LineSink, setup: dict[str, Any], gateway: Gateway
+        self,
+        info: InstanceInfo,
+        reuse: bool,
+        sink: LineSink,
+        setup: dict[str, Any],
+        gateway: Gateway,
+        publish: EventSink,
     ) -> None:
         self._info = info
+        self._publish = publish
         self._reuse = reuse
         self._sink = sink
         self._gateway = gateway
         self._setup = {**setup, "info": info}
         self._idle: list[_Child] = []
         self._all: set[_Child] = set()
+        self._workers: set[int] = set()
+        """The worker indices of live children (a new child takes the lowest free one)."""
         self._lock = threading.Lock()
 
     def set_info(self, info: InstanceInfo) -> None:
@@ -133,7 +169,7 @@ class ProcessExecutor:
         killed at the deadline, so ``release_slot`` is left to the caller."""
         child = self._checkout()
         try:
-            return child.run(request, self._info, self._sink, self._gateway)
+            return child.run(request, self._info, self._sink, self._gateway, self._publish)
         finally:
             self._checkin(child)
 
@@ -141,7 +177,14 @@ class ProcessExecutor:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        child = _Child(self._setup)
+            worker = next(index for index in itertools.count() if index not in self._workers)
+            self._workers.add(worker)
+        try:
+            child = _Child(self._setup, worker)
+        except BaseException:
+            with self._lock:
+                self._workers.discard(worker)
+            raise
         with self._lock:
             self._all.add(child)
         return child
@@ -151,12 +194,17 @@ class ProcessExecutor:
             with self._lock:
                 self._idle.append(child)
             return
-        child.kill()
+        child.stop()
         with self._lock:
             self._all.discard(child)
+            self._workers.discard(child.worker)
 
     def close(self) -> None:
         with self._lock:
             children, self._all, self._idle = list(self._all), set(), []
+            self._workers = set()
         for child in children:
-            child.kill()
+            child.send.close()
+        deadline = time.monotonic() + STOP_GRACE
+        for child in children:
+            child.stop(max(0.0, deadline - time.monotonic()))

@@ -25,6 +25,8 @@ def main(read_fd: int, write_fd: int) -> None:
     from skyward.collections.bridge import ChildBridge
     from skyward.engine.wire import TaskFailure
     from skyward.node.execution import execute
+    from skyward.node import publish
+    from skyward.plugins.node import install_process
 
     inbox = Connection(read_fd, writable=False)
     outbox = Connection(write_fd, readable=False)
@@ -41,6 +43,8 @@ def main(read_fd: int, write_fd: int) -> None:
     os.environ.update(setup["env"])
     info = setup["info"]
     install_node_info(info)
+    plugins = install_process(setup.get("plugins", b""), info)
+    publish.install(lambda event: send("event", event))
     bridge = ChildBridge(inbox, send)
     collections_runtime.install_child(setup.get("collections"), bridge)
     sys.stdout = CallbackWriter(lambda line: send("out", "stdout", line))  # type: ignore[assignment]
@@ -49,6 +53,7 @@ def main(read_fd: int, write_fd: int) -> None:
     while True:
         frame = bridge.next_frame()
         if frame is None:
+            plugins.close()
             return
         _, request, changed = cloudpickle.loads(frame)
         if changed is not None:

@@ -1,7 +1,9 @@
 """``sky.Local()``: N nodes as N agent processes on this machine, on a private Ray instance.
 
-Local nodes share this machine's Python environment, working directory and sys.path, so
-functions and classes from your own modules work as they are. Spec fields that describe
+Local nodes share this machine's working directory and sys.path, so functions and
+classes from your own modules work as they are. They run in this Python environment, or,
+when the Image asks for packages, in a virtual environment built from it here
+(``local_env``); the pool's plugins apply as on remote pools. Spec fields that describe
 a machine you cannot get here (an accelerator, a region, spot capacity, more CPUs or
 memory than this machine has) are refused with a ValueError rather than ignored.
 """
@@ -30,8 +32,13 @@ from skyward.engine.wire import encode
 from skyward.node import death
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
+from skyward.plugins.cluster import Cluster as PluginCluster
+from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
+from skyward.plugins.node import pack
+from skyward.providers import local_env
 from skyward.providers.agent_membership import AgentMembership, Placement
 from skyward.providers.base import Cluster, NodeHandle, Offer, PhaseTiming
+from skyward.providers.local_env import client_site_dirs
 from skyward.providers.local_ray import LocalRay
 from skyward.storage.client import Storage
 from skyward.storage.pool_volumes import mounted
@@ -54,8 +61,6 @@ class Local:
         _check_image(spec.image)
         if spec.instance_type is not None:
             raise fail("Spec", "instance_type", spec.instance_type, "a local pool runs on this machine; remove it")
-        if spec.plugins:
-            raise NotImplementedError("Spec.plugins is not implemented yet; remove it")
 
     def offers(self, spec: Spec) -> list[Offer]:
         """This machine, at no price."""
@@ -94,16 +99,27 @@ class Local:
             count = spec.node_count.floor
             port = _gcs_port()
             worker = options.resolved_worker
-            env = {**spec.image.env}
-            sys_path = _sys_path(spec.image)
+            first = [_info(node, pool_id, port, count) for node in range(count)]
+            view = PluginCluster(tuple(_handle(pool_id, n) for n in range(count)), tuple(first), self.name, spec, worker)
+            spec = with_plugins_image(spec, view)
+            _check_image(spec.image)
+            built = local_env.prepare(
+                spec.image, bootstrap_ops(spec.plugins, replace(view, spec=spec)), spec.image.bootstrap_timeout
+            )
+            env = {**built.env}
+            sys_path = _sys_path(spec.image, isolated=built.python is not None)
             metrics = resolve_metrics(spec.image.metrics)
             collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
             notes = _notes_dir(pool_id)
+            plugins = pack(spec.plugins)
 
             def place(node: int) -> Placement:
                 info = _info(node, pool_id, port, max(count, node + 1))
                 lane = lane_path(LocalRay.temp_dir(), pool_id, node)
-                setup = AgentSetup(info, worker, os.getcwd(), sys_path, env, metrics, collections, lane, notes)
+                setup = AgentSetup(
+                    info, worker, os.getcwd(), sys_path, env, metrics, collections, lane, notes, plugins,
+                    agent_launch(spec.plugins, built.python, info),
+                )
                 return Placement(setup, _handle(pool_id, node), lane=lane)
 
             placements = [place(node) for node in range(count)]
@@ -115,7 +131,12 @@ class Local:
             LocalRay.release()
             raise
 
-        phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
+        building = sum(seconds for _, seconds in built.phases)
+        phases = (
+            PhaseTiming("engine", engine),
+            *(PhaseTiming(name, seconds) for name, seconds in built.phases),
+            PhaseTiming("agents", time.monotonic() - started - engine - building),
+        )
         transport = RayTransport(
             agents, [placement.lane for placement in placements], lane_threads=spec.node_count.ceiling * worker.slots,
             postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
@@ -181,17 +202,19 @@ def _check_image(image: Image) -> None:
             "Image", "python", image.python,
             f"local nodes run this interpreter ({local_python()}); use \"auto\" or run the client with it",
         )
-    for name in ("pip", "apt", "pip_extra_index_url", "pip_indexes", "shell_vars", "excludes"):
-        if getattr(image, name):
-            raise fail(
-                "Image", name, getattr(image, name),
-                "sky.Local() uses this machine's environment as it is; install it locally, "
-                "or use a remote provider that bootstraps images",
-            )
+    if image.apt:
+        raise fail(
+            "Image", "apt", image.apt,
+            "sky.Local() does not install system packages on this machine; install them here "
+            "(apt-get install ...) and remove them, or use a remote provider",
+        )
+    if image.excludes:
+        raise fail("Image", "excludes", image.excludes, "local nodes use includes in place, nothing is shipped; remove it")
+    if image.pip_indexes and not image.pip:
+        name = "pip_extra_index_url" if image.pip_extra_index_url else "pip_indexes"
+        raise fail("Image", name, getattr(image, name), "it only applies to Image.pip packages; add them or remove it")
     if image.skyward_source not in ("auto", "local"):
         raise fail("Image", "skyward_source", image.skyward_source, 'local nodes use this copy; use "auto"')
-    if image.bootstrap_timeout != Image().bootstrap_timeout:
-        raise fail("Image", "bootstrap_timeout", image.bootstrap_timeout, "sky.Local() has no bootstrap; remove it")
     for include in image.includes:
         if not os.path.exists(include):
             raise fail("Image", "includes", include, "the path does not exist")
@@ -202,14 +225,22 @@ def _machine() -> str:
     return {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
-def _sys_path(image: Image) -> tuple[str, ...]:
-    """The client's import path (its cwd first), plus the parent dirs of includes."""
+def _sys_path(image: Image, isolated: bool = False) -> tuple[str, ...]:
+    """The client's import path (its cwd first), plus the parent dirs of includes. An
+    ``isolated`` agent (in the Image's venv) gets no site directories from here: its
+    venv appends the client's after its own, so the Image's packages come first."""
     extra = []
     for include in image.includes:
         path = os.path.abspath(include)
         extra.append(os.path.dirname(path) if path.endswith(".py") or os.path.isdir(path) else path)
-    paths = [os.getcwd(), *extra, *sys.path]
+    own = [p for p in sys.path if not (isolated and (p in client_site_dirs() or _in_stdlib(p)))]
+    paths = [os.getcwd(), *extra, *own]
     return tuple(dict.fromkeys(p for p in paths if p))
+
+
+def _in_stdlib(path: str) -> bool:
+    """Whether ``path`` is part of the interpreter's own installation (the venv has those too)."""
+    return os.path.realpath(path).startswith(os.path.realpath(sys.base_prefix) + os.sep)
 
 
 def _gcs_port() -> int:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import skyward as sky
+from skyward.plugins import Plugin
 from skyward.providers.base import with_default_storage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,8 @@ RAY_ATTACH = "tests/e2e/test_ray_attach.py"
 CONFORMANCE = "tests/e2e/cloud/test_conformance.py"
 CLOUD_OFFERS = "tests/unit/test_cloud_client.py::test_offers_fit_the_spec_and_follow_the_allocation"
 OLDER = "tests/e2e/test_older_reference.py"
+PLUGIN_HOOKS = "tests/e2e/plugins/test_plugin_hooks.py"
+LOCAL_IMAGE = "tests/e2e/plugins/test_local_image.py::test_image_pip_local_pool_imports_a_package_the_client_lacks"
 
 
 def same(verdict: Any) -> dict[str, Any]:
@@ -128,7 +131,12 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "ray": Refused((sky.Volume("bucket", "/data", storage=sky.Storage("http://127.0.0.1:1")),)),
         "aws": By("tests/unit/test_pool_volumes.py"),
     },
-    "Spec.plugins": same(Refused(("a plugin",))),
+    "Spec.plugins": {
+        "local": By(f"{PLUGIN_HOOKS}::test_every_hook_fires_where_it_should"),
+        "ssh": By("tests/e2e/plugins/test_remote_plugins.py::test_plugins_on_remote_hosts"),
+        "ray": Refused((Plugin.create("a plugin"),)),
+        "aws": By("tests/e2e/plugins/test_remote_plugins.py::test_plugins_on_remote_hosts"),
+    },
     "Spec.instance_type": {
         "local": Refused("p5.48xlarge"), "ssh": Refused("p5.48xlarge"), "ray": Refused("p5.48xlarge"),
         "aws": By(f"{AWS_OFFERS}::test_a_pinned_instance_type_is_used_as_it_is"),
@@ -140,15 +148,15 @@ VERDICTS: dict[str, dict[str, Any]] = {
     # Image
     "Image.python": {"local": HERE, "ssh": By(SSH_IMAGE), "ray": HERE, "aws": By(SSH_IMAGE)},
     "Image.pip": {
-        "local": Refused(("numpy",)), "ssh": By(SSH_IMAGE), "ray": Refused(("numpy",)),
+        "local": By(LOCAL_IMAGE), "ssh": By(SSH_IMAGE), "ray": Refused(("numpy",)),
         "aws": By("tests/e2e/ssh/test_installed_client.py::test_installed_client_ships_itself_and_resolves_pip"),
     },
     "Image.pip_indexes": {
-        "local": Refused((sky.PipIndex("https://example.invalid/simple"),)), "ssh": By(SSH_IMAGE),
+        "local": By(LOCAL_IMAGE), "ssh": By(SSH_IMAGE),
         "ray": Refused((sky.PipIndex("https://example.invalid/simple"),)), "aws": By(SSH_IMAGE),
     },
     "Image.pip_extra_index_url": {
-        "local": Refused("https://example.invalid/simple"), "ssh": By(f"{OLDER}::test_image_fields_and_methods_of_the_older_reference"),
+        "local": By(f"{OLDER}::test_image_fields_and_methods_of_the_older_reference"), "ssh": By(f"{OLDER}::test_image_fields_and_methods_of_the_older_reference"),
         "ray": Refused("https://example.invalid/simple"),
         "aws": By(f"{OLDER}::test_image_fields_and_methods_of_the_older_reference"),
     },
@@ -158,7 +166,7 @@ VERDICTS: dict[str, dict[str, Any]] = {
     },
     "Image.env": {"local": HERE, "ssh": By(SSH_IMAGE), "ray": HERE, "aws": By(SSH_IMAGE)},
     "Image.shell_vars": {
-        "local": Refused({"X": "echo 1"}), "ssh": By(SSH_IMAGE), "ray": Refused({"X": "echo 1"}), "aws": By(SSH_IMAGE),
+        "local": By(LOCAL_IMAGE), "ssh": By(SSH_IMAGE), "ray": Refused({"X": "echo 1"}), "aws": By(SSH_IMAGE),
     },
     "Image.includes": {"local": HERE, "ssh": By(SSH_IMAGE), "ray": Refused(("tests",)), "aws": By(SSH_IMAGE)},
     "Image.excludes": {
@@ -171,7 +179,8 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "aws": By("tests/e2e/test_observe_metrics.py"),
     },
     "Image.bootstrap_timeout": {
-        "local": Refused(30), "ssh": By(f"{REMOTE_OPTIONS}::test_bootstrap_timeout_is_enforced_on_the_hosts"),
+        "local": By("tests/e2e/plugins/test_local_image.py::test_local_bootstrap_timeout_stops_a_slow_plugin_op"),
+        "ssh": By(f"{REMOTE_OPTIONS}::test_bootstrap_timeout_is_enforced_on_the_hosts"),
         "ray": Refused(30), "aws": By(f"{REMOTE_OPTIONS}::test_bootstrap_timeout_is_enforced_on_the_hosts"),
     },
     # Worker (the engine and the node agent: the same on every provider)

@@ -25,8 +25,12 @@ import hashlib
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from skyward.api.spec import Image
+
+if TYPE_CHECKING:
+    from skyward.plugins.hooks import BootstrapOp
 
 SCRIPT_VERSION = "1"
 CACHE = "$HOME/.cache/skyward"
@@ -64,12 +68,19 @@ def env_hash(image: Image, artifacts: Artifacts) -> str:
 
 
 def render(
-    image: Image, artifacts: Artifacts, pool_dir: str, lock_timeout: float, *, mount_points: Sequence[str] = ()
+    image: Image,
+    artifacts: Artifacts,
+    pool_dir: str,
+    lock_timeout: float,
+    *,
+    mount_points: Sequence[str] = (),
+    plugin_ops: Sequence[BootstrapOp] = (),
 ) -> str:
     """The bootstrap script for one node. With ``mount_points`` (the pool's volumes) it
     installs s3fs with apt when the node lacks it, and makes the mount points a non-root
     user cannot create (through sudo, owned by that user; they stay, empty, after the
-    pool)."""
+    pool). ``plugin_ops`` (the plugins' bootstrap hooks) run last, at every bootstrap,
+    in the pool's work directory with the node's environment active."""
     digest = env_hash(image, artifacts)
     q = shlex.quote
     lines = [
@@ -105,31 +116,53 @@ def render(
     lines.append("phase shell_vars")
     for name, snippet in image.shell_vars.items():
         lines.append(f"shell_var {q(name)} {q(snippet)}")
+    lines.append("phase plugins")
+    for op in plugin_ops:
+        lines.append(f"plugin_op {q(op.plugin)} {q(op.command)}")
     lines.append("finish")
     return "\n".join(lines) + "\n"
 
 
-def _pip_from_indexes(image: Image) -> list[str]:
-    """Install ``Image.pip``: packages a ``PipIndex`` names only from that index, the rest
-    from the default index plus the indexes that name no packages."""
-    q = shlex.quote
-    lines = []
+@dataclass(frozen=True, slots=True)
+class PipGroup:
+    """One ``uv pip install``: ``packages`` looked up first in ``indexes`` (then the default index)."""
+
+    indexes: tuple[str, ...]
+    packages: tuple[str, ...]
+    scoped: bool = False
+    """The packages a ``PipIndex`` names: only from that index."""
+
+    @property
+    def arguments(self) -> list[str]:
+        """``uv pip install``'s arguments after ``--python``: indexes, then packages."""
+        return [option for url in self.indexes for option in ("--index", url)] + list(self.packages)
+
+
+def pip_groups(image: Image) -> list[PipGroup]:
+    """How ``Image.pip`` is installed (remote nodes and local pools alike): packages a
+    ``PipIndex`` names only from that index, the rest from the default index plus the
+    indexes that name no packages."""
+    groups = []
     scoped: set[str] = set()
     for index in image.pip_indexes:
         if index.packages:
             wanted = [p for p in image.pip if requirement_name(p) in {requirement_name(n) for n in index.packages}]
             scoped.update(requirement_name(p) for p in wanted)
             if wanted:
-                packages = " ".join(q(p) for p in wanted)
-                lines.append(
-                    f"once pip-{_short([index.url, *wanted])} run \"$UV\" pip install --python \"$VPY\" "
-                    f"--index {q(index.url)} {packages}"
-                )
+                groups.append(PipGroup((index.url,), tuple(wanted), scoped=True))
     rest = [p for p in image.pip if requirement_name(p) not in scoped]
     if rest:
-        extra = " ".join(f"--index {q(i.url)}" for i in image.pip_indexes if not i.packages)
-        packages = " ".join(q(p) for p in rest)
-        lines.append(f"once pip-{_short(rest)} run \"$UV\" pip install --python \"$VPY\" {extra} {packages}")
+        groups.append(PipGroup(tuple(i.url for i in image.pip_indexes if not i.packages), tuple(rest)))
+    return groups
+
+
+def _pip_from_indexes(image: Image) -> list[str]:
+    """The script lines installing ``Image.pip`` (see ``pip_groups``)."""
+    lines = []
+    for group in pip_groups(image):
+        marker = _short([*group.indexes, *group.packages] if group.scoped else list(group.packages))
+        arguments = " ".join(shlex.quote(a) for a in group.arguments)
+        lines.append(f'once pip-{marker} run "$UV" pip install --python "$VPY" {arguments}')
     return lines
 
 
@@ -266,6 +299,17 @@ shell_var() {{  # evaluate a shell_vars snippet; the value goes to a file, never
         echo "::failed shell_vars 1"; echo "::command $2"; tail -n 20 "$POOL/shell_var.err"; exit 1
     fi
     printf '%s\0%s\0' "$1" "$value" >> "$POOL/shell_vars"
+}}
+
+plugin_op() {{  # a plugin's bootstrap op: in the pool's work dir, the node's venv active
+    local out rc
+    out=$(cd "$POOL/work" && VIRTUAL_ENV="$ENV/venv" PATH="$ENV/venv/bin:$PATH" bash -c "$2" 2>&1); rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "::failed plugins $rc"
+        echo "::command [plugin $1] $2"
+        printf '%s\n' "$out" | tail -n 80
+        exit 1
+    fi
 }}
 
 finish() {{

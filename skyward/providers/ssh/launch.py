@@ -19,6 +19,7 @@ import pickle
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 from skyward.node.agent import AgentSetup
 from skyward.observe.metrics import resolve as resolve_metrics
+from skyward.plugins.cluster import Cluster as PluginCluster
+from skyward.plugins.hooks import BootstrapOp, agent_launch, bootstrap_ops, with_plugins_image
+from skyward.plugins.node import pack
 from skyward.providers.base import Cluster, NodeHandle, PhaseTiming, TeardownError
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
@@ -80,10 +84,12 @@ def launch_on_hosts(
     credentials = ExitStack()
     try:
         volumes = credentials.enter_context(pool_volumes.resolved(spec.volumes))
+        roots = tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes)
+        encoder = ByValueEncoder(roots)
         path = HostPath(
             spec, options, pool_id, cluster, loop, known_hosts, volumes, phases, halt_on_expiry,
             float(options.ssh_timeout or default_ssh_timeout),
-            float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval,
+            float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval, encoder,
         )
         path.up(handles, range(len(handles)))
         loop.run(cluster.start_ray(resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
@@ -95,8 +101,6 @@ def launch_on_hosts(
         _stop(loop, cluster, credentials, release)
         raise
 
-    roots = tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes)
-    encoder = ByValueEncoder(roots)
     transport = RelayTransport(port)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
@@ -121,7 +125,7 @@ class HostPath:
     def __init__(
         self, spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, loop: LoopThread,
         known_hosts: KnownHosts, volumes: Sequence[NodeVolume], phases: list[PhaseTiming], halt: bool,
-        ssh_timeout: float, retry_interval: float | None,
+        ssh_timeout: float, retry_interval: float | None, encoder: ByValueEncoder,
     ) -> None:
         self.spec = spec
         self.options = options
@@ -134,6 +138,9 @@ class HostPath:
         self._halt = halt
         self._ssh_timeout = ssh_timeout
         self._retry = retry_interval
+        self._encoder = encoder
+        self._plugin_ops: tuple[BootstrapOp, ...] | None = None
+        """The plugins' bootstrap steps, fixed by the hosts the pool opens with."""
         self._bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
         self._collections = CollectionsConfig(
             pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, ((HEAD_RESOURCE, HOST_SHARE),)
@@ -149,12 +156,22 @@ class HostPath:
         )
         loop.run(cluster.gather_facts(index_urls(spec.image), self._ssh_timeout, nodes), self._ssh_timeout * 3 + 60)
         check_hardware(spec, nodes)
+        if self._plugin_ops is None:  # the plugins see the opening hosts and may change the Image
+            view = PluginCluster(
+                tuple(handles), tuple(self._info(node) for node in nodes), spec.provider.name, spec,
+                self.options.resolved_worker,
+            )
+            spec = self.spec = with_plugins_image(spec, view)
+            self._plugin_ops = tuple(bootstrap_ops(spec.plugins, replace(view, spec=spec)))
+        ops = self._plugin_ops
         shipments = _shipments(spec.image, nodes, self._phases)
         points = tuple(item.volume.mount for item in self._volumes)
 
         def script_for(node: RemoteNode) -> str:
             artifacts = shipments[node.index].artifacts
-            return render(spec.image, artifacts, node.pool_dir, self._bootstrap_timeout, mount_points=points)
+            return render(
+                spec.image, artifacts, node.pool_dir, self._bootstrap_timeout, mount_points=points, plugin_ops=ops
+            )
 
         loop.run(cluster.bootstrap(script_for, shipments, self._bootstrap_timeout, nodes), self._bootstrap_timeout * 2 + 120)
         versions = {**report(), "skyward_digest": shipments[nodes[0].index].skyward_digest}
@@ -166,23 +183,31 @@ class HostPath:
         """What ``node``'s agent starts with (a node that joins later gets the pool's
         real membership with its first task)."""
         assert node.ready is not None
+        info = self._info(node)
+        plugins = self.spec.plugins
+        python = f"{node.ready.env_dir}/venv/bin/python"
+        return AgentSetup(
+            info=info, worker=self.options.resolved_worker, cwd=f"{node.pool_dir}/work",
+            sys_path=(includes_path(node),), env={**self.spec.image.env, **node.ready.shell_vars},
+            metrics=resolve_metrics(self.spec.image.metrics), collections=self._collections,
+            notes=f"{node.pool_dir}/notes", plugins=pack(plugins, self._encoder.dumps),
+            launch=agent_launch(plugins, python, info) if any(p.launcher for p in plugins) else None,
+        )
+
+    def _info(self, node: RemoteNode) -> InstanceInfo:
+        """``node``'s place among the pool's current hosts, from their facts (``head_port``
+        0 before Ray runs)."""
         members = self.cluster.nodes
         head = members[0]
         devices = [_accelerator(member) for member in members]
         device = _accelerator(node)
-        info = InstanceInfo(
+        return InstanceInfo(
             node=node.index, worker=0, total_nodes=len(members), workers_per_node=1,
             accelerators=device.count if device is not None else 0.0,
             total_accelerators=sum(found.count for found in devices if found is not None),
             head_addr=head.private_ip, head_port=self.cluster.gcs_port, job_id=self.pool_id,
             peers=[PeerInfo(member.index, member.private_ip, member.address.host) for member in members],
             accelerator=device, network=NetworkInfo("eth0", None),
-        )
-        return AgentSetup(
-            info=info, worker=self.options.resolved_worker, cwd=f"{node.pool_dir}/work",
-            sys_path=(includes_path(node),), env={**self.spec.image.env, **node.ready.shell_vars},
-            metrics=resolve_metrics(self.spec.image.metrics), collections=self._collections,
-            notes=f"{node.pool_dir}/notes",
         )
 
 

@@ -149,5 +149,3 @@ def check_remote_spec(spec: Spec, options: Options) -> None:
             "Image", "skyward_source", spec.image.skyward_source,
             'nodes always run the client\'s own skyward, shipped as a wheel; use "auto"',
         )
-    if spec.plugins:
-        raise NotImplementedError("Spec.plugins is not implemented for remote pools yet; remove it")

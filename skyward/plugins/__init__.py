@@ -1,0 +1,37 @@
+"""Framework plugins: ``Spec(plugins=[sky.plugins.torch(), ...])``.
+
+``Plugin`` is a named set of hooks (see ``skyward.plugins.plugin``); the built-ins are
+factories returning one. Everything here is imported on first use, so a node process
+that only installs its pool's plugins does not import the frameworks' modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "Plugin": "skyward.plugins.plugin",
+    "LaunchCommand": "skyward.plugins.plugin",
+    "LaunchContext": "skyward.plugins.plugin",
+    "Cluster": "skyward.plugins.cluster",
+    "torch": "skyward.plugins.torch_dist",
+    "jax": "skyward.plugins.jax_dist",
+    "keras": "skyward.plugins.keras_backend",
+    "accelerate": "skyward.plugins.accelerate_launch",
+    "joblib": "skyward.plugins.joblib_pool",
+    "sklearn": "skyward.plugins.joblib_pool",
+    "cuml": "skyward.plugins.nvidia",
+    "mig": "skyward.plugins.nvidia",
+    "mps": "skyward.plugins.nvidia",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'skyward.plugins' has no attribute {name!r}")

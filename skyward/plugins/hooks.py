@@ -1,0 +1,124 @@
+"""Calling the plugins' client-side hooks, composed in the order the plugins are listed.
+
+``transform`` hooks chain (each gets the Image the previous returned); ``bootstrap`` ops
+are concatenated; ``around_client`` context managers are entered in order and exited in
+reverse; ``launcher`` hooks chain. An error a hook raises is re-raised with a note
+naming the plugin and the hook.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from skyward.api.instance import InstanceInfo
+from skyward.api.spec import Image, Spec
+from skyward.plugins.plugin import LaunchCommand, LaunchContext, Plugin
+
+if TYPE_CHECKING:
+    from skyward.plugins.cluster import Cluster
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapOp:
+    """One shell command a plugin's ``bootstrap`` hook asked for."""
+
+    plugin: str
+    command: str
+
+
+@contextmanager
+def blame(plugin: Plugin, hook: str) -> Iterator[None]:
+    """Add a note naming ``plugin`` and ``hook`` to whatever the block raises."""
+    try:
+        yield
+    except BaseException as exc:
+        exc.add_note(f"raised by the {hook} hook of plugin {plugin.name!r}")
+        raise
+
+
+def transform_image(plugins: Sequence[Plugin], image: Image, cluster: Cluster) -> Image:
+    """``image`` after every plugin's ``transform``; TypeError when one returns no Image."""
+    for plugin in plugins:
+        if plugin.transform is None:
+            continue
+        with blame(plugin, "transform"):
+            changed = plugin.transform(image, cluster)
+        if not isinstance(changed, Image):
+            raise TypeError(
+                f"the transform hook of plugin {plugin.name!r} returned {type(changed).__name__}; "
+                "it must return a sky.Image (e.g. dataclasses.replace(image, pip=...))"
+            )
+        image = changed
+    return image
+
+
+def with_plugins_image(spec: Spec, cluster: Cluster) -> Spec:
+    """``spec`` with its Image transformed by its plugins (``spec`` itself when none has a transform)."""
+    if not any(plugin.transform for plugin in spec.plugins):
+        return spec
+    return replace(spec, image=transform_image(spec.plugins, spec.image, cluster))
+
+
+def bootstrap_ops(plugins: Sequence[Plugin], cluster: Cluster) -> tuple[BootstrapOp, ...]:
+    """Every plugin's ``bootstrap`` shell ops, in order; TypeError for an op that is not a str."""
+    ops: list[BootstrapOp] = []
+    for plugin in plugins:
+        if plugin.bootstrap is None:
+            continue
+        with blame(plugin, "bootstrap"):
+            commands = plugin.bootstrap(cluster)
+        if isinstance(commands, str) or not all(isinstance(c, str) for c in commands):
+            raise TypeError(
+                f"the bootstrap hook of plugin {plugin.name!r} returned {commands!r}; "
+                'it must return a tuple of shell commands, e.g. ("echo hi",)'
+            )
+        ops.extend(BootstrapOp(plugin.name, command) for command in commands)
+    return tuple(ops)
+
+
+def launch_command(plugins: Sequence[Plugin], command: LaunchCommand, context: LaunchContext) -> LaunchCommand:
+    """``command`` after every plugin's ``launcher``; TypeError when one returns no LaunchCommand."""
+    for plugin in plugins:
+        if plugin.launcher is None:
+            continue
+        with blame(plugin, "launcher"):
+            changed = plugin.launcher(command, context)
+        if not isinstance(changed, LaunchCommand) or not changed.python:
+            raise TypeError(
+                f"the launcher hook of plugin {plugin.name!r} returned {changed!r}; it must return a "
+                "LaunchCommand with a non-empty python command (dataclasses.replace(command, python=...))"
+            )
+        command = changed
+    return command
+
+
+def agent_launch(plugins: Sequence[Plugin], python: str | None, info: InstanceInfo) -> LaunchCommand | None:
+    """How the node's agent starts: ``python`` (None: Ray's default interpreter, this
+    one) rewritten by the launchers; None when nothing differs from Ray's default."""
+    if python is None and not any(plugin.launcher for plugin in plugins):
+        return None
+    command = LaunchCommand((python or sys.executable,))
+    return launch_command(plugins, command, LaunchContext(info, "agent"))
+
+
+def ray_options(launch: LaunchCommand | None) -> dict[str, Any]:
+    """The Ray actor options that start an agent with ``launch`` (none for Ray's default)."""
+    if launch is None:
+        return {}
+    runtime_env: dict[str, Any] = {"py_executable": shlex.join(launch.python)}
+    if launch.env:
+        runtime_env["env_vars"] = dict(launch.env)
+    return {"runtime_env": runtime_env}
+
+
+def each(plugins: Sequence[Plugin], hook: str) -> Iterator[tuple[Plugin, Callable[..., Any]]]:
+    """The plugins that have ``hook``, with it."""
+    for plugin in plugins:
+        fn = getattr(plugin, hook)
+        if fn is not None:
+            yield plugin, fn
