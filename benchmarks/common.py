@@ -176,6 +176,8 @@ def format_value(value: float, unit: str = "s") -> str:
     """A value for a table: seconds as ms or s, anything else with its unit."""
     if math.isnan(value):
         return "—"
+    if unit == "%":
+        return f"{value:.1f} %"
     if unit != "s":
         return f"{value:,.0f} {unit}"
     if value < 1e-3:

@@ -121,7 +121,7 @@ def process_pool(workers: int = WORKERS) -> Iterator[ProcessPoolExecutor]:
 
 
 IMPORTS = {
-    "skyward": ("skyward",),
+    "skyward": ("skyward", "ray"),  # Ray loads when the first pool opens: excluded from start, as for the peer
     "ray": ("ray",),
     "dask": ("distributed",),
     "process_pool": ("concurrent.futures",),

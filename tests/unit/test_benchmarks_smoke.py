@@ -88,5 +88,6 @@ def test_targets_are_checked_and_misses_explained() -> None:
     assert checks["B1-task"]["passed"] is False
     assert checks["B4-shutdown"]["passed"] is False
     assert checks["B5"]["passed"] is None and checks["B5"]["measured"] == "not measured"
+    assert checks["B4-warm"]["passed"] is False  # not built: always a miss, explained
     explained = dict(targets.explain(list(checks.values())))
-    assert len(explained) == 2 and all(text for text in explained.values())
+    assert len(explained) == 3 and all(text for text in explained.values())
