@@ -6,7 +6,8 @@ PYTHON="${PYTHON:-python3}"
 bash scripts/system_deps.sh
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
+# [plugins]: the frameworks the plugin tests drive (torch's CPU build, jax, keras, ...; ~1.5 GB)
+.venv/bin/python -m pip install -q -e '.[test,plugins]'
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -q "$@"
 fi
