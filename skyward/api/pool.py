@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import Token
 from typing import Any
 
@@ -255,7 +255,7 @@ class Pool(PoolCollections):
         if self._state == "open":
             self._record(nodes)
 
-    def _record(self, nodes: list[NodeHandle]) -> None:
+    def _record(self, nodes: Sequence[NodeHandle]) -> None:
         """List the pool and its nodes in the registry of open pools (``sky ls``, ``sky down``,
         ``sky logs``)."""
         assert self.spec is not None

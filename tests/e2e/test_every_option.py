@@ -70,6 +70,8 @@ SSH_IMAGE = "tests/e2e/ssh/test_ssh_image.py::test_image_pip_env_includes_visibl
 AWS_OFFERS = "tests/e2e/cloud/test_aws_offers.py"
 AWS_POOL = "tests/e2e/cloud/test_aws_pool.py"
 RAY_ATTACH = "tests/e2e/test_ray_attach.py"
+ELASTIC = "tests/e2e/test_elastic.py"
+AWS_ELASTIC = "tests/e2e/cloud/test_aws_elastic.py"
 CONFORMANCE = "tests/e2e/cloud/test_conformance.py"
 CLOUD_OFFERS = "tests/unit/test_cloud_client.py::test_offers_fit_the_spec_and_follow_the_allocation"
 OLDER = "tests/e2e/test_older_reference.py"
@@ -133,9 +135,9 @@ VERDICTS: dict[str, dict[str, Any]] = {
     },
     "Spec.plugins": {
         "local": By(f"{PLUGIN_HOOKS}::test_every_hook_fires_where_it_should"),
-        "ssh": By("tests/e2e/plugins/test_remote_plugins.py::test_plugins_on_remote_hosts"),
+        "ssh": By("tests/e2e/ssh/test_ssh_plugins.py::test_plugins_on_remote_hosts"),
         "ray": Refused((Plugin.create("a plugin"),)),
-        "aws": By("tests/e2e/plugins/test_remote_plugins.py::test_plugins_on_remote_hosts"),
+        "aws": By("tests/e2e/ssh/test_ssh_plugins.py::test_plugins_on_remote_hosts"),
     },
     "Spec.instance_type": {
         "local": Refused("p5.48xlarge"), "ssh": Refused("p5.48xlarge"), "ray": Refused("p5.48xlarge"),
@@ -143,8 +145,14 @@ VERDICTS: dict[str, dict[str, Any]] = {
     },
     # Nodes
     "Nodes.desired": same(HERE),
-    "Nodes.max": same(Refused(8)),
-    "Nodes.min": same(Refused(1)),
+    "Nodes.max": {
+        "local": By(f"{ELASTIC}::test_autoscale_up_under_200_queued_tasks_and_back_down_when_idle"), "ssh": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+        "ray": By(f"{RAY_ATTACH}::test_an_elastic_pool_grows_and_shrinks_over_the_cluster_nodes"), "aws": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+    },
+    "Nodes.min": {
+        "local": By(f"{ELASTIC}::test_partial_readiness_starts_work_before_the_last_node_is_up"), "ssh": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+        "ray": By(f"{RAY_ATTACH}::test_an_elastic_pool_grows_and_shrinks_over_the_cluster_nodes"), "aws": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+    },
     # Image
     "Image.python": {"local": HERE, "ssh": By(SSH_IMAGE), "ray": HERE, "aws": By(SSH_IMAGE)},
     "Image.pip": {
@@ -207,15 +215,34 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "ray": Refused(2), "aws": By(f"{AWS_POOL}::test_a_three_node_pool_runs_and_leaves_nothing"),
     },
     "Options.default_compute_timeout": same(By("tests/e2e/test_errors.py::test_pool_default_timeout_applies")),
-    "Options.autoscale_cooldown": same(Refused(5.0)),
-    "Options.autoscale_idle_timeout": same(Refused(5.0)),
-    "Options.reconcile_tick_interval": same(Refused(5.0)),
+    "Options.autoscale_cooldown": {
+        "local": By(f"{ELASTIC}::test_autoscale_up_under_200_queued_tasks_and_back_down_when_idle"), "ssh": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+        "ray": By(f"{RAY_ATTACH}::test_an_elastic_pool_grows_and_shrinks_over_the_cluster_nodes"), "aws": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+    },
+    "Options.autoscale_idle_timeout": {
+        "local": By(f"{ELASTIC}::test_autoscale_up_under_200_queued_tasks_and_back_down_when_idle"), "ssh": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+        "ray": By(f"{RAY_ATTACH}::test_an_elastic_pool_grows_and_shrinks_over_the_cluster_nodes"), "aws": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+    },
+    "Options.reconcile_tick_interval": {
+        "local": By(f"{ELASTIC}::test_autoscale_up_under_200_queued_tasks_and_back_down_when_idle"), "ssh": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+        "ray": By(f"{RAY_ATTACH}::test_an_elastic_pool_grows_and_shrinks_over_the_cluster_nodes"), "aws": By(f"{AWS_ELASTIC}::test_partial_readiness_autoscaling_and_resize"),
+    },
     "Options.shutdown_timeout": same(By("tests/e2e/test_lifecycle.py::test_exit_leaves_no_process_and_no_file")),
     "Options.console": same(By("tests/e2e/test_observe_console.py::test_minimal_console_prints_only_task_output")),
     "Options.logging": same(By("tests/e2e/test_observe_console.py::test_log_config_writes_events_and_task_output_to_its_file")),
     "Options.cluster": same(ENGINE),
-    "Options.retry_on_interruption": same(Refused(5)),
-    "Options.health_checker": same(Refused(object())),
+    "Options.retry_on_interruption": {
+        "local": By(f"{ELASTIC}::test_a_killed_agent_is_an_interruption_its_task_runs_again"),
+        "ssh": By(f"{AWS_ELASTIC}::test_a_spot_interruption_during_a_map_loses_no_item"),
+        "ray": By("tests/unit/test_elastic.py"),
+        "aws": By(f"{AWS_ELASTIC}::test_a_spot_interruption_during_a_map_loses_no_item"),
+    },
+    "Options.health_checker": {
+        "local": By(f"{ELASTIC}::test_a_node_failing_its_health_check_is_replaced"),
+        "ssh": By(f"{AWS_ELASTIC}::test_a_node_failing_its_health_check_is_replaced"),
+        "ray": By("tests/unit/test_elastic.py"),
+        "aws": By(f"{AWS_ELASTIC}::test_a_node_failing_its_health_check_is_replaced"),
+    },
 }
 
 
@@ -231,6 +258,11 @@ CLOUD_VERDICTS: dict[str, Any] = {
     "Spec.volumes": By("tests/e2e/ssh/test_ssh_volumes.py"),
     "Spec.instance_type": Refused("p5.48xlarge"),
     "Options.ssh_retry_interval": By(f"{CONFORMANCE}::test_a_two_node_pool_runs_and_its_teardown_leaves_nothing"),
+    # machine clouds cannot add or remove machines once a pool runs (Provider.resizable False)
+    "Nodes.max": Refused(8), "Nodes.min": Refused(1), "Options.autoscale_cooldown": Refused(5.0),
+    "Options.autoscale_idle_timeout": Refused(5.0), "Options.reconcile_tick_interval": Refused(5.0),
+    "Options.health_checker": Refused(object()),
+    "Options.retry_on_interruption": By("tests/unit/test_elastic.py"),
 }
 for _name, _verdicts in VERDICTS.items():
     for _cloud in CLOUDS:

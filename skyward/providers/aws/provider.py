@@ -146,11 +146,11 @@ class AWS:
             machines.create_access(resources, vpc, self._ssh_cidr(region, subnet))
             timeout = float(options.provision_timeout or DEFAULT_PROVISION_TIMEOUT)
             user_data = boot_script(spec, options)
-            offer, image, handles = self._start(spec, allowed, resources, subnet, timeout, user_data)
+            offer, plan, handles = self._start(spec, allowed, resources, subnet, timeout, user_data)
             renewer.start()
 
             def launch_one() -> NodeHandle:
-                [started] = self._run(spec, offer, resources, image, subnet, 1, timeout, user_data)
+                [started] = _run(spec, offer, plan, 1)
                 return self._handle(resources, offer, started)
 
             grow = EC2Machines(region, launch_one)
@@ -261,9 +261,10 @@ class AWS:
     def _start(
         self, spec: Spec, offers: list[Offer], resources: machines.PoolResources, subnet: str, timeout: float,
         user_data: str,
-    ) -> tuple[Offer, str, list[NodeHandle]]:
+    ) -> tuple[Offer, _Plan, list[NodeHandle]]:
         """Start the nodes the pool opens with (``Nodes.floor``) on the first offer EC2
-        has room for; that offer, its image and the nodes."""
+        has room for; that offer, how its instances were started (for the ones that join
+        later) and the nodes."""
         count = spec.node_count.floor
         kinds = {kind.name: kind for kind in instance_types(resources.region)}
         refused: list[str] = []
@@ -276,7 +277,7 @@ class AWS:
             except NoCapacityError as exc:
                 refused.append(f"{offer.instance_type} ({'spot' if offer.spot else 'on-demand'}): {exc.code}")
                 continue
-            return offer, image, [self._handle(resources, offer, node) for node in launched]
+            return offer, plan, [self._handle(resources, offer, node) for node in launched]
         raise NoCapacityError(
             f"AWS had no capacity in {resources.region} for any of the {len(refused)} cheapest offers: "
             + "; ".join(refused) + ". Try another region, a different accelerator or allocation, or later",

@@ -52,6 +52,8 @@ class MachineCloud:
     label: ClassVar[str]
     """The cloud's name in messages ("RunPod")."""
     priced: ClassVar[bool] = True
+    resizable: ClassVar[bool] = False
+    """Machines are created when the pool opens only: elastic node specs are refused."""
     options_used: ClassVar[frozenset[str]] = frozenset({"ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"})
     spot_market: ClassVar[bool] = True
     """Whether the cloud sells interruptible (spot) machines."""
