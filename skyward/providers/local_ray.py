@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import shutil
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,7 @@ from typing import Any
 
 import ray
 
-from skyward.providers.reaper import MARKER, Reaper
+from skyward.providers.reaper import MARKER, Reaper, sweep
 
 _ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
@@ -35,6 +34,9 @@ _ENV = {
 _QUIET_LOGGERS = ("ray", "ray._private", "ray._raylet")
 # Set by sky.Ray() (providers/ray_cluster.py) while this process is attached to a cluster.
 attached_address: str | None = None
+
+
+STRAGGLER_TIMEOUT = 5.0
 
 
 class LocalRay:
@@ -127,8 +129,8 @@ class LocalRay:
             restore_environment(cls._saved_env)
             cls._saved_env = {}
             _reload_ray_config()
-            if cls._temp_dir:
-                shutil.rmtree(cls._temp_dir, ignore_errors=True)
+            if cls._temp_dir:  # what ray.shutdown left (a respawned or stuck process): gone before close returns
+                sweep(cls._temp_dir, timeout=STRAGGLER_TIMEOUT)
             cls._temp_dir = None
             if cls._reaper is not None:
                 cls._reaper.stop()
