@@ -40,7 +40,7 @@ def test_local_refuses_what_it_cannot_provide() -> None:
         ({"region": "us-east-1"}, "Spec.region"),
         ({"allocation": "spot"}, "Spec.allocation"),
         ({"vcpus": 10_000}, "Spec.vcpus"),
-        ({"image": sky.Image(pip=["torch"])}, "Image.pip"),
+        ({"image": sky.Image(apt=["git"])}, "Image.apt"),
         ({"image": sky.Image(python="2.7")}, "Image.python"),
     ]:
         with pytest.raises(ValueError, match=text):
