@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-MachineState = Literal["starting", "running", "ended"]
+MachineState = Literal["starting", "running", "stopped", "ended"]
+"""``stopped``: halted but still there (and billed, for its disk at least) until deleted;
+``ended``: deleted or being deleted by the cloud."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,7 +90,7 @@ def _wait_running(api: MachineAPI, ids: list[str], timeout: float, cloud: str) -
     deadline = time.monotonic() + timeout
     while True:
         found = {machine_id: api.get(machine_id) for machine_id in ids}
-        ended = [machine_id for machine_id, m in found.items() if m is None or m.state == "ended"]
+        ended = [machine_id for machine_id, m in found.items() if m is None or m.state in ("stopped", "ended")]
         if ended:
             raise CapacityError(f"{cloud} machine {ended[0]} ended while starting (the cloud took it back)")
         ready = [m for m in found.values() if m is not None and m.state == "running" and m.ssh_host]

@@ -115,7 +115,7 @@ def _machine(droplet: dict[str, Any]) -> Machine:
     addresses = (droplet.get("networks") or {}).get("v4", [])
     public = next((a["ip_address"] for a in addresses if a.get("type") == "public"), None)
     private = next((a["ip_address"] for a in addresses if a.get("type") == "private"), None)
-    state = "ended" if status in ("off", "archive") else "running" if status == "active" and public else "starting"
+    state = "ended" if status == "archive" else "stopped" if status == "off" else "running" if status == "active" and public else "starting"
     created = None
     if droplet.get("created_at"):
         created = datetime.datetime.fromisoformat(str(droplet["created_at"]).replace("Z", "+00:00")).timestamp()

@@ -20,7 +20,8 @@ PRICE_UNIT = 100_000
 """Novita's prices are integers of 1/100,000 USD per hour."""
 GPU_COUNTS = (1, 2, 4, 8)
 NO_CAPACITY = ("insufficient", "not enough", "no available", "sold out", "out of stock")
-ENDED = ("exited", "toremove", "removing", "removed", "failed")
+ENDED = ("toremove", "removing", "removed")
+STOPPED = ("exited", "failed")
 NOT_FOUND = ("not found", "not exist")
 
 
@@ -123,7 +124,7 @@ def _machine(item: dict[str, Any]) -> Machine:
     status = str(item.get("status") or "").lower()
     endpoint = next((m.get("endpoint") for m in item.get("portMappings") or [] if int(m.get("port", 0)) == 22), None)
     host, _, port = str(endpoint or "").rpartition(":")
-    state = "ended" if status in ENDED else "running" if status == "running" and host else "starting"
+    state = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
     price = item.get("gpuPrice") or item.get("price")
     return Machine(
         str(item["id"]), str(item.get("name") or ""), state, host or None, int(port) if port.isdigit() else 22, None,

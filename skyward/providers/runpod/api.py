@@ -118,7 +118,7 @@ def _machine(pod: dict[str, Any]) -> Machine:
     status = str(pod.get("desiredStatus") or "")
     port = (pod.get("portMappings") or {}).get("22")
     host = pod.get("publicIp") or None
-    state = "ended" if status in ("EXITED", "TERMINATED") else "running" if status == "RUNNING" and host and port else "starting"
+    state = "ended" if status == "TERMINATED" else "stopped" if status == "EXITED" else "running" if status == "RUNNING" and host and port else "starting"
     created = pod.get("createdAt")
     return Machine(
         str(pod["id"]), str(pod.get("name") or ""), state, host, int(port or 22), None,

@@ -24,7 +24,8 @@ URL = "https://console.vast.ai/api/v0"
 KEY = credentials.Source(("VAST_API_KEY",), "~/.vast_api_key")
 QUERY = {"rentable": {"eq": True}, "rented": {"eq": False}, "verified": {"eq": True}, "order": [["dph_total", "asc"]]}
 GONE = ("no_such_ask", "not available", "unavailable", "already rented")
-ENDED = ("exited", "offline", "deleted", "destroyed")
+ENDED = ("deleted", "destroyed")
+STOPPED = ("exited", "offline")
 
 
 class VastAPI:
@@ -123,7 +124,7 @@ def _machine(item: dict[str, Any]) -> Machine:
     status = str(item.get("actual_status") or "")
     host = item.get("public_ipaddr") or item.get("ssh_host") or None
     port = _ssh_port(item)
-    state = "ended" if status in ENDED else "running" if status == "running" and host and port else "starting"
+    state = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host and port else "starting"
     return Machine(
         str(item["id"]), str(item.get("label") or ""), state, host, port or 22, None,
         float(item["dph_total"]) if item.get("dph_total") is not None else None, bool(item.get("is_bid")),

@@ -23,7 +23,8 @@ URL = "https://api.datacrunch.io/v1"
 CLIENT_ID = credentials.Source(("VERDA_CLIENT_ID", "DATACRUNCH_CLIENT_ID"))
 CLIENT_SECRET = credentials.Source(("VERDA_CLIENT_SECRET", "DATACRUNCH_CLIENT_SECRET"))
 NO_CAPACITY = ("insufficient", "not enough", "unavailable", "not available", "sold out")
-ENDED = ("offline", "deleting", "discontinued", "error")
+ENDED = ("deleting", "discontinued")
+STOPPED = ("offline", "error")
 _COUNT = re.compile(r"^\s*(\d+)\s*x\s*", re.IGNORECASE)
 
 
@@ -135,7 +136,7 @@ def _per_gpu(memory: Any, count: int) -> float | None:
 def _machine(item: dict[str, Any]) -> Machine:
     status = str(item.get("status") or "")
     host = item.get("ip") or None
-    state = "ended" if status in ENDED else "running" if status == "running" and host else "starting"
+    state = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
     created = None
     if item.get("created_at"):
         try:
