@@ -8,6 +8,7 @@ resource of a pool as owned while that pool's file names a live process."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -70,14 +71,25 @@ def register(
         name or (previous.name if previous else ""), tuple(nodes) or (previous.nodes if previous else ()),
         log_file or (previous.log_file if previous else None), now,
     )
-    path = _path(pool_id)
-    partial = path.with_suffix(".part")
-    partial.write_text(json.dumps(asdict(record)))
-    partial.replace(path)
+    text = json.dumps(asdict(record))
+    for _ in range(3):  # another process may remove the emptied directory in between
+        path = _path(pool_id)
+        partial = path.with_suffix(".part")
+        try:
+            partial.write_text(text)
+            partial.replace(path)
+            return
+        except FileNotFoundError:
+            continue
+    raise OSError(f"could not record pool {pool_id} in {path.parent}")
 
 
 def unregister(pool_id: str) -> None:
-    _path(pool_id).unlink(missing_ok=True)
+    """Remove the pool's record, and the records' directory once it is empty."""
+    path = _path(pool_id)
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # another pool's record is still there
+        path.parent.rmdir()
 
 
 def is_live(pool: str) -> bool:

@@ -115,8 +115,9 @@ def test_log_config_writes_events_and_task_output_to_its_file(pool4: sky.Pool, t
     handlers = list(logger.handlers)
     with sky.Compute(nodes=1, options=sky.Options(console=False, logging=config)) as pool:
         shout("logged") >> pool
-        assert len(logger.handlers) == len(handlers) + 1
+        assert len(logger.handlers) == len(handlers) + 2  # the file, and the pool's own file (sky logs)
     assert logger.handlers == handlers
+    assert (tmp_path / "logs" / "pools" / f"{pool.id}.log").exists()
     text = path.read_text()
     assert re.search(r"INFO skyward\.task: \[node 0\] logged!", text)
     assert re.search(r"DEBUG skyward\.events: node 0: shout done in", text)
