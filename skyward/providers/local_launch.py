@@ -1,0 +1,157 @@
+"""How a local pool starts: the private Ray instance, one agent per node, the transport
+to them and the membership that adds and removes agents. Loaded when the first local pool
+opens, so ``import skyward`` does not import Ray."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+import ray
+
+from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo
+from skyward.api.spec import Image, Options, Spec
+from skyward.collections.config import CollectionsConfig, host_count
+from skyward.collections.installed import DriverCollections
+from skyward.engine.transports.lane import lane_path
+from skyward.engine.transports.ray_actors import RayTransport
+from skyward.engine.wire import encode
+from skyward.node import death
+from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+from skyward.observe.metrics import resolve as resolve_metrics
+from skyward.plugins.cluster import Cluster as PluginCluster
+from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
+from skyward.plugins.node import pack
+from skyward.providers import local_env
+from skyward.providers.agent_membership import AgentMembership, Placement
+from skyward.providers.base import Cluster, NodeHandle, PhaseTiming
+from skyward.providers.local import Local, check_image
+from skyward.providers.local_env import client_site_dirs
+from skyward.providers.local_ray import LocalRay
+
+DEFAULT_READY_TIMEOUT = 120.0
+
+
+def start(spec: Spec, options: Options, pool_id: str) -> Cluster:
+    """Start (or share) the local Ray instance and one agent per node of the pool's floor;
+    blocks until every agent answers or ``Options.provision_timeout`` passes, and undoes
+    what it started if a step fails."""
+    started = time.monotonic()
+    LocalRay.acquire()
+    engine = time.monotonic() - started
+    agents: list[Any] = []
+    try:
+        count = spec.node_count.floor
+        port = _gcs_port()
+        worker = options.resolved_worker
+        first = [_info(node, pool_id, port, count) for node in range(count)]
+        view = PluginCluster(tuple(_handle(pool_id, n) for n in range(count)), tuple(first), Local.name, spec, worker)
+        spec = with_plugins_image(spec, view)
+        check_image(spec.image)
+        built = local_env.prepare(
+            spec.image, bootstrap_ops(spec.plugins, replace(view, spec=spec)), spec.image.bootstrap_timeout
+        )
+        env = {**built.env}
+        sys_path = _sys_path(spec.image, isolated=built.python is not None)
+        metrics = resolve_metrics(spec.image.metrics)
+        collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
+        notes = _notes_dir(pool_id)
+        plugins = pack(spec.plugins)
+
+        def place(node: int) -> Placement:
+            info = _info(node, pool_id, port, max(count, node + 1))
+            lane = lane_path(LocalRay.temp_dir(), pool_id, node)
+            setup = AgentSetup(
+                info, worker, os.getcwd(), sys_path, env, metrics, collections, lane, notes, plugins,
+                agent_launch(spec.plugins, built.python, info),
+            )
+            return Placement(setup, _handle(pool_id, node), lane=lane)
+
+        placements = [place(node) for node in range(count)]
+        agents = start_agents([placement.setup for placement in placements])
+        timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
+        wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
+    except BaseException:
+        stop_agents(agents)
+        LocalRay.release()
+        raise
+
+    building = sum(seconds for _, seconds in built.phases)
+    phases = (
+        PhaseTiming("engine", engine),
+        *(PhaseTiming(name, seconds) for name, seconds in built.phases),
+        PhaseTiming("agents", time.monotonic() - started - engine - building),
+    )
+    transport = RayTransport(
+        agents, [placement.lane for placement in placements], lane_threads=spec.node_count.ceiling * worker.slots,
+        postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
+    )
+    membership = AgentMembership(transport, dict(enumerate(agents)), place, timeout, "on this machine")
+
+    def stop() -> None:
+        try:
+            stop_agents(membership.close())
+        finally:
+            LocalRay.release()
+
+    nodes = tuple(placement.handle for placement in placements)
+    infos = tuple(placement.setup.info for placement in placements)
+    return Cluster(
+        nodes, infos, transport, encode, DriverCollections(collections), stop, phases, membership=membership
+    )
+
+
+def _handle(pool_id: str, node: int) -> NodeHandle:
+    return NodeHandle(f"{pool_id}-{node}", "127.0.0.1", instance_type="local")
+
+
+def _notes_dir(pool_id: str) -> str:
+    """Where the pool's agents leave their post-mortem notes: in the private Ray
+    instance's temp dir (removed with it), or "" when Ray is not ours."""
+    temp = LocalRay.temp_dir()
+    return os.path.join(temp, f"notes-{pool_id[:12]}") if temp else ""
+
+
+def _sys_path(image: Image, isolated: bool = False) -> tuple[str, ...]:
+    """The client's import path (its cwd first), plus the parent dirs of includes. An
+    ``isolated`` agent (in the Image's venv) gets no site directories from here: its
+    venv appends the client's after its own, so the Image's packages come first."""
+    extra = []
+    for include in image.includes:
+        path = os.path.abspath(include)
+        extra.append(os.path.dirname(path) if path.endswith(".py") or os.path.isdir(path) else path)
+    own = [p for p in sys.path if not (isolated and (p in client_site_dirs() or _in_stdlib(p)))]
+    paths = [os.getcwd(), *extra, *own]
+    return tuple(dict.fromkeys(p for p in paths if p))
+
+
+def _in_stdlib(path: str) -> bool:
+    """Whether ``path`` is part of the interpreter's own installation (the venv has those too)."""
+    return os.path.realpath(path).startswith(os.path.realpath(sys.base_prefix) + os.sep)
+
+
+def _gcs_port() -> int:
+    gcs = ray.get_runtime_context().gcs_address
+    return int(gcs.rsplit(":", 1)[1]) if gcs and ":" in gcs else 0
+
+
+def _info(node: int, pool_id: str, port: int, count: int) -> InstanceInfo:
+    """Node ``node``'s place in a pool of ``count`` nodes (for a node that joins later,
+    the engine sends the real membership with its first task)."""
+    return InstanceInfo(
+        node=node,
+        worker=0,
+        total_nodes=count,
+        workers_per_node=1,
+        accelerators=0.0,
+        total_accelerators=0.0,
+        head_addr="127.0.0.1",
+        head_port=port,
+        job_id=pool_id,
+        peers=[PeerInfo(rank, "127.0.0.1", None) for rank in range(count)],
+        accelerator=None,
+        network=NetworkInfo("lo", None),
+    )
