@@ -150,6 +150,12 @@ class FakeCloud:
             machine.state = "deleted"
             return True
 
+    def reclaim(self, machine_id: str) -> None:
+        """The cloud takes an interruptible machine back: it is deleted (the harness takes
+        its host away at its next poll)."""
+        with self.lock:
+            self.machines[machine_id].state = "deleted"
+
     def refuse(self, kind: str = "*") -> None:
         """Machines of ``kind`` ("*": all) are refused as the cloud refuses them without capacity."""
         self.refused.add(kind)

@@ -72,6 +72,7 @@ AWS_POOL = "tests/e2e/cloud/test_aws_pool.py"
 RAY_ATTACH = "tests/e2e/test_ray_attach.py"
 ELASTIC = "tests/e2e/test_elastic.py"
 AWS_ELASTIC = "tests/e2e/cloud/test_aws_elastic.py"
+CLOUD_ELASTIC = "tests/e2e/cloud/test_cloud_elastic.py"
 CONFORMANCE = "tests/e2e/cloud/test_conformance.py"
 CLOUD_OFFERS = "tests/unit/test_cloud_client.py::test_offers_fit_the_spec_and_follow_the_allocation"
 OLDER = "tests/e2e/test_older_reference.py"
@@ -258,11 +259,13 @@ CLOUD_VERDICTS: dict[str, Any] = {
     "Spec.volumes": By("tests/e2e/ssh/test_ssh_volumes.py"),
     "Spec.instance_type": Refused("p5.48xlarge"),
     "Options.ssh_retry_interval": By(f"{CONFORMANCE}::test_a_two_node_pool_runs_and_its_teardown_leaves_nothing"),
-    # machine clouds cannot add or remove machines once a pool runs (Provider.resizable False)
-    "Nodes.max": Refused(8), "Nodes.min": Refused(1), "Options.autoscale_cooldown": Refused(5.0),
-    "Options.autoscale_idle_timeout": Refused(5.0), "Options.reconcile_tick_interval": Refused(5.0),
-    "Options.health_checker": Refused(object()),
-    "Options.retry_on_interruption": By("tests/unit/test_elastic.py"),
+    # elastic pools: the clouds' own machines (CloudMachines); health checks share AWS's remote path
+    "Nodes.max": By(f"{CLOUD_ELASTIC}::test_an_elastic_pool_grows_under_work_and_shrinks_when_idle"),
+    "Nodes.min": By(f"{CLOUD_ELASTIC}::test_an_elastic_pool_grows_under_work_and_shrinks_when_idle"),
+    "Options.autoscale_cooldown": By(f"{CLOUD_ELASTIC}::test_an_elastic_pool_grows_under_work_and_shrinks_when_idle"),
+    "Options.autoscale_idle_timeout": By(f"{CLOUD_ELASTIC}::test_an_elastic_pool_grows_under_work_and_shrinks_when_idle"),
+    "Options.reconcile_tick_interval": By(f"{CLOUD_ELASTIC}::test_an_elastic_pool_grows_under_work_and_shrinks_when_idle"),
+    "Options.retry_on_interruption": By(f"{CLOUD_ELASTIC}::test_a_reclaimed_spot_machine_loses_no_item"),
 }
 for _name, _verdicts in VERDICTS.items():
     for _cloud in CLOUDS:

@@ -17,10 +17,12 @@ A cloud provider (``sky.RunPod``, ``sky.VastAI``, ``sky.Verda``, ``sky.DigitalOc
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from skyward.api.spec import Options, Spec, local_python
@@ -31,6 +33,7 @@ from skyward.providers.cloud import machines, naming
 from skyward.providers.cloud import offers as pricing
 from skyward.providers.cloud.api import Machine, MachineAPI, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudError
+from skyward.providers.cloud.membership import CloudMachines
 from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.launch import launch_on_hosts
@@ -52,8 +55,7 @@ class MachineCloud:
     label: ClassVar[str]
     """The cloud's name in messages ("RunPod")."""
     priced: ClassVar[bool] = True
-    resizable: ClassVar[bool] = False
-    """Machines are created when the pool opens only: elastic node specs are refused."""
+    resizable: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset({"ssh_timeout", "bootstrap_timeout", "ssh_retry_interval"})
     spot_market: ClassVar[bool] = True
     """Whether the cloud sells interruptible (spot) machines."""
@@ -130,12 +132,15 @@ class MachineCloud:
         known_hosts = tempfile.NamedTemporaryFile(prefix="skyward-hosts-", delete=False)
         known_hosts.close()
         released = threading.Event()
+        grow: CloudMachines | None = None
 
         def release() -> None:
             if released.is_set():
                 return
             released.set()
             try:
+                if grow is not None:
+                    grow.close()  # waits for a machine being created: it is deleted below too
                 machines.release(api, resources)
             finally:
                 registry.unregister(pool_id)
@@ -146,12 +151,20 @@ class MachineCloud:
             public_key = machines.make_key(resources)
             resources.key_id = api.add_key(resources.key_name, public_key)
             timeout = float(options.provision_timeout or DEFAULT_PROVISION_TIMEOUT)
-            handles = self._start(api, spec, options, kinds, chosen, resources, public_key, timeout)
+            offer, order, handles = self._start(api, spec, options, kinds, chosen, resources, public_key, timeout)
+            serials = itertools.count(len(handles))
+
+            def create_one(node: int) -> NodeHandle:
+                named = replace(order, name=naming.machine_name(pool_id, next(serials)))
+                [machine] = machines.create_group(api, resources, [named], timeout)
+                return self._handle(machine, offer, resources)
+
+            grow = CloudMachines(api, resources, create_one)
         except BaseException:
             release()
             raise
         return launch_on_hosts(
-            handles, spec, options, pool_id, KnownHosts(known_hosts.name), release,
+            handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
             halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,
         )
 
@@ -200,9 +213,11 @@ class MachineCloud:
     def _start(
         self, api: MachineAPI, spec: Spec, options: Options, kinds: list[MachineType], chosen: list[Offer],
         resources: machines.PoolMachines, public_key: str, timeout: float,
-    ) -> list[NodeHandle]:
-        """The nodes, on the first offer the cloud has room for."""
-        count = spec.node_count.desired
+    ) -> tuple[Offer, Order, list[NodeHandle]]:
+        """The nodes the pool opens with (``Nodes.floor``), on the first offer the cloud has
+        room for; that offer, the order of its machines (for the ones that join later) and
+        the nodes."""
+        count = spec.node_count.floor
         image, user_data = self.image(spec), self.boot_script(spec, options)
         refused: list[str] = []
         for offer in chosen[:MAX_OFFERS_TRIED]:
@@ -218,7 +233,7 @@ class MachineCloud:
                 market = "spot" if offer.spot else "on-demand"
                 refused.append(f"{offer.instance_type}{f' in {offer.region}' if offer.region else ''} ({market}): {exc}")
                 continue
-            return [self._handle(machine, offer, resources) for machine in started]
+            return offer, orders[0], [self._handle(machine, offer, resources) for machine in started]
         raise CapacityError(
             f"{self.label} had no capacity for any of the {len(refused)} cheapest offers: " + "; ".join(refused)
             + ". Try another region, accelerator or allocation, or later"

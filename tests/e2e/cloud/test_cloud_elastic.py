@@ -1,0 +1,106 @@
+"""Elastic pools on a machine cloud (RunPod's fake; every machine a real test host, as in
+the conformance suite): the pool grows under queued work and shrinks back to its floor
+with the idle machine deleted, and a spot machine the cloud reclaims during a map loses no
+item while a new machine takes its rank. The machine clouds share this path
+(``CloudMachines``), so one cloud stands for them. Seconds-scale intervals."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from e2e.cloud.clouds import Cloud, started
+
+import skyward as sky
+
+pytestmark = pytest.mark.slow
+OPTIONS = sky.Options(
+    console=False, logging=False, ssh_retry_interval=1, reconcile_tick_interval=1.0, autoscale_cooldown=1.0,
+    autoscale_idle_timeout=4.0,
+)
+WAIT = 180.0
+
+
+def eventually(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout:g}s")
+        time.sleep(0.2)
+
+
+@sky.function
+def nap(seconds: float) -> int:
+    time.sleep(seconds)
+    info = sky.instance_info()
+    return -1 if info is None else info.node
+
+
+@sky.function
+def where() -> tuple[int, int]:
+    info = sky.instance_info()  # no assert here: nodes have no pytest
+    if info is None:
+        raise RuntimeError("not on a node")
+    return info.node, info.total_nodes
+
+
+def slow_cube(x: int) -> int:
+    time.sleep(0.1)
+    return x**3
+
+
+@pytest.fixture(scope="module")
+def cloud(lab: Any) -> Iterator[Cloud]:
+    with started("runpod", lab) as running:
+        yield running
+
+
+def test_an_elastic_pool_grows_under_work_and_shrinks_when_idle(cloud: Cloud) -> None:
+    with sky.Compute(provider=cloud.make(), nodes=(1, 2), options=OPTIONS, **cloud.pool) as pool:
+        assert pool.current_nodes() == 1
+        futures = [nap(0.5) > pool for _ in range(40)]
+        eventually(lambda: pool.current_nodes() == 2, "growing under the queue")
+        assert {future.result(WAIT) for future in futures} <= {0, 1}
+        eventually(lambda: pool.current_nodes() == 1, "shrinking to the floor once idle")
+        eventually(lambda: len(cloud.leftovers(pool.id)) == 2, "the idle machine deleted (one machine, one key)", 60)
+    assert cloud.leftovers(pool.id) == []
+
+
+def test_a_reclaimed_spot_machine_loses_no_item(cloud: Cloud) -> None:
+    machines: dict[int, str] = {}
+    events: list[Any] = []
+    finished: list[sky.TaskCompleted] = []
+    pool = sky.Compute(provider=cloud.make(), nodes=2, allocation="spot", options=OPTIONS, **cloud.pool)
+    pool.on(sky.InstanceProvisioned, lambda e: machines.__setitem__(e.node, e.instance_id))
+    pool.on(sky.InstancePreempted, events.append)
+    pool.on(sky.InstanceReplaced, events.append)
+    pool.on(sky.TaskCompleted, finished.append)
+    assert cloud.harness is not None
+    fake = cloud.harness.sources[0]
+    with pool:
+        reclaimed = machines[1]
+        results: list[int] = []
+        errors: list[BaseException] = []
+
+        def run_map() -> None:
+            try:
+                results.extend(pool.map(slow_cube, range(100)))
+            except BaseException as exc:
+                errors.append(exc)
+
+        mapping = threading.Thread(target=run_map)
+        mapping.start()
+        eventually(lambda: len(finished) >= 2, "the map under way", 60)
+        fake.reclaim(reclaimed)
+        mapping.join(WAIT)
+        assert not errors, errors
+        assert results == [x**3 for x in range(100)], "every result, once, in order"
+        eventually(lambda: any(isinstance(e, sky.InstancePreempted) and e.node == 1 for e in events), "the preemption")
+        eventually(lambda: any(isinstance(e, sky.InstanceReplaced) and e.node == 1 for e in events), "the replacement")
+        eventually(lambda: pool.current_nodes() == 2, "two nodes again")
+        assert machines[1] != reclaimed, "a new machine took rank 1"
+        assert sorted(where() @ pool) == [(0, 2), (1, 2)]
+    assert cloud.leftovers(pool.id) == [], "the replacement was deleted too"
