@@ -30,6 +30,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--provider") == "local":
+        # tests that count what their pool's private Ray instance leaves run before any
+        # session-wide pool (pool4) shares that instance
+        items.sort(key=lambda item: item.get_closest_marker("own_ray") is None)
         return
     kept = [item for item in items if _uses_pool4(item)]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])

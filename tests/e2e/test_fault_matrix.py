@@ -19,7 +19,7 @@ import skyward as sky
 from skyward.providers.local_ray import LocalRay
 from skyward.providers.reaper import _marked
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.own_ray]
 GONE_WITHIN = 10.0
 
 
@@ -52,6 +52,9 @@ def _kill_soon(process: int, delay: float = 0.5) -> None:
 def watched_pool(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
     """A 2-node pool; after the test, nothing of it may be left."""
     executor = getattr(request, "param", "thread")
+    if LocalRay.in_use():
+        pytest.fail("another pool of this process holds the local Ray instance, so its leftovers cannot be "
+                    "counted; the own_ray marker runs these tests before any shared pool")
     shm = set(os.listdir("/dev/shm"))
     options = sky.Options(console=False, logging=False, worker=sky.Worker(executor=executor))
     with sky.Compute(nodes=2, options=options) as pool:
