@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import skyward as sky
+from fake_cluster import skip_if_fake
 
 FUZZ = settings(
     max_examples=25, deadline=2000,
@@ -102,6 +103,7 @@ def test_right_values_still_work(pool4: sky.Pool) -> None:
 @FUZZ
 @given(name=wrong_name)
 def test_collection_names(pool4: sky.Pool, name: Any) -> None:
+    skip_if_fake(pool4, "distributed collections")
     for factory in (pool4.dict, pool4.set, pool4.counter, pool4.queue, pool4.lock):
         _refused(lambda: factory(name), "name")
     _refused(lambda: pool4.barrier(name, 1), "name")
@@ -110,6 +112,7 @@ def test_collection_names(pool4: sky.Pool, name: Any) -> None:
 @FUZZ
 @given(consistency=st.one_of(st.text(max_size=4), st.integers(), st.just(True)))
 def test_collection_consistency(pool4: sky.Pool, consistency: Any) -> None:
+    skip_if_fake(pool4, "distributed collections")
     _refused(lambda: pool4.dict("fuzz", consistency=consistency), "consistency")
     _refused(lambda: pool4.counter("fuzz", consistency=consistency), "consistency")
 
@@ -117,6 +120,7 @@ def test_collection_consistency(pool4: sky.Pool, consistency: Any) -> None:
 @FUZZ
 @given(timeout=wrong_timeout)
 def test_collection_timeouts(pool4: sky.Pool, timeout: Any) -> None:
+    skip_if_fake(pool4, "distributed collections")
     _refused(lambda: pool4.queue("fuzz").get(timeout=timeout), "timeout")
     _refused(lambda: pool4.lock("fuzz", timeout=timeout), "timeout")
     _refused(lambda: pool4.lock("fuzz").acquire(timeout=timeout), "timeout")
@@ -126,6 +130,7 @@ def test_collection_timeouts(pool4: sky.Pool, timeout: Any) -> None:
 @FUZZ
 @given(blocking=not_a_bool)
 def test_lock_blocking(pool4: sky.Pool, blocking: Any) -> None:
+    skip_if_fake(pool4, "distributed collections")
     _refused(lambda: pool4.lock("fuzz").acquire(blocking=blocking), "blocking")
 
 
@@ -142,6 +147,7 @@ def test_barrier_parties(pool4: sky.Pool, parties: Any) -> None:
     ("set", lambda pool, value: pool.set("fuzz-bad", consistency="strong").add(value)),
 ])
 def test_unpicklable_values_name_the_collection(pool4: sky.Pool, collection: str, put: Any) -> None:
+    skip_if_fake(pool4, "distributed collections")
     import threading
 
     _refused(lambda: put(pool4, threading.Lock()), f"sky.{collection}('fuzz-bad')")
@@ -152,4 +158,5 @@ def test_too_deeply_nested_argument(pool4: sky.Pool) -> None:
     for _ in range(100_000):
         nested = [nested]
     _refused(lambda: echo(nested) >> pool4, "nested too deeply")
+    skip_if_fake(pool4, "distributed collections")
     _refused(lambda: pool4.queue("fuzz-deep").put(nested), "sky.queue('fuzz-deep')")
