@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from terminal import like_a_terminal
 
 import skyward as sky
 from skyward.providers.local_ray import LocalRay
@@ -130,12 +131,6 @@ def _name_on_host_of_queue(queue: str, pool: sky.Pool) -> str:
     return next(f"fresh-{n}" for n in range(1000) if home_of("counter", f"fresh-{n}", hosts) == wanted)
 
 
-def _unblock_sigint() -> None:
-    """A process inherits its parent's blocked signals, and this test process, a Ray
-    driver, may block SIGINT: the client must see it as a terminal's Ctrl-C would."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def _client_killed(how: signal.Signals) -> dict[str, Any]:
     import json
     import subprocess
@@ -145,7 +140,7 @@ def _client_killed(how: signal.Signals) -> dict[str, Any]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=_unblock_sigint)
+                              preexec_fn=like_a_terminal)
     info = json.loads(client.stdout.readline())
     assert client.stdout.readline().strip() == "READY"
     marked = _marked(info["temp_dir"])

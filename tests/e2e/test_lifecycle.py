@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
+from terminal import like_a_terminal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
@@ -75,7 +76,7 @@ def start(sandbox: dict, body: str) -> subprocess.Popen[str]:
     source = PRELUDE + textwrap.dedent(body)
     return subprocess.Popen(
         [sys.executable, "-c", source], cwd=ROOT, env=sandbox["env"],  # type: ignore[arg-type]
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=like_a_terminal,
     )
 
 

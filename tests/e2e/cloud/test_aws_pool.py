@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from cloud.aws_emulator import AWSEmulator
 from cloud.machines import Machines
+from terminal import like_a_terminal
 
 import skyward as sky
 
@@ -124,6 +125,7 @@ def start_client(subnet: str, ttl: int) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(SCRIPT.format(subnet=subnet, ttl=ttl))],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=os.environ.copy(),
+        preexec_fn=like_a_terminal,
     )
     assert process.stdout is not None
     lines = []
