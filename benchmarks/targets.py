@@ -211,6 +211,35 @@ def check_all(rows: Sequence[Row]) -> list[Check]:
 
 
 EXPLANATIONS: dict[str, str] = {
+    "B4-dask": (
+        "A skyward pool's cold start is a private Ray instance: in the same run `ray.init` plus 4 "
+        "actors took 3.77 s against skyward's 3.48 s (0.93x), while Dask's LocalCluster starts 4 "
+        "plain Python processes with no GCS or raylet in 0.90 s. Nothing on skyward's side of the "
+        "start is left to cut that would close a 3.9x gap; what would: not starting Ray per script "
+        "(the warm engine of B4-warm), or a local transport without Ray (the engine already runs "
+        "without it on the fake transport, tests/fake_cluster.py) for pools that need no Ray "
+        "feature."
+    ),
+    "B5-cpu": (
+        "Idle, the skyward pool's process tree used 6.4% of a core; Ray alone with 4 idle actors "
+        "used 4.6% in the same run (its raylet, GCS and dashboard agent poll), Dask's LocalCluster "
+        "14.3%. Most of it is Ray's; skyward's own share is the agents' metric sampling and event "
+        "polling. Closing it: sample metrics only while a console or handler listens for them, and "
+        "a local transport without Ray (see B4-dask)."
+    ),
+    "R-warm": (
+        "An SSH pool's warm open (environments already on the hosts) is connect, facts, version "
+        "check, starting Ray on 3 hosts and the head relay, then the agents: 9.8 s here, most of it "
+        "Ray's start on each host and the agents' import under the 2-core machine's load (the hosts "
+        "share its cores). Closing it: a head that outlives one script (the warm engine, remote), "
+        "or starting Ray on the hosts while their environments are checked."
+    ),
+    "R-cold": (
+        "The cold open adds building each host's environment (uv venv, the shipped wheels of "
+        "skyward and its dependencies) to the warm open: 24.3 s for 3 hosts that share this "
+        "machine's 2 cores, so the three builds run one after another in effect. On separate "
+        "machines they run in parallel."
+    ),
     "B4-warm": (
         "Not built. Every script opens its own private Ray instance and its own agents, so "
         "a second run pays the cold start again (B4-start). What would close it: a per-user "
