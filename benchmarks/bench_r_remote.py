@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import sys
 import time
@@ -114,7 +115,7 @@ def _skyward(lab: Any, dask: str, calls: int, repeats: int) -> tuple[dict[str, l
 
 RAY_DRIVER = """
 import json, os, sys, time, ray
-ray.init(address="auto", log_to_driver=False)
+ray.init(address=sys.argv[5], log_to_driver=False)
 calls, repeats, items, size = (int(a) for a in sys.argv[1:5])
 @ray.remote(num_cpus=0)
 class A:
@@ -152,7 +153,9 @@ def _ray(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[floa
     ray = os.path.join(os.path.dirname(python), "ray")
     head = lab.hosts[0]
     port = 26379
-    env = "RAY_USAGE_STATS_ENABLED=0"
+    # token auth, as skyward's own clusters run (and set explicitly: a host's Ray must not
+    # pick up another mode from its environment)
+    env = f"RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=token RAY_AUTH_TOKEN={secrets.token_hex(16)}"
     temp = "/tmp/ray-bench"
     try:
         for index, host in enumerate(lab.hosts):
@@ -161,13 +164,13 @@ def _ray(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[floa
                             f"--resources='{{\"node-{index}\": 1}}' --num-cpus=1 --disable-usage-stats", 180)
         script = f"{temp}-driver.py"
         _ssh(lab, head, f"cat > {script}", 30, RAY_DRIVER)
-        output = _ssh(lab, head, f"cd /tmp && {env} {python} {script} {calls} {repeats} {MAP_ITEMS} {BROADCAST_BYTES}", 900)
+        output = _ssh(lab, head, f"cd /tmp && {env} {python} {script} {calls} {repeats} {MAP_ITEMS} {BROADCAST_BYTES} {head.address}:{port}", 900)
         line = next(text for text in output.splitlines() if text.startswith("RESULT "))
         return json.loads(line.removeprefix("RESULT "))  # type: ignore[no-any-return]
     finally:
         for host in lab.hosts:
             try:
-                _ssh(lab, host, f"{ray} stop --force", 60)
+                _ssh(lab, host, f"{env} {ray} stop --force", 60)
             except Exception:
                 pass
 
@@ -175,29 +178,36 @@ def _ray(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[floa
 def _dask(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[float]]:
     from distributed import Client, SSHCluster
 
+    # local functions: the hosts cannot import this module, so dask ships them by value
+    def noop(x: Any = None) -> Any:
+        return x
+
+    def size(data: bytes) -> int:
+        return len(data)
+
     hosts = [host.address for host in lab.hosts]
     connect = {"client_keys": [lab.client_key], "known_hosts": None, "username": "root"}
     out: dict[str, list[float]] = {m: [] for m in METRICS}
     with SSHCluster(
         [hosts[0], *hosts], connect_options=connect, remote_python=python,
-        worker_options={"nthreads": 1, "nworkers": 1},
+        worker_options={"nthreads": 1},
         scheduler_options={"port": 0, "dashboard_address": None, "host": hosts[0]},
     ) as cluster, Client(cluster) as client:
         client.wait_for_workers(3, timeout=120)
         workers = sorted(client.scheduler_info()["workers"])
         for i in range(20 + calls):
             started = time.perf_counter()
-            client.submit(_noop, i, workers=[workers[i % 3]], pure=False).result()
+            client.submit(noop, i, workers=[workers[i % 3]], pure=False).result()
             if i >= 20:
                 out["round trip"].append(time.perf_counter() - started)
         data = os.urandom(BROADCAST_BYTES)
         for _ in range(repeats):
             started = time.perf_counter()
-            client.gather(client.map(_noop, range(MAP_ITEMS), pure=False))
+            client.gather(client.map(noop, range(MAP_ITEMS), pure=False))
             out["map 10,000"].append(time.perf_counter() - started)
             started = time.perf_counter()
             shared = client.scatter(data, broadcast=True)
-            sizes = client.gather([client.submit(_size, shared, workers=[w], pure=False) for w in workers])
+            sizes = client.gather([client.submit(size, shared, workers=[w], pure=False) for w in workers])
             assert sizes == [BROADCAST_BYTES] * 3
             out["broadcast 100 MB"].append(time.perf_counter() - started)
             client.cancel(shared)

@@ -50,6 +50,7 @@ from skyward.observe.events import (
     InstanceBootstrapped,
     InstanceDestroyed,
     InstanceProvisioned,
+    Metric,
 )
 from skyward.observe.progress import ProgressTracker, guided_chunks
 from skyward.plugins.client import ClientPlugins
@@ -214,7 +215,9 @@ class Pool(PoolCollections):
             self._bus.emit(BootstrapPhase(phase.name, phase.seconds, phase.node))
         for info, node in zip(cluster.infos, cluster.nodes):
             self._announce(info.node, node, duration)
-        self._feed = EventFeed(self._bus.emit, lambda message: self._bus.emit(Error(message)))
+        self._feed = EventFeed(
+            self._bus.emit, lambda message: self._bus.emit(Error(message)), lambda: self._bus.wants(Metric)
+        )
         cluster.transport.open(self._loop, self._feed)
         nodes = self.spec.node_count
         self._driver = ClusterDriver(

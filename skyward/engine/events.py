@@ -41,11 +41,18 @@ class EventBatch:
 
 class EventFeed:
     """Delivers node event batches to ``deliver``; ``on_error`` gets a message when a
-    node's events were dropped or its stream ended."""
+    node's events were dropped or its stream ended. ``wants_metrics`` says whether anyone
+    listens for ``Metric`` events now: transports pause the nodes' sampling while not."""
 
-    def __init__(self, deliver: Callable[[Any], None], on_error: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        deliver: Callable[[Any], None],
+        on_error: Callable[[str], None],
+        wants_metrics: Callable[[], bool] = lambda: True,
+    ) -> None:
         self._deliver = deliver
         self._on_error = on_error
+        self.wants_metrics = wants_metrics
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._delivered: dict[int, int] = {}
         self._progress = threading.Condition()

@@ -18,6 +18,8 @@ import sys
 import sysconfig
 import threading
 import traceback
+import types
+from collections import ChainMap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ MAP = "map"
 PROBE = "probe"
 """A health check: runs beside the node's tasks, without a task slot."""
 OUT_OF_BAND_BYTES = 1 << 20
+DYNAMIC_CODE = "<dynamic-code>"
 Payload = bytes | tuple[bytes, list[Any]]
 _by_value_lock = threading.Lock()
 _PATHS = sysconfig.get_paths()
@@ -43,9 +46,23 @@ _INSTALLED = tuple(
 )
 
 
+def _code_keeping_filename(code: types.CodeType) -> tuple[Any, tuple[Any, ...]]:
+    """cloudpickle's reduction of ``code``, with its real file name where cloudpickle put
+    ``"<dynamic-code>"`` (3.1.3 and later do)."""
+    rebuild, args = cloudpickle.cloudpickle._code_reduce(code)
+    return rebuild, tuple(code.co_filename if arg == DYNAMIC_CODE else arg for arg in args)
+
+
+class _Pickler(cloudpickle.CloudPickler):
+    """cloudpickle's pickler, except that code shipped by value keeps its file name, so a
+    remote traceback names the user's file and the client fills in its source lines."""
+
+    dispatch_table = ChainMap({types.CodeType: _code_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
+
+
 def encode(obj: Any) -> Payload:
     """Pickle ``obj``; big buffers stay out of band (see the module docstring)."""
-    return _dump(obj, cloudpickle.CloudPickler)
+    return _dump(obj, _Pickler)
 
 
 def _dump(obj: Any, pickler: type[cloudpickle.CloudPickler]) -> Payload:
@@ -121,7 +138,7 @@ class ByValueEncoder:
         return not installed and not real.startswith(self._shipped)
 
 
-class _ByValuePickler(cloudpickle.CloudPickler):
+class _ByValuePickler(_Pickler):
     """Also ships ``@sky.function`` objects of by-value modules by value (they would
     otherwise travel as a reference to their module)."""
 

@@ -138,6 +138,10 @@ class NodeRunner:
         """The encoded ``EventBatch`` of what this node produced since the last call."""
         return EventBatch(*self.outbox.take(wait)).encode()
 
+    def sample_metrics(self, on: bool) -> None:
+        """Sample this node's metrics (``on``) or pause sampling: nobody listens for them."""
+        self._sampler.sample(on)
+
     def execute(self, payload: Payload) -> Payload:
         """Run an encoded ``TaskRequest`` when a slot is free. Returns the encoded
         ``(ok, value_or_TaskFailure, events)``: ``events`` is 0 if the task printed
@@ -221,6 +225,10 @@ class NodeAgent:
     def take_events(self, wait: float) -> bytes:
         """The encoded ``EventBatch`` of what this node produced since the last call."""
         return self._runner.take_events(wait)
+
+    def sample_metrics(self, on: bool) -> None:
+        """Sample this node's metrics (``on``) or pause sampling: nobody listens for them."""
+        self._runner.sample_metrics(on)
 
     def wake_events(self) -> None:
         """End a pending ``take_events`` at once: the client is closing the pool."""

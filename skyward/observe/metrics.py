@@ -346,7 +346,8 @@ def resolve(value: Any) -> tuple[Collector, ...]:
 
 class MetricSampler:
     """A daemon thread that reads each collector every ``interval`` seconds (the first
-    time at once) and hands ``Metric`` events to ``put``. A collector that raises is
+    time at once) and hands ``Metric`` events to ``put``, while sampling is on (it starts
+    on; ``sample(False)`` pauses it when nobody listens). A collector that raises is
     reported once as an ``Error`` event and kept; one the node cannot measure is skipped."""
 
     def __init__(self, collectors: Iterable[Collector], node: int, put: Callable[[Any], None]) -> None:
@@ -354,6 +355,8 @@ class MetricSampler:
         self._node = node
         self._put = put
         self._stop = threading.Event()
+        self._on = threading.Event()
+        self._on.set()
         self._reported: set[str] = set()
         self._thread: threading.Thread | None = None
 
@@ -364,9 +367,17 @@ class MetricSampler:
             self._thread.start()
         return self
 
+    def sample(self, on: bool) -> None:
+        """Resume (``on``) or pause sampling; a resumed sampler reads every collector at once."""
+        if on:
+            self._on.set()
+        else:
+            self._on.clear()
+
     def stop(self) -> None:
         """Stop the thread at its next wake-up."""
         self._stop.set()
+        self._on.set()
 
     def _run(self) -> None:
         schedule: list[tuple[Collector, Probe]] = []
@@ -380,6 +391,10 @@ class MetricSampler:
                 schedule.append((collector, probe))
         due = [time.monotonic()] * len(schedule)
         while schedule and not self._stop.is_set():
+            if not self._on.is_set():
+                self._on.wait()
+                due = [time.monotonic()] * len(schedule)
+                continue
             now = time.monotonic()
             for index, (collector, probe) in enumerate(schedule):
                 if due[index] <= now:

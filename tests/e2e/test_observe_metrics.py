@@ -67,3 +67,28 @@ def test_custom_metrics_and_a_bad_collector_reported_once_per_node() -> None:
 
 def test_image_metrics_none_turns_sampling_off() -> None:
     assert collect(sky.Image(metrics=None), nodes=1, settled=False, window=1.5) == []
+
+
+def test_nodes_sample_only_while_someone_listens_for_metrics(tmp_path) -> None:
+    reads = tmp_path / "reads"
+    image = sky.Image(metrics=[sky.metrics.Custom("reads", f"echo x >> {reads}; echo 1", interval=0.2)])
+
+    def count() -> int:
+        return len(reads.read_text().splitlines()) if reads.exists() else 0
+
+    with sky.Compute(nodes=1, image=image, options=QUIET) as pool:
+        time.sleep(1.5)  # the node starts sampling; the client tells it nobody listens
+        paused = count()
+        time.sleep(2.0)
+        assert count() == paused, "the node kept sampling with no listener"
+        arrived: list[sky.Metric] = []
+        unsubscribe = pool.on(sky.Metric, arrived.append)
+        deadline = time.monotonic() + 5.0
+        while len(arrived) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(arrived) >= 3 and count() > paused
+        unsubscribe()
+        time.sleep(1.5)
+        stopped = count()
+        time.sleep(2.0)
+        assert count() == stopped

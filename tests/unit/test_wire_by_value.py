@@ -17,6 +17,7 @@ import cloudpickle
 import pytest
 
 from skyward.engine.wire import ByValueEncoder, decode
+from skyward.engine.wire import encode as wire_encode
 
 
 def _forget(prefix: str) -> None:
@@ -74,3 +75,14 @@ def test_installed_packages_outside_the_prefix_are_not_shipped_by_value(foreign_
     """An installed package (a site-packages directory with its dist-info) is taken by
     reference, like those of the interpreter's own site-packages, not as the user's code."""
     assert ByValueEncoder()._is_local(sys.modules[foreign_site]) is False
+
+
+def test_code_shipped_by_value_keeps_its_file_name() -> None:
+    # cloudpickle 3.1.3 renames shipped code "<dynamic-code>": a remote traceback would then
+    # name no file, and the client could not fill in the user's source lines
+    namespace: dict[str, object] = {"__name__": "a_script_nobody_can_import"}
+    exec(compile("def divide(a, b):\n    return a / b\n", "/home/user/train.py", "exec"), namespace)
+    for encode in (ByValueEncoder(), wire_encode):
+        shipped = decode(encode(namespace["divide"]))
+        assert shipped.__code__.co_filename == "/home/user/train.py"
+        assert shipped(6, 3) == 2

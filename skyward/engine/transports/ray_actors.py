@@ -29,7 +29,12 @@ from skyward.node.death import Death
 if TYPE_CHECKING:
     from skyward.engine.events import EventFeed
 
-POLL_WAIT = 0.5
+AGENT_HOLD = 30.0
+"""Seconds an agent holds an event poll open with nothing to send (an idle pool costs
+one round trip per node per this, not per loop tick)."""
+LOOP_TICK = 0.5
+"""Seconds between the poll thread's looks at nodes added or removed and at whether
+anyone listens for metrics."""
 FAILURES_BEFORE_GIVING_UP = 20
 STOP_TIMEOUT = 5.0
 REPLACEMENT_WAIT = 60.0
@@ -61,7 +66,8 @@ class RayTransport:
     def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
         self._loop = loop
         self._events = RayEventSource(
-            self.agents, lambda node, data: feed.submit(node, EventBatch.decode(data)), feed.report
+            self.agents, lambda node, data: feed.submit(node, EventBatch.decode(data)), feed.report,
+            feed.wants_metrics,
         )
 
     def attach(self, node: int, agent: Any, lane: str = "") -> None:
@@ -220,14 +226,21 @@ class RayEventSource:
     """Polls every agent's ``take_events`` (``agents[i]`` is node ``i``) on one thread and
     passes each encoded batch to ``sink(node, data)``; ``on_error`` gets a message when a
     node's stream ended. An agent being replaced after a crash is polled again once back;
-    ``add`` and ``remove`` change the nodes polled (from any thread)."""
+    ``add`` and ``remove`` change the nodes polled (from any thread). The agents sample
+    metrics only while ``wants_metrics()`` is true (looked at every ``LOOP_TICK``)."""
 
     def __init__(
-        self, agents: Mapping[int, Any], sink: Callable[[int, bytes], None], on_error: Callable[[str], None]
+        self,
+        agents: Mapping[int, Any],
+        sink: Callable[[int, bytes], None],
+        on_error: Callable[[str], None],
+        wants_metrics: Callable[[], bool] = lambda: True,
     ) -> None:
         self._agents = dict(agents)
         self._sink = sink
         self._on_error = on_error
+        self._wants_metrics = wants_metrics
+        self._sampling: bool | None = None  # what the agents were last told
         self._lock = threading.Lock()
         self._added: dict[int, Any] = {}
         self._removed: set[int] = set()
@@ -284,20 +297,31 @@ class RayEventSource:
             for ref in [ref for ref, polled in polls.items() if polled == node]:
                 del polls[ref]
             if not self._stop.is_set():
-                polls[agent.take_events.remote(POLL_WAIT)] = node
+                if self._sampling is not None:
+                    _tell_sampling(agent, self._sampling)
+                polls[agent.take_events.remote(AGENT_HOLD)] = node
+
+    def _follow_listeners(self) -> None:
+        """Tell every agent to sample metrics or not, when that changed."""
+        wanted = bool(self._wants_metrics())
+        if wanted != self._sampling:
+            self._sampling = wanted
+            for agent in self._agents.values():
+                _tell_sampling(agent, wanted)
 
     def _loop(self) -> None:
-        polls = {agent.take_events.remote(POLL_WAIT): node for node, agent in self._agents.items()}
+        polls = {agent.take_events.remote(AGENT_HOLD): node for node, agent in self._agents.items()}
         failures: dict[int, int] = {}
         retry_at: dict[int, float] = {}  # nodes whose agent is being replaced: poll again then
         while not self._stop.is_set():
             self._changes(polls)
+            self._follow_listeners()
             now = time.monotonic()
             for node in [n for n, when in retry_at.items() if when <= now]:
                 del retry_at[node]
                 if node in self._agents:
-                    polls[self._agents[node].take_events.remote(POLL_WAIT)] = node
-            wait = min([*retry_at.values(), now + POLL_WAIT]) - now
+                    polls[self._agents[node].take_events.remote(AGENT_HOLD)] = node
+            wait = min([*retry_at.values(), now + LOOP_TICK]) - now
             if not polls:
                 self._stop.wait(max(0.0, wait))
                 continue
@@ -308,6 +332,8 @@ class RayEventSource:
                     continue
                 try:
                     self._sink(node, ray.get(ref))
+                    if failures.get(node) and self._sampling is not None and node in self._agents:
+                        _tell_sampling(self._agents[node], self._sampling)  # a restarted agent samples
                     failures[node] = 0
                 except Exception as exc:  # the agent crashed (and is being replaced) or is gone
                     if self._stop.is_set():
@@ -319,4 +345,13 @@ class RayEventSource:
                         retry_at[node] = time.monotonic() + min(0.05 * failures[node], 0.5)
                     continue
                 if not self._stop.is_set() and node in self._agents:
-                    polls[self._agents[node].take_events.remote(POLL_WAIT)] = node
+                    polls[self._agents[node].take_events.remote(AGENT_HOLD)] = node
+
+
+def _tell_sampling(agent: Any, on: bool) -> None:
+    """Ask ``agent`` to sample its metrics or not (fire and forget: an agent being
+    replaced starts sampling and is told again when it is added back)."""
+    try:
+        agent.sample_metrics.remote(on)
+    except Exception:  # noqa: BLE001 - a dead handle; its successor is told on add
+        pass

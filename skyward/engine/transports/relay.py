@@ -17,6 +17,7 @@ client -> relay                                relay -> client
 ("collection", id, request)                    ("collection", id, answer)
 ("attach", id, node, serial, setup)            ("attached", id, error)
 ("detach", node, reason)
+("metrics", on)
 ("close",)                                     ("closed",)
 
 A payload is bytes, or a pair (bytes, [bytes, ...]) with its out-of-band buffers, or
@@ -26,7 +27,8 @@ A payload is bytes, or a pair (bytes, [bytes, ...]) with its out-of-band buffers
 flight with ``Disconnected``. "attach" starts the agent of a node that joined (``setup``
 is its pickled ``AgentSetup``, ``serial`` names the host's Ray resource that pins it);
 ``error`` is None once it answers, else why it did not. "detach" forgets a node that
-left and kills its agent.
+left and kills its agent. "metrics" says whether the client listens for metrics now
+(sent at open and on each change; the agents pause sampling while it is False).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
 HEADER = struct.Struct("!Q")
 CONNECT_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 30.0
+LISTENER_TICK = 1.0
+"""Seconds between looks at whether anyone listens for metrics (sent to the head on change)."""
 FAILURES: dict[str, type[TransportError]] = {"lost": NodeLost, "no_reply": NoReply, "refused": Refused}
 
 
@@ -120,6 +124,18 @@ class RelayTransport:
         self._closed = self._loop.create_future()
         self._send_lock = asyncio.Lock()
         asyncio.ensure_future(self._read(reader))
+        asyncio.ensure_future(self._follow_listeners())
+
+    async def _follow_listeners(self) -> None:
+        """Send ("metrics", on) at once and whenever whether anyone listens for metrics changes."""
+        told: bool | None = None
+        while self._closed is not None and not self._closed.done() and not self._closing:
+            assert self._feed is not None
+            wanted = bool(self._feed.wants_metrics())
+            if wanted != told:
+                told = wanted
+                await self._send_quietly(("metrics", wanted))
+            await asyncio.sleep(LISTENER_TICK)
 
     def call_now(self, node: int, payload: Payload, timeout: float | None) -> Payload:
         raise NotImplementedError("a relay answers on the event loop only (can_call_now is False)")

@@ -23,6 +23,7 @@ import logging
 import os
 import pickle
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -160,10 +161,13 @@ class HeadRelay:
         transport = RayTransport([], postmortem=self.postmortem)
         for node, agent in self.agents.items():
             transport.attach(node, agent)
+        listening = threading.Event()  # the client listens for metrics (it says so at once)
+        listening.set()
         events = RayEventSource(
             self.agents,
             lambda node, data: out.put_threadsafe(("events", node, data)),
             lambda message: out.put_threadsafe(("report", message)),
+            listening.is_set,
         )
         shared: dict[int, Shared] = {}
         tasks: dict[int, asyncio.Task[None]] = {}
@@ -194,6 +198,8 @@ class HeadRelay:
                     _, call_id, node, serial, setup = message
                     tasks[call_id] = asyncio.ensure_future(self._attach(transport, events, out, call_id, node, serial, setup))
                     tasks[call_id].add_done_callback(lambda _, i=call_id: tasks.pop(i, None))
+                elif kind == "metrics":
+                    (listening.set if message[1] else listening.clear)()
                 elif kind == "detach":
                     _, node, reason = message
                     transport.detach(node, reason)
