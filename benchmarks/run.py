@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
+import json
 import math
 import os
 import sys
@@ -142,14 +143,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer runs: a smoke test of the suite")
     parser.add_argument("--only", help="comma-separated groups to run, e.g. B1,B3")
     parser.add_argument("--output", type=Path, help=f"write the report here (a full run writes {REPORT})")
+    parser.add_argument("--rows", type=Path, help="also save the measured rows here (JSON)")
+    parser.add_argument("--from-rows", type=Path,
+                        help="measure nothing: render the report again from rows saved with --rows")
     args = parser.parse_args(argv)
 
     modules = discover()
     chosen = selected(modules, args.only)
-    info = machine_info()
-    started = time.monotonic()
-    rows = with_ratios([r for module in chosen for r in run_module(module, args.quick)])
-    elapsed = time.monotonic() - started
+    if args.from_rows is not None:
+        saved = json.loads(args.from_rows.read_text(encoding="utf-8"))
+        info, rows, elapsed, finished = saved["machine"], saved["rows"], saved["elapsed_s"], saved["finished"]
+    else:
+        info = machine_info()
+        started = time.monotonic()
+        rows = with_ratios([r for module in chosen for r in run_module(module, args.quick)])
+        elapsed = time.monotonic() - started
+        finished = f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}"
+    if args.rows is not None:
+        saved = {"machine": info, "rows": rows, "elapsed_s": elapsed, "finished": finished}
+        args.rows.write_text(json.dumps(saved), encoding="utf-8")
     checks = check_all(rows)
 
     print(console_table(rows))
@@ -161,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = args.output or (REPORT if full else None)
     if output is not None:
         kind = "quick run" if args.quick else ("full run" if full else f"run of {args.only}")
-        when = f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} ({kind}, {elapsed / 60:.1f} min)"
+        when = f"{finished} ({kind}, {elapsed / 60:.1f} min)"
         report = render_report(
             rows, checks, info,
             when=when,
