@@ -13,6 +13,7 @@ alive then.
 from __future__ import annotations
 
 import importlib
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -50,7 +51,68 @@ def run(quick: bool = False) -> list[Row]:
         rows.append(row(GROUP, f"{subject} shutdown", [r["shutdown"] for r in results],
                         f"{left} processes still alive after it returned" if left else "",
                         metric="shutdown", facts={"left": left}))
+    try:
+        rows.append(row(GROUP, WARM, warm_opens(runs), f"keep_warm={KEEP_WARM:g}; import not counted",
+                        metric="warm"))
+    except SubjectFailed as exc:
+        rows.append(failed_row(GROUP, WARM, exc, metric="warm"))
     return rows
+
+
+WARM = "skyward warm open, Local(keep_warm)"
+KEEP_WARM = 60.0
+SPARES_WAIT = 120.0
+
+
+def warm_opens(runs: int) -> list[float]:
+    """Seconds to open a 4-node pool on a warm engine (`sky.Local(keep_warm=...)`), each
+    in a fresh interpreter, with a private $SKYWARD_HOME: the first run starts the engine
+    (not counted), then each run finds the spare agents the previous pool's close left
+    started. The engine is stopped at the end."""
+    import tempfile
+
+    saved = os.environ.get("SKYWARD_HOME")
+    with tempfile.TemporaryDirectory(prefix="skybench-home-") as home:
+        os.environ["SKYWARD_HOME"] = home
+        try:
+            isolated(warm_open)
+            opens = []
+            for _ in range(runs):
+                _wait_for_spares()
+                opens.append(isolated(warm_open))
+            return opens
+        finally:
+            from skyward.providers.warm_client import stop_all
+
+            stop_all()
+            if saved is None:
+                os.environ.pop("SKYWARD_HOME", None)
+            else:
+                os.environ["SKYWARD_HOME"] = saved
+
+
+def warm_open() -> float:
+    """One run: import skyward (not counted), open a 4-node pool on the warm engine and
+    have every node answer (counted), close."""
+    import skyward as sky
+
+    started = time.perf_counter()
+    with sky.Compute(provider=sky.Local(keep_warm=KEEP_WARM), nodes=engines.WORKERS,
+                     options=sky.Options(console=False, logging=False)) as pool:
+        assert len(sky.function(os.getpid)() @ pool) == engines.WORKERS
+        opened = time.perf_counter() - started
+    return opened
+
+
+def _wait_for_spares() -> None:
+    from skyward.providers.warm_client import status
+
+    deadline = time.monotonic() + SPARES_WAIT
+    while time.monotonic() < deadline:
+        if any(engine.spares >= engines.WORKERS for engine in status()):
+            return
+        time.sleep(0.1)
+    raise SubjectFailed(f"the warm engine had no {engines.WORKERS} spare agents ready within {SPARES_WAIT:g}s")
 
 
 def interleaved(fn: Callable[[str], Any], runs: int) -> dict[str, list[Any] | SubjectFailed]:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from skyward.cli.output import console, emit_json, table
-from skyward.providers import registry
+from skyward.providers import registry, warm_client
 
 FOLLOW_POLL = 0.3
 
@@ -44,12 +44,17 @@ def list_pools(as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("pool")
+@click.argument("pool", required=False)
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the pool to close")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
-def down(pool: str, timeout: float, as_json: bool) -> None:
+def down(pool: str | None, timeout: float, as_json: bool) -> None:
     """Close POOL (its name or id): ask the process that holds it to shut it down in
-    order (SIGTERM); if that process is gone, remove what it left in its cloud."""
+    order (SIGTERM); if that process is gone, remove what it left in its cloud. Without
+    POOL: stop this user's warm engines (sky.Local(keep_warm=...)) now; the pools open
+    on them keep their nodes until they close."""
+    if pool is None:
+        _engines_down(timeout, as_json)
+        return
     record = _find(pool, live_only=False)
     if record is not None and registry.alive(record):
         os.kill(record.pid, signal.SIGTERM)
@@ -71,6 +76,19 @@ def down(pool: str, timeout: float, as_json: bool) -> None:
     how = "its process was gone: removed what it left" if removed else "its process was gone and it left nothing"
     _done(as_json, {"pool": record.pool_id if record else pool, "name": record.name if record else "", "how": how,
                     "removed": [dataclasses.asdict(o) for o in removed]})
+
+
+def _engines_down(timeout: float, as_json: bool) -> None:
+    try:
+        stopped = warm_client.stop_all(timeout)
+    except TimeoutError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json(stopped)
+    elif not stopped:
+        console.print("no warm engine is running")
+    for engine in stopped if not as_json else ():
+        console.print(f"stopped the warm engine (pid {engine.pid}, {engine.spares} spare agents)")
 
 
 @click.command()

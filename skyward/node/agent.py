@@ -46,6 +46,9 @@ from skyward.plugins.hooks import ray_options
 from skyward.plugins.plugin import LaunchCommand
 
 SPARE_CONCURRENCY = 40
+SPARE_SLOTS = 32
+"""Task slots a spare agent of the warm engine is made for (a pool asking for more
+starts its own agents)."""
 """Actor threads beyond the task slots, for event polls, readiness checks and shutdown."""
 COLLECTIONS_GROUP = "collections"
 
@@ -197,9 +200,37 @@ class NodeRunner:
 
 class NodeAgent:
     """One node's agent process (a Ray actor created by ``start_agents``): sets the
-    process up for the pool and serves its ``NodeRunner``."""
+    process up for the pool and serves its ``NodeRunner``.
 
-    def __init__(self, setup: AgentSetup) -> None:
+    A spare (``setup`` None, made by the warm engine: providers/warm_engine.py) has only
+    imported skyward; ``configure`` sets it up for a pool later and saves that setup at
+    ``saved_setup``, so a restart after a crash sets itself up the same way."""
+
+    def __init__(self, setup: AgentSetup | None, saved_setup: str = "") -> None:
+        self._saved_setup = saved_setup
+        self._lane: LaneServer | None = None
+        self._configured = False
+        self._notes, self._node = "", -1
+        if setup is None and saved_setup and os.path.exists(saved_setup):
+            with open(saved_setup, "rb") as file:
+                setup = cloudpickle.load(file)
+        if setup is not None:
+            self._set_up(setup)
+
+    def configure(self, setup: AgentSetup) -> int:
+        """Set a spare up for a pool (see the class); returns its process id."""
+        if self._configured:
+            raise RuntimeError("this agent already serves a pool")
+        if self._saved_setup:
+            partial = f"{self._saved_setup}.partial"
+            with open(partial, "wb") as file:
+                cloudpickle.dump(setup, file)
+            os.replace(partial, self._saved_setup)
+        self._set_up(setup)
+        return os.getpid()
+
+    def _set_up(self, setup: AgentSetup) -> None:
+        self._configured = True
         self._notes = setup.notes
         self._node = setup.info.node
         os.chdir(setup.cwd)
@@ -274,6 +305,8 @@ class NodeAgent:
 
     def shutdown(self) -> None:
         """Stop sampling and executor children; ``stop_agents`` then kills the actor."""
+        if not self._configured:
+            return
         if self._lane is not None:
             self._lane.close()
         self._runner.shutdown()
@@ -296,19 +329,44 @@ def start_agents(
     for agent ``i`` (resources, scheduling strategy) that pin it to its node."""
     if not setups:
         return []
-    worker = setups[0].worker
-    remote_agent = ray.remote(
-        num_cpus=0,
-        max_restarts=-1,
-        max_task_retries=0,
-        max_concurrency=worker.slots + SPARE_CONCURRENCY,
-        concurrency_groups={COLLECTIONS_GROUP: GATEWAY_THREADS},
-    )(NodeAgent)
+    remote_agent = _agent_class(setups[0].worker.slots)
     options = list(placement) or [{} for _ in setups]
     return [
         remote_agent.options(**extra, **ray_options(setup.launch)).remote(setup)
         for setup, extra in zip(setups, options)
     ]
+
+
+def _agent_class(slots: int) -> Any:
+    return ray.remote(
+        num_cpus=0,
+        max_restarts=-1,
+        max_task_retries=0,
+        max_concurrency=slots + SPARE_CONCURRENCY,
+        concurrency_groups={COLLECTIONS_GROUP: GATEWAY_THREADS},
+    )(NodeAgent)
+
+
+def start_spares(names: Sequence[str], saved_setups: Sequence[str]) -> list[Any]:
+    """One spare ``NodeAgent`` per name (a named actor in this namespace, for up to
+    ``SPARE_SLOTS`` task slots), each saving its setup at ``saved_setups[i]``."""
+    remote_agent = _agent_class(SPARE_SLOTS)
+    return [remote_agent.options(name=name).remote(None, path) for name, path in zip(names, saved_setups)]
+
+
+def adoptable(setup: AgentSetup) -> bool:
+    """Whether a spare can serve ``setup``: it runs in the spare's interpreter with no
+    launch options of its own, and needs at most ``SPARE_SLOTS`` slots."""
+    return setup.launch is None and setup.worker.slots <= SPARE_SLOTS
+
+
+def adopt(spares: Sequence[Any], setups: Sequence[AgentSetup], timeout: float) -> list[Any]:
+    """Set each spare up with its setup (``configure``); returns the spares. Raises
+    what a spare raised, or GetTimeoutError after ``timeout`` seconds."""
+    refs = [spare.configure.remote(setup) for spare, setup in zip(spares, setups)]
+    if refs:
+        ray.get(refs, timeout=timeout)
+    return list(spares)
 
 
 def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> None:

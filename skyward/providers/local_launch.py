@@ -20,12 +20,12 @@ from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.ray_actors import RayTransport
 from skyward.engine.wire import encode
 from skyward.node import death
-from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+from skyward.node.agent import AgentSetup, adopt, adoptable, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.plugins.cluster import Cluster as PluginCluster
 from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
-from skyward.providers import local_env
+from skyward.providers import local_env, warm_client
 from skyward.providers.agent_membership import AgentMembership, Placement
 from skyward.providers.base import Cluster, NodeHandle, PhaseTiming
 from skyward.providers.local import Local, check_image
@@ -35,16 +35,24 @@ from skyward.providers.local_ray import LocalRay
 DEFAULT_READY_TIMEOUT = 120.0
 
 
-def start(spec: Spec, options: Options, pool_id: str) -> Cluster:
+def start(spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0) -> Cluster:
     """Start (or share) the local Ray instance and one agent per node of the pool's floor;
     blocks until every agent answers or ``Options.provision_timeout`` passes, and undoes
-    what it started if a step fails."""
+    what it started if a step fails. With ``keep_warm``, Ray and spare agents come from
+    this user's warm engine (``warm_engine``), which stays up that long after the last
+    pool closed."""
     started = time.monotonic()
-    LocalRay.acquire()
+    count = spec.node_count.floor
+    lease = warm_client.lease(count, keep_warm) if keep_warm > 0 else None
+    try:
+        LocalRay.acquire(lease)
+    except BaseException:
+        if lease is not None:
+            lease.close()
+        raise
     engine = time.monotonic() - started
     agents: list[Any] = []
     try:
-        count = spec.node_count.floor
         port = _gcs_port()
         worker = options.resolved_worker
         first = [_info(node, pool_id, port, count) for node in range(count)]
@@ -71,12 +79,17 @@ def start(spec: Spec, options: Options, pool_id: str) -> Cluster:
             return Placement(setup, _handle(pool_id, node), lane=lane)
 
         placements = [place(node) for node in range(count)]
-        agents = start_agents([placement.setup for placement in placements])
+        setups = [placement.setup for placement in placements]
         timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
+        spares = _spares(lease, setups)
+        agents = adopt(spares, [_with_client_env(setup) for setup in setups[: len(spares)]], timeout)
+        agents += start_agents(setups[len(spares):])
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
     except BaseException:
         stop_agents(agents)
         LocalRay.release()
+        if lease is not None:
+            lease.close()
         raise
 
     building = sum(seconds for _, seconds in built.phases)
@@ -96,12 +109,29 @@ def start(spec: Spec, options: Options, pool_id: str) -> Cluster:
             stop_agents(membership.close())
         finally:
             LocalRay.release()
+            if lease is not None:
+                lease.close()
 
     nodes = tuple(placement.handle for placement in placements)
     infos = tuple(placement.setup.info for placement in placements)
     return Cluster(
         nodes, infos, transport, encode, DriverCollections(collections), stop, phases, membership=membership
     )
+
+
+def _spares(lease: warm_client.Lease | None, setups: list[AgentSetup]) -> list[Any]:
+    """The leased spare agents that can serve the first ``setups`` (none when this
+    process is not joined to the engine, or the setups need their own interpreter)."""
+    if lease is None or LocalRay.engine_address() != lease.address or not all(map(adoptable, setups)):
+        return []
+    return [ray.get_actor(name, namespace="skyward") for name in lease.spares[: len(setups)]]
+
+
+def _with_client_env(setup: AgentSetup) -> AgentSetup:
+    """``setup`` with this client's environment under its own: a spare was started
+    with the engine's (a pool's own agents inherit the client's)."""
+    client = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    return replace(setup, env={**client, **setup.env})
 
 
 def _handle(pool_id: str, node: int) -> NodeHandle:

@@ -16,7 +16,7 @@ import secrets
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import ray
 
@@ -32,6 +32,14 @@ _ENV = {
     "RAY_memory_monitor_refresh_ms": "0",
 }
 _QUIET_LOGGERS = ("ray", "ray._private", "ray._raylet")
+
+
+class Engine(Protocol):
+    """A warm engine's Ray instance, as a lease names it (``warm_client.Lease``)."""
+
+    address: str
+    token: str
+    temp_dir: str
 # Set by sky.Ray() (providers/ray_cluster.py) while this process is attached to a cluster.
 attached_address: str | None = None
 
@@ -50,18 +58,32 @@ class LocalRay:
     _saved_env: dict[str, str | None] = {}
     # Ray caches the first token it sees in the process, so every start reuses this one.
     _token = secrets.token_hex(32)
+    _token_used = False
+    _engine_address: str | None = None
 
     # Ray must be stopped by the thread that started it (otherwise the process can die
     # in ray.shutdown), and pools open from any thread: one owner thread does both.
     _owner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skyward-ray")
 
     @classmethod
-    def acquire(cls) -> None:
-        """Start Ray if this is the first local pool; otherwise share the running one."""
+    def acquire(cls, engine: Engine | None = None) -> None:
+        """Start Ray if this is the first local pool (or join the warm ``engine``'s
+        instance, when given and this process has used no other); otherwise share the
+        running one."""
         with cls._lock:
             if cls._users == 0:
-                cls._owner.submit(cls._start).result()
+                cls._owner.submit(cls._start, engine).result()
             cls._users += 1
+
+    @classmethod
+    def engine_address(cls) -> str | None:
+        """The warm engine's Ray address while this process is joined to it, else None."""
+        return cls._engine_address
+
+    @classmethod
+    def token(cls) -> str:
+        """The token of the Ray instance this process starts or joins."""
+        return cls._token
 
     @classmethod
     def release(cls) -> None:
@@ -81,7 +103,11 @@ class LocalRay:
         return cls._temp_dir
 
     @classmethod
-    def _start(cls) -> None:
+    def _start(cls, engine: Engine | None = None) -> None:
+        if engine is not None and not ray.is_initialized() and (not cls._token_used or cls._token == engine.token):
+            cls._join(engine)
+            return
+        cls._token_used = True
         if attached_address is not None:
             raise RuntimeError(
                 f"this process is attached to the Ray cluster at {attached_address} by a sky.Ray() pool; a "
@@ -116,7 +142,40 @@ class LocalRay:
         _stop_autoscaler_monitor()
 
     @classmethod
+    def _join(cls, engine: Engine) -> None:
+        """Join the warm engine's Ray instance (its token from now on, as Ray keeps the
+        first token a process uses)."""
+        cls._token = engine.token
+        cls._token_used = True
+        env = {**_ENV, "RAY_AUTH_TOKEN": engine.token}
+        cls._saved_env = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
+        _reload_ray_config()
+        for name in _QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            _init_without_error_listener(
+                address=engine.address, log_to_driver=False, logging_level=logging.ERROR, namespace="skyward"
+            )
+        except BaseException:
+            restore_environment(cls._saved_env)
+            cls._saved_env = {}
+            raise
+        cls._engine_address = engine.address
+        cls._temp_dir = engine.temp_dir
+
+    @classmethod
     def _stop(cls) -> None:
+        if cls._engine_address is not None:
+            try:
+                ray.shutdown()  # leaves the engine's instance; it stays up
+            finally:
+                restore_environment(cls._saved_env)
+                cls._saved_env = {}
+                _reload_ray_config()
+                cls._engine_address = None
+                cls._temp_dir = None
+            return
         if cls._owned:
             cls._stop_owned()
         cls._owned = False

@@ -1,7 +1,11 @@
-"""Fixtures of the storage tests: moto S3 servers for the session, a bucket per test."""
+"""Fixtures of the end-to-end tests: a sandbox for a client process; moto S3 servers for
+the session and a bucket per test (storage tests)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -32,3 +36,17 @@ def bucket(moto_server: MotoServer) -> Iterator[str]:
     name = moto_server.new_bucket()
     yield name
     moto_server.drop_bucket(name)
+
+
+@pytest.fixture
+def sandbox() -> Iterator[dict[str, str]]:
+    """A fresh HOME and TMPDIR for one client process (short paths: Ray uses unix sockets)."""
+    base = tempfile.mkdtemp(prefix="skt", dir="/tmp")
+    home, tmp = os.path.join(base, "home"), os.path.join(base, "tmp")
+    os.makedirs(home)
+    os.makedirs(tmp)
+    env = {**os.environ, "HOME": home, "TMPDIR": tmp, "PYTHONUNBUFFERED": "1"}
+    try:
+        yield {"base": base, "home": home, "tmp": tmp, "env": env}  # type: ignore[dict-item]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
 
-import psutil
 import pytest
+from sandbox import processes_using, wait_for_no_processes
 from terminal import like_a_terminal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
@@ -32,40 +29,6 @@ def announce_then_sleep():
     print("task started", flush=True)
     time.sleep(120)
 """
-
-
-@pytest.fixture
-def sandbox() -> Iterator[dict[str, str]]:
-    """A fresh HOME and TMPDIR for one client process (short paths: Ray uses unix sockets)."""
-    base = tempfile.mkdtemp(prefix="skt", dir="/tmp")
-    home, tmp = os.path.join(base, "home"), os.path.join(base, "tmp")
-    os.makedirs(home)
-    os.makedirs(tmp)
-    env = {**os.environ, "HOME": home, "TMPDIR": tmp, "PYTHONUNBUFFERED": "1"}
-    try:
-        yield {"base": base, "home": home, "tmp": tmp, **{"env": env}}  # type: ignore[dict-item]
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def processes_using(marker: str) -> list[str]:
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            if any(marker in part for part in process.info["cmdline"] or []):
-                found.append(" ".join(process.info["cmdline"])[:200])
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return found
-
-
-def wait_for_no_processes(marker: str, within: float) -> list[str]:
-    deadline = time.monotonic() + within
-    while True:
-        left = processes_using(marker)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.25)
 
 
 def everything_under(path: str) -> list[str]:

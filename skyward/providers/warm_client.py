@@ -1,0 +1,213 @@
+"""The client's side of the warm engine (``warm_engine``): find this user's engine for
+this interpreter, start it when none runs, and lease spare agents from it for a pool.
+
+The engine listens on a Unix socket in ``$SKYWARD_HOME/engine/<key>/`` (the directory is
+the user's alone, mode 0700; the engine also checks the peer's uid), one engine per
+interpreter and skyward version (``key``). A lease holds its connection open while the
+pool lives: the engine knows the pool is alive as long as it is, and kills the spares it
+leased once it closes, however the client ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from skyward.api.paths import skyward_dir, skyward_home
+
+START_TIMEOUT = 90.0
+"""Seconds a new engine has to start Ray and listen."""
+ANSWER_TIMEOUT = 30.0
+"""Seconds to wait for the engine's answer to one request."""
+SOCKET = "sock"
+PID_FILE = "pid"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatus:
+    """What a running engine says of itself."""
+
+    pid: int
+    address: str
+    spares: int
+    pools: int
+    keep_warm: float
+    directory: str
+
+
+class Lease:
+    """Spare agents leased from the engine for one pool (``spares``: their actor names),
+    with what a client needs to join the engine's Ray instance. ``close`` ends the lease:
+    the engine kills whatever of the spares is still alive."""
+
+    def __init__(self, connection: socket.socket, answer: dict[str, Any]) -> None:
+        self._connection = connection
+        self.address: str = answer["address"]
+        self.token: str = answer["token"]
+        self.temp_dir: str = answer["temp_dir"]
+        self.spares: tuple[str, ...] = tuple(answer["spares"])
+        self.engine_pid: int = answer["pid"]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._connection.close()
+
+
+def engine_dir() -> Path:
+    """This interpreter's engine directory (private to the user)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    identity = f"{os.path.realpath(sys.executable)}\0{package}\0{importlib.metadata.version('skyward')}"
+    key = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    directory = skyward_dir("engine") / key
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return directory
+
+
+def lease(count: int, keep_warm: float) -> Lease:
+    """Up to ``count`` spare agents from this user's engine, which then stays up
+    ``keep_warm`` seconds after its last pool closed. Starts the engine when none runs.
+    Raises RuntimeError (with the engine's log) when it cannot start."""
+    directory = engine_dir()
+    with _spawn_lock(directory):
+        connection = _connect(directory)
+        if connection is None:
+            connection = _start(directory)
+    try:
+        answer = _ask(connection, {"op": "lease", "count": count, "keep_warm": keep_warm})
+    except BaseException:
+        connection.close()
+        raise
+    return Lease(connection, answer)
+
+
+def status() -> list[EngineStatus]:
+    """The engines of this user that answer (every interpreter's)."""
+    found = []
+    engines = skyward_home() / "engine"
+    for directory in sorted(engines.iterdir()) if engines.is_dir() else ():
+        connection = _connect(directory)
+        if connection is None:
+            continue
+        with connection:
+            answer = _ask(connection, {"op": "status"})
+        found.append(EngineStatus(
+            answer["pid"], answer["address"], answer["spares"], answer["pools"], answer["keep_warm"], str(directory)
+        ))
+    return found
+
+
+def stop_all(timeout: float = 60.0) -> list[EngineStatus]:
+    """Stop every engine of this user (its open pools keep their agents until they
+    close); returns those that were asked. Raises TimeoutError naming an engine that is
+    still running after ``timeout`` seconds."""
+    stopped = status()
+    for engine in stopped:
+        connection = _connect(Path(engine.directory))
+        if connection is None:
+            continue
+        with connection:
+            _ask(connection, {"op": "down"})
+    deadline = time.monotonic() + timeout
+    for engine in stopped:
+        while _alive(engine.pid):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the warm engine (pid {engine.pid}) did not stop within {timeout:g}s; kill {engine.pid}")
+            time.sleep(0.1)
+    return stopped
+
+
+def _connect(directory: Path) -> socket.socket | None:
+    """A connection to the engine of ``directory``; None when none listens there."""
+    path = directory / SOCKET
+    if not path.exists():
+        return None
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.settimeout(ANSWER_TIMEOUT)
+    try:
+        connection.connect(str(path))
+    except OSError:  # a dead engine's socket file
+        connection.close()
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return connection
+
+
+def _start(directory: Path) -> socket.socket:
+    """Start the engine of ``directory`` and connect to it."""
+    log = directory / "engine.log"
+    pid_file = directory / PID_FILE
+    with contextlib.suppress(FileNotFoundError):
+        pid_file.unlink()
+    with open(log, "ab") as output:
+        subprocess.run(  # returns once the engine forked itself away
+            [sys.executable, "-m", "skyward.providers.warm_engine", str(directory)],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=str(directory), timeout=START_TIMEOUT, check=True,
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    pid = 0
+    while time.monotonic() < deadline:
+        connection = _connect(directory)
+        if connection is not None:
+            return connection
+        if not pid and pid_file.exists():
+            pid = int(pid_file.read_text() or 0)
+        if pid and not _alive(pid):
+            break
+        time.sleep(0.05)
+    if pid and _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+    raise RuntimeError(
+        f"the warm engine (sky.Local(keep_warm=...)) did not start within {START_TIMEOUT:g}s; its log, {log}, "
+        f"ends with:\n{tail}\nuse sky.Local() without keep_warm to open pools without it"
+    )
+
+
+def _ask(connection: socket.socket, request: dict[str, Any]) -> dict[str, Any]:
+    """Send one request, read its one-line answer (RuntimeError if the engine refused)."""
+    connection.sendall(json.dumps(request).encode() + b"\n")
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(65536)
+        if not chunk:
+            raise RuntimeError("the warm engine closed the connection without answering; see its engine.log")
+        data += chunk
+    answer: dict[str, Any] = json.loads(data)
+    if "error" in answer:
+        raise RuntimeError(f"the warm engine refused the request: {answer['error']}")
+    return answer
+
+
+@contextlib.contextmanager
+def _spawn_lock(directory: Path) -> Iterator[None]:
+    """Held while finding or starting the engine, so two clients never start two."""
+    with open(directory / "spawn.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

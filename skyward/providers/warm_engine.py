@@ -1,0 +1,211 @@
+"""The warm engine: a per-user process that keeps a local Ray instance and spare node
+agents between scripts, so a local pool opens in a fraction of a second
+(``sky.Local(keep_warm=seconds)``; ``python -m skyward.providers.warm_engine DIR``).
+
+Started by the first pool that asks for it (``warm_client``), in its own session, with
+the private Ray instance of ``LocalRay`` (token auth, its own temp dir, the reaper that
+kills what is left if this process dies). It listens on ``DIR/sock`` (Unix socket; the
+directory is mode 0700 and a peer of another uid is refused) for one JSON request per
+line: "lease" (take up to ``count`` ready spares; the connection then stays open while
+the pool lives, and when it closes the engine kills what is left of those spares),
+"status" and "down". Spares are agents that imported skyward and wait for a pool's
+setup (``NodeAgent.configure``); after each lease the engine starts new ones, as many as
+the largest pool asked for. With no pool open for ``keep_warm`` seconds (the latest
+lease's value) or on "down", it stops its spares and Ray, removes its socket and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import struct
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from skyward.node.agent import start_spares
+from skyward.providers.local_ray import LocalRay
+from skyward.providers.warm_client import PID_FILE, SOCKET
+
+TICK = 0.2
+"""Seconds between looks at the idle time."""
+SPARE_READY_TIMEOUT = 120.0
+FIRST_LEASE_WAIT = 30.0
+"""Seconds a new engine waits for the lease of the client that started it."""
+MAX_SPARES = 64
+
+
+class WarmEngine:
+    """The engine of one directory (see the module)."""
+
+    def __init__(self, directory: Path, first_wait: float = FIRST_LEASE_WAIT) -> None:
+        self.directory = directory
+        self._lock = threading.Lock()
+        self._ready: list[tuple[str, Any]] = []  # (name, handle) of spares that answer
+        self._starting = 0
+        self._target = 0
+        self._pools = 0
+        self._keep_warm = first_wait  # until the first lease says how long to stay
+        self._idle_since = time.monotonic()
+        self._down = threading.Event()
+        self._wanted = threading.Event()
+        self._setups = directory / "setups"
+
+    def run(self) -> None:
+        """Serve until idle for ``keep_warm`` seconds or told "down"; then clean up."""
+        self._setups.mkdir(mode=0o700, exist_ok=True)
+        LocalRay.acquire()
+        self.address = ray.get_runtime_context().gcs_address
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = self.directory / SOCKET
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        try:
+            server.bind(str(path))
+            os.chmod(path, 0o600)
+            server.listen(16)
+            threading.Thread(target=self._accept, args=(server,), name="engine-accept", daemon=True).start()
+            threading.Thread(target=self._replenish, name="engine-spares", daemon=True).start()
+            print(f"warm engine {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
+            while not self._down.wait(TICK):
+                with self._lock:
+                    if self._pools == 0 and time.monotonic() - self._idle_since > self._keep_warm:
+                        break
+        finally:
+            self._down.set()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            server.close()
+            self._stop_spares()
+            LocalRay.release()
+            shutil.rmtree(self._setups, ignore_errors=True)
+            print(f"warm engine {os.getpid()} stopped", flush=True)
+
+    def _accept(self, server: socket.socket) -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(connection,), name="engine-client", daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        with connection:
+            if _peer_uid(connection) != os.getuid():
+                _answer(connection, {"error": "the warm engine serves its own user only"})
+                return
+            reader = connection.makefile("rb")
+            line = reader.readline()
+            try:
+                request = json.loads(line)
+                op = request["op"]
+            except (ValueError, KeyError, TypeError):
+                _answer(connection, {"error": f"not a request: {line[:200]!r}"})
+                return
+            if op == "status":
+                with self._lock:
+                    _answer(connection, {
+                        "pid": os.getpid(), "address": self.address, "spares": len(self._ready),
+                        "pools": self._pools, "keep_warm": self._keep_warm,
+                    })
+            elif op == "down":
+                _answer(connection, {"pid": os.getpid()})
+                self._down.set()
+            elif op == "lease":
+                self._lease(connection, reader, int(request["count"]), float(request["keep_warm"]))
+            else:
+                _answer(connection, {"error": f"unknown op {op!r}"})
+
+    def _lease(self, connection: socket.socket, reader: Any, count: int, keep_warm: float) -> None:
+        with self._lock:
+            taken, self._ready = self._ready[:count], self._ready[count:]
+            self._pools += 1
+            self._keep_warm = keep_warm
+            self._target = min(max(self._target, count), MAX_SPARES)
+        self._wanted.set()
+        try:
+            _answer(connection, {
+                "pid": os.getpid(), "address": self.address, "token": LocalRay.token(),
+                "temp_dir": LocalRay.temp_dir(), "spares": [name for name, _ in taken],
+            })
+            connection.settimeout(None)
+            while reader.read(65536):  # held open while the pool lives
+                pass
+        except OSError:
+            pass
+        finally:
+            for name, handle in taken:
+                with contextlib.suppress(Exception):
+                    ray.kill(handle, no_restart=True)
+                with contextlib.suppress(FileNotFoundError):
+                    (self._setups / name).unlink()
+            with self._lock:
+                self._pools -= 1
+                self._idle_since = time.monotonic()
+
+    def _replenish(self) -> None:
+        """Keep ``target`` spares ready (started in the background after each lease)."""
+        while not self._down.is_set():
+            self._wanted.wait(1.0)
+            self._wanted.clear()
+            with self._lock:
+                missing = self._target - len(self._ready) - self._starting
+                self._starting += max(0, missing)
+            if missing <= 0:
+                continue
+            names = [f"skyward-spare-{uuid.uuid4().hex[:12]}" for _ in range(missing)]
+            spares: list[Any] = []
+            try:
+                spares = start_spares(names, [str(self._setups / name) for name in names])
+                ray.get([spare.ready.remote() for spare in spares], timeout=SPARE_READY_TIMEOUT)
+            except Exception as exc:  # noqa: BLE001 - logged; pools start their own agents meanwhile
+                if not self._down.is_set():
+                    print(f"warm engine: spares did not start: {exc}", file=sys.stderr, flush=True)
+                for spare in spares:
+                    with contextlib.suppress(Exception):
+                        ray.kill(spare, no_restart=True)
+                spares = []
+            with self._lock:
+                self._starting -= len(names)
+                self._ready.extend(zip(names, spares))
+
+    def _stop_spares(self) -> None:
+        with self._lock:
+            ready, self._ready = self._ready, []
+        for _, handle in ready:
+            with contextlib.suppress(Exception):
+                ray.kill(handle, no_restart=True)
+
+
+def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        connection.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def _peer_uid(connection: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket."""
+    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", credentials)[1]
+
+
+def main(directory: Path) -> None:
+    """Detach (fork; the parent returns at once, so the engine is no child of the client
+    that started it and a tool that reaps the client's children leaves it alone), then
+    serve."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    (directory / PID_FILE).write_text(str(os.getpid()))
+    WarmEngine(directory).run()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
