@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
+console = Console(soft_wrap=True)  # a long path stays on one line, as scripts that read it expect
 
 
 def emit_json(rows: Sequence[Any]) -> None:
