@@ -81,6 +81,7 @@ def test_targets_are_checked_and_misses_explained() -> None:
         common.row("B1", "Ray actor call", [0.0007]),
         common.row("B1", "Ray task", [0.0003]),
         common.row("B4", "skyward Compute(nodes=4) shutdown", [2.0], metric="shutdown"),
+        common.row("B4", "skyward warm open, Local(keep_warm)", [0.8], metric="warm"),
     ])
     assert rows[1]["ratio"] is not None and abs(rows[1]["ratio"] - 0.2857) < 1e-3
     checks = {check["id"]: check for check in targets.check_all(rows)}
@@ -88,6 +89,6 @@ def test_targets_are_checked_and_misses_explained() -> None:
     assert checks["B1-task"]["passed"] is False
     assert checks["B4-shutdown"]["passed"] is False
     assert checks["B5"]["passed"] is None and checks["B5"]["measured"] == "not measured"
-    assert checks["B4-warm"]["passed"] is False  # not built: always a miss, explained
+    assert checks["B4-warm"]["passed"] is False and checks["B4-warm"]["measured"].startswith("0.8 s")
     explained = dict(targets.explain(list(checks.values())))
     assert len(explained) == 3 and all(text for text in explained.values())
