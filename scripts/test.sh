@@ -13,7 +13,8 @@ if [ $# -gt 0 ]; then
 fi
 # The whole suite: every test on local pools, then the shared-pool tests again on four
 # throwaway SSH hosts (tests/hosts.py) and on the in-process fake cluster (the one engine
-# without Ray), so every transport runs the same dispatch tests.
-.venv/bin/python -m pytest -q
-.venv/bin/python -m pytest -q --provider ssh
-.venv/bin/python -m pytest -q --provider fake
+# without Ray), so every transport runs the same dispatch tests. --durations lists the slowest
+# tests, to keep the whole run within CI's budget.
+.venv/bin/python -m pytest -q --durations=15
+.venv/bin/python -m pytest -q --durations=10 --provider ssh
+.venv/bin/python -m pytest -q --durations=10 --provider fake

@@ -106,7 +106,9 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
             "(a closed pool's log is found by its id)"
         )
     with path.open(encoding="utf-8") as handle:
-        first = handle.read().splitlines()
+        text = handle.read()
+        ended, partial = (text, "") if text.endswith("\n") or not follow else text.rpartition("\n")[::2]
+        first = ended.splitlines()  # ``partial``: a line the pool is still writing, printed once it ends
         shown = first[-lines:] if lines > 0 else first
         if as_json and not follow:
             emit_json(shown)
@@ -114,12 +116,13 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
         for line in shown:
             _line(line, as_json)
         while follow and record is not None and registry.alive(record):
-            line = handle.readline()
-            if line:
-                _line(line.rstrip("\n"), as_json)
+            partial += handle.readline()
+            if partial.endswith("\n"):
+                _line(partial.rstrip("\n"), as_json)
+                partial = ""
             else:
                 time.sleep(FOLLOW_POLL)
-        for line in handle.read().splitlines():  # what was written while it closed
+        for line in (partial + handle.read()).splitlines():  # what was written while it closed
             _line(line, as_json)
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from storage_server import MotoServer, free_port
+from storage_server import MotoServer
 
 import skyward as sky
 from skyward.storage import VolumeMountError
@@ -170,10 +171,12 @@ def test_unreachable_endpoint_fails_in_bounded_time(
     moto_server: MotoServer, mount: Mount, tmp_path: Path
 ) -> None:
     point = tmp_path / "nowhere"
-    endpoint = f"http://127.0.0.1:{free_port()}"
-    started = time.monotonic()
-    with pytest.raises(VolumeMountError) as caught:
-        mount(sky.Volume(bucket="some-bucket", mount=str(point)), endpoint=endpoint)
+    with socket.socket() as unreachable:  # bound, never listening: refused, and no other process can take the port
+        unreachable.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{unreachable.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(VolumeMountError) as caught:
+            mount(sky.Volume(bucket="some-bucket", mount=str(point)), endpoint=endpoint)
     assert time.monotonic() - started < 30
     message = str(caught.value)
     assert "unable to connect" in message and endpoint in message and str(point) in message

@@ -154,6 +154,44 @@ def start_pool(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[subproc
     raise AssertionError(f"no pool: {process.wait(10)}")
 
 
+WRITER = """
+import sys, time
+from skyward.providers import registry
+
+log = sys.argv[1]
+with open(log, "w", buffering=1) as out:
+    registry.register("pool-halfline", "local", None, log_file=log)
+    out.write("first line\\nhello fr")  # the second line is still being written
+    out.flush()
+    print("WRITTEN", flush=True)
+    sys.stdin.readline()
+    out.write("om 21\\n")
+    out.flush()
+    time.sleep(0.5)
+registry.unregister("pool-halfline")
+"""
+
+
+def test_logs_follow_prints_a_line_written_in_two_pieces_once(env: dict[str, str], tmp_path: Path) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(tmp_path / "pool.log")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        assert writer.stdout.readline().strip() == "WRITTEN"
+        follower = subprocess.Popen([SKY, "logs", "-f", "pool-half"], stdout=subprocess.PIPE, text=True, env=env)
+        assert follower.stdout is not None
+        assert follower.stdout.readline() == "first line\n"
+        time.sleep(0.5)  # the follower polls the unfinished line meanwhile
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        assert follower.communicate(timeout=30)[0] == "hello from 21\n"
+        assert writer.wait(30) == 0
+    finally:
+        writer.kill()
+
+
 def test_run_prints_a_summary(env: dict[str, str], tmp_path: Path) -> None:
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
