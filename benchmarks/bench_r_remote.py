@@ -11,7 +11,10 @@ cluster's network). Dask: `distributed.SSHCluster` on the same hosts (scheduler 
 0, one single-threaded worker per host), driven from this client. Each measures one
 trivial round trip (round-robin over the 3 nodes), a map of 10,000 trivial items, and a
 100 MB broadcast (one object sent to every node and read there). The pool's open times
-are the S1 group's.
+are the S1 group's. A fourth subject times the hop every skyward call to a remote pool
+makes and the peers' drivers on host 0 do not: an asyncssh port forward from this client
+to an echo server on host 0, with no engine on either end (a 200-byte echo, and 100 MB
+sent once).
 """
 
 from __future__ import annotations
@@ -32,8 +35,11 @@ TITLE = "R — remote pools on 3 SSH hosts: skyward, Ray, Dask SSHCluster"
 TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
 MAP_ITEMS = 10_000
 BROADCAST_BYTES = 100_000_000
-SUBJECTS = ("skyward", "Ray (driver on host 0)", "Dask SSHCluster")
+TUNNEL = "SSH tunnel alone, no engine"
+SUBJECTS = ("skyward", "Ray (driver on host 0)", "Dask SSHCluster", TUNNEL)
 METRICS = ("round trip", "map 10,000", "broadcast 100 MB")
+MEASURED = {TUNNEL: ("round trip", "broadcast 100 MB")}
+"""The metrics of a subject that does not measure all of METRICS."""
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -48,7 +54,7 @@ def run(quick: bool = False) -> list[Row]:
     rows = []
     for subject in SUBJECTS:
         found = result.get(subject, {})
-        for metric in METRICS:
+        for metric in MEASURED.get(subject, METRICS):
             if isinstance(found.get(metric), list):
                 rows.append(row(GROUP, f"{subject} {metric}", found[metric], metric=metric))
             else:
@@ -71,7 +77,7 @@ def measure_all(calls: int, repeats: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with HostLab.start(3) as lab:
         results["skyward"], python = _skyward(lab, dask, calls, repeats)
-        for subject, measure in (("Ray (driver on host 0)", _ray), ("Dask SSHCluster", _dask)):
+        for subject, measure in (("Ray (driver on host 0)", _ray), ("Dask SSHCluster", _dask), (TUNNEL, _tunnel)):
             try:
                 results[subject] = measure(lab, python, calls, repeats)
             except Exception as exc:  # one peer failing must not lose the others
@@ -212,6 +218,77 @@ def _dask(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[flo
             out["broadcast 100 MB"].append(time.perf_counter() - started)
             client.cancel(shared)
     return out
+
+
+ECHO_SERVER = """
+import socket, struct, sys
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen(1)
+print(server.getsockname()[1], flush=True)
+peer, _ = server.accept()
+peer.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def exactly(n):
+    got = bytearray()
+    while len(got) < n:
+        chunk = peer.recv(min(n - len(got), 1 << 20))
+        if not chunk:
+            sys.exit(0)
+        got += chunk
+    return bytes(got)
+while True:
+    (n,) = struct.unpack("!Q", exactly(8))
+    body = exactly(n)
+    peer.sendall(struct.pack("!Q", n) + (body if n < 65536 else b""))
+"""
+CALL_BYTES = 200
+"""About the size of a pickled `noop() >> pool` request."""
+
+
+def _tunnel(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[float]]:
+    """The client-to-host-0 hop of a skyward SSH pool without the engine: an asyncssh
+    local port forward (as the pool's relay connection uses) to an echo server on host 0.
+    A round trip echoes CALL_BYTES; the broadcast sends 100 MB once and reads its size."""
+    import asyncio
+    import struct
+
+    import asyncssh
+
+    async def measure() -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {"round trip": [], "broadcast 100 MB": []}
+        async with asyncssh.connect(
+            lab.hosts[0].address, username="root", client_keys=[lab.client_key], known_hosts=None
+        ) as conn:
+            server = await conn.create_process(f"{python} -c {shlex.quote(ECHO_SERVER)}")
+            port = int(await asyncio.wait_for(server.stdout.readline(), 60))
+            forward = await conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", port)
+            reader, writer = await asyncio.open_connection("127.0.0.1", forward.get_port())
+
+            async def send(body: bytes, echoed: bool) -> None:
+                writer.write(struct.pack("!Q", len(body)))
+                writer.write(body)
+                await writer.drain()
+                (size,) = struct.unpack("!Q", await reader.readexactly(8))
+                if size != len(body) or (echoed and await reader.readexactly(size) != body):
+                    raise RuntimeError(f"the echo server answered {size} bytes for {len(body)}")
+
+            call = os.urandom(CALL_BYTES)
+            for i in range(20 + calls):
+                started = time.perf_counter()
+                await send(call, echoed=True)
+                if i >= 20:
+                    out["round trip"].append(time.perf_counter() - started)
+            data = os.urandom(BROADCAST_BYTES)
+            for _ in range(repeats):
+                started = time.perf_counter()
+                await send(data, echoed=False)
+                out["broadcast 100 MB"].append(time.perf_counter() - started)
+            writer.close()
+            forward.close()
+            server.terminate()
+        return out
+
+    return asyncio.run(measure())
 
 
 def _ssh(lab: Any, host: Any, command: str, timeout: float, stdin: str | None = None) -> str:

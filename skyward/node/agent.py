@@ -45,11 +45,11 @@ from skyward.plugins import node as node_plugins
 from skyward.plugins.hooks import ray_options
 from skyward.plugins.plugin import LaunchCommand
 
-SPARE_CONCURRENCY = 40
+EXTRA_THREADS = 40
+"""Actor threads beyond the task slots, for event polls, readiness checks and shutdown."""
 SPARE_SLOTS = 32
 """Task slots a spare agent of the warm engine is made for (a pool asking for more
 starts its own agents)."""
-"""Actor threads beyond the task slots, for event polls, readiness checks and shutdown."""
 COLLECTIONS_GROUP = "collections"
 
 
@@ -342,7 +342,7 @@ def _agent_class(slots: int) -> Any:
         num_cpus=0,
         max_restarts=-1,
         max_task_retries=0,
-        max_concurrency=slots + SPARE_CONCURRENCY,
+        max_concurrency=slots + EXTRA_THREADS,
         concurrency_groups={COLLECTIONS_GROUP: GATEWAY_THREADS},
     )(NodeAgent)
 
