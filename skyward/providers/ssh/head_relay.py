@@ -7,11 +7,12 @@ cluster, starts one ``NodeAgent`` per node (pinned by its host's ``skyward-node-
 resource), then listens on 127.0.0.1 only and serves one client connection at a time
 with the protocol of ``engine.transports.relay``: each call's payload goes to its node's
 agent as the bytes it arrived as, each reply and each event batch goes back as the bytes
-the agent made. It never unpickles a user object: scheduling, timeouts and errors are
-the client's driver's business. It starts the agent of a node that joins ("attach") and
-kills that of a node that left ("detach"); when an agent died, its successor on the
-same host reads the note it left (``NodeAgent.postmortem``), so the client learns
-whether the task ended it. When the client closes the connection (or it breaks) the
+the agent made. The agent on the relay's own host answers over its Unix-socket lane (in
+a private temp directory), the others through Ray actor calls. It never unpickles a user
+object: scheduling, timeouts and errors are the client's driver's business. It starts
+the agent of a node that joins ("attach") and kills that of a node that left ("detach");
+when an agent died, its successor on the same host reads the note it left
+(``NodeAgent.postmortem``), so the client learns whether the task ended it. When the client closes the connection (or it breaks) the
 relay stops the agents, frees what the client held in the collections and exits; the
 node's watchdog stops it too if the client vanished.
 """
@@ -19,10 +20,13 @@ node's watchdog stops it too if the client vanished.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import pickle
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +35,7 @@ from typing import Any
 import ray
 
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
+from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.ray_actors import RayEventSource, RayTransport
 from skyward.engine.transports.relay import receive_message, send_message
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
@@ -38,6 +43,8 @@ from skyward.node.death import Death
 
 POSTMORTEM_WAIT = 5.0
 """How long the relay waits for a dead agent's successor to say why it died."""
+HEAD_SERIAL = 0
+"""The host the relay runs on: its agents answer the relay over a lane, not a Ray call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +107,10 @@ class HeadRelay:
     def __init__(self, config: RelayConfig) -> None:
         self.config = config
         self.agents: dict[int, Any] = {}
+        self.lanes: dict[int, str] = {}
+        """The lane path of each node whose agent runs on the relay's host."""
+        self._lanes_dir = tempfile.mkdtemp(prefix="skyward-lanes-")  # mode 0700: this user only
+        self._lane_slots = 0
         self._closed = asyncio.Event()
         self._clients = 0
 
@@ -115,8 +126,9 @@ class HeadRelay:
             log_to_driver=False,
             logging_level=logging.ERROR,
         )
-        agents = start_agents(config.setups, [placement(setup.info.node) for setup in config.setups])
-        self.agents = {setup.info.node: agent for setup, agent in zip(config.setups, agents)}
+        setups = [self._laned(setup, setup.info.node) for setup in config.setups]
+        agents = start_agents(setups, [placement(setup.info.node) for setup in setups])
+        self.agents = {setup.info.node: agent for setup, agent in zip(setups, agents)}
         wait_ready(agents, config.ready_timeout, "of the pool", "check the hosts' resources and the head's log")
 
     def postmortem(self, node: int) -> Death | None:
@@ -132,7 +144,7 @@ class HeadRelay:
 
     def attach(self, node: int, serial: int, setup: bytes) -> Any:
         """Start node ``node``'s agent on the host of ``serial``; returns it once it answers."""
-        agents = start_agents([pickle.loads(setup)], [placement(serial)])
+        agents = start_agents([self._laned(pickle.loads(setup), serial)], [placement(serial)])
         try:
             wait_ready(agents, self.config.ready_timeout, f"of node {node}", "check the host's Ray and the head's log")
         except BaseException:
@@ -141,8 +153,23 @@ class HeadRelay:
         self.agents[node] = agents[0]
         return agents[0]
 
+    def _laned(self, setup: AgentSetup, serial: int) -> AgentSetup:
+        """``setup`` with a lane when its agent runs on the relay's host (a Unix socket
+        round trip instead of a Ray actor call, as on local pools)."""
+        path = lane_path(self._lanes_dir, "relay", setup.info.node) if serial == HEAD_SERIAL else ""
+        if not path:
+            return setup
+        self.lanes[setup.info.node] = path
+        self._lane_slots += setup.worker.slots
+        return dataclasses.replace(setup, lane=path)
+
+    def remove_lanes(self) -> None:
+        """Remove the lanes' directory (the relay is exiting)."""
+        shutil.rmtree(self._lanes_dir, ignore_errors=True)
+
     def detach(self, node: int) -> None:
         """Kill node ``node``'s agent (the node left the pool)."""
+        self.lanes.pop(node, None)
         agent = self.agents.pop(node, None)
         if agent is not None:
             stop_agents([agent])
@@ -158,9 +185,9 @@ class HeadRelay:
         self._clients += 1
         client = f"{os.getpid()}-{self._clients}"
         out = _Outgoing(writer, loop)
-        transport = RayTransport([], postmortem=self.postmortem)
+        transport = RayTransport([], lane_threads=self._lane_slots, postmortem=self.postmortem)
         for node, agent in self.agents.items():
-            transport.attach(node, agent)
+            transport.attach(node, agent, self.lanes.get(node, ""))
         listening = threading.Event()  # the client listens for metrics (it says so at once)
         listening.set()
         events = RayEventSource(
@@ -231,7 +258,7 @@ class HeadRelay:
         except Exception as exc:
             out.put(("attached", call_id, f"{type(exc).__name__}: {exc}"))
             return
-        transport.attach(node, agent)
+        transport.attach(node, agent, self.lanes.get(node, ""))
         events.add(node, agent)
         out.put(("attached", call_id, None))
 
@@ -260,13 +287,16 @@ def main() -> None:
     relay = HeadRelay(config)
     started = time.monotonic()
     try:
-        relay.start()
-    except BaseException as exc:
-        print(f"::error {type(exc).__name__}: {exc}", flush=True)
-        raise SystemExit(1) from None
-    print(f"::agents {time.monotonic() - started:.3f}", flush=True)
-    asyncio.run(relay.serve())
-    ray.shutdown()
+        try:
+            relay.start()
+        except BaseException as exc:
+            print(f"::error {type(exc).__name__}: {exc}", flush=True)
+            raise SystemExit(1) from None
+        print(f"::agents {time.monotonic() - started:.3f}", flush=True)
+        asyncio.run(relay.serve())
+        ray.shutdown()
+    finally:
+        relay.remove_lanes()
 
 
 if __name__ == "__main__":
