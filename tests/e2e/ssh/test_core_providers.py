@@ -81,3 +81,19 @@ def test_collections_inside_tasks(any_pool: sky.Pool) -> None:
     name = f"hits-{id(any_pool)}"
     values = count_up(name) @ any_pool
     assert sorted(values) == [1, 2, 3]
+
+
+@sky.function
+def lane_sockets() -> list[str]:
+    import glob
+    import os
+    import tempfile
+
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(tempfile.gettempdir(), "skyward-lanes-*", "*.sock")))
+
+
+def test_the_relay_reaches_its_own_host_s_agent_over_a_lane(ssh_pool: sky.Pool) -> None:
+    """Node 0's agent (on the relay's host) listens on a lane; the other hosts have none."""
+    assert ssh_pool.run(lane_sockets(), target="head") == ["lane-relay-0.sock"]
+    assert sorted(lane_sockets() @ ssh_pool) == [[], [], ["lane-relay-0.sock"]]
+    assert [square(n) >> ssh_pool for n in range(6)] == [n * n for n in range(6)]
