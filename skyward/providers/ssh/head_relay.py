@@ -12,9 +12,10 @@ a private temp directory), the others through Ray actor calls. It never unpickle
 object: scheduling, timeouts and errors are the client's driver's business. It starts
 the agent of a node that joins ("attach") and kills that of a node that left ("detach");
 when an agent died, its successor on the same host reads the note it left
-(``NodeAgent.postmortem``), so the client learns whether the task ended it. When the client closes the connection (or it breaks) the
-relay stops the agents, frees what the client held in the collections and exits; the
-node's watchdog stops it too if the client vanished.
+(``NodeAgent.postmortem``), so the client learns whether the task ended it. When the
+client closes the connection (or it breaks) the relay stops the agents, frees what the
+client held in the collections and exits; the node's watchdog stops it too if the client
+vanished.
 """
 
 from __future__ import annotations
