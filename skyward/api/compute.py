@@ -12,6 +12,7 @@ from skyward.api import accelerators
 from skyward.api.config_file import load_named_pool
 from skyward.api.pool import Pool
 from skyward.api.spec import DEFAULT_TTL, SPEC_FIELDS, Image, Options, Spec, Worker
+from skyward.engine import interruptible
 from skyward.observe.events import Event
 from skyward.providers.local import Local
 
@@ -183,7 +184,7 @@ class MultiPool:
     def __enter__(self) -> tuple[Pool, ...]:
         with concurrent.futures.ThreadPoolExecutor(max(1, len(self.pools))) as executor:
             futures = [executor.submit(p.open) for p in self.pools]
-            concurrent.futures.wait(futures)
+            interruptible.wait(futures, None)
         failed = [f.exception() for f in futures if f.exception() is not None]
         if failed:
             self._close_all(cancel=True)

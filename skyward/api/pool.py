@@ -30,7 +30,7 @@ from skyward.api.spec import Nodes, Options, Spec
 from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
-from skyward.engine import streams
+from skyward.engine import interruptible, streams
 from skyward.engine.driver import CHUNKS_PER_SLOT, Again, ClusterDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.members import Members
@@ -138,7 +138,7 @@ class Pool(PoolCollections):
             self._state = "closing"
         pending = [f for f in list(self._futures) if not f.done()]
         if pending and not cancel:
-            concurrent.futures.wait(pending, timeout=wait_limit(self.options.shutdown_timeout))
+            interruptible.wait(pending, timeout=wait_limit(self.options.shutdown_timeout))
         for future in pending:
             future.cancel()
         self._teardown()
@@ -345,7 +345,7 @@ class Pool(PoolCollections):
     def _submit(self, make: Callable[[ClusterDriver], Any]) -> concurrent.futures.Future[Any]:
         driver = self._require_driver()
         assert self._loop is not None
-        future = asyncio.run_coroutine_threadsafe(make(driver), self._loop)
+        future = interruptible.submit(make(driver), self._loop)
         self._futures.add(future)
         future.add_done_callback(self._futures.discard)
         return future
@@ -404,7 +404,7 @@ class Pool(PoolCollections):
 
     def _stream(self, futures: list[concurrent.futures.Future[Any]], ordered: bool) -> Iterator[Any]:
         try:
-            source = futures if ordered else concurrent.futures.as_completed(futures)
+            source = futures if ordered else interruptible.as_completed(futures)
             for future in source:
                 yield future.result()
         finally:
@@ -462,7 +462,10 @@ class Pool(PoolCollections):
             try:
                 while position < len(values):
                     while position not in early:
-                        entry = arrived.get()
+                        try:
+                            entry = arrived.get(timeout=interruptible.SLICE)
+                        except queue.Empty:
+                            continue
                         if entry is None:
                             _raise_with_early(future, early)
                             continue

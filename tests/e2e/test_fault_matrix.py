@@ -147,7 +147,12 @@ def _client_killed(how: signal.Signals) -> dict[str, Any]:
     assert any("CollectionHost" in _title(p) for p in marked)
     assert len(marked) >= 5  # GCS, raylet, 2 agents, hosts, executor children
     client.send_signal(how)
-    client.communicate(timeout=90)
+    try:
+        client.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        _, stderr = client.communicate()
+        raise AssertionError(f"the client did not exit within 90 s of {how.name}; its stderr:\n{stderr}") from None
     died = time.monotonic()
     while time.monotonic() - died < GONE_WITHIN and (_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
         time.sleep(0.2)

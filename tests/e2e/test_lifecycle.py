@@ -112,3 +112,51 @@ def test_killed_client_takes_its_nodes_down(sandbox: dict) -> None:
     process.kill()
     process.wait(timeout=30)
     assert wait_for_no_processes(temp_dir, within=30) == []
+
+
+def test_a_ctrl_c_taken_by_another_thread_still_ends_each_wait(sandbox: dict) -> None:
+    """Python raises KeyboardInterrupt in the main thread between two bytecodes; a SIGINT
+    whose handler ran just before the main thread blocked would wait for the end of the
+    task (120 s here). Sending it to another thread makes that race certain: each way of
+    waiting for a result must still end within a slice."""
+    body = """
+    import signal, threading
+
+    def interrupt_soon():
+        time.sleep(0.5)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not the main one
+
+    waits = {
+        ">>": lambda pool: announce_then_sleep() >> pool,
+        "> then result()": lambda pool: (announce_then_sleep() > pool).result(),
+        "map": lambda pool: pool.map(lambda _: time.sleep(120), range(2)),
+        "map(stream=True)": lambda pool: list(pool.map(lambda _: time.sleep(120), range(2), stream=True)),
+        "gather(stream=True)": lambda pool: list(sky.gather(announce_then_sleep(), stream=True) >> pool),
+    }
+
+    class Done(Exception):
+        pass
+
+    try:
+        with sky.Compute(nodes=2, options=sky.Options(console=False, logging=False,
+                                                      worker=sky.Worker(concurrency=6))) as pool:
+            for name, wait in waits.items():
+                threading.Thread(target=interrupt_soon).start()
+                started = time.monotonic()
+                try:
+                    wait(pool)
+                except KeyboardInterrupt:
+                    print(f"ENDED {name} {time.monotonic() - started:.2f}", flush=True)
+            raise Done
+    except Done:
+        print("DONE", flush=True)
+    """
+    process = start(sandbox, body)
+    try:
+        lines = read_until(process, "DONE", timeout=120)
+    finally:
+        process.kill()
+        process.wait()
+    ended = {line.rsplit(" ", 1)[0][6:]: float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("ENDED ")}
+    assert list(ended) == [">>", "> then result()", "map", "map(stream=True)", "gather(stream=True)"], lines
+    assert max(ended.values()) < 5, ended

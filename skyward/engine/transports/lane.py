@@ -22,9 +22,11 @@ import pickle
 import socket
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
+from skyward.engine import interruptible
 from skyward.engine.wire import Payload
 
 _LENGTH = struct.Struct("!Q")
@@ -113,13 +115,13 @@ class LaneClient:
         if connection is None:
             return None
         try:
+            connection.settimeout(None)  # a send is not bounded by the last call's read timeout
             _send(connection, b"", payload)
         except OSError:
             connection.close()
             return None  # never reached the agent: nothing ran
         try:
-            connection.settimeout(timeout)
-            frame = _receive(connection)
+            frame = _receive(connection, _patience(connection, timeout))
         except TimeoutError:
             connection.close()
             raise
@@ -169,22 +171,42 @@ def _send(connection: socket.socket, tag: bytes, payload: bytes) -> None:
     connection.sendall(_LENGTH.pack(len(tag) + len(payload)) + tag + payload)
 
 
-def _receive(connection: socket.socket) -> bytes | None:
-    """One frame, or None if the peer closed before a new frame began."""
-    header = _exactly(connection, _LENGTH.size, eof_ok=True)
+def _patience(connection: socket.socket, timeout: float | None) -> float | None:
+    """Set ``connection`` up to wait ``timeout`` seconds (None: forever) for a reply and
+    return the deadline ``_receive`` keeps to: None where a read's own timeout does it. In
+    the main thread each read waits one slice at most (see ``interruptible``)."""
+    if not interruptible.sliced():
+        connection.settimeout(timeout)
+        return None
+    connection.settimeout(interruptible.SLICE if timeout is None else min(interruptible.SLICE, timeout))
+    return time.monotonic() + (float("inf") if timeout is None else timeout)
+
+
+def _receive(connection: socket.socket, deadline: float | None = None) -> bytes | None:
+    """One frame, or None if the peer closed before a new frame began. With a
+    ``deadline`` (a ``time.monotonic()`` value) a read that times out is tried again until
+    then, and TimeoutError is raised after it."""
+    header = _exactly(connection, _LENGTH.size, True, deadline)
     if header is None:
         return None
-    body = _exactly(connection, _LENGTH.unpack(header)[0], eof_ok=False)
+    body = _exactly(connection, _LENGTH.unpack(header)[0], False, deadline)
     assert body is not None
     return body
 
 
-def _exactly(connection: socket.socket, size: int, eof_ok: bool) -> bytes | None:
+def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float | None) -> bytes | None:
     buffer = bytearray(size)
     view = memoryview(buffer)
     got = 0
     while got < size:
-        count = connection.recv_into(view[got:])
+        try:
+            count = connection.recv_into(view[got:])
+        except TimeoutError:
+            left = float("-inf") if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise
+            connection.settimeout(min(interruptible.SLICE, left))
+            continue
         if count == 0:
             if got == 0 and eof_ok:
                 return None

@@ -1,0 +1,97 @@
+"""Waits that a Ctrl-C always ends, however long the work they wait for.
+
+Python runs a signal's handler in the main thread, between two bytecodes. A SIGINT that
+arrives just before the main thread blocks in a wait with no timeout (a lock, a Future's
+``result()``, a socket read) is taken by the C handler but its ``KeyboardInterrupt`` is
+raised only once the wait ends, which for a task that runs for hours is hours later. A
+wait here, in the main thread, is cut into slices of ``SLICE`` seconds: a signal that
+came in just before a slice began is handled when that slice ends. Other threads receive
+no signals, so they wait in one piece.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Coroutine, Iterable, Iterator
+from typing import Any, TypeVar
+
+SLICE = 0.25
+"""The longest the main thread waits in one piece (so the longest a Ctrl-C can wait)."""
+
+T = TypeVar("T")
+
+
+def sliced() -> bool:
+    """True in the main thread, whose waits must be cut into slices."""
+    return threading.current_thread() is threading.main_thread()
+
+
+def _until_done(future: concurrent.futures.Future[Any], timeout: float | None) -> None:
+    """Return once ``future`` is done or ``timeout`` seconds have passed, whichever is first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not future.done():
+        left = SLICE if deadline is None else min(SLICE, deadline - time.monotonic())
+        if left <= 0:
+            return
+        concurrent.futures.wait((future,), timeout=left)
+
+
+class InterruptibleFuture(concurrent.futures.Future[T]):
+    """A Future whose ``result()`` and ``exception()`` a Ctrl-C ends in the main thread."""
+
+    def result(self, timeout: float | None = None) -> T:
+        if sliced():
+            _until_done(self, timeout)
+            if not self.done():
+                raise TimeoutError(f"the result was not in within {timeout:g}s")
+            return super().result(0)
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if sliced():
+            _until_done(self, timeout)
+            if not self.done():
+                raise TimeoutError(f"the result was not in within {timeout:g}s")
+            return super().exception(0)
+        return super().exception(timeout)
+
+
+def submit(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> InterruptibleFuture[T]:
+    """Run ``coroutine`` on ``loop`` (from another thread), as ``run_coroutine_threadsafe``
+    does; cancelling the Future returned cancels the coroutine."""
+    inner = asyncio.run_coroutine_threadsafe(coroutine, loop)
+    outer: InterruptibleFuture[T] = InterruptibleFuture()
+
+    def settle(done: concurrent.futures.Future[T]) -> None:
+        if done.cancelled():
+            outer.cancel()
+        elif outer.set_running_or_notify_cancel():  # False: the caller cancelled it first
+            error = done.exception()
+            if error is None:
+                outer.set_result(done.result())
+            else:
+                outer.set_exception(error)
+
+    inner.add_done_callback(settle)
+    outer.add_done_callback(lambda done: inner.cancel() if done.cancelled() else None)
+    return outer
+
+
+def wait(futures: Iterable[concurrent.futures.Future[Any]], timeout: float | None) -> None:
+    """Return once every one of ``futures`` is done or ``timeout`` seconds have passed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for future in futures:
+        _until_done(future, None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+
+def as_completed(futures: Iterable[concurrent.futures.Future[T]]) -> Iterator[concurrent.futures.Future[T]]:
+    """``futures`` in the order they finish."""
+    pending = set(futures)
+    while pending:
+        done, pending = concurrent.futures.wait(
+            pending, timeout=SLICE if sliced() else None, return_when=concurrent.futures.FIRST_COMPLETED
+        )
+        yield from done

@@ -1,0 +1,77 @@
+"""The main thread's sliced waits keep a Future's meaning: results, errors, timeouts and
+cancellation pass through as with ``run_coroutine_threadsafe``."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from skyward.engine import interruptible
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+async def _after(seconds: float, value: object) -> object:
+    await asyncio.sleep(seconds)
+    if isinstance(value, BaseException):
+        raise value
+    return value
+
+
+def test_result_and_error_pass_through(loop: asyncio.AbstractEventLoop) -> None:
+    assert interruptible.submit(_after(0.6, 7), loop).result() == 7  # longer than a slice
+    future = interruptible.submit(_after(0.01, KeyError("k")), loop)
+    with pytest.raises(KeyError):
+        future.result()
+    assert isinstance(future.exception(), KeyError)
+
+
+def test_a_timeout_is_kept_to_within_a_slice(loop: asyncio.AbstractEventLoop) -> None:
+    future = interruptible.submit(_after(30, 1), loop)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        future.result(timeout=0.4)
+    assert 0.4 <= time.monotonic() - started < 0.4 + interruptible.SLICE
+    future.cancel()
+
+
+def test_cancelling_the_future_cancels_the_coroutine(loop: asyncio.AbstractEventLoop) -> None:
+    cancelled = threading.Event()
+
+    async def waits() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    future = interruptible.submit(waits(), loop)
+    time.sleep(0.1)
+    assert future.cancel()
+    assert cancelled.wait(5)
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result()
+
+
+def test_wait_and_as_completed(loop: asyncio.AbstractEventLoop) -> None:
+    slow, fast = interruptible.submit(_after(0.5, "slow"), loop), interruptible.submit(_after(0.05, "fast"), loop)
+    assert [f.result() for f in interruptible.as_completed([slow, fast])] == ["fast", "slow"]
+    late = interruptible.submit(_after(30, None), loop)
+    started = time.monotonic()
+    interruptible.wait([late], timeout=0.3)
+    assert not late.done() and time.monotonic() - started < 0.3 + interruptible.SLICE
+    late.cancel()
