@@ -39,22 +39,33 @@ def _until_done(future: concurrent.futures.Future[Any], timeout: float | None) -
         concurrent.futures.wait((future,), timeout=left)
 
 
+def _settle(future: concurrent.futures.Future[Any], timeout: float | None) -> None:
+    """Wait in slices until ``future`` is done; TimeoutError if ``timeout`` passes first."""
+    _until_done(future, timeout)
+    if not future.done():
+        raise TimeoutError(f"the result was not in within {timeout:g}s")
+
+
+def result(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+    """``future.result(timeout)``, which a Ctrl-C ends in the main thread."""
+    if sliced():
+        _settle(future, timeout)
+        return future.result(0)
+    return future.result(timeout)
+
+
 class InterruptibleFuture(concurrent.futures.Future[T]):
     """A Future whose ``result()`` and ``exception()`` a Ctrl-C ends in the main thread."""
 
     def result(self, timeout: float | None = None) -> T:
         if sliced():
-            _until_done(self, timeout)
-            if not self.done():
-                raise TimeoutError(f"the result was not in within {timeout:g}s")
+            _settle(self, timeout)
             return super().result(0)
         return super().result(timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         if sliced():
-            _until_done(self, timeout)
-            if not self.done():
-                raise TimeoutError(f"the result was not in within {timeout:g}s")
+            _settle(self, timeout)
             return super().exception(0)
         return super().exception(timeout)
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import ray
 
+from skyward.engine import interruptible
 from skyward.providers.reaper import MARKER, Reaper, sweep
 
 _ENV = {
@@ -72,7 +73,12 @@ class LocalRay:
         running one."""
         with cls._lock:
             if cls._users == 0:
-                cls._owner.submit(cls._start, engine).result()
+                started = cls._owner.submit(cls._start, engine)
+                try:
+                    interruptible.result(started)
+                except KeyboardInterrupt:  # Ray stops once the start it interrupted is done
+                    cls._owner.submit(cls._stop)
+                    raise
             cls._users += 1
 
     @classmethod

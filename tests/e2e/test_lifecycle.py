@@ -114,6 +114,31 @@ def test_killed_client_takes_its_nodes_down(sandbox: dict) -> None:
     assert wait_for_no_processes(temp_dir, within=30) == []
 
 
+@pytest.mark.parametrize("after", [0.3, 1.2])
+def test_ctrl_c_while_the_pool_opens_leaves_nothing(sandbox: dict, after: float) -> None:
+    """Ctrl-C while Ray starts (0.3 s in) or while the agents start (1.2 s in)."""
+    body = """
+    print("OPENING", flush=True)
+    with sky.Compute(nodes=2, options=sky.Options(console=False, logging=False)) as pool:
+        print("OPEN", flush=True)
+        time.sleep(60)
+    """
+    process = start(sandbox, body)
+    read_until(process, "OPENING")
+    time.sleep(after)
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert "KeyboardInterrupt" in output, output
+    assert wait_for_no_processes(sandbox["tmp"], within=15) == []
+    deadline = time.monotonic() + 10
+    while everything_under(sandbox["tmp"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert everything_under(sandbox["tmp"]) == []
+
+
 def test_a_ctrl_c_taken_by_another_thread_still_ends_each_wait(sandbox: dict) -> None:
     """Python raises KeyboardInterrupt in the main thread between two bytecodes; a SIGINT
     whose handler ran just before the main thread blocked would wait for the end of the

@@ -7,6 +7,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from skyward.engine import interruptible
+
 T = TypeVar("T")
 
 
@@ -21,7 +23,7 @@ class LoopThread:
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         """Run ``coro`` on the loop; TimeoutError (and the coroutine cancelled) after ``timeout``."""
         future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), self.loop)
-        return future.result()
+        return interruptible.result(future)
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
