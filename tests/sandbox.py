@@ -28,3 +28,20 @@ def wait_for_no_processes(marker: str, within: float) -> list[str]:
         time.sleep(0.25)
 
 
+
+
+def marked_under(prefix: str) -> list[str]:
+    """Live processes of a local Ray instance whose temp dir lies under ``prefix`` (found by
+    the marker in their environment: Ray renames its processes, so a command line may not
+    show the path)."""
+    from skyward.providers.reaper import MARKER
+
+    found = []
+    for process in psutil.process_iter(["environ", "cmdline", "status"]):
+        try:
+            value = (process.info["environ"] or {}).get(MARKER, "")
+            if value.startswith(prefix) and process.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(" ".join(process.info["cmdline"] or [])[:200])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
