@@ -145,7 +145,7 @@ class LocalRay:
             cls._stop_owned()
             raise
         cls._owned = True
-        _stop_autoscaler_monitor()
+        _stop_unused_daemons()
 
     @classmethod
     def _join(cls, engine: Engine) -> None:
@@ -221,19 +221,24 @@ def _ignore_error_messages(worker: Any, threads_stopped: threading.Event) -> Non
     """Takes the place of Ray's driver error listener: listens to nothing."""
 
 
-def _stop_autoscaler_monitor() -> None:
-    """Stop the autoscaler monitor ``ray.init`` started: a fixed local instance never
-    scales, the process holds ~40 MB, and it ignores SIGTERM, so ``ray.shutdown`` would
-    wait a full second for it before killing it."""
+def _stop_unused_daemons() -> None:
+    """Stop the two daemons ``ray.init`` started that a skyward pool never uses: the
+    autoscaler monitor (a fixed local instance never scales; ~40 MB, and it ignores
+    SIGTERM, so ``ray.shutdown`` would wait a full second for it) and the log monitor
+    (it streams workers' log files to the GCS for ``log_to_driver``, which skyward turns
+    off: agents capture a task's output themselves; idle, it polls every 0.1 s, ~0.7% of
+    a core)."""
     try:
         from ray._private import ray_constants
         from ray._private.worker import _global_node
 
-        monitors = _global_node.all_processes.get(ray_constants.PROCESS_TYPE_MONITOR, []) if _global_node else []
-        for info in monitors:
-            info.process.kill()
-            info.process.wait(timeout=5)
-    except Exception:  # Ray internals moved: keep the monitor, lose only the speed-up
+        if _global_node is None:
+            return
+        for kind in (ray_constants.PROCESS_TYPE_MONITOR, ray_constants.PROCESS_TYPE_LOG_MONITOR):
+            for info in _global_node.all_processes.get(kind, []):
+                info.process.kill()
+                info.process.wait(timeout=5)
+    except Exception:  # Ray internals moved: keep the daemons, lose only the saving
         pass
 
 

@@ -275,8 +275,11 @@ class RemoteCluster:
         head = self.nodes[0]
         ports = _ports(5)
         self.gcs_port = ports[0]
-        head_args = [  # no Ray Client server: the minimal ray package has none
-            "--head", f"--port={self.gcs_port}", "--include-dashboard=false",
+        # No Ray Client server (the minimal ray package has none), no autoscaler monitor
+        # (`--no-monitor`: skyward resizes pools itself) and, on every host, no log monitor
+        # (agents capture a task's output themselves): two Python daemons fewer to start.
+        head_args = [
+            "--head", f"--port={self.gcs_port}", "--include-dashboard=false", "--no-monitor",
             f"--dashboard-agent-listen-port={ports[1]}", f"--dashboard-agent-grpc-port={ports[2]}",
             f"--runtime-env-agent-port={ports[3]}", f"--metrics-export-port={ports[4]}",
         ]
@@ -316,7 +319,7 @@ class RemoteCluster:
         command = (
             f"{_TOKEN_ENV} {exports} && exec {shlex.quote(ray)} start {' '.join(shlex.quote(a) for a in args)} "
             f"--node-ip-address={node.private_ip} --temp-dir={shlex.quote(node.pool_dir + '/ray')} "
-            f"--resources={shlex.quote(json.dumps(resources))} --disable-usage-stats "
+            f"--resources={shlex.quote(json.dumps(resources))} --disable-usage-stats --include-log-monitor=false "
             "--log-style=record --log-color=false"
         )
         result = await asyncio.wait_for(node.conn.run(command, input=self.token + "\n", check=False), START_TIMEOUT)
