@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,7 +33,7 @@ from skyward.collections import installed as collections_installed
 from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import GATEWAY_THREADS, Gateway
 from skyward.engine.events import EventBatch
-from skyward.engine.transports.lane import LaneServer
+from skyward.engine.transports.lane import TCP, LaneServer
 from skyward.engine.wire import CALL, PROBE, Payload, TaskFailure, TaskRequest, decode, encode
 from skyward.node import death, publish
 from skyward.node.outbox import Outbox
@@ -65,6 +65,10 @@ class AgentSetup:
     metrics: tuple[Collector, ...] = ()
     collections: CollectionsConfig | None = None
     lane: str = ""
+    """Where the agent listens beside Ray: a Unix socket path, ``tcp://`` (TCP on its
+    host's Ray address, see ``transports.lane``) or "" for no lane."""
+    lane_secret: bytes = b""
+    """What a caller of a TCP lane must prove it knows."""
     notes: str = ""
     """Where the agent leaves the note of its post-mortem (``death.arm``); "" for none."""
     plugins: bytes = b""
@@ -251,7 +255,7 @@ class NodeAgent:
         ]
         sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
         self._runner.on_task_end(self._flush_task)
-        self._lane = LaneServer(setup.lane, self.execute) if setup.lane else None
+        self._lane = _open_lane(setup, self.execute, ray.util.get_node_ip_address)
 
     def take_events(self, wait: float) -> bytes:
         """The encoded ``EventBatch`` of what this node produced since the last call."""
@@ -268,6 +272,10 @@ class NodeAgent:
     def ready(self) -> int:
         """Answer once started; returns the agent's process id."""
         return os.getpid()
+
+    def lane_address(self) -> str:
+        """Where this agent's lane listens ("" for none)."""
+        return self._lane.address if self._lane is not None else ""
 
     def postmortem(self) -> death.Death | None:
         """Why this node's previous agent died (read on its machine, from the note it
@@ -311,6 +319,37 @@ class NodeAgent:
             self._lane.close()
         self._runner.shutdown()
         self._plugins.close()
+
+
+def _open_lane(
+    setup: AgentSetup, handle: Callable[[bytes], Payload], host: Callable[[], str]
+) -> LaneServer | None:
+    """The agent's lane, if its setup asks for one. A TCP lane listens on ``host()`` (the
+    host's Ray address), on the port this node's previous agent had (kept beside its
+    notes) when it is free, else any; one that cannot listen at all leaves the agent
+    without a lane (its calls go through Ray)."""
+    if not setup.lane:
+        return None
+    if setup.lane != TCP:
+        return LaneServer(setup.lane, handle)
+    remembered = os.path.join(setup.notes, f"lane-{setup.info.node}.port") if setup.notes else ""
+    port = 0
+    if remembered and os.path.exists(remembered):
+        with open(remembered, encoding="utf-8") as file:
+            port = int(file.read().strip() or 0)
+    address = host()
+    lane = None
+    for candidate in dict.fromkeys((port, 0)):
+        try:
+            lane = LaneServer(f"{TCP}{address}:{candidate}", handle, setup.lane_secret)
+            break
+        except OSError:
+            continue
+    if lane is not None and remembered:
+        os.makedirs(setup.notes, exist_ok=True)
+        with open(remembered, "w", encoding="utf-8") as file:
+            file.write(lane.address.rpartition(":")[2])
+    return lane
 
 
 def _unloadable(failure: TaskFailure, node: int) -> TaskFailure:

@@ -10,6 +10,14 @@ stays the engine for everything else (placement, restarts, the object store). Ra
 low-latency channels (compiled graphs) were measured and rejected: their readers
 busy-poll, burning a core per idle agent.
 
+An agent on another host than its caller (the head relay of a remote pool calling the
+agents of the other hosts) listens on TCP instead, on its host's Ray address (``tcp://``
+in its setup: the port is its previous agent's, so a restarted agent is found where it
+was, or any free one). A TCP connection proves both ends know the pool's lane secret
+before any frame is read: a challenge and answer each way (HMAC-SHA256 over both nonces),
+so the secret never crosses the network, a stranger gets nothing read or run, and a
+caller never sends a task to a process that took a dead agent's port.
+
 Frames are an 8-byte big-endian length and the bytes. A reply is the agent's encoded
 outcome; when it holds out-of-band buffers it is pickled whole (tag ``P``), else sent
 as it is (tag ``B``); if ``execute`` raised, the error's text (tag ``E``).
@@ -17,8 +25,11 @@ as it is (tag ``B``); if ``execute`` raised, the error's text (tag ``E``).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import pickle
+import secrets
 import socket
 import struct
 import threading
@@ -31,6 +42,12 @@ from skyward.engine.wire import Payload
 
 _LENGTH = struct.Struct("!Q")
 _MAX_PATH = 100  # AF_UNIX paths are limited to 107 bytes
+TCP = "tcp://"
+"""A lane address ``tcp://HOST:PORT``; a setup's ``tcp://`` alone: the agent picks them."""
+_NONCE = 16
+_PROOF = 32
+HANDSHAKE_TIMEOUT = 5.0
+"""Seconds either end of a TCP lane waits for the other's part of the handshake."""
 
 
 class LaneBroken(ConnectionError):
@@ -50,17 +67,31 @@ def lane_path(directory: str | None, pool_id: str, node: int) -> str:
 
 
 class LaneServer:
-    """Accepts connections on ``path`` and answers each frame with ``handle(frame)``."""
+    """Accepts connections on ``address`` and answers each frame with ``handle(frame)``."""
 
-    def __init__(self, path: str, handle: Callable[[bytes], Payload]) -> None:
+    def __init__(self, address: str, handle: Callable[[bytes], Payload], secret: bytes = b"") -> None:
+        """Listen on ``address``: a Unix socket path (mode 0600), or ``tcp://HOST:PORT``
+        (PORT 0: any free one), where each connection must prove it knows ``secret``.
+        OSError when the address cannot be bound."""
         self._handle = handle
-        self._path = path
-        if os.path.exists(path):
-            os.unlink(path)  # left by this node's previous agent
-        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._socket.bind(path)
-        os.chmod(path, 0o600)
-        self._socket.listen(64)
+        self._secret = b""
+        self._path = ""
+        if address.startswith(TCP):
+            if not secret:
+                raise ValueError("a TCP lane needs a secret")
+            self._secret = secret
+            host, port = _host_port(address)
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            self._socket = socket.create_server((host, port), family=family, backlog=64)
+            self.address = f"{TCP}{host}:{self._socket.getsockname()[1]}"
+        else:
+            self._path = self.address = address
+            if os.path.exists(address):
+                os.unlink(address)  # left by this node's previous agent
+            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._socket.bind(address)
+            os.chmod(address, 0o600)
+            self._socket.listen(64)
         threading.Thread(target=self._accept, name="skyward-lane", daemon=True).start()
 
     def _accept(self) -> None:
@@ -74,6 +105,10 @@ class LaneServer:
     def _serve(self, connection: socket.socket) -> None:
         with connection:
             try:
+                if self._secret:
+                    _keep_alive(connection)
+                    if not _answer_challenge(connection, self._secret):
+                        return  # a stranger: nothing is read from it
                 while True:
                     frame = _receive(connection)
                     if frame is None:
@@ -91,26 +126,35 @@ class LaneServer:
                 return  # the client gave up on this connection (timeout, Ctrl-C)
 
     def close(self) -> None:
-        self._socket.close()
         try:
-            os.unlink(self._path)
+            self._socket.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: the port is free
         except OSError:
             pass
+        self._socket.close()
+        if self._path:
+            try:
+                os.unlink(self._path)
+            except OSError:
+                pass
 
 
 class LaneClient:
-    """The client's connections to one agent's lane: one per caller at a time."""
+    """The client's connections to one agent's lane (a Unix socket path, or
+    ``tcp://HOST:PORT`` proven with ``secret``): one per caller at a time."""
 
-    def __init__(self, path: str) -> None:
-        self._path = path
+    def __init__(self, address: str, secret: bytes = b"") -> None:
+        self._address = address
+        self._secret = secret
         self._idle: deque[socket.socket] = deque()
+        self._busy: set[socket.socket] = set()
+        self._lock = threading.Lock()
         self._closed = False
 
     def call(self, payload: bytes, timeout: float | None) -> Payload | None:
         """The agent's reply to ``payload``; None if it was not delivered (no agent is
-        listening: use Ray). Raises ``LaneBroken`` if the agent died after receiving it,
-        ``LaneFailed`` if it could not handle it, ``TimeoutError`` if no reply came within
-        ``timeout``."""
+        listening: use Ray). Raises ``LaneBroken`` if the agent died (or the lane was
+        closed) after receiving it, ``LaneFailed`` if it could not handle it,
+        ``TimeoutError`` if no reply came within ``timeout``."""
         connection = self._connection()
         if connection is None:
             return None
@@ -118,21 +162,21 @@ class LaneClient:
             connection.settimeout(None)  # a send is not bounded by the last call's read timeout
             _send(connection, b"", payload)
         except OSError:
-            connection.close()
+            self._drop(connection)
             return None  # never reached the agent: nothing ran
         try:
             frame = _receive(connection, _patience(connection, timeout))
         except TimeoutError:
-            connection.close()
+            self._drop(connection)
             raise
         except OSError as exc:
-            connection.close()
+            self._drop(connection)
             raise LaneBroken(str(exc)) from None
         except BaseException:
-            connection.close()  # interrupted: the reply would confuse the next caller
+            self._drop(connection)  # interrupted: the reply would confuse the next caller
             raise
         if frame is None:
-            connection.close()
+            self._drop(connection)
             raise LaneBroken("the agent closed the connection")
         self._release(connection)
         tag, body = frame[:1], frame[1:]
@@ -141,30 +185,115 @@ class LaneClient:
         return body if tag == b"B" else pickle.loads(body)
 
     def close(self) -> None:
-        self._closed = True
-        while self._idle:
-            self._idle.pop().close()
+        """Close the idle connections and end the calls waiting on the others (they
+        raise ``LaneBroken``): the node left, and a TCP peer that vanished with its host
+        would never answer them."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = list(self._idle), deque()
+            busy = list(self._busy)
+        for connection in idle:
+            connection.close()
+        for connection in busy:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _connection(self) -> socket.socket | None:
+        with self._lock:
+            if self._closed:
+                return None
+            if self._idle:
+                connection = self._idle.pop()
+                self._busy.add(connection)
+                return connection
         try:
-            return self._idle.pop()
-        except IndexError:
-            pass
-        if self._closed:
-            return None
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            connection.connect(self._path)
+            if self._address.startswith(TCP):
+                connection = socket.create_connection(_host_port(self._address), timeout=HANDSHAKE_TIMEOUT)
+                _keep_alive(connection)
+                if not _challenge(connection, self._secret):
+                    connection.close()
+                    return None  # not the agent (a process took its port): use Ray
+            else:
+                connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    connection.connect(self._address)
+                except OSError:
+                    connection.close()
+                    raise
         except OSError:
-            connection.close()
             return None
+        with self._lock:
+            if self._closed:
+                connection.close()
+                return None
+            self._busy.add(connection)
         return connection
 
     def _release(self, connection: socket.socket) -> None:
-        if self._closed:
-            connection.close()
-        else:
-            self._idle.append(connection)
+        with self._lock:
+            self._busy.discard(connection)
+            if not self._closed:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+    def _drop(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._busy.discard(connection)
+        connection.close()
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address[len(TCP):].rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _keep_alive(connection: socket.socket) -> None:
+    """No delay for small frames, and TCP keepalives: a call to an agent whose host
+    vanished (no reset ever comes) fails within ~25 s instead of waiting forever."""
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, option):
+            connection.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
+def _proof(secret: bytes, role: bytes, *nonces: bytes) -> bytes:
+    return hmac.new(secret, role + b"".join(nonces), hashlib.sha256).digest()
+
+
+def _challenge(connection: socket.socket, secret: bytes) -> bool:
+    """The caller's side of the handshake: True when the agent proved the secret (and
+    was given the caller's proof)."""
+    mine = secrets.token_bytes(_NONCE)
+    connection.settimeout(HANDSHAKE_TIMEOUT)
+    connection.sendall(mine)
+    theirs = _exactly(connection, _NONCE, True, None)
+    proof = _exactly(connection, _PROOF, True, None)
+    if theirs is None or proof is None or not hmac.compare_digest(proof, _proof(secret, b"agent", mine, theirs)):
+        return False
+    connection.sendall(_proof(secret, b"caller", theirs, mine))
+    return True
+
+
+def _answer_challenge(connection: socket.socket, secret: bytes) -> bool:
+    """The agent's side of the handshake: True when the caller proved the secret."""
+    connection.settimeout(HANDSHAKE_TIMEOUT)
+    try:
+        theirs = _exactly(connection, _NONCE, True, None)
+        if theirs is None:
+            return False
+        mine = secrets.token_bytes(_NONCE)
+        connection.sendall(mine + _proof(secret, b"agent", theirs, mine))
+        proof = _exactly(connection, _PROOF, True, None)
+    except (OSError, ConnectionError):
+        return False
+    if proof is None or not hmac.compare_digest(proof, _proof(secret, b"caller", mine, theirs)):
+        return False
+    connection.settimeout(None)
+    return True
 
 
 def _send(connection: socket.socket, tag: bytes, payload: bytes) -> None:
@@ -201,7 +330,9 @@ def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float
     while got < size:
         try:
             count = connection.recv_into(view[got:])
-        except TimeoutError:
+        except TimeoutError as exc:
+            if exc.errno is not None:  # ETIMEDOUT: the peer stopped answering keepalives
+                raise ConnectionResetError(f"the peer is gone: {exc}") from None
             left = float("-inf") if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 raise

@@ -1,8 +1,9 @@
 """``RayTransport``: node agents are Ray actors this process can call (a local pool, an
 attached Ray cluster, and the head relay of a remote pool).
 
-A call goes through the agent's Unix-socket lane when it has one (see ``lane``; local
-agents only), else as a Ray actor call; a broadcast's payload is stored once in Ray's
+A call goes through the agent's lane when it has one (see ``lane``: a Unix socket on the
+caller's host, TCP from the head relay to another host's agent), else as a Ray actor
+call; a broadcast's payload is stored once in Ray's
 object store. ``RayEventSource`` keeps a long poll open on every agent's outbox, on one
 thread, and hands each encoded batch to a sink as it arrives.
 """
@@ -41,8 +42,9 @@ REPLACEMENT_WAIT = 60.0
 
 
 class RayTransport:
-    """Calls ``agents[i]`` (node ``i``); ``lanes[i]`` is its lane path or "" for none.
-    Nodes that join later are ``attach``ed, nodes that left ``detach``ed."""
+    """Calls ``agents[i]`` (node ``i``); ``lanes[i]`` is its lane's address or "" for
+    none (``lane_secret``: what its TCP lanes ask for). Nodes that join later are
+    ``attach``ed, nodes that left ``detach``ed."""
 
     def __init__(
         self,
@@ -50,10 +52,12 @@ class RayTransport:
         lanes: Sequence[str] = (),
         lane_threads: int = 1,
         postmortem: Callable[[int], Death | None] = lambda node: None,
+        lane_secret: bytes = b"",
     ) -> None:
         self.agents: dict[int, Any] = dict(enumerate(agents))
         self._postmortem = postmortem
-        self._lanes = {node: LaneClient(path) for node, path in enumerate(lanes) if path}
+        self._lane_secret = lane_secret
+        self._lanes = {node: LaneClient(path, lane_secret) for node, path in enumerate(lanes) if path}
         # lane calls block, so the loop hands them to these threads (one per slot in use)
         self._lane_threads = ThreadPoolExecutor(max(1, lane_threads), "skyward-lane")
         self._events: RayEventSource | None = None
@@ -71,12 +75,12 @@ class RayTransport:
         )
 
     def attach(self, node: int, agent: Any, lane: str = "") -> None:
-        """Node ``node``'s agent (a started actor, answering) joins; ``lane`` is its lane
-        path or ""."""
+        """Node ``node``'s agent (a started actor, answering) joins; ``lane`` is its lane's
+        address or ""."""
         self._left.pop(node, None)
         self.agents[node] = agent
         if lane:
-            self._lanes[node] = LaneClient(lane)
+            self._lanes[node] = LaneClient(lane, self._lane_secret)
         if self._events is not None:
             self._events.add(node, agent)
 

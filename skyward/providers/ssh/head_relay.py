@@ -7,8 +7,9 @@ cluster, starts one ``NodeAgent`` per node (pinned by its host's ``skyward-node-
 resource), then listens on 127.0.0.1 only and serves one client connection at a time
 with the protocol of ``engine.transports.relay``: each call's payload goes to its node's
 agent as the bytes it arrived as, each reply and each event batch goes back as the bytes
-the agent made. The agent on the relay's own host answers over its Unix-socket lane (in
-a private temp directory), the others through Ray actor calls. It never unpickles a user
+the agent made. Calls reach the agents over lanes (see ``engine.transports.lane``): the
+agent on the relay's own host over a Unix socket in a private temp directory, the
+others over TCP proven with a secret of this relay's; Ray actor calls carry the rest. It never unpickles a user
 object: scheduling, timeouts and errors are the client's driver's business. It starts
 the agent of a node that joins ("attach") and kills that of a node that left ("detach");
 when an agent died, its successor on the same host reads the note it left
@@ -25,6 +26,7 @@ import dataclasses
 import logging
 import os
 import pickle
+import secrets
 import shutil
 import sys
 import tempfile
@@ -36,7 +38,7 @@ from typing import Any
 import ray
 
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
-from skyward.engine.transports.lane import lane_path
+from skyward.engine.transports.lane import TCP, lane_path
 from skyward.engine.transports.ray_actors import RayEventSource, RayTransport
 from skyward.engine.transports.relay import receive_message, send_message
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
@@ -45,7 +47,7 @@ from skyward.node.death import Death
 POSTMORTEM_WAIT = 5.0
 """How long the relay waits for a dead agent's successor to say why it died."""
 HEAD_SERIAL = 0
-"""The host the relay runs on: its agents answer the relay over a lane, not a Ray call."""
+"""The host the relay runs on: its agents' lanes are Unix sockets, the others' TCP."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +111,9 @@ class HeadRelay:
         self.config = config
         self.agents: dict[int, Any] = {}
         self.lanes: dict[int, str] = {}
-        """The lane path of each node whose agent runs on the relay's host."""
+        """The lane address of each node whose agent has one."""
         self._lanes_dir = tempfile.mkdtemp(prefix="skyward-lanes-")  # mode 0700: this user only
+        self._lane_secret = secrets.token_bytes(32)
         self._lane_slots = 0
         self._closed = asyncio.Event()
         self._clients = 0
@@ -131,6 +134,7 @@ class HeadRelay:
         agents = start_agents(setups, [placement(setup.info.node) for setup in setups])
         self.agents = {setup.info.node: agent for setup, agent in zip(setups, agents)}
         wait_ready(agents, config.ready_timeout, "of the pool", "check the hosts' resources and the head's log")
+        self._learn_lanes(self.agents)
 
     def postmortem(self, node: int) -> Death | None:
         """Why node ``node``'s agent died, as its successor on the same host reads it
@@ -152,17 +156,25 @@ class HeadRelay:
             stop_agents(agents)
             raise
         self.agents[node] = agents[0]
+        self._learn_lanes({node: agents[0]})
         return agents[0]
 
     def _laned(self, setup: AgentSetup, serial: int) -> AgentSetup:
-        """``setup`` with a lane when its agent runs on the relay's host (a Unix socket
-        round trip instead of a Ray actor call, as on local pools)."""
-        path = lane_path(self._lanes_dir, "relay", setup.info.node) if serial == HEAD_SERIAL else ""
-        if not path:
-            return setup
-        self.lanes[setup.info.node] = path
+        """``setup`` with a lane (a socket round trip instead of a Ray actor call): a
+        Unix socket when its agent runs on the relay's host, else TCP on its host."""
         self._lane_slots += setup.worker.slots
-        return dataclasses.replace(setup, lane=path)
+        if serial != HEAD_SERIAL:
+            return dataclasses.replace(setup, lane=TCP, lane_secret=self._lane_secret)
+        path = lane_path(self._lanes_dir, "relay", setup.info.node)
+        return dataclasses.replace(setup, lane=path) if path else setup
+
+    def _learn_lanes(self, agents: dict[int, Any]) -> None:
+        """Ask ``agents`` (started, answering) where their lanes listen."""
+        nodes = list(agents)
+        addresses = ray.get([agents[node].lane_address.remote() for node in nodes], timeout=self.config.ready_timeout)
+        for node, address in zip(nodes, addresses):
+            if address:
+                self.lanes[node] = address
 
     def remove_lanes(self) -> None:
         """Remove the lanes' directory (the relay is exiting)."""
@@ -186,7 +198,9 @@ class HeadRelay:
         self._clients += 1
         client = f"{os.getpid()}-{self._clients}"
         out = _Outgoing(writer, loop)
-        transport = RayTransport([], lane_threads=self._lane_slots, postmortem=self.postmortem)
+        transport = RayTransport(
+            [], lane_threads=self._lane_slots, postmortem=self.postmortem, lane_secret=self._lane_secret
+        )
         for node, agent in self.agents.items():
             transport.attach(node, agent, self.lanes.get(node, ""))
         listening = threading.Event()  # the client listens for metrics (it says so at once)

@@ -92,8 +92,28 @@ def lane_sockets() -> list[str]:
     return sorted(os.path.basename(p) for p in glob.glob(os.path.join(tempfile.gettempdir(), "skyward-lanes-*", "*.sock")))
 
 
-def test_the_relay_reaches_its_own_host_s_agent_over_a_lane(ssh_pool: sky.Pool) -> None:
-    """Node 0's agent (on the relay's host) listens on a lane; the other hosts have none."""
+@sky.function
+def tcp_lanes() -> list[tuple[bool, bool]]:
+    """For each TCP lane an agent of this host opened (its port is kept beside the
+    pool's notes): is it listening, and is a caller connected to it."""
+    import glob
+
+    import psutil
+
+    connections = psutil.net_connections("tcp")
+    found = []
+    for path in glob.glob("/tmp/skyward-*-n*/notes/lane-*.port"):
+        with open(path) as file:
+            port = int(file.read())
+        states = {c.status for c in connections if c.laddr and c.laddr.port == port}
+        found.append((psutil.CONN_LISTEN in states, psutil.CONN_ESTABLISHED in states))
+    return found
+
+
+def test_the_relay_reaches_every_agent_over_a_lane(ssh_pool: sky.Pool) -> None:
+    """Node 0's agent (on the relay's host) listens on a Unix-socket lane, the other
+    hosts' agents on TCP lanes, and the relay's calls go through them."""
     assert ssh_pool.run(lane_sockets(), target="head") == ["lane-relay-0.sock"]
     assert sorted(lane_sockets() @ ssh_pool) == [[], [], ["lane-relay-0.sock"]]
     assert [square(n) >> ssh_pool for n in range(6)] == [n * n for n in range(6)]
+    assert sorted(tcp_lanes() @ ssh_pool) == [[], [(True, True)], [(True, True)]]

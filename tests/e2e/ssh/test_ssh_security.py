@@ -1,10 +1,12 @@
 """The cluster's ports refuse unauthenticated peers: Ray's GCS asks for the pool's token,
-every other TCP port Ray listens on across the hosts refuses a peer without it, and the
-head agent listens on node 0's loopback only (reachable through SSH alone).
+every other TCP port Ray listens on across the hosts refuses a peer without it, the node
+agents' TCP lanes hang up on a peer that cannot prove the relay's secret, and the head
+agent listens on node 0's loopback only (reachable through SSH alone).
 This test runs from the client machine, which is another host on the lab's network."""
 
 from __future__ import annotations
 
+import glob
 import os
 import socket
 import subprocess
@@ -107,17 +109,51 @@ def _probe(address: str, port: int) -> str:
     return f"unknown (HTTP {http or '-'}; {', '.join(seen)})"
 
 
+def _lane_ports(lab: HostLab) -> set[tuple[int, int]]:
+    """(host index, port) of every node agent's TCP lane (each keeps its port beside the
+    pool's notes, in the host's own /tmp)."""
+    found = set()
+    for index, host in enumerate(lab.hosts):
+        for path in glob.glob(os.path.join(host.private("/tmp"), "skyward-*-n*", "notes", "lane-*.port")):
+            with open(path) as file:
+                found.add((index, int(file.read())))
+    return found
+
+
+def _probe_lane(address: str, port: int) -> str:
+    """How a lane treats a peer without the secret: after the agent's challenge, a wrong
+    answer and then a request frame must get the connection closed, never a reply."""
+    with socket.create_connection((address, port), timeout=5) as peer:
+        peer.sendall(os.urandom(16))
+        challenge = b""
+        while len(challenge) < 48 and (chunk := peer.recv(48 - len(challenge))):
+            challenge += chunk
+        try:
+            peer.sendall(b"\0" * 32 + (9).to_bytes(8, "big") + b"\0request")
+            answer = peer.recv(4096)
+        except ConnectionResetError:
+            answer = b""
+    return "refused" if len(challenge) == 48 and not answer else f"open ({len(challenge)} + {answer[:40]!r})"
+
+
 def test_every_ray_port_refuses_a_peer_without_the_token(ssh_pool: sky.Pool, lab: HostLab) -> None:
     """Every TCP port the pool listens on, on every host (Ray's GCS, raylets, object
     managers, runtime-env agents, and the core-worker port of every actor and worker:
-    node agents, the collection hosts, the head agent's driver), probed from the
-    client (another host of the lab network) with no token: each must refuse (gRPC
-    UNAUTHENTICATED, HTTP 401/403). The table is printed with -s."""
+    node agents, the collection hosts, the head agent's driver; and the agents' lanes),
+    probed from the client (another host of the lab network) with no token: each must
+    refuse (gRPC UNAUTHENTICATED, HTTP 401/403; a lane hangs up). The table is printed
+    with -s."""
     assert (sky.function(lambda: 1)() >> ssh_pool) == 1  # the pool is up and has workers
     assert ssh_pool.counter("ports-probe", consistency="strong").increment() >= 1  # collection hosts up
     listeners = _tcp_listeners(lab)
     assert listeners, "no Ray port found on the hosts"
-    report = [(index, port, process, _probe(address, port)) for index, address, port, process in listeners]
+    lanes = _lane_ports(lab)
+    assert len(lanes) == 2, lanes  # the agents of nodes 1 and 2 (node 0's lane is a Unix socket)
+    report = [
+        (index, port, process, _probe_lane(address, port) if (index, port) in lanes else _probe(address, port))
+        for index, address, port, process in listeners
+    ]
+    assert lanes <= {(index, port) for index, port, *_ in report}, report
     table = "\n".join(f"node {i} port {p} {proc}: {verdict}" for i, p, proc, verdict in report)
     print(table)
     assert {process for *_, process, _ in report} >= {"gcs_server", "raylet"}, table

@@ -1,0 +1,151 @@
+"""TCP lanes (the head relay's calls to the agents of other hosts): both ends prove the
+pool's secret before a frame is read or sent; a restarted agent listens where it was."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+from skyward.api.instance import InstanceInfo
+from skyward.api.spec import Worker
+from skyward.engine.transports.lane import TCP, LaneBroken, LaneClient, LaneServer
+from skyward.node.agent import AgentSetup, _open_lane
+
+SECRET = b"s" * 32
+
+
+def _echo_server(handled: list[bytes]) -> LaneServer:
+    def handle(frame: bytes) -> bytes:
+        handled.append(frame)
+        return b"re:" + frame
+
+    return LaneServer(f"{TCP}127.0.0.1:0", handle, SECRET)
+
+
+def test_a_caller_with_the_secret_is_answered() -> None:
+    handled: list[bytes] = []
+    server = _echo_server(handled)
+    client = LaneClient(server.address, SECRET)
+    try:
+        assert [client.call(b"x%d" % n, 5) for n in range(3)] == [b"re:x0", b"re:x1", b"re:x2"]
+        assert handled == [b"x0", b"x1", b"x2"]
+    finally:
+        client.close()
+        server.close()
+
+
+def test_a_caller_without_the_secret_sends_nothing_and_runs_nothing() -> None:
+    handled: list[bytes] = []
+    server = _echo_server(handled)
+    client = LaneClient(server.address, b"t" * 32)
+    try:
+        assert client.call(b"payload", 5) is None  # not delivered: the caller uses Ray
+        assert handled == []
+    finally:
+        client.close()
+        server.close()
+
+
+def test_a_stranger_s_bytes_are_never_read_as_a_frame() -> None:
+    handled: list[bytes] = []
+    server = _echo_server(handled)
+    host, port = server.address[len(TCP):].rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as stranger:
+            # a length header claiming 2**63 bytes, then junk: read as a nonce and a proof
+            stranger.sendall(b"\x7f" + b"\xff" * 7 + b"junk" * 20)
+            stranger.settimeout(10)
+            received = b""
+            try:
+                while chunk := stranger.recv(4096):
+                    received += chunk
+            except ConnectionResetError:
+                pass  # hung up with the junk unread
+        assert len(received) <= 48  # at most the agent's nonce and proof
+        assert handled == []
+        client = LaneClient(server.address, SECRET)  # the lane still serves its pool
+        assert client.call(b"after", 5) == b"re:after"
+        client.close()
+    finally:
+        server.close()
+
+
+def test_a_process_on_the_agent_s_port_gets_no_task() -> None:
+    """A dead agent's port taken by another process: the caller learns it in the
+    handshake and sends nothing but its nonce."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    got: list[bytes] = []
+
+    def impostor() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.settimeout(5)
+            connection.sendall(b"\0" * 48)
+            try:
+                while chunk := connection.recv(4096):
+                    got.append(chunk)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=impostor, daemon=True)
+    thread.start()
+    client = LaneClient(f"{TCP}127.0.0.1:{listener.getsockname()[1]}", SECRET)
+    try:
+        assert client.call(b"secret task", 5) is None
+        client.close()
+        thread.join(10)
+        assert len(b"".join(got)) == 16  # only the caller's nonce
+    finally:
+        listener.close()
+
+
+def test_closing_the_lane_ends_a_call_waiting_on_it() -> None:
+    """A node that left (its host may have vanished, so no reset ever comes): closing its
+    lane ends the calls still waiting for a reply."""
+    release = threading.Event()
+    server = LaneServer(f"{TCP}127.0.0.1:0", lambda frame: release.wait(30) and b"late", SECRET)
+    client = LaneClient(server.address, SECRET)
+    outcome: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            client.call(b"long", None)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            outcome.append(exc)
+
+    caller = threading.Thread(target=wait)
+    caller.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    client.close()
+    caller.join(5)
+    release.set()
+    server.close()
+    assert not caller.is_alive()
+    assert time.monotonic() - started < 2
+    assert len(outcome) == 1 and isinstance(outcome[0], LaneBroken)
+    assert client.call(b"after", 5) is None  # a closed lane sends nothing: the caller uses Ray
+
+
+def _setup(notes: Path) -> AgentSetup:
+    info = InstanceInfo(
+        node=1, worker=0, total_nodes=2, workers_per_node=1, accelerators=0, total_accelerators=0,
+        head_addr="127.0.0.1", head_port=0, job_id="j",
+    )
+    return AgentSetup(info, Worker(), "/", (), lane=TCP, lane_secret=SECRET, notes=str(notes))
+
+
+def test_a_restarted_agent_listens_on_its_predecessor_s_port(tmp_path: Path) -> None:
+    first = _open_lane(_setup(tmp_path), lambda frame: frame, lambda: "127.0.0.1")
+    assert first is not None
+    address = first.address
+    first.close()
+    second = _open_lane(_setup(tmp_path), lambda frame: frame, lambda: "127.0.0.1")
+    assert second is not None and second.address == address
+    # the port taken meanwhile: any other port, and the caller of the old one uses Ray
+    third = _open_lane(_setup(tmp_path), lambda frame: frame, lambda: "127.0.0.1")
+    assert third is not None and third.address != address
+    second.close()
+    third.close()
