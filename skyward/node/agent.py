@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 import cloudpickle
@@ -64,6 +64,7 @@ class AgentSetup:
     env: dict[str, str] = field(default_factory=dict)
     metrics: tuple[Collector, ...] = ()
     collections: CollectionsConfig | None = None
+    _: KW_ONLY
     lane: str = ""
     """Where the agent listens beside Ray: a Unix socket path, ``tcp://`` (TCP on its
     host's Ray address, see ``transports.lane``) or "" for no lane."""

@@ -73,8 +73,8 @@ def start(spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0) ->
             info = _info(node, pool_id, port, max(count, node + 1))
             lane = lane_path(LocalRay.temp_dir(), pool_id, node)
             setup = AgentSetup(
-                info, worker, os.getcwd(), sys_path, env, metrics, collections, lane, notes, plugins,
-                agent_launch(spec.plugins, built.python, info),
+                info, worker, os.getcwd(), sys_path, env, metrics, collections, lane=lane, notes=notes,
+                plugins=plugins, launch=agent_launch(spec.plugins, built.python, info),
             )
             return Placement(setup, _handle(pool_id, node), lane=lane)
 

@@ -70,7 +70,7 @@ def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster
         def setup_on(node: dict[str, Any], info: InstanceInfo) -> AgentSetup:
             local = node["NodeManagerAddress"] in here
             cwd, sys_path = (os.getcwd(), _sys_path()) if local else (".", ())
-            return AgentSetup(info, worker, cwd, sys_path, env, metrics, collections, "")
+            return AgentSetup(info, worker, cwd, sys_path, env, metrics, collections)
 
         agents = start_agents(
             [setup_on(node, info) for node, info in zip(chosen, infos)],
