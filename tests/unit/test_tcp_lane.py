@@ -6,7 +6,10 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from skyward.api.instance import InstanceInfo
 from skyward.api.spec import Worker
@@ -16,60 +19,67 @@ from skyward.node.agent import AgentSetup, _open_lane
 SECRET = b"s" * 32
 
 
-def _echo_server(handled: list[bytes]) -> LaneServer:
-    def handle(frame: bytes) -> bytes:
-        handled.append(frame)
+class EchoLane:
+    """A TCP lane that answers ``re:`` + each frame and keeps the frames it handled."""
+
+    def __init__(self) -> None:
+        self.handled: list[bytes] = []
+        self.server = LaneServer(f"{TCP}127.0.0.1:0", self._handle, SECRET)
+
+    def _handle(self, frame: bytes) -> bytes:
+        self.handled.append(frame)
         return b"re:" + frame
 
-    return LaneServer(f"{TCP}127.0.0.1:0", handle, SECRET)
+
+@pytest.fixture
+def echo() -> Iterator[EchoLane]:
+    lane = EchoLane()
+    yield lane
+    lane.server.close()
 
 
-def test_a_caller_with_the_secret_is_answered() -> None:
-    handled: list[bytes] = []
-    server = _echo_server(handled)
-    client = LaneClient(server.address, SECRET)
-    try:
-        assert [client.call(b"x%d" % n, 5) for n in range(3)] == [b"re:x0", b"re:x1", b"re:x2"]
-        assert handled == [b"x0", b"x1", b"x2"]
-    finally:
+@pytest.fixture
+def caller(echo: EchoLane) -> Iterator[Callable[[bytes], LaneClient]]:
+    """Clients of ``echo`` proving the secret given; each is closed after the test."""
+    clients: list[LaneClient] = []
+
+    def make(secret: bytes) -> LaneClient:
+        clients.append(LaneClient(echo.server.address, secret))
+        return clients[-1]
+
+    yield make
+    for client in clients:
         client.close()
-        server.close()
 
 
-def test_a_caller_without_the_secret_sends_nothing_and_runs_nothing() -> None:
-    handled: list[bytes] = []
-    server = _echo_server(handled)
-    client = LaneClient(server.address, b"t" * 32)
-    try:
-        assert client.call(b"payload", 5) is None  # not delivered: the caller uses Ray
-        assert handled == []
-    finally:
-        client.close()
-        server.close()
+def test_a_caller_with_the_secret_is_answered(echo: EchoLane, caller: Callable[[bytes], LaneClient]) -> None:
+    client = caller(SECRET)
+    assert [client.call(b"x%d" % n, 5) for n in range(3)] == [b"re:x0", b"re:x1", b"re:x2"]
+    assert echo.handled == [b"x0", b"x1", b"x2"]
 
 
-def test_a_stranger_s_bytes_are_never_read_as_a_frame() -> None:
-    handled: list[bytes] = []
-    server = _echo_server(handled)
-    host, port = server.address[len(TCP):].rsplit(":", 1)
-    try:
-        with socket.create_connection((host, int(port)), timeout=5) as stranger:
-            # a length header claiming 2**63 bytes, then junk: read as a nonce and a proof
-            stranger.sendall(b"\x7f" + b"\xff" * 7 + b"junk" * 20)
-            stranger.settimeout(10)
-            received = b""
-            try:
-                while chunk := stranger.recv(4096):
-                    received += chunk
-            except ConnectionResetError:
-                pass  # hung up with the junk unread
-        assert len(received) <= 48  # at most the agent's nonce and proof
-        assert handled == []
-        client = LaneClient(server.address, SECRET)  # the lane still serves its pool
-        assert client.call(b"after", 5) == b"re:after"
-        client.close()
-    finally:
-        server.close()
+def test_a_caller_without_the_secret_sends_nothing_and_runs_nothing(
+    echo: EchoLane, caller: Callable[[bytes], LaneClient]
+) -> None:
+    assert caller(b"t" * 32).call(b"payload", 5) is None  # not delivered: the caller uses Ray
+    assert echo.handled == []
+
+
+def test_a_stranger_s_bytes_are_never_read_as_a_frame(echo: EchoLane, caller: Callable[[bytes], LaneClient]) -> None:
+    host, port = echo.server.address[len(TCP):].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as stranger:
+        # a length header claiming 2**63 bytes, then junk: read as a nonce and a proof
+        stranger.sendall(b"\x7f" + b"\xff" * 7 + b"junk" * 20)
+        stranger.settimeout(10)
+        received = b""
+        try:
+            while chunk := stranger.recv(4096):
+                received += chunk
+        except ConnectionResetError:
+            pass  # hung up with the junk unread
+    assert len(received) <= 48  # at most the agent's nonce and proof
+    assert echo.handled == []
+    assert caller(SECRET).call(b"after", 5) == b"re:after"  # the lane still serves its pool
 
 
 def test_a_process_on_the_agent_s_port_gets_no_task() -> None:

@@ -208,27 +208,39 @@ class LaneClient:
                 connection = self._idle.pop()
                 self._busy.add(connection)
                 return connection
-        try:
-            if self._address.startswith(TCP):
-                connection = socket.create_connection(_host_port(self._address), timeout=HANDSHAKE_TIMEOUT)
-                _keep_alive(connection)
-                if not _challenge(connection, self._secret):
-                    connection.close()
-                    return None  # not the agent (a process took its port): use Ray
-            else:
-                connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    connection.connect(self._address)
-                except OSError:
-                    connection.close()
-                    raise
-        except OSError:
+        connection = self._dial()
+        if connection is None:
             return None
         with self._lock:
             if self._closed:
                 connection.close()
                 return None
             self._busy.add(connection)
+        return connection
+
+    def _dial(self) -> socket.socket | None:
+        """A new connection to the agent, or None (closed again) when nothing listens
+        there or what listens is not the agent (a process took its port): use Ray."""
+        tcp = self._address.startswith(TCP)
+        try:
+            if tcp:
+                connection = socket.create_connection(_host_port(self._address), timeout=HANDSHAKE_TIMEOUT)
+            else:
+                connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError:
+            return None
+        try:
+            if tcp:
+                _keep_alive(connection)
+                reached = _challenge(connection, self._secret)
+            else:
+                connection.connect(self._address)
+                reached = True
+        except OSError:
+            reached = False
+        if not reached:
+            connection.close()
+            return None
         return connection
 
     def _release(self, connection: socket.socket) -> None:
@@ -288,7 +300,7 @@ def _answer_challenge(connection: socket.socket, secret: bytes) -> bool:
         mine = secrets.token_bytes(_NONCE)
         connection.sendall(mine + _proof(secret, b"agent", theirs, mine))
         proof = _exactly(connection, _PROOF, True, None)
-    except (OSError, ConnectionError):
+    except OSError:
         return False
     if proof is None or not hmac.compare_digest(proof, _proof(secret, b"caller", mine, theirs)):
         return False

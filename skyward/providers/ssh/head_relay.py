@@ -8,15 +8,15 @@ resource), then listens on 127.0.0.1 only and serves one client connection at a 
 with the protocol of ``engine.transports.relay``: each call's payload goes to its node's
 agent as the bytes it arrived as, each reply and each event batch goes back as the bytes
 the agent made. Calls reach the agents over lanes (see ``engine.transports.lane``): the
-agent on the relay's own host over a Unix socket in a private temp directory, the
-others over TCP proven with a secret of this relay's; Ray actor calls carry the rest. It never unpickles a user
-object: scheduling, timeouts and errors are the client's driver's business. It starts
-the agent of a node that joins ("attach") and kills that of a node that left ("detach");
-when an agent died, its successor on the same host reads the note it left
-(``NodeAgent.postmortem``), so the client learns whether the task ended it. When the
-client closes the connection (or it breaks) the relay stops the agents, frees what the
-client held in the collections and exits; the node's watchdog stops it too if the client
-vanished.
+agent on the relay's own host over a Unix socket in a private temp directory, the others
+over TCP proven with a secret of this relay's; Ray actor calls carry the rest. It never
+unpickles a user object: scheduling, timeouts and errors are the client's driver's
+business. It starts the agent of a node that joins ("attach") and kills that of a node
+that left ("detach"); when an agent died, its successor on the same host reads the note
+it left (``NodeAgent.postmortem``), so the client learns whether the task ended it. When
+the client closes the connection (or it breaks) the relay stops the agents, frees what
+the client held in the collections and exits; the node's watchdog stops it too if the
+client vanished.
 """
 
 from __future__ import annotations
