@@ -27,6 +27,7 @@ from skyward.providers.base import NodeHandle, SSHEndpoint
 from skyward.providers.ssh import bootstrap as runner
 from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect
 from skyward.providers.ssh.versions import mismatches
+from skyward.providers.ssh.watchdog import POOL_ENV
 from skyward.providers.ssh.wheels import NodePlatform
 from skyward.storage.errors import VolumeMountError
 from skyward.storage.mount import MOUNT_TIMEOUT_S, UNMOUNT_TIMEOUT_S
@@ -315,7 +316,7 @@ class RemoteCluster:
     async def _ray_start(self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]) -> None:
         assert node.ready is not None
         ray = posixpath.join(node.ready.env_dir, "venv/bin/ray")
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**env, POOL_ENV: node.pool_dir}.items())
         command = (
             f"{_TOKEN_ENV} {exports} && exec {shlex.quote(ray)} start {' '.join(shlex.quote(a) for a in args)} "
             f"--node-ip-address={node.private_ip} --temp-dir={shlex.quote(node.pool_dir + '/ray')} "
@@ -334,7 +335,7 @@ class RemoteCluster:
         assert head.ready is not None
         python = posixpath.join(head.ready.env_dir, "venv/bin/python")
         command = (
-            f"cd {shlex.quote(head.pool_dir)} && {_TOKEN_ENV} && exec {shlex.quote(python)} -u -m "
+            f"cd {shlex.quote(head.pool_dir)} && {_TOKEN_ENV} {POOL_ENV}={shlex.quote(head.pool_dir)} && exec {shlex.quote(python)} -u -m "
             f"skyward.providers.ssh.head_relay {shlex.quote(head.pool_dir)}"
         )
         process = await head.conn.create_process(command, encoding=None, stderr=asyncssh.STDOUT)

@@ -6,9 +6,8 @@ never on a command line): it mounts them before it reports ``::watching`` (with
 ``::volumes SECONDS`` first), or reports ``::mount-failed {bucket, mount, cause}``,
 cleans up and exits; the mounts are its children and it owns them. Then the client
 writes a line to its stdin every ``HEARTBEAT`` seconds. It stops every process of this
-pool on the node (those whose command line names the pool directory, and their
-descendants), removes the pool directory, unmounts the volumes (``::unmount-failed
-{...}`` for one that stays mounted) and exits:
+pool on the node (``pool_processes``), removes the pool directory, unmounts the volumes
+(``::unmount-failed {...}`` for one that stays mounted) and exits:
 - on "stop" (the pool closes), at once;
 - when its stdin ends (the client's SSH connection closed: the client exited or was
   killed), ``ttl`` seconds later (``Spec.ttl``; 0: at once);
@@ -39,24 +38,43 @@ if TYPE_CHECKING:
 
 TERM_GRACE = 3.0
 TICK = 0.2
+POOL_ENV = "SKYWARD_POOL_DIR"
+"""Set to the pool directory in the environment of what the pool starts on a host (Ray,
+the head relay); what they start inherits it (a daemon a task spawned, say)."""
+
+
+def marked_processes(pool_dir: str) -> list[psutil.Process]:
+    """Processes that carry a mark of the pool, whoever their parent is now: their command
+    line names ``pool_dir`` (itself or a path under it: ``/tmp/p-n1`` is not
+    ``/tmp/p-n10``), their ``POOL_ENV`` is ``pool_dir``, or they hold a file under it open
+    (Ray's workers and agents retitle themselves, "ray::IDLE", which can blank their
+    environment, and may outlive their raylet; their logs are in the pool directory)."""
+    me = os.getpid()
+    inside = pool_dir.rstrip("/") + "/"
+    marked = []
+    for process in psutil.process_iter(["cmdline", "environ", "open_files"]):
+        info = process.info
+        if process.pid == me:
+            continue
+        if (
+            any(part.endswith(pool_dir) or inside in part for part in info["cmdline"] or ())
+            or (info["environ"] or {}).get(POOL_ENV) == pool_dir
+            or any(file.path.startswith(inside) for file in info["open_files"] or ())
+        ):
+            marked.append(process)
+    return marked
 
 
 def pool_processes(pool_dir: str) -> list[psutil.Process]:
-    """Processes started for the pool: command line names ``pool_dir`` (itself or a path
-    under it: ``/tmp/p-n1`` is not ``/tmp/p-n10``), plus descendants."""
+    """The pool's processes: the marked ones and their descendants."""
     found: dict[int, psutil.Process] = {}
-    me = os.getpid()
-    inside = pool_dir.rstrip("/") + "/"
-    for process in psutil.process_iter(["cmdline"]):
+    for process in marked_processes(pool_dir):
+        found[process.pid] = process
         try:
-            parts = process.info["cmdline"] or ()
-            if process.pid != me and any(part.endswith(pool_dir) or inside in part for part in parts):
-                found[process.pid] = process
-                for child in process.children(recursive=True):
-                    found[child.pid] = child
+            found.update((child.pid, child) for child in process.children(recursive=True))
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-    found.pop(me, None)
+    found.pop(os.getpid(), None)
     return list(found.values())
 
 

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import psutil
 import pytest
+from hosts import HostLab
+from hosts import TestHost as Host
 
 import skyward as sky
 
@@ -117,3 +124,44 @@ def test_the_relay_reaches_every_agent_over_a_lane(ssh_pool: sky.Pool) -> None:
     assert sorted(lane_sockets() @ ssh_pool) == [[], [], ["lane-relay-0.sock"]]
     assert [square(n) >> ssh_pool for n in range(6)] == [n * n for n in range(6)]
     assert sorted(tcp_lanes() @ ssh_pool) == [[], [(True, True)], [(True, True)]]
+
+
+SWEEP = """
+import glob, json, sys
+from skyward.providers.ssh.watchdog import marked_processes
+print(json.dumps([p.pid for d in glob.glob(sys.argv[1] + "*") for p in marked_processes(d)]))
+"""
+
+
+def _marked(host: Host, pool_id: str) -> set[int]:
+    """The processes on ``host`` that carry a mark of the pool (the watchdog's sweep finds
+    them whoever their parent is), found in the host's namespaces."""
+    assert host.sshd is not None
+    done = subprocess.run(
+        ["nsenter", f"--target={host.sshd.pid}", "--mount", "--net", sys.executable, "-c", SWEEP,
+         f"/tmp/skyward-{pool_id[:12]}-n"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )
+    return set(json.loads(done.stdout))
+
+
+def _title(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.NoSuchProcess:
+        return ""
+
+
+def test_every_process_of_the_pool_carries_its_mark(ssh_pool: sky.Pool, lab: HostLab) -> None:
+    """Each process the pool runs on a host, Ray's workers and agents included (they
+    retitle themselves, "ray::IDLE", and may outlive their raylet), carries a mark of the
+    pool, so the watchdog stops it even when its parent died first; the watchdog itself
+    is the one left."""
+    assert square(2) @ ssh_pool == [4, 4, 4]
+    for host in lab.hosts:
+        before = set(lab.leftovers().get(host.name, []))
+        marked = _marked(host, ssh_pool.id)
+        steady = before & set(lab.leftovers().get(host.name, []))
+        unmarked = {pid: _title(pid) for pid in steady - marked if "watchdog.py" not in _title(pid)}
+        assert unmarked == {}, f"processes of the pool on {host.name} that only their parent ties to it: {unmarked}"
+        assert any(_title(pid).startswith("ray::") for pid in marked), "no retitled Ray process to check"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import asyncssh
 import pytest
-from conftest import QUIET, env_locks, make_image, ssh_provider
+from conftest import QUIET, env_locks, host_processes, make_image, ssh_provider
 from hosts import HostLab, available
 
 import skyward as sky
@@ -50,7 +50,8 @@ def quickstart(pool: sky.Pool, lab: HostLab) -> None:
 
 
 def assert_nothing_left(lab: HostLab, pool: sky.Pool) -> None:
-    assert lab.leftovers() == {}, "processes of the pool still run on the hosts"
+    left = host_processes(lab)
+    assert left == {}, f"processes of the pool still run on the hosts: {left}"
     marker = f"skyward-{pool.id[:12]}"
     assert [n for h in lab.hosts for n in os.listdir(h.private("/tmp")) if marker in n] == []
     assert env_locks(lab) == []
