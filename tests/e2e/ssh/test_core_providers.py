@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import psutil
 import pytest
 from hosts import HostLab
-from hosts import TestHost as Host
 
 import skyward as sky
 
@@ -126,23 +121,26 @@ def test_the_relay_reaches_every_agent_over_a_lane(ssh_pool: sky.Pool) -> None:
     assert sorted(tcp_lanes() @ ssh_pool) == [[], [(True, True)], [(True, True)]]
 
 
-SWEEP = """
-import glob, json, sys
-from skyward.providers.ssh.watchdog import marked_processes
-print(json.dumps([p.pid for d in glob.glob(sys.argv[1] + "*") for p in marked_processes(d)]))
-"""
+@sky.function
+def marked_here() -> list[int]:
+    """The processes on this host that carry a mark of a pool (the watchdog's sweep finds
+    them whoever their parent is), this task's own included: the sweep runs in a process
+    of its own, as in the watchdog. Other pools on the lab's hosts count as marked by
+    their own directories."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
 
-
-def _marked(host: Host, pool_id: str) -> set[int]:
-    """The processes on ``host`` that carry a mark of the pool (the watchdog's sweep finds
-    them whoever their parent is), found in the host's namespaces."""
-    assert host.sshd is not None
-    done = subprocess.run(
-        ["nsenter", f"--target={host.sshd.pid}", "--mount", "--net", sys.executable, "-c", SWEEP,
-         f"/tmp/skyward-{pool_id[:12]}-n"],
-        capture_output=True, text=True, timeout=60, check=True,
+    sweep = (
+        "import json, sys\n"
+        "from skyward.providers.ssh.watchdog import marked_processes\n"
+        "print(json.dumps([p.pid for d in sys.argv[1:] for p in marked_processes(d)]))"
     )
-    return set(json.loads(done.stdout))
+    dirs = [f"/tmp/{name}" for name in os.listdir("/tmp") if re.fullmatch(r"skyward-[0-9a-f]{12}-n\d+", name)]
+    done = subprocess.run([sys.executable, "-c", sweep, *dirs], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(done.stdout)
 
 
 def _title(pid: int) -> str:
@@ -158,10 +156,11 @@ def test_every_process_of_the_pool_carries_its_mark(ssh_pool: sky.Pool, lab: Hos
     pool, so the watchdog stops it even when its parent died first; the watchdog itself
     is the one left."""
     assert square(2) @ ssh_pool == [4, 4, 4]
+    before = lab.leftovers()
+    marked = {pid for pids in marked_here() @ ssh_pool for pid in pids}
+    after = lab.leftovers()
     for host in lab.hosts:
-        before = set(lab.leftovers().get(host.name, []))
-        marked = _marked(host, ssh_pool.id)
-        steady = before & set(lab.leftovers().get(host.name, []))
+        steady = set(before.get(host.name, [])) & set(after.get(host.name, []))
         unmarked = {pid: _title(pid) for pid in steady - marked if "watchdog.py" not in _title(pid)}
         assert unmarked == {}, f"processes of the pool on {host.name} that only their parent ties to it: {unmarked}"
-        assert any(_title(pid).startswith("ray::") for pid in marked), "no retitled Ray process to check"
+    assert any(_title(pid).startswith("ray::") for pid in marked), "no retitled Ray process to check"
