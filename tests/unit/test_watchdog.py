@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from skyward.providers.ssh.watchdog import POOL_ENV, pool_processes, stop_pool
+from skyward.providers.ssh.watchdog import POOL_ENV, TERM_GRACE, pool_processes, stop_pool
 
 SLEEPER = "import time; time.sleep(60)"
 
@@ -67,3 +68,26 @@ def test_the_sweep_takes_the_pool_s_processes_by_name_and_by_environment(
     finally:
         if psutil.pid_exists(orphan):
             psutil.Process(orphan).kill()
+
+
+def test_a_process_that_ended_unreaped_does_not_hold_the_sweep(tmp_path: Path) -> None:
+    """A stopped process whose parent has not reaped it yet (a zombie: init can take a
+    second) has ended; the sweep does not wait out its grace for it."""
+    pool_dir = str(tmp_path / "skyward-abc-n1")
+    parent = (
+        "import os, subprocess, sys, time; "
+        f"env = dict(os.environ, {POOL_ENV}={pool_dir!r}); "
+        f"p = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}], env=env); print(p.pid, flush=True); time.sleep(60)"
+    )
+    keeper = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    try:
+        assert keeper.stdout is not None
+        child = int(keeper.stdout.readline())
+        started = time.monotonic()
+        stop_pool(pool_dir)
+        assert time.monotonic() - started < TERM_GRACE, "the sweep waited out the grace for a process that had ended"
+        assert psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+        assert keeper.poll() is None, "the unmarked parent was stopped"
+    finally:
+        keeper.kill()
+        keeper.wait()

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 TERM_GRACE = 3.0
 TICK = 0.2
+RAY_STORE = "gcs_server"
 POOL_ENV = "SKYWARD_POOL_DIR"
 """Set to the pool directory in the environment of what the pool starts on a host (Ray,
 the head relay); what they start inherits it (a daemon a task spawned, say)."""
@@ -79,24 +80,60 @@ def pool_processes(pool_dir: str) -> list[psutil.Process]:
 
 
 def stop_pool(pool_dir: str) -> None:
-    """Terminate the pool's processes (then kill stragglers) and remove its directory."""
+    """Terminate the pool's processes (then kill stragglers) and remove its directory.
+    Ray's cluster store (``RAY_STORE``, on the head) goes last and is killed: a raylet
+    leaves in under a second while the store still answers it and waits out its grace
+    once the store is gone, and the store keeps nothing a pool going away needs."""
     for _ in range(3):
         processes = pool_processes(pool_dir)
         if not processes:
             break
-        for process in processes:
-            try:
-                process.terminate()
-            except psutil.NoSuchProcess:
-                pass
-        _, alive = psutil.wait_procs(processes, timeout=TERM_GRACE)
-        for process in alive:
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=TERM_GRACE)
+        stores = [process for process in processes if _named(process, RAY_STORE)]
+        _signal([process for process in processes if process not in stores], signal.SIGTERM)
+        _signal(stores, signal.SIGKILL)
     shutil.rmtree(pool_dir, ignore_errors=True)
+
+
+def _named(process: psutil.Process, name: str) -> bool:
+    try:
+        return process.name() == name
+    except psutil.Error:
+        return False
+
+
+def _signal(processes: list[psutil.Process], first: signal.Signals) -> None:
+    """Send ``first`` to ``processes``; kill those alive ``TERM_GRACE`` seconds later."""
+    for process in processes:
+        try:
+            process.send_signal(first)
+        except psutil.NoSuchProcess:
+            pass
+    alive = _wait_ended(processes, TERM_GRACE)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    _wait_ended(alive, TERM_GRACE)
+
+
+def _wait_ended(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait up to ``timeout`` seconds for ``processes`` to end; those still running. A
+    zombie has ended: reaping it is its parent's (or init's) business, which can lag."""
+    deadline = time.monotonic() + timeout
+    alive = processes
+    while True:
+        alive = [process for process in alive if _running(process)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def shut_down(*arguments: str) -> None:
