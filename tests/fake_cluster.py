@@ -10,25 +10,37 @@ it wait until ``release(node)``. ``FakeProvider`` turns it into a pool
 its clusters have a ``FakeMembership`` (nodes join after ``join_delay`` seconds, and
 ``lose(node)`` plays a node lost to the infrastructure). Its pools have no distributed
 collections, metrics or process executor.
+
+``FakeProvider(relayed=True)`` puts the head relay's server between the pool and the fake
+nodes, as on a remote pool: the client's ``RelayTransport`` speaks the relay protocol over
+a Unix socket to a ``RelayServer`` (on a loop thread of its own) whose backend,
+``TransportBackend``, is the ``FakeTransport``. ``relay_address``/``relay_secret`` of the
+provider's ``relays`` record say where it listens, for tests that knock on it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import skyward as sky
 from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo, current_task
 from skyward.api.output import TaskStream
+from skyward.core import handshake
 from skyward.engine.events import EventBatch, EventFeed
+from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
+from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import Payload, encode
 from skyward.node import publish
 from skyward.node.agent import AgentSetup, NodeRunner
@@ -226,6 +238,8 @@ class FakeProvider:
     options_used: ClassVar[frozenset[str]] = frozenset()
     join_delay: float = 0.0
     capacity: int | None = None
+    relayed: bool = False
+    relays: list[FakeRelay] = field(default_factory=list, compare=False, hash=False)
 
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
         if options.resolved_worker.resolved_executor != "thread":
@@ -249,12 +263,101 @@ class FakeProvider:
         membership = FakeMembership(transport, worker, pool_id, self.join_delay, self.capacity, streams.watch)
         nodes = tuple(NodeHandle(f"{pool_id}-{i}", "127.0.0.1", instance_type="fake") for i in range(count))
 
+        relay = FakeRelay(transport) if self.relayed else None
+        if relay is not None:
+            self.relays.append(relay)
+
         def stop() -> None:
+            if relay is not None:
+                relay.stop()
             for runner in list(transport.runners.values()):
                 runner.shutdown()
             streams.restore()
 
+        if relay is not None:  # the relay's nodes do not change: no membership
+            client = RelayTransport(relay.address, relay.secret)
+            return Cluster(nodes, infos, client, encode, _NoCollections(), stop)
         return Cluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
+
+
+class TransportBackend:
+    """A head relay's backend over a ``FakeTransport`` (see ``engine.relay_server``)."""
+
+    def __init__(self, transport: FakeTransport, sink: Sink) -> None:
+        self.transport = transport
+        self._metrics = True
+        self.ended = threading.Event()
+        transport.open(asyncio.get_running_loop(), _SinkFeed(sink, lambda: self._metrics))  # type: ignore[arg-type]
+
+    async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
+        return await self.transport.call(node, payload, timeout)
+
+    async def share(self, payload: Payload) -> Shared:
+        return await self.transport.share(payload)
+
+    def unshare(self, shared: Shared) -> None:
+        self.transport.unshare(shared)
+
+    async def collection(self, call_id: int, request: bytes) -> bytes:
+        raise NotImplementedError("the fake cluster has no distributed collections")
+
+    def forget_collection(self, call_id: int) -> None:
+        pass
+
+    async def attach(self, node: int, serial: int, setup: bytes) -> None:
+        raise NotImplementedError("the relayed fake cluster's nodes do not change")
+
+    def detach(self, node: int, reason: str) -> None:
+        self.transport.detach(node, reason)
+
+    def set_metrics(self, on: bool) -> None:
+        self._metrics = on
+
+    def end(self) -> None:
+        self.transport.close()
+        self.ended.set()
+
+
+class _SinkFeed:
+    """An ``EventFeed`` face for a relay's ``Sink``: batches go out encoded."""
+
+    def __init__(self, sink: Sink, wants_metrics: Callable[[], bool]) -> None:
+        self._sink = sink
+        self.wants_metrics = wants_metrics
+
+    def submit(self, node: int, batch: EventBatch) -> None:
+        self._sink.events(node, batch.encode())
+
+    def report(self, message: str) -> None:
+        self._sink.report(message)
+
+
+class FakeRelay:
+    """A ``RelayServer`` over ``transport`` on a Unix socket in a private temp dir, served
+    by a loop thread of its own; ``backends`` are the backends it opened."""
+
+    def __init__(self, transport: FakeTransport) -> None:
+        self.secret = handshake.new_secret()
+        self.backends: list[TransportBackend] = []
+        self._dir = tempfile.mkdtemp(prefix="fake-relay-")
+        self.address = os.path.join(self._dir, "relay.sock")
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="fake-relay", daemon=True).start()
+
+        def open_backend(sink: Sink) -> TransportBackend:
+            self.backends.append(TransportBackend(transport, sink))
+            return self.backends[-1]
+
+        async def start() -> tuple[RelayServer, asyncio.AbstractServer]:
+            server = RelayServer(self.secret, open_backend)
+            return server, await asyncio.start_unix_server(server.handle, self.address)
+
+        self.server, self._listener = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self._listener.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 class _Output:

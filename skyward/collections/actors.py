@@ -45,6 +45,7 @@ from skyward.collections.entities import (
 )
 from skyward.collections.markers import BUSY, NO_SLOT
 from skyward.collections.subscriptions import EntityKey, Slot, Subscriptions
+from skyward.core.codec import load_payload
 
 WAIT_GROUP = "wait"
 WAIT_THREADS = 128
@@ -99,13 +100,13 @@ class CollectionHost:
         """Apply one operation that does not wait, ``pack((kind, name, op, args))``;
         answers ``pack((ok, result))``, or ``pack((False, BUSY))`` when dict keys it
         touches are held by a prepared update (send it again with ``call_waiting``)."""
-        kind, name, op, args = pickle.loads(request)
+        kind, name, op, args = load_payload(request)
         with self._lock:
             return pack(self._apply(kind, name, op, args, waiting=False))
 
     def call_waiting(self, request: bytes) -> bytes:
         """Like ``call``, for operations that may wait (``WAIT_GROUP``)."""
-        kind, name, op, args = pickle.loads(request)
+        kind, name, op, args = load_payload(request)
         with self._lock:
             return pack(self._apply(kind, name, op, args, waiting=True))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import pickle
 import threading
 import time
 import uuid
@@ -32,6 +31,7 @@ from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.steps import WAIT_SLICE, Steps, Wait, translated
+from skyward.core.codec import load_payload
 
 T = TypeVar("T")
 WAIT_GRACE = 5.0
@@ -112,10 +112,10 @@ class LocalEngine:
         handle = self.handle(host)
         method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
         what = f"sky.{kind}({name!r}).{op}"
-        ok, value = pickle.loads((yield Wait(method.remote(request), timeout, what)))
+        ok, value = load_payload((yield Wait(method.remote(request), timeout, what)))
         if value is BUSY:
             waiting_call = handle.call_waiting.options(concurrency_group=WAIT_GROUP)
-            ok, value = pickle.loads((yield Wait(waiting_call.remote(request), timeout, what)))
+            ok, value = load_payload((yield Wait(waiting_call.remote(request), timeout, what)))
         if ok:
             return value
         raise value

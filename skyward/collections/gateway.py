@@ -33,6 +33,7 @@ from typing import Any
 import cloudpickle
 
 from skyward.collections.steps import Steps, Wait
+from skyward.core.codec import load_payload
 
 OPERATION_PREFIXES = ("dict_", "set_", "counter_", "queue_", "barrier_", "lock_", "pool_")
 GATEWAY_THREADS = 128
@@ -74,7 +75,7 @@ def encode_operation(op: str, args: tuple[Any, ...], dumps: Callable[[Any], byte
 
 def decode_answer(data: bytes) -> Any:
     """The result in a gateway's answer, or raises its error."""
-    ok, value = cloudpickle.loads(data)
+    ok, value = load_payload(data)
     if ok:
         return value
     raise value
@@ -137,7 +138,7 @@ class Gateway:
 
         op: Any = "the operation"
         try:
-            op, args = cloudpickle.loads(request)
+            op, args = load_payload(request)
             if not isinstance(op, str) or not op.startswith(OPERATION_PREFIXES):
                 raise ValueError(f"{op!r} is not a collection operation")
             if client:

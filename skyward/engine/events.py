@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from skyward.core.codec import load_payload
+
 STOP_TIMEOUT = 5.0
 DELIVERY_WAIT = 2.0
 _STOP = object()
@@ -33,7 +35,7 @@ class EventBatch:
 
     @staticmethod
     def decode(data: bytes) -> EventBatch:
-        batch = pickle.loads(data)
+        batch = load_payload(data)
         if not isinstance(batch, EventBatch):
             raise TypeError(f"expected an EventBatch, got {type(batch).__name__}")
         return batch

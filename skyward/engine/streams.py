@@ -22,6 +22,7 @@ from typing import Any
 import cloudpickle
 
 from skyward.api.function import PendingFunction, SkywardFunction
+from skyward.core.codec import load_payload
 from skyward.node.publish import publish
 from skyward.observe.events import Event
 
@@ -94,7 +95,7 @@ def _values(
             if event is None:
                 break
             received += 1
-            yield cloudpickle.loads(event.value)
+            yield load_payload(event.value)
         expected = future.result()  # the generator's own error, raised after its values
         while received < expected:
             try:
@@ -106,7 +107,7 @@ def _values(
                 ) from None
             if event is not None:
                 received += 1
-                yield cloudpickle.loads(event.value)
+                yield load_payload(event.value)
     finally:
         unsubscribe()
         future.cancel()

@@ -31,6 +31,7 @@ from skyward.api.errors import RemoteError, RemoteTraceback, TaskExitError
 from skyward.api.function import SkywardFunction
 from skyward.api.instance import MembershipView
 from skyward.api.validation import shown
+from skyward.core.codec import load_payload
 
 CALL = "call"
 MAP = "map"
@@ -157,9 +158,9 @@ def _by_value(module: str) -> bool:
 def decode(payload: Payload) -> Any:
     """The object ``encode`` packed."""
     if isinstance(payload, bytes):
-        return cloudpickle.loads(payload)
+        return load_payload(payload)
     header, buffers = payload
-    return cloudpickle.loads(header, buffers=buffers)
+    return load_payload(header, buffers=buffers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +220,7 @@ def _unpickle_exception(payload: bytes | None, type_name: str, message: str) -> 
     and message when it cannot be loaded here."""
     if payload is not None:
         try:
-            loaded = cloudpickle.loads(payload)
+            loaded = load_payload(payload)
             return loaded.rebuild() if isinstance(loaded, _ExceptionState) else loaded
         except Exception:
             pass
@@ -235,7 +236,7 @@ def _pickle_exception(exc: BaseException) -> bytes | None:
     for candidate in (exc, _ExceptionState(type(exc), exc.args, dict(vars(exc)))):
         try:
             payload = cloudpickle.dumps(candidate)
-            cloudpickle.loads(payload)
+            load_payload(payload)
             return payload
         except Exception:
             continue

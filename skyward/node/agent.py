@@ -32,6 +32,7 @@ from skyward.api.validation import wait_limit
 from skyward.collections import installed as collections_installed
 from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import GATEWAY_THREADS, Gateway
+from skyward.core.codec import load_payload
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import TCP, LaneServer
 from skyward.engine.wire import CALL, PROBE, Payload, TaskFailure, TaskRequest, decode, encode
@@ -218,7 +219,7 @@ class NodeAgent:
         self._notes, self._node = "", -1
         if setup is None and saved_setup and os.path.exists(saved_setup):
             with open(saved_setup, "rb") as file:
-                setup = cloudpickle.load(file)
+                setup = load_payload(file.read())
         if setup is not None:
             self._set_up(setup)
 

@@ -10,13 +10,13 @@ operations arrive as ``call`` frames and are served by the agent's ``Gateway`` (
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-import itertools
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
@@ -26,6 +26,7 @@ import cloudpickle
 from skyward.api.instance import InstanceInfo
 from skyward.collections import bridge
 from skyward.collections.gateway import Gateway
+from skyward.core.codec import load_payload
 from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
 from skyward.node import death
 from skyward.node.thread_executor import timeout_failure
@@ -89,7 +90,7 @@ class _Child:
             try:
                 if not self.recv.poll(wait):
                     continue
-                kind, *body = cloudpickle.loads(self.recv.recv_bytes())
+                kind, *body = load_payload(self.recv.recv_bytes())
             except (EOFError, OSError):
                 return False, self._crash(request, node, item)
             if kind == "call":

@@ -17,6 +17,8 @@ from typing import Any
 
 import cloudpickle
 
+from skyward.core.codec import load_payload
+
 
 def main(read_fd: int, write_fd: int) -> None:
     from skyward.api.instance import TaskContext, install_node_info, task_scope
@@ -24,8 +26,8 @@ def main(read_fd: int, write_fd: int) -> None:
     from skyward.collections import installed as collections_runtime
     from skyward.collections.bridge import ChildBridge
     from skyward.engine.wire import TaskFailure
-    from skyward.node.execution import execute
     from skyward.node import publish
+    from skyward.node.execution import execute
     from skyward.plugins.node import install_process
 
     inbox = Connection(read_fd, writable=False)
@@ -37,7 +39,7 @@ def main(read_fd: int, write_fd: int) -> None:
         with send_lock:
             outbox.send_bytes(data)
 
-    _, setup = cloudpickle.loads(inbox.recv_bytes())
+    _, setup = load_payload(inbox.recv_bytes())
     os.chdir(setup["cwd"])
     sys.path[:0] = [p for p in setup["sys_path"] if p not in sys.path]
     os.environ.update(setup["env"])
@@ -55,7 +57,7 @@ def main(read_fd: int, write_fd: int) -> None:
         if frame is None:
             plugins.close()
             return
-        _, request, changed = cloudpickle.loads(frame)
+        _, request, changed = load_payload(frame)
         if changed is not None:
             info = changed
             install_node_info(info)

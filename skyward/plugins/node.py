@@ -17,6 +17,7 @@ from typing import Any
 import cloudpickle
 
 from skyward.api.instance import InstanceInfo
+from skyward.core.codec import load_payload
 from skyward.plugins import hooks
 from skyward.plugins.plugin import LaunchCommand, LaunchContext, Plugin
 
@@ -29,7 +30,7 @@ def pack(plugins: tuple[Plugin, ...], dumps: Callable[[Any], bytes] = cloudpickl
 
 
 def _load(payload: bytes) -> tuple[Plugin, ...]:
-    return tuple(cloudpickle.loads(payload)) if payload else ()
+    return tuple(load_payload(payload)) if payload else ()
 
 
 def install_agent(payload: bytes, info: InstanceInfo) -> tuple[InstanceInfo, ExitStack]:

@@ -1,11 +1,15 @@
 """The process's private Ray instance, shared by the local pools open at the same time.
 
-Started on first use with its own temp dir (short path under the system temp dir), no
-dashboard, bound to 127.0.0.1, token auth with a random per-process token passed through the
-environment (so nothing is written to ~/.ray), usage stats off, Ray's memory monitor off.
-Stopped, and its temp dir removed, when the last local pool closes; if the client dies
-without stopping it (SIGKILL), its ``Reaper`` kills what is left within seconds. A Ray
-instance the user started is used as it is and never stopped by us.
+Started on first use with a private directory (mode 0700, a short path under the system
+temp dir) that holds everything the local pools make: Ray's temp dir (``RAY_DIR``; Ray
+makes it and all below it world-writable, so only its private parent keeps other users
+out), the agents' lane sockets and their post-mortem notes. No dashboard, addressed as
+127.0.0.1 (Ray's gRPC servers listen on every interface all the same: its token guards
+them), token auth with a random per-process token passed through the environment (so
+nothing is written to ~/.ray), usage stats off, Ray's memory monitor off. Stopped, and
+its directory removed, when the last local pool closes; if the client dies without
+stopping it (SIGKILL), its ``Reaper`` kills what is left within seconds. A Ray instance
+the user started is used as it is and never stopped by us.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import ray
 from skyward.engine import interruptible
 from skyward.providers.reaper import MARKER, Reaper, sweep
 
+_SET_BY_RAY = ("PYTHONBREAKPOINT",)
+"""What ``ray.init`` sets in the driver's environment (its debugger hook): put back at close."""
 _ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_AUTH_MODE": "token",
@@ -33,6 +39,9 @@ _ENV = {
     "RAY_memory_monitor_refresh_ms": "0",
 }
 _QUIET_LOGGERS = ("ray", "ray._private", "ray._raylet")
+RAY_DIR = "ray"
+"""Ray's temp dir, in the private directory (short: Ray's Unix socket paths, under it, are
+limited to 107 bytes)."""
 
 
 class Engine(Protocol):
@@ -106,6 +115,8 @@ class LocalRay:
 
     @classmethod
     def temp_dir(cls) -> str | None:
+        """The private directory (mode 0700) of the Ray instance this process started or
+        joined, where local pools put their files; None when Ray is not ours."""
         return cls._temp_dir
 
     @classmethod
@@ -123,9 +134,9 @@ class LocalRay:
         if ray.is_initialized():
             cls._owned = False
             return
-        cls._temp_dir = tempfile.mkdtemp(prefix="sky-")
+        cls._temp_dir = tempfile.mkdtemp(prefix="sky-")  # mode 0700
         env = {**_ENV, "RAY_AUTH_TOKEN": cls._token, MARKER: cls._temp_dir}
-        cls._saved_env = {key: os.environ.get(key) for key in env}
+        cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
         _reload_ray_config()
         cls._reaper = Reaper.start(cls._temp_dir)
@@ -137,7 +148,7 @@ class LocalRay:
                 include_dashboard=False,
                 log_to_driver=False,
                 logging_level=logging.ERROR,
-                _temp_dir=cls._temp_dir,
+                _temp_dir=os.path.join(cls._temp_dir, RAY_DIR),
                 _node_ip_address="127.0.0.1",
                 namespace="skyward",
             )
@@ -154,7 +165,7 @@ class LocalRay:
         cls._token = engine.token
         cls._token_used = True
         env = {**_ENV, "RAY_AUTH_TOKEN": engine.token}
-        cls._saved_env = {key: os.environ.get(key) for key in env}
+        cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
         _reload_ray_config()
         for name in _QUIET_LOGGERS:

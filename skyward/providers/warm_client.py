@@ -2,10 +2,11 @@
 this interpreter, start it when none runs, and lease spare agents from it for a pool.
 
 The engine listens on a Unix socket in ``$SKYWARD_HOME/engine/<key>/`` (the directory is
-the user's alone, mode 0700; the engine also checks the peer's uid), one engine per
-interpreter and skyward version (``key``). A lease holds its connection open while the
-pool lives: the engine knows the pool is alive as long as it is, and kills the spares it
-leased once it closes, however the client ended.
+the user's alone, mode 0700; each end also checks the other runs as the same user, the
+client before it sends anything), one engine per interpreter and skyward version
+(``key``). A lease holds its connection open while the pool lives: the engine knows the
+pool is alive as long as it is, and kills the spares it leased once it closes, however
+the client ended.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import psutil
 
 from skyward.api.paths import skyward_dir, skyward_home
+from skyward.core.peers import ForeignPeer, require_same_user
 
 START_TIMEOUT = 90.0
 """Seconds a new engine has to start Ray and listen."""
@@ -132,7 +134,8 @@ def stop_all(timeout: float = 60.0) -> list[EngineStatus]:
 
 
 def _connect(directory: Path) -> socket.socket | None:
-    """A connection to the engine of ``directory``; None when none listens there."""
+    """A connection to the engine of ``directory``; None when none listens there.
+    ForeignPeer (nothing sent) when what listens there runs as another user."""
     path = directory / SOCKET
     if not path.exists():
         return None
@@ -145,6 +148,11 @@ def _connect(directory: Path) -> socket.socket | None:
         with contextlib.suppress(OSError):
             path.unlink()
         return None
+    try:
+        require_same_user(connection, "the warm engine")
+    except ForeignPeer:
+        connection.close()
+        raise
     return connection
 
 

@@ -3,7 +3,7 @@ agents between scripts, so a local pool opens in a fraction of a second
 (``sky.Local(keep_warm=seconds)``; ``python -m skyward.providers.warm_engine DIR``).
 
 Started by the first pool that asks for it (``warm_client``), in its own session, with
-the private Ray instance of ``LocalRay`` (token auth, its own temp dir, the reaper that
+the private Ray instance of ``LocalRay`` (token auth, a private dir, the reaper that
 kills what is left if this process dies). It listens on ``DIR/sock`` (Unix socket; the
 directory is mode 0700 and a peer of another uid is refused) for one JSON request per
 line: "lease" (take up to ``count`` ready spares; the connection then stays open while
@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import socket
-import struct
 import sys
 import threading
 import time
@@ -31,6 +30,7 @@ from typing import Any
 
 import ray
 
+from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.node.agent import start_spares
 from skyward.providers.local_ray import LocalRay
 from skyward.providers.warm_client import PID_FILE, SOCKET
@@ -99,8 +99,10 @@ class WarmEngine:
 
     def _serve(self, connection: socket.socket) -> None:
         with connection:
-            if _peer_uid(connection) != os.getuid():
-                _answer(connection, {"error": "the warm engine serves its own user only"})
+            try:
+                require_same_user(connection, "a client of the warm engine")
+            except ForeignPeer as refused:
+                _answer(connection, {"error": str(refused)})
                 return
             reader = connection.makefile("rb")
             line = reader.readline()
@@ -188,12 +190,6 @@ class WarmEngine:
 def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         connection.sendall(json.dumps(answer).encode() + b"\n")
-
-
-def _peer_uid(connection: socket.socket) -> int:
-    """The uid of the process at the other end of a Unix socket."""
-    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", credentials)[1]
 
 
 def main(directory: Path) -> None:

@@ -2,8 +2,9 @@
 
 A Ray actor call costs about 0.7 ms on a 2-core machine (two gRPC hops through the
 core workers); a Unix socket round trip costs about a tenth of that. A local agent
-listens on a socket in the pool's private Ray temp dir (mode 0700: only this user can
-connect) and serves each connection on its own thread with the same ``execute`` as its
+listens on a socket in a directory of the pool that only its user can enter (and the
+client checks, by ``SO_PEERCRED``, that what answers runs as its own user before it sends
+a task) and serves each connection on its own thread with the same ``execute`` as its
 Ray method. The client sends a ``>>`` call there when it can; anything the lane cannot
 carry (out-of-band buffers, no lane, a lane not accepting yet) goes through Ray, which
 stays the engine for everything else (placement, restarts, the object store). Ray's own
@@ -14,22 +15,19 @@ An agent on another host than its caller (the head relay of a remote pool callin
 agents of the other hosts) listens on TCP instead, on its host's Ray address (``tcp://``
 in its setup: the port is its previous agent's, so a restarted agent is found where it
 was, or any free one). A TCP connection proves both ends know the pool's lane secret
-before any frame is read: a challenge and answer each way (HMAC-SHA256 over both nonces),
-so the secret never crosses the network, a stranger gets nothing read or run, and a
-caller never sends a task to a process that took a dead agent's port.
+before any frame is read (``core.handshake``), so the secret never crosses the network, a
+stranger gets nothing read or run, and a caller never sends a task to a process that took
+a dead agent's port. At most ``MAX_UNPROVEN`` connections wait in the handshake at once.
 
 Frames are an 8-byte big-endian length and the bytes. A reply is the agent's encoded
-outcome; when it holds out-of-band buffers it is pickled whole (tag ``P``), else sent
-as it is (tag ``B``); if ``execute`` raised, the error's text (tag ``E``).
+outcome; when it holds out-of-band buffers it is a msgpack pair of the header and the
+buffers (tag ``P``), else sent as it is (tag ``B``); if ``execute`` raised, the error's
+text (tag ``E``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import pickle
-import secrets
 import socket
 import struct
 import threading
@@ -37,6 +35,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+import msgpack
+
+from skyward.core import handshake
+from skyward.core.codec import MalformedFrame
+from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.engine import interruptible
 from skyward.engine.wire import Payload
 
@@ -44,10 +47,8 @@ _LENGTH = struct.Struct("!Q")
 _MAX_PATH = 100  # AF_UNIX paths are limited to 107 bytes
 TCP = "tcp://"
 """A lane address ``tcp://HOST:PORT``; a setup's ``tcp://`` alone: the agent picks them."""
-_NONCE = 16
-_PROOF = 32
-HANDSHAKE_TIMEOUT = 5.0
-"""Seconds either end of a TCP lane waits for the other's part of the handshake."""
+MAX_UNPROVEN = 16
+"""TCP connections that may wait in the handshake at once; more are closed at once."""
 
 
 class LaneBroken(ConnectionError):
@@ -76,6 +77,7 @@ class LaneServer:
         self._handle = handle
         self._secret = b""
         self._path = ""
+        self._unproven = threading.BoundedSemaphore(MAX_UNPROVEN)
         if address.startswith(TCP):
             if not secret:
                 raise ValueError("a TCP lane needs a secret")
@@ -100,6 +102,9 @@ class LaneServer:
                 connection, _ = self._socket.accept()
             except OSError:
                 return  # closed
+            if self._secret and not self._unproven.acquire(blocking=False):
+                connection.close()  # too many strangers at once: they get nothing
+                continue
             threading.Thread(target=self._serve, args=(connection,), name="skyward-lane-call", daemon=True).start()
 
     def _serve(self, connection: socket.socket) -> None:
@@ -107,7 +112,11 @@ class LaneServer:
             try:
                 if self._secret:
                     _keep_alive(connection)
-                    if not _answer_challenge(connection, self._secret):
+                    try:
+                        proven = handshake.answer_caller(connection, self._secret)
+                    finally:
+                        self._unproven.release()
+                    if not proven:
                         return  # a stranger: nothing is read from it
                 while True:
                     frame = _receive(connection)
@@ -121,7 +130,8 @@ class LaneServer:
                     if isinstance(reply, bytes):
                         _send(connection, b"B", reply)
                     else:
-                        _send(connection, b"P", pickle.dumps(reply, protocol=5))
+                        header, buffers = reply
+                        _send(connection, b"P", msgpack.packb([header, [memoryview(b) for b in buffers]]))
             except OSError:
                 return  # the client gave up on this connection (timeout, Ctrl-C)
 
@@ -182,7 +192,7 @@ class LaneClient:
         tag, body = frame[:1], frame[1:]
         if tag == b"E":
             raise LaneFailed(body.decode(errors="replace"))
-        return body if tag == b"B" else pickle.loads(body)
+        return body if tag == b"B" else _split(body)
 
     def close(self) -> None:
         """Close the idle connections and end the calls waiting on the others (they
@@ -224,7 +234,7 @@ class LaneClient:
         tcp = self._address.startswith(TCP)
         try:
             if tcp:
-                connection = socket.create_connection(_host_port(self._address), timeout=HANDSHAKE_TIMEOUT)
+                connection = socket.create_connection(_host_port(self._address), timeout=handshake.TIMEOUT)
             else:
                 connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         except OSError:
@@ -232,11 +242,12 @@ class LaneClient:
         try:
             if tcp:
                 _keep_alive(connection)
-                reached = _challenge(connection, self._secret)
+                reached = handshake.prove_to_server(connection, self._secret)
             else:
                 connection.connect(self._address)
+                require_same_user(connection, "the agent of this lane")
                 reached = True
-        except OSError:
+        except (OSError, ForeignPeer):
             reached = False
         if not reached:
             connection.close()
@@ -272,40 +283,15 @@ def _keep_alive(connection: socket.socket) -> None:
             connection.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
-def _proof(secret: bytes, role: bytes, *nonces: bytes) -> bytes:
-    return hmac.new(secret, role + b"".join(nonces), hashlib.sha256).digest()
-
-
-def _challenge(connection: socket.socket, secret: bytes) -> bool:
-    """The caller's side of the handshake: True when the agent proved the secret (and
-    was given the caller's proof)."""
-    mine = secrets.token_bytes(_NONCE)
-    connection.settimeout(HANDSHAKE_TIMEOUT)
-    connection.sendall(mine)
-    theirs = _exactly(connection, _NONCE, True, None)
-    proof = _exactly(connection, _PROOF, True, None)
-    if theirs is None or proof is None or not hmac.compare_digest(proof, _proof(secret, b"agent", mine, theirs)):
-        return False
-    connection.sendall(_proof(secret, b"caller", theirs, mine))
-    return True
-
-
-def _answer_challenge(connection: socket.socket, secret: bytes) -> bool:
-    """The agent's side of the handshake: True when the caller proved the secret."""
-    connection.settimeout(HANDSHAKE_TIMEOUT)
+def _split(body: bytes) -> Payload:
+    """A ``P`` reply's header and out-of-band buffers."""
     try:
-        theirs = _exactly(connection, _NONCE, True, None)
-        if theirs is None:
-            return False
-        mine = secrets.token_bytes(_NONCE)
-        connection.sendall(mine + _proof(secret, b"agent", theirs, mine))
-        proof = _exactly(connection, _PROOF, True, None)
-    except OSError:
-        return False
-    if proof is None or not hmac.compare_digest(proof, _proof(secret, b"caller", mine, theirs)):
-        return False
-    connection.settimeout(None)
-    return True
+        header, buffers = msgpack.unpackb(body, use_list=True)
+    except Exception as exc:
+        raise MalformedFrame(f"a lane reply that is not a header and buffers: {exc}") from None
+    if not isinstance(header, bytes) or not all(isinstance(b, bytes) for b in buffers):
+        raise MalformedFrame("a lane reply that is not a header and buffers")
+    return header, buffers
 
 
 def _send(connection: socket.socket, tag: bytes, payload: bytes) -> None:

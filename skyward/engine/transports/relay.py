@@ -1,34 +1,14 @@
 """``RelayTransport``: the nodes of a remote pool, reached through the head relay at the
-other end of one TCP stream (an SSH port forward to node 0).
+other end of one stream (an SSH forward from a Unix socket in a private directory of the
+client to node 0's loopback).
 
 The relay is not a second engine: it forwards each request's bytes to a node agent and
 the agent's reply bytes back, and each node's event batches as the agent encoded them;
 it never unpickles a user object. Scheduling, timeouts and error mapping stay in the
-client's driver.
-
-Messages are length-framed pickles of tuples of plain values (str, int, float, bytes,
-lists of bytes), so either end can read them without any user code:
-
-client -> relay                                relay -> client
-("call", id, node, payload, timeout)           ("reply", id, payload)
-("share", key, payload)                        ("failed", id, kind, node, detail)
-("unshare", key)                               ("events", node, batch)
-("forget", id)                                 ("report", message)
-("collection", id, request)                    ("collection", id, answer)
-("attach", id, node, serial, setup)            ("attached", id, error)
-("detach", node, reason)
-("metrics", on)
-("close",)                                     ("closed",)
-
-A payload is bytes, or a pair (bytes, [bytes, ...]) with its out-of-band buffers, or
-``("shared", key)`` for one stored by "share". ``kind`` of a failure is "lost",
-"crashed" (its task ended the agent's process), "no_reply" or "refused"
-(``transport.NodeLost``, ``NoReply``, ``Refused``); a broken stream fails every call in
-flight with ``Disconnected``. "attach" starts the agent of a node that joined (``setup``
-is its pickled ``AgentSetup``, ``serial`` names the host's Ray resource that pins it);
-``error`` is None once it answers, else why it did not. "detach" forgets a node that
-left and kills its agent. "metrics" says whether the client listens for metrics now
-(sent at open and on each change; the agents pause sampling while it is False).
+client's driver. Before anything else the client proves the pool's secret and the relay
+proves it back (``core.handshake``), then both say ``Hello``; every message after that is
+one of ``core.messages``, decoded by ``core.codec`` (never by an unpickler). A broken
+stream fails every call in flight with ``Disconnected``.
 """
 
 from __future__ import annotations
@@ -36,12 +16,37 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
-import pickle
-import struct
 from typing import TYPE_CHECKING, Any
 
+import cloudpickle
+
 from skyward.api.errors import PoolClosedError
+from skyward.core import handshake
+from skyward.core.codec import MalformedFrame
+from skyward.core.messages import (
+    PROTOCOL,
+    Attach,
+    Attached,
+    Call,
+    CallShared,
+    Close,
+    Closed,
+    CollectionAnswer,
+    CollectionOp,
+    Detach,
+    Events,
+    Failed,
+    Forget,
+    Hello,
+    Message,
+    Metrics,
+    Reply,
+    Report,
+    Share,
+    Unshare,
+)
 from skyward.engine.events import EventBatch
+from skyward.engine.relay_server import payload_of, read_message, wire_body, write_message
 from skyward.engine.transport import (
     Disconnected,
     NodeLost,
@@ -55,7 +60,6 @@ from skyward.engine.wire import Payload
 if TYPE_CHECKING:
     from skyward.engine.events import EventFeed
 
-HEADER = struct.Struct("!Q")
 CONNECT_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 30.0
 LISTENER_TICK = 1.0
@@ -63,36 +67,18 @@ LISTENER_TICK = 1.0
 FAILURES: dict[str, type[TransportError]] = {"lost": NodeLost, "no_reply": NoReply, "refused": Refused}
 
 
-async def send_message(writer: asyncio.StreamWriter, message: tuple[Any, ...]) -> None:
-    """Write one framed message."""
-    data = pickle.dumps(message, protocol=5)
-    writer.write(HEADER.pack(len(data)))
-    writer.write(data)
-    await writer.drain()
-
-
-async def receive_message(reader: asyncio.StreamReader) -> tuple[Any, ...] | None:
-    """The next message, or None at the end of the stream."""
-    try:
-        header = await reader.readexactly(HEADER.size)
-        return pickle.loads(await reader.readexactly(HEADER.unpack(header)[0]))  # type: ignore[no-any-return]
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return None
-
-
-def plain(payload: Payload) -> bytes | tuple[bytes, list[bytes]]:
-    """``payload`` with its out-of-band buffers as plain bytes, ready for the stream."""
-    if isinstance(payload, bytes):
-        return payload
-    header, buffers = payload
-    return header, [bytes(memoryview(b)) for b in buffers]
+class RelayRefused(ConnectionError):
+    """What listens at the relay's address did not prove the pool's secret, or speaks
+    another protocol version."""
 
 
 class RelayTransport:
-    """The client's end of the stream to a head relay listening on 127.0.0.1:``port``."""
+    """The client's end of the stream to a head relay: ``address`` is a Unix socket path
+    (the SSH forward's) or ``HOST:PORT``; ``secret`` the pool's relay secret."""
 
-    def __init__(self, port: int) -> None:
-        self._port = port
+    def __init__(self, address: str, secret: bytes) -> None:
+        self._address = address
+        self._secret = secret
         self._left: dict[int, str] = {}
         self._attaching: dict[int, asyncio.Future[str | None]] = {}
         self._ids = itertools.count()
@@ -106,6 +92,7 @@ class RelayTransport:
         self._closed: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
         self._closing = False
+        self._listeners: asyncio.Future[None] | None = None
 
     @property
     def can_call_now(self) -> bool:
@@ -117,14 +104,35 @@ class RelayTransport:
         asyncio.run_coroutine_threadsafe(self._connect(), loop).result(CONNECT_TIMEOUT + 1)
 
     async def _connect(self) -> None:
-        reader, self._writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", self._port), CONNECT_TIMEOUT
-        )
+        """Connect, prove the secret both ways, exchange ``Hello``. ``RelayRefused`` when
+        the other end is not the pool's relay."""
+        if self._address.startswith("/"):
+            opening = asyncio.open_unix_connection(self._address)
+        else:
+            host, _, port = self._address.rpartition(":")
+            opening = asyncio.open_connection(host, int(port))
+        reader, writer = await asyncio.wait_for(opening, CONNECT_TIMEOUT)
+        if not await handshake.prove_to_server_async(reader, writer, self._secret):
+            writer.close()
+            raise RelayRefused(f"what listens at {self._address} did not prove the pool's secret: not its head relay")
+        await write_message(writer, Hello(PROTOCOL))
+        try:
+            hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
+        except (asyncio.TimeoutError, MalformedFrame):
+            hello = None
+        if not isinstance(hello, Hello) or hello.protocol != PROTOCOL:
+            writer.close()
+            theirs = hello.protocol if isinstance(hello, Hello) else "none"
+            raise RelayRefused(
+                f"the head relay speaks protocol {theirs}, this client {PROTOCOL}: "
+                "the head node runs another skyward version than the client"
+            )
+        self._writer = writer
         assert self._loop is not None
         self._closed = self._loop.create_future()
         self._send_lock = asyncio.Lock()
         asyncio.ensure_future(self._read(reader))
-        asyncio.ensure_future(self._follow_listeners())
+        self._listeners = asyncio.ensure_future(self._follow_listeners())
 
     async def _follow_listeners(self) -> None:
         """Send ("metrics", on) at once and whenever whether anyone listens for metrics changes."""
@@ -134,7 +142,7 @@ class RelayTransport:
             wanted = bool(self._feed.wants_metrics())
             if wanted != told:
                 told = wanted
-                await self._send_quietly(("metrics", wanted))
+                await self._send_quietly(Metrics(wanted))
             await asyncio.sleep(LISTENER_TICK)
 
     def call_now(self, node: int, payload: Payload, timeout: float | None) -> Payload:
@@ -146,7 +154,7 @@ class RelayTransport:
         RuntimeError naming the node with the relay's reason when it does not."""
         if self._loop is None:
             raise PoolClosedError("the pool is closed: no node joins it")
-        error = asyncio.run_coroutine_threadsafe(self._attach(node, serial, pickle.dumps(setup)), self._loop).result(
+        error = asyncio.run_coroutine_threadsafe(self._attach(node, serial, cloudpickle.dumps(setup)), self._loop).result(
             timeout + CONNECT_TIMEOUT
         )
         if error is not None:
@@ -157,7 +165,7 @@ class RelayTransport:
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._attaching[call_id] = answer
         try:
-            await self._send(("attach", call_id, node, serial, setup))
+            await self._send(Attach(call_id, node, serial, setup))
             error = await answer
         finally:
             self._attaching.pop(call_id, None)
@@ -175,17 +183,20 @@ class RelayTransport:
             if target == node:
                 _resolve((target, future), NodeLost(node, reason))
         if self._writer is not None and not self._lost and not self._closing:
-            asyncio.ensure_future(self._send_quietly(("detach", node, reason)))
+            asyncio.ensure_future(self._send_quietly(Detach(node, reason)))
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         if node in self._left:
             raise NodeLost(node, self._left[node])
-        body = ("shared", payload.key) if isinstance(payload, Shared) else plain(payload)
         call_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = (node, future)
         try:
-            await self._send(("call", call_id, node, body, timeout))
+            await self._send(
+                CallShared(call_id, node, payload.key, timeout)
+                if isinstance(payload, Shared)
+                else Call(call_id, node, wire_body(payload), timeout)
+            )
             reply = await asyncio.wait_for(asyncio.shield(future), timeout)
         except ConnectionError as exc:
             raise Disconnected(node, str(exc)) from None
@@ -203,12 +214,12 @@ class RelayTransport:
 
     async def share(self, payload: Payload) -> Shared:
         key = next(self._keys)
-        await self._send(("share", key, plain(payload)))
+        await self._send(Share(key, wire_body(payload)))
         return Shared(key, None)
 
     def unshare(self, shared: Shared) -> None:
         if self._writer is not None and not self._lost:
-            asyncio.ensure_future(self._send_quietly(("unshare", shared.key)))
+            asyncio.ensure_future(self._send_quietly(Unshare(shared.key)))
 
     def collection_call(self, request: bytes) -> concurrent.futures.Future[bytes]:
         """Send an encoded collection operation for the head node's agent (from any thread
@@ -220,7 +231,7 @@ class RelayTransport:
         call_id = next(self._ids)
         future: concurrent.futures.Future[bytes] = concurrent.futures.Future()
         self._collections[call_id] = future
-        sent = asyncio.run_coroutine_threadsafe(self._send(("collection", call_id, request)), self._loop)
+        sent = asyncio.run_coroutine_threadsafe(self._send(CollectionOp(call_id, request)), self._loop)
 
         def unsent(done: concurrent.futures.Future[None]) -> None:
             if done.exception() is not None and not future.done():
@@ -233,22 +244,22 @@ class RelayTransport:
 
     async def _forget(self, call_id: int) -> None:
         if not self._closing:
-            await self._send_quietly(("forget", call_id))
+            await self._send_quietly(Forget(call_id))
 
-    async def _send_quietly(self, message: tuple[Any, ...]) -> None:
+    async def _send_quietly(self, message: Message) -> None:
         try:
             await self._send(message)
         except ConnectionError:
             pass
 
-    async def _send(self, message: tuple[Any, ...]) -> None:
+    async def _send(self, message: Message) -> None:
         if self._lost is not None:
             raise ConnectionError(str(self._lost))
         if self._writer is None or self._send_lock is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
         try:
             async with self._send_lock:
-                await send_message(self._writer, message)
+                await write_message(self._writer, message)
         except (ConnectionError, OSError) as exc:
             raise ConnectionError(f"lost the connection to the cluster's head relay: {exc}") from None
 
@@ -257,30 +268,9 @@ class RelayTransport:
             "lost the connection to the cluster's head relay (node 0): the SSH tunnel or the head node is gone"
         )
         try:
-            while (message := await receive_message(reader)) is not None:
-                kind = message[0]
-                if kind == "closed":
+            while (message := await read_message(reader)) is not None:
+                if not self._take(message):
                     break
-                if kind == "events":
-                    assert self._feed is not None
-                    self._feed.submit(message[1], EventBatch.decode(message[2]))
-                elif kind == "report":
-                    assert self._feed is not None
-                    self._feed.report(message[1])
-                elif kind == "reply":
-                    _resolve(self._pending.get(message[1]), message[2])
-                elif kind == "failed":
-                    _, call_id, failure, node, detail = message
-                    error = NodeLost(node, detail, by_task=True) if failure == "crashed" else FAILURES[failure](node, detail)
-                    _resolve(self._pending.get(call_id), error)
-                elif kind == "attached":
-                    answer = self._attaching.get(message[1])
-                    if answer is not None and not answer.done():
-                        answer.set_result(message[2])
-                elif kind == "collection":
-                    future = self._collections.pop(message[1], None)
-                    if future is not None and not future.done():
-                        future.set_result(message[2])
         except Exception as exc:  # a malformed message: nothing more can be trusted
             error = exc
         finally:
@@ -296,6 +286,33 @@ class RelayTransport:
             if self._closed is not None and not self._closed.done():
                 self._closed.set_result(None)
 
+    def _take(self, message: Message) -> bool:
+        """Act on one message from the relay; False once nothing more will come."""
+        assert self._feed is not None
+        match message:
+            case Events(node, batch):
+                self._feed.submit(node, EventBatch.decode(batch))
+            case Report(text):
+                self._feed.report(text)
+            case Reply(call_id, body):
+                _resolve(self._pending.get(call_id), payload_of(body))
+            case Failed(call_id, kind, node, detail):
+                error = NodeLost(node, detail, by_task=True) if kind == "crashed" else FAILURES[kind](node, detail)
+                _resolve(self._pending.get(call_id), error)
+            case Attached(call_id, problem):
+                answer = self._attaching.get(call_id)
+                if answer is not None and not answer.done():
+                    answer.set_result(problem)
+            case CollectionAnswer(call_id, answer_bytes):
+                future = self._collections.pop(call_id, None)
+                if future is not None and not future.done():
+                    future.set_result(answer_bytes)
+            case Closed():
+                return False
+            case _:
+                raise MalformedFrame(f"the head relay sent {type(message).__name__}, which only a client sends")
+        return True
+
     def close(self) -> None:
         """Tell the relay to stop the agents, and wait for it (bounded)."""
         self._closing = True
@@ -308,10 +325,12 @@ class RelayTransport:
 
     async def _close(self) -> None:
         try:
-            await self._send(("close",))
+            await self._send(Close())
             assert self._closed is not None
             await asyncio.wait_for(asyncio.shield(self._closed), CLOSE_TIMEOUT)
         finally:
+            if self._listeners is not None:
+                self._listeners.cancel()
             if self._writer is not None:
                 self._writer.close()
 

@@ -3,16 +3,18 @@
 Credentials come from boto3's usual chain (environment, ``AWS_PROFILE`` and
 ``~/.aws``, SSO, instance roles) and are never logged. Endpoints follow boto3's own
 settings too (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_EC2``, ...), which is how the
-tests point it at a local emulator. Every call has a connect and a read timeout and a
-bounded retry budget.
+tests point it at a local emulator; an endpoint must be https, or http to this machine
+only. Every call has a connect and a read timeout and a bounded retry budget.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
 from skyward.api.errors import SkywardError
+from skyward.providers.cloud.urls import check_api_url
 
 CONNECT_TIMEOUT = 10
 READ_TIMEOUT = 60
@@ -40,7 +42,8 @@ class NoCapacityError(AWSError):
 
 
 def client(service: str, region: str) -> Any:
-    """A boto3 client for ``service`` in ``region`` (one session per region, shared)."""
+    """A boto3 client for ``service`` in ``region`` (one session per region, shared).
+    ValueError when its endpoint is plain http to another machine (see ``check_api_url``)."""
     import boto3
     from botocore.config import Config
 
@@ -52,7 +55,18 @@ def client(service: str, region: str) -> Any:
         connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
         retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"}, user_agent_extra="skyward",
     )
-    return session.client(service, config=config)
+    made = session.client(service, config=config)
+    check_api_url(_endpoint_setting(service), made.meta.endpoint_url, "AWS's signed requests and session token")
+    return made
+
+
+def _endpoint_setting(service: str) -> str:
+    """The setting that gave ``service`` its endpoint: boto3 reads the per-service
+    variable, then ``AWS_ENDPOINT_URL``, then ``endpoint_url`` in the AWS config file."""
+    for variable in (f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}", "AWS_ENDPOINT_URL"):
+        if os.environ.get(variable):
+            return variable
+    return "endpoint_url (AWS config file)"
 
 
 def error_code(exc: BaseException) -> str:

@@ -5,7 +5,7 @@ and errors that name the cloud, the call, the status and the API's own message.
 
 Credentials travel in headers only, are never logged and never appear in an error.
 ``base_url`` is the cloud's documented address unless ``SKYWARD_<CLOUD>_API_URL`` says
-otherwise (a proxy, or a local fake in the tests).
+otherwise (a proxy, or a local fake in the tests): https, or http to this machine only.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from skyward.providers.cloud.errors import CloudAPIError, CloudError, CredentialsError
+from skyward.providers.cloud.urls import check_api_url
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
@@ -30,8 +31,11 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 
 
 def base_url(cloud_key: str, default: str) -> str:
-    """``SKYWARD_<CLOUD>_API_URL`` if set, else ``default``."""
-    return os.environ.get(f"SKYWARD_{cloud_key.upper()}_API_URL") or default
+    """``SKYWARD_<CLOUD>_API_URL`` if set, else ``default``. ValueError for an override that
+    would send the credentials in the clear (see ``check_api_url``)."""
+    variable = f"SKYWARD_{cloud_key.upper()}_API_URL"
+    url = os.environ.get(variable)
+    return check_api_url(variable, url, "the cloud's API credentials") if url else default
 
 
 class ApiClient:

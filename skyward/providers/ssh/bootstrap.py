@@ -49,8 +49,10 @@ class Bootstrapped:
 
 
 async def ship(files: RemoteFiles, shipment: Shipment) -> None:
-    """Upload the wheels and includes archive the host does not have yet."""
+    """Upload the wheels and includes archive the host does not have yet, into the
+    user's skyward cache there (mode 0700: the includes are the user's own code)."""
     wheels_dir = f"{REMOTE_CACHE}/wheels"
+    await files.make_private_dir(REMOTE_CACHE)
     await files.makedirs(wheels_dir)
     present = await files.sizes(wheels_dir)
     for wheel in shipment.wheels:
@@ -68,9 +70,11 @@ async def bootstrap(
 ) -> Bootstrapped:
     """Run the bootstrap script; BootstrapError (failing command + output) or TimeoutError.
     The host's own ``timeout`` stops the script (and everything it started) when
-    ``timeout`` seconds pass, so nothing keeps installing after we gave up."""
+    ``timeout`` seconds pass, so nothing keeps installing after we gave up. The pool
+    directory is made private (mode 0700) first: it holds the shell_vars values, the
+    pool's logs and notes, and Ray's own world-writable directories."""
     script_path = posixpath.join(pool_dir, "bootstrap.sh")
-    await files.makedirs(pool_dir)
+    await files.make_private_dir(pool_dir)
     await files.write(image_script.encode(), script_path)
     lines: list[str] = []
     phases: list[tuple[str, float]] = []

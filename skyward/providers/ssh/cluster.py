@@ -13,9 +13,12 @@ import asyncio
 import itertools
 import json
 import logging
+import os
 import posixpath
 import secrets
 import shlex
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -123,6 +126,7 @@ class RemoteCluster:
         self.nodes: list[RemoteNode] = []
         self.gcs_port = 0
         self.forward: Any = None
+        self._forward_dir = ""
         self.volume_count = 0
         self.halt = False
         self._on_phase = on_phase
@@ -328,9 +332,10 @@ class RemoteCluster:
             output = (str(result.stdout) + str(result.stderr)).replace(self.token, "***")[-3000:]
             raise RuntimeError(f"`ray start` failed on node {node.index} ({node.address}):\n{output}")
 
-    async def start_relay(self, config: bytes) -> tuple[int, float]:
-        """Start the head relay on node 0 with its encoded config; returns the local
-        forwarded port and how long its agents took to start."""
+    async def start_relay(self, config: bytes) -> tuple[str, float]:
+        """Start the head relay on node 0 with its encoded config; returns the path of the
+        local end of the forward to it (a Unix socket in a 0700 directory of this user)
+        and how long its agents took to start."""
         head = self.nodes[0]
         assert head.ready is not None
         python = posixpath.join(head.ready.env_dir, "venv/bin/python")
@@ -356,9 +361,11 @@ class RemoteCluster:
                 lines.append(line[8:])
             else:
                 lines.append(line)
-        self.forward = await head.conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", remote_port)
+        self._forward_dir = tempfile.mkdtemp(prefix="skyward-relay-")  # 0700: no other user gets in
+        path = os.path.join(self._forward_dir, "relay.sock")
+        self.forward = await head.conn.forward_local_path_to_port(path, "127.0.0.1", remote_port)
         asyncio.ensure_future(self._stream_logs(process))
-        return self.forward.get_port(), agents
+        return path, agents
 
     async def _stream_logs(self, process: Any) -> None:
         try:
@@ -379,6 +386,8 @@ class RemoteCluster:
         finally:
             if self.forward is not None:
                 self.forward.close()
+            if self._forward_dir:
+                shutil.rmtree(self._forward_dir, ignore_errors=True)
             for node in self.nodes:
                 node.files.close()
                 node.conn.close()

@@ -1,14 +1,18 @@
-"""SSH to the pool's hosts with asyncssh: address parsing, trust-on-first-use host
-keys kept in skyward's own known_hosts file, connection errors that say the fix, and
-file transfer that works with or without the host's SFTP subsystem."""
+"""SSH to the pool's hosts with asyncssh: address parsing, host keys checked against a
+known_hosts file in OpenSSH's format (trust on first use for a host it does not know),
+connection errors that say the fix, and file transfer that works with or without the
+host's SFTP subsystem."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import secrets
 import shlex
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeAlias
 
 import asyncssh
 
@@ -17,6 +21,8 @@ from skyward.api.validation import fail
 from skyward.providers.base import SSHEndpoint
 
 KEEPALIVE_SECONDS = 5
+Listed: TypeAlias = tuple[list[asyncssh.SSHKey], list[asyncssh.SSHKey], list[asyncssh.SSHKey]]
+"""Trusted host keys, trusted certificate authorities, revoked keys (see ``listed``)."""
 
 
 class HostKeyChangedError(ConnectionError):
@@ -52,21 +58,29 @@ def parse_host(text: str, user: str, port: int, key_path: str | None = None) -> 
 
 
 class KnownHosts:
-    """skyward's known_hosts file: the first key a host shows is recorded (trust on
-    first use); later connections accept only that key."""
+    """A known_hosts file in OpenSSH's format, read by asyncssh: hashed names
+    (``|1|salt|hash``), several names a line, ``[host]:port``, wildcards,
+    ``@cert-authority`` and ``@revoked``. A host the file has no key (nor certificate
+    authority) for has the first key it shows recorded (trust on first use); a host it
+    has one for must show one of those keys, or a certificate of one of those
+    authorities; a key marked ``@revoked`` is always refused. Lines are matched as
+    OpenSSH matches them (see ``listed``)."""
 
     def __init__(self, path: str | None = None) -> None:
         self.path = os.path.expanduser(path) if path else str(skyward_home() / "known_hosts")
 
-    def keys_for(self, address: SSHEndpoint) -> list[str]:
-        """Recorded public keys (OpenSSH text) of ``address``."""
+    def entries(self) -> asyncssh.SSHKnownHosts:
+        """What the file says now (nothing when it does not exist). ValueError naming the
+        file when a line is not in OpenSSH's format."""
         try:
-            with open(self.path) as f:
-                lines = f.read().splitlines()
+            return asyncssh.read_known_hosts(self.path)
         except FileNotFoundError:
-            return []
-        name = known_hosts_name(address)
-        return [" ".join(parts[1:3]) for parts in (line.split() for line in lines) if len(parts) >= 3 and parts[0] == name]
+            return asyncssh.import_known_hosts("")
+        except ValueError as exc:
+            raise ValueError(
+                f"the known_hosts file {self.path} has a line that is not in OpenSSH's format ({exc}): "
+                "fix or delete that line, or pass another file with SSH(known_hosts=...)"
+            ) from None
 
     def record(self, address: SSHEndpoint, key: asyncssh.SSHKey) -> None:
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
@@ -75,16 +89,35 @@ class KnownHosts:
             f.write(line)
 
 
-class _TrustOnFirstUse(asyncssh.SSHClient):
-    """Accepts and records an unknown host's key; refuses a key that differs."""
+def listed(entries: asyncssh.SSHKnownHosts, host: str, addr: str, port: int | None) -> Listed:
+    """The keys ``entries`` trust, the certificate authorities they trust and the keys
+    they revoke for the host called ``host`` at address ``addr`` ("" when unknown) and
+    ``port`` (None: 22). As in OpenSSH, a port other than 22 matches only names written
+    ``[host]:port`` (asyncssh's own match falls back to the names without a port when
+    none trusts anything for that port, dropping the port's ``@revoked`` lines)."""
+    if port in (None, 22):
+        trusted, authorities, revoked, *_ = entries.match(host, addr, None)
+        return list(trusted), list(authorities), list(revoked)
+    found: Listed = ([], [], [])
+    for name in dict.fromkeys(name for name in (host, addr) if name):
+        for into, keys in zip(found, entries.match(f"[{name}]:{port}", "", None)[:3]):
+            into.extend(keys)
+    return found
 
-    def __init__(self, address: SSHEndpoint, known: KnownHosts) -> None:
+
+class _TrustOnFirstUse(asyncssh.SSHClient):
+    """Asked by asyncssh about a key ``lookup`` neither trusts nor revokes: records and
+    accepts it for a host ``lookup`` knows nothing of; refuses it for a host it knows."""
+
+    def __init__(self, address: SSHEndpoint, known: KnownHosts, lookup: Callable[[str, str, int], Listed]) -> None:
         self._address = address
         self._known = known
+        self._lookup = lookup
         self.changed = False
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        if self._known.keys_for(self._address):
+        trusted, authorities, _ = self._lookup(host, addr, port)
+        if trusted or authorities:
             self.changed = True
             return False
         self._known.record(self._address, key)
@@ -110,11 +143,8 @@ async def connect(
 
 
 async def _connect_once(address: SSHEndpoint, known: KnownHosts, timeout: float) -> asyncssh.SSHClientConnection:
-    recorded = known.keys_for(address)
-    trusted = asyncssh.import_known_hosts(
-        "".join(f"{known_hosts_name(address)} {key}\n" for key in recorded)
-    )
-    client = _TrustOnFirstUse(address, known)
+    lookup = functools.partial(listed, known.entries())
+    client = _TrustOnFirstUse(address, known, lookup)
     key_path = address.key_path
     keys = [os.path.expanduser(key_path)] if key_path else ()
     try:
@@ -124,7 +154,7 @@ async def _connect_once(address: SSHEndpoint, known: KnownHosts, timeout: float)
                 port=address.port,
                 username=address.user,
                 client_keys=keys or (),
-                known_hosts=trusted,
+                known_hosts=lookup,
                 client_factory=lambda: client,
                 agent_path=None if key_path else (),
                 connect_timeout=timeout,
@@ -137,12 +167,12 @@ async def _connect_once(address: SSHEndpoint, known: KnownHosts, timeout: float)
         )
     except asyncssh.HostKeyNotVerifiable as exc:
         if client.changed:
-            raise HostKeyChangedError(
-                f"the host key of {address} changed since it was first recorded in {known.path}: "
-                "refusing to connect (this is what a man-in-the-middle looks like). If the host "
-                f"was reinstalled, delete the line for {known_hosts_name(address)} from that file"
-            ) from None
-        raise ConnectionError(f"the host key of {address} could not be verified: {exc}") from None
+            raise _changed(address, known) from None
+        raise ConnectionError(
+            f"the host key of {address} was refused ({exc}) under {known.path}: refusing to connect. "
+            "A key marked @revoked there is never accepted, and a host certificate is accepted only "
+            "from an authority listed there with @cert-authority"
+        ) from None
     except asyncssh.PermissionDenied:
         which = f"the key {key_path}" if key_path else "your default SSH keys (~/.ssh/id_*, ssh-agent)"
         raise ConnectionError(
@@ -151,12 +181,24 @@ async def _connect_once(address: SSHEndpoint, known: KnownHosts, timeout: float)
             "SSH(key_path=...)/SSH(user=...)"
         ) from None
     except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+        if isinstance(exc, asyncssh.KeyExchangeFailed) and any(lookup(address.host, "", address.port)[:2]):
+            raise _changed(address, known) from None  # it offers no key of the types recorded for it
         reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
         raise HostUnreachableError(
             f"cannot reach {address} over SSH within {timeout:g}s ({reason}). Check the address "
             "and port, that sshd runs there and a firewall lets you in; raise Options.ssh_timeout "
             "for slow networks"
         ) from None
+
+
+def _changed(address: SSHEndpoint, known: KnownHosts) -> HostKeyChangedError:
+    name = known_hosts_name(address)
+    return HostKeyChangedError(
+        f"the host key of {address} changed: {known.path} holds other keys (or certificate "
+        "authorities) for it; refusing to connect (this is what a man-in-the-middle looks like). "
+        f"If the host was reinstalled, delete its lines from that file: ssh-keygen -R '{name}' -f "
+        f"{known.path} (hashed lines included)"
+    )
 
 
 class RemoteFiles:
@@ -177,6 +219,20 @@ class RemoteFiles:
             await sftp.makedirs(path, exist_ok=True)
         else:
             await self._shell(f"mkdir -p -- {shlex.quote(path)}")
+
+    async def make_private_dir(self, path: str) -> None:
+        """Create the directory ``path`` (and its parents) with mode 0700, or set 0700 on it
+        when it exists: only the login user may list or enter it. OSError when ``path`` is
+        a link or not the login user's own (someone else made it first)."""
+        q = shlex.quote(path)
+        refused = shlex.quote(
+            f"{path} must be a directory of this user's own, mode 0700, and is not (a link, or "
+            "another user's): remove it (as its owner), then open the pool again"
+        )
+        await self._shell(
+            f"mkdir -p -m 700 -- {q} && [ -d {q} ] && [ ! -L {q} ] && [ -O {q} ] && chmod 700 -- {q} "
+            f"|| {{ echo {refused} >&2; exit 1; }}"
+        )
 
     async def sizes(self, directory: str) -> dict[str, int]:
         """Size of each file in ``directory`` by name."""

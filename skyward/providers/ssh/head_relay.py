@@ -2,10 +2,11 @@
 through one SSH-forwarded port (``python -m skyward.providers.ssh.head_relay POOL_DIR``).
 
 Started over SSH with the Ray token as the first line of stdin (read by the shell, never
-on a command line), then the length-prefixed ``RelayConfig``. It joins the node's Ray
-cluster, starts one ``NodeAgent`` per node (pinned by its host's ``skyward-node-<serial>``
-resource), then listens on 127.0.0.1 only and serves one client connection at a time
-with the protocol of ``engine.transports.relay``: each call's payload goes to its node's
+on a command line), then the length-prefixed ``RelayConfig`` (with the secret the client
+will prove). It joins the node's Ray cluster, starts one ``NodeAgent`` per node (pinned
+by its host's ``skyward-node-<serial>`` resource), then listens on 127.0.0.1 only and
+serves the one client that proves the secret (``engine.relay_server``, the messages of
+``core.messages``; a stranger on the port is hung up on): each call's payload goes to its node's
 agent as the bytes it arrived as, each reply and each event batch goes back as the bytes
 the agent made. Calls reach the agents over lanes (see ``engine.transports.lane``): the
 agent on the relay's own host over a Unix socket in a private temp directory, the others
@@ -26,7 +27,6 @@ import dataclasses
 import logging
 import os
 import pickle
-import secrets
 import shutil
 import sys
 import tempfile
@@ -37,10 +37,13 @@ from typing import Any
 
 import ray
 
-from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
+from skyward.core import handshake
+from skyward.core.codec import load_payload
+from skyward.engine.relay_server import RelayServer, Sink
+from skyward.engine.transport import Shared
 from skyward.engine.transports.lane import TCP, lane_path
 from skyward.engine.transports.ray_actors import RayEventSource, RayTransport
-from skyward.engine.transports.relay import receive_message, send_message
+from skyward.engine.wire import Payload
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.node.death import Death
 
@@ -59,6 +62,8 @@ class RelayConfig:
     node_ip: str
     setups: tuple[AgentSetup, ...]
     ready_timeout: float
+    secret: bytes
+    """What the client proves before the relay reads its first frame (``core.handshake``)."""
 
 
 def placement(serial: int) -> dict[str, Any]:
@@ -66,46 +71,8 @@ def placement(serial: int) -> dict[str, Any]:
     return {"resources": {f"skyward-node-{serial}": 1}}
 
 
-def failure_kind(error: TransportError) -> str:
-    """The "failed" kind of ``error`` on the relay protocol."""
-    if isinstance(error, NodeLost):
-        return "crashed" if error.by_task else "lost"
-    return "no_reply" if isinstance(error, NoReply) else "refused"
-
-
-class _Outgoing:
-    """The single ordered stream of messages to the client, fed from any thread."""
-
-    def __init__(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
-        self._writer = writer
-        self._loop = loop
-        self._queue: asyncio.Queue[tuple[Any, ...] | None] = asyncio.Queue()
-        self._task = asyncio.ensure_future(self._pump())
-
-    def put(self, message: tuple[Any, ...]) -> None:
-        """Queue ``message`` (on the relay's loop)."""
-        self._queue.put_nowait(message)
-
-    def put_threadsafe(self, message: tuple[Any, ...]) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, message)
-
-    async def _pump(self) -> None:
-        while (message := await self._queue.get()) is not None:
-            try:
-                await send_message(self._writer, message)
-            except (ConnectionError, OSError):
-                return
-
-    async def close(self) -> None:
-        self._queue.put_nowait(None)
-        try:
-            await asyncio.wait_for(self._task, 10)
-        except (asyncio.TimeoutError, ConnectionError, OSError):
-            pass
-
-
 class HeadRelay:
-    """Owns the Ray side of the remote pool and relays one client connection at a time."""
+    """Owns the Ray side of the remote pool and relays its one client."""
 
     def __init__(self, config: RelayConfig) -> None:
         self.config = config
@@ -113,9 +80,8 @@ class HeadRelay:
         self.lanes: dict[int, str] = {}
         """The lane address of each node whose agent has one."""
         self._lanes_dir = tempfile.mkdtemp(prefix="skyward-lanes-")  # mode 0700: this user only
-        self._lane_secret = secrets.token_bytes(32)
-        self._lane_slots = 0
-        self._closed = asyncio.Event()
+        self.lane_secret = handshake.new_secret()
+        self.lane_slots = 0
         self._clients = 0
 
     def start(self) -> None:
@@ -149,7 +115,7 @@ class HeadRelay:
 
     def attach(self, node: int, serial: int, setup: bytes) -> Any:
         """Start node ``node``'s agent on the host of ``serial``; returns it once it answers."""
-        agents = start_agents([self._laned(pickle.loads(setup), serial)], [placement(serial)])
+        agents = start_agents([self._laned(load_payload(setup), serial)], [placement(serial)])
         try:
             wait_ready(agents, self.config.ready_timeout, f"of node {node}", "check the host's Ray and the head's log")
         except BaseException:
@@ -162,9 +128,9 @@ class HeadRelay:
     def _laned(self, setup: AgentSetup, serial: int) -> AgentSetup:
         """``setup`` with a lane (a socket round trip instead of a Ray actor call): a
         Unix socket when its agent runs on the relay's host, else TCP on its host."""
-        self._lane_slots += setup.worker.slots
+        self.lane_slots += setup.worker.slots
         if serial != HEAD_SERIAL:
-            return dataclasses.replace(setup, lane=TCP, lane_secret=self._lane_secret)
+            return dataclasses.replace(setup, lane=TCP, lane_secret=self.lane_secret)
         path = lane_path(self._lanes_dir, "relay", setup.info.node)
         return dataclasses.replace(setup, lane=path) if path else setup
 
@@ -188,117 +154,80 @@ class HeadRelay:
             stop_agents([agent])
 
     async def serve(self) -> None:
-        server = await asyncio.start_server(self._client, "127.0.0.1", 0)
-        print(f"::listening {server.sockets[0].getsockname()[1]}", flush=True)
-        async with server:
-            await self._closed.wait()
+        """Listen on 127.0.0.1 (reached through the client's SSH forward) and serve the
+        client that proves the pool's secret; return once it is gone."""
+        server = RelayServer(self.config.secret, self._session)
+        listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+        print(f"::listening {listener.sockets[0].getsockname()[1]}", flush=True)
+        async with listener:
+            await server.finished.wait()
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        loop = asyncio.get_running_loop()
+    def _session(self, sink: Sink) -> RaySession:
         self._clients += 1
-        client = f"{os.getpid()}-{self._clients}"
-        out = _Outgoing(writer, loop)
-        transport = RayTransport(
-            [], lane_threads=self._lane_slots, postmortem=self.postmortem, lane_secret=self._lane_secret
+        return RaySession(self, f"{os.getpid()}-{self._clients}", sink)
+
+
+class RaySession:
+    """The relay's backend for its client: the agents as Ray actors and lanes."""
+
+    def __init__(self, relay: HeadRelay, client: str, sink: Sink) -> None:
+        self._relay = relay
+        self._client = client
+        self._loop = asyncio.get_running_loop()
+        self._transport = RayTransport(
+            [], lane_threads=relay.lane_slots, postmortem=relay.postmortem, lane_secret=relay.lane_secret
         )
-        for node, agent in self.agents.items():
-            transport.attach(node, agent, self.lanes.get(node, ""))
-        listening = threading.Event()  # the client listens for metrics (it says so at once)
-        listening.set()
-        events = RayEventSource(
-            self.agents,
-            lambda node, data: out.put_threadsafe(("events", node, data)),
-            lambda message: out.put_threadsafe(("report", message)),
-            listening.is_set,
-        )
-        shared: dict[int, Shared] = {}
-        tasks: dict[int, asyncio.Task[None]] = {}
-        try:
-            while (message := await receive_message(reader)) is not None:
-                kind = message[0]
-                if kind == "close":
-                    break
-                if kind == "call":
-                    _, call_id, node, body, timeout = message
-                    payload = shared[body[1]] if isinstance(body, tuple) and body[0] == "shared" else body
-                    tasks[call_id] = asyncio.ensure_future(self._call(transport, out, call_id, node, payload, timeout))
-                    tasks[call_id].add_done_callback(lambda _, i=call_id: tasks.pop(i, None))
-                elif kind == "share":
-                    shared[message[1]] = await transport.share(message[2])
-                elif kind == "unshare":
-                    shared.pop(message[1], None)
-                elif kind == "forget":
-                    task = tasks.pop(message[1], None)
-                    if task is not None:
-                        task.cancel()
-                    self.agents[0].cancel_collection.remote(client, message[1])
-                elif kind == "collection":
-                    _, call_id, request = message
-                    tasks[call_id] = asyncio.ensure_future(self._collection(out, client, call_id, request))
-                    tasks[call_id].add_done_callback(lambda _, i=call_id: tasks.pop(i, None))
-                elif kind == "attach":
-                    _, call_id, node, serial, setup = message
-                    tasks[call_id] = asyncio.ensure_future(self._attach(transport, events, out, call_id, node, serial, setup))
-                    tasks[call_id].add_done_callback(lambda _, i=call_id: tasks.pop(i, None))
-                elif kind == "metrics":
-                    (listening.set if message[1] else listening.clear)()
-                elif kind == "detach":
-                    _, node, reason = message
-                    transport.detach(node, reason)
-                    events.remove(node)
-                    loop.run_in_executor(None, self.detach, node)
-        finally:
-            for task in list(tasks.values()):
-                task.cancel()
-            await loop.run_in_executor(None, self._end_client, client, events, transport)
-            out.put(("closed",))
-            await out.close()
-            writer.close()
-            self._closed.set()
+        for node, agent in relay.agents.items():
+            self._transport.attach(node, agent, relay.lanes.get(node, ""))
+        self._listening = threading.Event()  # the client says at once whether it listens for metrics
+        self._listening.set()
+        self._events = RayEventSource(relay.agents, sink.events, sink.report, self._listening.is_set)
 
-    async def _call(
-        self, transport: RayTransport, out: _Outgoing, call_id: int, node: int, payload: Any, timeout: float | None
-    ) -> None:
-        try:
-            out.put(("reply", call_id, await transport.call(node, payload, timeout)))
-        except TransportError as exc:
-            out.put(("failed", call_id, failure_kind(exc), node, exc.detail))
+    async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
+        return await self._transport.call(node, payload, timeout)
 
-    async def _attach(
-        self, transport: RayTransport, events: RayEventSource, out: _Outgoing, call_id: int, node: int, serial: int,
-        setup: bytes,
-    ) -> None:
-        try:
-            agent = await asyncio.get_running_loop().run_in_executor(None, self.attach, node, serial, setup)
-        except Exception as exc:
-            out.put(("attached", call_id, f"{type(exc).__name__}: {exc}"))
-            return
-        transport.attach(node, agent, self.lanes.get(node, ""))
-        events.add(node, agent)
-        out.put(("attached", call_id, None))
+    async def share(self, payload: Payload) -> Shared:
+        return await self._transport.share(payload)
 
-    async def _collection(self, out: _Outgoing, client: str, call_id: int, request: bytes) -> None:
-        ref = self.agents[0].collection.remote(client, call_id, request)
+    def unshare(self, shared: Shared) -> None:
+        self._transport.unshare(shared)
+
+    async def collection(self, call_id: int, request: bytes) -> bytes:
+        ref = self._relay.agents[0].collection.remote(self._client, call_id, request)
         try:
-            answer = await asyncio.wrap_future(ref.future())
+            return await asyncio.wrap_future(ref.future())  # type: ignore[no-any-return]
         except Exception as exc:  # the head node's agent died: the operation failed
-            answer = pickle.dumps((False, ConnectionError(f"the head node's agent is gone: {exc}")))
-        out.put(("collection", call_id, answer))
+            return pickle.dumps((False, ConnectionError(f"the head node's agent is gone: {exc}")))
 
-    def _end_client(self, client: str, events: RayEventSource, transport: RayTransport) -> None:
-        """The client is gone: free what it held, pass on the last events, stop the agents."""
+    def forget_collection(self, call_id: int) -> None:
+        self._relay.agents[0].cancel_collection.remote(self._client, call_id)
+
+    async def attach(self, node: int, serial: int, setup: bytes) -> None:
+        agent = await self._loop.run_in_executor(None, self._relay.attach, node, serial, setup)
+        self._transport.attach(node, agent, self._relay.lanes.get(node, ""))
+        self._events.add(node, agent)
+
+    def detach(self, node: int, reason: str) -> None:
+        self._transport.detach(node, reason)
+        self._events.remove(node)
+        self._loop.run_in_executor(None, self._relay.detach, node)
+
+    def set_metrics(self, on: bool) -> None:
+        (self._listening.set if on else self._listening.clear)()
+
+    def end(self) -> None:
         try:
-            ray.get(self.agents[0].end_client.remote(client), timeout=15)
+            ray.get(self._relay.agents[0].end_client.remote(self._client), timeout=15)
         except Exception:
             pass
-        events.stop()
-        transport.close()
-        stop_agents(list(self.agents.values()))
+        self._events.stop()
+        self._transport.close()
+        stop_agents(list(self._relay.agents.values()))
 
 
 def main() -> None:
     size = int.from_bytes(sys.stdin.buffer.read(8), "big")
-    config: RelayConfig = pickle.loads(sys.stdin.buffer.read(size))
+    config: RelayConfig = load_payload(sys.stdin.buffer.read(size))  # from the client, over SSH
     relay = HeadRelay(config)
     started = time.monotonic()
     try:

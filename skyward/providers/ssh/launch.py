@@ -28,6 +28,7 @@ from skyward.api.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, Pee
 from skyward.api.spec import Image, Options, Spec
 from skyward.collections.config import DISABLED, CollectionsConfig, host_count
 from skyward.collections.gateway import ForwardingEngine, decode_answer, encode_operation
+from skyward.core import handshake
 from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 from skyward.node.agent import AgentSetup
@@ -94,14 +95,17 @@ def launch_on_hosts(
         path.up(handles, range(len(handles)))
         loop.run(cluster.start_ray(resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
         setups = tuple(path.setup(node) for node in cluster.nodes)
-        config = RelayConfig(f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout)
-        port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
+        config = RelayConfig(
+            f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
+            handshake.new_secret(),
+        )
+        relay_address, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
         _stop(loop, cluster, credentials, release)
         raise
 
-    transport = RelayTransport(port)
+    transport = RelayTransport(relay_address, config.secret)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
     membership = None

@@ -1,14 +1,17 @@
 """The cluster's ports refuse unauthenticated peers: Ray's GCS asks for the pool's token,
 every other TCP port Ray listens on across the hosts refuses a peer without it, the node
 agents' TCP lanes hang up on a peer that cannot prove the relay's secret, and the head
-agent listens on node 0's loopback only (reachable through SSH alone).
+agent listens on node 0's loopback only (reachable through SSH alone). On the hosts, the
+pool's directory and the skyward cache are the user's alone (mode 0700).
 This test runs from the client machine, which is another host on the lab's network."""
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
 import socket
+import stat
 import subprocess
 import sys
 
@@ -16,6 +19,7 @@ import pytest
 from hosts import HostLab
 
 import skyward as sky
+from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect, parse_host
 
 pytestmark = pytest.mark.slow
 
@@ -158,3 +162,48 @@ def test_every_ray_port_refuses_a_peer_without_the_token(ssh_pool: sky.Pool, lab
     print(table)
     assert {process for *_, process, _ in report} >= {"gcs_server", "raylet"}, table
     assert all(verdict == "refused" for *_, verdict in report), table
+
+
+def test_the_pool_directory_and_the_cache_are_private_to_the_user(ssh_pool: sky.Pool, lab: HostLab) -> None:
+    """While the pool is open, its directory on every host (the shell_vars values, its logs
+    and notes, Ray's own 0777 directories) and the user's skyward cache there (the
+    includes: the user's code) are mode 0700: no other user of the host may list or
+    enter them."""
+    assert (sky.function(lambda: 1)() >> ssh_pool) == 1
+    marker = f"skyward-{ssh_pool.id[:12]}-n"
+    modes = {}
+    for host in lab.hosts:
+        tmp = host.private("/tmp")
+        found = [os.path.join(tmp, name) for name in os.listdir(tmp) if name.startswith(marker)]
+        assert len(found) == 1, (host.name, os.listdir(tmp))
+        for path in (found[0], os.path.join(host.private("/root/.cache"), "skyward")):
+            modes[f"{host.name}:{path}"] = oct(stat.S_IMODE(os.stat(path).st_mode))
+    assert set(modes.values()) == {"0o700"}, modes
+
+
+def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: HostLab) -> None:
+    """``make_private_dir`` (the pool directory, the cache) creates a directory 0700, makes
+    one of the user's own 0700, and refuses a link or another user's directory (made
+    first by someone else to read what the pool puts there)."""
+    host = lab.hosts[0]
+    tmp = host.private("/tmp")
+    os.makedirs(os.path.join(tmp, "sky-mine"), mode=0o755)
+    os.makedirs(os.path.join(tmp, "sky-theirs"))
+    os.chown(os.path.join(tmp, "sky-theirs"), 65534, 65534)
+    os.symlink("/tmp/sky-mine", os.path.join(tmp, "sky-link"))
+    endpoint = parse_host(lab.strings()[0], "root", 22, lab.client_key)
+
+    async def attempt(path: str) -> str:
+        conn = await connect(endpoint, KnownHosts(lab.known_hosts), 10)
+        try:
+            await RemoteFiles(conn, endpoint).make_private_dir(path)
+            return oct(stat.S_IMODE(os.stat(os.path.join(tmp, path.removeprefix("/tmp/"))).st_mode))
+        except OSError as exc:
+            return str(exc)
+        finally:
+            conn.close()
+
+    assert asyncio.run(attempt("/tmp/sky-new/deeper")) == "0o700"
+    assert asyncio.run(attempt("/tmp/sky-mine")) == "0o700"
+    for path in ("/tmp/sky-theirs", "/tmp/sky-link"):
+        assert f"{path} must be a directory of this user's own, mode 0700, and is not" in asyncio.run(attempt(path))

@@ -1,0 +1,1 @@
+"""The ground layer: imports nothing else of skyward."""

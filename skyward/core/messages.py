@@ -1,0 +1,180 @@
+"""Every message of the relay protocol: between a remote pool's client and its head relay.
+
+One frozen class a message, dispatched by type (``match``) at either end, encoded by
+``codec.encode_message`` (a msgpack array: the class name, then the fields in order) and
+decoded only into these classes, with each field's type checked against its annotation.
+A ``Body`` is a user payload as opaque bytes (cloudpickled by the client or a node
+agent; the relay never opens it), or such bytes with their out-of-band buffers.
+
+A channel starts with ``handshake`` (both ends prove the pool's secret), then each end
+sends ``Hello`` with its ``PROTOCOL``; a mismatch ends the channel with a message naming
+both versions.
+
+client -> relay                          relay -> client
+Call, CallShared, Share, Unshare         Reply, Failed
+Forget (a call given up on)              Events, Report
+CollectionOp                             CollectionAnswer
+Attach (a node joined), Detach           Attached
+Metrics (whether anyone listens)
+Close                                    Closed
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PROTOCOL = 1
+"""The relay protocol's version; both ends must speak the same."""
+
+Body = bytes | tuple[bytes, tuple[bytes, ...]]
+FailureKind = Literal["lost", "crashed", "no_reply", "refused"]
+"""Why a call failed: ``transport.NodeLost`` (by the infrastructure, or "crashed": by the
+task itself), ``NoReply``, ``Refused``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """The first message each end sends after the handshake."""
+
+    protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Run ``body`` (an encoded ``TaskRequest``) on node ``node``."""
+
+    call_id: int
+    node: int
+    body: Body
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallShared:
+    """Run the payload stored by ``Share(key)`` on node ``node`` (a broadcast's part)."""
+
+    call_id: int
+    node: int
+    key: int
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Store ``body`` once for several ``CallShared``."""
+
+    key: int
+    body: Body
+
+
+@dataclass(frozen=True, slots=True)
+class Unshare:
+    key: int
+
+
+@dataclass(frozen=True, slots=True)
+class Forget:
+    """The client gave up on call ``call_id`` (timeout, Ctrl-C): cancel it."""
+
+    call_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionOp:
+    """An encoded collection operation for the head node's agent."""
+
+    call_id: int
+    request: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Attach:
+    """Start node ``node``'s agent on the host whose Ray resource is ``serial``;
+    ``setup`` is its cloudpickled ``AgentSetup``."""
+
+    call_id: int
+    node: int
+    serial: int
+    setup: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Detach:
+    """Node ``node`` left the pool: fail its calls and kill its agent."""
+
+    node: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """Whether the client listens for metrics now (the agents pause sampling if not)."""
+
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Stop the agents and end the relay."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Call ``call_id``'s answer, as the agent encoded it."""
+
+    call_id: int
+    body: Body
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Call ``call_id`` got no answer from node ``node``."""
+
+    call_id: int
+    kind: FailureKind
+    node: int
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Events:
+    """An event batch of node ``node``, as its agent encoded it."""
+
+    node: int
+    batch: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A problem the relay saw (a node's event stream ended), for the client's log."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionAnswer:
+    call_id: int
+    answer: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Attached:
+    """Node ``call_id``'s attach finished: ``error`` is None once its agent answers."""
+
+    call_id: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """The relay stopped the agents; nothing follows."""
+
+
+ToRelay = Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Close
+ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Closed
+Message = ToRelay | ToClient
+MESSAGES: tuple[type[Message], ...] = (
+    Hello, Call, CallShared, Share, Unshare, Forget, CollectionOp, Attach, Detach, Metrics, Close,
+    Reply, Failed, Events, Report, CollectionAnswer, Attached, Closed,
+)

@@ -1,0 +1,279 @@
+"""The head relay's server: one authenticated client's messages, served over any backend.
+
+A remote pool's client reaches its nodes through one stream to the relay on node 0. The
+server knows the relay protocol (``core.messages``) and nothing of Ray: a
+``RelayBackend`` does the work (the head relay's is Ray actors and lanes; the unit tests'
+is the in-process fake cluster). Per connection:
+
+1. the caller proves the pool's secret (``core.handshake``) before a byte of a frame is
+   read; a stranger is hung up on and changes nothing. At most ``MAX_UNPROVEN``
+   connections wait in the handshake at once (each for ``handshake.TIMEOUT`` at most).
+2. both ends send ``Hello``; a protocol mismatch ends the connection.
+3. the first proven client is served; a second one is refused while it is. When the
+   served client says ``Close`` or its stream ends, the backend frees what it held and
+   stops the agents, ``Closed`` is sent, and ``finished`` is set (the relay exits).
+
+Calls, collection operations and attaches run as tasks, answered in the order they end;
+``Forget`` cancels one. Everything the client is sent goes through one ordered queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Protocol
+
+from skyward.core import handshake
+from skyward.core.codec import FRAME_HEADER, MalformedFrame, decode_message, encode_message
+from skyward.core.messages import (
+    PROTOCOL,
+    Attach,
+    Attached,
+    Body,
+    Call,
+    CallShared,
+    Close,
+    Closed,
+    CollectionAnswer,
+    CollectionOp,
+    Detach,
+    Events,
+    Failed,
+    FailureKind,
+    Forget,
+    Hello,
+    Message,
+    Metrics,
+    Reply,
+    Report,
+    Share,
+    Unshare,
+)
+from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
+from skyward.engine.wire import Payload
+
+MAX_UNPROVEN = 16
+"""Connections that may wait in the handshake at once; more are closed at once."""
+HELLO_TIMEOUT = handshake.TIMEOUT
+
+
+class Sink(Protocol):
+    """Where a backend sends what its nodes say (from any thread)."""
+
+    def events(self, node: int, batch: bytes) -> None: ...
+
+    def report(self, message: str) -> None: ...
+
+
+class RelayBackend(Protocol):
+    """What the relay does for its one client (see the module)."""
+
+    async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
+        """Node ``node``'s reply. Raises ``TransportError``."""
+
+    async def share(self, payload: Payload) -> Shared: ...
+
+    def unshare(self, shared: Shared) -> None: ...
+
+    async def collection(self, call_id: int, request: bytes) -> bytes:
+        """The encoded answer of the head node's agent to a collection operation."""
+
+    def forget_collection(self, call_id: int) -> None:
+        """Stop waiting on collection operation ``call_id`` (the client gave up)."""
+
+    async def attach(self, node: int, serial: int, setup: bytes) -> None:
+        """Start the agent of node ``node`` (joined) and wait until it answers; raises why not."""
+
+    def detach(self, node: int, reason: str) -> None:
+        """Node ``node`` left: fail its calls, stop its events, kill its agent."""
+
+    def set_metrics(self, on: bool) -> None: ...
+
+    def end(self) -> None:
+        """The client is gone (blocking): free what it held, pass on the last events, stop
+        the agents."""
+
+
+def failure_kind(error: TransportError) -> FailureKind:
+    if isinstance(error, NodeLost):
+        return "crashed" if error.by_task else "lost"
+    return "no_reply" if isinstance(error, NoReply) else "refused"
+
+
+async def write_message(writer: asyncio.StreamWriter, message: Message) -> None:
+    """Write one framed message."""
+    data = encode_message(message)
+    writer.write(FRAME_HEADER.pack(len(data)))
+    writer.write(data)
+    await writer.drain()
+
+
+async def read_message(reader: asyncio.StreamReader) -> Message | None:
+    """The next message, or None at the end of the stream. ``MalformedFrame`` when the
+    bytes are not a message."""
+    try:
+        header = await reader.readexactly(FRAME_HEADER.size)
+        return decode_message(await reader.readexactly(FRAME_HEADER.unpack(header)[0]))
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+
+
+def wire_body(payload: Payload) -> Body:
+    """``payload`` with its out-of-band buffers as bytes, ready for a message."""
+    if isinstance(payload, bytes):
+        return payload
+    header, buffers = payload
+    return header, tuple(bytes(memoryview(b)) for b in buffers)
+
+
+def payload_of(body: Body) -> Payload:
+    return body if isinstance(body, bytes) else (body[0], list(body[1]))
+
+
+class Outgoing:
+    """The single ordered stream of messages to the client; a ``Sink`` for the backend."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[Message | None] = asyncio.Queue()
+        self._task = asyncio.ensure_future(self._pump())
+
+    def put(self, message: Message) -> None:
+        """Queue ``message`` (on the loop)."""
+        self._queue.put_nowait(message)
+
+    def events(self, node: int, batch: bytes) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, Events(node, batch))
+
+    def report(self, message: str) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, Report(message))
+
+    async def _pump(self) -> None:
+        while (message := await self._queue.get()) is not None:
+            try:
+                await write_message(self._writer, message)
+            except (ConnectionError, OSError):
+                return
+
+    async def close(self) -> None:
+        """Send what is queued (bounded), then stop."""
+        self._queue.put_nowait(None)
+        try:
+            await asyncio.wait_for(self._task, 10)
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            pass
+
+
+class RelayServer:
+    """Serves the one client that proves ``secret``, with the backend ``open_backend``
+    makes for it; ``finished`` is set once that client is gone and the backend ended."""
+
+    def __init__(self, secret: bytes, open_backend: Callable[[Sink], RelayBackend]) -> None:
+        self._secret = secret
+        self._open_backend = open_backend
+        self._unproven = 0
+        self._serving = False
+        self.finished = asyncio.Event()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one connection (an ``asyncio.start_server`` callback)."""
+        try:
+            if not await self._proven(reader, writer) or self._serving:
+                return
+            self._serving = True
+            await self._serve(reader, writer)
+        finally:
+            writer.close()
+
+    async def _proven(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Whether the peer proved the secret and speaks our protocol."""
+        if self._unproven >= MAX_UNPROVEN or self.finished.is_set():
+            return False
+        self._unproven += 1
+        try:
+            if not await handshake.answer_caller_async(reader, writer, self._secret):
+                return False
+            hello = await asyncio.wait_for(read_message(reader), HELLO_TIMEOUT)
+            await write_message(writer, Hello(PROTOCOL))
+            return isinstance(hello, Hello) and hello.protocol == PROTOCOL
+        except (asyncio.TimeoutError, MalformedFrame, ConnectionError, OSError):
+            return False
+        finally:
+            self._unproven -= 1
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        out = Outgoing(writer)
+        backend = self._open_backend(out)
+        shared: dict[int, Shared] = {}
+        tasks: dict[int, asyncio.Task[None]] = {}
+
+        def start(call_id: int, work: asyncio.Future[None] | asyncio.Task[None]) -> None:
+            task = asyncio.ensure_future(work)
+            tasks[call_id] = task
+            task.add_done_callback(lambda _: tasks.pop(call_id, None))
+
+        try:
+            while (message := await read_message(reader)) is not None:
+                match message:
+                    case Close():
+                        break
+                    case Call(call_id, node, body, timeout):
+                        start(call_id, self._call(backend, out, call_id, node, payload_of(body), timeout))
+                    case CallShared(call_id, node, key, timeout) if key in shared:
+                        start(call_id, self._call(backend, out, call_id, node, shared[key], timeout))
+                    case CallShared(call_id, node, key, _):
+                        out.put(Failed(call_id, "refused", node, f"no payload is shared as {key}"))
+                    case Share(key, body):
+                        shared[key] = await backend.share(payload_of(body))
+                    case Unshare(key):
+                        dropped = shared.pop(key, None)
+                        if dropped is not None:
+                            backend.unshare(dropped)
+                    case Forget(call_id):
+                        task = tasks.pop(call_id, None)
+                        if task is not None:
+                            task.cancel()
+                        backend.forget_collection(call_id)
+                    case CollectionOp(call_id, request):
+                        start(call_id, self._collection(backend, out, call_id, request))
+                    case Attach(call_id, node, serial, setup):
+                        start(call_id, self._attach(backend, out, call_id, node, serial, setup))
+                    case Detach(node, reason):
+                        backend.detach(node, reason)
+                    case Metrics(on):
+                        backend.set_metrics(on)
+                    case _:
+                        break  # a message only the relay sends: the client is confused
+        except MalformedFrame:
+            pass  # a proven client sent garbage: end as if it closed
+        finally:
+            for task in list(tasks.values()):
+                task.cancel()
+            await loop.run_in_executor(None, backend.end)
+            out.put(Closed())
+            await out.close()
+            self.finished.set()
+
+    @staticmethod
+    async def _call(
+        backend: RelayBackend, out: Outgoing, call_id: int, node: int, payload: Payload | Shared, timeout: float | None
+    ) -> None:
+        try:
+            out.put(Reply(call_id, wire_body(await backend.call(node, payload, timeout))))
+        except TransportError as exc:
+            out.put(Failed(call_id, failure_kind(exc), node, exc.detail))
+
+    @staticmethod
+    async def _collection(backend: RelayBackend, out: Outgoing, call_id: int, request: bytes) -> None:
+        out.put(CollectionAnswer(call_id, await backend.collection(call_id, request)))
+
+    @staticmethod
+    async def _attach(backend: RelayBackend, out: Outgoing, call_id: int, node: int, serial: int, setup: bytes) -> None:
+        try:
+            await backend.attach(node, serial, setup)
+        except Exception as exc:
+            out.put(Attached(call_id, f"{type(exc).__name__}: {exc}"))
+            return
+        out.put(Attached(call_id, None))

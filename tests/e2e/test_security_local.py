@@ -1,0 +1,226 @@
+"""What another unprivileged user of this machine can do to an open local pool: nothing.
+
+Runs as root: it makes an account of its own (``skyward-probe``) and runs a stdlib-only
+probe script as that account (``setpriv``) against a 2-node local pool of this process:
+(a) it cannot list or enter the pool's private directory, nor create a file or bind a
+socket in any directory under it; (b) it cannot connect to any Unix socket the pool's
+processes hold; (c) a pickle that would run ``touch MARKER``, sent in every framing a
+server might read (raw, length-prefixed, tagged, a JSON line, HTTP/1.1, gRPC over HTTP/2)
+to every TCP port the client, its children and the pool's Ray processes listen on, runs
+nothing and leaves the pool working; (d) a bare connect-and-close to each of those ports
+changes nothing. And (e): after a local pool closes, a plain ``ray.init()`` in a fresh
+process works (nothing of the pool's Ray settings is left in the environment or in
+``~/.ray``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from stranger import FRAMINGS, PROBE_USER, Probe, marks_dir, stranger, touching
+
+import skyward as sky
+from skyward.providers.local_ray import LocalRay
+from skyward.providers.reaper import MARKER, _marked
+
+SETTLE = 2.0
+"""Seconds to wait after the last probe before looking for markers."""
+
+
+@pytest.fixture(scope="module")
+def probe() -> Iterator[Probe]:
+    with stranger() as account:
+        yield account
+
+
+@pytest.fixture
+def marks() -> Iterator[Path]:
+    """A directory for the markers, that this user's processes (the pool's) can write."""
+    with marks_dir() as directory:
+        yield directory
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[sky.Pool]:
+    with sky.Compute(nodes=2, options=sky.Options(console=False, logging=False)) as pool:
+        if LocalRay.temp_dir() is None:
+            pytest.skip("the local Ray instance is not skyward's own (a Ray the user started)")
+        yield pool
+
+
+@sky.function
+def echo(value: int) -> int:
+    return value
+
+
+def _assert_working(pool: sky.Pool) -> None:
+    assert (echo(7) >> pool) == 7
+    assert (echo(8) @ pool) == [8, 8]
+
+
+def _private() -> str:
+    private = LocalRay.temp_dir()
+    assert private is not None
+    return private
+
+
+def _processes(private: str) -> list[psutil.Process]:
+    """The client (this process), its children, and every process of the pool's Ray
+    instance (they carry its marker in their environment)."""
+    client = psutil.Process()
+    found = {client.pid: client}
+    found.update((child.pid, child) for child in client.children(recursive=True))
+    for pid in _marked(private):
+        if pid not in found:
+            try:
+                found[pid] = psutil.Process(pid)
+            except psutil.NoSuchProcess:
+                pass
+    return list(found.values())
+
+
+def _tcp_listeners(private: str) -> dict[tuple[str, int], str]:
+    """Every TCP port those processes listen on: (address to reach it at, port) -> the
+    process's name (a wildcard address is reached at 127.0.0.1)."""
+    found: dict[tuple[str, int], str] = {}
+    for process in _processes(private):
+        try:
+            connections, name = process.net_connections(kind="tcp"), process.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        for connection in connections:
+            if connection.status == psutil.CONN_LISTEN:
+                host = connection.laddr.ip
+                found["127.0.0.1" if host in ("0.0.0.0", "::") else host, connection.laddr.port] = name
+    return found
+
+
+def _unix_sockets(private: str) -> set[str]:
+    """Every Unix socket those processes hold that has a name (a path, or an abstract
+    name as ``@name``), and every socket file under the private directory."""
+    found: set[str] = set()
+    for process in _processes(private):
+        try:
+            found.update(c.laddr for c in process.net_connections(kind="unix") if c.laddr)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for directory, _, files in os.walk(private):
+        found.update(
+            os.path.join(directory, name) for name in files
+            if stat.S_ISSOCK(os.lstat(os.path.join(directory, name)).st_mode)
+        )
+    return found
+
+
+def test_another_user_cannot_enter_the_pools_directories_nor_create_anything_in_them(
+    pool: sky.Pool, probe: Probe
+) -> None:
+    private = _private()
+    directories = [directory for directory, _, _ in os.walk(private)]
+    assert len(directories) > 5, directories  # Ray's temp dir and its session are in there
+    answer = probe.run({"op": "directories", "paths": directories})
+    assert answer[private]["list"] == answer[private]["enter"] == "EACCES", answer[private]
+    allowed = {path: tries for path, tries in answer.items() if "EACCES" not in (tries["create"], tries["bind"])}
+    assert allowed == {}, f"{PROBE_USER} may create files or sockets there"
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
+    _assert_working(pool)
+
+
+def test_another_user_cannot_connect_to_the_pools_unix_sockets(pool: sky.Pool, probe: Probe) -> None:
+    private = _private()
+    sockets = _unix_sockets(private)
+    assert any("/lane-" in path for path in sockets) and any(path.endswith("/raylet") for path in sockets), sockets
+    answer = probe.run({"op": "unix", "paths": sorted(sockets)})
+    assert {path: result for path, result in answer.items() if result != "EACCES"} == {}
+    _assert_working(pool)
+
+
+def test_the_marker_pickle_runs_its_command_when_loaded(marks: Path) -> None:
+    """The control: loading the probes' pickle does create its marker."""
+    marker = marks / "control"
+    loader = "import pickle, sys; pickle.loads(bytes.fromhex(sys.argv[1]))"
+    subprocess.run([sys.executable, "-c", loader, touching(marker).hex()], check=True, timeout=60)
+    assert marker.exists()
+
+
+def test_a_pickle_sent_to_any_tcp_port_of_the_pool_runs_nothing(pool: sky.Pool, probe: Probe, marks: Path) -> None:
+    private = _private()
+    listeners = _tcp_listeners(private)
+    assert {"gcs_server", "raylet"} <= set(listeners.values()), listeners
+    sends = [
+        (host, port, framing(touching(marks / f"{port}-{name}")).hex())
+        for host, port in sorted(listeners) for name, framing in FRAMINGS.items()
+    ]
+    answer = probe.run({"op": "tcp", "sends": sends, "wait": 1.0})
+    unreached = {f"{host}:{port}": result for (host, port, _), result in zip(sends, answer) if not result["connected"]}
+    assert unreached == {}, "the probe must reach every port for the test to mean anything"
+    time.sleep(SETTLE)
+    assert sorted(path.name for path in marks.iterdir()) == []
+    _assert_working(pool)
+    assert listeners.items() <= _tcp_listeners(private).items()
+
+
+def test_a_bare_connect_and_close_to_any_tcp_port_of_the_pool_changes_nothing(pool: sky.Pool, probe: Probe) -> None:
+    private = _private()
+    listeners = _tcp_listeners(private)
+    sends = [(host, port, "") for host, port in sorted(listeners)]
+    answer = probe.run({"op": "tcp", "sends": sends, "wait": 0.0})
+    assert [result for result in answer if not result["connected"] or result["error"]] == []
+    time.sleep(SETTLE)
+    _assert_working(pool)
+    assert listeners.items() <= _tcp_listeners(private).items()
+
+
+def _ray_settings() -> dict[str, str]:
+    """The environment variables that configure Ray (its auth mode and token among them)
+    or mark a local pool's processes."""
+    return {
+        key: value for key, value in os.environ.items()
+        if key.startswith("RAY_") or key in (MARKER, "PYTHONBREAKPOINT")
+    }
+
+
+def _ray_files(home: Path) -> list[str]:
+    """What Ray keeps in ``home`` (its ``~/.ray``: a token file there turns token auth on
+    for every plain ``ray start`` and ``ray.init``)."""
+    return sorted(str(path) for path in (home / ".ray").rglob("*"))
+
+
+RAY_INIT = """
+import ray
+ray.init()
+
+@ray.remote
+def two():
+    return 2
+
+print(ray.get(two.remote()))
+ray.shutdown()
+"""
+
+
+@pytest.mark.own_ray
+def test_after_a_pool_closes_a_plain_ray_init_in_a_fresh_process_works(sandbox: dict[str, str]) -> None:
+    if LocalRay.in_use():
+        pytest.fail("another pool of this process holds the local Ray instance, so its settings are in the "
+                    "environment; the own_ray marker runs this test before any shared pool")
+    ray_settings, ray_files = _ray_settings(), _ray_files(Path.home())
+    with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)) as pool:
+        assert (echo(1) >> pool) == 1
+    assert _ray_settings() == ray_settings
+    assert _ray_files(Path.home()) == ray_files
+    # this environment, with a HOME and TMPDIR of its own: a plain ray.init() writes
+    # ~/.ray/auth_token and /tmp/ray
+    done = subprocess.run(
+        [sys.executable, "-c", RAY_INIT], env={**os.environ, "HOME": sandbox["home"], "TMPDIR": sandbox["tmp"]},
+        capture_output=True, text=True, timeout=180, check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == ["2"], done.stdout + done.stderr[-3000:]

@@ -1,0 +1,190 @@
+"""The head relay's message loop (``engine.relay_server``) in-process, over the fake
+cluster: the client's ``RelayTransport`` and a ``RelayServer`` whose backend is the
+``FakeTransport`` (``FakeProvider(relayed=True)``), so every message of the protocol runs
+without Ray or SSH; and what a stranger on the relay's socket can and cannot do."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import socket
+import struct
+import time
+from pathlib import Path
+
+import msgpack
+import pytest
+from fake_cluster import FakeProvider
+
+import skyward as sky
+from skyward.core import handshake
+from skyward.core.codec import FRAME_HEADER, encode_message
+from skyward.core.messages import PROTOCOL, Call, Close, Hello
+from skyward.engine.relay_server import read_message, write_message
+from skyward.engine.transport import NodeLost
+from skyward.engine.transports.relay import RelayRefused, RelayTransport
+
+
+@sky.function
+def square(x: int) -> int:
+    print(f"squaring {x}")
+    return x * x
+
+
+@sky.function
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+@sky.function
+def rank() -> int:
+    return sky.instance_info().node
+
+
+class _Exploit:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.fixture
+def relayed() -> tuple[sky.Pool, FakeProvider]:
+    provider = FakeProvider(relayed=True)
+    with sky.Compute(provider=provider, nodes=3) as pool:
+        yield pool, provider
+
+
+def test_every_operator_runs_through_the_relay(relayed: tuple[sky.Pool, FakeProvider]) -> None:
+    pool, provider = relayed
+    assert (square(7) >> pool) == 49
+    assert sorted(rank() @ pool) == [0, 1, 2]
+    assert ((square(3) & square(4)) >> pool) == (9, 16)
+    assert (square(12) > pool).result() == 144
+    assert pool.map(square, range(50)) == [x * x for x in range(50)]
+    with pytest.raises(ValueError, match="on purpose"):
+        fail("on purpose") >> pool
+    assert len(provider.relays[0].backends) == 1
+
+
+def test_a_large_argument_travels_with_its_buffers(relayed: tuple[sky.Pool, FakeProvider]) -> None:
+    np = pytest.importorskip("numpy")
+    pool, _ = relayed
+    data = np.arange(1 << 19, dtype=np.float64)  # 4 MiB: out-of-band
+    total = sky.function(lambda a: float(a.sum()))(data) >> pool
+    assert total == float(data.sum())
+
+
+def test_a_node_failure_maps_to_the_users_error(relayed: tuple[sky.Pool, FakeProvider]) -> None:
+    pool, provider = relayed
+    backend = provider.relays[0].backends[0]
+    backend.transport.fail_next(1, NodeLost(1, "the machine vanished"))
+    assert sorted(rank() @ pool) == [0, 1, 2]  # a lost node's broadcast part runs again
+
+
+def test_closing_the_pool_ends_the_backend(relayed: tuple[sky.Pool, FakeProvider]) -> None:
+    pool, provider = relayed
+    relay = provider.relays[0]
+    assert (square(2) >> pool) == 4
+    pool.close()
+    assert relay.backends[0].ended.is_set()
+    assert relay.server.finished.is_set()
+
+
+def _knock(address: str, data: bytes) -> bytes:
+    """Send ``data`` to the relay as a stranger and return what it answered."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(handshake.TIMEOUT + 2)
+        connection.connect(address)
+        try:
+            connection.sendall(data)
+            connection.shutdown(socket.SHUT_WR)
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
+        except OSError:
+            return b""
+        return answer
+
+
+def _framings(marker: Path) -> list[bytes]:
+    exploit = pickle.dumps(_Exploit(marker))
+    message = encode_message(Call(0, 0, exploit, None))
+    return [
+        b"",  # a bare connect and close
+        exploit,
+        struct.pack("!Q", len(exploit)) + exploit,
+        struct.pack("!I", len(exploit)) + exploit,
+        FRAME_HEADER.pack(len(message)) + message,
+        b"\x00" * 48 + FRAME_HEADER.pack(len(exploit)) + exploit,  # a handshake of zeros, then a frame
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+    ]
+
+
+def test_a_stranger_gets_nothing_and_changes_nothing(relayed: tuple[sky.Pool, FakeProvider], tmp_path: Path) -> None:
+    pool, provider = relayed
+    relay = provider.relays[0]
+    marker = tmp_path / "pwned"
+    for data in _framings(marker):
+        answer = _knock(relay.address, data)
+        assert len(answer) <= handshake.NONCE + handshake.PROOF  # the relay's challenge, never a frame
+    time.sleep(0.2)
+    assert not marker.exists()
+    assert not relay.server.finished.is_set()
+    assert len(relay.backends) == 1  # no stranger got a backend
+    assert (square(5) >> pool) == 25
+
+
+def test_a_client_with_the_wrong_secret_is_refused(relayed: tuple[sky.Pool, FakeProvider]) -> None:
+    pool, provider = relayed
+    relay = provider.relays[0]
+    impostor = RelayTransport(relay.address, handshake.new_secret())
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(RelayRefused, match="did not prove"):
+            loop.run_until_complete(impostor._connect())
+    finally:
+        loop.close()
+    assert (square(6) >> pool) == 36
+
+
+def test_a_second_client_with_the_secret_is_not_served(relayed: tuple[sky.Pool, FakeProvider]) -> None:
+    pool, provider = relayed
+    relay = provider.relays[0]
+
+    async def second() -> object:
+        reader, writer = await asyncio.open_unix_connection(relay.address)
+        assert await handshake.prove_to_server_async(reader, writer, relay.secret)
+        await write_message(writer, Hello(PROTOCOL))
+        hello = await read_message(reader)
+        try:
+            await write_message(writer, Close())
+        except ConnectionError:
+            pass  # hung up on already
+        ended = await asyncio.wait_for(read_message(reader), 5)
+        writer.close()
+        return hello, ended
+
+    hello, ended = asyncio.run(second())
+    assert hello == Hello(PROTOCOL) and ended is None  # greeted, then hung up on: its Close did nothing
+    assert not relay.server.finished.is_set()
+    assert (square(8) >> pool) == 64
+
+
+def test_a_relay_of_another_protocol_is_named(relayed: tuple[sky.Pool, FakeProvider]) -> None:
+    _, provider = relayed
+    relay = provider.relays[0]
+
+    async def old_client() -> object:
+        reader, writer = await asyncio.open_unix_connection(relay.address)
+        assert await handshake.prove_to_server_async(reader, writer, relay.secret)
+        writer.write(FRAME_HEADER.pack(len(raw := msgpack.packb(["Hello", PROTOCOL + 1]))) + raw)
+        await writer.drain()
+        hello = await read_message(reader)
+        writer.close()
+        return hello
+
+    assert asyncio.run(old_client()) == Hello(PROTOCOL)
+    assert not relay.server.finished.is_set()
