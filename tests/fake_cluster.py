@@ -40,7 +40,7 @@ from skyward.core import handshake
 from skyward.engine.events import EventBatch, EventFeed
 from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
-from skyward.engine.transports.relay import RelayTransport
+from skyward.engine.transports.relay import RelayTransport, unix_connector
 from skyward.engine.wire import Payload, encode
 from skyward.node import publish
 from skyward.node.agent import AgentSetup, NodeRunner
@@ -275,7 +275,7 @@ class FakeProvider:
             streams.restore()
 
         if relay is not None:  # the relay's nodes do not change: no membership
-            client = RelayTransport(relay.address, relay.secret)
+            client = RelayTransport(unix_connector(relay.address), relay.address, relay.secret)
             return Cluster(nodes, infos, client, encode, _NoCollections(), stop)
         return Cluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
 

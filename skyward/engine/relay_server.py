@@ -100,15 +100,37 @@ def failure_kind(error: TransportError) -> FailureKind:
     return "no_reply" if isinstance(error, NoReply) else "refused"
 
 
-async def write_message(writer: asyncio.StreamWriter, message: Message) -> None:
-    """Write one framed message."""
+class StreamIn(Protocol):
+    """What a message is read from: an asyncio stream, or an SSH channel's."""
+
+    async def readexactly(self, n: int) -> bytes: ...
+
+
+class StreamOut(Protocol):
+    """What a message is written to: an asyncio stream, or an SSH channel's."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def put_message(writer: StreamOut, message: Message) -> None:
+    """Queue one framed message on ``writer`` (on its loop; frames never interleave, as
+    nothing awaits between the two writes)."""
     data = encode_message(message)
     writer.write(FRAME_HEADER.pack(len(data)))
     writer.write(data)
+
+
+async def write_message(writer: StreamOut, message: Message) -> None:
+    """Write one framed message (waiting while the stream's buffer is full)."""
+    put_message(writer, message)
     await writer.drain()
 
 
-async def read_message(reader: asyncio.StreamReader) -> Message | None:
+async def read_message(reader: StreamIn) -> Message | None:
     """The next message, or None at the end of the stream. ``MalformedFrame`` when the
     bytes are not a message."""
     try:
@@ -131,38 +153,36 @@ def payload_of(body: Body) -> Payload:
 
 
 class Outgoing:
-    """The single ordered stream of messages to the client; a ``Sink`` for the backend."""
+    """The single ordered stream of messages to the client; a ``Sink`` for the backend.
+    Messages are written as they come (on the loop), without a queue between."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
         self._loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[Message | None] = asyncio.Queue()
-        self._task = asyncio.ensure_future(self._pump())
+        self._open = True
 
     def put(self, message: Message) -> None:
-        """Queue ``message`` (on the loop)."""
-        self._queue.put_nowait(message)
+        """Send ``message`` (on the loop); nothing once the stream broke or closed."""
+        if not self._open:
+            return
+        try:
+            put_message(self._writer, message)
+        except (ConnectionError, OSError, RuntimeError):
+            self._open = False
 
     def events(self, node: int, batch: bytes) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, Events(node, batch))
+        self._loop.call_soon_threadsafe(self.put, Events(node, batch))
 
     def report(self, message: str) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, Report(message))
-
-    async def _pump(self) -> None:
-        while (message := await self._queue.get()) is not None:
-            try:
-                await write_message(self._writer, message)
-            except (ConnectionError, OSError):
-                return
+        self._loop.call_soon_threadsafe(self.put, Report(message))
 
     async def close(self) -> None:
-        """Send what is queued (bounded), then stop."""
-        self._queue.put_nowait(None)
+        """Send what is buffered (bounded), then stop."""
         try:
-            await asyncio.wait_for(self._task, 10)
+            await asyncio.wait_for(self._writer.drain(), 10)
         except (asyncio.TimeoutError, ConnectionError, OSError):
             pass
+        self._open = False
 
 
 class RelayServer:

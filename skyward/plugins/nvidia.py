@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
@@ -128,7 +130,9 @@ def mps(*, active_thread_percentage: int | None = None, pinned_memory_limit: str
     """Run the CUDA Multi-Process Service on each node while its agent lives, so
     concurrent tasks share the GPU. ``active_thread_percentage`` (1-100) caps each
     client's share of the GPU's threads; ``pinned_memory_limit`` ("4G", or per device
-    "0=4G,1=2G") caps each client's device memory."""
+    "0=4G,1=2G") caps each client's device memory. The daemon's pipe and log live in
+    ``/tmp/skyward-mps-<job>-<node>``, made 0700 (``private_directory``: one that another
+    user could control is refused)."""
     check_number("plugins.mps", "active_thread_percentage", active_thread_percentage,
                  minimum=1, maximum=100, integer=True, optional=True)
     if pinned_memory_limit is not None and not (
@@ -158,8 +162,8 @@ def _mps_daemon(info: InstanceInfo) -> Iterator[None]:
         raise RuntimeError(f"node {info.node} has no nvidia-cuda-mps-control (the NVIDIA driver's MPS); install it")
     root = f"/tmp/skyward-mps-{info.job_id[:12]}-{info.node}"
     env = {"CUDA_MPS_PIPE_DIRECTORY": f"{root}/pipe", "CUDA_MPS_LOG_DIRECTORY": f"{root}/log"}
-    for path in env.values():
-        os.makedirs(path, exist_ok=True)
+    for path in (root, *env.values()):
+        private_directory(path)
     os.environ.update(env)
     subprocess.run([control, "-d"], check=True, timeout=SMI_TIMEOUT, env=os.environ.copy())
     try:
@@ -167,3 +171,49 @@ def _mps_daemon(info: InstanceInfo) -> Iterator[None]:
     finally:
         subprocess.run([control], input="quit\n", text=True, timeout=SMI_TIMEOUT, env=os.environ.copy())
         shutil.rmtree(root, ignore_errors=True)
+
+
+def private_directory(path: str) -> None:
+    """Make ``path`` a directory only this user controls, mode 0700: created so, or an
+    existing one of this user's that group and others cannot write, narrowed to 0700.
+
+    Raises PermissionError naming the path, its owner and mode, and the fix, when it is
+    a symlink or not a directory, belongs to another user, or is group/other writable:
+    whoever controls it could take the place of what this user keeps there."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    state = os.lstat(path)
+    problem = _not_private(state)
+    if problem is not None:
+        raise PermissionError(
+            f"{path} {problem} (owner {_user(state.st_uid)}, mode "
+            f"{stat.filemode(state.st_mode)} {stat.S_IMODE(state.st_mode):04o}), so another "
+            f"user could control it; remove it (`rm -rf {path}`, as its owner or root) and "
+            "open the pool again"
+        )
+    descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchmod(descriptor, 0o700)
+    finally:
+        os.close(descriptor)
+
+
+def _not_private(state: os.stat_result) -> str | None:
+    """Why a directory with this ``lstat`` is not this user's alone, or None."""
+    if stat.S_ISLNK(state.st_mode):
+        return "is a symlink, not a directory"
+    if not stat.S_ISDIR(state.st_mode):
+        return "is not a directory"
+    if state.st_uid != os.geteuid():
+        return f"belongs to another user, not to {_user(os.geteuid())}"
+    if state.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "is writable by its group or others"
+    return None
+
+
+def _user(uid: int) -> str:
+    """``name (uid N)``, or ``uid N`` for a uid without a name."""
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"

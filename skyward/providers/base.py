@@ -21,6 +21,7 @@ from skyward.engine.driver import Encoder
 from skyward.engine.transport import Transport
 from skyward.observe.cost import Pricing
 from skyward.storage.client import Storage
+from skyward.storage.pool_volumes import check_node_credentials
 
 
 class TeardownError(SkywardError, RuntimeError):
@@ -210,7 +211,19 @@ class Provider(Protocol):
 
 def with_default_storage(spec: Spec) -> Spec:
     """``spec`` with every Volume's storage given: its own, else the provider's default.
-    ValueError naming the volume and the fix when the provider has no storage."""
+    ValueError naming the volume and the fix when the provider has no storage; for a
+    pool whose nodes run elsewhere (every provider but ``sky.Local()``, whose mounts and
+    keys stay on this machine), VolumeCredentialsError (a ValueError) for a storage
+    without keys that does not opt in to shipping this machine's AWS credential chain,
+    before any machine is started."""
+    filled = _with_storages(spec)
+    if spec.provider.name != "local":
+        check_node_credentials(filled.volumes)
+    return filled
+
+
+def _with_storages(spec: Spec) -> Spec:
+    """``spec`` with the provider's default storage for each Volume without one."""
     if all(volume.storage is not None for volume in spec.volumes):
         return spec
     default = spec.provider.default_storage(spec)
@@ -222,7 +235,8 @@ def with_default_storage(spec: Spec) -> Spec:
                 f"sky.{type(spec.provider).__name__}() has no object storage of its own to "
                 f"mount bucket {volume.bucket!r} from; pass one: sky.Volume(..., "
                 "storage=sky.Storage(endpoint, access_key=..., secret_key=...)) or a preset "
-                "such as sky.storage.R2(...) or sky.storage.S3(region=...)",
+                "such as sky.storage.R2(...) or sky.storage.S3(region=..., access_key=..., "
+                "secret_key=...)",
             )
         volumes.append(volume if volume.storage is not None else replace(volume, storage=default))
     return replace(spec, volumes=tuple(volumes))

@@ -20,6 +20,7 @@ from skyward.storage.errors import (
     ObjectNotFoundError,
     StorageCredentialsError,
     StorageError,
+    VolumeCredentialsError,
     VolumeMountError,
 )
 from skyward.storage.presets import GCS, R2, S3, Backblaze, Hyperstack, Wasabi
@@ -35,6 +36,6 @@ __all__ = [
     "FORBIDDEN_MOUNTS", "GCS", "R2", "S3", "Backblaze", "BucketNotFoundError", "Credential",
     "EndpointUnreachableError", "Hyperstack", "LeasedCredential", "ObjectNotFoundError",
     "ResolvedStorage", "RichTransferBar", "S3Volume", "Storage", "StorageCredentialsError",
-    "StorageError", "TransferProgress", "TransferUpdate", "Volume", "VolumeMountError",
-    "Wasabi", "use_progress",
+    "StorageError", "TransferProgress", "TransferUpdate", "Volume", "VolumeCredentialsError",
+    "VolumeMountError", "Wasabi", "use_progress",
 ]

@@ -19,7 +19,7 @@ from skyward.storage.credentials import (
     release_credential,
     resolve_pair,
 )
-from skyward.storage.endpoint import check_endpoint, signing_region
+from skyward.storage.endpoint import check_endpoint, is_aws_s3, signing_region
 from skyward.storage.errors import ObjectNotFoundError
 from skyward.storage.progress import Direction, TransferTracker, current_progress
 
@@ -62,15 +62,19 @@ class Storage:
     Credentials are strings, or callables returning a string or an awaitable of one,
     resolved when the storage is opened; both None means boto3's credential chain.
     ``path_style`` addresses buckets as ``endpoint/bucket/key`` instead of
-    ``bucket.endpoint/key``. The methods work inside ``with storage:``; they raise
-    StorageError subclasses (missing bucket, missing object, refused credentials,
-    unreachable endpoint) that name the endpoint, bucket and key, never a secret.
+    ``bucket.endpoint/key``. ``ship_client_credentials`` (AWS's S3 only, without keys)
+    lets a remote pool give its nodes this machine's AWS credential chain for a Volume
+    of this storage; without it such a Volume is refused there. The methods work inside
+    ``with storage:``; they raise StorageError subclasses (missing bucket, missing
+    object, refused credentials, unreachable endpoint) that name the endpoint, bucket
+    and key, never a secret.
     """
 
     endpoint: str
     access_key: Credential | None = field(default=None, repr=False)
     secret_key: Credential | None = field(default=None, repr=False)
     path_style: bool = False
+    ship_client_credentials: bool = False
     _session: _Session = field(
         default_factory=_Session, init=False, repr=False, compare=False
     )
@@ -86,6 +90,7 @@ class Storage:
             )
         if not isinstance(self.path_style, bool):
             raise fail("Storage", "path_style", self.path_style, "it must be True or False")
+        _check_ship_client_credentials(self)
 
     @property
     def region(self) -> str:
@@ -287,6 +292,29 @@ class Storage:
             yield tracker
         finally:
             tracker.finish()
+
+
+def _check_ship_client_credentials(storage: Storage) -> None:
+    """Raise ValueError unless ``storage.ship_client_credentials`` is a bool, and True
+    only for a storage without keys of its own on AWS's S3 (``is_aws_s3``)."""
+    value = storage.ship_client_credentials
+    if not isinstance(value, bool):
+        raise fail("Storage", "ship_client_credentials", value, "it must be True or False")
+    if not value:
+        return
+    if storage.access_key is not None:
+        raise fail(
+            "Storage", "ship_client_credentials", value,
+            "the storage has keys of its own, which are what the nodes get; pass either "
+            "the keys or ship_client_credentials=True",
+        )
+    if not is_aws_s3(storage.endpoint):
+        raise fail(
+            "Storage", "ship_client_credentials", value,
+            f"this machine's AWS credential chain is sent only to AWS's own S3 "
+            f"(https://s3.<region>.amazonaws.com), never to another service such as "
+            f"{storage.endpoint}; pass access_key= and secret_key= scoped to the bucket",
+        )
 
 
 def _check_name(method: str, field: str, value: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -10,6 +11,13 @@ from skyward.api.validation import fail
 #: Signing region where the endpoint's host does not say one (most S3-compatible
 #: services accept any region, and AWS itself redirects to the bucket's).
 DEFAULT_REGION = "us-east-1"
+
+_AWS_REGION = r"[a-z]{2}(?:-[a-z]+)+-\d+"
+#: The hosts of AWS's S3 (path or virtual-host style, access points, FIPS, dual-stack).
+_AWS_S3_HOST = re.compile(
+    rf"(?:[a-z0-9.-]+\.)?s3(?:-fips|-accesspoint(?:-fips)?|-external-1|-{_AWS_REGION})?"
+    rf"(?:\.dualstack)?(?:\.{_AWS_REGION})?\.amazonaws\.com(?:\.cn)?"
+)
 
 
 def check_endpoint(owner: str, field: str, value: Any) -> None:
@@ -41,3 +49,12 @@ def signing_region(endpoint: str) -> str:
     if len(labels) == 4 and labels[0] == "s3" and not labels[-1].isdigit():
         return labels[1]
     return DEFAULT_REGION
+
+
+def is_aws_s3(endpoint: str) -> bool:
+    """Whether ``endpoint`` is an https endpoint of AWS's own S3: ``s3.<region>``,
+    ``s3-<region>``, ``s3-fips``, ``s3-accesspoint``, ``dualstack``, a bucket or access
+    point in front, under ``amazonaws.com`` (or ``.com.cn``). Other hosts under
+    amazonaws.com (an EC2 instance's, a load balancer's) are AWS customers' own."""
+    parts = urlsplit(endpoint)
+    return parts.scheme == "https" and bool(_AWS_S3_HOST.fullmatch((parts.hostname or "").lower()))

@@ -42,6 +42,32 @@ class StorageCredentialsError(StorageError):
         self.endpoint = endpoint
 
 
+class VolumeCredentialsError(StorageCredentialsError, ValueError):
+    """A remote pool's Volume whose storage has no keys and does not opt in to shipping
+    this machine's AWS credential chain; also a ValueError (the Spec cannot be used)."""
+
+    def __init__(
+        self, index: int, bucket: str, mount: str, endpoint: str, *, aws_s3: bool
+    ) -> None:
+        shipping = (
+            ", or opt in to giving every node this machine's whole AWS credential chain "
+            "with ship_client_credentials=True on the storage (sky.storage.S3(region=..., "
+            "ship_client_credentials=True))"
+            if aws_s3
+            else " (this machine's AWS credential chain is never sent to another service)"
+        )
+        super().__init__(
+            f"Spec.volumes[{index}] (bucket {bucket!r} at {mount}) has a storage without keys "
+            f"({endpoint}), and a remote pool's nodes get only the credentials given to a "
+            f"volume's storage: pass access_key= and secret_key= scoped to bucket "
+            f"{bucket!r}{shipping}",
+            endpoint,
+        )
+        self.index = index
+        self.bucket = bucket
+        self.mount = mount
+
+
 class EndpointUnreachableError(StorageError, ConnectionError):
     """The endpoint could not be reached (refused, unknown host, timed out)."""
 

@@ -3,7 +3,9 @@
 The client resolves every volume's storage once (``resolved``), holding the credentials
 for the pool's life (a minted key is revoked when the block ends), and hands each node
 ``NodeVolume``s: the Volume and its endpoint with plain-string keys, which travel as a
-JSON line on a process's stdin (``encode``/``decode``), never on a command line.
+JSON line on a process's stdin (``encode``/``decode``), never on a command line. Nodes
+of a remote pool get only the keys given to a volume's storage, or this machine's AWS
+credential chain where the storage opts in (``check_node_credentials``).
 ``mount_all`` mounts them in order (undoing the ones done if one fails) and
 ``unmount_all`` takes them down; ``mounted`` does both around a block, for a local pool.
 """
@@ -16,7 +18,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, replace
 
 from skyward.storage.client import ResolvedStorage, Storage
-from skyward.storage.errors import StorageCredentialsError, VolumeMountError
+from skyward.storage.endpoint import is_aws_s3
+from skyward.storage.errors import (
+    StorageCredentialsError,
+    VolumeCredentialsError,
+    VolumeMountError,
+)
 from skyward.storage.mount import MOUNT_TIMEOUT_S, MountedVolume, mount_volume, unmount
 from skyward.storage.volume import Volume
 
@@ -30,14 +37,36 @@ class NodeVolume:
     storage: ResolvedStorage
 
 
+def check_node_credentials(volumes: Sequence[Volume]) -> None:
+    """Raise VolumeCredentialsError, naming ``Spec.volumes[i]``, for the first of a
+    Spec's volumes whose storage has no keys and does not opt in with
+    ``ship_client_credentials``: nodes elsewhere get only the credentials a volume's
+    storage is given. Volumes without a storage are skipped."""
+    for index, volume in enumerate(volumes):
+        storage = volume.storage
+        if storage is None or storage.access_key is not None or storage.ship_client_credentials:
+            continue
+        raise VolumeCredentialsError(
+            index, volume.bucket, volume.mount, storage.endpoint,
+            aws_s3=is_aws_s3(storage.endpoint),
+        )
+
+
 @contextmanager
-def resolved(volumes: Sequence[Volume]) -> Iterator[tuple[NodeVolume, ...]]:
+def resolved(
+    volumes: Sequence[Volume], *, here: bool = False
+) -> Iterator[tuple[NodeVolume, ...]]:
     """Every volume with its storage's credentials resolved, held until the block ends.
 
-    A storage without keys gets this machine's AWS credential chain (environment,
-    ~/.aws, SSO, an instance role), resolved here so nodes need none of their own.
-    Each distinct storage is opened once. Every volume must name its storage (the pool
-    fills in the provider's default first). Raises StorageCredentialsError."""
+    For nodes elsewhere (``here`` False), ``check_node_credentials`` runs first, before
+    any storage is opened. A storage without keys gets this machine's AWS credential
+    chain (environment, ~/.aws, SSO, an instance role): on a remote pool only where it
+    opts in, on this machine (``here``: a local pool's mounts) always, the keys staying
+    here. Each distinct storage is opened once. Every volume must name its storage (the
+    pool fills in the provider's default first). Raises VolumeCredentialsError and
+    StorageCredentialsError."""
+    if not here:
+        check_node_credentials(volumes)
     with ExitStack() as held:
         opened: dict[Storage, ResolvedStorage] = {}
         found = []
@@ -98,7 +127,7 @@ def unmount_all(mounted: Sequence[MountedVolume], *, raising: bool = True) -> No
 def mounted(volumes: Sequence[Volume]) -> Iterator[list[MountedVolume]]:
     """Resolve and mount ``volumes`` on this machine for the block; unmount them and
     release the credentials at its end, also when it fails."""
-    with resolved(volumes) as items:
+    with resolved(volumes, here=True) as items:
         done = mount_all(items)
         try:
             yield done
@@ -122,7 +151,8 @@ def decode(line: str) -> tuple[NodeVolume, ...]:
 
 
 def _with_chain_keys(storage: ResolvedStorage) -> ResolvedStorage:
-    """``storage`` with the AWS credential chain's keys when it has none of its own."""
+    """``storage`` with this machine's AWS credential chain's keys when it has none of
+    its own; StorageCredentialsError when the chain has none."""
     if storage.access_key is not None:
         return storage
     import boto3

@@ -20,14 +20,17 @@ def S3(
     region: str = "us-east-1",
     access_key: Credential | None = None,
     secret_key: Credential | None = None,
+    ship_client_credentials: bool = False,
 ) -> Storage:
     """Amazon S3 in ``region``; no keys means boto3's credential chain (environment,
-    ~/.aws, instance role)."""
+    ~/.aws, SSO, an instance role). A remote pool's nodes get that chain for a Volume of
+    this storage only with ``ship_client_credentials=True`` (see ``sky.Storage``)."""
     _check_label("S3", "region", region)
     return Storage(
         endpoint=f"https://s3.{region}.amazonaws.com",
         access_key=access_key,
         secret_key=secret_key,
+        ship_client_credentials=ship_client_credentials,
     )
 
 

@@ -1,8 +1,8 @@
 """The common half of the local fakes of the machine clouds' HTTP APIs
 (``fake_runpod.py``, ``fake_vastai.py``, ``fake_verda.py``, ``fake_digitalocean.py``,
 ``fake_novita.py``): an HTTP server on 127.0.0.1 that checks the Bearer token, keeps the
-cloud's machines and keys, records every request, and can refuse machines as a cloud
-without capacity does. Each fake speaks its cloud's documented request and response
+cloud's machines, keys and firewalls (for a cloud that has them), records every request,
+and can refuse machines as a cloud without capacity does. Each fake speaks its cloud's documented request and response
 shapes in ``handle``; this class only routes and stores.
 
 A fake is also a ``MachineSource`` (``tests/cloud/machines.py``): a machine it creates
@@ -73,6 +73,8 @@ class FakeCloud:
     def __init__(self) -> None:
         self.machines: dict[str, FakeMachine] = {}
         self.keys: dict[str, dict[str, str]] = {}
+        self.firewalls: dict[str, dict[str, Any]] = {}
+        """By id, each as the cloud's API shows it (its ``name`` among the rest)."""
         self.requests: list[Request] = []
         self.refused: set[str] = set()
         self.lock = threading.RLock()

@@ -1,10 +1,16 @@
 """A local DigitalOcean API v2: ``GET /v2/sizes``, ``/v2/account/keys``, ``POST
-/v2/droplets``, ``GET /v2/droplets?tag_name=``, ``GET/DELETE /v2/droplets/{id}``, with
-its pagination envelope (``links``, ``meta``) and its error shape (``id``, ``message``)."""
+/v2/droplets``, ``GET /v2/droplets?tag_name=``, ``GET/DELETE /v2/droplets/{id}``, ``POST
+/v2/tags``, ``DELETE /v2/tags/{name}``, ``POST/GET /v2/firewalls`` and ``DELETE
+/v2/firewalls/{id}``, with its pagination envelope (``links``, ``meta``) and its error
+shape (``id``, ``message``). Firewalls are recorded, not enforced (the lab's hosts share
+one bridge). A Droplet's private (VPC) address is its public one here: each lab host
+has one address."""
 
 from __future__ import annotations
 
 import datetime
+import re
+import uuid
 from typing import Any
 
 from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
@@ -21,10 +27,18 @@ SIZES = [
      "gpu_info": {"count": 1, "vram": {"amount": 80, "unit": "gib"}, "model": "nvidia_h100"}},
 ]
 
+TAG_NAME = re.compile(r"^[a-zA-Z0-9_\-:]+$")
+FIREWALL_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9.-]+$")
+NOT_FOUND = {"id": "not_found", "message": "The resource you were accessing could not be found."}
+
 
 class FakeDigitalOcean(FakeCloud):
     name = "digitalocean"
     credentials = {"DIGITALOCEAN_TOKEN": TOKEN}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
 
     def no_capacity(self, kind: str) -> Answer:
         return Answer(422, {"id": "unprocessable_entity", "message": "Size is not available in this region.", "request_id": "r"})
@@ -41,17 +55,32 @@ class FakeDigitalOcean(FakeCloud):
             return _page("ssh_keys", list(self.keys.values()))
         if path.startswith("/v2/account/keys/") and method == "DELETE":
             if self.keys.pop(path.rsplit("/", 1)[1], None) is None:
-                raise Answer(404, {"id": "not_found", "message": "The resource you were accessing could not be found."})
+                raise Answer(404, NOT_FOUND)
             return None
         if path == "/v2/droplets":
             if method == "POST":
                 return {"droplet": self._droplet(self._create(body))}
             tag = query.get("tag_name")
             return _page("droplets", [self._droplet(m) for m in self.live() if tag is None or tag in m.extra.get("tags", [tag])])
+        if (method, path) == ("POST", "/v2/tags"):
+            raise Answer(201, {"tag": self._tag(body)})
+        if path.startswith("/v2/tags/") and method == "DELETE":
+            if path.removeprefix("/v2/tags/") not in self.tags:
+                raise Answer(404, NOT_FOUND)
+            self.tags.discard(path.removeprefix("/v2/tags/"))
+            return None
+        if path == "/v2/firewalls":
+            if method == "POST":
+                raise Answer(202, {"firewall": self._firewall(body)})
+            return _page("firewalls", list(self.firewalls.values()))
+        if path.startswith("/v2/firewalls/") and method == "DELETE":
+            if self.firewalls.pop(path.removeprefix("/v2/firewalls/"), None) is None:
+                raise Answer(404, NOT_FOUND)
+            return None
         if path.startswith("/v2/droplets/"):
             machine = self.machines.get(path.rsplit("/", 1)[1])
             if machine is None or machine.state == "deleted":
-                raise Answer(404, {"id": "not_found", "message": "The resource you were accessing could not be found."})
+                raise Answer(404, NOT_FOUND)
             if method == "DELETE":
                 self.delete(machine.id)
                 return None
@@ -67,6 +96,7 @@ class FakeDigitalOcean(FakeCloud):
         keys = [self.keys[str(k)]["public_key"] for k in body.get("ssh_keys", []) if str(k) in self.keys]
         if not keys:
             raise Answer(422, {"id": "unprocessable_entity", "message": "ssh_keys: unknown key"})
+        self.tags.update(body.get("tags", []))  # a Droplet's tags may be new ones
         return self.add(
             body["name"], size["slug"], False, body["image"], keys[0], size["price_hourly"], region=body["region"],
             tags=body.get("tags", []), user_data=body.get("user_data", ""),
@@ -79,10 +109,45 @@ class FakeDigitalOcean(FakeCloud):
         return {
             "id": int(machine.id), "name": machine.name, "status": status, "size_slug": machine.kind,
             "size": {"slug": machine.kind, "price_hourly": size["price_hourly"]}, "region": {"slug": machine.region},
-            "networks": {"v4": [{"ip_address": machine.address, "type": "public"}] if up else [], "v6": []},
+            "networks": {
+                "v4": [{"ip_address": machine.address, "type": kind} for kind in ("public", "private")] if up else [],
+                "v6": [],
+            },
             "tags": machine.extra.get("tags", []), "image": {"slug": machine.image},
             "created_at": datetime.datetime.fromtimestamp(machine.created, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
+
+    def _tag(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = str((body or {}).get("name") or "")
+        if not TAG_NAME.match(name) or len(name) > 255:
+            raise Answer(400, {"id": "bad_request", "message": "tag name may contain letters, numbers, colons, dashes and underscores"})
+        self.tags.add(name)
+        return {"name": name, "resources": {"count": 0, "droplets": {"count": 0}}}
+
+    def _firewall(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The firewall ``body`` describes, stored; Answer 422 as DigitalOcean refuses one."""
+        name = str(body.get("name") or "")
+        inbound, outbound = body.get("inbound_rules") or [], body.get("outbound_rules") or []
+        if not FIREWALL_NAME.match(name):
+            raise Answer(422, {"id": "unprocessable_entity", "message": "name must begin with an alphanumeric character"})
+        if not inbound and not outbound:
+            raise Answer(422, {"id": "unprocessable_entity", "message": "must contain at least one inbound or outbound rule"})
+        for rule, side in [(r, "sources") for r in inbound] + [(r, "destinations") for r in outbound]:
+            if rule.get("protocol") not in ("tcp", "udp", "icmp") or not isinstance(rule.get("ports"), str) or side not in rule:
+                raise Answer(422, {"id": "unprocessable_entity", "message": f"invalid rule {rule}"})
+            unknown = [tag for tag in rule[side].get("tags", []) if tag not in self.tags]
+            if unknown:
+                raise Answer(422, {"id": "unprocessable_entity", "message": f"tag {unknown[0]} does not exist"})
+        self.tags.update(body.get("tags", []))  # the firewall's own tags may be new ones
+        firewall = {
+            "id": str(uuid.uuid4()), "name": name, "status": "succeeded", "inbound_rules": inbound,
+            "outbound_rules": outbound, "droplet_ids": body.get("droplet_ids") or [], "tags": body.get("tags") or [],
+            "created_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "pending_changes": [],
+        }
+        with self.lock:
+            self.firewalls[firewall["id"]] = firewall
+        return firewall
 
 
 def _page(key: str, items: list[Any]) -> dict[str, Any]:

@@ -151,3 +151,19 @@ def test_a_failing_mount_fails_the_open_and_leaves_nothing(
     assert "NoSuchBucket" in message
     assert mounts_under(tmp_path) == []
     assert os.listdir(tmp_path) == []
+
+
+def test_a_local_pool_mounts_a_storage_without_keys_with_this_machines_chain(
+    moto_server: MotoServer, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing leaves this machine on a local pool, so a keyless storage needs no opt-in:
+    the client mounts it with its own AWS credential chain (here, the environment)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto_server.secret_key)
+    moto_server.client().put_object(Bucket=bucket, Key="sets/train.csv", Body=b"a,b\n1,2\n")
+    keyless = sky.Storage(moto_server.endpoint, path_style=True)
+    volume = sky.Volume(bucket=bucket, mount=str(tmp_path / "data"), storage=keyless)
+    with sky.Compute(nodes=1, volumes=[volume], options=QUIET) as pool:
+        _, train, listed, _ = look(str(tmp_path / "data"), str(tmp_path / "data")) >> pool
+        assert (train, listed) == ("a,b\n1,2\n", ["sets"])
+    assert mounts_under(tmp_path) == []

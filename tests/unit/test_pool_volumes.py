@@ -1,6 +1,8 @@
 """Spec.volumes: what a Spec accepts, which storage each volume gets (its own, else the
-provider's, else a clear refusal), how volumes travel to a node, and the bootstrap's
-s3fs step. No mounts here (tests/e2e/test_pool_volumes.py mounts for real)."""
+provider's, else a clear refusal), which credentials a node gets (the storage's keys,
+this machine's AWS chain only where the storage opts in), how volumes travel to a node,
+and the bootstrap's s3fs step. No mounts here (tests/e2e/test_pool_volumes.py mounts for
+real)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from fake_cluster import FakeProvider
 import skyward as sky
 from skyward.providers.base import with_default_storage
 from skyward.providers.ssh.image_script import Artifacts, render
-from skyward.storage import StorageCredentialsError
+from skyward.storage import StorageCredentialsError, VolumeCredentialsError
 from skyward.storage.client import ResolvedStorage
 from skyward.storage.pool_volumes import NodeVolume, decode, encode, resolved
 
@@ -98,15 +100,62 @@ def test_volumes_with_their_own_storage_are_kept() -> None:
     assert with_default_storage(spec) is spec
 
 
-def test_aws_fills_in_s3_of_the_pool_region() -> None:
+def test_aws_fills_in_s3_of_the_pool_region_opted_in_to_the_client_chain() -> None:
     bare = sky.Volume(bucket="my-runs", mount="/runs")
     filled = with_default_storage(
         sky.Spec(provider=sky.AWS(region="eu-west-1"), volumes=[bare, DATA])
     ).volumes
-    assert filled[0].storage == sky.storage.S3(region="eu-west-1")
+    assert filled[0].storage == sky.storage.S3(region="eu-west-1", ship_client_credentials=True)
     assert filled[1] == DATA
     elsewhere = sky.Spec(provider=sky.AWS(region="eu-west-1"), region="us-west-2", volumes=[bare])
-    assert with_default_storage(elsewhere).volumes[0].storage == sky.storage.S3(region="us-west-2")
+    assert with_default_storage(elsewhere).volumes[0].storage == sky.storage.S3(
+        region="us-west-2", ship_client_credentials=True
+    )
+
+
+@pytest.mark.parametrize(
+    "provider", [sky.SSH(hosts=["10.0.0.5"]), sky.AWS(region="eu-west-1")], ids=["SSH", "AWS"]
+)
+def test_remote_pools_refuse_a_storage_without_keys_that_does_not_opt_in(
+    provider: object,
+) -> None:
+    keyless = sky.Volume(bucket="my-runs", mount="/runs", storage=sky.storage.S3(region="eu-west-1"))
+    with pytest.raises(VolumeCredentialsError) as caught:
+        with_default_storage(sky.Spec(provider=provider, volumes=[DATA, keyless]))
+    error = caught.value
+    assert isinstance(error, StorageCredentialsError) and isinstance(error, ValueError)
+    assert (error.index, error.bucket, error.mount) == (1, "my-runs", "/runs")
+    message = str(error)
+    assert message.startswith("Spec.volumes[1] (bucket 'my-runs' at /runs) has a storage without keys")
+    assert "https://s3.eu-west-1.amazonaws.com" in message
+    assert "pass access_key= and secret_key= scoped to bucket 'my-runs'" in message
+    assert "ship_client_credentials=True" in message
+
+
+def test_a_keyless_storage_elsewhere_than_aws_is_refused_without_offering_the_chain() -> None:
+    keyless = sky.Volume(bucket="my-runs", mount="/runs", storage=sky.Storage("http://10.0.0.9:9000"))
+    with pytest.raises(VolumeCredentialsError) as caught:
+        with_default_storage(sky.Spec(provider=sky.SSH(hosts=["10.0.0.5"]), volumes=[keyless]))
+    message = str(caught.value)
+    assert "Spec.volumes[0]" in message and "http://10.0.0.9:9000" in message
+    assert "never sent to another service" in message
+    assert "ship_client_credentials" not in message
+
+
+def test_a_local_pool_takes_a_storage_without_keys() -> None:
+    keyless = sky.Volume(bucket="my-runs", mount="/runs", storage=sky.storage.S3(region="eu-west-1"))
+    spec = sky.Spec(provider=sky.Local(), volumes=[keyless])
+    assert with_default_storage(spec) is spec
+
+
+def test_opening_an_ssh_pool_refuses_a_storage_without_keys_before_connecting() -> None:
+    keyless = sky.Volume(bucket="my-runs", mount="/runs", storage=sky.storage.S3(region="eu-west-1"))
+    with pytest.raises(VolumeCredentialsError, match=r"Spec\.volumes\[0\] \(bucket 'my-runs'"):
+        with sky.Compute(  # 192.0.2.1 (TEST-NET-1) answers nothing: connecting would hang
+            provider=sky.SSH(hosts=["192.0.2.1"]), nodes=1, volumes=[keyless],
+            options=sky.Options(console=False, logging=False, ssh_timeout=600),
+        ):
+            pass
 
 
 def test_providers_that_mount_nothing_still_refuse_volumes() -> None:
@@ -163,22 +212,53 @@ def test_each_storage_is_resolved_once_and_held_for_the_block() -> None:
     assert (access.released, secret.released) == (1, 1)
 
 
-def test_a_storage_without_keys_gets_this_machines_credential_chain(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine's AWS credential chain: keys in the environment."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIACHAIN")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "chain-secret")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "chain-token")
+
+
+CHAIN = ResolvedStorage(
+    "https://s3.eu-west-1.amazonaws.com", "eu-west-1", "AKIACHAIN", "chain-secret", False,
+    "chain-token",
+)
+
+
+def test_remote_nodes_get_no_credentials_for_a_storage_without_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Refused before any storage is opened (the lease of the first is never taken),
+    though this machine has a credential chain to give."""
+    chain(monkeypatch)
+    access, secret = Lease("AKLEASE"), Lease("leased-secret")
+    leased = sky.Storage("http://127.0.0.1:9000", access_key=access, secret_key=secret)
+    volumes = [
+        sky.Volume(bucket="b-1", mount="/one", storage=leased),
+        sky.Volume(bucket="my-runs", mount="/runs", storage=sky.storage.S3(region="eu-west-1")),
+    ]
+    with pytest.raises(VolumeCredentialsError, match=r"Spec\.volumes\[1\] \(bucket 'my-runs'"):
+        with resolved(volumes):
+            pass
+    assert (access.taken, secret.taken) == (0, 0)
+
+
+def test_a_storage_that_opts_in_ships_this_machines_credential_chain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chain(monkeypatch)
+    storage = sky.storage.S3(region="eu-west-1", ship_client_credentials=True)
+    with resolved([sky.Volume(bucket="my-runs", mount="/runs", storage=storage)]) as items:
+        assert items[0].storage == CHAIN
+
+
+def test_a_local_pool_mounts_a_storage_without_keys_with_the_chain_of_this_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    chain(monkeypatch)
     volume = sky.Volume(bucket="my-runs", mount="/runs", storage=sky.storage.S3(region="eu-west-1"))
-    with resolved([volume]) as items:
-        assert items[0].storage == ResolvedStorage(
-            "https://s3.eu-west-1.amazonaws.com",
-            "eu-west-1",
-            "AKIACHAIN",
-            "chain-secret",
-            False,
-            "chain-token",
-        )
+    with resolved([volume], here=True) as items:
+        assert items[0].storage == CHAIN
 
 
 def test_no_credentials_anywhere_is_refused_naming_the_endpoint(
@@ -189,7 +269,8 @@ def test_no_credentials_anywhere_is_refused_naming_the_endpoint(
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", f"{tmp_path}/none")
     monkeypatch.setenv("AWS_CONFIG_FILE", f"{tmp_path}/none")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    volume = sky.Volume(bucket="my-runs", mount="/runs", storage=sky.storage.S3(region="eu-west-1"))
+    storage = sky.storage.S3(region="eu-west-1", ship_client_credentials=True)
+    volume = sky.Volume(bucket="my-runs", mount="/runs", storage=storage)
     with pytest.raises(
         StorageCredentialsError,
         match=r"no credentials for https://s3\.eu-west-1\.amazonaws\.com.*access_key=",

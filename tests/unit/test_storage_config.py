@@ -14,13 +14,14 @@ from rich.console import Console
 
 import skyward as sky
 from skyward.storage import RichTransferBar, TransferUpdate
-from skyward.storage.endpoint import signing_region
+from skyward.storage.endpoint import is_aws_s3, signing_region
 from skyward.storage.hyperstack import HyperstackKeyPart
 
 
 def test_fields_and_defaults() -> None:
     storage = sky.Storage("https://s3.example.com")
     assert (storage.access_key, storage.secret_key, storage.path_style) == (None, None, False)
+    assert storage.ship_client_credentials is False
     assert storage == sky.Storage(endpoint="https://s3.example.com")
 
 
@@ -97,6 +98,60 @@ def test_bad_field_types_name_field_and_type_never_the_value() -> None:
         sky.Storage("https://h", access_key="k")
     with pytest.raises(ValueError, match=r"Storage\.path_style='yes'"):
         sky.Storage("https://h", path_style="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "https://s3.amazonaws.com",
+        "https://s3.eu-west-1.amazonaws.com",
+        "https://s3-us-west-2.amazonaws.com",
+        "https://s3.dualstack.ap-south-1.amazonaws.com",
+        "https://s3-fips.us-gov-west-1.amazonaws.com",
+        "https://my-bucket.s3.us-east-1.amazonaws.com",
+        "https://ap-123456789012.s3-accesspoint.us-east-1.amazonaws.com",
+        "https://s3.cn-north-1.amazonaws.com.cn",
+        "https://S3.US-EAST-1.AMAZONAWS.COM:443/",
+    ],
+)
+def test_aws_s3_endpoints_may_ship_the_client_credential_chain(endpoint: str) -> None:
+    assert is_aws_s3(endpoint)
+    assert sky.Storage(endpoint, ship_client_credentials=True).ship_client_credentials
+    assert sky.storage.S3(region="eu-west-1", ship_client_credentials=True) == sky.Storage(
+        "https://s3.eu-west-1.amazonaws.com", ship_client_credentials=True
+    )
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "http://s3.us-east-1.amazonaws.com",  # in the clear
+        "http://127.0.0.1:9000",
+        "https://s3.eu-central-1.wasabisys.com",
+        "https://acct.r2.cloudflarestorage.com",
+        "https://s3.us-east-1.amazonaws.com.example.net",
+        "https://s3.us-east-1.amazonaws.com@example.net",
+        "https://ec2-3-80-1-2.compute-1.amazonaws.com",  # someone's instance
+        "https://s3-files-123.us-east-1.elb.amazonaws.com",  # someone's load balancer
+    ],
+)
+def test_the_client_credential_chain_is_not_shipped_to_another_service(endpoint: str) -> None:
+    assert not is_aws_s3(endpoint)
+    with pytest.raises(ValueError) as caught:
+        sky.Storage(endpoint, ship_client_credentials=True)
+    message = str(caught.value)
+    assert message.startswith("Storage.ship_client_credentials=True is not valid")
+    assert "sent only to AWS's own S3" in message and endpoint in message
+    assert "access_key= and secret_key= scoped to the bucket" in message
+
+
+def test_ship_client_credentials_is_a_bool_for_a_storage_without_keys() -> None:
+    with pytest.raises(ValueError, match=r"Storage\.ship_client_credentials='yes'.*True or False"):
+        sky.Storage("https://s3.amazonaws.com", ship_client_credentials="yes")  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"Storage\.ship_client_credentials=True .*keys of its own"
+    ):
+        sky.storage.S3(access_key="ak", secret_key="sk", ship_client_credentials=True)
 
 
 def test_repr_and_resolved_repr_hide_keys() -> None:

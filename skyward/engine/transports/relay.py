@@ -1,6 +1,6 @@
 """``RelayTransport``: the nodes of a remote pool, reached through the head relay at the
-other end of one stream (an SSH forward from a Unix socket in a private directory of the
-client to node 0's loopback).
+other end of one stream (for SSH and cloud pools, a channel of the pool's SSH connection
+to node 0's loopback: nothing listens on the client's machine).
 
 The relay is not a second engine: it forwards each request's bytes to a node agent and
 the agent's reply bytes back, and each node's event batches as the agent encoded them;
@@ -9,6 +9,10 @@ client's driver. Before anything else the client proves the pool's secret and th
 proves it back (``core.handshake``), then both say ``Hello``; every message after that is
 one of ``core.messages``, decoded by ``core.codec`` (never by an unpickler). A broken
 stream fails every call in flight with ``Disconnected``.
+
+The stream is driven on ``io_loop`` (the SSH connection's own loop, so no bytes cross a
+local socket between loops); a ``>>`` (``call_now``) hands its frame to that loop and the
+reply straight back to the calling thread, and the driver's async calls hop to it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
 
@@ -45,8 +50,16 @@ from skyward.core.messages import (
     Share,
     Unshare,
 )
+from skyward.engine import interruptible
 from skyward.engine.events import EventBatch
-from skyward.engine.relay_server import payload_of, read_message, wire_body, write_message
+from skyward.engine.relay_server import (
+    StreamOut,
+    payload_of,
+    put_message,
+    read_message,
+    wire_body,
+    write_message,
+)
 from skyward.engine.transport import (
     Disconnected,
     NodeLost,
@@ -67,28 +80,38 @@ LISTENER_TICK = 1.0
 FAILURES: dict[str, type[TransportError]] = {"lost": NodeLost, "no_reply": NoReply, "refused": Refused}
 
 
+T = TypeVar("T")
+Connector = Callable[[], Awaitable[tuple[Any, Any]]]
+"""Opens the stream to the relay: a (reader, writer) pair with asyncio's stream methods
+(``readexactly``; ``write``, ``drain``, ``close``), such as an SSH channel's."""
+Waiter = asyncio.Future[Any] | concurrent.futures.Future[Any]
+"""What a call in flight waits on: a loop's future (``call``) or a thread's (``call_now``)."""
+
+
 class RelayRefused(ConnectionError):
     """What listens at the relay's address did not prove the pool's secret, or speaks
     another protocol version."""
 
 
 class RelayTransport:
-    """The client's end of the stream to a head relay: ``address`` is a Unix socket path
-    (the SSH forward's) or ``HOST:PORT``; ``secret`` the pool's relay secret."""
+    """The client's end of the stream to a head relay, opened by ``connect`` on
+    ``io_loop`` (None: the driver's loop); ``where`` names the relay in errors; ``secret``
+    is the pool's relay secret."""
 
-    def __init__(self, address: str, secret: bytes) -> None:
-        self._address = address
+    def __init__(self, connect: Connector, where: str, secret: bytes, io_loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._connect_stream = connect
+        self._where = where
         self._secret = secret
+        self._io_loop = io_loop
         self._left: dict[int, str] = {}
         self._attaching: dict[int, asyncio.Future[str | None]] = {}
         self._ids = itertools.count()
         self._keys = itertools.count()
-        self._pending: dict[int, tuple[int, asyncio.Future[Any]]] = {}
+        self._pending: dict[int, tuple[int, Waiter]] = {}
         self._collections: dict[int, concurrent.futures.Future[bytes]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._feed: EventFeed | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._send_lock: asyncio.Lock | None = None
+        self._writer: StreamOut | None = None
         self._closed: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
         self._closing = False
@@ -96,25 +119,26 @@ class RelayTransport:
 
     @property
     def can_call_now(self) -> bool:
-        return False
+        return True
 
     def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
-        """Connect (from any thread but ``loop``'s)."""
-        self._loop, self._feed = loop, feed
-        asyncio.run_coroutine_threadsafe(self._connect(), loop).result(CONNECT_TIMEOUT + 1)
+        """Connect (from any thread but ``loop``'s and the I/O loop's)."""
+        self._loop, self._feed = self._io_loop or loop, feed
+        asyncio.run_coroutine_threadsafe(self._connect(), self._loop).result(CONNECT_TIMEOUT + 1)
+
+    async def _on_io(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the I/O loop and wait for it from the caller's loop."""
+        if self._loop is None or asyncio.get_running_loop() is self._loop:
+            return await work
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
 
     async def _connect(self) -> None:
         """Connect, prove the secret both ways, exchange ``Hello``. ``RelayRefused`` when
         the other end is not the pool's relay."""
-        if self._address.startswith("/"):
-            opening = asyncio.open_unix_connection(self._address)
-        else:
-            host, _, port = self._address.rpartition(":")
-            opening = asyncio.open_connection(host, int(port))
-        reader, writer = await asyncio.wait_for(opening, CONNECT_TIMEOUT)
+        reader, writer = await asyncio.wait_for(self._connect_stream(), CONNECT_TIMEOUT)
         if not await handshake.prove_to_server_async(reader, writer, self._secret):
             writer.close()
-            raise RelayRefused(f"what listens at {self._address} did not prove the pool's secret: not its head relay")
+            raise RelayRefused(f"what answers at {self._where} did not prove the pool's secret: not its head relay")
         await write_message(writer, Hello(PROTOCOL))
         try:
             hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
@@ -130,7 +154,6 @@ class RelayTransport:
         self._writer = writer
         assert self._loop is not None
         self._closed = self._loop.create_future()
-        self._send_lock = asyncio.Lock()
         asyncio.ensure_future(self._read(reader))
         self._listeners = asyncio.ensure_future(self._follow_listeners())
 
@@ -146,7 +169,44 @@ class RelayTransport:
             await asyncio.sleep(LISTENER_TICK)
 
     def call_now(self, node: int, payload: Payload, timeout: float | None) -> Payload:
-        raise NotImplementedError("a relay answers on the event loop only (can_call_now is False)")
+        """The reply, waited for on the calling thread (any but the loop's): the frame is
+        written on the loop and the reader hands the reply straight to this thread, so a
+        ``>>`` costs one hand-off each way instead of a round of the driver's loop."""
+        if node in self._left:
+            raise NodeLost(node, self._left[node])
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._writer is None:
+            raise PoolClosedError("the pool is closed: open a new one to run more work")
+        call_id = next(self._ids)
+        waiter: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._pending[call_id] = (node, waiter)
+        try:
+            loop.call_soon_threadsafe(self._put, call_id, Call(call_id, node, wire_body(payload), timeout))
+            try:
+                reply = interruptible.result(waiter, timeout)
+            except TimeoutError:
+                loop.call_soon_threadsafe(self._put, None, Forget(call_id))
+                raise NoReply(node, "no answer in time") from None
+            except BaseException:
+                loop.call_soon_threadsafe(self._put, None, Forget(call_id))
+                raise
+        finally:
+            self._pending.pop(call_id, None)
+        if isinstance(reply, TransportError):
+            raise reply
+        return reply  # type: ignore[no-any-return]
+
+    def _put(self, call_id: int | None, message: Message) -> None:
+        """Write ``message`` now (on the loop); if the stream is gone, call ``call_id``
+        fails with ``Disconnected``."""
+        try:
+            if self._lost is not None or self._writer is None:
+                raise ConnectionError(str(self._lost or "the pool is closed"))
+            put_message(self._writer, message)
+        except (ConnectionError, OSError, RuntimeError) as exc:
+            if call_id is not None:
+                pending = self._pending.get(call_id)
+                _resolve(pending, Disconnected(pending[0] if pending else -1, str(exc)))
 
     def attach(self, node: int, serial: int, setup: Any, timeout: float) -> None:
         """Have the relay start node ``node``'s agent (on the host whose resource is
@@ -186,6 +246,9 @@ class RelayTransport:
             asyncio.ensure_future(self._send_quietly(Detach(node, reason)))
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
+        return await self._on_io(self._call(node, payload, timeout))
+
+    async def _call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         if node in self._left:
             raise NodeLost(node, self._left[node])
         call_id = next(self._ids)
@@ -214,12 +277,12 @@ class RelayTransport:
 
     async def share(self, payload: Payload) -> Shared:
         key = next(self._keys)
-        await self._send(Share(key, wire_body(payload)))
+        await self._on_io(self._send(Share(key, wire_body(payload))))
         return Shared(key, None)
 
     def unshare(self, shared: Shared) -> None:
-        if self._writer is not None and not self._lost:
-            asyncio.ensure_future(self._send_quietly(Unshare(shared.key)))
+        if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._put, None, Unshare(shared.key))
 
     def collection_call(self, request: bytes) -> concurrent.futures.Future[bytes]:
         """Send an encoded collection operation for the head node's agent (from any thread
@@ -255,11 +318,10 @@ class RelayTransport:
     async def _send(self, message: Message) -> None:
         if self._lost is not None:
             raise ConnectionError(str(self._lost))
-        if self._writer is None or self._send_lock is None:
+        if self._writer is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
         try:
-            async with self._send_lock:
-                await write_message(self._writer, message)
+            await write_message(self._writer, message)
         except (ConnectionError, OSError) as exc:
             raise ConnectionError(f"lost the connection to the cluster's head relay: {exc}") from None
 
@@ -335,6 +397,11 @@ class RelayTransport:
                 self._writer.close()
 
 
-def _resolve(pending: tuple[int, asyncio.Future[Any]] | None, outcome: Any) -> None:
+def unix_connector(path: str) -> Connector:
+    """A ``Connector`` to a relay listening on the Unix socket ``path``."""
+    return lambda: asyncio.open_unix_connection(path)
+
+
+def _resolve(pending: tuple[int, Waiter] | None, outcome: Any) -> None:
     if pending is not None and not pending[1].done():
         pending[1].set_result(outcome)

@@ -112,8 +112,10 @@ class AWS:
         return [offer for offer in self._all_offers(spec) if _within(offer, spec)]
 
     def default_storage(self, spec: Spec) -> Storage:
-        """S3 of the pool's region (keys: the client's AWS credential chain)."""
-        return S3(region=self._region(spec))
+        """S3 of the pool's region, opted in to giving the nodes the client's AWS
+        credential chain (choosing sky.AWS and its storage is that choice; the chain goes
+        to AWS's S3 only): ``Volume(storage=None)`` needs no keys of its own."""
+        return S3(region=self._region(spec), ship_client_credentials=True)
 
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Create the pool's instances and bring them up; everything created is removed

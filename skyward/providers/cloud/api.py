@@ -1,11 +1,12 @@
 """The typed face every machine cloud's API module gives the shared launch: what it
-sells (``MachineType``), what to create (``Order``), what it has (``Machine``, ``Key``),
-and the calls (``MachineAPI``). No untyped dict crosses this line."""
+sells (``MachineType``), what to create (``Order``), what it has (``Machine``, ``Key``,
+``Firewall``), and the calls (``MachineAPI``, and ``FirewallAPI`` for a cloud that
+filters its machines' traffic). No untyped dict crosses this line."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 MachineState = Literal["starting", "running", "stopped", "ended"]
 """``stopped``: halted but still there (and billed, for its disk at least) until deleted;
@@ -37,7 +38,9 @@ class MachineType:
 class Order:
     """One machine to create. ``image`` is the container image (container clouds) or the
     OS image (VM clouds); ``key_id`` the registered key (None: the public key travels in
-    the order itself); ``user_data`` a boot script where the cloud runs one."""
+    the order itself); ``user_data`` a boot script where the cloud runs one; ``group``
+    the pool's name for its machines together (its key's name), which a ``FirewallAPI``
+    cloud tags each machine with."""
 
     name: str
     machine_type: MachineType
@@ -47,6 +50,7 @@ class Order:
     image: str
     user_data: str
     disk_gb: int | None = None
+    group: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,14 @@ class Machine:
 @dataclass(frozen=True, slots=True)
 class Key:
     """An SSH key registered with the cloud."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Firewall:
+    """A firewall the cloud keeps; ``name`` is the group of machines it guards."""
 
     id: str
     name: str
@@ -102,3 +114,21 @@ class MachineAPI(Protocol):
 
     def delete(self, machine_id: str) -> None:
         """Terminate a machine (gone already is fine)."""
+
+
+@runtime_checkable
+class FirewallAPI(Protocol):
+    """A cloud whose machines have public addresses and whose API filters their traffic
+    (DigitalOcean's Cloud Firewalls): each pool's machines sit behind a firewall of their
+    own, named for the pool's ``group`` (``Order.group``). Errors as ``MachineAPI``."""
+
+    def add_firewall(self, group: str) -> str:
+        """A firewall for the machines of ``group``, in place before any of them exists:
+        inbound SSH from anywhere and anything from the group's own machines, outbound
+        anything; its id."""
+
+    def remove_firewall(self, firewall_id: str, group: str) -> None:
+        """Delete the firewall of ``group`` and what it was made with (gone already is fine)."""
+
+    def firewalls(self) -> list[Firewall]:
+        """Every firewall of the account."""

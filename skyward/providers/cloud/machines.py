@@ -12,7 +12,7 @@ from pathlib import Path
 
 from skyward.api.paths import skyward_dir
 from skyward.providers.base import TeardownError
-from skyward.providers.cloud.api import Machine, MachineAPI, MachineType, Order
+from skyward.providers.cloud.api import FirewallAPI, Machine, MachineAPI, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudError
 
 POLL = 1.0
@@ -21,13 +21,15 @@ TERMINATE_TIMEOUT = 300.0
 
 @dataclass
 class PoolMachines:
-    """What one pool holds on a cloud, as created so far."""
+    """What one pool holds on a cloud, as created so far. ``key_name`` is also the pool's
+    group name (``Order.group``, its firewall's name)."""
 
     cloud: str
     pool_id: str
     key_name: str
     key_path: Path | None = None
     key_id: str | None = None
+    firewall_id: str | None = None
     machines: list[str] = field(default_factory=list)
 
 
@@ -65,8 +67,17 @@ def create_group(
 
 def release(api: MachineAPI, resources: PoolMachines) -> None:
     """Terminate the pool's machines, wait until the cloud no longer has them, delete its
-    key; TeardownError naming what could not be confirmed gone."""
+    firewall (once no machine it guarded is left) and its key; TeardownError naming what
+    could not be confirmed gone."""
     left = _delete_confirmed(api, resources.machines, resources.cloud)
+    if resources.firewall_id is not None and isinstance(api, FirewallAPI):
+        if left:
+            left.append(f"firewall {resources.key_name} (kept while its machines may run)")
+        else:
+            try:
+                api.remove_firewall(resources.firewall_id, resources.key_name)
+            except CloudError as exc:
+                left.append(f"firewall {resources.key_name} ({exc})")
     if resources.key_id is not None:
         try:
             api.remove_key(resources.key_id)

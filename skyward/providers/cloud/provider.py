@@ -6,13 +6,15 @@ A cloud provider (``sky.RunPod``, ``sky.VastAI``, ``sky.Verda``, ``sky.DigitalOc
 (``refuse()``); this class does the rest the same way for all of them:
 
 - ``offers``: the cloud's machine types that fit the Spec, priced, cheapest first;
-- ``launch``: a fresh SSH key, then ``nodes`` machines of the first offer the cloud has
-  room for (the next offer when it answers "no capacity", up to six), then the shared
-  remote path (``launch_on_hosts``: bootstrap, Ray, the head relay, a watchdog per node
-  that halts the machine when the client vanished); closing terminates the machines,
-  confirms through the API that they are gone, and deletes the key;
-- ``orphans``/``remove``: what ``sky gc`` finds (machines and keys named for a pool of
-  this machine that is no longer open here) and deletes.
+- ``launch``: a fresh SSH key, on a cloud with a ``FirewallAPI`` a firewall that admits
+  only SSH and the pool's own machines, then ``nodes`` machines of the first offer the
+  cloud has room for (the next offer when it answers "no capacity", up to six), then the
+  shared remote path (``launch_on_hosts``: bootstrap, Ray, the head relay, a watchdog per
+  node that halts the machine when the client vanished); closing terminates the
+  machines, confirms through the API that they are gone, and deletes the firewall and
+  the key;
+- ``orphans``/``remove``: what ``sky gc`` finds (machines, keys and firewalls named for a
+  pool of this machine that is no longer open here) and deletes.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from skyward.providers import registry
 from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint, TeardownError
 from skyward.providers.cloud import machines, naming
 from skyward.providers.cloud import offers as pricing
-from skyward.providers.cloud.api import Machine, MachineAPI, MachineType, Order
+from skyward.providers.cloud.api import FirewallAPI, Machine, MachineAPI, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudError
 from skyward.providers.cloud.membership import CloudMachines
 from skyward.providers.orphans import Orphan
@@ -150,6 +152,8 @@ class MachineCloud:
         try:
             public_key = machines.make_key(resources)
             resources.key_id = api.add_key(resources.key_name, public_key)
+            if isinstance(api, FirewallAPI):
+                resources.firewall_id = api.add_firewall(resources.key_name)
             timeout = float(options.provision_timeout or DEFAULT_PROVISION_TIMEOUT)
             offer, order, handles = self._start(api, spec, options, kinds, chosen, resources, public_key, timeout)
             serials = itertools.count(len(handles))
@@ -171,7 +175,8 @@ class MachineCloud:
     # ------------------------------------------------------------------ gc
 
     def orphans(self) -> list[Orphan]:
-        """Machines and keys named for a pool of this machine that is no longer open here."""
+        """Machines, keys and firewalls named for a pool of this machine that is no longer
+        open here."""
         api = self.api()
         region = getattr(self, "region", None)
         found: list[Orphan] = []
@@ -189,18 +194,30 @@ class MachineCloud:
             named = naming.parse(key.name)
             if reason is not None and named is not None:
                 found.append(Orphan(self.name, region, "ssh-key", key.id, named.pool, reason))
+        for firewall in api.firewalls() if isinstance(api, FirewallAPI) else []:
+            reason = naming.orphan_reason(firewall.name)
+            named = naming.parse(firewall.name)
+            if reason is not None and named is not None:
+                found.append(Orphan(self.name, region, "firewall", firewall.id, named.pool, reason))
         return found
 
     def remove(self, orphans: Sequence[Orphan]) -> None:
-        """Terminate the orphan machines (confirmed), then delete the keys."""
+        """Terminate the orphan machines (confirmed), then delete the keys, and the
+        firewalls once no orphan machine is left."""
         api = self.api()
         left = machines.delete_machines(api, [o.id for o in orphans if o.kind == "instance"], self.label)
+        kept = bool(left)
         for orphan in orphans:
-            if orphan.kind == "ssh-key":
-                try:
+            try:
+                if orphan.kind == "ssh-key":
                     api.remove_key(orphan.id)
-                except CloudError as exc:
-                    left.append(f"SSH key {orphan.id} ({exc})")
+                elif orphan.kind == "firewall" and isinstance(api, FirewallAPI):
+                    if kept:
+                        left.append(f"firewall {orphan.id} (kept while machines may run)")
+                    else:  # its name is the pool's key name (``naming.key_name``): pool and owner
+                        api.remove_firewall(orphan.id, naming.key_name(orphan.pool))
+            except CloudError as exc:
+                left.append(f"{orphan.kind} {orphan.id} ({exc})")
         if left:
             raise TeardownError(f"could not confirm the deletion of {'; '.join(left)} on {self.label}")
 
@@ -224,7 +241,7 @@ class MachineCloud:
             kind = machines.type_of(kinds, offer.instance_type, offer.region)
             orders = [
                 Order(naming.machine_name(resources.pool_id, index), kind, offer.spot, public_key, resources.key_id,
-                      image, user_data, spec.disk_gb)
+                      image, user_data, spec.disk_gb, resources.key_name)
                 for index in range(count)
             ]
             try:

@@ -1,9 +1,13 @@
-"""DigitalOcean's API v2 (``api.digitalocean.com/v2``) as ``MachineAPI``: sizes and
-hourly prices (``GET /v2/sizes``), SSH keys (``/v2/account/keys``) and Droplets
-(``POST /v2/droplets``, ``GET /v2/droplets?tag_name=skyward``, ``GET
-/v2/droplets/{id}``, ``DELETE /v2/droplets/{id}``). Every Droplet is tagged
-``skyward``. The token is ``DIGITALOCEAN_TOKEN`` (or ``DIGITALOCEAN_ACCESS_TOKEN``, or
-``access-token`` in doctl's ``~/.config/doctl/config.yaml``)."""
+"""DigitalOcean's API v2 (``api.digitalocean.com/v2``) as ``MachineAPI`` and
+``FirewallAPI``: sizes and hourly prices (``GET /v2/sizes``), SSH keys
+(``/v2/account/keys``), Droplets (``POST /v2/droplets``, ``GET
+/v2/droplets?tag_name=skyward``, ``GET /v2/droplets/{id}``, ``DELETE
+/v2/droplets/{id}``), tags (``POST /v2/tags``, ``DELETE /v2/tags/{name}``) and Cloud
+Firewalls (``POST /v2/firewalls``, ``GET /v2/firewalls``, ``DELETE
+/v2/firewalls/{id}``). Every Droplet is tagged ``skyward`` and with its pool's group,
+the tag its pool's firewall guards and admits. The token is ``DIGITALOCEAN_TOKEN`` (or
+``DIGITALOCEAN_ACCESS_TOKEN``, or ``access-token`` in doctl's
+``~/.config/doctl/config.yaml``)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import datetime
 from typing import Any
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.api import Firewall, Key, Machine, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
 
@@ -20,6 +24,9 @@ TOKEN = credentials.Source(("DIGITALOCEAN_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN"), 
 TAG = "skyward"
 PAGE = 200
 NO_CAPACITY = ("not available", "capacity", "out of stock", "droplet limit")
+ANYWHERE = {"addresses": ["0.0.0.0/0", "::/0"]}
+ALL_PORTS = "0"
+"""What a Cloud Firewall rule's ``ports`` is for every port of its protocol."""
 
 
 class DigitalOceanAPI:
@@ -63,7 +70,8 @@ class DigitalOceanAPI:
     def create(self, order: Order) -> str:
         body = {
             "name": order.name, "region": order.machine_type.region, "size": order.machine_type.name,
-            "image": order.image, "ssh_keys": [order.key_id] if order.key_id else [], "tags": [TAG],
+            "image": order.image, "ssh_keys": [order.key_id] if order.key_id else [],
+            "tags": [TAG, order.group] if order.group else [TAG],
             "user_data": order.user_data,
         }
         try:
@@ -90,6 +98,41 @@ class DigitalOceanAPI:
 
     def delete(self, machine_id: str) -> None:
         self._delete(f"/v2/droplets/{machine_id}", f"deleting Droplet {machine_id}")
+
+    def add_firewall(self, group: str) -> str:
+        """The tag ``group`` (a rule can only name a tag that exists), then a Cloud Firewall
+        of that name over the Droplets tagged with it; the tag is deleted again if the
+        firewall cannot be made."""
+        self._http.call("POST", "/v2/tags", f"creating tag {group}", json={"name": group})
+        own = {"tags": [group]}
+        body = {
+            "name": group, "tags": [group],
+            "inbound_rules": [
+                {"protocol": "tcp", "ports": "22", "sources": ANYWHERE},
+                {"protocol": "tcp", "ports": ALL_PORTS, "sources": own},
+                {"protocol": "udp", "ports": ALL_PORTS, "sources": own},
+            ],
+            "outbound_rules": [
+                {"protocol": protocol, "ports": ALL_PORTS, "destinations": ANYWHERE}
+                for protocol in ("tcp", "udp", "icmp")
+            ],
+        }
+        try:
+            answer = self._http.call("POST", "/v2/firewalls", f"creating firewall {group}", json=body)
+        except BaseException:
+            self._delete(f"/v2/tags/{group}", f"deleting tag {group}")
+            raise
+        return str(answer["firewall"]["id"])
+
+    def remove_firewall(self, firewall_id: str, group: str) -> None:
+        self._delete(f"/v2/firewalls/{firewall_id}", f"deleting firewall {group}")
+        self._delete(f"/v2/tags/{group}", f"deleting tag {group}")
+
+    def firewalls(self) -> list[Firewall]:
+        return [
+            Firewall(str(f["id"]), str(f.get("name") or ""))
+            for f in self._pages("/v2/firewalls", "firewalls", "listing firewalls")
+        ]
 
     def _delete(self, path: str, what: str) -> None:
         try:

@@ -3,7 +3,8 @@
 Offers are the sizes available in ``region`` at their hourly price (DigitalOcean sells
 no spot machines); each node is one Droplet of ``image`` (default: Ubuntu 24.04, or
 DigitalOcean's AI/ML-ready GPU image for GPU sizes) with the pool's SSH key, tagged
-``skyward``. See docs/providers.md."""
+``skyward`` and with the pool's group, behind the pool's Cloud Firewall (inbound SSH, and
+anything from the pool's own Droplets). See docs/providers.md."""
 
 from __future__ import annotations
 

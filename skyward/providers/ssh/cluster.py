@@ -4,7 +4,7 @@ One SSH connection per host carries everything: the host's facts, bootstrap, ``r
 start`` (head on node 0, the others joining it, each bound to the host's own address and
 authenticated by a per-pool Ray token that only travels on stdin), a watchdog per node
 (heartbeats on its stdin; it stops the pool's processes ``ttl`` seconds after the client
-vanished), the head relay on node 0, and the port forward the client's transport uses.
+vanished), the head relay on node 0, and the SSH channel the client's transport reads and writes.
 """
 
 from __future__ import annotations
@@ -13,12 +13,9 @@ import asyncio
 import itertools
 import json
 import logging
-import os
 import posixpath
 import secrets
 import shlex
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -125,8 +122,6 @@ class RemoteCluster:
         self.token = secrets.token_hex(32)
         self.nodes: list[RemoteNode] = []
         self.gcs_port = 0
-        self.forward: Any = None
-        self._forward_dir = ""
         self.volume_count = 0
         self.halt = False
         self._on_phase = on_phase
@@ -332,10 +327,9 @@ class RemoteCluster:
             output = (str(result.stdout) + str(result.stderr)).replace(self.token, "***")[-3000:]
             raise RuntimeError(f"`ray start` failed on node {node.index} ({node.address}):\n{output}")
 
-    async def start_relay(self, config: bytes) -> tuple[str, float]:
-        """Start the head relay on node 0 with its encoded config; returns the path of the
-        local end of the forward to it (a Unix socket in a 0700 directory of this user)
-        and how long its agents took to start."""
+    async def start_relay(self, config: bytes) -> tuple[int, float]:
+        """Start the head relay on node 0 with its encoded config; returns the port it
+        listens on (node 0's loopback) and how long its agents took to start."""
         head = self.nodes[0]
         assert head.ready is not None
         python = posixpath.join(head.ready.env_dir, "venv/bin/python")
@@ -361,11 +355,13 @@ class RemoteCluster:
                 lines.append(line[8:])
             else:
                 lines.append(line)
-        self._forward_dir = tempfile.mkdtemp(prefix="skyward-relay-")  # 0700: no other user gets in
-        path = os.path.join(self._forward_dir, "relay.sock")
-        self.forward = await head.conn.forward_local_path_to_port(path, "127.0.0.1", remote_port)
         asyncio.ensure_future(self._stream_logs(process))
-        return path, agents
+        return remote_port, agents
+
+    async def open_relay(self, port: int) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
+        """A stream to the relay on node 0's loopback ``port``: a channel of the pool's SSH
+        connection (on this loop), so nothing listens on the client's machine."""
+        return await self.nodes[0].conn.open_connection("127.0.0.1", port, encoding=None)
 
     async def _stream_logs(self, process: Any) -> None:
         try:
@@ -384,10 +380,6 @@ class RemoteCluster:
             if failures:
                 raise failures[0]
         finally:
-            if self.forward is not None:
-                self.forward.close()
-            if self._forward_dir:
-                shutil.rmtree(self._forward_dir, ignore_errors=True)
             for node in self.nodes:
                 node.files.close()
                 node.conn.close()

@@ -99,13 +99,15 @@ def launch_on_hosts(
             f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
             handshake.new_secret(),
         )
-        relay_address, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
+        relay_port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
         _stop(loop, cluster, credentials, release)
         raise
 
-    transport = RelayTransport(relay_address, config.secret)
+    transport = RelayTransport(
+        lambda: cluster.open_relay(relay_port), f"node 0's port {relay_port}", config.secret, loop.loop
+    )
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
     membership = None

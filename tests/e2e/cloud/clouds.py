@@ -1,7 +1,8 @@
 """The clouds of the provider conformance suite, each behind one interface: how to make
 its provider against its local fake (or the local AWS), what its 2-node pool asks for,
-what its ``validate`` must refuse, and how to look into the fake (what is left of a pool,
-planting an orphan, refusing capacity, the images it was asked for)."""
+what its ``validate`` must refuse, and how to look into the fake (what is left of a pool:
+machines, keys and firewalls; planting an orphan, refusing capacity, the images it was
+asked for)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ class Cloud:
     """The container images create requests named (container clouds)."""
     image_field: str | None = None
     harness: Harness | None = field(default=None, repr=False)
+    fake: FakeCloud | None = field(default=None, repr=False)
+    """The fake cloud (None for AWS)."""
 
 
 FAKES: dict[str, tuple[type[FakeCloud], str, str | None, dict[str, Any], list[tuple[dict[str, Any], str]]]] = {
@@ -78,7 +81,8 @@ def fake_cloud(name: str, fake: FakeCloud) -> Cloud:
 
     def leftovers(pool_id: str) -> list[str]:
         machines = [f"machine {m.id} ({m.state})" for m in fake.live(pool_id[:12])]
-        return machines + [f"key {k}" for k, v in fake.keys.items() if pool_id[:12] in v["name"]]
+        keys = [f"key {k}" for k, v in fake.keys.items() if pool_id[:12] in v["name"]]
+        return machines + keys + [f"firewall {k}" for k, v in fake.firewalls.items() if pool_id[:12] in v["name"]]
 
     def images() -> list[str]:
         return [body[image_key] for body in fake.bodies("POST" if name != "vastai" else "PUT", path)]
@@ -86,7 +90,7 @@ def fake_cloud(name: str, fake: FakeCloud) -> Cloud:
     return Cloud(
         name, PROVIDERS[name], pool, [*GENERIC_REFUSALS, *refusals], leftovers,
         lambda: fake.plant(orphan_name(), "planted").id, fake.refuse, fake.refused.clear,
-        images if image_key else None, IMAGE_FIELDS.get(name),
+        images if image_key else None, IMAGE_FIELDS.get(name), fake=fake,
     )
 
 

@@ -1,7 +1,7 @@
 """A client killed with SIGKILL on a machine cloud (DigitalOcean's fake): each node's
 watchdog halts its machine after ``Spec.ttl`` (the dead-man switch through the shared
 remote path), and ``sky down POOL`` (the installed command), finding the pool's process
-gone, removes what it left: the stopped Droplets and the SSH key."""
+gone, removes what it left: the stopped Droplets, the SSH key and the pool's firewall."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(cloud: tuple[
         raise AssertionError("the client never got its pool:\n" + "".join(lines[-40:]))
     pool_id = line.split()[1]
     ids = [m.id for m in fake.live(pool_id[:12])]
-    assert len(ids) == 2 and fake.keys
+    assert len(ids) == 2 and fake.keys and fake.firewalls
     process.kill()
     process.wait(10)
     harness.wait_for(lambda: set(ids) <= set(harness.halted), 90, "the dead-man switch")
@@ -75,5 +75,5 @@ def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(cloud: tuple[
     assert result.returncode == 0, result.stdout + result.stderr
     done = json.loads(result.stdout)[0]
     assert done["how"].startswith("its process was gone")
-    assert sorted(o["kind"] for o in done["removed"]) == ["instance", "instance", "ssh-key"]
-    assert fake.live(pool_id[:12]) == [] and not fake.keys
+    assert sorted(o["kind"] for o in done["removed"]) == ["firewall", "instance", "instance", "ssh-key"]
+    assert fake.live(pool_id[:12]) == [] and not fake.keys and not fake.firewalls and not fake.tags - {"skyward"}

@@ -20,7 +20,7 @@ from storage_server import MotoServer
 from test_remote_options import wait_for_line
 
 import skyward as sky
-from skyward.storage import VolumeMountError
+from skyward.storage import VolumeCredentialsError, VolumeMountError
 from skyward.storage.mount import fuse_tool_available
 
 _missing = fuse_tool_available()
@@ -132,6 +132,28 @@ def test_a_failing_mount_fails_the_open_naming_the_node(lab: HostLab, s3: MotoSe
     left = left_on_hosts(lab, pool.id)
     assert not left, f"left on the hosts after a failed open: {left}"
     s3.drop_bucket(good)
+
+
+def test_a_storage_without_keys_is_refused_before_anything_reaches_the_hosts(
+    lab: HostLab, s3: MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This machine has an AWS credential chain (the environment) that would open the
+    bucket, but the storage was given no keys: the hosts get nothing, not even the pool."""
+    bucket = s3.new_bucket()
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key)
+    keyless = sky.Storage(s3.endpoint, path_style=True)
+    volumes = [sky.Volume(bucket=bucket, mount=DATA, storage=keyless)]
+    pool = sky.Compute(provider=ssh_provider(lab), nodes=2, volumes=volumes, options=QUIET)
+    with pytest.raises(VolumeCredentialsError) as caught:
+        with pool:
+            pytest.fail("the pool opened")
+    message = str(caught.value)
+    assert f"Spec.volumes[0] (bucket {bucket!r} at {DATA}) has a storage without keys" in message
+    assert "never sent to another service" in message
+    left = left_on_hosts(lab, pool.id)
+    assert not left, f"left on the hosts after a refused open: {left}"
+    s3.drop_bucket(bucket)
 
 
 @pytest.mark.slow

@@ -1,0 +1,83 @@
+"""The MPS plugin's pipe and log directories (``/tmp/skyward-mps-<job>-<node>``, a name
+anyone can guess): ``private_directory`` makes them 0700 and refuses one that another
+user could control. No GPU needed: the helper is tested directly."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from skyward.plugins.nvidia import private_directory
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_a_new_directory_is_made_0700_whatever_the_umask(tmp_path: Path) -> None:
+    previous = os.umask(0)
+    try:
+        private_directory(str(tmp_path / "mps"))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "mps").is_dir() and mode(tmp_path / "mps") == 0o700
+
+
+def test_an_existing_directory_of_this_user_is_kept_and_narrowed_to_0700(tmp_path: Path) -> None:
+    existing = tmp_path / "mps"
+    existing.mkdir()
+    os.chmod(existing, 0o755)
+    (existing / "log").mkdir()
+    private_directory(str(existing))
+    assert mode(existing) == 0o700 and (existing / "log").is_dir()
+
+
+def test_a_symlink_is_refused_and_its_target_left_alone(tmp_path: Path) -> None:
+    target = tmp_path / "planted"
+    target.mkdir()
+    os.chmod(target, 0o755)
+    link = tmp_path / "mps"
+    link.symlink_to(target)
+    with pytest.raises(PermissionError) as caught:
+        private_directory(str(link))
+    message = str(caught.value)
+    assert message.startswith(f"{link} is a symlink, not a directory (owner ")
+    assert "mode lrwxrwxrwx 0777" in message and f"`rm -rf {link}`" in message
+    assert mode(target) == 0o755
+
+
+def test_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "mps").write_text("")
+    with pytest.raises(PermissionError, match=r"mps is not a directory \(owner .*mode -rw"):
+        private_directory(str(tmp_path / "mps"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_a_directory_of_another_user_is_refused(tmp_path: Path) -> None:
+    """What another user would do first: make the guessable directory, 0700, their own."""
+    planted = tmp_path / "mps"
+    planted.mkdir(mode=0o700)
+    os.chown(planted, 65534, 65534)
+    with pytest.raises(PermissionError) as caught:
+        private_directory(str(planted))
+    message = str(caught.value)
+    assert message.startswith(f"{planted} belongs to another user, not to ")
+    assert "uid 65534)" in message and "mode drwx------ 0700" in message
+    assert "as its owner or root" in message
+    assert os.lstat(planted).st_uid == 65534 and mode(planted) == 0o700
+
+
+@pytest.mark.parametrize("bits", [0o770, 0o707, 0o777, 0o1777])
+def test_a_directory_that_group_or_others_can_write_is_refused(tmp_path: Path, bits: int) -> None:
+    shared = tmp_path / "mps"
+    shared.mkdir()
+    os.chmod(shared, bits)
+    with pytest.raises(PermissionError) as caught:
+        private_directory(str(shared))
+    message = str(caught.value)
+    assert message.startswith(f"{shared} is writable by its group or others (owner ")
+    assert f"{stat.filemode(stat.S_IFDIR | bits)} {bits:04o}" in message
+    assert mode(shared) == bits
