@@ -99,7 +99,7 @@ def start(spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0) ->
         PhaseTiming("agents", time.monotonic() - started - engine - building),
     )
     transport = RayTransport(
-        agents, [placement.lane for placement in placements], lane_threads=spec.node_count.ceiling * worker.slots,
+        agents, [placement.lane for placement in placements],
         postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
     )
     membership = AgentMembership(transport, dict(enumerate(agents)), place, timeout, "on this machine")

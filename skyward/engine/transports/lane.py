@@ -27,6 +27,7 @@ text (tag ``E``).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import struct
@@ -159,6 +160,10 @@ class LaneClient:
         self._busy: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
+        # the connections of ``call_async``, on the one loop that makes them
+        self._idle_streams: deque[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = deque()
+        self._busy_streams: set[asyncio.StreamWriter] = set()
+        self._stream_loop: asyncio.AbstractEventLoop | None = None
 
     def call(self, payload: bytes, timeout: float | None) -> Payload | None:
         """The agent's reply to ``payload``; None if it was not delivered (no agent is
@@ -189,15 +194,90 @@ class LaneClient:
             self._drop(connection)
             raise LaneBroken("the agent closed the connection")
         self._release(connection)
-        tag, body = frame[:1], frame[1:]
-        if tag == b"E":
-            raise LaneFailed(body.decode(errors="replace"))
-        return body if tag == b"B" else _split(body)
+        return _reply(frame)
+
+    async def call_async(self, payload: bytes, timeout: float | None) -> Payload | None:
+        """``call`` on the running loop (always the same one), without a thread between:
+        the same answers and errors."""
+        stream = await self._stream()
+        if stream is None:
+            return None
+        reader, writer = stream
+        try:
+            writer.write(_LENGTH.pack(len(payload)))
+            writer.write(payload)
+            await writer.drain()
+        except OSError:
+            self._drop_stream(writer)
+            return None  # never reached the agent: nothing ran
+        try:
+            frame = await asyncio.wait_for(_receive_async(reader), timeout)
+        except asyncio.TimeoutError:
+            self._drop_stream(writer)
+            raise TimeoutError(f"no reply within {timeout}s") from None
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            self._drop_stream(writer)
+            raise LaneBroken(str(exc) or "the agent closed the connection") from None
+        except BaseException:
+            self._drop_stream(writer)  # cancelled: the reply would confuse the next caller
+            raise
+        if frame is None:
+            self._drop_stream(writer)
+            raise LaneBroken("the agent closed the connection")
+        self._busy_streams.discard(writer)
+        if self._closed:
+            writer.close()
+        else:
+            self._idle_streams.append(stream)
+        return _reply(frame)
+
+    async def _stream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """An idle or new connection of ``call_async``, or None: use Ray."""
+        if self._closed:
+            return None
+        self._stream_loop = asyncio.get_running_loop()
+        if self._idle_streams:
+            stream = self._idle_streams.pop()
+        else:
+            dialled = await self._dial_async()
+            if dialled is None:
+                return None
+            stream = dialled
+        if self._closed:
+            stream[1].close()
+            return None
+        self._busy_streams.add(stream[1])
+        return stream
+
+    async def _dial_async(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """``_dial`` on the running loop."""
+        writer: asyncio.StreamWriter | None = None
+        try:
+            if self._address.startswith(TCP):
+                opening = asyncio.open_connection(*_host_port(self._address))
+                reader, writer = await asyncio.wait_for(opening, handshake.TIMEOUT)
+                _keep_alive(writer.get_extra_info("socket"))
+                reached = await handshake.prove_to_server_async(reader, writer, self._secret)
+            else:
+                reader, writer = await asyncio.open_unix_connection(self._address)
+                require_same_user(writer.get_extra_info("socket"), "the agent of this lane")
+                reached = True
+        except (OSError, ForeignPeer, asyncio.TimeoutError):
+            reached = False
+        if not reached:
+            if writer is not None:
+                writer.close()
+            return None
+        return reader, writer  # type: ignore[return-value]
+
+    def _drop_stream(self, writer: asyncio.StreamWriter) -> None:
+        self._busy_streams.discard(writer)
+        writer.close()
 
     def close(self) -> None:
         """Close the idle connections and end the calls waiting on the others (they
         raise ``LaneBroken``): the node left, and a TCP peer that vanished with its host
-        would never answer them."""
+        would never answer them. From any thread."""
         with self._lock:
             self._closed = True
             idle, self._idle = list(self._idle), deque()
@@ -209,6 +289,16 @@ class LaneClient:
                 connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        loop = self._stream_loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._close_streams)
+
+    def _close_streams(self) -> None:
+        writers = [writer for _, writer in self._idle_streams] + list(self._busy_streams)
+        self._idle_streams.clear()
+        for writer in writers:
+            transport = writer.transport
+            transport.abort()  # a waiting reader sees the end at once
 
     def _connection(self) -> socket.socket | None:
         with self._lock:
@@ -281,6 +371,25 @@ def _keep_alive(connection: socket.socket) -> None:
     for option, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3)):
         if hasattr(socket, option):
             connection.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
+def _reply(frame: bytes) -> Payload:
+    """What a reply frame carries; ``LaneFailed`` for the agent's error."""
+    tag, body = frame[:1], frame[1:]
+    if tag == b"E":
+        raise LaneFailed(body.decode(errors="replace"))
+    return body if tag == b"B" else _split(body)
+
+
+async def _receive_async(reader: asyncio.StreamReader) -> bytes | None:
+    """``_receive`` on a stream: one frame, or None if the peer closed before one began."""
+    try:
+        header = await reader.readexactly(_LENGTH.size)
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial:
+            raise
+        return None
+    return await reader.readexactly(_LENGTH.unpack(header)[0])
 
 
 def _split(body: bytes) -> Payload:

@@ -15,7 +15,6 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -50,7 +49,6 @@ class RayTransport:
         self,
         agents: Sequence[Any],
         lanes: Sequence[str] = (),
-        lane_threads: int = 1,
         postmortem: Callable[[int], Death | None] = lambda node: None,
         lane_secret: bytes = b"",
     ) -> None:
@@ -58,8 +56,6 @@ class RayTransport:
         self._postmortem = postmortem
         self._lane_secret = lane_secret
         self._lanes = {node: LaneClient(path, lane_secret) for node, path in enumerate(lanes) if path}
-        # lane calls block, so the loop hands them to these threads (one per slot in use)
-        self._lane_threads = ThreadPoolExecutor(max(1, lane_threads), "skyward-lane")
         self._events: RayEventSource | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._gone: dict[int, asyncio.Future[str]] = {}
@@ -113,9 +109,7 @@ class RayTransport:
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         if isinstance(payload, bytes) and node in self._lanes:
-            reply = await asyncio.get_running_loop().run_in_executor(
-                self._lane_threads, self._via_lane, node, payload, timeout
-            )
+            reply = await self._via_lane_async(node, payload, timeout)
             if reply is not None:
                 return reply
         ref = self._send(node, payload.handle if isinstance(payload, Shared) else payload)
@@ -149,7 +143,6 @@ class RayTransport:
         self._closing = True
         for lane in self._lanes.values():
             lane.close()
-        self._lane_threads.shutdown(wait=False)
         if self._events is not None:
             self._events.stop()
 
@@ -185,6 +178,28 @@ class RayTransport:
             raise NoReply(node, "no answer in time") from None
         except LaneFailed as exc:
             raise Refused(node, str(exc)) from None
+
+    async def _via_lane_async(self, node: int, payload: bytes, timeout: float | None) -> Payload | None:
+        """``_via_lane`` on the loop, without a thread between (the relay's every call)."""
+        lane = self._lanes.get(node)
+        if lane is None:
+            return None
+        try:
+            return await lane.call_async(payload, timeout)
+        except LaneBroken as exc:
+            if node in self._left:
+                raise NodeLost(node, self._left[node]) from None
+            failure = await asyncio.get_running_loop().run_in_executor(None, self._replaced, NodeLost(node, str(exc)))
+            raise failure from None
+        except TimeoutError:
+            raise NoReply(node, "no answer in time") from None
+        except LaneFailed as exc:
+            raise Refused(node, str(exc)) from None
+
+    def _replaced(self, failure: NodeLost) -> TransportError:
+        """Once Ray has restarted the node's agent (bounded), ``failure`` explained."""
+        self._await_replacement(failure.node)
+        return self._explained(failure)
 
     def _explained(self, failure: TransportError) -> TransportError:
         """A lost node's failure with the cause of death its agent's note tells, if any."""

@@ -81,7 +81,6 @@ class HeadRelay:
         """The lane address of each node whose agent has one."""
         self._lanes_dir = tempfile.mkdtemp(prefix="skyward-lanes-")  # mode 0700: this user only
         self.lane_secret = handshake.new_secret()
-        self.lane_slots = 0
         self._clients = 0
 
     def start(self) -> None:
@@ -128,7 +127,6 @@ class HeadRelay:
     def _laned(self, setup: AgentSetup, serial: int) -> AgentSetup:
         """``setup`` with a lane (a socket round trip instead of a Ray actor call): a
         Unix socket when its agent runs on the relay's host, else TCP on its host."""
-        self.lane_slots += setup.worker.slots
         if serial != HEAD_SERIAL:
             return dataclasses.replace(setup, lane=TCP, lane_secret=self.lane_secret)
         path = lane_path(self._lanes_dir, "relay", setup.info.node)
@@ -175,7 +173,7 @@ class RaySession:
         self._client = client
         self._loop = asyncio.get_running_loop()
         self._transport = RayTransport(
-            [], lane_threads=relay.lane_slots, postmortem=relay.postmortem, lane_secret=relay.lane_secret
+            [], postmortem=relay.postmortem, lane_secret=relay.lane_secret
         )
         for node, agent in relay.agents.items():
             self._transport.attach(node, agent, relay.lanes.get(node, ""))
