@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import pickle
+import socket
 import struct
 import types
 import typing
@@ -62,6 +63,37 @@ def load_payload(data: bytes | memoryview, buffers: Iterable[Any] | None = None)
     """A user payload (cloudpickle, out-of-band ``buffers`` if any) from an authenticated
     peer. Raises whatever the payload's own unpickling raises."""
     return cloudpickle.loads(data, buffers=buffers)
+
+
+def frame(message: Message) -> bytes:
+    """``message`` framed: its length, then ``encode_message``'s bytes."""
+    data = encode_message(message)
+    return FRAME_HEADER.pack(len(data)) + data
+
+
+def read_frame(connection: socket.socket, limit: int = 1 << 20) -> Message | None:
+    """The next framed message on a blocking socket, or None at the end of the stream.
+    ``MalformedFrame`` when it is not one, or longer than ``limit`` bytes."""
+    header = _exactly(connection, FRAME_HEADER.size)
+    if header is None:
+        return None
+    size = FRAME_HEADER.unpack(header)[0]
+    if size > limit:
+        raise MalformedFrame(f"a frame of {size} bytes, over the limit of {limit}")
+    body = _exactly(connection, size)
+    if body is None:
+        raise MalformedFrame("the stream ended inside a frame")
+    return decode_message(body)
+
+
+def _exactly(connection: socket.socket, size: int) -> bytes | None:
+    data = bytearray()
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
 
 
 def _field_types(cls: type[Message]) -> tuple[tuple[str, Any], ...]:

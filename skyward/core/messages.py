@@ -1,4 +1,5 @@
-"""Every message of the relay protocol: between a remote pool's client and its head relay.
+"""Every message skyward's processes exchange as control: the relay protocol (between a
+remote pool's client and its head relay) and the warm engine's (below).
 
 One frozen class a message, dispatched by type (``match``) at either end, encoded by
 ``codec.encode_message`` (a msgpack array: the class name, then the fields in order) and
@@ -35,7 +36,7 @@ task itself), ``NoReply``, ``Refused``."""
 
 @dataclass(frozen=True, slots=True)
 class Hello:
-    """The first message each end sends after the handshake."""
+    """The first message each end of a relay stream sends after the handshake."""
 
     protocol: int
 
@@ -171,10 +172,68 @@ class Closed:
     """The relay stopped the agents; nothing follows."""
 
 
+# The warm engine of local pools (``providers/warm_engine``), over its private Unix socket:
+# one request a connection, answered by one message (``Refusal`` when it cannot be served).
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseSpares:
+    """Up to ``count`` spare agents for a pool; stay up ``keep_warm`` seconds after the
+    last pool closed. The connection stays open while the pool lives."""
+
+    count: int
+    keep_warm: float
+
+
+@dataclass(frozen=True, slots=True)
+class Leased:
+    """The spares taken (their actor names) and how to join the engine's Ray instance."""
+
+    pid: int
+    address: str
+    token: str
+    temp_dir: str
+    spares: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AskStatus:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    pid: int
+    address: str
+    spares: int
+    pools: int
+    keep_warm: float
+
+
+@dataclass(frozen=True, slots=True)
+class StopEngine:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Stopping:
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The request was not served, and why."""
+
+    error: str
+
+
+ToEngine = LeaseSpares | AskStatus | StopEngine
+FromEngine = Leased | EngineState | Stopping | Refusal
 ToRelay = Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Close
 ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Closed
-Message = ToRelay | ToClient
+Message = ToRelay | ToClient | ToEngine | FromEngine
 MESSAGES: tuple[type[Message], ...] = (
     Hello, Call, CallShared, Share, Unshare, Forget, CollectionOp, Attach, Detach, Metrics, Close,
     Reply, Failed, Events, Report, CollectionAnswer, Attached, Closed,
+    LeaseSpares, Leased, AskStatus, EngineState, StopEngine, Stopping, Refusal,
 )

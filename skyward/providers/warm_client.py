@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.metadata
-import json
 import os
 import signal
 import socket
@@ -25,11 +24,23 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import psutil
 
 from skyward.api.paths import skyward_dir, skyward_home
+from skyward.core.codec import MalformedFrame, frame, read_frame
+from skyward.core.messages import (
+    AskStatus,
+    EngineState,
+    Leased,
+    LeaseSpares,
+    Message,
+    Refusal,
+    StopEngine,
+    Stopping,
+    ToEngine,
+)
 from skyward.core.peers import ForeignPeer, require_same_user
 
 START_TIMEOUT = 90.0
@@ -38,6 +49,7 @@ ANSWER_TIMEOUT = 30.0
 """Seconds to wait for the engine's answer to one request."""
 SOCKET = "sock"
 PID_FILE = "pid"
+A = TypeVar("A", bound=Message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +69,13 @@ class Lease:
     with what a client needs to join the engine's Ray instance. ``close`` ends the lease:
     the engine kills whatever of the spares is still alive."""
 
-    def __init__(self, connection: socket.socket, answer: dict[str, Any]) -> None:
+    def __init__(self, connection: socket.socket, answer: Leased) -> None:
         self._connection = connection
-        self.address: str = answer["address"]
-        self.token: str = answer["token"]
-        self.temp_dir: str = answer["temp_dir"]
-        self.spares: tuple[str, ...] = tuple(answer["spares"])
-        self.engine_pid: int = answer["pid"]
+        self.address = answer.address
+        self.token = answer.token
+        self.temp_dir = answer.temp_dir
+        self.spares = answer.spares
+        self.engine_pid = answer.pid
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -90,7 +102,7 @@ def lease(count: int, keep_warm: float) -> Lease:
         if connection is None:
             connection = _start(directory)
     try:
-        answer = _ask(connection, {"op": "lease", "count": count, "keep_warm": keep_warm})
+        answer = _ask(connection, LeaseSpares(count, keep_warm), Leased)
     except BaseException:
         connection.close()
         raise
@@ -106,10 +118,8 @@ def status() -> list[EngineStatus]:
         if connection is None:
             continue
         with connection:
-            answer = _ask(connection, {"op": "status"})
-        found.append(EngineStatus(
-            answer["pid"], answer["address"], answer["spares"], answer["pools"], answer["keep_warm"], str(directory)
-        ))
+            state = _ask(connection, AskStatus(), EngineState)
+        found.append(EngineStatus(state.pid, state.address, state.spares, state.pools, state.keep_warm, str(directory)))
     return found
 
 
@@ -123,7 +133,7 @@ def stop_all(timeout: float = 60.0) -> list[EngineStatus]:
         if connection is None:
             continue
         with connection:
-            _ask(connection, {"op": "down"})
+            _ask(connection, StopEngine(), Stopping)
     deadline = time.monotonic() + timeout
     for engine in stopped:
         while _alive(engine.pid):
@@ -188,18 +198,20 @@ def _start(directory: Path) -> socket.socket:
     )
 
 
-def _ask(connection: socket.socket, request: dict[str, Any]) -> dict[str, Any]:
-    """Send one request, read its one-line answer (RuntimeError if the engine refused)."""
-    connection.sendall(json.dumps(request).encode() + b"\n")
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = connection.recv(65536)
-        if not chunk:
-            raise RuntimeError("the warm engine closed the connection without answering; see its engine.log")
-        data += chunk
-    answer: dict[str, Any] = json.loads(data)
-    if "error" in answer:
-        raise RuntimeError(f"the warm engine refused the request: {answer['error']}")
+def _ask(connection: socket.socket, request: ToEngine, expected: type[A]) -> A:
+    """Send one request, read its one answer (RuntimeError if the engine refused, or
+    answered something else)."""
+    connection.sendall(frame(request))
+    try:
+        answer = read_frame(connection)
+    except MalformedFrame as exc:
+        raise RuntimeError(f"the warm engine answered something that is not a message: {exc}") from None
+    if answer is None:
+        raise RuntimeError("the warm engine closed the connection without answering; see its engine.log")
+    if isinstance(answer, Refusal):
+        raise RuntimeError(f"the warm engine refused the request: {answer.error}")
+    if not isinstance(answer, expected):
+        raise RuntimeError(f"the warm engine answered {type(answer).__name__} to {type(request).__name__}")
     return answer
 
 

@@ -17,7 +17,6 @@ lease's value) or on "down", it stops its spares and Ray, removes its socket and
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -30,6 +29,17 @@ from typing import Any
 
 import ray
 
+from skyward.core.codec import MalformedFrame, frame, read_frame
+from skyward.core.messages import (
+    AskStatus,
+    EngineState,
+    Leased,
+    LeaseSpares,
+    Message,
+    Refusal,
+    StopEngine,
+    Stopping,
+)
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.node.agent import start_spares
 from skyward.providers.local_ray import LocalRay
@@ -102,31 +112,28 @@ class WarmEngine:
             try:
                 require_same_user(connection, "a client of the warm engine")
             except ForeignPeer as refused:
-                _answer(connection, {"error": str(refused)})
+                _answer(connection, Refusal(str(refused)))
                 return
-            reader = connection.makefile("rb")
-            line = reader.readline()
             try:
-                request = json.loads(line)
-                op = request["op"]
-            except (ValueError, KeyError, TypeError):
-                _answer(connection, {"error": f"not a request: {line[:200]!r}"})
+                request = read_frame(connection)
+            except (MalformedFrame, OSError) as exc:
+                _answer(connection, Refusal(f"not a request: {exc}"))
                 return
-            if op == "status":
-                with self._lock:
-                    _answer(connection, {
-                        "pid": os.getpid(), "address": self.address, "spares": len(self._ready),
-                        "pools": self._pools, "keep_warm": self._keep_warm,
-                    })
-            elif op == "down":
-                _answer(connection, {"pid": os.getpid()})
-                self._down.set()
-            elif op == "lease":
-                self._lease(connection, reader, int(request["count"]), float(request["keep_warm"]))
-            else:
-                _answer(connection, {"error": f"unknown op {op!r}"})
+            match request:
+                case AskStatus():
+                    with self._lock:
+                        _answer(connection, EngineState(
+                            os.getpid(), self.address, len(self._ready), self._pools, self._keep_warm,
+                        ))
+                case StopEngine():
+                    _answer(connection, Stopping(os.getpid()))
+                    self._down.set()
+                case LeaseSpares(count, keep_warm):
+                    self._lease(connection, count, float(keep_warm))
+                case _:
+                    _answer(connection, Refusal(f"not a request of the warm engine: {type(request).__name__}"))
 
-    def _lease(self, connection: socket.socket, reader: Any, count: int, keep_warm: float) -> None:
+    def _lease(self, connection: socket.socket, count: int, keep_warm: float) -> None:
         with self._lock:
             taken, self._ready = self._ready[:count], self._ready[count:]
             self._pools += 1
@@ -134,12 +141,11 @@ class WarmEngine:
             self._target = min(max(self._target, count), MAX_SPARES)
         self._wanted.set()
         try:
-            _answer(connection, {
-                "pid": os.getpid(), "address": self.address, "token": LocalRay.token(),
-                "temp_dir": LocalRay.temp_dir(), "spares": [name for name, _ in taken],
-            })
+            _answer(connection, Leased(
+                os.getpid(), self.address, LocalRay.token(), LocalRay.temp_dir() or "", tuple(name for name, _ in taken),
+            ))
             connection.settimeout(None)
-            while reader.read(65536):  # held open while the pool lives
+            while connection.recv(65536):  # held open while the pool lives
                 pass
         except OSError:
             pass
@@ -187,9 +193,9 @@ class WarmEngine:
                 ray.kill(handle, no_restart=True)
 
 
-def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
+def _answer(connection: socket.socket, answer: Message) -> None:
     with contextlib.suppress(OSError):
-        connection.sendall(json.dumps(answer).encode() + b"\n")
+        connection.sendall(frame(answer))
 
 
 def main(directory: Path) -> None:
