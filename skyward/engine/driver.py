@@ -89,7 +89,7 @@ class ClusterDriver:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Transport[Any],
         encode: Encoder,
         worker: Worker,
         default_timeout: float,

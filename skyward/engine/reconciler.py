@@ -83,7 +83,7 @@ class Reconciler:
         nodes: Nodes,
         options: Options,
         driver: ClusterDriver,
-        transport: Transport,
+        transport: Transport[Any],
         membership: Membership,
         members: Members,
         hooks: Hooks,

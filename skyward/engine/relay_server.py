@@ -20,8 +20,8 @@ Calls, collection operations and attaches run as tasks, answered in the order th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from skyward.core import handshake
 from skyward.core.codec import FRAME_HEADER, MalformedFrame, decode_message, encode_message
@@ -229,7 +229,7 @@ class RelayServer:
         shared: dict[int, Shared] = {}
         tasks: dict[int, asyncio.Task[None]] = {}
 
-        def start(call_id: int, work: asyncio.Future[None] | asyncio.Task[None]) -> None:
+        def start(call_id: int, work: Coroutine[Any, Any, None]) -> None:
             task = asyncio.ensure_future(work)
             tasks[call_id] = task
             task.add_done_callback(lambda _: tasks.pop(call_id, None))

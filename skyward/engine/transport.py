@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from skyward.engine.wire import Payload
 
@@ -60,10 +60,18 @@ class Shared:
     handle: object
 
 
-class Transport(Protocol):
+Agent = TypeVar("Agent", contravariant=True)
+"""What a transport reaches a node's agent by (a Ray actor and its lane, a relay's agent
+setup, an in-process runner)."""
+
+
+class Transport(Protocol[Agent]):
     """How the driver reaches the node agents, by rank. Its provider attaches the agent
-    of a node that joins (each transport has its own ``attach``); the engine detaches a
-    node that left."""
+    of a node that joins; the engine detaches a node that left."""
+
+    def attach(self, node: int, agent: Agent) -> None:
+        """Node ``node`` joins with ``agent``; returns once calls can reach it. Raises,
+        naming the node, when it cannot be reached."""
 
     def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
         """Start: async calls run on ``loop``; node event batches go to ``feed``."""

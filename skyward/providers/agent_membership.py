@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from skyward.engine.transports.ray_actors import RayTransport
+from skyward.engine.transports.ray_actors import RayAgent, RayTransport
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.providers.base import Joined, Loss, NodeHandle
 
@@ -74,7 +74,7 @@ class AgentMembership:
                 stop_agents(agents)
                 raise RuntimeError(f"node {node} started as the pool closed; it was stopped again")
             self.agents[node] = agents[0]
-        self._transport.attach(node, agents[0], placement.lane)
+        self._transport.attach(node, RayAgent(agents[0], placement.lane))
         return Joined(placement.handle, placement.setup.info)
 
     def remove(self, node: int) -> None:

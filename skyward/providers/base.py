@@ -153,7 +153,7 @@ class Cluster:
 
     nodes: tuple[NodeHandle, ...]
     infos: tuple[InstanceInfo, ...]
-    transport: Transport
+    transport: Transport[Any]
     encode: Encoder
     collections: ClientCollections
     stop: Callable[[], None]

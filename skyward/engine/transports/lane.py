@@ -251,24 +251,28 @@ class LaneClient:
 
     async def _dial_async(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """``_dial`` on the running loop."""
-        writer: asyncio.StreamWriter | None = None
+        tcp = self._address.startswith(TCP)
         try:
-            if self._address.startswith(TCP):
+            if tcp:
                 opening = asyncio.open_connection(*_host_port(self._address))
-                reader, writer = await asyncio.wait_for(opening, handshake.TIMEOUT)
+            else:
+                opening = asyncio.open_unix_connection(self._address)
+            reader, writer = await asyncio.wait_for(opening, handshake.TIMEOUT)
+        except (OSError, asyncio.TimeoutError):
+            return None
+        try:
+            if tcp:
                 _keep_alive(writer.get_extra_info("socket"))
                 reached = await handshake.prove_to_server_async(reader, writer, self._secret)
             else:
-                reader, writer = await asyncio.open_unix_connection(self._address)
                 require_same_user(writer.get_extra_info("socket"), "the agent of this lane")
                 reached = True
-        except (OSError, ForeignPeer, asyncio.TimeoutError):
+        except (OSError, ForeignPeer):
             reached = False
         if not reached:
-            if writer is not None:
-                writer.close()
+            writer.close()
             return None
-        return reader, writer  # type: ignore[return-value]
+        return reader, writer
 
     def _drop_stream(self, writer: asyncio.StreamWriter) -> None:
         self._busy_streams.discard(writer)
@@ -297,8 +301,7 @@ class LaneClient:
         writers = [writer for _, writer in self._idle_streams] + list(self._busy_streams)
         self._idle_streams.clear()
         for writer in writers:
-            transport = writer.transport
-            transport.abort()  # a waiting reader sees the end at once
+            writer.transport.abort()  # a waiting reader sees the end at once
 
     def _connection(self) -> socket.socket | None:
         with self._lock:

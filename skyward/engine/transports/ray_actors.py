@@ -15,6 +15,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -38,6 +39,15 @@ anyone listens for metrics."""
 FAILURES_BEFORE_GIVING_UP = 20
 STOP_TIMEOUT = 5.0
 REPLACEMENT_WAIT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class RayAgent:
+    """A node agent as ``RayTransport`` reaches it: its actor, and its lane's address
+    ("" for none)."""
+
+    actor: Any
+    lane: str = ""
 
 
 class RayTransport:
@@ -70,15 +80,14 @@ class RayTransport:
             feed.wants_metrics,
         )
 
-    def attach(self, node: int, agent: Any, lane: str = "") -> None:
-        """Node ``node``'s agent (a started actor, answering) joins; ``lane`` is its lane's
-        address or ""."""
+    def attach(self, node: int, agent: RayAgent) -> None:
+        """Node ``node``'s agent (a started actor, answering) joins."""
         self._left.pop(node, None)
-        self.agents[node] = agent
-        if lane:
-            self._lanes[node] = LaneClient(lane, self._lane_secret)
+        self.agents[node] = agent.actor
+        if agent.lane:
+            self._lanes[node] = LaneClient(agent.lane, self._lane_secret)
         if self._events is not None:
-            self._events.add(node, agent)
+            self._events.add(node, agent.actor)
 
     def detach(self, node: int, reason: str) -> None:
         self._left[node] = reason

@@ -21,6 +21,7 @@ import asyncio
 import concurrent.futures
 import itertools
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
@@ -86,6 +87,16 @@ Connector = Callable[[], Awaitable[tuple[Any, Any]]]
 (``readexactly``; ``write``, ``drain``, ``close``), such as an SSH channel's."""
 Waiter = asyncio.Future[Any] | concurrent.futures.Future[Any]
 """What a call in flight waits on: a loop's future (``call``) or a thread's (``call_now``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteAgent:
+    """A node agent for the relay to start: on the host whose Ray resource is ``serial``,
+    with ``setup`` (its ``AgentSetup``), answering within ``timeout`` seconds."""
+
+    serial: int
+    setup: Any
+    timeout: float
 
 
 class RelayRefused(ConnectionError):
@@ -208,15 +219,14 @@ class RelayTransport:
                 pending = self._pending.get(call_id)
                 _resolve(pending, Disconnected(pending[0] if pending else -1, str(exc)))
 
-    def attach(self, node: int, serial: int, setup: Any, timeout: float) -> None:
-        """Have the relay start node ``node``'s agent (on the host whose resource is
-        ``serial``) and wait until it answers (from a thread other than the loop's).
-        RuntimeError naming the node with the relay's reason when it does not."""
+    def attach(self, node: int, agent: RemoteAgent) -> None:
+        """Have the relay start node ``node``'s agent and wait until it answers (from a
+        thread other than the loop's). RuntimeError naming the node with the relay's
+        reason when it does not."""
         if self._loop is None:
             raise PoolClosedError("the pool is closed: no node joins it")
-        error = asyncio.run_coroutine_threadsafe(self._attach(node, serial, cloudpickle.dumps(setup)), self._loop).result(
-            timeout + CONNECT_TIMEOUT
-        )
+        attaching = self._attach(node, agent.serial, cloudpickle.dumps(agent.setup))
+        error = asyncio.run_coroutine_threadsafe(attaching, self._loop).result(agent.timeout + CONNECT_TIMEOUT)
         if error is not None:
             raise RuntimeError(f"the agent of node {node} did not start: {error}")
 

@@ -42,7 +42,7 @@ from skyward.core.codec import load_payload
 from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import Shared
 from skyward.engine.transports.lane import TCP, lane_path
-from skyward.engine.transports.ray_actors import RayEventSource, RayTransport
+from skyward.engine.transports.ray_actors import RayAgent, RayEventSource, RayTransport
 from skyward.engine.wire import Payload
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.node.death import Death
@@ -176,7 +176,7 @@ class RaySession:
             [], postmortem=relay.postmortem, lane_secret=relay.lane_secret
         )
         for node, agent in relay.agents.items():
-            self._transport.attach(node, agent, relay.lanes.get(node, ""))
+            self._transport.attach(node, RayAgent(agent, relay.lanes.get(node, "")))
         self._listening = threading.Event()  # the client says at once whether it listens for metrics
         self._listening.set()
         self._events = RayEventSource(relay.agents, sink.events, sink.report, self._listening.is_set)
@@ -202,7 +202,7 @@ class RaySession:
 
     async def attach(self, node: int, serial: int, setup: bytes) -> None:
         agent = await self._loop.run_in_executor(None, self._relay.attach, node, serial, setup)
-        self._transport.attach(node, agent, self._relay.lanes.get(node, ""))
+        self._transport.attach(node, RayAgent(agent, self._relay.lanes.get(node, "")))
         self._events.add(node, agent)
 
     def detach(self, node: int, reason: str) -> None:

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from skyward.engine.transports.relay import RelayTransport
+from skyward.engine.transports.relay import RelayTransport, RemoteAgent
 from skyward.providers.base import Joined, Loss, NodeHandle
 from skyward.providers.ssh.cluster import RemoteNode
 
@@ -83,7 +83,7 @@ class RemoteMembership:
 
             loop.run(cluster.join_ray(host, resources(host), {"PYTHONPATH": includes_path(cluster.nodes[0])}), RAY_JOIN_TIMEOUT)
             setup = self._path.setup(host)
-            self._transport.attach(node, host.serial, setup, self._ready_timeout)
+            self._transport.attach(node, RemoteAgent(host.serial, setup, self._ready_timeout))
         except BaseException:
             stale = cluster.node_of(handle)
             if stale is not None:
