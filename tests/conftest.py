@@ -4,6 +4,9 @@
 pool (throwaway hosts from tests/hosts.py) instead of a local one, and only those.
 ``pytest --provider fake`` runs them on an in-process cluster (tests/fake_cluster.py):
 the one engine without Ray; tests needing what it lacks (collections, metrics) skip.
+``pytest --provider relay`` runs them on that cluster behind the head relay's server
+(``FakeProvider(relayed=True)``): every call, broadcast and event crosses the relay
+protocol, its handshake and its codec, in-process.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ if HERE not in sys.path:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--provider", choices=("local", "ssh", "fake"), default="local",
-        help="where the shared pool4 runs; with ssh or fake only the tests using it are run",
+        "--provider", choices=("local", "ssh", "fake", "relay"), default="local",
+        help="where the shared pool4 runs; with ssh, fake or relay only the tests using it are run",
     )
 
 
@@ -42,7 +45,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _uses_pool4(item: pytest.Item) -> bool:
     """Directly, or through test_collections' ``pool`` fixture on its "thread" side (not on
     the fake cluster, which has no collections)."""
-    if item.config.getoption("--provider") == "fake" and item.module.__name__.split(".")[-1].startswith("test_collections"):
+    if item.config.getoption("--provider") in ("fake", "relay") and item.module.__name__.split(".")[-1].startswith("test_collections"):
         return False
     return _pool4_or_thread_pool(item)
 
@@ -65,10 +68,10 @@ def pool4(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
         with sky.Compute(nodes=4, options=options) as pool:
             yield pool
         return
-    if provider == "fake":
+    if provider in ("fake", "relay"):
         from fake_cluster import FakeProvider
 
-        with sky.Compute(provider=FakeProvider(), nodes=4, options=options) as pool:
+        with sky.Compute(provider=FakeProvider(relayed=provider == "relay"), nodes=4, options=options) as pool:
             yield pool
         return
     from hosts import HostLab, available

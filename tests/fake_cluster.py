@@ -274,9 +274,9 @@ class FakeProvider:
                 runner.shutdown()
             streams.restore()
 
-        if relay is not None:  # the relay's nodes do not change: no membership
+        if relay is not None:  # nodes join on the relay's side (its FakeTransport)
             client = RelayTransport(unix_connector(relay.address), relay.address, relay.secret)
-            return Cluster(nodes, infos, client, encode, _NoCollections(), stop)
+            return Cluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
         return Cluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
 
 
