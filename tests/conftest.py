@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,23 @@ def pool2_concurrent() -> Iterator[sky.Pool]:
     options = sky.Options(console=False, logging=False, worker=sky.Worker(concurrency=2))
     with sky.Compute(nodes=2, options=options) as pool:
         yield pool
+
+
+@pytest.fixture(scope="session")
+def probe() -> Iterator[object]:
+    """A second, unprivileged account and the probe it runs (tests/stranger.py)."""
+    from stranger import stranger
+
+    with stranger() as account:
+        yield account
+
+
+@pytest.fixture
+def marks() -> Iterator[Path]:
+    """A directory for the markers a malicious pickle would create if a pool's process
+    (this user's, on this machine or on a test host) loaded it: under /var/tmp, which the
+    test hosts share with this machine (their /tmp is their own)."""
+    from stranger import marks_dir
+
+    with marks_dir("/var/tmp") as directory:
+        yield directory

@@ -74,19 +74,20 @@ def frame(message: Message) -> bytes:
 def read_frame(connection: socket.socket, limit: int = 1 << 20) -> Message | None:
     """The next framed message on a blocking socket, or None at the end of the stream.
     ``MalformedFrame`` when it is not one, or longer than ``limit`` bytes."""
-    header = _exactly(connection, FRAME_HEADER.size)
+    header = recv_exactly(connection, FRAME_HEADER.size)
     if header is None:
         return None
     size = FRAME_HEADER.unpack(header)[0]
     if size > limit:
         raise MalformedFrame(f"a frame of {size} bytes, over the limit of {limit}")
-    body = _exactly(connection, size)
+    body = recv_exactly(connection, size)
     if body is None:
         raise MalformedFrame("the stream ended inside a frame")
     return decode_message(body)
 
 
-def _exactly(connection: socket.socket, size: int) -> bytes | None:
+def recv_exactly(connection: socket.socket, size: int) -> bytes | None:
+    """``size`` bytes from a blocking socket, or None if it ends first."""
     data = bytearray()
     while len(data) < size:
         chunk = connection.recv(size - len(data))

@@ -20,6 +20,8 @@ import hmac
 import secrets
 import socket
 
+from skyward.core.codec import recv_exactly
+
 NONCE = 16
 PROOF = 32
 SECRET_BYTES = 32
@@ -44,23 +46,13 @@ def _caller_proof(secret: bytes, caller_nonce: bytes, server_nonce: bytes) -> by
     return proof(secret, b"caller", server_nonce, caller_nonce)
 
 
-def _recv_exactly(connection: socket.socket, size: int) -> bytes | None:
-    data = bytearray()
-    while len(data) < size:
-        chunk = connection.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data)
-
-
 def prove_to_server(connection: socket.socket, secret: bytes) -> bool:
     """The caller's side, on a blocking socket: True when the server proved the secret
     (and was given the caller's proof). OSError when the connection fails."""
     mine = secrets.token_bytes(NONCE)
     connection.settimeout(TIMEOUT)
     connection.sendall(mine)
-    answer = _recv_exactly(connection, NONCE + PROOF)
+    answer = recv_exactly(connection, NONCE + PROOF)
     if answer is None:
         return False
     theirs, shown = answer[:NONCE], answer[NONCE:]
@@ -74,12 +66,12 @@ def answer_caller(connection: socket.socket, secret: bytes) -> bool:
     """The server's side, on a blocking socket: True when the caller proved the secret."""
     connection.settimeout(TIMEOUT)
     try:
-        theirs = _recv_exactly(connection, NONCE)
+        theirs = recv_exactly(connection, NONCE)
         if theirs is None:
             return False
         mine = secrets.token_bytes(NONCE)
         connection.sendall(mine + _server_proof(secret, theirs, mine))
-        shown = _recv_exactly(connection, PROOF)
+        shown = recv_exactly(connection, PROOF)
     except OSError:
         return False
     if shown is None or not hmac.compare_digest(shown, _caller_proof(secret, theirs, mine)):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from stranger import FRAMINGS, PROBE_USER, Probe, marks_dir, stranger, touching
+from stranger import FRAMINGS, PROBE_USER, Probe, touching
 
 import skyward as sky
 from skyward.providers.local_ray import LocalRay
@@ -33,19 +33,6 @@ from skyward.providers.reaper import MARKER, _marked
 
 SETTLE = 2.0
 """Seconds to wait after the last probe before looking for markers."""
-
-
-@pytest.fixture(scope="module")
-def probe() -> Iterator[Probe]:
-    with stranger() as account:
-        yield account
-
-
-@pytest.fixture
-def marks() -> Iterator[Path]:
-    """A directory for the markers, that this user's processes (the pool's) can write."""
-    with marks_dir() as directory:
-        yield directory
 
 
 @pytest.fixture(scope="module")

@@ -203,9 +203,7 @@ class RelayTransport:
                 raise
         finally:
             self._pending.pop(call_id, None)
-        if isinstance(reply, TransportError):
-            raise reply
-        return reply  # type: ignore[no-any-return]
+        return _outcome(reply)
 
     def _put(self, call_id: int | None, message: Message) -> None:
         """Write ``message`` now (on the loop); if the stream is gone, call ``call_id``
@@ -281,9 +279,7 @@ class RelayTransport:
             raise
         finally:
             self._pending.pop(call_id, None)
-        if isinstance(reply, TransportError):
-            raise reply
-        return reply  # type: ignore[no-any-return]
+        return _outcome(reply)
 
     async def share(self, payload: Payload) -> Shared:
         key = next(self._keys)
@@ -405,6 +401,13 @@ class RelayTransport:
                 self._listeners.cancel()
             if self._writer is not None:
                 self._writer.close()
+
+
+def _outcome(reply: Any) -> Payload:
+    """A call's reply, or its failure raised."""
+    if isinstance(reply, TransportError):
+        raise reply
+    return reply  # type: ignore[no-any-return]
 
 
 def unix_connector(path: str) -> Connector:

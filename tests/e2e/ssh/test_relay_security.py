@@ -10,35 +10,18 @@ working."""
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from hosts import HostLab
-from stranger import FRAMINGS, Probe, marks_dir, stranger, touching
+from stranger import FRAMINGS, Probe, touching
 
 import skyward as sky
 
 pytestmark = pytest.mark.slow
 SETTLE = 2.0
-
-
-@pytest.fixture(scope="module")
-def probe() -> Iterator[Probe]:
-    with stranger() as account:
-        yield account
-
-
-@pytest.fixture
-def marks() -> Iterator[Path]:
-    """Markers go to /var/tmp: the same directory for this machine and the test hosts
-    (their /tmp is their own)."""
-    with marks_dir("/var/tmp") as directory:
-        os.chmod(directory, 0o777)
-        yield directory
 
 
 @sky.function
