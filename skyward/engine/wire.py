@@ -89,6 +89,8 @@ class ByValueEncoder:
     def __init__(self, shipped_roots: tuple[str, ...] = ()) -> None:
         self._shipped = tuple(os.path.realpath(p) for p in shipped_roots)
         self._decided: dict[str, bool] = {}
+        self._seen: tuple[int, str] | None = None
+        self._local: set[str] = set()
 
     def __call__(self, obj: Any) -> Payload:
         with self._by_value():
@@ -115,7 +117,12 @@ class ByValueEncoder:
                 registered.difference_update(added)
 
     def _local_modules(self) -> set[str]:
-        """The ``__name__`` of every module of the client's own code loaded now."""
+        """The ``__name__`` of every module of the client's own code loaded now: looked
+        for again only when ``sys.modules`` changed (its size or its newest entry), as
+        walking it costs ~50 µs a call."""
+        seen = (len(sys.modules), next(reversed(sys.modules), ""))
+        if seen == self._seen:
+            return self._local
         local = set()
         for key, module in list(sys.modules.items()):
             decided = self._decided.get(key)
@@ -123,6 +130,7 @@ class ByValueEncoder:
                 decided = self._decided[key] = self._is_local(module)
             if decided:
                 local.add(getattr(module, "__name__", key))
+        self._seen, self._local = seen, local
         return local
 
     def _is_local(self, module: Any) -> bool:

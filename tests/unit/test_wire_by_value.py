@@ -86,3 +86,24 @@ def test_code_shipped_by_value_keeps_its_file_name() -> None:
         shipped = decode(encode(namespace["divide"]))
         assert shipped.__code__.co_filename == "/home/user/train.py"
         assert shipped(6, 3) == 2
+
+
+def test_a_module_imported_after_a_call_is_shipped_by_value_too(tmp_path, monkeypatch) -> None:
+    """The encoder remembers which modules are the client's own between calls, and looks
+    again once ``sys.modules`` changed."""
+    import importlib
+    import sys
+
+    from skyward.engine.wire import ByValueEncoder
+
+    (tmp_path / "late_user_module.py").write_text("def f():\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    encoder = ByValueEncoder(())
+    assert "late_user_module" not in encoder._local_modules()
+    module = importlib.import_module("late_user_module")
+    try:
+        assert "late_user_module" in encoder._local_modules()
+        assert encoder._local_modules() is encoder._local_modules()  # unchanged: not walked again
+    finally:
+        sys.modules.pop(module.__name__, None)
+    assert "late_user_module" not in encoder._local_modules()
