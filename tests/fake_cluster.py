@@ -342,7 +342,8 @@ class FakeRelay:
         self._dir = tempfile.mkdtemp(prefix="fake-relay-")
         self.address = os.path.join(self._dir, "relay.sock")
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="fake-relay", daemon=True).start()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="fake-relay", daemon=True)
+        self._thread.start()
 
         def open_backend(sink: Sink) -> TransportBackend:
             self.backends.append(TransportBackend(transport, sink))
@@ -357,6 +358,9 @@ class FakeRelay:
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self._listener.close)
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        if not self._thread.is_alive():
+            self.loop.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
 

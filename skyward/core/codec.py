@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import pickle
+import reprlib
 import socket
 import struct
 import types
@@ -122,14 +123,14 @@ def decode_message(data: bytes | memoryview) -> Message:
     except Exception as exc:
         raise MalformedFrame(f"not a message: {type(exc).__name__}: {exc}") from None
     if not isinstance(items, tuple) or not items or not isinstance(items[0], str) or items[0] not in _CLASSES:
-        raise MalformedFrame(f"not a message: {str(items)[:80]}")
+        raise MalformedFrame(f"not a message: {reprlib.repr(items)}")
     cls, fields = _CLASSES[items[0]]
     values = items[1:]
     if len(values) != len(fields):
         raise MalformedFrame(f"{cls.__name__} takes {len(fields)} fields, got {len(values)}")
     for (name, hint), value in zip(fields, values):
         if not _conforms(value, hint):
-            raise MalformedFrame(f"{cls.__name__}.{name} is not {hint}: {str(value)[:80]}")
+            raise MalformedFrame(f"{cls.__name__}.{name} is not {hint}: {reprlib.repr(value)}")
     return cls(*values)
 
 

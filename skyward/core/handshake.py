@@ -92,8 +92,11 @@ async def prove_to_server_async(reader: asyncio.StreamReader, writer: asyncio.St
     theirs, shown = answer[:NONCE], answer[NONCE:]
     if not hmac.compare_digest(shown, _server_proof(secret, mine, theirs)):
         return False
-    writer.write(_caller_proof(secret, mine, theirs))
-    await writer.drain()
+    try:
+        writer.write(_caller_proof(secret, mine, theirs))
+        await writer.drain()
+    except OSError:
+        return False
     return True
 
 

@@ -156,7 +156,7 @@ class Outgoing:
     """The single ordered stream of messages to the client; a ``Sink`` for the backend.
     Messages are written as they come (on the loop), without a queue between."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: StreamOut) -> None:
         self._writer = writer
         self._loop = asyncio.get_running_loop()
         self._open = True
@@ -222,11 +222,10 @@ class RelayServer:
         finally:
             self._unproven -= 1
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: StreamIn, writer: StreamOut) -> None:
         loop = asyncio.get_running_loop()
         out = Outgoing(writer)
-        backend = self._open_backend(out)
-        shared: dict[int, Shared] = {}
+        shared: dict[int, Shared | str] = {}  # a key's payload, or why it could not be stored
         tasks: dict[int, asyncio.Task[None]] = {}
 
         def start(call_id: int, work: Coroutine[Any, Any, None]) -> None:
@@ -235,46 +234,71 @@ class RelayServer:
             task.add_done_callback(lambda _: tasks.pop(call_id, None))
 
         try:
+            backend = self._open_backend(out)
+        except Exception:
+            self.finished.set()  # nothing can be served
+            raise
+        try:
             while (message := await read_message(reader)) is not None:
-                match message:
-                    case Close():
+                try:
+                    if not await self._take(message, backend, out, shared, start, tasks):
                         break
-                    case Call(call_id, node, body, timeout):
-                        start(call_id, self._call(backend, out, call_id, node, payload_of(body), timeout))
-                    case CallShared(call_id, node, key, timeout) if key in shared:
-                        start(call_id, self._call(backend, out, call_id, node, shared[key], timeout))
-                    case CallShared(call_id, node, key, _):
-                        out.put(Failed(call_id, "refused", node, f"no payload is shared as {key}"))
-                    case Share(key, body):
-                        shared[key] = await backend.share(payload_of(body))
-                    case Unshare(key):
-                        dropped = shared.pop(key, None)
-                        if dropped is not None:
-                            backend.unshare(dropped)
-                    case Forget(call_id):
-                        task = tasks.pop(call_id, None)
-                        if task is not None:
-                            task.cancel()
-                        backend.forget_collection(call_id)
-                    case CollectionOp(call_id, request):
-                        start(call_id, self._collection(backend, out, call_id, request))
-                    case Attach(call_id, node, serial, setup):
-                        start(call_id, self._attach(backend, out, call_id, node, serial, setup))
-                    case Detach(node, reason):
-                        backend.detach(node, reason)
-                    case Metrics(on):
-                        backend.set_metrics(on)
-                    case _:
-                        break  # a message only the relay sends: the client is confused
+                except MalformedFrame:
+                    raise
+                except Exception as exc:  # the backend failed this one message: say so, serve the next
+                    out.put(Report(f"the head relay could not handle {type(message).__name__}: {type(exc).__name__}: {exc}"))
         except MalformedFrame:
             pass  # a proven client sent garbage: end as if it closed
         finally:
             for task in list(tasks.values()):
                 task.cancel()
-            await loop.run_in_executor(None, backend.end)
-            out.put(Closed())
-            await out.close()
-            self.finished.set()
+            try:
+                await loop.run_in_executor(None, backend.end)
+            finally:
+                out.put(Closed())
+                await out.close()
+                self.finished.set()
+
+    async def _take(
+        self, message: Message, backend: RelayBackend, out: Outgoing, shared: dict[int, Shared | str],
+        start: Callable[[int, Coroutine[Any, Any, None]], None], tasks: dict[int, asyncio.Task[None]],
+    ) -> bool:
+        """Act on one message of the client; False once it said ``Close`` (or something
+        only the relay sends)."""
+        match message:
+            case Close():
+                return False
+            case Call(call_id, node, body, timeout):
+                start(call_id, self._call(backend, out, call_id, node, payload_of(body), timeout))
+            case CallShared(call_id, node, key, timeout) if isinstance(shared.get(key), Shared):
+                start(call_id, self._call(backend, out, call_id, node, shared[key], timeout))  # type: ignore[arg-type]
+            case CallShared(call_id, node, key, _):
+                out.put(Failed(call_id, "refused", node, str(shared.get(key, f"no payload is shared as {key}"))))
+            case Share(key, body):
+                try:
+                    shared[key] = await backend.share(payload_of(body))
+                except Exception as exc:
+                    shared[key] = f"the payload could not be stored on the head node: {type(exc).__name__}: {exc}"
+            case Unshare(key):
+                dropped = shared.pop(key, None)
+                if isinstance(dropped, Shared):
+                    backend.unshare(dropped)
+            case Forget(call_id):
+                task = tasks.pop(call_id, None)
+                if task is not None:
+                    task.cancel()
+                backend.forget_collection(call_id)
+            case CollectionOp(call_id, request):
+                start(call_id, self._collection(backend, out, call_id, request))
+            case Attach(call_id, node, serial, setup):
+                start(call_id, self._attach(backend, out, call_id, node, serial, setup))
+            case Detach(node, reason):
+                backend.detach(node, reason)
+            case Metrics(on):
+                backend.set_metrics(on)
+            case _:
+                return False  # a message only the relay sends: the client is confused
+        return True
 
     @staticmethod
     async def _call(
@@ -284,10 +308,15 @@ class RelayServer:
             out.put(Reply(call_id, wire_body(await backend.call(node, payload, timeout))))
         except TransportError as exc:
             out.put(Failed(call_id, failure_kind(exc), node, exc.detail))
+        except Exception as exc:  # never leave the client waiting
+            out.put(Failed(call_id, "refused", node, f"{type(exc).__name__}: {exc}"))
 
     @staticmethod
     async def _collection(backend: RelayBackend, out: Outgoing, call_id: int, request: bytes) -> None:
-        out.put(CollectionAnswer(call_id, await backend.collection(call_id, request)))
+        try:
+            out.put(CollectionAnswer(call_id, await backend.collection(call_id, request)))
+        except Exception as exc:  # never leave the client waiting
+            out.put(Failed(call_id, "refused", 0, f"{type(exc).__name__}: {exc}"))
 
     @staticmethod
     async def _attach(backend: RelayBackend, out: Outgoing, call_id: int, node: int, serial: int, setup: bytes) -> None:

@@ -128,7 +128,7 @@ class WarmEngine:
                 case StopEngine():
                     _answer(connection, Stopping(os.getpid()))
                     self._down.set()
-                case LeaseSpares(count, keep_warm):
+                case LeaseSpares(count, keep_warm) if count >= 0 and keep_warm >= 0:
                     self._lease(connection, count, float(keep_warm))
                 case _:
                     _answer(connection, Refusal(f"not a request of the warm engine: {type(request).__name__}"))

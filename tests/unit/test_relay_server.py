@@ -79,6 +79,7 @@ def test_a_large_argument_travels_with_its_buffers(relayed: tuple[sky.Pool, Fake
 
 def test_a_node_failure_maps_to_the_users_error(relayed: tuple[sky.Pool, FakeProvider]) -> None:
     pool, provider = relayed
+    assert (square(1) >> pool) == 1  # served: the relay opened its backend
     backend = provider.relays[0].backends[0]
     backend.transport.fail_next(1, NodeLost(1, "the machine vanished"))
     assert sorted(rank() @ pool) == [0, 1, 2]  # a lost node's broadcast part runs again

@@ -154,7 +154,7 @@ class LaneClient:
     ``tcp://HOST:PORT`` proven with ``secret``): one per caller at a time."""
 
     def __init__(self, address: str, secret: bytes = b"") -> None:
-        self._address = address
+        self.address = address
         self._secret = secret
         self._idle: deque[socket.socket] = deque()
         self._busy: set[socket.socket] = set()
@@ -251,12 +251,12 @@ class LaneClient:
 
     async def _dial_async(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """``_dial`` on the running loop."""
-        tcp = self._address.startswith(TCP)
+        tcp = self.address.startswith(TCP)
         try:
             if tcp:
-                opening = asyncio.open_connection(*_host_port(self._address))
+                opening = asyncio.open_connection(*_host_port(self.address))
             else:
-                opening = asyncio.open_unix_connection(self._address)
+                opening = asyncio.open_unix_connection(self.address)
             reader, writer = await asyncio.wait_for(opening, handshake.TIMEOUT)
         except (OSError, asyncio.TimeoutError):
             return None
@@ -324,10 +324,10 @@ class LaneClient:
     def _dial(self) -> socket.socket | None:
         """A new connection to the agent, or None (closed again) when nothing listens
         there or what listens is not the agent (a process took its port): use Ray."""
-        tcp = self._address.startswith(TCP)
+        tcp = self.address.startswith(TCP)
         try:
             if tcp:
-                connection = socket.create_connection(_host_port(self._address), timeout=handshake.TIMEOUT)
+                connection = socket.create_connection(_host_port(self.address), timeout=handshake.TIMEOUT)
             else:
                 connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         except OSError:
@@ -337,7 +337,7 @@ class LaneClient:
                 _keep_alive(connection)
                 reached = handshake.prove_to_server(connection, self._secret)
             else:
-                connection.connect(self._address)
+                connection.connect(self.address)
                 require_same_user(connection, "the agent of this lane")
                 reached = True
         except (OSError, ForeignPeer):

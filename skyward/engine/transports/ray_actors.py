@@ -220,14 +220,32 @@ class RayTransport:
     def _await_replacement(self, node: int) -> None:
         """After a lane broke, wait (bounded) until Ray has restarted the node's agent: the
         lane sees a death before Ray does, and a call sent through Ray in between would
-        reach the dead agent and fail too."""
+        reach the dead agent and fail too. Then ask the new agent (through Ray, which
+        authenticates it) where its lane listens: never dial the old address again, which
+        another process may hold now."""
         deadline = time.monotonic() + REPLACEMENT_WAIT
         while not self._closing and node not in self._left and time.monotonic() < deadline:
             try:
-                ray.get(self._agent(node).ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
-                return
+                agent = self._agent(node)
+                ray.get(agent.ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                address = ray.get(agent.lane_address.remote(), timeout=max(0.1, deadline - time.monotonic()))
             except Exception:  # still the dead agent, or restarting
                 time.sleep(0.05)
+                continue
+            self._relearn_lane(node, address)
+            return
+
+    def _relearn_lane(self, node: int, address: str) -> None:
+        """Node ``node``'s lane is at ``address`` now ("" for none)."""
+        old = self._lanes.get(node)
+        if old is not None and old.address == address:
+            return
+        if address:
+            self._lanes[node] = LaneClient(address, self._lane_secret)
+        else:
+            self._lanes.pop(node, None)
+        if old is not None:
+            old.close()
 
 
 def _settle(future: asyncio.Future[str], value: str) -> None:

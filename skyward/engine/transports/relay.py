@@ -54,6 +54,7 @@ from skyward.core.messages import (
 from skyward.engine import interruptible
 from skyward.engine.events import EventBatch
 from skyward.engine.relay_server import (
+    StreamIn,
     StreamOut,
     payload_of,
     put_message,
@@ -192,7 +193,10 @@ class RelayTransport:
         waiter: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._pending[call_id] = (node, waiter)
         try:
-            loop.call_soon_threadsafe(self._put, call_id, Call(call_id, node, wire_body(payload), timeout))
+            try:
+                loop.call_soon_threadsafe(self._put, call_id, Call(call_id, node, wire_body(payload), timeout))
+            except RuntimeError:  # the loop closed: the pool is closing
+                raise Disconnected(node, "the connection to the head relay is closed") from None
             try:
                 reply = interruptible.result(waiter, timeout)
             except TimeoutError:
@@ -328,10 +332,10 @@ class RelayTransport:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
         try:
             await write_message(self._writer, message)
-        except (ConnectionError, OSError) as exc:
+        except Exception as exc:  # an OSError, or the SSH library's own errors of a lost channel
             raise ConnectionError(f"lost the connection to the cluster's head relay: {exc}") from None
 
-    async def _read(self, reader: asyncio.StreamReader) -> None:
+    async def _read(self, reader: StreamIn) -> None:
         error: BaseException = ConnectionError(
             "lost the connection to the cluster's head relay (node 0): the SSH tunnel or the head node is gone"
         )
@@ -339,8 +343,10 @@ class RelayTransport:
             while (message := await read_message(reader)) is not None:
                 if not self._take(message):
                     break
-        except Exception as exc:  # a malformed message: nothing more can be trusted
-            error = exc
+        except MalformedFrame as exc:  # nothing more can be trusted
+            error = ConnectionError(f"the head relay sent something that is not a message: {exc}")
+        except Exception as exc:  # the SSH library's errors of a lost channel
+            error = ConnectionError(f"lost the connection to the cluster's head relay: {exc}")
         finally:
             self._lost = PoolClosedError("the pool closed while the task was running") if self._closing else error
             for node, future in list(self._pending.values()):
@@ -359,11 +365,18 @@ class RelayTransport:
         assert self._feed is not None
         match message:
             case Events(node, batch):
-                self._feed.submit(node, EventBatch.decode(batch))
+                try:
+                    self._feed.submit(node, EventBatch.decode(batch))
+                except Exception as exc:  # an event of a class this client cannot load
+                    self._feed.report(f"events of node {node} could not be read here: {type(exc).__name__}: {exc}")
             case Report(text):
                 self._feed.report(text)
             case Reply(call_id, body):
                 _resolve(self._pending.get(call_id), payload_of(body))
+            case Failed(call_id, kind, node, detail) if call_id in self._collections:
+                future = self._collections.pop(call_id)
+                if not future.done():
+                    future.set_exception(ConnectionError(f"the head relay could not run the operation: {detail}"))
             case Failed(call_id, kind, node, detail):
                 error = NodeLost(node, detail, by_task=True) if kind == "crashed" else FAILURES[kind](node, detail)
                 _resolve(self._pending.get(call_id), error)
@@ -390,6 +403,9 @@ class RelayTransport:
             asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(CLOSE_TIMEOUT + 1)
         except Exception:
             pass
+        for node, waiter in list(self._pending.values()):  # a >> that the reader did not end
+            if isinstance(waiter, concurrent.futures.Future) and not waiter.done():
+                waiter.set_result(Disconnected(node, "the pool closed while the task was running"))
 
     async def _close(self) -> None:
         try:

@@ -1,5 +1,5 @@
 """The head relay: a Ray driver on node 0 of a remote pool that the client reaches
-through one SSH-forwarded port (``python -m skyward.providers.ssh.head_relay POOL_DIR``).
+through a channel of its SSH connection (``python -m skyward.providers.ssh.head_relay POOL_DIR``).
 
 Started over SSH with the Ray token as the first line of stdin (read by the shell, never
 on a command line), then the length-prefixed ``RelayConfig`` (with the secret the client
@@ -152,8 +152,8 @@ class HeadRelay:
             stop_agents([agent])
 
     async def serve(self) -> None:
-        """Listen on 127.0.0.1 (reached through the client's SSH forward) and serve the
-        client that proves the pool's secret; return once it is gone."""
+        """Listen on 127.0.0.1 (reached over a channel of the client's SSH connection) and
+        serve the client that proves the pool's secret; return once it is gone."""
         server = RelayServer(self.config.secret, self._session)
         listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
         print(f"::listening {listener.sockets[0].getsockname()[1]}", flush=True)
