@@ -34,6 +34,7 @@ from skyward.api.allocation import Allocation
 from skyward.api.compute import Compute, ComputePool, MultiPool, pool
 from skyward.api.errors import (
     AllProvidersFailedError,
+    CollectionClosedError,
     NoActivePoolError,
     NoAvailableProviderError,
     NodeCrashedError,
@@ -132,7 +133,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Accelerator", "AcceleratorInfo", "AcceleratorSpec", "InstanceCandidate", "NVIDIA",
     "current_accelerator", "is_nvidia", "is_trainium", "parse_accelerator", "select_instance", "AllProvidersFailedError", "AWS", "NoAvailableProviderError", "Offer", "Orphan", "offers", "gc",
-    "select_first", "select_cheapest", "select_available", "Allocation", "BootstrapPhase", "BrokenBarrierError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
+    "select_first", "select_cheapest", "select_available", "Allocation", "BootstrapPhase", "BrokenBarrierError", "CollectionClosedError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
     "ClusterRequested", "Compute", "ComputePool", "CostFinal", "CostUpdate", "DEFAULT_IMAGE",
     "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
     "InstancePreempted", "InstanceProvisioned", "InstanceReplaced", "Local", "Log", "LogConfig",

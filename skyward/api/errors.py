@@ -91,6 +91,16 @@ class PoolClosedError(SkywardError, RuntimeError):
     """Raised when work is dispatched to a pool that was closed or never opened."""
 
 
+class CollectionUnavailableError(RuntimeError):
+    """The actor holding a collection is gone (the pool closed, or the actor crashed)."""
+
+
+class CollectionClosedError(PoolClosedError, CollectionUnavailableError):
+    """A collection is used after its pool closed: its contents are gone. Both a
+    ``PoolClosedError`` and a ``CollectionUnavailableError``, so code catching either
+    handles it."""
+
+
 class AllProvidersFailedError(SkywardError, RuntimeError):
     """Every Spec of a pool failed to provision; the notes give each one's reason."""
 

@@ -78,12 +78,16 @@ def offers(
         (
             o.provider, o.region or "", o.instance_type,
             f"{o.accelerator_count:g}x {o.accelerator}" if o.accelerator else "-",
-            f"{o.vcpus:g}", f"{o.memory_gb:g}", "spot" if o.spot else "on-demand", f"{o.hourly_price:.4f}",
+            f"{o.vcpus:g}", f"{o.memory_gb:g}", "spot" if o.spot else "on-demand",
+            f"{o.hourly_price:.4f}{'' if o.price_source == 'live' else '*'}",
             f"{o.ondemand_price:.4f}" if o.ondemand_price is not None else "",
         )
         for o in found
     ]
     table("offers", ["provider", "region", "instance", "accelerator", "vCPUs", "GB", "market", "$/h", "$/h on-demand"], rows)
+    stale = sorted({o.price_source for o in found if o.price_source != "live"})
+    if stale:
+        click.echo(f"* not live: from skyward's price {' and '.join(stale)} (the provider's price API could not be read)")
 
 
 @main.command()

@@ -19,13 +19,16 @@ from typing import Any, TypeVar
 
 import cloudpickle
 
-from skyward.api.errors import PoolClosedError
 from skyward.api.validation import shown
 from skyward.collections import lineage
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
-from skyward.collections.errors import BrokenBarrierError, CollectionUnavailableError
+from skyward.collections.errors import (
+    BrokenBarrierError,
+    CollectionClosedError,
+    CollectionUnavailableError,
+)
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
@@ -43,7 +46,7 @@ _remote_lock = threading.Lock()
 
 
 def _while_open(method: Callable[..., Steps[T]]) -> Callable[..., Steps[T]]:
-    """An operation of ``LocalEngine`` that raises PoolClosedError, before its first
+    """An operation of ``LocalEngine`` that raises CollectionClosedError, before its first
     step, once the engine is closed (no stale cached value, no write into the void)."""
 
     @functools.wraps(method)
@@ -74,7 +77,7 @@ class LocalEngine:
         the first process of the pool to use it), so that no operation's own timeout
         pays for an actor's start. CollectionUnavailableError if the host existed once
         and is gone (its state is lost: no fresh, empty host replaces it);
-        PoolClosedError once the pool closed."""
+        CollectionClosedError once the pool closed."""
         self.check_open()
         handle = self._handles[index]
         if handle is None:
@@ -126,14 +129,15 @@ class LocalEngine:
 
     def close(self) -> None:
         """Stop this process's background work for the pool; every later operation
-        raises PoolClosedError."""
+        raises CollectionClosedError."""
         self.closed = True
         self._loop.stop()
 
     def check_open(self) -> None:
-        """PoolClosedError once the pool closed (nothing is started to answer)."""
+        """CollectionClosedError (a PoolClosedError and a CollectionUnavailableError) once
+        the pool closed (nothing is started to answer)."""
         if self.closed:
-            raise PoolClosedError(
+            raise CollectionClosedError(
                 "this collection belongs to a pool that is closed: its contents are gone. Use "
                 "collections inside `with sky.Compute(...) as pool:`, or open a new pool"
             )
@@ -158,21 +162,21 @@ class LocalEngine:
     @_while_open
     def dict_get(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[Any]:
         """The value of ``key``, or MISSING. ``fresh``: an eventual read asks the owner."""
-        host = shard_of(key, self.hosts)
+        host = _dict_shard(name, "get", key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "get", (key,)))
         return (yield from self._cache.read(host, "dict", name, key, fresh))
 
     @_while_open
     def dict_contains(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
-        host = shard_of(key, self.hosts)
+        host = _dict_shard(name, "contains", key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "contains", (key,)))
         return (yield from self._cache.read(host, "dict", name, key, fresh)) is not MISSING
 
     @_while_open
     def dict_set(self, name: str, key: Any, value: Any, strong: bool) -> Steps[None]:
-        host = shard_of(key, self.hosts)
+        host = _dict_shard(name, "set", key, self.hosts)
         if strong:
             yield from self.call(host, "dict", name, "set", (key, value))
             return
@@ -183,7 +187,7 @@ class LocalEngine:
     def dict_delete(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
         """Remove ``key``; False if it was not there (as far as this node knows, when
         eventual and not ``fresh``)."""
-        host = shard_of(key, self.hosts)
+        host = _dict_shard(name, "delete", key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "delete", (key,)))
         if (yield from self._cache.read(host, "dict", name, key, fresh)) is MISSING:
@@ -194,7 +198,7 @@ class LocalEngine:
     @_while_open
     def dict_pop(self, name: str, key: Any, strong: bool) -> Steps[Any]:
         """Remove ``key`` and return its value (or MISSING), atomically at the owner."""
-        host = shard_of(key, self.hosts)
+        host = _dict_shard(name, "pop", key, self.hosts)
         if strong:
             return (yield from self.call(host, "dict", name, "pop", (key,)))
         future = self._cache.request(host, "dict", name, key, "pop", (key,))
@@ -205,7 +209,7 @@ class LocalEngine:
         """Write all ``items`` as one atomic step (across shards: prepare, then commit)."""
         groups: dict[int, list[tuple[Any, Any]]] = {}
         for key, value in items:
-            groups.setdefault(shard_of(key, self.hosts), []).append((key, value))
+            groups.setdefault(_dict_shard(name, "update", key, self.hosts), []).append((key, value))
         if not strong:
             for _, value in items:
                 _check_picklable(f"sky.dict({name!r})", value)
@@ -442,6 +446,18 @@ def _check_picklable(collection: str, value: Any) -> None:
         raise TypeError(
             f"{collection}: the value {shown(value)} ({type(value).__name__}) cannot be pickled ({exc}); "
             "store something picklable"
+        ) from None
+
+
+def _dict_shard(name: str, op: str, key: Any, hosts: int) -> int:
+    """The host owning key ``key`` of ``sky.dict(name)``; TypeError naming the
+    collection, the operation, the key and the fix if the key cannot be pickled."""
+    try:
+        return shard_of(key, hosts)
+    except Exception as exc:
+        raise TypeError(
+            f"sky.dict({name!r}).{op}(key={shown(key)}): the key ({type(key).__name__}) cannot be pickled "
+            f"({type(exc).__name__}: {exc}); use a str, int, bytes or tuple key"
         ) from None
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import cloudpickle
 
+from skyward.api.validation import shown
 from skyward.collections.steps import Steps, Wait
 from skyward.core.codec import load_payload
 
@@ -63,14 +64,30 @@ class ForwardingEngine:
 
 
 def encode_operation(op: str, args: tuple[Any, ...], dumps: Callable[[Any], bytes] = cloudpickle.dumps) -> bytes:
-    """The bytes of one forwarded operation (TypeError naming the operation if an
-    argument cannot be pickled)."""
+    """The bytes of one forwarded operation; TypeError naming the collection, the
+    operation and the argument that cannot be pickled."""
     try:
         return dumps((op, args))
     except Exception as exc:
         kind, _, method = op.partition("_")
         what = f"sky.{kind}({args[0]!r}).{method}" if args and isinstance(args[0], str) else op
-        raise TypeError(f"{what}: a value cannot be pickled to send to the pool: {exc}") from None
+        culprit = _unpicklable(args[1:], dumps)
+        raise TypeError(
+            f"{what}({shown(culprit)}): it ({type(culprit).__name__}) cannot be pickled to send to the pool "
+            f"({type(exc).__name__}: {exc}); use a str, int, bytes or tuple key and a picklable value"
+        ) from None
+
+
+def _unpicklable(args: tuple[Any, ...], dumps: Callable[[Any], bytes]) -> Any:
+    """The first of ``args`` (within a list of (key, value) pairs, the first key or
+    value) that ``dumps`` refuses; ``args`` itself if each alone is accepted."""
+    for arg in args:
+        for part in [item for pair in arg for item in pair] if isinstance(arg, list) else [arg]:
+            try:
+                dumps(part)
+            except Exception:
+                return part
+    return args
 
 
 def decode_answer(data: bytes) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
+from skyward.api.validation import shown
 from skyward.collections.lock import holds_lock
 from skyward.collections.markers import MISSING
 from skyward.collections.steps import Steps, async_twin, run, steps
@@ -58,7 +59,13 @@ class SharedDict:
 
     @steps
     def update(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = (), **kwargs: Any) -> Steps[None]:
-        """Write several keys as one atomic step (a mapping or pairs, plus keywords)."""
+        """Write several keys as one atomic step (a mapping or pairs, plus keywords);
+        TypeError if ``items`` is neither a mapping nor an iterable of pairs."""
+        if not isinstance(items, Iterable):
+            raise TypeError(
+                f"sky.dict({self.name!r}).update({shown(items)}): expects a mapping or an iterable of "
+                f"(key, value) pairs, got {type(items).__name__}; pass e.g. {{'k': 1}} or [('k', 1)]"
+            )
         pairs = list(items.items() if isinstance(items, Mapping) else items) + list(kwargs.items())
         for pair in pairs:
             if not isinstance(pair, tuple) or len(pair) != 2:

@@ -74,6 +74,10 @@ class Offer:
     accelerator_memory_gb: float | None = None
     architecture: str = "x86_64"
     ondemand_price: float | None = None
+    price_source: str = "live"
+    """Where ``hourly_price`` comes from: ``"live"`` (the provider's API now), or
+    ``"snapshot YYYY-MM-DD"`` (a dated snapshot shipped with skyward, used when the
+    provider's price API cannot be read)."""
 
 
 @dataclass(frozen=True, slots=True)

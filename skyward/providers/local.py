@@ -19,6 +19,7 @@ from typing import ClassVar
 
 import psutil
 
+from skyward.api.allocation import minimum_spot
 from skyward.api.spec import DEFAULT_TTL, Image, Options, Spec, local_python
 from skyward.api.validation import check_number, fail
 from skyward.providers.base import Cluster, Offer, PhaseTiming
@@ -116,8 +117,11 @@ def _check_machine(spec: Spec) -> None:
     machine = _machine()
     if spec.architecture is not None and spec.architecture != machine:
         raise fail("Spec", "architecture", spec.architecture, f"this machine is {machine}")
-    if spec.allocation == "spot":
-        raise fail("Spec", "allocation", "spot", "sky.Local() has no spot capacity; use the default")
+    if minimum_spot(spec.allocation, 1):
+        raise fail(
+            "Spec", "allocation", spec.allocation,
+            "sky.Local() has no spot capacity, so no spot share can be met; use the default or \"on-demand\"",
+        )
     if spec.region is not None:
         raise fail("Spec", "region", spec.region, "sky.Local() has no regions; remove it")
     if spec.ttl != DEFAULT_TTL:

@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from skyward.api.allocation import minimum_spot
 from skyward.api.spec import DEFAULT_TTL, Options, Spec, local_python
 from skyward.api.validation import check_number, fail
 from skyward.providers.base import Cluster, Offer
@@ -82,8 +83,11 @@ class Ray:
                     "Spec", name, getattr(spec, name),
                     "an attached Ray cluster's nodes are what they are; remove it (or pick nodes with sky.Ray(nodes=))",
                 )
-        if spec.allocation == "spot":
-            raise fail("Spec", "allocation", "spot", "an attached Ray cluster has no spot capacity; use the default")
+        if minimum_spot(spec.allocation, 1):
+            raise fail(
+                "Spec", "allocation", spec.allocation,
+                "an attached Ray cluster has no spot capacity, so no spot share can be met; use the default",
+            )
         if spec.ttl != DEFAULT_TTL:
             raise fail("Spec", "ttl", spec.ttl, "skyward does not stop a Ray cluster it did not start; remove it")
         image = spec.image

@@ -7,7 +7,8 @@ door that adds what moto lacks, each in the real API's protocol and documented s
   (``fixtures/aws_spot_price_history.json``): moto answers it with placeholder prices;
 - EC2's capacity errors: ``refuse(instance_type, market)`` makes ``RunInstances`` of that
   type answer ``InsufficientInstanceCapacity`` (or another code), as AWS does when it has
-  no room.
+  no room;
+- a Price List outage: ``pricing_down = True`` makes ``GetProducts`` answer HTTP 500.
 
 Everything else goes to moto unchanged. moto boots with the AMIs of
 ``fixtures/moto_amis.json`` (a current Canonical Ubuntu and a Deep Learning AMI), so the
@@ -53,6 +54,7 @@ class AWSEmulator:
         self._refusals: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self.run_requests: list[dict[str, str]] = []
+        self.pricing_down = False
         self._pricing = json.loads((FIXTURES / "aws_pricing_products.json").read_text())["PriceList"]
         self._spot = json.loads((FIXTURES / "aws_spot_price_history.json").read_text())["SpotPriceHistory"]
         self._moto: subprocess.Popen[bytes] | None = None
@@ -188,7 +190,9 @@ class _FrontDoor(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         target = self.headers.get("X-Amz-Target", "")
         if target.startswith("AWSPriceListService."):
-            if target.endswith(".GetProducts"):
+            if self.owner.pricing_down:
+                self._reply(500, b"<html><body>Internal Server Error</body></html>", "text/html")
+            elif target.endswith(".GetProducts"):
                 self._reply(200, json.dumps(self.owner.products(json.loads(body or b"{}"))).encode(), "application/x-amz-json-1.1")
             else:
                 self._reply(400, json.dumps({"__type": "InvalidParameterException", "message": target}).encode(), "application/x-amz-json-1.1")

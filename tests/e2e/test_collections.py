@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import re
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -523,6 +525,34 @@ def test_bad_arguments_name_the_fix(pool4: sky.Pool) -> None:
         pool4.counter(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="takes an int"):
         pool4.counter("x").increment(1.5)  # type: ignore[arg-type]
+
+
+@sky.function
+def put_unpicklable_key(name: str) -> str:
+    try:
+        sky.dict(name)[threading.Lock()] = 1
+    except TypeError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_unpicklable_keys_and_bad_updates_name_the_collection_and_the_fix(pool: sky.Pool) -> None:
+    name = unique("d")
+    named = rf"sky\.dict\('{name}'\)\.set\((key=)?<unlocked _thread\.lock.*cannot be pickled.*use a str, int"
+    with pytest.raises(TypeError, match=named):
+        pool.dict(name)[threading.Lock()] = 1
+    assert re.search(named, put_unpicklable_key(name) >> pool)
+    with pytest.raises(TypeError, match=rf"sky\.dict\('{name}'\)\.update\(5\): expects a mapping .* got int"):
+        pool.dict(name).update(5)  # type: ignore[arg-type]
+
+
+def test_a_collection_used_after_its_pool_closed_is_unavailable() -> None:
+    with sky.Compute(nodes=1, options=QUIET) as pool:
+        shared = pool.dict(unique("d"))
+        shared["k"] = 1
+    for documented in (sky.CollectionUnavailableError, sky.PoolClosedError):
+        with pytest.raises(documented, match="pool that is closed"):
+            shared["k"]
 
 
 @sky.function

@@ -309,6 +309,13 @@ def test_refused_fields_are_refused_naming_them(name: str, where: str, value: An
     assert field in message, f"{where}: {name}={value!r} refused without naming it: {message}"
 
 
+@pytest.mark.parametrize("where", ["local", "ssh", "ray", "digitalocean"])
+def test_a_spot_share_is_refused_where_it_cannot_be_met(where: str) -> None:
+    spec = sky.Spec(provider=provider(where), allocation=0.8)
+    with pytest.raises(ValueError, match=r"Spec\.allocation=0\.8 is not valid: .*(use|remove)"):
+        spec.provider.validate(with_default_storage(spec), sky.Pool((spec,), sky.Options(**QUIET)).options)
+
+
 def _with(owner: str, field: str, value: Any, where: Any) -> tuple[sky.Spec, sky.Options]:
     spec_fields: dict[str, Any] = {}
     options = sky.Options(**QUIET)

@@ -327,3 +327,24 @@ def test_exports() -> None:
     assert issubclass(sky.BrokenBarrierError, threading.BrokenBarrierError)
     for name in ("dict", "set", "counter", "queue", "barrier", "lock"):
         assert name in sky.__all__
+
+
+def test_a_closed_pools_collection_error_is_both_documented_types() -> None:
+    error = sky.CollectionClosedError("closed")
+    assert isinstance(error, sky.PoolClosedError) and isinstance(error, sky.CollectionUnavailableError)
+
+
+def test_an_unpicklable_key_names_the_collection_the_operation_and_the_fix() -> None:
+    from skyward.collections.engine import _dict_shard
+    from skyward.collections.gateway import encode_operation
+
+    key = threading.Lock()
+    with pytest.raises(TypeError, match=r"sky\.dict\('d'\)\.set\(key=<unlocked _thread\.lock.*cannot be pickled.*use a str, int"):
+        _dict_shard("d", "set", key, 4)
+    with pytest.raises(TypeError, match=r"sky\.dict\('d'\)\.update\(<unlocked _thread\.lock.*cannot be pickled.*use a str, int"):
+        encode_operation("dict_update", ("d", [("a", 1), (key, 2)], True))
+
+
+def test_update_with_neither_a_mapping_nor_pairs_names_the_fix() -> None:
+    with pytest.raises(TypeError, match=r"sky\.dict\('d'\)\.update\(5\): expects a mapping or an iterable of \(key, value\) pairs, got int"):
+        SharedDict(None, "d", "eventual").update(5)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
 
-from skyward.api.errors import PoolClosedError
+from skyward.api.errors import CollectionClosedError, PoolClosedError
 from skyward.core import handshake
 from skyward.core.codec import MalformedFrame
 from skyward.core.messages import (
@@ -298,7 +298,7 @@ class RelayTransport:
         """Send an encoded collection operation for the head node's agent (from any thread
         but the loop's); a Future of its encoded answer."""
         if self._closing or self._writer is None or self._loop is None or self._loop.is_closed():
-            raise PoolClosedError("the pool is closed: its collections are gone")
+            raise CollectionClosedError("the pool is closed: its collections are gone")
         if self._lost is not None:
             raise ConnectionError(str(self._lost))
         call_id = next(self._ids)

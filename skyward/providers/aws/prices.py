@@ -1,16 +1,22 @@
 """What EC2 instance types cost per hour in a region, on demand and on spot.
 
 On-demand prices come from the AWS Price List API (``pricing`` ``GetProducts``: every
-Linux, shared-tenancy, plain instance type of the region, a few pages), kept a day; spot prices from ``DescribeSpotPriceHistory`` (the latest price of each
-availability zone, the lowest of them), kept ten minutes. Both under
-``$SKYWARD_HOME/cache/aws``.
+Linux, shared-tenancy, plain instance type of the region, a few pages), kept a day; spot
+prices from ``DescribeSpotPriceHistory`` (the latest price of each availability zone, the
+lowest of them), kept ten minutes. Both under ``$SKYWARD_HOME/cache/aws``. Where the
+Price List API cannot be read (no ``pricing:GetProducts``, an emulator, an outage),
+on-demand prices come from ``price_snapshot.json``, a dated snapshot shipped with the
+package, with a ``PriceSnapshotWarning`` naming why and the snapshot's date.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from skyward.providers.aws.catalog import cache_path, read_cache, write_cache
@@ -20,44 +26,86 @@ ONDEMAND_TTL = 24 * 3600.0
 SPOT_TTL = 600.0
 PRICING_REGION = "us-east-1"
 """The Price List API answers from us-east-1 for every region."""
+SNAPSHOT = Path(__file__).with_name("price_snapshot.json")
+LIVE = "live"
+
+
+class PriceSnapshotWarning(UserWarning):
+    """On-demand AWS prices come from the snapshot shipped with skyward, not the Price List API."""
 
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """Dollars per hour of one instance type (None: not sold that way here)."""
+    """Dollars per hour of one instance type (None: not sold that way here).
+    ``ondemand_source``: ``LIVE``, or ``"snapshot YYYY-MM-DD"`` when the on-demand price
+    comes from the shipped snapshot."""
 
     ondemand: float | None
     spot: float | None
+    ondemand_source: str = LIVE
 
 
 def prices(region: str, types: list[str]) -> dict[str, Prices]:
-    """Prices of ``types`` in ``region``."""
-    ondemand = _ondemand(region, types)
+    """Prices of ``types`` in ``region``; on-demand ones from the snapshot (with a
+    ``PriceSnapshotWarning``) when the Price List API cannot be read. Raises the Price
+    List API's error when the snapshot has no prices for ``region`` either."""
+    ondemand, source = _ondemand(region, types)
     spot = _spot(region, types)
-    return {name: Prices(ondemand.get(name), spot.get(name)) for name in types}
+    return {name: Prices(ondemand.get(name), spot.get(name), source) for name in types}
 
 
-def _ondemand(region: str, types: list[str]) -> dict[str, float]:
+def _ondemand(region: str, types: list[str]) -> tuple[dict[str, float], str]:
+    """The on-demand prices of ``types`` and where they come from."""
     path = cache_path(region, "ondemand")
     known: dict[str, float] | None = read_cache(path, ONDEMAND_TTL)
+    source = LIVE
     if known is None:
-        known = {}
-        pricing = client("pricing", PRICING_REGION)
         try:
-            pages = pricing.get_paginator("get_products").paginate(
-                ServiceCode="AmazonEC2", Filters=_filters(region), PaginationConfig={"PageSize": 100}
-            )
-            for page in pages:
-                for entry in page.get("PriceList", []):
-                    item = json.loads(entry) if isinstance(entry, str) else entry
-                    name = item.get("product", {}).get("attributes", {}).get("instanceType")
-                    price = _hourly([item])
-                    if name and price is not None:
-                        known[name] = min(price, known.get(name, price))
+            known = _price_list(region)
         except Exception as exc:
-            raise explain(exc, "reading on-demand prices", region) from exc
-        write_cache(path, known)
-    return {name: known[name] for name in types if name in known}
+            error = explain(exc, "reading on-demand prices from the AWS Price List API", region)
+            known, source = _from_snapshot(region, error)
+        else:
+            write_cache(path, known)
+    return {name: known[name] for name in types if name in known}, source
+
+
+def _price_list(region: str) -> dict[str, float]:
+    """Every on-demand price of ``region`` the Price List API has."""
+    known: dict[str, float] = {}
+    pages = client("pricing", PRICING_REGION).get_paginator("get_products").paginate(
+        ServiceCode="AmazonEC2", Filters=_filters(region), PaginationConfig={"PageSize": 100}
+    )
+    for page in pages:
+        for entry in page.get("PriceList", []):
+            item = json.loads(entry) if isinstance(entry, str) else entry
+            name = item.get("product", {}).get("attributes", {}).get("instanceType")
+            price = _hourly([item])
+            if name and price is not None:
+                known[name] = min(price, known.get(name, price))
+    return known
+
+
+def _from_snapshot(region: str, error: BaseException) -> tuple[dict[str, float], str]:
+    """The snapshot's on-demand prices of ``region``, warning why they are used; raises
+    ``error`` (noting the regions it has) when the snapshot has none for ``region``."""
+    date, regions = snapshot()
+    if region not in regions:
+        error.add_note(f"skyward's price snapshot of {date} has only {', '.join(regions)}; pick one of them")
+        raise error
+    warnings.warn(
+        f"AWS on-demand prices in {region} are from skyward's snapshot of {date}, not live: {error}. "
+        "Live prices return once the Price List API answers (the IAM identity needs pricing:GetProducts)",
+        PriceSnapshotWarning,
+    )
+    return regions[region], f"snapshot {date}"
+
+
+@functools.cache
+def snapshot() -> tuple[str, dict[str, dict[str, float]]]:
+    """The shipped snapshot: its date and its on-demand prices by region and type."""
+    data = json.loads(SNAPSHOT.read_text())
+    return data["date"], data["ondemand"]
 
 
 def _filters(region: str) -> list[dict[str, str]]:

@@ -32,7 +32,7 @@ from skyward.providers.aws import machines
 from skyward.providers.aws.catalog import InstanceType, candidates, instance_types
 from skyward.providers.aws.images import find_image, root_device
 from skyward.providers.aws.membership import EC2Machines
-from skyward.providers.aws.prices import prices
+from skyward.providers.aws.prices import LIVE, prices
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
 from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
 from skyward.providers.orphans import Orphan
@@ -230,9 +230,9 @@ class AWS:
         for kind in kinds:
             cost = priced[kind.name]
             if spec.allocation != "on-demand" and kind.spot and cost.spot is not None:
-                found.append(_offer(kind, cost.spot, True, region, cost.ondemand))
+                found.append(_offer(kind, cost.spot, True, region, cost.ondemand, LIVE))
             if spec.allocation != "spot" and not isinstance(spec.allocation, float) and cost.ondemand is not None:
-                found.append(_offer(kind, cost.ondemand, False, region, cost.ondemand))
+                found.append(_offer(kind, cost.ondemand, False, region, cost.ondemand, cost.ondemand_source))
         if spec.allocation == "spot-if-available":  # each type's spot first, then its on-demand
             cheapest: dict[str, float] = {}
             for offer in found:
@@ -379,14 +379,14 @@ def _launch_group(plan: _Plan, count: int, spot: bool) -> list[machines.Launched
         raise
 
 
-def _offer(kind: InstanceType, price: float, spot: bool, region: str, ondemand: float | None) -> Offer:
+def _offer(kind: InstanceType, price: float, spot: bool, region: str, ondemand: float | None, source: str) -> Offer:
     seen = identify(kind.accelerator) if kind.accelerator else None
     return Offer(
         provider="aws", instance_type=kind.name, vcpus=float(kind.vcpus), memory_gb=kind.memory_gb,
         hourly_price=price, spot=spot, region=region,
         accelerator=seen.model.name if seen is not None else kind.accelerator,
         accelerator_count=float(kind.accelerator_count), accelerator_memory_gb=kind.accelerator_memory_gb,
-        architecture=kind.architecture, ondemand_price=ondemand,
+        architecture=kind.architecture, ondemand_price=ondemand, price_source=source,
     )
 
 

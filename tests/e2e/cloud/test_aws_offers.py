@@ -61,6 +61,33 @@ def test_a_pinned_instance_type_is_used_as_it_is(aws: AWSEmulator) -> None:
         sky.AWS().offers(sky.Spec(provider=sky.AWS(), instance_type="m9.huge"))
 
 
+def test_without_the_price_list_on_demand_prices_come_from_the_snapshot(aws: AWSEmulator) -> None:
+    from click.testing import CliRunner
+
+    from skyward.cli.main import main
+    from skyward.providers.aws.catalog import cache_path
+    from skyward.providers.aws.prices import PriceSnapshotWarning, snapshot
+
+    cache_path("us-east-1", "ondemand").unlink(missing_ok=True)
+    date = snapshot()[0]
+    dated = f"snapshot {date}"
+    aws.pricing_down = True
+    try:
+        with pytest.warns(PriceSnapshotWarning, match=rf"us-east-1 are from skyward's snapshot of {date}, not live: .*500.*pricing:GetProducts"):
+            offers = sky.offers(vcpus=2, memory_gb=1)
+            command = ["offers", "--provider", "aws", "--vcpus", "2", "--allocation", "on-demand"]
+            shown = CliRunner().invoke(main, command)
+    finally:
+        aws.pricing_down = False
+    ondemand = [o for o in offers if not o.spot]
+    assert ondemand and {o.price_source for o in ondemand} == {dated}
+    assert next(o for o in ondemand if o.instance_type == "t3.micro").hourly_price == pytest.approx(0.0104)
+    assert {o.price_source for o in offers if o.spot} == {"live"}, "spot prices do not need the Price List"
+    assert shown.exit_code == 0 and f"* not live: from skyward's price {dated}" in shown.output, shown.output
+    assert "0.0416*" in shown.output, "t3.medium's price is marked"
+    assert {o.price_source for o in sky.offers(vcpus=2, allocation="on-demand")} == {"live"}, "live again once it answers"
+
+
 def test_bad_provider_fields_name_the_field() -> None:
     with pytest.raises(ValueError, match="AWS.ami='ubuntu' is not valid"):
         sky.AWS(ami="ubuntu")
