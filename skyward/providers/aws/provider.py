@@ -25,8 +25,8 @@ from skyward.api.accelerator_catalog import identify
 from skyward.api.allocation import minimum_spot
 from skyward.api.errors import NoAvailableProviderError
 from skyward.api.spec import Options, Spec, local_python
-from skyward.containers import refuse_container
 from skyward.api.validation import fail
+from skyward.containers import refuse_container
 from skyward.providers import registry
 from skyward.providers.aws import machines
 from skyward.providers.aws.catalog import InstanceType, candidates, instance_types

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from skyward.api.spec import Spec
-from skyward.containers import refuse_container
 from skyward.api.validation import check_choice, fail
+from skyward.containers import refuse_container
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.digitalocean.api import DigitalOceanAPI
 
