@@ -6,8 +6,6 @@ Two kinds of bytes cross skyward's channels, and they are decoded differently:
   to each other) are msgpack arrays. Decoding builds nothing but ints, floats, strings,
   bytes, None, booleans and tuples, then one of the registered message classes: hostile
   bytes give ``MalformedFrame``, never an object of the sender's choosing.
-  ``load_plain`` does the same for pickles of plain data (an Unpickler whose
-  ``find_class`` refuses every global, so no pickle can name a callable to run).
 - **User payloads** (functions, arguments, results, exceptions, collection values, event
   batches) are cloudpickles, and loading a pickle runs code of its author's choosing.
   ``load_payload`` is the only place skyward loads them, and it is called only on bytes
@@ -20,8 +18,6 @@ Two kinds of bytes cross skyward's channels, and they are decoded differently:
 from __future__ import annotations
 
 import dataclasses
-import io
-import pickle
 import reprlib
 import socket
 import struct
@@ -41,23 +37,6 @@ FRAME_HEADER = struct.Struct("!Q")
 
 class MalformedFrame(ValueError):
     """Bytes that are not a frame of the expected kind (a stranger's or a corrupted one)."""
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise MalformedFrame(f"a plain-data pickle names {module}.{name}: refused")
-
-
-def load_plain(data: bytes) -> Any:
-    """Plain data (ints, floats, strings, bytes, None, booleans, lists, tuples, dicts,
-    sets) from a pickle. ``MalformedFrame`` when the bytes are not such a pickle, or
-    name any class or function."""
-    try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
-    except MalformedFrame:
-        raise
-    except Exception as exc:
-        raise MalformedFrame(f"not a plain-data pickle: {type(exc).__name__}: {exc}") from None
 
 
 def load_payload(data: bytes | memoryview, buffers: Iterable[Any] | None = None) -> Any:

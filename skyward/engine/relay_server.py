@@ -54,7 +54,6 @@ from skyward.engine.wire import Payload
 
 MAX_UNPROVEN = 16
 """Connections that may wait in the handshake at once; more are closed at once."""
-HELLO_TIMEOUT = handshake.TIMEOUT
 
 
 class Sink(Protocol):
@@ -214,7 +213,7 @@ class RelayServer:
         try:
             if not await handshake.answer_caller_async(reader, writer, self._secret):
                 return False
-            hello = await asyncio.wait_for(read_message(reader), HELLO_TIMEOUT)
+            hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
             await write_message(writer, Hello(PROTOCOL))
             return isinstance(hello, Hello) and hello.protocol == PROTOCOL
         except (asyncio.TimeoutError, MalformedFrame, ConnectionError, OSError):

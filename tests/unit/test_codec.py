@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import skyward
 from skyward.core import handshake
-from skyward.core.codec import MalformedFrame, decode_message, encode_message, load_plain
+from skyward.core.codec import MalformedFrame, decode_message, encode_message
 from skyward.core.messages import MESSAGES, Attach, Call, Failed, Hello, Reply
 from skyward.engine.transports import lane
 
@@ -87,24 +87,10 @@ def test_hostile_bytes_never_decode_into_a_message(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_a_plain_data_pickle_names_no_class(tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    assert load_plain(pickle.dumps((1, "a", b"b", [1.5, None], {"k": {True}}), protocol=5)) == (
-        1, "a", b"b", [1.5, None], {"k": {True}},
-    )
-    for data in _hostile(marker) + [pickle.dumps(ValueError("x")), pickle.dumps(Path("/"))]:
-        try:
-            load_plain(data)
-        except MalformedFrame:
-            continue
-        assert data in (pickle.dumps(()),)  # only plain data may load
-    assert not marker.exists()
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=256))
 def test_random_bytes_never_escape_as_another_error(data: bytes) -> None:
-    for decode in (decode_message, load_plain, lane._split):
+    for decode in (decode_message, lane._split):
         try:
             decode(data)
         except MalformedFrame:
@@ -157,7 +143,7 @@ def test_the_handshake_passes_with_the_secret_and_fails_with_another() -> None:
 def test_only_the_codec_module_loads_pickles() -> None:
     """``pickle.loads``/``cloudpickle.loads`` (and ``load``, ``Unpickler``) appear in
     skyward/core/codec.py alone; everything else goes through its ``load_payload`` (for an
-    authenticated peer's user payloads) or ``load_plain``/``decode_message``."""
+    authenticated peer's user payloads) or ``decode_message``."""
     pattern = re.compile(r"\b(cloudpickle|pickle)\.(loads?|Unpickler)\b")
     found = []
     for path in SKYWARD.rglob("*.py"):
