@@ -75,15 +75,16 @@ def _processes(private: str) -> list[psutil.Process]:
 
 
 TRANSIENT = ("ray::IDLE", "ray::CollectionHost")
-"""Ray processes that come and go on their own while the instance is shared: idle workers
-Ray reaps, and the collection hosts of other pools of this process (the session's shared
-pools use the same local Ray instance)."""
+"""Prefixes of the names of Ray processes that come and go on their own while the instance
+is shared: idle workers Ray reaps, and the collection hosts of other pools of this process
+(the session's shared pools use the same local Ray instance). Ray retitles an actor's
+process while a method runs (``ray::CollectionHost.poll``), hence prefixes."""
 
 
 def _lasting(listeners: dict[tuple[str, int], str]) -> dict[tuple[str, int], str]:
     """``listeners`` less those of ``TRANSIENT`` processes: what must still listen after
     the probes (the pool still answering checks the rest)."""
-    return {where: name for where, name in listeners.items() if name not in TRANSIENT}
+    return {where: name for where, name in listeners.items() if not name.startswith(TRANSIENT)}
 
 
 def _tcp_listeners(private: str) -> dict[tuple[str, int], str]:
