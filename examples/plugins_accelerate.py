@@ -1,7 +1,8 @@
 """sky.plugins.accelerate: Hugging Face Accelerate spans a 2-node local pool (MULTI_CPU, gloo).
 
-The plugin gives every worker what `accelerate launch` would (one process per worker),
-so Accelerator() sees 2 processes. Needs accelerate and torch (pip install 'skyward[plugins]').
+The plugin gives every worker what `accelerate launch` would (one process per worker) and
+forms torch.distributed's group, so Accelerator() sees 2 processes. Needs accelerate and
+torch (pip install 'skyward[plugins]').
 """
 
 import skyward as sky
@@ -10,14 +11,11 @@ import skyward as sky
 @sky.function
 def reduce_ranks() -> tuple[int, int, str, float]:
     import torch
-    import torch.distributed as dist
     from accelerate import Accelerator
 
     accelerator = Accelerator()
     total = accelerator.reduce(torch.tensor([accelerator.process_index + 1.0]), reduction="sum")
-    result = (accelerator.num_processes, accelerator.process_index, accelerator.distributed_type.value, float(total[0]))
-    dist.destroy_process_group()
-    return result
+    return accelerator.num_processes, accelerator.process_index, accelerator.distributed_type.value, float(total[0])
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """sky.plugins.torch: DistributedDataParallel over a 2-node local pool (gloo on CPU).
 
-The plugin sets MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE on every node, so
-dist.init_process_group() needs no arguments. Every rank ends with the same weights.
+The plugin forms torch.distributed's default group on every node before any task runs
+(gloo on CPU nodes, nccl on CUDA nodes) and destroys it when the pool closes, so the task
+goes straight to DistributedDataParallel. Every rank ends with the same weights.
 Needs torch (pip install 'skyward[plugins]').
 """
 
@@ -14,7 +15,7 @@ def train(steps: int) -> list[float]:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    dist.init_process_group()
+    assert dist.is_initialized()  # formed by the plugin: no init_process_group() needed
     torch.manual_seed(sky.instance_info().node)  # each rank starts differently; DDP syncs them
     model = DistributedDataParallel(torch.nn.Linear(3, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -25,9 +26,7 @@ def train(steps: int) -> list[float]:
         optimizer.zero_grad()
         torch.nn.functional.mse_loss(model(mine_x), mine_y).backward()
         optimizer.step()
-    weights = [round(w, 4) for w in model.module.weight.detach().flatten().tolist()]
-    dist.destroy_process_group()
-    return weights
+    return [round(w, 4) for w in model.module.weight.detach().flatten().tolist()]
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ from skyward.api.accelerator_helpers import (
 from skyward.api.accelerators import Accelerator, parse_accelerator
 from skyward.api.allocation import Allocation
 from skyward.api.compute import Compute, ComputePool, MultiPool, pool
+from skyward.api.context import ACTIVE as sky
 from skyward.api.errors import (
     AllProvidersFailedError,
     CollectionClosedError,
@@ -67,10 +68,17 @@ from skyward.api.instance import (
 from skyward.api.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.api.pool import Pool
 from skyward.api.sampler import DistributedSampler
-from skyward.api.selection import select_available, select_cheapest, select_first
+from skyward.api.selection import (
+    ComputeSpec,
+    ProviderLike,
+    ProviderSelector,
+    SelectionLike,
+    select_available,
+    select_cheapest,
+    select_first,
+)
 from skyward.api.session import Session
 from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
-from skyward.containers import DockerImage
 from skyward.collections import (
     BrokenBarrierError,
     CollectionUnavailableError,
@@ -81,6 +89,7 @@ from skyward.collections import (
 )
 from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
 from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
+from skyward.containers import DockerImage
 from skyward.observe import metrics
 from skyward.observe.bus import Callback, compose, emit, use_callback
 from skyward.observe.events import (
@@ -131,6 +140,7 @@ DEFAULT_IMAGE = Image()
 __version__ = "0.1.0"
 
 __all__ = [
+    "sky", "ComputeSpec", "ProviderLike", "ProviderSelector", "SelectionLike",
     "Accelerator", "AcceleratorInfo", "AcceleratorSpec", "InstanceCandidate", "NVIDIA",
     "current_accelerator", "is_nvidia", "is_trainium", "parse_accelerator", "select_instance", "AllProvidersFailedError", "AWS", "NoAvailableProviderError", "Offer", "Orphan", "offers", "gc",
     "select_first", "select_cheapest", "select_available", "Allocation", "BootstrapPhase", "BrokenBarrierError", "CollectionClosedError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
@@ -146,7 +156,8 @@ __all__ = [
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
     "S3Volume", "Storage", "Volume", "storage",
     "BroadcastStarted", "ClusterResized", "HealthChecker", "NodeRemovedError", "PreemptedError",
-    "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "containers", "DockerImage",
+    "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "Container", "Hyperstack", "TensorDock", "containers",
+    "DockerImage", "Vultr", "Lambda", "LambdaCloud",
     "Callback", "SkywardEvent", "InfraCreating", "InfraCreated", "InstanceLaunching", "BootstrapStarting",
     "BootstrapProgress", "BootstrapCompleted", "Metrics", "LogLine", "InstanceStopping", "PoolStopping",
     "plugins", "integrations", "DistributedSampler",
@@ -179,6 +190,12 @@ _LAZY = {
     "Verda": "skyward.providers.verda.provider",
     "DigitalOcean": "skyward.providers.digitalocean.provider",
     "Novita": "skyward.providers.novita.provider",
+    "Hyperstack": "skyward.providers.hyperstack.provider",
+    "TensorDock": "skyward.providers.tensordock.provider",
+    "Vultr": "skyward.providers.vultr.provider",
+    "Lambda": "skyward.providers.lambda_cloud.provider",
+    "LambdaCloud": "skyward.providers.lambda_cloud.provider",
+    "Container": "skyward.providers.container.provider",
     "offers": "skyward.api.offers",
     "gc": "skyward.providers.orphans",
     "Offer": "skyward.providers.base",

@@ -7,6 +7,8 @@ the one engine without Ray; tests needing what it lacks (collections, metrics) s
 ``pytest --provider relay`` runs them on that cluster behind the head relay's server
 (``FakeProvider(relayed=True)``): every call, broadcast and event crosses the relay
 protocol, its handshake and its codec, in-process.
+``pytest --provider container`` runs them on ``sky.Container()`` against the local Docker
+Engine API (tests/cloud/fake_docker.py), whose four containers are test hosts.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ if HERE not in sys.path:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--provider", choices=("local", "ssh", "fake", "relay"), default="local",
-        help="where the shared pool4 runs; with ssh, fake or relay only the tests using it are run",
+        "--provider", choices=("local", "ssh", "fake", "relay", "container"), default="local",
+        help="where the shared pool4 runs; with ssh, fake, relay or container only the tests using it are run",
     )
 
 
@@ -80,10 +82,33 @@ def pool4(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
     reason = available()
     if reason is not None:
         pytest.skip(reason)
+    if provider == "container":
+        yield from _container_pool(options)
+        return
     with HostLab.start(4) as lab:
         provider = sky.SSH(hosts=lab.strings(), key_path=lab.client_key, known_hosts=lab.known_hosts)
         with sky.Compute(provider=provider, nodes=4, options=options) as pool:
             yield pool
+
+
+def _container_pool(options: sky.Options) -> Iterator[sky.Pool]:
+    """A 4-node ``sky.Container()`` pool on the fake engine, its containers test hosts."""
+    from cloud.fake_docker import FakeDocker
+    from cloud.machines import Harness
+    from e2e.cloud.conftest import environment
+    from hosts import HostLab
+
+    with HostLab.start(0) as lab:
+        fake = FakeDocker()
+        fake.use_subnet(lab.cidr)
+        fake.start()
+        harness = Harness(lab, fake).start()
+        try:
+            with environment(fake.env()), sky.Compute(provider=sky.Container(), nodes=4, options=options) as pool:
+                yield pool
+        finally:
+            harness.stop()
+            fake.stop()
 
 
 @pytest.fixture(scope="session")

@@ -11,24 +11,26 @@ from typing import Any
 from skyward.api import accelerators
 from skyward.api.config_file import load_named_pool
 from skyward.api.pool import Pool
-from skyward.api.spec import DEFAULT_TTL, SPEC_FIELDS, Image, Options, Spec, Worker
+from skyward.api.selection import ProviderLike, ProviderSelector, SelectionLike
+from skyward.api.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Image, Options, Spec, Worker
 from skyward.engine import interruptible
 from skyward.observe.events import Event
 from skyward.providers.local import Local
-
-_OPTION_FIELDS = frozenset(Options.__dataclass_fields__)
 
 
 def Compute(*specs: Spec, name: str | None = None, options: Options | None = None, **spec_fields: Any) -> Pool:  # noqa: N802
     """A pool to open with ``with``. Pass Spec fields as keywords (provider defaults to
     ``sky.Local()``), or one or more ``Spec`` objects (tried in ``Options.selection``
-    order), or ``name=`` of a ``[pools.NAME]`` table in skyward.toml. The forms do not mix.
+    order), or only ``name=`` to load the ``[pools.NAME]`` table of skyward.toml. Specs
+    and fields do not mix. With specs or fields, ``name`` names the pool (events, the
+    console; generated when absent).
     """
     if options is not None and not isinstance(options, Options):
         raise TypeError(f"options= takes sky.Options(...), got {type(options).__name__}")
-    if name is not None:
-        if specs or spec_fields:
-            raise TypeError("Compute(name=...) loads the pool from skyward.toml; do not also pass specs or fields")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"Compute(name=...) takes a string, got {type(name).__name__} {name!r}")
+    options = _with_option_fields(options, spec_fields)
+    if name is not None and not specs and not spec_fields:
         spec, file_options = load_named_pool(name)
         return Pool((spec,), options or file_options, name)
     if specs and spec_fields:
@@ -41,14 +43,27 @@ def Compute(*specs: Spec, name: str | None = None, options: Options | None = Non
             raise TypeError(f"Compute() positional arguments must be sky.Spec(...), got {type(spec).__name__} {spec!r}")
     if not specs:
         specs = (_spec_from_fields(spec_fields),)
-    return Pool(tuple(specs), options or Options())
+    return Pool(tuple(specs), options or Options(), name)
+
+
+def _with_option_fields(options: Options | None, fields: dict[str, Any]) -> Options | None:
+    """``options`` with the Options fields among ``fields`` (removed from it) applied, as
+    the original's guides write them (``sky.Compute(..., worker=sky.Worker(...))``);
+    TypeError for a field given both ways."""
+    given = {key: fields.pop(key) for key in list(fields) if key in OPTION_FIELDS and key not in SPEC_FIELDS}
+    if not given:
+        return options
+    if options is not None:
+        raise TypeError(
+            f"Compute() got {', '.join(f'{key}=' for key in sorted(given))} beside options=: "
+            "put them in the sky.Options(...) given, or drop options="
+        )
+    return Options(**given)
 
 
 def _spec_from_fields(spec_fields: dict[str, Any]) -> Spec:
     for key in spec_fields:
         if key not in SPEC_FIELDS:
-            if key in _OPTION_FIELDS:
-                raise TypeError(f"{key}= is an Options field: pass options=sky.Options({key}=...)")
             raise TypeError(f"Compute() got an unknown field {key}=; Spec fields are: {', '.join(SPEC_FIELDS)}")
     spec_fields.setdefault("provider", Local())
     return Spec(**spec_fields)
@@ -58,8 +73,8 @@ _DISPLAY = {"log": "log", "spinner": "rich", "quiet": "silent"}
 
 
 def ComputePool(  # noqa: N802
-    provider: Any = None,
-    selection: Any = "first",
+    provider: ProviderLike | None = None,
+    selection: SelectionLike = "first",
     image: Image | None = None,
     nodes: Any = 1,
     machine: str | None = None,
@@ -118,7 +133,7 @@ def ComputePool(  # noqa: N802
     return pool
 
 
-def _old_selector(choose: Callable[..., Any]) -> Callable[[tuple[Spec, ...]], Spec]:
+def _old_selector(choose: ProviderSelector) -> Callable[[tuple[Spec, ...]], Spec]:
     """The older ``(providers, spec) -> provider`` selector as ``Options.selection``."""
 
     def select(specs: tuple[Spec, ...]) -> Spec:
@@ -185,7 +200,7 @@ class MultiPool:
         with concurrent.futures.ThreadPoolExecutor(max(1, len(self.pools))) as executor:
             futures = [executor.submit(p.open) for p in self.pools]
             interruptible.wait(futures, None)
-        failed = [f.exception() for f in futures if f.exception() is not None]
+        failed = [error for f in futures if (error := f.exception()) is not None]
         if failed:
             self._close_all(cancel=True)
             raise failed[0]

@@ -2,8 +2,8 @@
 
 The file is ``$SKYWARD_CONFIG`` if set, else ``./skyward.toml``, else
 ``~/.skyward/skyward.toml``. Each ``[pools.NAME]`` table holds Spec fields; ``provider``
-is a name ("local", "aws", "runpod", "vastai", "verda", "digitalocean", "novita", "ssh",
-"ray") or a table with ``type`` and the provider's fields (``container_image =
+is a name ("local", "aws", "runpod", "vastai", "verda", "digitalocean", "novita",
+"hyperstack", "tensordock", "vultr", "ssh", "ray") or a table with ``type`` and the provider's fields (``container_image =
 "nvidia/cuda:12.8.0-base-ubuntu24.04"`` for RunPod); ``accelerator`` is a string such
 as "A100", "A100-40GB" or "H100:8" (``parse_accelerator``, through the catalog); ``image``
 and ``options`` (with an ``options.worker`` table) are tables. A ``[defaults]`` table

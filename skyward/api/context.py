@@ -77,6 +77,24 @@ def active_pool() -> Any:
     raise NoActivePoolError(NO_ACTIVE_POOL)
 
 
+class ActivePool:
+    """``skyward.sky``: the active pool as an operator target, for code written
+    ``from skyward import sky`` (``f(x) >> sky`` then means what it means with the
+    module: the pool ``active_pool()`` finds)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        pool = _active.get()
+        return f"<sky: the active pool, now {pool!r}>" if pool is not None else "<sky: no active pool>"
+
+    def __reduce__(self) -> str:
+        return "ACTIVE"
+
+
+ACTIVE = ActivePool()
+
+
 def resolve_target(target: Any, operator: str) -> DispatchTarget:
     """Turn the right-hand side of an operator into a pool, or raise a TypeError that says why.
 
@@ -84,11 +102,11 @@ def resolve_target(target: Any, operator: str) -> DispatchTarget:
     """
     if current_task() is not None:
         raise RuntimeError(NESTED_DISPATCH)
-    if isinstance(target, types.ModuleType) and target.__name__ == "skyward":
+    if target is ACTIVE or (isinstance(target, types.ModuleType) and target.__name__ == "skyward"):
         return active_pool()
     if isinstance(target, DispatchTarget) and not isinstance(target, type):
         return target
     raise TypeError(
         f"The right side of `{operator}` must be a pool (from sky.Compute(...)) or the `sky` "
-        f"module, got {type(target).__name__} {target!r}."
+        f"module or singleton, got {type(target).__name__} {target!r}."
     )

@@ -138,6 +138,8 @@ class PendingFunctionGroup:
 class SkywardFunction(Generic[T]):
     """A function marked for remote execution; calling it returns a ``PendingFunction``."""
 
+    __qualname__: str  # the wrapped function's (functools.update_wrapper)
+
     def __init__(self, fn: Callable[..., T], timeout: float | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"@sky.function decorates a function, got {type(fn).__name__} {fn!r}")

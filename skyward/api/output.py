@@ -23,7 +23,10 @@ from skyward.api.instance import InstanceInfo, current_task, instance_info
 Only = str | Callable[[InstanceInfo], bool]
 LineSink = Callable[[str, str], None]
 
-_overrides: ContextVar[dict[str, TextIO] | None] = ContextVar("skyward_output_overrides", default=None)
+Stream = TextIO | io.TextIOBase
+"""Where a task's output may be sent: a file, or a stream of ours such as CallbackWriter."""
+
+_overrides: ContextVar[dict[str, Stream] | None] = ContextVar("skyward_output_overrides", default=None)
 
 
 class CallbackWriter(io.TextIOBase):
@@ -100,7 +103,7 @@ class TaskStream(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def _override(streams: dict[str, TextIO]) -> Iterator[None]:
+def _override(streams: dict[str, Stream]) -> Iterator[None]:
     """Send the named streams elsewhere for the current task (or, off a node, the process)."""
     if isinstance(sys.stdout, TaskStream) or isinstance(sys.stderr, TaskStream):
         current = dict(_overrides.get() or {})

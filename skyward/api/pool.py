@@ -30,12 +30,15 @@ from skyward.api.spec import Nodes, Options, Spec
 from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
-from skyward.engine import interruptible, streams
+from skyward.engine import interruptible, streams, value_stream
 from skyward.engine.driver import CHUNKS_PER_SLOT, Again, ClusterDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.members import Members
 from skyward.engine.reconciler import Hooks, Reconciler
+from skyward.engine.scheduler import ALL
+from skyward.engine.value_stream import StreamRouter, ValueStream
 from skyward.engine.window import ChunkWindow
+from skyward.node import stream_stop
 from skyward.observe import log_setup
 from skyward.observe.bus import EventBus
 from skyward.observe.console import Console, open_console
@@ -59,6 +62,8 @@ from skyward.providers.base import Cluster, NodeHandle, pricing, with_default_st
 
 STREAM_WINDOW = 2
 """Chunks per task slot that a streamed map keeps in flight or waiting to be read."""
+STOP_TIMEOUT = 30.0
+"""How long a request to stop a closed stream's generator may take on its node."""
 
 
 class Pool(PoolCollections):
@@ -97,6 +102,7 @@ class Pool(PoolCollections):
         self._opened_at = 0.0
         self.spec: Spec | None = None
         self._plugins = ClientPlugins()
+        self._streams = StreamRouter(self.on)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -363,7 +369,7 @@ class Pool(PoolCollections):
         _check_pending(pending, ">>")
         driver = self._require_driver()
         if streams.is_generator(pending):
-            return streams.stream_call(pending, self.on, lambda call: self.run_async(call, target=target))
+            return self._stream_call(pending, target)
         lost = 0
         if not self._on_loop_thread():
             result = driver.run_now(pending, target)
@@ -376,40 +382,69 @@ class Pool(PoolCollections):
         return threading.current_thread() is self._loop_thread
 
     def run_async(self, pending: PendingFunction[Any], *, target: Any = None) -> concurrent.futures.Future[Any]:
-        """Start on one node and return a Future at once (``pending > pool``)."""
+        """Start on one node and return a Future at once (``pending > pool``); for a
+        generator function the Future already holds its stream of values."""
         _check_pending(pending, ">")
+        if streams.is_generator(pending):
+            return _resolved(self._stream_call(pending, target))
         return self._submit(lambda d: d.run(pending, target))
 
     def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
-        """Run on every node at once; results in node order (``pending @ pool``)."""
+        """Run on every node at once; results in node order (``pending @ pool``). For a
+        generator function: one stream of values per node, in node order."""
         _check_pending(pending, "@")
         driver = self._require_driver()
+        if streams.is_generator(pending):
+            ranks = driver.scheduler.ranks() or self._wait(self._submit(_nodes_present))
+            return [self._stream_call(pending, rank) for rank in ranks]
         with self._progress.tasks("broadcast", pending.name, driver.nodes):
             return self._wait(self._submit(lambda d: d.broadcast(pending)))
 
     def run_parallel(self, group: PendingFunctionGroup) -> Any:
-        """Run a group in parallel: a tuple of results, or a generator when ``stream``."""
+        """Run a group in parallel: a tuple of results, or a generator when ``stream``.
+        A generator function's place holds its stream of values (ready at once)."""
         if not isinstance(group, PendingFunctionGroup):
             raise TypeError(f"run_parallel() takes a group (a() & b(), or sky.gather(...)), got {group!r}")
-        futures = [self._submit(lambda d, p=p: d.run(p, None)) for p in group.items]
+        futures = [self.run_async(p) for p in group.items]
         self._progress.futures("gather", _group_name(group), futures)
         if group.stream:
             return self._stream(futures, group.ordered)
         try:
             return tuple(future.result() for future in futures)
         except BaseException:
-            for future in futures:
-                future.cancel()
+            _abandon(futures)
             raise
 
     def _stream(self, futures: list[concurrent.futures.Future[Any]], ordered: bool) -> Iterator[Any]:
+        handed: set[int] = set()
         try:
             source = futures if ordered else interruptible.as_completed(futures)
             for future in source:
-                yield future.result()
+                result = future.result()
+                handed.add(id(future))
+                yield result
         finally:
-            for future in futures:
-                future.cancel()
+            _abandon([future for future in futures if id(future) not in handed])
+
+    def _stream_call(self, pending: PendingFunction[Any], target: Any) -> ValueStream:
+        """Start a generator function's call on one node (``target`` as for ``run``)."""
+        node = self._require_driver().target_node(target)
+        return value_stream.start(
+            pending, self._streams, lambda call: self._submit(lambda d: d.run(call, node)), self._stop_stream, node
+        )
+
+    def _stop_stream(self, stream: str, node: int) -> None:
+        """Ask ``node`` to stop the generator of ``stream`` (beside its tasks); returns at
+        once and does nothing once the pool is closing."""
+        driver, loop = self._driver, self._loop
+        if driver is None or loop is None or self._state != "open":
+            return
+        request = PendingFunction(stream_stop.request_stop, (stream,), timeout=STOP_TIMEOUT)
+        probe = driver.probe(request, node)
+        try:
+            asyncio.run_coroutine_threadsafe(probe, loop)
+        except RuntimeError:  # the loop closed meanwhile
+            probe.close()
 
     def map(
         self, fn: Callable[..., Any], items: Iterable[Any], *, timeout: float | None = None, stream: bool = False
@@ -583,6 +618,30 @@ def _raise_with_early(future: concurrent.futures.Future[Any], early: dict[int, l
     raise error
 
 
+async def _nodes_present(driver: ClusterDriver) -> list[int]:
+    """The ranks of the nodes present, waiting until there is one (a pool with none yet)."""
+    nodes: list[int] = await driver.scheduler.acquire(ALL)
+    driver.scheduler.release(nodes)
+    return nodes
+
+
+def _resolved(value: Any) -> concurrent.futures.Future[Any]:
+    """A Future that already holds ``value``."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    future.set_result(value)
+    return future
+
+
+def _abandon(futures: list[concurrent.futures.Future[Any]]) -> None:
+    """Cancel the group's work nobody will read: calls not done, and streams not handed out."""
+    for future in futures:
+        if future.cancel() or not future.done() or future.exception() is not None:
+            continue  # cancelled, still running, or failed: nothing to close
+        result = future.result()
+        if isinstance(result, ValueStream):
+            result.close()
+
+
 def _group_name(group: PendingFunctionGroup) -> str:
     names = list(dict.fromkeys(item.name for item in group.items))
     return names[0] if len(names) == 1 else f"{len(names)} functions"
@@ -624,4 +683,11 @@ def _as_pending(fn: Callable[..., Any], timeout: float | None) -> PendingFunctio
         pending = PendingFunction(fn)
     else:
         raise TypeError(f"pool.map() needs a function, got {type(fn).__name__} {fn!r}")
+    if streams.is_generator(pending):
+        name = pending.name
+        raise TypeError(
+            f"pool.map({name}, items): {name} is a generator function and map needs a plain one. "
+            f"Stream one call's values with `for value in {name}(x) >> pool`, or one stream per "
+            f"item with `sky.gather(*({name}(x) for x in items)) >> pool`."
+        )
     return pending.with_timeout(timeout) if timeout is not None else pending

@@ -13,11 +13,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
-from skyward.api.spec import Spec
+from skyward.api.spec import ProviderConfig, Spec
 
-Selector = Callable[[tuple[Spec, ...]], Spec | Sequence[Spec]]
+Selector: TypeAlias = Callable[[tuple[Spec, ...]], Spec | Sequence[Spec]]
+"""``Options.selection`` as a callable: the pool's Specs in, the one (or the order) to try out."""
+
+ComputeSpec: TypeAlias = Spec
+"""The older reference's name for the pool's Spec, as a ``ProviderSelector`` receives it."""
+
+ProviderLike: TypeAlias = ProviderConfig | Sequence[ProviderConfig]
+"""``ComputePool(provider=...)``: one provider, or several tried in ``selection`` order."""
+
+ProviderSelector: TypeAlias = Callable[[tuple[ProviderConfig, ...], ComputeSpec], ProviderConfig]
+"""The older reference's selector: given the providers and the Spec, the provider to try first."""
+
+SelectionLike: TypeAlias = Literal["first", "cheapest", "available"] | ProviderSelector
+"""``ComputePool(selection=...)``: a built-in strategy's name or a ``ProviderSelector``."""
 
 
 def select_first(specs: tuple[Spec, ...]) -> list[Spec]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from skyward.api.compute import Compute
 from skyward.api.pool import Pool
-from skyward.api.spec import Options, Spec
+from skyward.api.spec import OPTION_FIELDS, SPEC_FIELDS, Options, Spec
 
 
 class Session:
@@ -43,11 +43,16 @@ class Session:
         self.close(cancel=exc_type is not None)
 
     def compute(self, *specs: Spec, name: str | None = None, options: Options | None = None, **fields: Any) -> Pool:
-        """Open a pool (arguments as for ``sky.Compute``) owned by this session."""
+        """Open a pool (arguments as for ``sky.Compute``) owned by this session; Options
+        fields given as keywords change the session's options for this pool."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("this session is closed; start a new one")
-        pool = Compute(*specs, name=name, options=options or self.options, **fields)
+        given = {key: fields.pop(key) for key in list(fields) if key in OPTION_FIELDS and key not in SPEC_FIELDS}
+        chosen = options or self.options
+        if given:
+            chosen = (chosen or Options()).with_(**given)
+        pool = Compute(*specs, name=name, options=chosen, **fields)
         pool.open()
         with self._lock:
             self.pools.append(pool)

@@ -55,14 +55,16 @@ class Nodes:
     are up and keeps growing to ``desired``; idle nodes above the floor are released
     after ``Options.autoscale_idle_timeout``. ``min=0`` lets the pool idle with no node
     and wake on demand. ``max``: the most it grows to while tasks wait (the ceiling).
-    Unset, ``min`` and ``max`` are ``desired``: a fixed pool."""
+    Unset, ``min`` and ``max`` are ``desired``: a fixed pool. ``desired=0`` is a lazy
+    start: the pool opens with no node and the first task starts them (up to ``max``,
+    one node when ``max`` is unset)."""
 
     desired: int
     max: int | None = None
     min: int | None = None
 
     def __post_init__(self) -> None:
-        check_number("Nodes", "desired", self.desired, minimum=1, maximum=MAX_NODES, integer=True)
+        check_number("Nodes", "desired", self.desired, minimum=0, maximum=MAX_NODES, integer=True)
         check_number("Nodes", "min", self.min, minimum=0, maximum=MAX_NODES, integer=True, optional=True)
         check_number("Nodes", "max", self.max, minimum=1, maximum=MAX_NODES, integer=True, optional=True)
         if self.min is not None and self.min > self.desired:
@@ -92,8 +94,9 @@ class Nodes:
 
     @property
     def ceiling(self) -> int:
-        """The most nodes the pool grows to (``max``, else ``desired``)."""
-        return self.desired if self.max is None else self.max
+        """The most nodes the pool grows to (``max``, else ``desired``; a lazy pool of
+        ``desired=0`` without ``max`` grows to one node)."""
+        return max(self.desired, 1) if self.max is None else self.max
 
     @property
     def elastic(self) -> bool:
@@ -379,3 +382,6 @@ class Options:
     def with_(self, **changes: Any) -> Options:
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+
+OPTION_FIELDS = tuple(f.name for f in fields(Options))

@@ -16,7 +16,7 @@ console = Console(soft_wrap=True)  # a long path stays on one line, as scripts t
 
 def emit_json(rows: Sequence[Any]) -> None:
     """``rows`` (dataclasses or dicts) as one JSON array on stdout."""
-    click.echo(json.dumps([dataclasses.asdict(r) if dataclasses.is_dataclass(r) else r for r in rows], default=str))
+    click.echo(json.dumps([dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else r for r in rows], default=str))
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -325,20 +325,20 @@ class NodeCache:
             link.acked = acked
             while link.inflight and link.inflight[0].seq <= acked:
                 operation = link.inflight.popleft()
-                if operation.local:
-                    self._drop_pending(operation)
+                if operation.local and operation.replica is not None:
+                    self._drop_pending(operation.replica, operation)
                     touched.add((operation.replica, operation.slot))
         for replica, slot in touched:
             replica.refresh(slot)
 
-    def _drop_pending(self, operation: _Pending) -> None:
-        writes = operation.replica.pending[operation.slot]
+    def _drop_pending(self, replica: Replica, operation: _Pending) -> None:
+        writes = replica.pending[operation.slot]
         if writes[0] is operation:
             writes.popleft()
         else:
             writes.remove(operation)
         if not writes:
-            del operation.replica.pending[operation.slot]
+            del replica.pending[operation.slot]
 
     def _break(self, link: _Link, error: BaseException) -> None:
         """The host is unreachable: fail what waits, forget the link's replicas."""

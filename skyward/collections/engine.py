@@ -392,7 +392,7 @@ def _host_class() -> Any:
         if _remote_host is None:
             import ray
 
-            _remote_host = ray.remote(concurrency_groups={WAIT_GROUP: WAIT_THREADS})(CollectionHost)
+            _remote_host = ray.remote(concurrency_groups={WAIT_GROUP: WAIT_THREADS})(CollectionHost)  # type: ignore[call-overload]  # Ray's stubs lack the actor options
         return _remote_host
 
 

@@ -58,7 +58,7 @@ def run(steps: Steps[T], stop: threading.Event | None = None) -> T:
             else:
                 wait = steps.send(value)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 async def run_async(steps: Steps[T]) -> T:
@@ -73,7 +73,7 @@ async def run_async(steps: Steps[T]) -> T:
             else:
                 wait = steps.send(value)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 def steps(method: Callable[P, Steps[T]]) -> Callable[P, T]:

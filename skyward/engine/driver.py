@@ -349,7 +349,7 @@ class ClusterDriver:
             node = await self.scheduler.acquire(None)
             try:
                 request = self._request(fn, MAP, items[start:end], self.views.pending(node))
-                return await self._execute(node, self._encode(request), request, start, measured.add)  # type: ignore[no-any-return]
+                return await self._execute(node, self._encode(request), request, start, measured.add)
             except Interrupted as exc:
                 lost += 1
                 if lost > self._retries:

@@ -421,9 +421,8 @@ class Reconciler:
         checker = self._health.checker
         error: str | None = None
         try:
-            healthy = await self._driver.probe(PendingFunction(checker.check).with_timeout(checker.timeout), node)
-            if not healthy:
-                error = f"it returned {healthy!r}"
+            answer = await self._driver.probe(PendingFunction(checker.probe()).with_timeout(checker.timeout), node)
+            error = checker.failure(answer)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         why = self._health.record(node, time.monotonic(), error)

@@ -29,7 +29,7 @@ from typing import Any
 from skyward.api.function import SkywardFunction
 from skyward.api.instance import InstanceInfo, instance_info
 from skyward.api.validation import check_choice
-from skyward.plugins.torch_dist import rank_env
+from skyward.plugins.torch_group import rank_env
 
 PORT_BASE = 29500
 PORT_SPAN = 2000

@@ -255,7 +255,7 @@ class NodeAgent:
             TaskStream("stdout", sys.stdout, self._current_line),
             TaskStream("stderr", sys.stderr, self._current_line),
         ]
-        sys.stdout, sys.stderr = self._streams  # type: ignore[assignment]
+        sys.stdout, sys.stderr = self._streams
         self._runner.on_task_end(self._flush_task)
         self._lane = _open_lane(setup, self.execute, ray.util.get_node_ip_address)
 
@@ -379,7 +379,7 @@ def start_agents(
 
 
 def _agent_class(slots: int) -> Any:
-    return ray.remote(
+    return ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack the actor options
         num_cpus=0,
         max_restarts=-1,
         max_task_retries=0,

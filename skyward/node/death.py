@@ -21,7 +21,7 @@ import json
 import os
 import signal
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 _fault_file: IO[str] | None = None
 _exit_path = ""
@@ -137,9 +137,9 @@ def _record(what: str) -> None:
         pass
 
 
-def _recorded_exit(code: int) -> None:
-    _record(f"called os._exit({code})")
-    _real_exit(code)
+def _recorded_exit(status: int) -> NoReturn:
+    _record(f"called os._exit({status})")
+    _real_exit(status)
 
 
 def _recorded_kill(pid: int, sig: int) -> None:

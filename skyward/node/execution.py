@@ -40,10 +40,13 @@ def execute(request: TaskRequest, node: int, on_item: Callable[[int], None] | No
 
 
 def _not_generator(value: Any, name: str) -> Any:
-    """``value``; TypeError when it is a generator (only ``>>`` streams a generator's values)."""
+    """``value``; TypeError when it is a generator, which cannot travel back (the client
+    streams the values of a generator function's calls, so only a plain function that
+    returns a generator, or a map over a generator function, gets here)."""
     if inspect.isgenerator(value):
         raise TypeError(
-            f"{name} is a generator function: iterate its values with "
-            f"`for value in {name}(...) >> pool` (>, @, gather and map need a plain function)"
+            f"{name} returned a generator, which cannot be sent back: make {name} itself a "
+            f"generator function (one that uses `yield`) and iterate its values with "
+            f"`for value in {name}(...) >> pool`; pool.map needs a plain function"
         )
     return value

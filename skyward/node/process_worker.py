@@ -49,8 +49,8 @@ def main(read_fd: int, write_fd: int) -> None:
     publish.install(lambda event: send("event", event))
     bridge = ChildBridge(inbox, send)
     collections_runtime.install_child(setup.get("collections"), bridge)
-    sys.stdout = CallbackWriter(lambda line: send("out", "stdout", line))  # type: ignore[assignment]
-    sys.stderr = CallbackWriter(lambda line: send("out", "stderr", line))  # type: ignore[assignment]
+    sys.stdout = CallbackWriter(lambda line: send("out", "stdout", line))
+    sys.stderr = CallbackWriter(lambda line: send("out", "stderr", line))
 
     while True:
         frame = bridge.next_frame()

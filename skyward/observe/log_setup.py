@@ -62,7 +62,7 @@ def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_
     level = TRACE if config.level == "TRACE" else getattr(logging, config.level)
     handler.setLevel(level)
     handler.setFormatter(logging.Formatter(_FORMAT))
-    handlers = [handler]
+    handlers: list[logging.Handler] = [handler]
     if config.console:
         stream = logging.StreamHandler(_CurrentStderr())
         stream.setLevel(max(level, logging.WARNING) if config.level != "DEBUG" else level)

@@ -56,7 +56,7 @@ class Collector:
 
     __slots__ = ()
     unit: ClassVar[str] = ""
-    name: str
+    name: ClassVar[str]
     interval: float
 
     def probe(self) -> Probe | None:
@@ -258,7 +258,7 @@ class Custom(Collector):
     prints is the value. A command that fails or prints no number is reported once as
     a ``sky.Error`` event and tried again at the next interval."""
 
-    name: str
+    name: str  # type: ignore[misc]  # the one collector whose name is the user's
     command: str
     interval: float = 3.0
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import re
 import shutil
-import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
@@ -23,6 +21,7 @@ from skyward.api.accelerator_catalog import CATALOG, identify, nearest_variant
 from skyward.api.instance import InstanceInfo
 from skyward.api.spec import Image
 from skyward.api.validation import check_number, fail
+from skyward.core.private_dir import private_directory
 from skyward.plugins.cluster import Cluster
 from skyward.plugins.packages import require_gpus, with_packages
 from skyward.plugins.plugin import Plugin
@@ -173,47 +172,3 @@ def _mps_daemon(info: InstanceInfo) -> Iterator[None]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def private_directory(path: str) -> None:
-    """Make ``path`` a directory only this user controls, mode 0700: created so, or an
-    existing one of this user's that group and others cannot write, narrowed to 0700.
-
-    Raises PermissionError naming the path, its owner and mode, and the fix, when it is
-    a symlink or not a directory, belongs to another user, or is group/other writable:
-    whoever controls it could take the place of what this user keeps there."""
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)
-    state = os.lstat(path)
-    problem = _not_private(state)
-    if problem is not None:
-        raise PermissionError(
-            f"{path} {problem} (owner {_user(state.st_uid)}, mode "
-            f"{stat.filemode(state.st_mode)} {stat.S_IMODE(state.st_mode):04o}), so another "
-            f"user could control it; remove it (`rm -rf {path}`, as its owner or root) and "
-            "open the pool again"
-        )
-    descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        os.fchmod(descriptor, 0o700)
-    finally:
-        os.close(descriptor)
-
-
-def _not_private(state: os.stat_result) -> str | None:
-    """Why a directory with this ``lstat`` is not this user's alone, or None."""
-    if stat.S_ISLNK(state.st_mode):
-        return "is a symlink, not a directory"
-    if not stat.S_ISDIR(state.st_mode):
-        return "is not a directory"
-    if state.st_uid != os.geteuid():
-        return f"belongs to another user, not to {_user(os.geteuid())}"
-    if state.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "is writable by its group or others"
-    return None
-
-
-def _user(uid: int) -> str:
-    """``name (uid N)``, or ``uid N`` for a uid without a name."""
-    try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"

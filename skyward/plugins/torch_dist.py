@@ -1,27 +1,23 @@
-"""``sky.plugins.torch``: PyTorch on every node, with ``torch.distributed`` set up.
+"""``sky.plugins.torch``: PyTorch on every node, with ``torch.distributed``'s group formed.
 
 At open the plugin adds torch (and torchvision/torchaudio when asked) to the Image, from
 PyTorch's index for ``cuda`` on GPU nodes and its CPU index otherwise (a local pool adds
-only what this environment lacks), and picks a rendezvous port on the head. Each node
+only what this environment lacks), and picks a rendezvous port on the head. Every worker
 process then has ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``,
-``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` and ``NODE_RANK`` set, so
-``torch.distributed.init_process_group()`` with no arguments joins every node. With
-``backend=None`` torch's own default applies (gloo for CPU tensors, nccl for CUDA
-tensors on GPU nodes); a named ``backend`` becomes ``init_process_group``'s default in
-the node processes (torch is then imported when they start). ``backend="nccl"`` is
-refused at open when a node has no NVIDIA GPU.
+``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` and ``NODE_RANK`` set and holds the default process
+group, formed with ``backend`` (else nccl on CUDA nodes, gloo on the others) before its
+tasks run and destroyed when it ends: see ``skyward.plugins.torch_group`` for when each
+process joins. ``backend="nccl"`` is refused at open when a node has no NVIDIA GPU, and
+an elastic pool is refused (the group's size is fixed).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
 from dataclasses import replace
 
-from skyward.api.instance import InstanceInfo
 from skyward.api.spec import Image
 from skyward.api.validation import check_choice, fail
+from skyward.plugins import torch_group
 from skyward.plugins.cluster import Cluster
 from skyward.plugins.packages import rendezvous_port, require_gpus, with_packages
 from skyward.plugins.plugin import Plugin
@@ -53,54 +49,13 @@ def torch(
             require_gpus(cluster, 'plugins.torch(backend="nccl")', 'use backend="gloo" (or None) or GPU nodes')
         variant = "cpu" if cluster.nodes_without_gpu() else cuda
         image = with_packages(image, cluster, packages, TORCH_INDEX.format(variant=variant))
-        env = {"MASTER_ADDR": cluster.head_addr, "MASTER_PORT": str(rendezvous_port(cluster, "torch"))}
+        env = {
+            "MASTER_ADDR": cluster.head_addr, "MASTER_PORT": str(rendezvous_port(cluster, "torch")),
+            **torch_group.placement(cluster, "torch"),
+        }
         return replace(image, env={**image.env, **env})
 
-    @contextlib.contextmanager
-    def node_process(info: InstanceInfo) -> Iterator[None]:
-        os.environ.update(rank_env(info))
-        if backend is None:
-            yield
-            return
-        with default_backend(backend):
-            yield
-
-    return (
-        Plugin.create("torch")
-        .with_image_transform(transform)
-        .with_around_app(node_process)
-        .with_around_process(node_process)
-    )
-
-
-@contextlib.contextmanager
-def default_backend(backend: str) -> Iterator[None]:
-    """Make ``backend`` what ``torch.distributed.init_process_group()`` uses when called without one."""
-    import torch.distributed as dist
-
-    original = dist.init_process_group
-
-    def init_process_group(*args: object, **kwargs: object) -> object:
-        if not args and kwargs.get("backend") is None:
-            kwargs["backend"] = backend
-        return original(*args, **kwargs)  # type: ignore[arg-type]
-
-    dist.init_process_group = init_process_group  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        dist.init_process_group = original
-
-
-def rank_env(info: InstanceInfo) -> dict[str, str]:
-    """The rank variables of a worker (one process per worker: ``workers_per_node`` per node)."""
-    return {
-        "WORLD_SIZE": str(info.total_workers),
-        "RANK": str(info.global_worker_index),
-        "LOCAL_RANK": str(info.worker),
-        "LOCAL_WORLD_SIZE": str(info.workers_per_node),
-        "NODE_RANK": str(info.node),
-    }
+    return torch_group.with_group(Plugin.create("torch").with_image_transform(transform), backend)
 
 
 def _pin(name: str, version: str) -> str:

@@ -265,6 +265,6 @@ def restore_environment(saved: dict[str, str | None]) -> None:
 def _reload_ray_config() -> None:
     """Make Ray re-read its settings from the environment: it caches them when imported,
     and the auth mode must follow the variables set just before ``ray.init``."""
-    from ray._raylet import Config
+    from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stubs
 
     Config.initialize("")

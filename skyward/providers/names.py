@@ -31,6 +31,7 @@ KNOWN: dict[str, Known] = {
         Known("local", "skyward.providers.local", "Local"),
         Known("ssh", "skyward.providers.ssh.provider", "SSH"),
         Known("ray", "skyward.providers.ray_cluster", "Ray"),
+        Known("container", "skyward.providers.container.provider", "Container"),
         Known("aws", "skyward.providers.aws.provider", "AWS", (
             Source(("AWS_ACCESS_KEY_ID", "AWS_PROFILE"), "~/.aws/credentials"),), cloud=True),
         Known("runpod", "skyward.providers.runpod.provider", "RunPod", (
@@ -44,6 +45,14 @@ KNOWN: dict[str, Known] = {
             Source(("DIGITALOCEAN_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN"), "~/.config/doctl/config.yaml", "access-token"),),
             cloud=True),
         Known("novita", "skyward.providers.novita.provider", "Novita", (Source(("NOVITA_API_KEY",)),), cloud=True),
+        Known("hyperstack", "skyward.providers.hyperstack.provider", "Hyperstack", (
+            Source(("HYPERSTACK_API_KEY",)),), cloud=True),
+        Known("tensordock", "skyward.providers.tensordock.provider", "TensorDock", (
+            Source(("TENSORDOCK_API_TOKEN",)),), cloud=True),
+        Known("vultr", "skyward.providers.vultr.provider", "Vultr", (
+            Source(("VULTR_API_KEY",), "~/.vultr-cli.yaml", "api-key"),), cloud=True),
+        Known("lambda", "skyward.providers.lambda_cloud.provider", "Lambda", (
+            Source(("LAMBDA_API_KEY",), "~/.lambda_cloud/lambda_keys", "api_key"),), cloud=True),
     )
 }
 CLOUDS = tuple(name for name, known in KNOWN.items() if known.cloud)

@@ -41,7 +41,9 @@ class Orphan:
 class Collectable(Protocol):
     """A provider whose leftovers ``gc`` can find and delete."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The provider's name, as ``Orphan.provider`` gives it."""
 
     def orphans(self) -> list[Orphan]:
         """What it holds that no live pool owns."""
@@ -62,7 +64,7 @@ def gc(
     if providers is None:
         from skyward.providers.aws.provider import AWS
 
-        providers = (AWS(),)
+        providers = [AWS()]
     for provider in providers:
         if not isinstance(provider, Collectable):
             raise TypeError(f"sky.gc() takes cloud providers such as sky.AWS(), got {provider!r}")

@@ -227,7 +227,7 @@ class Attachment:
         env = {"RAY_USAGE_STATS_ENABLED": "0"}
         if token:
             env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
-            env_drop = ("RAY_AUTH_TOKEN_PATH",)
+            env_drop: tuple[str, ...] = ("RAY_AUTH_TOKEN_PATH",)
         else:
             env_drop = ()
         cls._saved_env = {key: os.environ.get(key) for key in (*env, *env_drop)}
@@ -333,7 +333,7 @@ def _reset_auth() -> None:
     """Make Ray re-read its auth settings: it caches the mode at import and the first
     token it loads (``local_ray`` uses a per-process token of its own)."""
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]  # not in Ray's stubs
 
         Config.initialize("")
         AuthenticationTokenLoader.instance().reset_cache()

@@ -25,6 +25,8 @@ ACCESS_KEYS_PATH = "/object-storage/access-keys"
 #: (``https://ca1.obj.nexgencloud.io``); other regions need ``endpoint=`` given.
 S3_ENDPOINTS = {"CANADA-1": "https://ca1.obj.nexgencloud.io"}
 DEFAULT_REGION = "CANADA-1"
+API_KEY_ENV = "HYPERSTACK_API_KEY"
+"""Where the API key is read from when none is given."""
 REQUEST_TIMEOUT_S = 30.0
 
 _log = logging.getLogger(__name__)

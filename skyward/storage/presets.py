@@ -7,6 +7,7 @@ style, AWS's default for new buckets); R2, GCS and Hyperstack are addressed by p
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from skyward.api.validation import fail
@@ -79,17 +80,25 @@ def Backblaze(*, region: str, key_id: Credential, app_key: Credential) -> Storag
 
 
 def Hyperstack(
-    *, api_key: str, region: str = hyperstack.DEFAULT_REGION, endpoint: str | None = None
+    *, api_key: str | None = None, region: str = hyperstack.DEFAULT_REGION, endpoint: str | None = None
 ) -> Storage:
     """Hyperstack object storage in ``region`` with an S3 key pair minted from the
-    Hyperstack ``api_key`` when the storage opens and revoked when it closes.
+    Hyperstack API key (``api_key``, else ``$HYPERSTACK_API_KEY``) when the storage opens
+    and revoked when it closes. ValueError when neither holds a key.
 
     The endpoint comes from ``hyperstack.S3_ENDPOINTS`` (CANADA-1:
     ``https://ca1.obj.nexgencloud.io``); another region needs ``endpoint=``."""
+    if api_key is None:
+        api_key = os.environ.get(hyperstack.API_KEY_ENV, "").strip()
+        if not api_key:
+            raise ValueError(
+                f"Hyperstack.api_key is not set and ${hyperstack.API_KEY_ENV} is empty: pass "
+                f"api_key=... or set {hyperstack.API_KEY_ENV} to a key from the Hyperstack console"
+            )
     if not isinstance(api_key, str) or not api_key:
         raise ValueError(
             f"Hyperstack.api_key of type {type(api_key).__name__} is not valid: pass the "
-            "Hyperstack API key as a non-empty str"
+            f"Hyperstack API key as a non-empty str, or leave it out to read ${hyperstack.API_KEY_ENV}"
         )
     _check_label("Hyperstack", "region", region)
     if endpoint is None:

@@ -193,7 +193,7 @@ class FakeCloud:
     # ------------------------------------------------------------------ HTTP
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
-        """The answer's JSON body (200), or raise Answer."""
+        """The answer's JSON body (200; bytes are sent as they are), or raise Answer."""
         raise NotImplementedError
 
     def authorized(self, headers: Any) -> bool:
@@ -236,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, answer = 200, self.owner.handle(self.command, path, query, body)
         except Answer as exc:
             status, answer = exc.status, exc.body
-        data = b"" if answer is None else json.dumps(answer).encode()
+        data = b"" if answer is None else answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         self.send_response(204 if answer is None and status == 200 else status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -24,10 +24,12 @@ def env_value(name: str) -> str | None:
 def test_compute_conventions_are_exclusive() -> None:
     with pytest.raises(TypeError, match="either Spec objects or Spec fields"):
         sky.Compute(sky.Spec(provider=sky.Local()), nodes=2)
-    with pytest.raises(TypeError, match="loads the pool from skyward.toml"):
-        sky.Compute(name="train", nodes=2)
-    with pytest.raises(TypeError, match="selection= is an Options field"):
-        sky.Compute(selection="first")
+    assert sky.Compute(name="train", nodes=2).name == "train"  # fields given: name names the pool
+    with pytest.raises(TypeError, match="takes a string"):
+        sky.Compute(name=3, nodes=2)  # type: ignore[arg-type]
+    assert sky.Compute(selection="first", worker=sky.Worker(concurrency=2)).options.worker.concurrency == 2
+    with pytest.raises(TypeError, match="selection= beside options="):
+        sky.Compute(options=sky.Options(selection="cheapest"), selection="first")
     with pytest.raises(TypeError, match="unknown field gpus="):
         sky.Compute(gpus=2)
     with pytest.raises(TypeError, match="positional arguments must be sky.Spec"):

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fake_cluster import skip_if_fake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import skyward as sky
-from fake_cluster import skip_if_fake
 
 FUZZ = settings(
     max_examples=25, deadline=2000,

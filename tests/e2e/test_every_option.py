@@ -26,7 +26,7 @@ from skyward.plugins import Plugin
 from skyward.providers.base import with_default_storage
 
 ROOT = Path(__file__).resolve().parents[2]
-CLOUDS = ("runpod", "vastai", "verda", "digitalocean", "novita")
+CLOUDS = ("runpod", "vastai", "verda", "digitalocean", "novita", "hyperstack", "tensordock", "vultr", "lambda")
 PROVIDERS = ("local", "ssh", "ray", "aws", *CLOUDS)
 QUIET = {"console": False, "logging": False}
 MACHINE = {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
@@ -40,7 +40,8 @@ def provider(name: str) -> Any:
         "ray": sky.Ray(address="10.255.255.1:6379"),
         "aws": sky.AWS(),
         "runpod": sky.RunPod(), "vastai": sky.VastAI(), "verda": sky.Verda(), "digitalocean": sky.DigitalOcean(),
-        "novita": sky.Novita(),
+        "novita": sky.Novita(), "hyperstack": sky.Hyperstack(), "tensordock": sky.TensorDock(),
+        "vultr": sky.Vultr(), "lambda": sky.Lambda(),
     }[name]
 
 
@@ -271,6 +272,9 @@ for _name, _verdicts in VERDICTS.items():
     for _cloud in CLOUDS:
         _verdicts.setdefault(_cloud, CLOUD_VERDICTS.get(_name, _verdicts["aws"]))
 VERDICTS["Spec.allocation"]["digitalocean"] = Refused("spot")
+VERDICTS["Spec.allocation"]["tensordock"] = Refused("spot")
+VERDICTS["Spec.allocation"]["vultr"] = Refused("spot")
+VERDICTS["Spec.allocation"]["lambda"] = Refused("spot")
 
 
 def test_every_field_has_a_verdict_on_every_provider() -> None:
@@ -309,7 +313,7 @@ def test_refused_fields_are_refused_naming_them(name: str, where: str, value: An
     assert field in message, f"{where}: {name}={value!r} refused without naming it: {message}"
 
 
-@pytest.mark.parametrize("where", ["local", "ssh", "ray", "digitalocean"])
+@pytest.mark.parametrize("where", ["local", "ssh", "ray", "digitalocean", "vultr"])
 def test_a_spot_share_is_refused_where_it_cannot_be_met(where: str) -> None:
     spec = sky.Spec(provider=provider(where), allocation=0.8)
     with pytest.raises(ValueError, match=r"Spec\.allocation=0\.8 is not valid: .*(use|remove)"):

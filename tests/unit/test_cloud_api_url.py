@@ -14,10 +14,14 @@ from skyward.providers.aws import session
 from skyward.providers.cloud.http import base_url
 from skyward.providers.cloud.urls import check_api_url
 from skyward.providers.digitalocean.api import DigitalOceanAPI
+from skyward.providers.hyperstack.api import HyperstackAPI
+from skyward.providers.lambda_cloud.api import LambdaAPI
 from skyward.providers.novita.api import NovitaAPI
 from skyward.providers.runpod.api import RunPodAPI
+from skyward.providers.tensordock.api import TensorDockAPI
 from skyward.providers.vastai.api import VastAPI
 from skyward.providers.verda.api import VerdaAPI
+from skyward.providers.vultr.api import VultrAPI
 
 CLOUDS: dict[str, tuple[Callable[[], Any], dict[str, str]]] = {
     "runpod": (lambda: RunPodAPI("SECURE"), {"RUNPOD_API_KEY": "k"}),
@@ -26,6 +30,10 @@ CLOUDS: dict[str, tuple[Callable[[], Any], dict[str, str]]] = {
     "verda": (VerdaAPI, {"VERDA_CLIENT_ID": "id", "VERDA_CLIENT_SECRET": "s"}),
     "digitalocean": (DigitalOceanAPI, {"DIGITALOCEAN_TOKEN": "k"}),
     "novita": (NovitaAPI, {"NOVITA_API_KEY": "k"}),
+    "hyperstack": (lambda: HyperstackAPI("CANADA-1"), {"HYPERSTACK_API_KEY": "k"}),
+    "tensordock": (TensorDockAPI, {"TENSORDOCK_API_TOKEN": "k"}),
+    "vultr": (VultrAPI, {"VULTR_API_KEY": "k"}),
+    "lambda": (LambdaAPI, {"LAMBDA_API_KEY": "k"}),
 }
 
 

@@ -65,9 +65,10 @@ def test_remote_pools_keep_their_head() -> None:
     check_remote_nodes(sky.Spec(provider=sky.SSH(hosts=["h1", "h2"]), nodes=sky.Nodes(2, min=1)))
 
 
-def test_nodes_allow_zero_only_as_a_floor() -> None:
-    with pytest.raises(ValueError, match="Nodes.desired=0"):
-        sky.Nodes(0)
+def test_nodes_allow_zero_as_a_floor_and_as_a_lazy_start() -> None:
+    assert (sky.Nodes(0).floor, sky.Nodes(0).ceiling) == (0, 1)
+    with pytest.raises(ValueError, match="Nodes.desired=-1"):
+        sky.Nodes(-1)
     with pytest.raises(ValueError, match="Nodes.min=-1"):
         sky.Nodes(1, min=-1)
     assert sky.Nodes(1, min=0).floor == 0

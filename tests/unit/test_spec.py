@@ -34,7 +34,7 @@ def test_node_specs_normalise(value: object, expected: sky.Nodes) -> None:
 @pytest.mark.parametrize(
     ("build", "field"),
     [
-        (lambda: sky.Nodes(desired=0), "Nodes.desired=0"),
+        (lambda: sky.Nodes(desired=-1), "Nodes.desired=-1"),
         (lambda: sky.Nodes(desired=4, min=5), "Nodes.min=5"),
         (lambda: sky.Nodes(desired=4, max=2), "Nodes.max=2"),
         (lambda: sky.Spec(provider=sky.Local(), nodes="four"), "Spec.nodes='four'"),
@@ -101,7 +101,7 @@ def test_named_pools_name_every_provider(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("SKYWARD_CONFIG", str(config))
     assert isinstance(load_named_pool("hosts")[0].provider, sky.SSH)
     assert load_named_pool("cluster")[0].provider.address == "127.0.0.1:6379"
-    with pytest.raises(ValueError, match=r"\[pools.odd\] provider='moon': unknown provider 'moon': use one of local, ssh, ray, aws, runpod"):
+    with pytest.raises(ValueError, match=r"\[pools.odd\] provider='moon': unknown provider 'moon': use one of local, ssh, ray, container, aws, runpod"):
         load_named_pool("odd")
     with pytest.raises(ValueError, match=r"\[pools.typo\] provider: .*hostz"):
         load_named_pool("typo")

@@ -72,8 +72,22 @@ def test_presets_are_keyword_only_and_check_their_fields() -> None:
     assert sky.storage.Hyperstack(
         api_key="hk", region="NORWAY-1", endpoint="https://no1.example.com"
     ).endpoint == "https://no1.example.com"
-    with pytest.raises(ValueError, match=r"Hyperstack\.api_key of type NoneType"):
-        sky.storage.Hyperstack(api_key=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Hyperstack\.api_key of type int"):
+        sky.storage.Hyperstack(api_key=42)  # type: ignore[arg-type]
+
+
+def test_hyperstack_reads_its_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HYPERSTACK_API_KEY", "from-env")
+    storage = sky.storage.Hyperstack()
+    assert isinstance(storage.access_key, HyperstackKeyPart)
+    assert storage.access_key._key._api_key == "from-env"
+    assert sky.storage.Hyperstack(api_key="given").access_key._key._api_key == "given"
+    monkeypatch.setenv("HYPERSTACK_API_KEY", "  ")
+    with pytest.raises(ValueError, match=r"Hyperstack\.api_key is not set.*HYPERSTACK_API_KEY"):
+        sky.storage.Hyperstack()
+    monkeypatch.delenv("HYPERSTACK_API_KEY")
+    with pytest.raises(ValueError, match=r"api_key=\.\.\. or set HYPERSTACK_API_KEY"):
+        sky.storage.Hyperstack()
 
 
 @pytest.mark.parametrize(

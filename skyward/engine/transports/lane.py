@@ -308,9 +308,9 @@ class LaneClient:
             if self._closed:
                 return None
             if self._idle:
-                connection = self._idle.pop()
-                self._busy.add(connection)
-                return connection
+                idle = self._idle.pop()
+                self._busy.add(idle)
+                return idle
         connection = self._dial()
         if connection is None:
             return None

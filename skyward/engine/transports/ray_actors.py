@@ -122,22 +122,22 @@ class RayTransport:
             if reply is not None:
                 return reply
         ref = self._send(node, payload.handle if isinstance(payload, Shared) else payload)
-        reply: asyncio.Future[Any] = asyncio.wrap_future(ref.future())
+        answer: asyncio.Future[Any] = asyncio.wrap_future(ref.future())
         gone = self._gone_of(node)
         try:
-            done, _ = await asyncio.wait({reply, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({answer, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            reply.cancel()
+            answer.cancel()
             raise
-        if reply in done:
+        if answer in done:
             try:
-                return reply.result()
+                return answer.result()
             except Exception as exc:
                 failure = _failure(exc, node)
                 if isinstance(failure, NodeLost):
                     failure = await asyncio.get_running_loop().run_in_executor(None, self._explained, failure)
                 raise failure from None
-        reply.cancel()
+        answer.cancel()
         if gone in done:
             raise NodeLost(node, gone.result())
         raise NoReply(node, "no answer in time")
@@ -173,8 +173,8 @@ class RayTransport:
 
     def _via_lane(self, node: int, payload: Payload, timeout: float | None) -> Payload | None:
         """The agent's reply through its lane (blocks), or None: send through Ray."""
-        lane = self._lanes.get(node) if isinstance(payload, bytes) else None
-        if lane is None:
+        lane = self._lanes.get(node)
+        if lane is None or not isinstance(payload, bytes):
             return None
         try:
             return lane.call(payload, timeout)
@@ -373,9 +373,9 @@ class RayEventSource:
                 continue
             ready, _ = ray.wait(list(polls), num_returns=1, timeout=max(0.0, wait))
             for ref in ready:
-                node = polls.pop(ref, None)
-                if node is None:
+                if ref not in polls:
                     continue
+                node = polls.pop(ref)
                 try:
                     self._sink(node, ray.get(ref))
                     if failures.get(node) and self._sampling is not None and node in self._agents:

@@ -309,7 +309,7 @@ class RelayTransport:
         def unsent(done: concurrent.futures.Future[None]) -> None:
             if done.exception() is not None and not future.done():
                 self._collections.pop(call_id, None)
-                future.set_exception(done.exception())  # type: ignore[arg-type]
+                future.set_exception(done.exception())
 
         sent.add_done_callback(unsent)
         future.add_done_callback(lambda _: self._collections.pop(call_id, None))
@@ -385,9 +385,9 @@ class RelayTransport:
                 if answer is not None and not answer.done():
                     answer.set_result(problem)
             case CollectionAnswer(call_id, answer_bytes):
-                future = self._collections.pop(call_id, None)
-                if future is not None and not future.done():
-                    future.set_result(answer_bytes)
+                collection = self._collections.pop(call_id, None)
+                if collection is not None and not collection.done():
+                    collection.set_result(answer_bytes)
             case Closed():
                 return False
             case _:
@@ -423,7 +423,7 @@ def _outcome(reply: Any) -> Payload:
     """A call's reply, or its failure raised."""
     if isinstance(reply, TransportError):
         raise reply
-    return reply  # type: ignore[no-any-return]
+    return reply
 
 
 def unix_connector(path: str) -> Connector:

@@ -5,8 +5,9 @@ filters its machines' traffic). No untyped dict crosses this line."""
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 MachineState = Literal["starting", "running", "stopped", "ended"]
 """``stopped``: halted but still there (and billed, for its disk at least) until deleted;
@@ -132,3 +133,19 @@ class FirewallAPI(Protocol):
 
     def firewalls(self) -> list[Firewall]:
         """Every firewall of the account."""
+
+
+def epoch(text: Any) -> float | None:
+    """A time as the clouds' APIs write it (ISO 8601 / RFC 3339, ``Z`` or an offset,
+    fractions finer than microseconds cut) in epoch seconds; None when absent or not such
+    a time (``Machine.created``)."""
+    if not text:
+        return None
+    head, _, fraction = str(text).replace("Z", "+00:00").partition(".")
+    digits = "".join(c for c in fraction if c.isdigit())
+    zone = fraction[len(digits):] if fraction else ""
+    try:
+        stamp = f"{head}.{digits[:6]}{zone}" if digits else head
+        return datetime.datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None

@@ -16,7 +16,8 @@ from skyward.providers.cloud.errors import CredentialsError
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where one secret may be: environment variables (first set wins), then a file that
-    holds only the secret (``key`` None) or a TOML/"key: value" file with that key."""
+    holds only the secret (``key`` None) or a TOML, "key: value" or "key = value" file with
+    that key."""
 
     env: tuple[str, ...]
     file: str | None = None
@@ -61,8 +62,10 @@ def _from_file(text: str, key: str) -> str | None:
         value = tomllib.loads(text).get(key)
     except tomllib.TOMLDecodeError:
         value = None
-        for line in text.splitlines():  # YAML-ish "key: value"
-            name, _, rest = line.partition(":")
-            if name.strip() == key:
-                value = rest.strip().strip("'\"")
+        for line in text.splitlines():  # YAML-ish "key: value", or "key = value" unquoted
+            for separator in (":", "="):
+                name, _, rest = line.partition(separator)
+                if name.strip() == key:
+                    value = rest.strip().strip("'\"")
+                    break
     return str(value).strip() or None if value else None

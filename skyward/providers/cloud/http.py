@@ -10,9 +10,12 @@ otherwise (a proxy, or a local fake in the tests): https, or http to this machin
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -30,6 +33,42 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 """Methods retried after the server may have seen them (DELETE is idempotent here)."""
 
 
+@dataclass(frozen=True, slots=True)
+class FailedCall:
+    """One API call that ended in an error: ``status`` None when the API was not reached."""
+
+    cloud: str
+    method: str
+    path: str
+    status: int | None
+    error: str
+
+
+_watchers: list[Callable[[FailedCall], None]] = []
+_watchers_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def failed_calls() -> Iterator[list[FailedCall]]:
+    """Inside the block, every cloud API call of this process that fails (after its
+    retries) is appended to the list yielded (``sky providers check --launch``)."""
+    found: list[FailedCall] = []
+    with _watchers_lock:
+        _watchers.append(found.append)
+    try:
+        yield found
+    finally:
+        with _watchers_lock:
+            _watchers.remove(found.append)
+
+
+def _failed(call: FailedCall) -> None:
+    with _watchers_lock:
+        watchers = list(_watchers)
+    for watcher in watchers:
+        watcher(call)
+
+
 def base_url(cloud_key: str, default: str) -> str:
     """``SKYWARD_<CLOUD>_API_URL`` if set, else ``default``. ValueError for an override that
     would send the credentials in the clear (see ``check_api_url``)."""
@@ -41,11 +80,12 @@ def base_url(cloud_key: str, default: str) -> str:
 class ApiClient:
     """Calls one cloud's API. ``auth()`` returns the headers that authenticate a call (it
     is asked on every call, so a token can be refreshed); ``credentials_hint`` says where
-    the credentials come from, for the error when they are refused."""
+    the credentials come from, for the error when they are refused; ``transport`` how
+    requests travel (None: TCP; a Unix socket for a local engine's API)."""
 
     def __init__(
         self, cloud: str, url: str, auth: Callable[[], Mapping[str, str]], credentials_hint: str,
-        *, attempts: int = MAX_ATTEMPTS,
+        *, attempts: int = MAX_ATTEMPTS, transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.cloud = cloud
         self._auth = auth
@@ -53,7 +93,7 @@ class ApiClient:
         self._attempts = attempts
         self._http = httpx.Client(
             base_url=url.rstrip("/"), timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
-            headers={"User-Agent": "skyward", "Accept": "application/json"},
+            headers={"User-Agent": "skyward", "Accept": "application/json"}, transport=transport,
         )
 
     def call(
@@ -72,6 +112,7 @@ class ApiClient:
             except httpx.TransportError as exc:
                 sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
                 if attempt >= self._attempts or (sent and method not in SAFE_METHODS):
+                    _failed(FailedCall(self.cloud, method, path, None, f"{type(exc).__name__}: {exc}"))
                     raise CloudError(
                         f"could not reach the {self.cloud} API ({self._http.base_url}) while {what}: "
                         f"{type(exc).__name__}: {exc}; check the network, or try again"
@@ -83,7 +124,21 @@ class ApiClient:
             ):
                 self._sleep(attempt, response.headers.get("Retry-After"))
                 continue
-            return self._answer(response, what)
+            try:
+                return self._answer(response, what)
+            except CloudError as exc:
+                _failed(FailedCall(self.cloud, method, path, response.status_code, str(exc)))
+                raise
+
+    def read(self, path: str, what: str) -> Any:
+        """``GET path``: the parsed answer, or None when the API answers 404 (gone). Errors
+        as ``call``."""
+        try:
+            return self.call("GET", path, what)
+        except CloudAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     def close(self) -> None:
         self._http.close()

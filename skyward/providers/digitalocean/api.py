@@ -11,11 +11,18 @@ the tag its pool's firewall guards and admits. The token is ``DIGITALOCEAN_TOKEN
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Firewall, Key, Machine, MachineType, Order
+from skyward.providers.cloud.api import (
+    Firewall,
+    Key,
+    Machine,
+    MachineState,
+    MachineType,
+    Order,
+    epoch,
+)
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
 
@@ -85,12 +92,9 @@ class DigitalOceanAPI:
         return str(answer["droplet"]["id"])
 
     def get(self, machine_id: str) -> Machine | None:
-        try:
-            answer = self._http.call("GET", f"/v2/droplets/{machine_id}", f"reading Droplet {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        answer = self._http.read(f"/v2/droplets/{machine_id}", f"reading Droplet {machine_id}")
+        if answer is None:
+            return None
         return _machine(answer["droplet"])
 
     def machines(self) -> list[Machine]:
@@ -158,10 +162,8 @@ def _machine(droplet: dict[str, Any]) -> Machine:
     addresses = (droplet.get("networks") or {}).get("v4", [])
     public = next((a["ip_address"] for a in addresses if a.get("type") == "public"), None)
     private = next((a["ip_address"] for a in addresses if a.get("type") == "private"), None)
-    state = "ended" if status == "archive" else "stopped" if status == "off" else "running" if status == "active" and public else "starting"
-    created = None
-    if droplet.get("created_at"):
-        created = datetime.datetime.fromisoformat(str(droplet["created_at"]).replace("Z", "+00:00")).timestamp()
+    state: MachineState = "ended" if status == "archive" else "stopped" if status == "off" else "running" if status == "active" and public else "starting"
+    created = epoch(droplet.get("created_at"))
     price = (droplet.get("size") or {}).get("price_hourly")
     return Machine(
         str(droplet["id"]), str(droplet.get("name") or ""), state, public, 22, private,

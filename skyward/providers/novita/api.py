@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
 
@@ -124,7 +124,7 @@ def _machine(item: dict[str, Any]) -> Machine:
     status = str(item.get("status") or "").lower()
     endpoint = next((m.get("endpoint") for m in item.get("portMappings") or [] if int(m.get("port", 0)) == 22), None)
     host, _, port = str(endpoint or "").rpartition(":")
-    state = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
+    state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
     price = item.get("gpuPrice") or item.get("price")
     return Machine(
         str(item["id"]), str(item.get("name") or ""), state, host or None, int(port) if port.isdigit() else 22, None,

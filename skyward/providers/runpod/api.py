@@ -8,11 +8,10 @@ mapped port."""
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
 
@@ -83,12 +82,7 @@ class RunPodAPI:
         return str(pod["id"])
 
     def get(self, machine_id: str) -> Machine | None:
-        try:
-            pod = self._rest.call("GET", f"/pods/{machine_id}", f"reading pod {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        pod = self._rest.read(f"/pods/{machine_id}", f"reading pod {machine_id}")
         return _machine(pod) if pod else None
 
     def machines(self) -> list[Machine]:
@@ -118,19 +112,10 @@ def _machine(pod: dict[str, Any]) -> Machine:
     status = str(pod.get("desiredStatus") or "")
     port = (pod.get("portMappings") or {}).get("22")
     host = pod.get("publicIp") or None
-    state = "ended" if status == "TERMINATED" else "stopped" if status == "EXITED" else "running" if status == "RUNNING" and host and port else "starting"
+    state: MachineState = "ended" if status == "TERMINATED" else "stopped" if status == "EXITED" else "running" if status == "RUNNING" and host and port else "starting"
     created = pod.get("createdAt")
     return Machine(
         str(pod["id"]), str(pod.get("name") or ""), state, host, int(port or 22), None,
         float(pod["costPerHr"]) if pod.get("costPerHr") is not None else None, bool(pod.get("interruptible")),
-        str(pod.get("gpuTypeId") or ""), _epoch(created),
+        str(pod.get("gpuTypeId") or ""), epoch(created),
     )
-
-
-def _epoch(text: Any) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None

@@ -64,6 +64,14 @@ async def ship(files: RemoteFiles, shipment: Shipment) -> None:
             await files.write(shipment.includes[0], target)
 
 
+
+@dataclass(slots=True)
+class _Phase:
+    """The bootstrap phase running now and since when (monotonic seconds)."""
+
+    name: str
+    since: float
+
 async def bootstrap(
     conn: asyncssh.SSHClientConnection, files: RemoteFiles, host: str, image_script: str, pool_dir: str,
     timeout: float, on_phase: Callable[[str, float], None],
@@ -78,14 +86,14 @@ async def bootstrap(
     await files.write(image_script.encode(), script_path)
     lines: list[str] = []
     phases: list[tuple[str, float]] = []
-    state = {"phase": "start", "since": time.monotonic()}
+    state = _Phase("start", time.monotonic())
     result: dict[str, str] = {}
 
     def close_phase() -> None:
-        if state["phase"] != "start":
-            duration = time.monotonic() - float(state["since"])
-            phases.append((str(state["phase"]), duration))
-            on_phase(str(state["phase"]), duration)
+        if state.name != "start":
+            duration = time.monotonic() - state.since
+            phases.append((state.name, duration))
+            on_phase(state.name, duration)
 
     command = f"timeout --kill-after={KILL_GRACE} {int(timeout)} bash {shlex.quote(script_path)}"
 
@@ -95,7 +103,7 @@ async def bootstrap(
                 line = line.rstrip("\n")
                 if line.startswith("::phase "):
                     close_phase()
-                    state["phase"], state["since"] = line.split(" ", 1)[1], time.monotonic()
+                    state.name, state.since = line.split(" ", 1)[1], time.monotonic()
                 elif line.startswith("::site "):
                     result["site"] = line.split(" ", 1)[1]
                 elif line.startswith("::versions "):
@@ -114,7 +122,7 @@ async def bootstrap(
         status = 124
     if status in (124, 137):
         raise TimeoutError(
-            f"bootstrap of {host} did not finish within {timeout:g}s (in phase {state['phase']!r}) and was "
+            f"bootstrap of {host} did not finish within {timeout:g}s (in phase {state.name!r}) and was "
             "stopped there; raise Image.bootstrap_timeout or Options.bootstrap_timeout. Last output:\n"
             + "\n".join(lines[-20:])
         )

@@ -238,7 +238,7 @@ class RemoteFiles:
         """Size of each file in ``directory`` by name."""
         sftp = await self._client()
         if sftp is not None:
-            return {entry.filename: entry.attrs.size or 0 for entry in await sftp.readdir(directory)}
+            return {os.fsdecode(entry.filename): entry.attrs.size or 0 for entry in await sftp.readdir(directory)}
         listing = await self._shell(
             f"cd -- {shlex.quote(directory)} && for f in * .[!.]*; do [ -f \"$f\" ] && stat -c '%s %n' -- \"$f\"; done; true"
         )
@@ -274,7 +274,7 @@ class RemoteFiles:
         sftp = await self._client()
         if sftp is not None:
             async with sftp.open(remote, "rb") as f:
-                return await f.read()  # type: ignore[no-any-return]
+                return await f.read()
         return await self._shell(f"cat -- {shlex.quote(remote)}")
 
     async def exists(self, remote: str) -> bool:
@@ -300,9 +300,9 @@ class RemoteFiles:
     async def _shell(self, command: str, data: bytes | None = None) -> bytes:
         result = await self._conn.run(command, input=data, encoding=None, check=False)
         if result.exit_status != 0:
-            error = bytes(result.stderr or b"").decode(errors="replace").strip()
+            error = _bytes(result.stderr).decode(errors="replace").strip()
             raise OSError(f"`{command}` failed on {self._address} (exit {result.exit_status}): {error}")
-        return bytes(result.stdout or b"")
+        return _bytes(result.stdout)
 
 
 def _partial(remote: str) -> str:
@@ -312,3 +312,10 @@ def _partial(remote: str) -> str:
 
 def _write_command(partial: str, remote: str) -> str:
     return f"cat > {shlex.quote(partial)} && mv -f -- {shlex.quote(partial)} {shlex.quote(remote)}"
+
+
+def _bytes(output: bytes | str | None) -> bytes:
+    """A command's output as bytes (asyncssh gives bytes when no encoding is set)."""
+    if output is None:
+        return b""
+    return output if isinstance(output, bytes) else output.encode()

@@ -108,7 +108,7 @@ class HeadRelay:
         if agent is None:
             return None
         try:
-            return ray.get(agent.postmortem.remote(), timeout=POSTMORTEM_WAIT)  # type: ignore[no-any-return]
+            return ray.get(agent.postmortem.remote(), timeout=POSTMORTEM_WAIT)
         except Exception:
             return None
 
@@ -193,7 +193,7 @@ class RaySession:
     async def collection(self, call_id: int, request: bytes) -> bytes:
         ref = self._relay.agents[0].collection.remote(self._client, call_id, request)
         try:
-            return await asyncio.wrap_future(ref.future())  # type: ignore[no-any-return]
+            return await asyncio.wrap_future(ref.future())
         except Exception as exc:  # the head node's agent died: the operation failed
             return pickle.dumps((False, ConnectionError(f"the head node's agent is gone: {exc}")))
 

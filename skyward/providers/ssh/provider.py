@@ -136,9 +136,11 @@ def check_remote_nodes(spec: Spec) -> None:
     """ValueError for a remote pool that could scale to no node: its head (node 0)
     holds Ray, the relay and the collections, so it always keeps one."""
     if spec.node_count.floor < 1:
+        lazy = spec.node_count.desired == 0
         raise fail(
-            "Nodes", "min", spec.node_count.min,
-            "a remote pool keeps its head node (Ray, the relay and the collections live there); use min=1 or more",
+            "Nodes", "desired" if lazy else "min", 0 if lazy else spec.node_count.min,
+            "a remote pool keeps its head node (Ray, the relay and the collections live there); "
+            "use desired and min of 1 or more",
         )
 
 

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import psutil
@@ -182,6 +183,16 @@ def report(marker: str, **fields: str) -> None:
         pass
 
 
+@dataclass(slots=True)
+class _Contact:
+    """What the watchdog knows of its client: when it last heard from it, whether it
+    asked to stop, and when its stream ended (None: still open)."""
+
+    seen: float
+    stop: bool = False
+    ended: float | None = None
+
+
 def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = False) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -192,27 +203,26 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = 
             stop_pool(pool_dir)
             raise SystemExit(1)
         mounted = done
-    state = {"seen": time.monotonic(), "stop": False, "ended": None}
+    state = _Contact(seen=time.monotonic())
 
     def listen() -> None:
         for line in sys.stdin:
-            state["seen"] = time.monotonic()
+            state.seen = time.monotonic()
             if line.strip() == "stop":
-                state["stop"] = True
+                state.stop = True
                 return
-        state["ended"] = time.monotonic()
+        state.ended = time.monotonic()
 
     threading.Thread(target=listen, daemon=True).start()
     if halt:
         shut_down("-c")  # a client has come: the boot-time shutdown is this watchdog's job now
     print("::watching", flush=True)
     silence = max(ttl, 3 * heartbeat)
-    while not state["stop"]:
+    while not state.stop:
         now = time.monotonic()
-        ended = state["ended"]
-        if ended is not None and now - ended >= ttl:
+        if state.ended is not None and now - state.ended >= ttl:
             break
-        if now - state["seen"] > silence:
+        if now - state.seen > silence:
             break
         time.sleep(TICK)
     stop_pool(pool_dir)
@@ -221,7 +231,7 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = 
         print("::stopped", flush=True)
     except OSError:
         pass
-    if halt and not state["stop"]:
+    if halt and not state.stop:
         shut_down("-h", "now")
 
 

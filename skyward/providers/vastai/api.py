@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
 
@@ -99,12 +99,7 @@ class VastAPI:
         raise CapacityError(f"Vast.ai has no free offer of {order.machine_type.name} left")
 
     def get(self, machine_id: str) -> Machine | None:
-        try:
-            answer = self._http.call("GET", f"/instances/{machine_id}/", f"reading instance {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        answer = self._http.read(f"/instances/{machine_id}/", f"reading instance {machine_id}")
         instance = (answer or {}).get("instances")
         return _machine(instance) if isinstance(instance, dict) and instance else None
 
@@ -124,7 +119,7 @@ def _machine(item: dict[str, Any]) -> Machine:
     status = str(item.get("actual_status") or "")
     host = item.get("public_ipaddr") or item.get("ssh_host") or None
     port = _ssh_port(item)
-    state = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host and port else "starting"
+    state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host and port else "starting"
     return Machine(
         str(item["id"]), str(item.get("label") or ""), state, host, port or 22, None,
         float(item["dph_total"]) if item.get("dph_total") is not None else None, bool(item.get("is_bid")),

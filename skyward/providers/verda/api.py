@@ -8,14 +8,13 @@ with ``action: delete``). Credentials: ``VERDA_CLIENT_ID`` and ``VERDA_CLIENT_SE
 
 from __future__ import annotations
 
-import datetime
 import re
 import threading
 import time
 from typing import Any
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineType, Order
+from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
 
@@ -105,12 +104,7 @@ class VerdaAPI:
         return str(answer if not isinstance(answer, dict) else answer["id"]).strip('"')
 
     def get(self, machine_id: str) -> Machine | None:
-        try:
-            item = self._http.call("GET", f"/instances/{machine_id}", f"reading instance {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        item = self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}")
         return _machine(item) if item else None
 
     def machines(self) -> list[Machine]:
@@ -136,13 +130,8 @@ def _per_gpu(memory: Any, count: int) -> float | None:
 def _machine(item: dict[str, Any]) -> Machine:
     status = str(item.get("status") or "")
     host = item.get("ip") or None
-    state = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
-    created = None
-    if item.get("created_at"):
-        try:
-            created = datetime.datetime.fromisoformat(str(item["created_at"]).replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            created = None
+    state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
+    created = epoch(item.get("created_at"))
     return Machine(
         str(item["id"]), str(item.get("hostname") or ""), state, host, 22, None, _price(item.get("price_per_hour")),
         bool(item.get("is_spot")), str(item.get("instance_type") or ""), created,

@@ -14,10 +14,14 @@ from typing import Any
 
 from cloud.fake_cloud import FakeCloud
 from cloud.fake_digitalocean import FakeDigitalOcean
+from cloud.fake_hyperstack import FakeHyperstack
+from cloud.fake_lambda import FakeLambda
 from cloud.fake_novita import FakeNovita
 from cloud.fake_runpod import FakeRunPod
+from cloud.fake_tensordock import FakeTensorDock
 from cloud.fake_vastai import FakeVastAI
 from cloud.fake_verda import FakeVerda
+from cloud.fake_vultr import FakeVultr
 from cloud.machines import Harness, Machines
 
 import skyward as sky
@@ -26,7 +30,7 @@ from skyward.providers.cloud import naming
 L4 = sky.accelerators.L4()
 OTHER_PYTHON = sky.Image(python="3.9")
 GENERIC_REFUSALS = [({"image": OTHER_PYTHON}, "python"), ({"image": sky.Image(skyward_source="pypi")}, "skyward_source")]
-CLOUDS = ("aws", "runpod", "vastai", "verda", "digitalocean", "novita")
+CLOUDS = ("aws", "runpod", "vastai", "verda", "digitalocean", "novita", "hyperstack", "tensordock", "vultr", "lambda")
 
 
 @dataclass
@@ -63,10 +67,22 @@ FAKES: dict[str, tuple[type[FakeCloud], str, str | None, dict[str, Any], list[tu
                      [({"allocation": "spot"}, "allocation"), ({"region": "mars1"}, "region")]),
     "novita": (FakeNovita, "/gpu/instance/create", "imageUrl", {"accelerator": L4},
                [({"allocation": 0.5}, "allocation"), ({"instance_type": "p-l4"}, "instance_type")]),
+    "hyperstack": (FakeHyperstack, "/core/virtual-machines", None, {"accelerator": sky.accelerators.RTX_A6000()},
+                   [({"allocation": 0.5}, "allocation"), ({"region": "NORWAY-1"}, "region")]),
+    "tensordock": (FakeTensorDock, "/instances", None, {"accelerator": sky.accelerators.RTX_4090()},
+                   [({"allocation": "spot"}, "allocation"), ({"instance_type": "1x h100-sxm5-80gb"}, "instance_type")]),
+    "vultr": (FakeVultr, "/instances", None, {"accelerator": sky.accelerators.L40S()},
+              [({"allocation": "spot"}, "allocation"), ({"instance_type": "vcg-l40s-16c-180g-48vram"}, "instance_type")]),
+    "lambda": (FakeLambda, "/instance-operations/launch", None, {"accelerator": sky.accelerators.A10()},
+               [({"allocation": "spot"}, "allocation"), ({"region": "mars-1"}, "region")]),
 }
 PROVIDERS = {
     "runpod": lambda **kw: sky.RunPod(**kw), "vastai": lambda **kw: sky.VastAI(**kw), "verda": lambda **kw: sky.Verda(**kw),
     "digitalocean": lambda **kw: sky.DigitalOcean(**kw), "novita": lambda **kw: sky.Novita(**kw),
+    "hyperstack": lambda **kw: sky.Hyperstack(**kw),
+    "tensordock": lambda **kw: sky.TensorDock(**kw),
+    "vultr": lambda **kw: sky.Vultr(**kw),
+    "lambda": lambda **kw: sky.Lambda(**kw),
 }
 IMAGE_FIELDS = {"runpod": "container_image", "vastai": "docker_image", "novita": "docker_image"}
 
@@ -82,7 +98,9 @@ def fake_cloud(name: str, fake: FakeCloud) -> Cloud:
     def leftovers(pool_id: str) -> list[str]:
         machines = [f"machine {m.id} ({m.state})" for m in fake.live(pool_id[:12])]
         keys = [f"key {k}" for k, v in fake.keys.items() if pool_id[:12] in v["name"]]
-        return machines + keys + [f"firewall {k}" for k, v in fake.firewalls.items() if pool_id[:12] in v["name"]]
+        firewalls = [f"firewall {k}" for k, v in fake.firewalls.items() if pool_id[:12] in v["name"]]
+        environments = [f"environment {k}" for k, v in getattr(fake, "environments", {}).items() if pool_id[:12] in v["name"]]
+        return machines + keys + firewalls + environments
 
     def images() -> list[str]:
         return [body[image_key] for body in fake.bodies("POST" if name != "vastai" else "PUT", path)]

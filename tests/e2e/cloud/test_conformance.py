@@ -14,6 +14,7 @@ import pytest
 from e2e.cloud.clouds import CLOUDS, Cloud, started
 
 import skyward as sky
+from skyward.cli import launch_check
 
 pytestmark = pytest.mark.slow
 OPTIONS = sky.Options(console=False, logging=False, ssh_retry_interval=1)
@@ -103,3 +104,24 @@ def test_no_capacity_fails_clearly_and_leaves_nothing(cloud: Cloud) -> None:
     finally:
         cloud.allow_all()
     assert cloud.leftovers(pool.id) == []
+
+
+def test_the_launch_check_opens_one_machine_runs_a_task_and_leaves_nothing(cloud: Cloud) -> None:
+    """``sky providers check CLOUD --launch`` (its core; the command is tested in
+    test_launch_check_cli.py): asks with the offer before creating anything, times each
+    phase, prices the run and tears the machine down."""
+    asked: list[sky.Offer] = []
+
+    def confirm(offer: sky.Offer) -> bool:
+        asked.append(offer)
+        return True
+
+    report = launch_check.run(cloud.make(), cloud.pool.get("accelerator"), confirm, lambda line: None)
+    assert report.ok, f"{cloud.name}: {report.error} {report.failed_calls}"
+    assert asked == [report.offer] and report.offer is not None and report.offer.provider == cloud.name
+    phases = [phase.name for phase in report.phases]
+    assert phases[0] == "offers" and phases[-1] == "teardown (confirmed)", phases
+    assert {"provision", "open (total)", "task"} <= set(phases), phases
+    assert report.node["node"] == 0 and report.node["total_nodes"] == 1
+    assert report.cost is not None and report.cost >= 0
+    assert cloud.leftovers(report.pool) == [], f"{cloud.name}: the check left {cloud.leftovers(report.pool)}"

@@ -1,6 +1,7 @@
-"""The MPS plugin's pipe and log directories (``/tmp/skyward-mps-<job>-<node>``, a name
-anyone can guess): ``private_directory`` makes them 0700 and refuses one that another
-user could control. No GPU needed: the helper is tested directly."""
+"""Directories at names anyone can guess (the MPS plugin's ``/tmp/skyward-mps-<job>-<node>``,
+a stream's stop requests under ``/tmp/skyward-streams-<uid>``): ``private_directory``
+makes them 0700 and refuses one that another user could control, and a stop request in
+a directory others could write is ignored. No GPU needed: the helpers are tested directly."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from skyward.plugins.nvidia import private_directory
+from skyward.core.private_dir import private_directory
 
 
 def mode(path: Path) -> int:
@@ -81,3 +82,16 @@ def test_a_directory_that_group_or_others_can_write_is_refused(tmp_path: Path, b
     assert message.startswith(f"{shared} is writable by its group or others (owner ")
     assert f"{stat.filemode(stat.S_IFDIR | bits)} {bits:04o}" in message
     assert mode(shared) == bits
+
+
+def test_a_stop_request_in_a_directory_another_user_could_write_is_ignored(tmp_path: Path) -> None:
+    from skyward.node import stream_stop
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    planted = shared / "abc123"
+    planted.touch()
+    assert not stream_stop.requested(planted)
+    shared.chmod(0o700)
+    assert stream_stop.requested(planted)

@@ -1,0 +1,238 @@
+"""The Docker Engine API (``/v1.41``, which Docker and Podman both serve) as the machine
+clouds' ``MachineAPI``: a machine is a container, the pool's "firewall" its own bridge
+network (only the pool's containers are on it). ``GET /info`` is the one machine type
+(the engine's CPUs and memory, free); ``create`` pulls the image when the engine lacks
+it (``POST /images/create``), then ``POST /containers/create`` and ``/start`` with the
+pool's key in ``SKYWARD_PUBLIC_KEY``, the boot script as the command, port 22 published
+on 127.0.0.1 and the label ``skyward.pool``, by which ``machines``/``firewalls`` list
+what pools left; ``delete`` is ``DELETE /containers/{id}?force=true``."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from skyward.providers.cloud.api import (
+    Firewall,
+    Key,
+    Machine,
+    MachineState,
+    MachineType,
+    Order,
+    epoch,
+)
+from skyward.providers.cloud.errors import CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient, message
+from skyward.providers.container.engine import LOCAL_HINT, EngineError
+
+API = "http://engine/v1.41"
+LABEL = "skyward.pool"
+"""Every container and network a pool creates carries it; its value is the pool's group name."""
+SSH_PORT = "22/tcp"
+KIND = "container"
+LOG_LINES = 20
+FRAME_HEADER = re.compile(r"[\x00-\x02]\x00\x00\x00[\s\S]{4}")
+"""The 8-byte header of each frame of a log stream without a TTY (stream, 0, 0, 0, size)."""
+STATES: dict[str, MachineState] = {
+    "created": "starting", "restarting": "starting", "paused": "starting", "running": "running",
+    "exited": "stopped", "dead": "stopped", "removing": "ended",
+}
+
+
+class ContainerFailed(CloudError):
+    """A container stopped before it was ever reachable: its command failed (the message
+    has its exit code and its last output)."""
+
+
+class ContainerAPI:
+    """Calls the engine at ``socket``. EngineError when it does not answer there."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+        self._http = ApiClient(
+            "container engine", API, dict, f"that this user may use {socket}", attempts=2,
+            transport=httpx.HTTPTransport(uds=socket),
+        )
+        self._images: set[str] = set()
+        self._starting: set[str] = set()
+        """Containers started here and not yet seen reachable."""
+        try:
+            self._http.call("GET", "/_ping", "checking that the engine answers")
+        except CloudError as exc:
+            raise EngineError(f"the container engine at {socket} does not answer ({exc}); {LOCAL_HINT}") from None
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        info = self._http.call("GET", "/info", "reading the engine's CPUs and memory") or {}
+        architecture = str(info.get("Architecture") or "x86_64")
+        return [MachineType(
+            KIND, float(info.get("NCPU") or 1), float(info.get("MemTotal") or 0) / 2**30, 0.0,
+            architecture={"aarch64": "arm64", "amd64": "x86_64"}.get(architecture, architecture),
+        )]
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        return None  # each container gets the key in its environment
+
+    def remove_key(self, key_id: str) -> None:
+        return None
+
+    def keys(self) -> list[Key]:
+        return []
+
+    def add_firewall(self, group: str) -> str:
+        body = {"Name": group, "Driver": "bridge", "CheckDuplicate": True, "Labels": {LABEL: group}}
+        return str(self._http.call("POST", "/networks/create", f"creating network {group}", json=body)["Id"])
+
+    def remove_firewall(self, firewall_id: str, group: str) -> None:
+        self._gone_ok("DELETE", f"/networks/{firewall_id}", f"removing network {group}")
+
+    def firewalls(self) -> list[Firewall]:
+        found = self._http.call("GET", "/networks", "listing networks", params=_labelled()) or []
+        return [Firewall(str(n["Id"]), str(n.get("Name") or "")) for n in found if LABEL in (n.get("Labels") or {})]
+
+    def create(self, order: Order) -> str:
+        self._ensure_image(order.image)
+        body = {
+            "Image": order.image, "Cmd": ["/bin/sh", "-c", order.user_data],
+            "Env": [f"SKYWARD_PUBLIC_KEY={order.public_key}"], "Labels": {LABEL: order.group},
+            "ExposedPorts": {SSH_PORT: {}},
+            "HostConfig": {
+                "NetworkMode": order.group, "Init": True,
+                "PortBindings": {SSH_PORT: [{"HostIp": "127.0.0.1", "HostPort": ""}]},
+            },
+        }
+        made = self._http.call(
+            "POST", "/containers/create", f"creating container {order.name}", json=body, params={"name": order.name},
+        )
+        container = str(made["Id"])
+        try:
+            self._http.call("POST", f"/containers/{container}/start", f"starting container {order.name}")
+        except CloudError:
+            self.delete(container)
+            raise
+        self._starting.add(container)
+        return container
+
+    def get(self, machine_id: str) -> Machine | None:
+        """The container, or None once removed. ContainerFailed when one started here
+        stopped before it was ever reachable."""
+        try:
+            found = self._http.call("GET", f"/containers/{machine_id}/json", f"reading container {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        machine = _inspected(found)
+        if machine.state == "running":
+            self._starting.discard(machine_id)
+        elif machine.state == "stopped" and machine_id in self._starting:
+            self._starting.discard(machine_id)
+            code = (found.get("State") or {}).get("ExitCode")
+            raise ContainerFailed(
+                f"container {machine.name} exited with code {code} before sshd was reachable; its last output: "
+                f"{self._output(machine_id)!r}. Its image needs /bin/sh and sshd, or apt-get or apk and a "
+                "reachable package mirror to install it (see docs/providers.md, sky.Container)"
+            )
+        return machine
+
+    def machines(self) -> list[Machine]:
+        found = self._http.call("GET", "/containers/json", "listing containers", params={"all": "true", **_labelled()})
+        return [_listed(item) for item in found or []]
+
+    def delete(self, machine_id: str) -> None:
+        self._gone_ok("DELETE", f"/containers/{machine_id}", f"removing container {machine_id}", {"force": "true"})
+
+    def _output(self, machine_id: str) -> str:
+        """The last lines the container wrote (empty when they cannot be read)."""
+        try:
+            raw = self._http.call(
+                "GET", f"/containers/{machine_id}/logs", f"reading the output of container {machine_id}",
+                params={"stdout": "true", "stderr": "true", "tail": str(LOG_LINES)},
+            )
+        except CloudError:
+            return ""
+        return FRAME_HEADER.sub("", str(raw or "")).strip()
+
+    def _ensure_image(self, image: str) -> None:
+        """Pull ``image`` unless the engine has it (once per API object)."""
+        if image in self._images:
+            return
+        try:
+            self._http.call("GET", f"/images/{image}/json", f"looking for image {image}")
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+            answer = self._http.call("POST", "/images/create", f"pulling image {image}", params={"fromImage": image})
+            failed = _pull_error(answer)
+            if failed:
+                raise CloudError(
+                    f"the container engine could not pull {image}: {failed}; pull it yourself "
+                    "(docker pull / podman pull) or give Container(image=...) an image it has"
+                ) from None
+        self._images.add(image)
+
+    def _gone_ok(self, method: str, path: str, what: str, params: dict[str, str] | None = None) -> None:
+        try:
+            self._http.call(method, path, what, params=params)
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+
+def _labelled() -> dict[str, str]:
+    return {"filters": json.dumps({"label": [LABEL]})}
+
+
+def _pull_error(answer: Any) -> str | None:
+    """The error a pull's progress stream (JSON lines) ends with, if any."""
+    if isinstance(answer, dict):
+        return message(answer) if answer.get("error") else None
+    for line in str(answer or "").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("error"):
+            return message(item)
+    return None
+
+
+def _inspected(found: dict[str, Any]) -> Machine:
+    """A container as ``GET /containers/{id}/json`` shows it."""
+    status = str((found.get("State") or {}).get("Status") or "")
+    settings = found.get("NetworkSettings") or {}
+    port = _published((settings.get("Ports") or {}).get(SSH_PORT) or [])
+    address = _address(settings.get("Networks") or {})
+    return _machine(found["Id"], str(found.get("Name") or ""), status, port, address, epoch(found.get("Created")))
+
+
+def _listed(item: dict[str, Any]) -> Machine:
+    """A container as ``GET /containers/json`` lists it."""
+    ports = [p for p in item.get("Ports") or [] if p.get("PrivatePort") == 22 and p.get("PublicPort")]
+    port = int(ports[0]["PublicPort"]) if ports else None
+    address = _address((item.get("NetworkSettings") or {}).get("Networks") or {})
+    names = item.get("Names") or [""]
+    created = float(item["Created"]) if item.get("Created") else None
+    return _machine(item["Id"], str(names[0]), str(item.get("State") or ""), port, address, created)
+
+
+def _machine(container: str, name: str, status: str, port: int | None, address: str | None, created: float | None) -> Machine:
+    state = STATES.get(status, "starting")
+    if state == "running" and (port is None or address is None):
+        state = "starting"
+    return Machine(
+        str(container), name.lstrip("/"), state, "127.0.0.1" if port else None, port or 22, address, 0.0,
+        machine_type=KIND, created=created,
+    )
+
+
+def _published(bindings: list[dict[str, Any]]) -> int | None:
+    ports = [int(b["HostPort"]) for b in bindings if str(b.get("HostPort") or "").isdigit()]
+    return ports[0] if ports else None
+
+
+def _address(networks: dict[str, Any]) -> str | None:
+    addresses = [str(n["IPAddress"]) for n in networks.values() if n.get("IPAddress")]
+    return addresses[0] if addresses else None

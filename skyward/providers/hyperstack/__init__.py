@@ -1,0 +1,1 @@
+"""Hyperstack (NexGen Cloud): GPU virtual machines through its Infrahub API."""

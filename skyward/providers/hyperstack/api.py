@@ -1,0 +1,292 @@
+"""Hyperstack's Infrahub API (``infrahub-api.nexgencloud.com/v1``) as ``MachineAPI``:
+flavors (``GET /core/flavors``) priced per GPU by the pricebook (``GET /pricebook``), OS
+images (``GET /core/images``), one environment per pool (``POST/GET/DELETE
+/core/environments``) holding the pool's keypair (``POST/GET /core/keypairs``, ``DELETE
+/core/keypair/{id}``), and virtual machines (``POST/GET /core/virtual-machines``, ``GET``
+and ``DELETE /core/virtual-machines/{id}``). Every VM is created with a floating IP and
+firewall rules that admit SSH from anywhere and anything from the environment's private
+network only (Hyperstack admits no inbound traffic that no rule allows). The key is sent
+in the ``api_key`` header: ``api_key=`` or ``HYPERSTACK_API_KEY``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skyward.api.accelerator_catalog import identify
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+
+URL = "https://infrahub-api.nexgencloud.com/v1"
+API_KEY = credentials.Source(("HYPERSTACK_API_KEY",))
+PAGE = 100
+NO_CAPACITY = ("not enough", "insufficient", "out of stock", "no stock", "capacity")
+SPOT_SUFFIX = "-spot"
+PRIVATE_NETWORK = "10.0.0.0/8"
+"""Where an environment's private addresses come from: the rule that admits the pool's peers."""
+SPELLINGS = {"A6000-ADA": "RTX 6000 Ada"}
+"""Hyperstack GPU names the catalog does not read as they are."""
+STOPPED = ("SHUTOFF", "HIBERNATED", "HIBERNATING", "ERROR", "STOPPED")
+ENDED = ("DELETING", "DELETED")
+
+
+def security_rules() -> list[dict[str, Any]]:
+    """Inbound SSH from anywhere, inbound TCP and UDP from the environment's private network."""
+    ssh = {
+        "direction": "ingress",
+        "protocol": "tcp",
+        "ethertype": "IPv4",
+        "remote_ip_prefix": "0.0.0.0/0",
+        "port_range_min": 22,
+        "port_range_max": 22,
+    }
+    peers = [
+        {
+            "direction": "ingress",
+            "protocol": protocol,
+            "ethertype": "IPv4",
+            "remote_ip_prefix": PRIVATE_NETWORK,
+        }
+        for protocol in ("tcp", "udp")
+    ]
+    return [ssh, *peers]
+
+
+class HyperstackAPI:
+    """Calls Hyperstack in ``region`` with ``api_key`` (None: ``HYPERSTACK_API_KEY``)."""
+
+    def __init__(self, region: str, api_key: str | None = None) -> None:
+        if api_key is None:
+            (api_key,) = credentials.require("Hyperstack", [API_KEY])
+        key = api_key
+        self._region = region
+        self._images: dict[str, str] = {}
+        self._http = ApiClient(
+            "Hyperstack",
+            base_url("hyperstack", URL),
+            lambda: {"api_key": key},
+            f"Hyperstack(api_key=...) or {API_KEY.describe()}",
+        )
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        """Flavors in stock in ``region``, each priced at its GPU's pricebook price times its
+        GPU count; a flavor whose GPU ends in ``-spot`` is sold as spot only. Flavors the
+        pricebook gives no price (CPU-only ones) are not offered."""
+        params = {"region": region} if region else None
+        groups = (
+            self._http.call("GET", "/core/flavors", "listing flavors", params=params) or {}
+        ).get("data", [])
+        prices = _pricebook(self._http.call("GET", "/pricebook", "reading the pricebook") or [])
+        kinds = []
+        for group in groups:
+            for flavor in group.get("flavors", []):
+                gpu, count = str(flavor.get("gpu") or ""), int(flavor.get("gpu_count") or 0)
+                hourly = prices.get(gpu.upper(), 0.0) * count
+                if not flavor.get("stock_available", True) or not gpu or hourly <= 0:
+                    continue
+                spot = gpu.lower().endswith(SPOT_SUFFIX)
+                accelerator = _accelerator(gpu)
+                seen = identify(accelerator)
+                kinds.append(
+                    MachineType(
+                        name=str(flavor["name"]),
+                        vcpus=float(flavor.get("cpu") or 0),
+                        memory_gb=float(flavor.get("ram") or 0),
+                        price=None if spot else hourly,
+                        spot_price=hourly if spot else None,
+                        region=str(
+                            flavor.get("region_name") or group.get("region_name") or region or ""
+                        ),
+                        accelerator=accelerator,
+                        accelerator_count=count,
+                        accelerator_memory_gb=seen.memory_gb if seen is not None else None,
+                        disk_gb=float(flavor.get("disk") or 0) or None,
+                    )
+                )
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        """The environment ``name`` in this region, then the keypair ``name`` in it; the
+        environment is deleted again if the keypair cannot be imported."""
+        answer = self._http.call(
+            "POST",
+            "/core/environments",
+            f"creating environment {name}",
+            json={"name": name, "region": self._region},
+        )
+        environment = str(answer["environment"]["id"])
+        try:
+            answer = self._http.call(
+                "POST",
+                "/core/keypairs",
+                f"importing keypair {name}",
+                json={"name": name, "environment_name": name, "public_key": public_key},
+            )
+        except BaseException:
+            self._delete(f"/core/environments/{environment}", f"deleting environment {name}")
+            raise
+        return str(answer["keypair"]["id"])
+
+    def remove_key(self, key_id: str) -> None:
+        """The keypair, then its environment when that bears the keypair's name (ours)."""
+        found = next((k for k in self._keypairs() if str(k["id"]) == key_id), None)
+        self._delete(f"/core/keypair/{key_id}", f"deleting keypair {key_id}")
+        if found is None:
+            return
+        name = str(found.get("name") or "")
+        answer = self._http.call("GET", "/core/environments", "listing environments") or {}
+        for environment in answer.get("environments", []):
+            if environment.get("name") == name == found.get("environment"):
+                self._delete(
+                    f"/core/environments/{environment['id']}", f"deleting environment {name}"
+                )
+
+    def keys(self) -> list[Key]:
+        return [Key(str(k["id"]), str(k.get("name") or "")) for k in self._keypairs()]
+
+    def create(self, order: Order) -> str:
+        """One VM of the order's flavor in the pool's environment (``order.group``), with
+        its keypair, a floating IP and ``security_rules()``."""
+        body = {
+            "name": order.name,
+            "environment_name": order.group,
+            "key_name": order.group,
+            "image_name": order.image or self._newest_image(),
+            "flavor_name": order.machine_type.name,
+            "assign_floating_ip": True,
+            "enable_port_randomization": False,
+            "count": 1,
+            "user_data": order.user_data,
+            "security_rules": security_rules(),
+        }
+        try:
+            answer = self._http.call(
+                "POST", "/core/virtual-machines", f"creating VM {order.name}", json=body
+            )
+        except CloudAPIError as exc:
+            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
+                raise CapacityError(
+                    f"Hyperstack has no {order.machine_type.name} in {order.machine_type.region}: "
+                    f"{message(exc.body)}"
+                ) from None
+            raise
+        instances = (answer or {}).get("instances") or []
+        if len(instances) != 1:
+            raise CloudError(
+                f"Hyperstack answered creating VM {order.name} with {len(instances)} VMs "
+                "instead of one"
+            )
+        return str(instances[0]["id"])
+
+    def get(self, machine_id: str) -> Machine | None:
+        answer = self._http.read(f"/core/virtual-machines/{machine_id}", f"reading VM {machine_id}")
+        return _machine(answer["instance"]) if answer and answer.get("instance") else None
+
+    def machines(self) -> list[Machine]:
+        """Every VM of the account (pages of ``PAGE``, at most 50 pages)."""
+        found: list[Machine] = []
+        for page in range(1, 51):
+            answer = (
+                self._http.call(
+                    "GET",
+                    "/core/virtual-machines",
+                    "listing VMs",
+                    params={"page": page, "pageSize": PAGE},
+                )
+                or {}
+            )
+            items = answer.get("instances", [])
+            found.extend(_machine(item) for item in items)
+            if len(items) < PAGE:
+                break
+        return found
+
+    def delete(self, machine_id: str) -> None:
+        self._delete(f"/core/virtual-machines/{machine_id}", f"deleting VM {machine_id}")
+
+    def _keypairs(self) -> list[dict[str, Any]]:
+        return list(
+            (self._http.call("GET", "/core/keypairs", "listing keypairs") or {}).get("keypairs", [])
+        )
+
+    def _newest_image(self) -> str:
+        """The newest Ubuntu image with CUDA in the region (any Ubuntu when none has CUDA);
+        CloudError when the region lists no Ubuntu image."""
+        if self._region not in self._images:
+            answer = (
+                self._http.call(
+                    "GET", "/core/images", "listing images", params={"region": self._region}
+                )
+                or {}
+            )
+            images = [
+                i
+                for group in answer.get("images", [])
+                for i in group.get("images", [])
+                if "ubuntu" in str(i.get("name", "")).lower()
+            ]
+            if not images:
+                raise CloudError(
+                    f"Hyperstack lists no Ubuntu image in {self._region}; "
+                    "give sky.Hyperstack(image_name=...)"
+                )
+            images.sort(
+                key=lambda i: ("cuda" in str(i["name"]).lower(), str(i.get("created_at") or "")),
+                reverse=True,
+            )
+            self._images[self._region] = str(images[0]["name"])
+        return self._images[self._region]
+
+    def _delete(self, path: str, what: str) -> None:
+        try:
+            self._http.call("DELETE", path, what)
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+
+def _pricebook(entries: list[dict[str, Any]]) -> dict[str, float]:
+    """Hourly price per GPU by upper-case resource name (entries without a price left out)."""
+    prices = {}
+    for entry in entries:
+        try:
+            value = float(entry.get("value") or 0)
+        except (TypeError, ValueError):
+            continue
+        if entry.get("name") and value > 0:
+            prices[str(entry["name"]).upper()] = value
+    return prices
+
+
+def _accelerator(gpu: str) -> str:
+    """A Hyperstack GPU name as the catalog reads it: ``A100-80G-PCIe-NVLink-spot`` ->
+    ``A100-80G-PCIe``; names the catalog does not know are passed on as they are."""
+    base = gpu.removesuffix(SPOT_SUFFIX).removesuffix("-SPOT").removesuffix("-Spot")
+    base = base.removesuffix("-NVLink").removesuffix("-NVLINK")
+    return SPELLINGS.get(base.upper(), base)
+
+
+def _machine(vm: dict[str, Any]) -> Machine:
+    status = str(vm.get("status") or "").upper()
+    public = vm.get("floating_ip") or None
+    state: MachineState = (
+        "ended"
+        if status in ENDED
+        else "stopped"
+        if status in STOPPED
+        else ("running" if status == "ACTIVE" and public else "starting")
+    )
+    created = epoch(vm.get("created_at"))
+    return Machine(
+        str(vm["id"]),
+        str(vm.get("name") or ""),
+        state,
+        public,
+        22,
+        vm.get("fixed_ip") or None,
+        None,
+        False,
+        str((vm.get("flavor") or {}).get("name") or ""),
+        created,
+    )

@@ -1,0 +1,1 @@
+"""Lambda Cloud (Lambda Labs): GPU instances through its public Cloud API."""

@@ -1,0 +1,259 @@
+"""Lambda's Cloud API (``cloud.lambda.ai/api/v1``) as ``MachineAPI`` and ``FirewallAPI``:
+instance types with their prices and the regions that have room for them (``GET
+/instance-types``), SSH keys (``GET/POST /ssh-keys``, ``DELETE /ssh-keys/{id}``),
+instances (``POST /instance-operations/launch`` and ``/terminate``, ``GET /instances``,
+``GET /instances/{id}``) and firewall rulesets (``POST/GET /firewall-rulesets``,
+``DELETE /firewall-rulesets/{id}``). A ruleset belongs to one region: a pool gets one,
+named for its group, in each region it launches in, made before the region's first
+instance and attached to every instance there. The key travels as a Bearer token:
+``api_key=``, ``LAMBDA_API_KEY``, or ``api_key`` in ``~/.lambda_cloud/lambda_keys``."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from skyward.api.accelerator_catalog import identify
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+
+URL = "https://cloud.lambda.ai/api/v1"
+API_KEY = credentials.Source(("LAMBDA_API_KEY",), "~/.lambda_cloud/lambda_keys", "api_key")
+NO_CAPACITY = "instance-operations/launch/insufficient-capacity"
+PRIVATE_NETWORK = "10.0.0.0/8"
+"""Where Lambda's private instance addresses come from: the rule that admits the pool's peers."""
+ENDED = ("terminating", "terminated", "preempted")
+GPU = re.compile(r"^(?P<name>.+?)\s*\((?P<memory>\d+(?:\.\d+)?)\s*GB(?:\s+(?P<form>[^)]*))?\)\s*$")
+"""A ``gpu_description`` such as ``A100 (40 GB SXM4)``: the model, one GPU's memory, the form."""
+SPELLINGS = {"RTX 6000": "Quadro RTX 6000"}
+"""Lambda GPU names the catalog does not read as they are."""
+
+
+def firewall_rules() -> list[dict[str, Any]]:
+    """Inbound SSH from anywhere, inbound TCP and UDP from Lambda's private network."""
+    ssh = {
+        "protocol": "tcp",
+        "port_range": [22, 22],
+        "source_network": "0.0.0.0/0",
+        "description": "SSH",
+    }
+    peers = [
+        {
+            "protocol": protocol,
+            "port_range": [1, 65535],
+            "source_network": PRIVATE_NETWORK,
+            "description": "the pool's own instances",
+        }
+        for protocol in ("tcp", "udp")
+    ]
+    return [ssh, *peers]
+
+
+class LambdaAPI:
+    """Calls Lambda with ``api_key`` (None: ``LAMBDA_API_KEY`` or Lambda's key file)."""
+
+    def __init__(self, api_key: str | None = None) -> None:
+        if api_key is None:
+            (api_key,) = credentials.require("Lambda", [API_KEY])
+        key = api_key
+        self._rulesets: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+        self._http = ApiClient(
+            "Lambda",
+            base_url("lambda", URL),
+            lambda: {"Authorization": f"Bearer {key}"},
+            f"Lambda(api_key=...) or {API_KEY.describe()}",
+        )
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        """Each instance type in each region that has room for it now (types no region has
+        room for are not offered), at its hourly price."""
+        answer = self._http.call("GET", "/instance-types", "listing instance types") or {}
+        kinds = []
+        for item in (answer.get("data") or {}).values():
+            kind = item.get("instance_type") or {}
+            specs = kind.get("specs") or {}
+            count = int(specs.get("gpus") or 0)
+            accelerator, memory = _accelerator(str(kind.get("gpu_description") or ""))
+            for place in item.get("regions_with_capacity_available") or []:
+                name = str(place.get("name") or "")
+                if region is not None and name != region:
+                    continue
+                kinds.append(
+                    MachineType(
+                        name=str(kind["name"]),
+                        vcpus=float(specs.get("vcpus") or 0),
+                        memory_gb=float(specs.get("memory_gib") or 0),
+                        price=float(kind.get("price_cents_per_hour") or 0) / 100 or None,
+                        region=name,
+                        accelerator=accelerator if count else None,
+                        accelerator_count=count,
+                        accelerator_memory_gb=memory if count else None,
+                        disk_gb=float(specs.get("storage_gib") or 0) or None,
+                    )
+                )
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        answer = self._http.call(
+            "POST",
+            "/ssh-keys",
+            f"adding SSH key {name}",
+            json={"name": name, "public_key": public_key},
+        )
+        return str(answer["data"]["id"])
+
+    def remove_key(self, key_id: str) -> None:
+        self._delete(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
+
+    def keys(self) -> list[Key]:
+        answer = self._http.call("GET", "/ssh-keys", "listing SSH keys") or {}
+        return [Key(str(k["id"]), str(k.get("name") or "")) for k in answer.get("data") or []]
+
+    def create(self, order: Order) -> str:
+        """One instance of the order's type in its region, with the SSH key named
+        ``order.group`` and the group's ruleset for that region (made first if the group
+        has none there yet); the image family ``order.image`` (empty: Lambda Stack)."""
+        region = str(order.machine_type.region or "")
+        body: dict[str, Any] = {
+            "region_name": region,
+            "instance_type_name": order.machine_type.name,
+            "ssh_key_names": [order.group],
+            "name": order.name,
+            "user_data": order.user_data,
+            "firewall_rulesets": [{"id": self._ruleset(order.group, region)}],
+        }
+        if order.image:
+            body["image"] = {"family": order.image}
+        try:
+            answer = self._http.call(
+                "POST", "/instance-operations/launch", f"launching instance {order.name}", json=body
+            )
+        except CloudAPIError as exc:
+            if _code(exc.body) == NO_CAPACITY:
+                raise CapacityError(
+                    f"Lambda has no {order.machine_type.name} in {region}: {message(exc.body)}"
+                ) from None
+            raise
+        ids = ((answer or {}).get("data") or {}).get("instance_ids") or []
+        if len(ids) != 1:
+            raise CloudError(
+                f"Lambda answered launching instance {order.name} with {len(ids)} instances "
+                "instead of one"
+            )
+        return str(ids[0])
+
+    def get(self, machine_id: str) -> Machine | None:
+        answer = self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}")
+        data = (answer or {}).get("data")
+        return _machine(data) if data else None
+
+    def machines(self) -> list[Machine]:
+        answer = self._http.call("GET", "/instances", "listing instances") or {}
+        return [_machine(item) for item in answer.get("data") or []]
+
+    def delete(self, machine_id: str) -> None:
+        try:
+            self._http.call(
+                "POST",
+                "/instance-operations/terminate",
+                f"terminating instance {machine_id}",
+                json={"instance_ids": [machine_id]},
+            )
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    def add_firewall(self, group: str) -> str:
+        """The group itself: its rulesets are made per region by ``create``, each before
+        the first instance of the group in that region (a ruleset belongs to one region,
+        and the region is known only once an offer is chosen)."""
+        return group
+
+    def remove_firewall(self, firewall_id: str, group: str) -> None:
+        """Every ruleset named ``group``, and the one with id ``firewall_id``."""
+        for ruleset in self._rulesets_listed():
+            if ruleset["name"] == group or ruleset["id"] == firewall_id:
+                self._delete(
+                    f"/firewall-rulesets/{ruleset['id']}", f"deleting firewall ruleset {group}"
+                )
+        with self._lock:
+            for place in [k for k in self._rulesets if k[0] == group]:
+                del self._rulesets[place]
+
+    def firewalls(self) -> list[Firewall]:
+        return [Firewall(r["id"], r["name"]) for r in self._rulesets_listed()]
+
+    def _ruleset(self, group: str, region: str) -> str:
+        """The id of ``group``'s ruleset in ``region`` (``firewall_rules()``), made once."""
+        with self._lock:
+            if (group, region) not in self._rulesets:
+                answer = self._http.call(
+                    "POST",
+                    "/firewall-rulesets",
+                    f"creating firewall ruleset {group} in {region}",
+                    json={"name": group, "region": region, "rules": firewall_rules()},
+                )
+                self._rulesets[(group, region)] = str(answer["data"]["id"])
+            return self._rulesets[(group, region)]
+
+    def _rulesets_listed(self) -> list[dict[str, str]]:
+        answer = self._http.call("GET", "/firewall-rulesets", "listing firewall rulesets") or {}
+        return [
+            {"id": str(r["id"]), "name": str(r.get("name") or "")} for r in answer.get("data") or []
+        ]
+
+    def _delete(self, path: str, what: str) -> None:
+        try:
+            self._http.call("DELETE", path, what)
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+
+def _code(body: Any) -> str:
+    """The ``error.code`` of a Lambda error answer ("" when it has none)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    return str(error.get("code") or "") if isinstance(error, dict) else ""
+
+
+def _accelerator(description: str) -> tuple[str | None, float | None]:
+    """A ``gpu_description`` as the catalog reads it, with one GPU's memory:
+    ``H100 (80 GB SXM5)`` -> ``("H100-SXM5", 80.0)``; a name the catalog does not know is
+    passed on as it is."""
+    found = GPU.match(description.strip())
+    if found is None:
+        return (description.strip() or None), None
+    name = SPELLINGS.get(found["name"], found["name"])
+    form = found["form"]
+    spelled = f"{name}-{form}" if form and identify(f"{name}-{form}") is not None else name
+    return spelled, float(found["memory"])
+
+
+def _machine(instance: dict[str, Any]) -> Machine:
+    status = str(instance.get("status") or "")
+    public = instance.get("ip") or None
+    state: MachineState = (
+        "ended"
+        if status in ENDED
+        else "stopped"
+        if status == "unhealthy"
+        else ("running" if status == "active" and public else "starting")
+    )
+    kind = instance.get("instance_type") or {}
+    cents = kind.get("price_cents_per_hour")
+    return Machine(
+        str(instance["id"]),
+        str(instance.get("name") or ""),
+        state,
+        public,
+        22,
+        instance.get("private_ip") or None,
+        float(cents) / 100 if cents is not None else None,
+        False,
+        str(kind.get("name") or ""),
+        None,
+    )

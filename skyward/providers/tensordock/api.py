@@ -1,0 +1,261 @@
+"""TensorDock's v2 API (``dashboard.tensordock.com/api/v2``) as ``MachineAPI``: the
+locations with their GPUs and resource prices (``GET /locations``), virtual machines
+created by location (``POST /instances`` with the public key and a port forward for SSH),
+``GET /instances``, ``GET /instances/{id}`` and ``DELETE /instances/{id}``. A VM is
+reached at its host's public address on the external port forwarded to its port 22. The
+token is sent as a Bearer token: ``api_token=`` or ``TENSORDOCK_API_TOKEN``. TensorDock
+registers no keys (the key travels in each order) and has no firewall resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skyward.api.accelerator_catalog import identify
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+
+URL = "https://dashboard.tensordock.com/api/v2"
+TOKEN = credentials.Source(("TENSORDOCK_API_TOKEN",))
+MIN_STORAGE_GB = 100
+"""TensorDock's smallest disk; every VM gets at least this much."""
+GPU_COUNTS = (1, 2, 4, 8)
+VCPUS_PER_GPU = (4, 8, 16)
+"""The sizes offered per GPU count (vCPUs per GPU); memory is 4 GB per vCPU."""
+RAM_STEP_GB = 8
+SSH_PORT = 22
+BOOT_SCRIPT = "/var/lib/skyward-boot.sh"
+NO_CAPACITY = (
+    "no available",
+    "not available",
+    "insufficient",
+    "not enough",
+    "capacity",
+    "out of stock",
+)
+STOPPED = ("stopping", "stopped", "stoppeddisassociated", "error")
+ENDED = ("deleting", "deleted", "terminated")
+SPELLINGS = {"a6000": "RTX A6000", "rtx6000ada": "RTX 6000 Ada"}
+"""TensorDock GPU model ids the catalog does not read once ``geforce``/``rtx`` are split off."""
+
+
+class TensorDockAPI:
+    """Calls TensorDock with ``api_token`` (None: ``TENSORDOCK_API_TOKEN``)."""
+
+    def __init__(self, api_token: str | None = None) -> None:
+        if api_token is None:
+            (api_token,) = credentials.require("TensorDock", [TOKEN])
+        token = api_token
+        self._http = ApiClient(
+            "TensorDock",
+            base_url("tensordock", URL),
+            lambda: {"Authorization": f"Bearer {token}"},
+            f"TensorDock(api_token=...) or {TOKEN.describe()}",
+        )
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        """Every GPU of every location whose place ("City, State, Country") contains
+        ``region`` (or whose id is ``region``; None: every location), at 1, 2, 4 and 8 GPUs
+        up to what the location can deploy, in the sizes of ``VCPUS_PER_GPU`` that fit,
+        priced as TensorDock bills: the GPUs, the vCPUs, the memory and a
+        ``MIN_STORAGE_GB`` disk. GPUs whose location forwards no ports are left out."""
+        answer = self._http.call("GET", "/locations", "listing locations") or {}
+        kinds: list[MachineType] = []
+        for location in (answer.get("data") or {}).get("locations", []) or []:
+            place = _place(location)
+            if (
+                region is not None
+                and region.lower() not in place.lower()
+                and region != location.get("id")
+            ):
+                continue
+            for gpu in location.get("gpus", []) or []:
+                kinds.extend(_kinds(str(location["id"]), place, gpu))
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        return None  # the key travels in each order
+
+    def remove_key(self, key_id: str) -> None:
+        return None
+
+    def keys(self) -> list[Key]:
+        return []
+
+    def create(self, order: Order) -> str:
+        """One VM of the order's GPU, size and location, its public key in ``ssh_key``,
+        port 22 forwarded (the only port), the boot script written and run by cloud-init.
+        CapacityError when TensorDock has no host for it there."""
+        kind = order.machine_type
+        location, _, gpu = kind.ref.partition(" ")
+        attributes = {
+            "name": order.name,
+            "type": "virtualmachine",
+            "image": order.image,
+            "resources": {
+                "vcpu_count": int(kind.vcpus),
+                "ram_gb": int(kind.memory_gb),
+                "storage_gb": max(MIN_STORAGE_GB, order.disk_gb or MIN_STORAGE_GB),
+                "gpus": {gpu: {"count": kind.accelerator_count}},
+            },
+            "location_id": location,
+            "ssh_key": order.public_key,
+            "port_forwards": [{"internal_port": SSH_PORT, "external_port": 0}],
+            "cloud_init": {
+                "write_files": [{"path": BOOT_SCRIPT, "content": order.user_data}],
+                "runcmd": [f"bash {BOOT_SCRIPT}"],
+            },
+        }
+        body = {"data": {"type": "virtualmachine", "attributes": attributes}}
+        try:
+            answer = self._http.call("POST", "/instances", f"creating VM {order.name}", json=body)
+        except CloudAPIError as exc:
+            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
+                raise CapacityError(
+                    f"TensorDock has no {kind.name} in {kind.region}: {message(exc.body)}"
+                ) from None
+            raise
+        created = _flat((answer or {}).get("data") or answer or {})
+        if not created.get("id"):
+            raise CloudError(f"TensorDock answered creating VM {order.name} without an instance id")
+        return str(created["id"])
+
+    def get(self, machine_id: str) -> Machine | None:
+        """The VM (flat or in a ``data`` envelope), None on 404; CloudError for an answer
+        that holds no instance (never read as gone)."""
+        answer = self._http.read(f"/instances/{machine_id}", f"reading VM {machine_id}")
+        if answer is None:
+            return None
+        item = answer.get("data", answer) if isinstance(answer, dict) else None
+        if not isinstance(item, dict) or not item:
+            raise CloudError(f"TensorDock answered reading VM {machine_id} with {answer!r:.200}")
+        return _machine({"id": machine_id, **item})
+
+    def machines(self) -> list[Machine]:
+        answer = self._http.call("GET", "/instances", "listing VMs") or {}
+        return [_machine(item) for item in (answer.get("data") or {}).get("instances", []) or []]
+
+    def delete(self, machine_id: str) -> None:
+        try:
+            self._http.call("DELETE", f"/instances/{machine_id}", f"deleting VM {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+
+def accelerator(v0_name: str) -> tuple[str, float | None]:
+    """A TensorDock GPU id as the catalog reads it, and its memory in GB:
+    ``geforcertx4090-pcie-24gb`` -> ("RTX 4090 PCIE", 24.0), ``h100-sxm5-80gb`` ->
+    ("H100 SXM5", 80.0); ids the catalog does not know are passed on as they are."""
+    parts = v0_name.lower().split("-")
+    memory = None
+    if len(parts) > 1 and parts[-1].endswith("gb") and parts[-1][:-2].isdigit():
+        memory = float(parts[-1][:-2])
+        parts = parts[:-1]
+    model = parts[0].removeprefix("geforce")
+    if model in SPELLINGS:
+        model = SPELLINGS[model]
+    elif model.startswith("rtx"):
+        model = "RTX " + model.removeprefix("rtx").upper()
+    else:
+        model = model.upper()
+    name = " ".join([model, *(p.upper() for p in parts[1:])])
+    return (name if identify(name) is not None else v0_name), memory
+
+
+def _place(location: dict[str, Any]) -> str:
+    parts = (location.get("city"), location.get("stateprovince"), location.get("country"))
+    return ", ".join(str(p) for p in parts if p) or str(location.get("id") or "")
+
+
+def _kinds(location: str, place: str, gpu: dict[str, Any]) -> list[MachineType]:
+    v0_name = str(gpu.get("v0Name") or "")
+    features = gpu.get("network_features") or {}
+    if not v0_name or not features.get("port_forwarding_available", True):
+        return []
+    limits, rates = gpu.get("resources") or {}, gpu.get("pricing") or {}
+    max_vcpus, max_ram = int(limits.get("max_vcpus") or 0), int(limits.get("max_ram_gb") or 0)
+    name, memory = accelerator(v0_name)
+    kinds = []
+    for count in (n for n in GPU_COUNTS if n <= int(gpu.get("max_count") or 0)):
+        sizes = sorted({min(per * count, max_vcpus - max_vcpus % 2) for per in VCPUS_PER_GPU})
+        for vcpus in (v for v in sizes if v >= 2):
+            ram = min(4 * vcpus, max_ram - max_ram % RAM_STEP_GB)
+            if ram < RAM_STEP_GB:
+                continue
+            hourly = (
+                float(gpu.get("price_per_hr") or 0) * count
+                + float(rates.get("per_vcpu_hr") or 0) * vcpus
+                + float(rates.get("per_gb_ram_hr") or 0) * ram
+                + float(rates.get("per_gb_storage_hr") or 0) * MIN_STORAGE_GB
+            )
+            if hourly <= 0:
+                continue
+            kinds.append(
+                MachineType(
+                    name=f"{count}x {v0_name} {vcpus}vCPU {ram}GB",
+                    vcpus=float(vcpus),
+                    memory_gb=float(ram),
+                    price=hourly,
+                    region=place,
+                    accelerator=name,
+                    accelerator_count=count,
+                    accelerator_memory_gb=memory,
+                    disk_gb=float(limits.get("max_storage_gb") or 0) or None,
+                    ref=f"{location} {v0_name}",
+                )
+            )
+    return kinds
+
+
+def _flat(item: dict[str, Any]) -> dict[str, Any]:
+    """An instance with its ``attributes`` (the list's shape) merged in (the get's shape)."""
+    attributes = item.get("attributes")
+    return {**item, **attributes} if isinstance(attributes, dict) else item
+
+
+def ssh_port(forwards: Any) -> int | None:
+    """The external port forwarded to port 22, from a list of ``{internal_port,
+    external_port}`` or a map of internal port to external port; None when there is none."""
+    if isinstance(forwards, dict):
+        found = forwards.get(str(SSH_PORT)) or forwards.get(SSH_PORT)
+        return int(found) if found else None
+    for forward in forwards or []:
+        if isinstance(forward, dict) and int(forward.get("internal_port") or 0) == SSH_PORT:
+            external = int(forward.get("external_port") or 0)
+            return external or None
+    return None
+
+
+def _machine(raw: dict[str, Any]) -> Machine:
+    vm = _flat(raw)
+    status = str(vm.get("status") or "").lower().replace("_", "").replace(" ", "")
+    host = vm.get("ipAddress") or None
+    port = ssh_port(vm.get("portForwards"))
+    state: MachineState = (
+        "ended"
+        if status in ENDED
+        else "stopped"
+        if status in STOPPED
+        else ("running" if status == "running" and host and port else "starting")
+    )
+    rate = vm.get("rateHourly")
+    return Machine(
+        str(vm["id"]),
+        str(vm.get("name") or ""),
+        state,
+        host,
+        port or SSH_PORT,
+        None,
+        float(rate) if rate is not None else None,
+        False,
+        _gpus((vm.get("resources") or {}).get("gpus")),
+    )
+
+
+def _gpus(gpus: Any) -> str:
+    """The GPU ids of an instance's resources (a map by id, or a list of ``gpuV0Name``)."""
+    if isinstance(gpus, dict):
+        return ",".join(str(name) for name in gpus)
+    return ",".join(str(g.get("gpuV0Name") or "") for g in gpus or [] if isinstance(g, dict))
