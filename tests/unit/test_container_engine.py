@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skyward.providers.container.api import FRAME_HEADER, _epoch, _pull_error
+from skyward.providers.cloud.api import epoch
+from skyward.providers.container.api import FRAME_HEADER, _pull_error
 from skyward.providers.container.engine import EngineError, find_socket
 
 
@@ -69,6 +70,7 @@ def test_log_frames_lose_their_headers() -> None:
 
 
 def test_engine_times_with_nanoseconds_are_read() -> None:
-    assert _epoch("2024-05-01T12:00:00.123456789Z") == pytest.approx(1714564800.123456)
-    assert _epoch("2024-05-01T12:00:00Z") == 1714564800.0
-    assert _epoch("garbage") is None
+    assert epoch("2024-05-01T12:00:00.123456789Z") == pytest.approx(1714564800.123456)
+    assert epoch("2024-05-01T12:00:00Z") == 1714564800.0
+    assert epoch("2024-05-01T12:00:00.5+02:00") == 1714557600.5
+    assert epoch("garbage") is None and epoch(None) is None

@@ -6,6 +6,7 @@ filters its machines' traffic). No untyped dict crosses this line."""
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -141,11 +142,15 @@ def epoch(text: Any) -> float | None:
     a time (``Machine.created``)."""
     if not text:
         return None
-    head, _, fraction = str(text).replace("Z", "+00:00").partition(".")
-    digits = "".join(c for c in fraction if c.isdigit())
-    zone = fraction[len(digits):] if fraction else ""
+    parts = _ISO_TIME.fullmatch(str(text).replace("Z", "+00:00"))
+    if parts is None:
+        return None
+    head, fraction, zone = parts.group(1), parts.group(2) or "", parts.group(3) or ""
     try:
-        stamp = f"{head}.{digits[:6]}{zone}" if digits else head
+        stamp = f"{head}.{fraction[:6]}{zone}" if fraction else f"{head}{zone}"
         return datetime.datetime.fromisoformat(stamp).timestamp()
     except ValueError:
         return None
+
+
+_ISO_TIME = re.compile(r"([^.]+?)(?:\.(\d+))?([+-]\d\d:?\d\d)?")
