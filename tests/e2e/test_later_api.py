@@ -60,8 +60,6 @@ def test_session_compute_takes_a_name_beside_the_fields() -> None:
 
 
 def test_the_sky_singleton_dispatches_to_the_active_pool() -> None:
-    with pytest.raises(sky.NoActivePoolError):
-        node() >> active
     with sky.Compute(nodes=2, options=QUIET):
         assert node() >> active in (0, 1)
         assert sorted(node() @ active) == [0, 1]
