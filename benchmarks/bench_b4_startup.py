@@ -56,7 +56,58 @@ def run(quick: bool = False) -> list[Row]:
                         metric="warm"))
     except SubjectFailed as exc:
         rows.append(failed_row(GROUP, WARM, exc, metric="warm"))
+    try:
+        kept = kept_runs(runs)
+        without_ray = all(not ray for _, ray in kept)
+        rows.append(row(GROUP, KEPT, [seconds for seconds, _ in kept],
+                        f"keep_alive={KEEP_ALIVE:g}; import not counted; "
+                        f"{'no Ray in the client' if without_ray else 'the client imported Ray'}",
+                        metric="kept", facts={"without_ray": without_ray}))
+    except SubjectFailed as exc:
+        rows.append(failed_row(GROUP, KEPT, exc, metric="kept"))
     return rows
+
+
+KEPT = "skyward kept pool, the script run again (keep_alive)"
+KEEP_ALIVE = 120.0
+
+
+def kept_runs(runs: int) -> list[tuple[float, bool]]:
+    """Seconds from ``sky.Compute(...)`` to every node's first answer for a script run
+    again on a kept 4-node pool (``keep_alive``), each in a fresh interpreter with a
+    private $SKYWARD_HOME (the first run opens the pool, not counted), and whether that
+    interpreter imported Ray. The kept pool and its daemon are ended at the end."""
+    import tempfile
+
+    saved = os.environ.get("SKYWARD_HOME")
+    with tempfile.TemporaryDirectory(prefix="skybench-home-") as home:
+        os.environ["SKYWARD_HOME"] = home
+        try:
+            isolated(kept_run)
+            return [tuple(isolated(kept_run)) for _ in range(runs)]  # type: ignore[misc]
+        finally:
+            from skyward.providers.warm_client import end_pools, stop_all
+
+            end_pools("")
+            stop_all()
+            if saved is None:
+                os.environ.pop("SKYWARD_HOME", None)
+            else:
+                os.environ["SKYWARD_HOME"] = saved
+
+
+def kept_run() -> tuple[float, bool]:
+    """One run: import skyward (not counted), adopt (or open) the kept 4-node pool, have
+    every node answer (counted); whether Ray was imported."""
+    import sys
+
+    import skyward as sky
+
+    started = time.perf_counter()
+    with sky.Compute(nodes=engines.WORKERS, keep_alive=KEEP_ALIVE, console=False, logging=False) as pool:
+        assert len(sky.function(os.getpid)() @ pool) == engines.WORKERS
+        first = time.perf_counter() - started
+    return first, "ray" in sys.modules
 
 
 WARM = "skyward warm open, Local(keep_warm)"

@@ -44,6 +44,10 @@ def run(quick: bool = False) -> list[Row]:
         row(GROUP, "3 hosts cold start", [result["cold"]], by_phase([cold_phases]), metric="cold start"),
         row(GROUP, "3 hosts warm start", result["warm"], by_phase(warm_phases), metric="warm start"),
         row(GROUP, "3 hosts shutdown", result["shutdown"], metric="shutdown"),
+        row(GROUP, "3 hosts kept pool, the script run again", result["kept"],
+            "keep_alive; import not counted; " + ("no Ray in the client" if not any(result["kept_ray"])
+                                                 else "the client imported Ray"),
+            metric="kept", facts={"without_ray": not any(result["kept_ray"])}),
     ]
 
 
@@ -99,4 +103,59 @@ def cold_and_warm(warm: int) -> dict[str, Any]:
             started = time.monotonic()
             pool.close()
             closes.append(time.monotonic() - started)
-    return {"cold": opens[0], "warm": opens[1:], "shutdown": closes, "phases": phases}
+        kept = kept_runs(provider, image, 1 + warm)
+    return {"cold": opens[0], "warm": opens[1:], "shutdown": closes, "phases": phases,
+            "kept": [seconds for seconds, _ in kept[1:]], "kept_ray": [ray for _, ray in kept[1:]]}
+
+
+KEPT_SCRIPT = """
+import json, os, sys, time
+import skyward as sky
+provider = sky.SSH(hosts={hosts!r}, key_path={key!r}, known_hosts={known!r})
+image = sky.Image(pip={pip!r}, pip_indexes=[sky.PipIndex({index!r}, packages={pip!r})], env={{"BENCH": "1"}},
+                  includes=[{includes!r}])
+started = time.perf_counter()
+with sky.Compute(provider=provider, nodes=3, image=image, keep_alive=120, console=False, logging=False) as pool:
+    assert len(sky.function(os.getpid)() @ pool) == 3
+    first = time.perf_counter() - started
+print(json.dumps([first, "ray" in sys.modules]))
+"""
+
+
+def kept_runs(provider: Any, image: Any, runs: int) -> list[tuple[float, bool]]:
+    """The same script run ``runs`` times as fresh interpreters on a kept 3-host pool
+    (the first opens it): seconds from ``sky.Compute`` to every node's first answer, and
+    whether the script imported Ray; then the kept pool is ended."""
+    import json
+    import subprocess
+    import tempfile
+
+    from skyward.providers.warm_client import end_pools, stop_all
+
+    with tempfile.TemporaryDirectory(prefix="skybench-kept-") as home:
+        env = {**os.environ, "SKYWARD_HOME": home}
+        script = KEPT_SCRIPT.format(
+            hosts=list(provider.hosts), key=provider.key_path, known=provider.known_hosts,
+            pip=list(image.pip), index=image.pip_indexes[0].url, includes=image.includes[0],
+        )
+        found = []
+        try:
+            for _ in range(runs):
+                done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                      timeout=600)
+                if done.returncode != 0:
+                    raise RuntimeError(f"the kept-pool script failed: {done.stderr[-1500:]}")
+                seconds, ray = json.loads(done.stdout.strip().splitlines()[-1])
+                found.append((float(seconds), bool(ray)))
+        finally:
+            saved = os.environ.get("SKYWARD_HOME")
+            os.environ["SKYWARD_HOME"] = home
+            try:
+                end_pools("")
+                stop_all()
+            finally:
+                if saved is None:
+                    os.environ.pop("SKYWARD_HOME", None)
+                else:
+                    os.environ["SKYWARD_HOME"] = saved
+        return found

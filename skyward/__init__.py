@@ -19,7 +19,7 @@ import types
 from typing import Any
 
 from skyward import containers, integrations, plugins, storage
-from skyward.api import accelerators, time
+from skyward.api import time
 from skyward.api.accelerator_helpers import (
     NVIDIA,
     AcceleratorSpec,
@@ -29,11 +29,35 @@ from skyward.api.accelerator_helpers import (
     is_trainium,
     select_instance,
 )
-from skyward.api.accelerators import Accelerator, parse_accelerator
-from skyward.api.allocation import Allocation
 from skyward.api.compute import Compute, ComputePool, MultiPool, pool
-from skyward.api.context import ACTIVE as sky
-from skyward.api.errors import (
+from skyward.api.pool import Pool
+from skyward.api.sampler import DistributedSampler
+from skyward.api.selection import (
+    ComputeSpec,
+    ProviderLike,
+    ProviderSelector,
+    SelectionLike,
+    select_available,
+    select_cheapest,
+    select_first,
+)
+from skyward.api.session import Session
+from skyward.collections import (
+    BrokenBarrierError,
+    CollectionUnavailableError,
+    barrier,
+    counter,
+    lock,
+    queue,
+)
+from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
+from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
+from skyward.containers import DockerImage
+from skyward.core import accelerators
+from skyward.core.accelerators import Accelerator, parse_accelerator
+from skyward.core.allocation import Allocation
+from skyward.core.context import ACTIVE as sky
+from skyward.core.errors import (
     AllProvidersFailedError,
     CollectionClosedError,
     NoActivePoolError,
@@ -47,7 +71,7 @@ from skyward.api.errors import (
     SkywardError,
     TaskExitError,
 )
-from skyward.api.function import (
+from skyward.core.function import (
     PendingFunction,
     PendingFunctionGroup,
     SkywardFunction,
@@ -55,8 +79,8 @@ from skyward.api.function import (
     function,
     gather,
 )
-from skyward.api.health import HealthChecker
-from skyward.api.instance import (
+from skyward.core.health import HealthChecker
+from skyward.core.instance import (
     AcceleratorInfo,
     InstanceInfo,
     NetworkInfo,
@@ -65,31 +89,9 @@ from skyward.api.instance import (
     is_head,
     shard,
 )
-from skyward.api.output import CallbackWriter, redirect_output, silent, stderr, stdout
-from skyward.api.pool import Pool
-from skyward.api.sampler import DistributedSampler
-from skyward.api.selection import (
-    ComputeSpec,
-    ProviderLike,
-    ProviderSelector,
-    SelectionLike,
-    select_available,
-    select_cheapest,
-    select_first,
-)
-from skyward.api.session import Session
-from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
-from skyward.collections import (
-    BrokenBarrierError,
-    CollectionUnavailableError,
-    barrier,
-    counter,
-    lock,
-    queue,
-)
-from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
-from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
-from skyward.containers import DockerImage
+from skyward.core.output import CallbackWriter, redirect_output, silent, stderr, stdout
+from skyward.image.image import Image, PipIndex
+from skyward.model.spec import Nodes, Options, Spec, Worker
 from skyward.observe import metrics
 from skyward.observe.bus import Callback, compose, emit, use_callback
 from skyward.observe.events import (
@@ -157,7 +159,7 @@ __all__ = [
     "S3Volume", "Storage", "Volume", "storage",
     "BroadcastStarted", "ClusterResized", "HealthChecker", "NodeRemovedError", "PreemptedError",
     "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "Container", "Hyperstack", "TensorDock", "containers",
-    "DockerImage", "Vultr", "Lambda", "LambdaCloud",
+    "DockerImage", "Vultr", "Lambda", "LambdaCloud", "Scaleway", "JarvisLabs", "MassedCompute", "GCP",
     "Callback", "SkywardEvent", "InfraCreating", "InfraCreated", "InstanceLaunching", "BootstrapStarting",
     "BootstrapProgress", "BootstrapCompleted", "Metrics", "LogLine", "InstanceStopping", "PoolStopping",
     "plugins", "integrations", "DistributedSampler",
@@ -195,6 +197,10 @@ _LAZY = {
     "Vultr": "skyward.providers.vultr.provider",
     "Lambda": "skyward.providers.lambda_cloud.provider",
     "LambdaCloud": "skyward.providers.lambda_cloud.provider",
+    "Scaleway": "skyward.providers.scaleway.provider",
+    "JarvisLabs": "skyward.providers.jarvislabs.provider",
+    "MassedCompute": "skyward.providers.massedcompute.provider",
+    "GCP": "skyward.providers.gcp.provider",
     "Container": "skyward.providers.container.provider",
     "offers": "skyward.api.offers",
     "gc": "skyward.providers.orphans",

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.api.validation import fail
+from skyward.core.validation import fail
 
 _TAG = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]*$", re.IGNORECASE)
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}$")

@@ -9,6 +9,10 @@ the one engine without Ray; tests needing what it lacks (collections, metrics) s
 protocol, its handshake and its codec, in-process.
 ``pytest --provider container`` runs them on ``sky.Container()`` against the local Docker
 Engine API (tests/cloud/fake_docker.py), whose four containers are test hosts.
+``pytest --provider kept`` runs them on a kept local pool (``Options(keep_alive=...)``)
+adopted by the session: every call, broadcast, event and collection operation goes
+through the pool daemon's relay (tests/e2e/test_kept_pools.py shows a script doing so
+without importing Ray).
 """
 
 from __future__ import annotations
@@ -29,9 +33,16 @@ if HERE not in sys.path:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--provider", choices=("local", "ssh", "fake", "relay", "container"), default="local",
-        help="where the shared pool4 runs; with ssh, fake, relay or container only the tests using it are run",
+        "--provider", choices=("local", "ssh", "fake", "relay", "container", "kept"), default="local",
+        help="where the shared pool4 runs; with ssh, fake, relay, container or kept only the tests using it are run",
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which clouds' expensive tests run (tests/e2e/cloud/rotation.py)."""
+    from e2e.cloud import rotation
+
+    return rotation.describe()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -71,6 +82,9 @@ def pool4(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
         with sky.Compute(nodes=4, options=options) as pool:
             yield pool
         return
+    if provider == "kept":
+        yield from _kept_pool(options)
+        return
     if provider in ("fake", "relay"):
         from fake_cluster import FakeProvider
 
@@ -89,6 +103,32 @@ def pool4(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
         provider = sky.SSH(hosts=lab.strings(), key_path=lab.client_key, known_hosts=lab.known_hosts)
         with sky.Compute(provider=provider, nodes=4, options=options) as pool:
             yield pool
+
+
+def _kept_pool(options: sky.Options) -> Iterator[sky.Pool]:
+    """A 4-node kept local pool, opened once, let go, then adopted (a private pool daemon
+    under a temporary $SKYWARD_HOME, ended afterwards)."""
+    import tempfile
+
+    from skyward.providers import warm_client
+
+    saved = os.environ.get("SKYWARD_HOME")
+    with tempfile.TemporaryDirectory(prefix="skykept-") as home:
+        os.environ["SKYWARD_HOME"] = home
+        kept = options.with_(keep_alive=600.0)
+        try:
+            with sky.Compute(nodes=4, options=kept):
+                pass
+            with sky.Compute(nodes=4, options=kept) as pool:
+                assert [state.holder for state in warm_client.kept_pools()] == [os.getpid()], "not adopted"
+                yield pool
+        finally:
+            warm_client.end_pools("")
+            warm_client.stop_all()
+            if saved is None:
+                os.environ.pop("SKYWARD_HOME", None)
+            else:
+                os.environ["SKYWARD_HOME"] = saved
 
 
 def _container_pool(options: sky.Options) -> Iterator[sky.Pool]:

@@ -34,17 +34,19 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import skyward as sky
-from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo, current_task
-from skyward.api.output import TaskStream
 from skyward.core import handshake
+from skyward.core.instance import InstanceInfo, NetworkInfo, PeerInfo, current_task
+from skyward.core.output import TaskStream
+from skyward.engine import publish
 from skyward.engine.events import EventBatch, EventFeed
+from skyward.engine.membership import Joined, Loss
 from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
 from skyward.engine.transports.relay import RelayTransport, unix_connector
 from skyward.engine.wire import Payload, encode
-from skyward.node import publish
+from skyward.model.nodes import NodeHandle
 from skyward.node.agent import AgentSetup, NodeRunner
-from skyward.providers.base import Cluster, Joined, Loss, NodeHandle, Offer
+from skyward.providers.base import Cluster, Offer
 
 POLL_WAIT = 0.05
 

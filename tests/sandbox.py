@@ -3,6 +3,8 @@ lifecycle tests count as left behind."""
 
 from __future__ import annotations
 
+import ast
+import subprocess
 import time
 
 import psutil
@@ -45,3 +47,24 @@ def marked_under(prefix: str) -> list[str]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
+
+
+def lines_of(process: subprocess.Popen[str], until: str, keys: tuple[str, ...], timeout: float = 120) -> dict[str, object]:
+    """The script's ``KEY value`` lines for ``keys`` (each value a Python literal), read
+    from its stdout until the line starting with ``until``; AssertionError with the
+    output's tail when that line never comes."""
+    found: dict[str, object] = {}
+    output = []
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        output.append(line)
+        key, _, value = line.rstrip("\n").partition(" ")
+        if key in keys:
+            found[key] = ast.literal_eval(value)
+        if key == until:
+            return found
+    raise AssertionError(f"never saw {until}; output: {''.join(output)[-3000:]}")

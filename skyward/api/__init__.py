@@ -1,3 +1,4 @@
-"""The public API: defining work, opening pools, specs and options, what a task sees, errors.
+"""The public API: opening pools (Pool, Compute, Session), choosing among providers, config files.
 
-Everything here is re-exported from ``skyward`` (``import skyward as sky``)."""
+The names users touch, here and in core/, image/ and model/, are re-exported from
+``skyward`` (``import skyward as sky``)."""

@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from skyward.api.accelerator_catalog import BY_NAME, identify
-from skyward.api.accelerators import FACTORIES, Accelerator, TPUSlice, matches, parse_accelerator
-from skyward.api.instance import instance_info
-from skyward.api.validation import check_number, fail
+from skyward.core.accelerator_catalog import BY_NAME, identify
+from skyward.core.accelerators import FACTORIES, Accelerator, TPUSlice, matches, parse_accelerator
+from skyward.core.instance import instance_info
+from skyward.core.validation import check_number, fail
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(?:GB|G|GIB)?\s*", re.IGNORECASE)
 

@@ -5,32 +5,50 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
-from skyward.api import accelerators
 from skyward.api.config_file import load_named_pool
 from skyward.api.pool import Pool
 from skyward.api.selection import ProviderLike, ProviderSelector, SelectionLike
-from skyward.api.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Image, Options, Spec, Worker
+from skyward.core import accelerators
 from skyward.engine import interruptible
+from skyward.image.image import Image
+from skyward.model.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Options, Spec, Worker
 from skyward.observe.events import Event
 from skyward.providers.local import Local
+from skyward.providers.warm_client import kept_definition
+
+ADOPT_ENV = "SKYWARD_POOL"
+"""Set (by ``sky run NAME``): every ``Compute(...)`` of the script adopts the kept pool NAME."""
 
 
 def Compute(*specs: Spec, name: str | None = None, options: Options | None = None, **spec_fields: Any) -> Pool:  # noqa: N802
     """A pool to open with ``with``. Pass Spec fields as keywords (provider defaults to
     ``sky.Local()``), or one or more ``Spec`` objects (tried in ``Options.selection``
-    order), or only ``name=`` to load the ``[pools.NAME]`` table of skyward.toml. Specs
-    and fields do not mix. With specs or fields, ``name`` names the pool (events, the
-    console; generated when absent).
+    order), or only ``name=``: the kept pool NAME as it was defined (docs/kept-pools.md),
+    else the ``[pools.NAME]`` table of skyward.toml. Specs and fields do not mix. With
+    specs or fields, ``name`` names the pool (events, the console; generated when
+    absent). Under ``sky run NAME`` (``$SKYWARD_POOL``) the pool is the kept pool NAME,
+    whatever the call's own Specs (LookupError when it is not kept).
     """
     if options is not None and not isinstance(options, Options):
         raise TypeError(f"options= takes sky.Options(...), got {type(options).__name__}")
     if name is not None and not isinstance(name, str):
         raise TypeError(f"Compute(name=...) takes a string, got {type(name).__name__} {name!r}")
     options = _with_option_fields(options, spec_fields)
+    adopting = os.environ.get(ADOPT_ENV, "").strip()
+    if adopting:  # ``sky run NAME``: the script's pools are the kept pool NAME
+        name, specs, spec_fields = adopting, (), {}
     if name is not None and not specs and not spec_fields:
+        kept = kept_definition(name)
+        if kept is not None:
+            spec, kept_options = kept
+            chosen = options.with_(keep_alive=kept_options.keep_alive) if options else kept_options
+            return Pool((spec,), chosen, name, kept=True)
+        if adopting:
+            raise LookupError(f"no pool named {name!r} is kept now (${ADOPT_ENV}); sky ls lists the kept pools")
         spec, file_options = load_named_pool(name)
         return Pool((spec,), options or file_options, name)
     if specs and spec_fields:

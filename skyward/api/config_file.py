@@ -3,7 +3,7 @@
 The file is ``$SKYWARD_CONFIG`` if set, else ``./skyward.toml``, else
 ``~/.skyward/skyward.toml``. Each ``[pools.NAME]`` table holds Spec fields; ``provider``
 is a name ("local", "aws", "runpod", "vastai", "verda", "digitalocean", "novita",
-"hyperstack", "tensordock", "vultr", "ssh", "ray") or a table with ``type`` and the provider's fields (``container_image =
+"hyperstack", "tensordock", "vultr", "gcp", "scaleway", "jarvislabs", "massedcompute", "ssh", "ray") or a table with ``type`` and the provider's fields (``container_image =
 "nvidia/cuda:12.8.0-base-ubuntu24.04"`` for RunPod); ``accelerator`` is a string such
 as "A100", "A100-40GB" or "H100:8" (``parse_accelerator``, through the catalog); ``image``
 and ``options`` (with an ``options.worker`` table) are tables. A ``[defaults]`` table
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skyward.api import accelerators
-from skyward.api.spec import Image, Nodes, Options, PipIndex, Spec, Worker
+from skyward.core import accelerators
+from skyward.image.image import Image, PipIndex
+from skyward.model.spec import Nodes, Options, Spec, Worker
 from skyward.observe.log_config import LogConfig
 
 _TOML_LINE = re.compile(r"at line (\d+)")

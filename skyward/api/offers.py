@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from skyward.api.spec import Spec
+from skyward.model.spec import Spec
 from skyward.providers.base import Offer
 
 

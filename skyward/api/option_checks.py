@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from skyward.api.spec import Options, Spec
+from skyward.model.spec import Options, Spec
 
 PROVIDER_SPECIFIC = ("ssh_timeout", "bootstrap_timeout", "ssh_retry_interval")
 NEEDS_MEMBERSHIP = ("autoscale_cooldown", "autoscale_idle_timeout", "reconcile_tick_interval", "health_checker")
@@ -29,6 +29,8 @@ def resizable(spec: Spec) -> bool:
 
 def check_options(specs: tuple[Spec, ...], options: Options) -> None:
     """ValueError naming the first non-default field no provider of ``specs`` honours."""
+    if options.keep_alive is not None:
+        check_kept(specs, options)
     for field in fields(Options):
         value: Any = getattr(options, field.name)
         if value == getattr(_DEFAULTS, field.name):
@@ -44,6 +46,28 @@ def check_options(specs: tuple[Spec, ...], options: Options) -> None:
             raise ValueError(
                 f"Options.{field.name}={value!r} has no effect on this pool's provider(s) ({names}): they cannot "
                 "add or replace nodes of a running pool; remove it"
+            )
+
+
+def check_kept(specs: tuple[Spec, ...], options: Options) -> None:
+    """ValueError for what a kept pool cannot be in this version: a pool on an existing
+    Ray cluster, nodes that change while it runs, options that need them."""
+    for spec in specs:
+        if spec.provider.name == "ray":
+            raise ValueError(
+                f"Options.keep_alive={options.keep_alive!r} does not apply to sky.Ray() pools: the Ray cluster "
+                "outlives the script already (connect to it again); remove it"
+            )
+        if spec.node_count.elastic or spec.node_count.desired == 0:
+            raise ValueError(
+                f"Spec.nodes={spec.nodes!r} is not valid with Options.keep_alive: a kept pool has a fixed size; "
+                "give a fixed count"
+            )
+    for name in NEEDS_MEMBERSHIP:
+        if getattr(options, name) != getattr(_DEFAULTS, name):
+            raise ValueError(
+                f"Options.{name}={getattr(options, name)!r} has no effect on a kept pool (Options.keep_alive): its "
+                "nodes are not added or replaced while it runs; remove it"
             )
 
 

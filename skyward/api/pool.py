@@ -20,17 +20,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import Token
 from typing import Any
 
-from skyward.api import context, interrupt, selection
-from skyward.api.context import NESTED_DISPATCH
-from skyward.api.errors import AllProvidersFailedError, NoAvailableProviderError, PoolClosedError
-from skyward.api.function import PendingFunction, PendingFunctionGroup, SkywardFunction
-from skyward.api.instance import current_task
+from skyward.api import interrupt, selection
 from skyward.api.option_checks import check_nodes, check_options, check_resizable
-from skyward.api.spec import Nodes, Options, Spec
-from skyward.api.validation import check_flag, wait_limit
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
-from skyward.engine import interruptible, streams, value_stream
+from skyward.core import context
+from skyward.core.context import NESTED_DISPATCH
+from skyward.core.errors import AllProvidersFailedError, NoAvailableProviderError, PoolClosedError
+from skyward.core.function import PendingFunction, PendingFunctionGroup, SkywardFunction
+from skyward.core.instance import current_task
+from skyward.core.validation import check_flag, wait_limit
+from skyward.engine import interruptible, stream_stop, streams, value_stream
 from skyward.engine.driver import CHUNKS_PER_SLOT, Again, ClusterDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.members import Members
@@ -38,7 +38,8 @@ from skyward.engine.reconciler import Hooks, Reconciler
 from skyward.engine.scheduler import ALL
 from skyward.engine.value_stream import StreamRouter, ValueStream
 from skyward.engine.window import ChunkWindow
-from skyward.node import stream_stop
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Nodes, Options, Spec
 from skyward.observe import log_setup
 from skyward.observe.bus import EventBus
 from skyward.observe.console import Console, open_console
@@ -58,7 +59,8 @@ from skyward.observe.events import (
 from skyward.observe.progress import ProgressTracker, guided_chunks
 from skyward.plugins.client import ClientPlugins
 from skyward.providers import registry
-from skyward.providers.base import Cluster, NodeHandle, pricing, with_default_storage
+from skyward.providers.base import Cluster, pricing, with_default_storage
+from skyward.providers.kept.client import open_kept
 
 STREAM_WINDOW = 2
 """Chunks per task slot that a streamed map keeps in flight or waiting to be read."""
@@ -73,7 +75,9 @@ class Pool(PoolCollections):
     and ``pool.lock`` give the client the pool's distributed collections (see
     ``skyward.collections``)."""
 
-    def __init__(self, specs: tuple[Spec, ...], options: Options, name: str | None = None) -> None:
+    def __init__(
+        self, specs: tuple[Spec, ...], options: Options, name: str | None = None, kept: bool = False
+    ) -> None:
         if not specs:
             raise ValueError("a pool needs at least one Spec")
         check_options(specs, options)
@@ -81,6 +85,9 @@ class Pool(PoolCollections):
         self.specs = specs
         self.options = options
         self.name = name or f"pool-{uuid.uuid4().hex[:8]}"
+        self._named = name is not None
+        self._kept = kept
+        """Adopt the kept pool ``name`` as it was defined (``Compute(name=...)`` of a kept pool)."""
         self.id = uuid.uuid4().hex
         self._bus = EventBus()
         self._state = "new"
@@ -198,6 +205,8 @@ class Pool(PoolCollections):
         attempt = 1
         while True:
             try:
+                if self.options.keep_alive is not None:  # the pool daemon holds it (docs/kept-pools.md)
+                    return open_kept(spec, self.options, self.name, self._named, self._kept)
                 return spec.provider.launch(spec, self.options, self.id)
             except (ValueError, TypeError, NotImplementedError, NoAvailableProviderError):
                 raise
@@ -266,8 +275,10 @@ class Pool(PoolCollections):
 
     def _record(self, nodes: Sequence[NodeHandle]) -> None:
         """List the pool and its nodes in the registry of open pools (``sky ls``, ``sky down``,
-        ``sky logs``)."""
+        ``sky logs``); a kept pool is listed by the pool daemon that holds it."""
         assert self.spec is not None
+        if self.options.keep_alive is not None:
+            return
         records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in nodes]
         region = self.spec.region or getattr(self.spec.provider, "region", None)
         log_file = self._logging.pool_file if self._logging is not None else None
@@ -531,7 +542,12 @@ class Pool(PoolCollections):
         if self._driver is None or self._state != "open" or self.spec is None:
             raise PoolClosedError(f"pool {self.name} is not open: resize it inside `with sky.Compute(...) as pool:`")
         check_resizable(self.spec, "pool.resize()")
-        assert reconciler is not None
+        if reconciler is None:  # a kept pool: its nodes are the daemon's
+            _resized(self.spec.node_count, nodes)  # a wrong argument is named first
+            raise NotImplementedError(
+                f"pool.resize(): the kept pool {self.name} has a fixed size (Options.keep_alive); "
+                "open a new pool with the count you need"
+            )
         reconciler.resize(_resized(reconciler.nodes, nodes))
 
     def on(self, event_type: type, handler: Callable[[Any], Any]) -> Callable[[], None]:

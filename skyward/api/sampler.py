@@ -7,8 +7,8 @@ import math
 import random
 from collections.abc import Iterator, Sized
 
-from skyward.api.instance import instance_info
-from skyward.api.validation import check_flag
+from skyward.core.instance import instance_info
+from skyward.core.validation import check_flag
 
 
 class DistributedSampler:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias
 
-from skyward.api.spec import ProviderConfig, Spec
+from skyward.model.spec import ProviderConfig, Spec
 
 Selector: TypeAlias = Callable[[tuple[Spec, ...]], Spec | Sequence[Spec]]
 """``Options.selection`` as a callable: the pool's Specs in, the one (or the order) to try out."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from skyward.api.compute import Compute
 from skyward.api.pool import Pool
-from skyward.api.spec import OPTION_FIELDS, SPEC_FIELDS, Options, Spec
+from skyward.model.spec import OPTION_FIELDS, SPEC_FIELDS, Options, Spec
 
 
 class Session:

@@ -5,7 +5,7 @@ it); a string, a bool, NaN or a negative number raises ValueError naming the fun
 
 from __future__ import annotations
 
-from skyward.api.validation import check_number
+from skyward.core.validation import check_number
 
 
 def _scaled(unit: str, n: float, scale: float) -> float:

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from skyward.api.accelerators import Accelerator, parse_accelerator
 from skyward.api.compute import Compute
-from skyward.api.function import function
-from skyward.api.instance import instance_info
-from skyward.api.spec import Options, Spec
+from skyward.core.accelerators import Accelerator, parse_accelerator
+from skyward.core.function import function
+from skyward.core.instance import instance_info
+from skyward.model.spec import Options, Spec
 from skyward.observe.events import BootstrapPhase, ClusterProvisioned, CostFinal
 from skyward.providers.base import Offer
 from skyward.providers.cloud.http import FailedCall, failed_calls

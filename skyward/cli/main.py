@@ -1,6 +1,7 @@
 """``sky``: offers and prices, the providers and their credentials, the pools open on
-this machine (``ls``, ``down``, ``logs``), running a script (``run``), skyward.toml
-(``config``), cleaning up what a lost pool left in a cloud (``gc``), versions.
+this machine (``ls``, ``down``, ``logs``), kept pools (``up``, ``attach``; ``api``: the
+pool daemon's HTTP API), running a script (``run``, on a kept pool with ``--pool``),
+skyward.toml (``config``), cleaning up what a lost pool left in a cloud (``gc``), versions.
 
 Every command takes ``--json`` for scripts and agents (one JSON value on stdout; ``sky
 logs --follow --json`` prints one JSON string per line)."""
@@ -14,6 +15,8 @@ from typing import Any
 import click
 
 from skyward.cli.config import config
+from skyward.cli.http_api import api
+from skyward.cli.kept import attach, up
 from skyward.cli.output import console, emit_json, table
 from skyward.cli.pools import down, list_pools, logs
 from skyward.cli.providers import clouds_with_credentials, providers
@@ -25,7 +28,7 @@ def main() -> None:
     """Skyward: run Python functions on pools of machines."""
 
 
-for _command in (config, down, list_pools, logs, providers, run):
+for _command in (api, attach, config, down, list_pools, logs, providers, run, up):
     main.add_command(_command)
 
 
@@ -62,8 +65,8 @@ def offers(
     as_json: bool,
 ) -> None:
     """Priced machines that satisfy a Spec, cheapest first."""
-    from skyward.api.accelerators import parse_accelerator
     from skyward.api.offers import offers as find_offers
+    from skyward.core.accelerators import parse_accelerator
 
     found = _run(lambda: find_offers(
         _chosen(providers, (region,)),
@@ -155,7 +158,7 @@ def _allocation(text: str) -> Any:
 
 def _run(action: Any) -> Any:
     """Run ``action``; skyward's errors become one clear line and exit status 1."""
-    from skyward.api.errors import SkywardError
+    from skyward.core.errors import SkywardError
 
     try:
         return action()

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from skyward.cli.output import console, emit_json, table
-from skyward.providers import registry, warm_client
+from skyward.providers import leftovers, registry, warm_client
 
 FOLLOW_POLL = 0.3
 
@@ -22,18 +22,21 @@ FOLLOW_POLL = 0.3
 @click.command("ls")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def list_pools(as_json: bool) -> None:
-    """Pools open on this machine: provider, nodes, price per hour and cost so far."""
+    """Pools open on this machine (kept pools included): provider, nodes, state, idle
+    time, price per hour and cost so far."""
     pools = registry.live_pools()
+    kept = {state.pool_id: state for state in warm_client.kept_pools()} if any(p.keep_alive for p in pools) else {}
     now = time.time()
     if as_json:
-        emit_json([{**dataclasses.asdict(p), "hourly_rate": p.hourly_rate, "cost_so_far": round(p.cost_so_far(now), 6)}
-                   for p in pools])
+        emit_json([{**dataclasses.asdict(p), "hourly_rate": p.hourly_rate, "cost_so_far": round(p.cost_so_far(now), 6),
+                    "state": _state(p, kept), "idle_seconds": _idle(p, kept)} for p in pools])
         return
     if not pools:
         console.print("no pool is open on this machine")
         return
-    table("open pools", ["pool", "id", "provider", "region", "nodes", "$/h", "$ so far", "up", "pid"], [
-        (p.name, p.pool_id[:12], p.provider, p.region or "", len(p.nodes), f"{p.hourly_rate:.4f}",
+    table("open pools", ["pool", "id", "provider", "region", "nodes", "state", "idle", "$/h", "$ so far", "up", "pid"], [
+        (p.name, p.pool_id[:12], p.provider, p.region or "", len(p.nodes), _state(p, kept),
+         _age(idle) if (idle := _idle(p, kept)) is not None else "", f"{p.hourly_rate:.4f}",
          f"{p.cost_so_far(now):.4f}", _age(now - p.started), p.pid)
         for p in pools
     ])
@@ -43,19 +46,47 @@ def list_pools(as_json: bool) -> None:
                           f"{'spot' if node.spot else 'on-demand'} ${node.hourly_price:.4f}/h")
 
 
+def _state(pool: registry.LivePool, kept: dict[str, warm_client.KeptPoolState]) -> str:
+    """"open" (a script holds it), or for a kept pool "kept, in use by PID" or "kept, idle"."""
+    state = kept.get(pool.pool_id)
+    if pool.keep_alive is None or state is None:
+        return "open"
+    return f"kept, in use by {state.holder}" if state.holder else "kept, idle"
+
+
+def _idle(pool: registry.LivePool, kept: dict[str, warm_client.KeptPoolState]) -> float | None:
+    """Seconds a kept pool has been idle (None: not kept, or in use)."""
+    state = kept.get(pool.pool_id)
+    return state.idle if state is not None and not state.holder else None
+
+
 @click.command()
 @click.argument("pool", required=False)
+@click.option("--all", "everything", is_flag=True, help="end every kept pool, then stop the warm engines")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the pool to close")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
-def down(pool: str | None, timeout: float, as_json: bool) -> None:
-    """Close POOL (its name or id): ask the process that holds it to shut it down in
-    order (SIGTERM); if that process is gone, remove what it left in its cloud. Without
-    POOL: stop this user's warm engines (sky.Local(keep_warm=...)) now; the pools open
-    on them keep their nodes until they close."""
+def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> None:
+    """Close POOL (its name or id): a kept pool is torn down by the pool daemon, another
+    is asked to shut down in order by the process that holds it (SIGTERM); if that
+    process is gone, remove what it left in its cloud. Without POOL: stop this user's
+    warm engines (sky.Local(keep_warm=...)) now, which ends their kept pools too; the
+    pools scripts have open on them keep their nodes until they close. ``--all``: the
+    same, naming each kept pool it ended."""
+    if pool is not None and everything:
+        raise click.UsageError("give POOL or --all, not both")
     if pool is None:
+        if everything:
+            for name in warm_client.end_pools(""):
+                _done(as_json, {"pool": "", "name": name, "how": "kept pool ended", "removed": []})
         _engines_down(timeout, as_json)
         return
     record = _find(pool, live_only=False)
+    if record is not None and record.keep_alive is not None and registry.alive(record):
+        ended = warm_client.end_pools(record.name, timeout)
+        if not ended:
+            raise click.ClickException(f"the pool daemon (pid {record.pid}) does not keep pool {record.name!r} now")
+        _done(as_json, {"pool": record.pool_id, "name": record.name, "how": "kept pool ended", "removed": []})
+        return
     if record is not None and registry.alive(record):
         os.kill(record.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
@@ -115,7 +146,7 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
             return
         for line in shown:
             _line(line, as_json)
-        while follow and record is not None and registry.alive(record):
+        while follow and record is not None and registry.alive(record) and registry.is_live(record.pool_id):
             partial += handle.readline()
             if partial.endswith("\n"):
                 _line(partial.rstrip("\n"), as_json)
@@ -151,23 +182,13 @@ def _find(reference: str, live_only: bool) -> registry.LivePool | None:
 
 
 def _remove_leftovers(provider: str | None, pool_id: str, record: registry.LivePool | None) -> list[Any]:
-    """Delete what the clouds still hold of a pool whose process is gone."""
+    """Delete what the clouds still hold of a pool whose process is gone (every cloud
+    with credentials when the pool's provider is not known)."""
     from skyward.cli.providers import clouds_with_credentials
-    from skyward.providers import names
-    from skyward.providers.orphans import Collectable
 
-    candidates = [names.with_region(provider, record.region if record else None)] if provider in names.CLOUDS else (
-        [] if provider is not None else clouds_with_credentials()
-    )
-    removed: list[Any] = []
-    for cloud in candidates:
-        if not isinstance(cloud, Collectable):
-            continue
-        mine = [o for o in cloud.orphans() if pool_id.startswith(o.pool) or o.pool.startswith(pool_id[:12])]
-        if mine:
-            cloud.remove(mine)
-            removed.extend(mine)
-    return removed
+    if provider is not None:
+        return leftovers.remove_leftovers(provider, record.region if record else None, pool_id)
+    return [orphan for cloud in clouds_with_credentials() for orphan in leftovers.remove_from(cloud, pool_id)]
 
 
 def _done(as_json: bool, result: dict[str, Any]) -> None:

@@ -48,14 +48,24 @@ class Summary:
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--json", "as_json", is_flag=True, help="the summary as JSON on stdout (the script's stdout goes to stderr)")
-@click.argument("script", type=click.Path(exists=True, dir_okay=False))
+@click.option("--pool", "kept", default=None, help="the kept pool every sky.Compute(...) of the script adopts")
+@click.argument("script")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(as_json: bool, script: str, args: tuple[str, ...]) -> None:
-    """Run SCRIPT with ARGS, the log console, and a summary at the end."""
+def run(as_json: bool, kept: str | None, script: str, args: tuple[str, ...]) -> None:
+    """Run SCRIPT with ARGS, the log console, and a summary at the end. ``sky run NAME
+    SCRIPT [ARGS]`` (or ``--pool NAME``): on the kept pool NAME, which every
+    ``sky.Compute(...)`` of the script adopts instead of opening its own."""
     import contextlib
 
+    from skyward.api.compute import ADOPT_ENV
     from skyward.observe.bus import use_callback
 
+    if kept is None and not os.path.isfile(script) and args and os.path.isfile(args[0]):
+        kept, script, args = script, args[0], args[1:]  # sky run NAME script.py [args]
+    if not os.path.isfile(script):
+        raise click.BadParameter(f"{script!r} is not a file", param_hint="SCRIPT")
+    if kept is not None:
+        os.environ[ADOPT_ENV] = kept
     summary = Summary(script)
     os.environ["SKYWARD_PLAIN_CONSOLE"] = "1"
     sys.argv = [script, *args]

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.api.validation import wait_limit
+from skyward.core.validation import wait_limit
 
 NAMESPACE = "skyward"
 MIN_HOSTS = 2

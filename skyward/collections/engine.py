@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 import cloudpickle
 
-from skyward.api.validation import shown
 from skyward.collections import lineage
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
@@ -35,6 +34,7 @@ from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.steps import WAIT_SLICE, Steps, Wait, translated
 from skyward.core.codec import load_payload
+from skyward.core.validation import shown
 
 T = TypeVar("T")
 WAIT_GRACE = 5.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from skyward.api.errors import CollectionClosedError, CollectionUnavailableError
+from skyward.core.errors import CollectionClosedError, CollectionUnavailableError
 
 __all__ = ["BrokenBarrierError", "CollectionClosedError", "CollectionUnavailableError"]
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from skyward.api.context import NO_ACTIVE_POOL, active_pool
-from skyward.api.errors import NoActivePoolError
 from skyward.collections import installed as runtime
 from skyward.collections.barrier import SharedBarrier
 from skyward.collections.config import check_name, check_timeout, resolve
@@ -22,6 +20,8 @@ from skyward.collections.lock import SharedLock
 from skyward.collections.shared_dict import SharedDict
 from skyward.collections.shared_set import SharedSet
 from skyward.collections.work_queue import SharedQueue
+from skyward.core.context import NO_ACTIVE_POOL, active_pool
+from skyward.core.errors import NoActivePoolError
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 

@@ -32,9 +32,9 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.api.validation import shown
 from skyward.collections.steps import Steps, Wait
 from skyward.core.codec import load_payload
+from skyward.core.validation import shown
 
 OPERATION_PREFIXES = ("dict_", "set_", "counter_", "queue_", "barrier_", "lock_", "pool_")
 GATEWAY_THREADS = 128

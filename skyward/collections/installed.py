@@ -15,10 +15,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from skyward.api.errors import NoActivePoolError
 from skyward.collections import lineage
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
 from skyward.collections.lock import forget_task
+from skyward.core.errors import NoActivePoolError
+from skyward.core.instance import instance_info
 
 _node: CollectionsConfig | None = None
 _child_engine: Any = None
@@ -123,7 +124,5 @@ def _local_engine(config: CollectionsConfig, where: str) -> Any:
 
 
 def _node_rank() -> int:
-    from skyward.api.instance import instance_info
-
     info = instance_info()
     return -1 if info is None else info.node

@@ -22,9 +22,9 @@ from typing import Any
 
 import psutil
 
-from skyward.api.instance import current_task, instance_info
 from skyward.collections.config import RENEW_EVERY
 from skyward.collections.loop import BackgroundLoop
+from skyward.core.instance import current_task, instance_info
 
 CLIENT = "client"
 TASK_PREFIX = "task-"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
-from skyward.api.validation import shown
 from skyward.collections.lock import holds_lock
 from skyward.collections.markers import MISSING
 from skyward.collections.steps import Steps, async_twin, run, steps
+from skyward.core.validation import shown
 
 NO_ENUMERATION = (
     "sky.dict({name!r}) does not support {what}: its keys are spread over several actors "

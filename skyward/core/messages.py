@@ -221,14 +221,87 @@ class Stopping:
 
 
 @dataclass(frozen=True, slots=True)
+class KeepPool:
+    """Open a kept pool named ``name`` (``providers/kept/daemon``) and hold it for this
+    client: ``request`` is the pickled ``KeptRequest`` (the Spec, Options and this
+    client's working directory, import path and environment); ``fingerprint`` is what a
+    later client's definition must equal to adopt it."""
+
+    name: str
+    fingerprint: str
+    keep_alive: float
+    request: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptPool:
+    """Hold the kept pool named ``name`` (empty: any whose definition is ``fingerprint``;
+    an empty ``fingerprint`` with a name: whatever its definition) for this client;
+    ``NotKept`` when there is none, ``Refusal`` when it is defined otherwise or another
+    client holds it."""
+
+    name: str
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class PoolHeld:
+    """A kept pool, held for the asking client until its relay session ends: where its
+    relay listens, the secret the client proves there, and its nodes (the pickled
+    ``InstanceInfo`` tuple, and their handles)."""
+
+    name: str
+    pool_id: str
+    socket: str
+    secret: bytes
+    infos: bytes
+    nodes: bytes
+    """The pickled ``NodeHandle`` tuple."""
+    adopted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NotKept:
+    """No kept pool is named so (or, without a name, defined so)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListPools:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PoolsKept:
+    """Each kept pool as (name, pool id, nodes, keep_alive, holder pid or 0, seconds idle
+    or 0 while held, when it opened as a Unix time, its definition: the pickled Spec and
+    Options it was opened with)."""
+
+    pools: tuple[tuple[str, str, int, float, int, float, float, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EndPool:
+    """Tear the kept pool ``name`` down now (empty: every kept pool), even while held."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PoolsEnded:
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Refusal:
     """The request was not served, and why."""
 
     error: str
 
 
-ToEngine = LeaseSpares | AskStatus | StopEngine
-FromEngine = Leased | EngineState | Stopping | Refusal
+ToEngine = LeaseSpares | AskStatus | StopEngine | KeepPool | AdoptPool | ListPools | EndPool
+FromEngine = Leased | EngineState | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
 ToRelay = Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Close
 ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Closed
 Message = ToRelay | ToClient | ToEngine | FromEngine
@@ -236,4 +309,5 @@ MESSAGES: tuple[type[Message], ...] = (
     Hello, Call, CallShared, Share, Unshare, Forget, CollectionOp, Attach, Detach, Metrics, Close,
     Reply, Failed, Events, Report, CollectionAnswer, Attached, Closed,
     LeaseSpares, Leased, AskStatus, EngineState, StopEngine, Stopping, Refusal,
+    KeepPool, AdoptPool, PoolHeld, NotKept, ListPools, PoolsKept, EndPool, PoolsEnded,
 )

@@ -26,6 +26,13 @@ def peer_uid(sock: socket.socket) -> int:
     return int(_CREDENTIALS.unpack(credentials)[1])
 
 
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process at the other end of the Unix socket ``sock`` (as it was
+    when the connection was made)."""
+    credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size)
+    return int(_CREDENTIALS.unpack(credentials)[0])
+
+
 def require_same_user(sock: socket.socket, what: str) -> None:
     """Return when the peer of ``sock`` runs as this process's user; else raise
     ``ForeignPeer`` naming ``what`` (the peer, in words), the socket's path and both uids."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from skyward.api.spec import Nodes
+from skyward.model.spec import Nodes
 
 
 @dataclass(frozen=True, slots=True)

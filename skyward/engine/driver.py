@@ -16,11 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from skyward.api.errors import NodeCrashedError, PoolClosedError
-from skyward.api.function import PendingFunction
-from skyward.api.instance import MembershipView
-from skyward.api.spec import Worker
-from skyward.api.validation import wait_limit
+from skyward.core.errors import NodeCrashedError, PoolClosedError
+from skyward.core.function import PendingFunction
+from skyward.core.instance import MembershipView
+from skyward.core.validation import wait_limit
 from skyward.engine.retry import Interrupted, exhausted
 from skyward.engine.scheduler import ALL, SlotScheduler
 from skyward.engine.transport import (
@@ -43,6 +42,7 @@ from skyward.engine.wire import (
     decode,
     describe_unpicklable,
 )
+from skyward.model.spec import Worker
 from skyward.observe.events import (
     BroadcastStarted,
     Error,

@@ -11,7 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from skyward.core.codec import load_payload
 
@@ -39,6 +39,17 @@ class EventBatch:
         if not isinstance(batch, EventBatch):
             raise TypeError(f"expected an EventBatch, got {type(batch).__name__}")
         return batch
+
+
+class EventSink(Protocol):
+    """Where a transport delivers its nodes' event batches: a pool's ``EventFeed``, or
+    the pool daemon's forwarder of a kept pool (``providers.kept.session``)."""
+
+    def submit(self, node: int, batch: EventBatch) -> None: ...
+
+    def report(self, message: str) -> None: ...
+
+    def wants_metrics(self) -> bool: ...
 
 
 class EventFeed:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from skyward.api.health import HealthChecker
+from skyward.core.health import HealthChecker
 
 
 @dataclass

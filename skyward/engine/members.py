@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from skyward.api.instance import InstanceInfo, MembershipView, PeerInfo
-from skyward.providers.base import NodeHandle
+from skyward.core.instance import InstanceInfo, MembershipView, PeerInfo
+from skyward.model.nodes import NodeHandle
 
 
 @dataclass(frozen=True, slots=True)

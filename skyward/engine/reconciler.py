@@ -33,14 +33,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.api.function import PendingFunction
-from skyward.api.spec import Nodes, Options
-from skyward.api.validation import wait_limit
+from skyward.core.function import PendingFunction
+from skyward.core.validation import wait_limit
 from skyward.engine.autoscale import Autoscaler, Load
 from skyward.engine.driver import ClusterDriver
 from skyward.engine.health import HealthTracker
 from skyward.engine.members import Members
+from skyward.engine.membership import Joined, Loss, Membership
 from skyward.engine.transport import Transport
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Nodes, Options
 from skyward.observe.events import (
     ClusterResized,
     Error,
@@ -48,7 +50,6 @@ from skyward.observe.events import (
     InstancePreempted,
     InstanceReplaced,
 )
-from skyward.providers.base import Joined, Loss, Membership, NodeHandle
 
 JOIN_RETRY = 5.0
 """Seconds before a node that failed to join is tried again (at least one tick)."""

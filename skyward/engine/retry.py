@@ -10,7 +10,7 @@ never retried: running it again could repeat its side effects or its crash.
 
 from __future__ import annotations
 
-from skyward.api.errors import PreemptedError
+from skyward.core.errors import PreemptedError
 
 
 class Interrupted(Exception):

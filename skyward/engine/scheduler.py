@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from skyward.api.errors import NodeRemovedError
+from skyward.core.errors import NodeRemovedError
 
 ALL = "all"
 Want = int | str | None

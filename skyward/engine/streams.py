@@ -5,7 +5,7 @@ node it runs ``fn``, publishes every value it yields as a ``Yielded`` event thro
 node's outbox (the road the task's printed output takes), and returns how many it
 yielded. The client reads them with a ``ValueStream`` (engine/value_stream.py). Before
 each value the generator checks whether its client closed the stream (see
-node/stream_stop.py) and, if so, is closed on the node (its ``finally`` blocks run).
+engine/stream_stop.py) and, if so, is closed on the node (its ``finally`` blocks run).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.api.function import PendingFunction, SkywardFunction
-from skyward.api.instance import instance_info
-from skyward.node import stream_stop
-from skyward.node.publish import publish
+from skyward.core.function import PendingFunction, SkywardFunction
+from skyward.core.instance import instance_info
+from skyward.engine import stream_stop
+from skyward.engine.publish import publish
 from skyward.observe.events import Event
 
 

@@ -1,6 +1,6 @@
 """The seam between the one dispatch engine and the nodes: a ``Transport`` carries an
 encoded request to a node agent and brings back its encoded reply, shares one payload
-with many calls (a broadcast), and feeds the nodes' event batches to an ``EventFeed``.
+with many calls (a broadcast), and feeds the nodes' event batches to an ``EventSink`` (a pool's ``EventFeed``).
 
 Transports never look inside payloads: a request is bytes (plus out-of-band buffers)
 from ``wire.encode``, a reply is what the agent's ``execute`` returned. What goes wrong
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from skyward.engine.wire import Payload
 
 if TYPE_CHECKING:
-    from skyward.engine.events import EventFeed
+    from skyward.engine.events import EventSink
 
 
 class TransportError(Exception):
@@ -32,7 +32,7 @@ class TransportError(Exception):
 class NodeLost(TransportError):
     """The node's agent process died (or its connection broke, or the node left the pool)
     after the request was sent. ``by_task``: the task itself ended the process (a
-    recorded ``os._exit``, a crash, the kernel's OOM killer: see ``node.death``), so the
+    recorded ``os._exit``, a crash, the kernel's OOM killer: see ``engine.death``), so the
     request must not run again; otherwise the infrastructure failed and it may."""
 
     def __init__(self, node: int, detail: str, by_task: bool = False) -> None:
@@ -73,7 +73,7 @@ class Transport(Protocol[Agent]):
         """Node ``node`` joins with ``agent``; returns once calls can reach it. Raises,
         naming the node, when it cannot be reached."""
 
-    def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
+    def open(self, loop: asyncio.AbstractEventLoop, feed: EventSink) -> None:
         """Start: async calls run on ``loop``; node event batches go to ``feed``."""
 
     @property

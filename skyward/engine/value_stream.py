@@ -19,8 +19,8 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
-from skyward.api.function import PendingFunction
 from skyward.core.codec import load_payload
+from skyward.core.function import PendingFunction
 from skyward.engine.streams import Generate, Yielded
 
 LATE_VALUES_WAIT = 10.0

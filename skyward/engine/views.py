@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from skyward.api.instance import MembershipView
+from skyward.core.instance import MembershipView
 
 
 class ViewTracker:

@@ -27,11 +27,11 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.api.errors import RemoteError, RemoteTraceback, TaskExitError
-from skyward.api.function import SkywardFunction
-from skyward.api.instance import MembershipView
-from skyward.api.validation import shown
 from skyward.core.codec import load_payload
+from skyward.core.errors import RemoteError, RemoteTraceback, TaskExitError
+from skyward.core.function import SkywardFunction
+from skyward.core.instance import MembershipView
+from skyward.core.validation import shown
 
 CALL = "call"
 MAP = "map"

@@ -26,9 +26,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from skyward.api.function import SkywardFunction
-from skyward.api.instance import InstanceInfo, instance_info
-from skyward.api.validation import check_choice
+from skyward.core.function import SkywardFunction
+from skyward.core.instance import InstanceInfo, instance_info
+from skyward.core.validation import check_choice
 from skyward.plugins.torch_group import rank_env
 
 PORT_BASE = 29500

@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from skyward.api.compute import ComputePool
+from skyward.model.plugin import Plugin
 from skyward.plugins.joblib_pool import joblib, sklearn, use_pool
-from skyward.plugins.plugin import Plugin
 
 
 def joblib_backend(pool: Any) -> contextlib.AbstractContextManager[Any]:

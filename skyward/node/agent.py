@@ -25,18 +25,19 @@ from typing import Any
 import cloudpickle
 import ray
 
-from skyward.api.instance import InstanceInfo, MembershipView, current_task, install_node_info
-from skyward.api.output import TaskStream
-from skyward.api.spec import Worker
-from skyward.api.validation import wait_limit
 from skyward.collections import installed as collections_installed
 from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import GATEWAY_THREADS, Gateway
 from skyward.core.codec import load_payload
+from skyward.core.instance import InstanceInfo, MembershipView, current_task, install_node_info
+from skyward.core.output import TaskStream
+from skyward.core.validation import wait_limit
+from skyward.engine import death, publish
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import TCP, LaneServer
 from skyward.engine.wire import CALL, PROBE, Payload, TaskFailure, TaskRequest, decode, encode
-from skyward.node import death, publish
+from skyward.model.plugin import LaunchCommand
+from skyward.model.spec import Worker
 from skyward.node.outbox import Outbox
 from skyward.node.process_executor import ProcessExecutor
 from skyward.node.thread_executor import ThreadExecutor
@@ -44,7 +45,6 @@ from skyward.observe.events import Log
 from skyward.observe.metrics import Collector, MetricSampler
 from skyward.plugins import node as node_plugins
 from skyward.plugins.hooks import ray_options
-from skyward.plugins.plugin import LaunchCommand
 
 EXTRA_THREADS = 40
 """Actor threads beyond the task slots, for event polls, readiness checks and shutdown."""

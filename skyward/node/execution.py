@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from skyward.api.function import SkywardFunction
+from skyward.core.function import SkywardFunction
 from skyward.engine.wire import CALL, Outcome, TaskFailure, TaskRequest
 from skyward.plugins.node import decorated
 

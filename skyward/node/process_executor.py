@@ -23,15 +23,15 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.api.instance import InstanceInfo
 from skyward.collections import bridge
 from skyward.collections.gateway import Gateway
 from skyward.core.codec import load_payload
+from skyward.core.instance import InstanceInfo
+from skyward.engine import death
 from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
-from skyward.node import death
+from skyward.model.plugin import LaunchCommand
 from skyward.node.thread_executor import timeout_failure
 from skyward.plugins.node import child_command
-from skyward.plugins.plugin import LaunchCommand
 
 STOP_GRACE = 2.0
 LineSink = Callable[[str, str, str], None]

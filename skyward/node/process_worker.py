@@ -21,12 +21,12 @@ from skyward.core.codec import load_payload
 
 
 def main(read_fd: int, write_fd: int) -> None:
-    from skyward.api.instance import TaskContext, install_node_info, task_scope
-    from skyward.api.output import CallbackWriter
     from skyward.collections import installed as collections_runtime
     from skyward.collections.bridge import ChildBridge
+    from skyward.core.instance import TaskContext, install_node_info, task_scope
+    from skyward.core.output import CallbackWriter
+    from skyward.engine import publish
     from skyward.engine.wire import TaskFailure
-    from skyward.node import publish
     from skyward.node.execution import execute
     from skyward.plugins.node import install_process
 

@@ -20,7 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import cloudpickle
 
-from skyward.api.instance import InstanceInfo, TaskContext, task_scope
+from skyward.core.instance import InstanceInfo, TaskContext, task_scope
 from skyward.engine.wire import CALL, Outcome, TaskFailure, TaskRequest
 from skyward.node.execution import execute
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.api.validation import check_number
+from skyward.core.validation import check_number
 from skyward.observe.events import CostFinal, CostUpdate
 
 UPDATE_INTERVAL = 60.0

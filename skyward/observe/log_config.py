@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from skyward.api.validation import check_choice, check_number, fail
+from skyward.core.validation import check_choice, check_number, fail
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB)\s*$", re.IGNORECASE)

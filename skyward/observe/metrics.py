@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import psutil
 
-from skyward.api.validation import check_number, fail
+from skyward.core.validation import check_number, fail
 from skyward.observe import gpu
 from skyward.observe.events import Error, Metric
 

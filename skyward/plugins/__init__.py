@@ -1,6 +1,6 @@
 """Framework plugins: ``Spec(plugins=[sky.plugins.torch(), ...])``.
 
-``Plugin`` is a named set of hooks (see ``skyward.plugins.plugin``); the built-ins are
+``Plugin`` is a named set of hooks (see ``skyward.model.plugin``); the built-ins are
 factories returning one. Everything here is imported on first use, so a node process
 that only installs its pool's plugins does not import the frameworks' modules.
 """
@@ -11,10 +11,10 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "Plugin": "skyward.plugins.plugin",
-    "LaunchCommand": "skyward.plugins.plugin",
-    "LaunchContext": "skyward.plugins.plugin",
-    "Cluster": "skyward.plugins.cluster",
+    "Plugin": "skyward.model.plugin",
+    "LaunchCommand": "skyward.model.plugin",
+    "LaunchContext": "skyward.model.plugin",
+    "Cluster": "skyward.model.cluster",
     "torch": "skyward.plugins.torch_dist",
     "jax": "skyward.plugins.jax_dist",
     "keras": "skyward.plugins.keras_backend",

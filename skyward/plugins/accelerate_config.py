@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skyward.api.validation import check_choice, fail
+from skyward.core.validation import check_choice, fail
 
 FIELD = "plugins.accelerate"
 SET_BY_SKYWARD = ("machine_rank", "main_process_ip", "main_process_port", "same_network", "rdzv_backend")

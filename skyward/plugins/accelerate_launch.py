@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from skyward.api.spec import Image
-from skyward.api.validation import fail
+from skyward.core.validation import fail
+from skyward.image.image import Image
+from skyward.model.cluster import Cluster
+from skyward.model.plugin import Plugin
 from skyward.plugins import torch_group
 from skyward.plugins.accelerate_config import FIELD, check_config, config_env
-from skyward.plugins.cluster import Cluster
 from skyward.plugins.packages import rendezvous_port, require_gpus, with_packages
-from skyward.plugins.plugin import Plugin
 
 
 def accelerate(config: Mapping[str, Any] | None = None) -> Plugin:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from skyward.api.spec import Spec, Worker
-from skyward.plugins.cluster import Cluster
+from skyward.model.cluster import Cluster
+from skyward.model.spec import Spec, Worker
 from skyward.plugins.hooks import blame, each
 
 

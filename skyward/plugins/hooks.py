@@ -12,23 +12,17 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from skyward.api.instance import InstanceInfo
-from skyward.api.spec import Image, Spec
-from skyward.plugins.plugin import LaunchCommand, LaunchContext, Plugin
+from skyward.core.instance import InstanceInfo
+from skyward.image.image import Image
+from skyward.image.script import BootstrapOp
+from skyward.model.plugin import LaunchCommand, LaunchContext, Plugin
+from skyward.model.spec import Spec
 
 if TYPE_CHECKING:
-    from skyward.plugins.cluster import Cluster
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapOp:
-    """One shell command a plugin's ``bootstrap`` hook asked for."""
-
-    plugin: str
-    command: str
+    from skyward.model.cluster import Cluster
 
 
 @contextmanager

@@ -17,12 +17,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 
-from skyward.api.instance import InstanceInfo
-from skyward.api.spec import Image
-from skyward.api.validation import fail
-from skyward.plugins.cluster import Cluster
+from skyward.core.instance import InstanceInfo
+from skyward.core.validation import fail
+from skyward.image.image import Image
+from skyward.model.cluster import Cluster
+from skyward.model.plugin import Plugin
 from skyward.plugins.packages import rendezvous_port, with_packages
-from skyward.plugins.plugin import Plugin
 
 INIT_TIMEOUT = 120
 COORDINATOR = "SKYWARD_JAX_COORDINATOR"

@@ -24,12 +24,12 @@ from typing import Any
 from joblib import parallel_config, register_parallel_backend
 from joblib._parallel_backends import AutoBatchingMixin, ParallelBackendBase, SequentialBackend
 
-from skyward.api.function import PendingFunction
-from skyward.api.spec import Image
-from skyward.api.validation import fail
-from skyward.plugins.cluster import Cluster
+from skyward.core.function import PendingFunction
+from skyward.core.validation import fail
+from skyward.image.image import Image
+from skyward.model.cluster import Cluster
+from skyward.model.plugin import Plugin
 from skyward.plugins.packages import with_packages
-from skyward.plugins.plugin import Plugin
 
 NAME = "skyward"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from skyward.api.spec import Image
-from skyward.api.validation import check_choice
-from skyward.plugins.cluster import Cluster
+from skyward.core.validation import check_choice
+from skyward.image.image import Image
+from skyward.model.cluster import Cluster
+from skyward.model.plugin import Plugin
 from skyward.plugins.packages import with_packages
-from skyward.plugins.plugin import Plugin
 
 BACKENDS = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow"}
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import cloudpickle
 
-from skyward.api.instance import InstanceInfo
 from skyward.core.codec import load_payload
+from skyward.core.instance import InstanceInfo
+from skyward.model.plugin import LaunchCommand, LaunchContext, Plugin
 from skyward.plugins import hooks
-from skyward.plugins.plugin import LaunchCommand, LaunchContext, Plugin
 
 _installed: tuple[Plugin, ...] = ()
 

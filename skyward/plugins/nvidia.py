@@ -17,14 +17,14 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 
-from skyward.api.accelerator_catalog import CATALOG, identify, nearest_variant
-from skyward.api.instance import InstanceInfo
-from skyward.api.spec import Image
-from skyward.api.validation import check_number, fail
+from skyward.core.accelerator_catalog import CATALOG, identify, nearest_variant
+from skyward.core.instance import InstanceInfo
 from skyward.core.private_dir import private_directory
-from skyward.plugins.cluster import Cluster
+from skyward.core.validation import check_number, fail
+from skyward.image.image import Image
+from skyward.model.cluster import Cluster
+from skyward.model.plugin import Plugin
 from skyward.plugins.packages import require_gpus, with_packages
-from skyward.plugins.plugin import Plugin
 
 NVIDIA_INDEX = "https://pypi.nvidia.com"
 SMI_TIMEOUT = 30.0

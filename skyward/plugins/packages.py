@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from packaging.requirements import Requirement
 
-from skyward.api.spec import Image, PipIndex
-from skyward.plugins.cluster import Cluster
-from skyward.providers.ssh.image_script import requirement_name
+from skyward.image.image import Image, PipIndex
+from skyward.image.script import requirement_name
+from skyward.model.cluster import Cluster
 
 PORT_BASE = 29500
 PORT_SPAN = 2000

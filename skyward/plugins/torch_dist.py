@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from skyward.api.spec import Image
-from skyward.api.validation import check_choice, fail
+from skyward.core.validation import check_choice, fail
+from skyward.image.image import Image
+from skyward.model.cluster import Cluster
+from skyward.model.plugin import Plugin
 from skyward.plugins import torch_group
-from skyward.plugins.cluster import Cluster
 from skyward.plugins.packages import rendezvous_port, require_gpus, with_packages
-from skyward.plugins.plugin import Plugin
 
 BACKENDS = ("gloo", "nccl")
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"

@@ -32,11 +32,11 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from skyward.api.instance import InstanceInfo
-from skyward.api.spec import Nodes
-from skyward.api.validation import fail
-from skyward.plugins.cluster import Cluster
-from skyward.plugins.plugin import Plugin
+from skyward.core.instance import InstanceInfo
+from skyward.core.validation import fail
+from skyward.model.cluster import Cluster
+from skyward.model.plugin import Plugin
+from skyward.model.spec import Nodes
 
 INIT_TIMEOUT = 120
 JOIN_IN = "SKYWARD_TORCH_JOIN_IN"

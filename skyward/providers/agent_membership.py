@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skyward.engine.membership import Joined, Loss
 from skyward.engine.transports.ray_actors import RayAgent, RayTransport
+from skyward.model.nodes import NodeHandle
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
-from skyward.providers.base import Joined, Loss, NodeHandle
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from skyward.api.errors import SkywardError
-from skyward.api.instance import InstanceInfo
-from skyward.api.spec import Options, Spec
-from skyward.api.validation import fail
+from skyward.core.errors import SkywardError
+from skyward.core.instance import InstanceInfo
+from skyward.core.validation import fail
 from skyward.engine.driver import Encoder
+from skyward.engine.membership import Membership
 from skyward.engine.transport import Transport
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Options, Spec
 from skyward.observe.cost import Pricing
 from skyward.storage.client import Storage
 from skyward.storage.pool_volumes import check_node_credentials
@@ -26,36 +28,6 @@ from skyward.storage.pool_volumes import check_node_credentials
 
 class TeardownError(SkywardError, RuntimeError):
     """A provider could not confirm that something it started is gone; the message names it."""
-
-
-@dataclass(frozen=True, slots=True)
-class SSHEndpoint:
-    """How the client logs in to a node: ``user@host:port`` with ``key_path`` (None: the
-    user's default keys and ssh-agent)."""
-
-    host: str
-    port: int = 22
-    user: str = "root"
-    key_path: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class NodeHandle:
-    """One machine (or process) a provider gave the pool."""
-
-    id: str
-    address: str
-    """The address peers reach it at (its private address)."""
-    ssh: SSHEndpoint | None = None
-    instance_type: str = ""
-    hourly_price: float = 0.0
-    ondemand_price: float | None = None
-    """What the same machine costs on demand (None: ``hourly_price``)."""
-    spot: bool = False
-    region: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,53 +59,6 @@ class PhaseTiming:
     name: str
     seconds: float
     node: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Joined:
-    """A node a provider added to a running cluster: its handle and its ``InstanceInfo``
-    (whose ``peers`` name at least the node itself; the engine fills in the others)."""
-
-    handle: NodeHandle
-    info: InstanceInfo
-
-
-@dataclass(frozen=True, slots=True)
-class Loss:
-    """A node its provider found gone: ``preempted`` when the provider took it back (a
-    spot interruption), else it failed (its machine or host vanished)."""
-
-    node: int
-    reason: str
-    preempted: bool = False
-
-
-class Membership(Protocol):
-    """How a running cluster grows and shrinks, each provider its own way (local: more
-    agents on the same Ray; SSH: the hosts beyond those in use; clouds: more machines
-    through the same remote path; ``sky.Ray``: more nodes of the cluster). The engine
-    calls ``add`` and ``remove`` from worker threads, one rank at a time per call,
-    several at once."""
-
-    def capacity(self) -> int | None:
-        """The most nodes the cluster can have at once (None: no limit known)."""
-
-    def add(self, node: int) -> Joined:
-        """Start a node at rank ``node`` with its agent, attach the agent to the
-        cluster's transport and return once it answers. Raises (naming the node and the
-        cause) when it cannot; whatever was started for it is stopped again."""
-
-    def remove(self, node: int) -> None:
-        """Detach rank ``node`` from the transport, stop its agent and release its
-        machine (a node already gone is fine). Raises ``TeardownError`` when something
-        could not be confirmed gone."""
-
-    def watch(self, lost: Callable[[Loss], None]) -> None:
-        """Report nodes found gone to ``lost`` as soon as the provider notices (from
-        any thread); ``check`` finds the rest."""
-
-    def check(self) -> list[Loss]:
-        """Ask the provider which nodes are gone (every reconcile tick; bounded)."""
 
 
 class ClientCollections(Protocol):

@@ -19,9 +19,10 @@ from typing import ClassVar
 
 import psutil
 
-from skyward.api.allocation import minimum_spot
-from skyward.api.spec import DEFAULT_TTL, Image, Options, Spec, local_python
-from skyward.api.validation import check_number, fail
+from skyward.core.allocation import minimum_spot
+from skyward.core.validation import check_number, fail
+from skyward.image.image import Image, local_python
+from skyward.model.spec import DEFAULT_TTL, Options, Spec
 from skyward.providers.base import Cluster, Offer, PhaseTiming
 from skyward.storage.client import Storage
 from skyward.storage.pool_volumes import mounted

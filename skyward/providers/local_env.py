@@ -9,7 +9,7 @@ warm by later pools (a lock file lets one pool build while others wait). It hold
 - skyward itself: the wheel of this very copy (``ssh.wheels.skyward_wheel``), without
   its dependencies;
 - ``Image.pip``, installed by uv grouped by index exactly as remote nodes install it
-  (``ssh.image_script.pip_groups``);
+  (``skyward.image.script.pip_groups``);
 - a ``.pth`` file that appends this environment's site directories after its own, so
   Ray, cloudpickle and the rest of skyward's dependencies come from the client (the
   agents must run the very Ray of the client) while the Image's packages win over the
@@ -34,11 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skyward.api.paths import skyward_dir
-from skyward.api.spec import Image
-from skyward.plugins.hooks import BootstrapOp
+from skyward.core.paths import skyward_dir
+from skyward.image.image import Image
+from skyward.image.script import BootstrapOp, pip_groups
 from skyward.providers.ssh import wheels
-from skyward.providers.ssh.image_script import pip_groups
 
 KEY_VERSION = "1"
 LOCK_POLL = 0.2

@@ -7,27 +7,31 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import ray
 
-from skyward.api.instance import InstanceInfo, NetworkInfo, PeerInfo
-from skyward.api.spec import Image, Options, Spec
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import DriverCollections
+from skyward.core.instance import InstanceInfo, NetworkInfo, PeerInfo
+from skyward.engine import death
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.ray_actors import RayTransport
 from skyward.engine.wire import encode
-from skyward.node import death
+from skyward.image.image import Image
+from skyward.model.cluster import Cluster as PluginCluster
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Options, Spec
 from skyward.node.agent import AgentSetup, adopt, adoptable, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
-from skyward.plugins.cluster import Cluster as PluginCluster
 from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
 from skyward.providers import local_env, warm_client
 from skyward.providers.agent_membership import AgentMembership, Placement
-from skyward.providers.base import Cluster, NodeHandle, PhaseTiming
+from skyward.providers.base import Cluster, PhaseTiming
+from skyward.providers.kept.request import ClientContext
 from skyward.providers.local import Local, check_image
 from skyward.providers.local_env import client_site_dirs
 from skyward.providers.local_ray import LocalRay
@@ -35,13 +39,17 @@ from skyward.providers.local_ray import LocalRay
 DEFAULT_READY_TIMEOUT = 120.0
 
 
-def start(spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0) -> Cluster:
+def start(
+    spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0, context: ClientContext | None = None
+) -> Cluster:
     """Start (or share) the local Ray instance and one agent per node of the pool's floor;
     blocks until every agent answers or ``Options.provision_timeout`` passes, and undoes
     what it started if a step fails. With ``keep_warm``, Ray and spare agents come from
     this user's warm engine (``warm_engine``), which stays up that long after the last
-    pool closed."""
+    pool closed. ``context``: the client the agents work for, when it is not this
+    process (then each agent gets the client's environment under its own)."""
     started = time.monotonic()
+    client = context or ClientContext.here()
     count = spec.node_count.floor
     lease = warm_client.lease(count, keep_warm) if keep_warm > 0 else None
     try:
@@ -63,7 +71,9 @@ def start(spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0) ->
             spec.image, bootstrap_ops(spec.plugins, replace(view, spec=spec)), spec.image.bootstrap_timeout
         )
         env = {**built.env}
-        sys_path = _sys_path(spec.image, isolated=built.python is not None)
+        sys_path = _sys_path(spec.image, client, isolated=built.python is not None)
+        if context is not None:
+            env = {**_client_env(context.environ), **env}
         metrics = resolve_metrics(spec.image.metrics)
         collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
         notes = _notes_dir(pool_id)
@@ -73,7 +83,7 @@ def start(spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0) ->
             info = _info(node, pool_id, port, max(count, node + 1))
             lane = lane_path(LocalRay.temp_dir(), pool_id, node)
             setup = AgentSetup(
-                info, worker, os.getcwd(), sys_path, env, metrics, collections, lane=lane, notes=notes,
+                info, worker, client.cwd, sys_path, env, metrics, collections, lane=lane, notes=notes,
                 plugins=plugins, launch=agent_launch(spec.plugins, built.python, info),
             )
             return Placement(setup, _handle(pool_id, node), lane=lane)
@@ -130,8 +140,12 @@ def _spares(lease: warm_client.Lease | None, setups: list[AgentSetup]) -> list[A
 def _with_client_env(setup: AgentSetup) -> AgentSetup:
     """``setup`` with this client's environment under its own: a spare was started
     with the engine's (a pool's own agents inherit the client's)."""
-    client = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
-    return replace(setup, env={**client, **setup.env})
+    return replace(setup, env={**_client_env(os.environ), **setup.env})
+
+
+def _client_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """A client's environment as its agents take it (Ray's own variables left out)."""
+    return {key: value for key, value in environ.items() if not key.startswith("RAY_")}
 
 
 def _handle(pool_id: str, node: int) -> NodeHandle:
@@ -145,16 +159,16 @@ def _notes_dir(pool_id: str) -> str:
     return os.path.join(temp, f"notes-{pool_id[:12]}") if temp else ""
 
 
-def _sys_path(image: Image, isolated: bool = False) -> tuple[str, ...]:
+def _sys_path(image: Image, client: ClientContext, isolated: bool = False) -> tuple[str, ...]:
     """The client's import path (its cwd first), plus the parent dirs of includes. An
     ``isolated`` agent (in the Image's venv) gets no site directories from here: its
     venv appends the client's after its own, so the Image's packages come first."""
     extra = []
     for include in image.includes:
-        path = os.path.abspath(include)
+        path = os.path.abspath(os.path.join(client.cwd, include))
         extra.append(os.path.dirname(path) if path.endswith(".py") or os.path.isdir(path) else path)
-    own = [p for p in sys.path if not (isolated and (p in client_site_dirs() or _in_stdlib(p)))]
-    paths = [os.getcwd(), *extra, *own]
+    own = [p for p in client.sys_path if not (isolated and (p in client_site_dirs() or _in_stdlib(p)))]
+    paths = [client.cwd, *extra, *own]
     return tuple(dict.fromkeys(p for p in paths if p))
 
 

@@ -20,6 +20,8 @@ class Known:
     cls: str
     credentials: tuple[Source, ...] = ()
     cloud: bool = False
+    region_field: str = "region"
+    """The field that says where it runs (``sky gc --region``, ``sky down``): GCP's is ``zone``."""
 
     def load(self) -> type:
         return getattr(importlib.import_module(self.module), self.cls)
@@ -53,6 +55,17 @@ KNOWN: dict[str, Known] = {
             Source(("VULTR_API_KEY",), "~/.vultr-cli.yaml", "api-key"),), cloud=True),
         Known("lambda", "skyward.providers.lambda_cloud.provider", "Lambda", (
             Source(("LAMBDA_API_KEY",), "~/.lambda_cloud/lambda_keys", "api_key"),), cloud=True),
+        Known("jarvislabs", "skyward.providers.jarvislabs.provider", "JarvisLabs", (
+            Source(("JL_API_KEY",), "~/.config/jl/config.toml", "auth.token"),), cloud=True),
+        Known("massedcompute", "skyward.providers.massedcompute.provider", "MassedCompute", (
+            Source(("MASSED_COMPUTE_API_KEY",)),), cloud=True),
+        Known("scaleway", "skyward.providers.scaleway.provider", "Scaleway", (
+            Source(("SCW_SECRET_KEY",), "~/.config/scw/config.yaml", "secret_key"),
+            Source(("SCW_DEFAULT_PROJECT_ID", "SCW_PROJECT_ID"), "~/.config/scw/config.yaml", "default_project_id")),
+            cloud=True),
+        Known("gcp", "skyward.providers.gcp.provider", "GCP", (
+            Source(("GOOGLE_APPLICATION_CREDENTIALS",), "~/.config/gcloud/application_default_credentials.json"),),
+            cloud=True, region_field="zone"),
     )
 }
 CLOUDS = tuple(name for name, known in KNOWN.items() if known.cloud)
@@ -77,4 +90,4 @@ def make(name: str, **fields: Any) -> Any:
 
 def with_region(name: str, region: str | None) -> Any:
     """A provider of ``name`` in ``region`` (its default when None)."""
-    return make(name, region=region) if region is not None else make(name)
+    return make(name, **{known(name).region_field: region}) if region is not None else make(name)

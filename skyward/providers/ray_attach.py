@@ -21,18 +21,20 @@ from typing import Any
 import psutil
 import ray
 
-from skyward.api.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
-from skyward.api.spec import Options, Spec
-from skyward.api.validation import fail
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import DriverCollections
+from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
+from skyward.core.validation import fail
+from skyward.engine.membership import Loss
 from skyward.engine.transports.ray_actors import RayTransport
 from skyward.engine.wire import encode
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Options, Spec
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers import local_ray
 from skyward.providers.agent_membership import AgentMembership, Placement
-from skyward.providers.base import Cluster, Loss, NodeHandle, PhaseTiming
+from skyward.providers.base import Cluster, PhaseTiming
 from skyward.providers.ray_cluster import Ray
 
 DEFAULT_CONNECT_TIMEOUT = 60.0

@@ -25,9 +25,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from skyward.api.allocation import minimum_spot
-from skyward.api.spec import DEFAULT_TTL, Options, Spec, local_python
-from skyward.api.validation import check_number, fail
+from skyward.core.allocation import minimum_spot
+from skyward.core.validation import check_number, fail
+from skyward.image.image import local_python
+from skyward.model.spec import DEFAULT_TTL, Options, Spec
 from skyward.providers.base import Cluster, Offer
 from skyward.storage.client import Storage
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from skyward.api.paths import skyward_dir
+from skyward.core.paths import skyward_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,9 @@ class LivePool:
     log_file: str | None = None
     opened: float = field(default_factory=time.time)
     """When the nodes were up (epoch seconds), for the cost so far."""
+    keep_alive: float | None = None
+    """Seconds the pool daemon keeps it after its last client left (None: not a kept
+    pool; ``pid`` is then the client's, else the daemon's)."""
 
     @property
     def hourly_rate(self) -> float:
@@ -60,16 +63,17 @@ class LivePool:
 
 def register(
     pool_id: str, provider: str, region: str | None, *, name: str = "", nodes: Sequence[NodeRecord] = (),
-    log_file: str | None = None,
+    log_file: str | None = None, keep_alive: float | None = None,
 ) -> None:
-    """Record (or update) that this process holds ``pool_id`` open."""
+    """Record (or update) that this process holds ``pool_id`` open (``keep_alive``: as
+    a kept pool of the pool daemon)."""
     previous = _read(_path(pool_id))
     now = time.time()
     record = LivePool(
         pool_id, provider, region, os.getpid(), socket.gethostname(),
         previous.started if previous is not None and previous.pid == os.getpid() else now,
         name or (previous.name if previous else ""), tuple(nodes) or (previous.nodes if previous else ()),
-        log_file or (previous.log_file if previous else None), now,
+        log_file or (previous.log_file if previous else None), now, keep_alive,
     )
     text = json.dumps(asdict(record))
     for _ in range(3):  # another process may remove the emptied directory in between

@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.metadata
+import json
 import os
 import signal
 import socket
@@ -28,20 +29,29 @@ from typing import TypeVar
 
 import psutil
 
-from skyward.api.paths import skyward_dir, skyward_home
-from skyward.core.codec import MalformedFrame, frame, read_frame
+from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.messages import (
+    AdoptPool,
     AskStatus,
+    EndPool,
     EngineState,
+    KeepPool,
     Leased,
     LeaseSpares,
+    ListPools,
     Message,
+    NotKept,
+    PoolHeld,
+    PoolsEnded,
+    PoolsKept,
     Refusal,
     StopEngine,
     Stopping,
     ToEngine,
 )
+from skyward.core.paths import skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
+from skyward.model.spec import Options, Spec
 
 START_TIMEOUT = 90.0
 """Seconds a new engine has to start Ray and listen."""
@@ -49,6 +59,10 @@ ANSWER_TIMEOUT = 30.0
 """Seconds to wait for the engine's answer to one request."""
 SOCKET = "sock"
 PID_FILE = "pid"
+API_FILE = "api.json"
+"""The daemon's HTTP API (``kept.http``): ``{"url": ..., "pid": ...}``."""
+API_TOKEN_FILE = "api.token"
+"""The HTTP API's bearer token (hex, mode 0600)."""
 A = TypeVar("A", bound=Message)
 
 
@@ -107,6 +121,127 @@ def lease(count: int, keep_warm: float) -> Lease:
         connection.close()
         raise
     return Lease(connection, answer)
+
+
+@dataclass(frozen=True, slots=True)
+class KeptPoolState:
+    """A kept pool (``kept.daemon``) as its engine reports it: ``holder`` is the pid of
+    the client using it (0: none), ``idle`` the seconds since the last one left."""
+
+    name: str
+    pool_id: str
+    nodes: int
+    keep_alive: float
+    holder: int
+    idle: float
+    opened: float
+    definition: bytes
+    """The pickled (Spec, Options) the pool was opened with."""
+    engine_pid: int
+
+
+def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, timeout: float) -> PoolHeld:
+    """Open a kept pool on this user's engine (starting the engine when none runs),
+    held for this process; waits up to ``timeout`` seconds for its agents. RuntimeError
+    with the engine's reason when it cannot."""
+    directory = engine_dir()
+    with _spawn_lock(directory):
+        connection = _connect(directory) or _start(directory)
+    with connection:
+        connection.settimeout(timeout + ANSWER_TIMEOUT)
+        try:
+            return _ask(connection, KeepPool(name, fingerprint, keep_alive, request), PoolHeld)
+        except RuntimeError as exc:
+            log = directory / "engine.log"
+            raise RuntimeError(f"the pool daemon could not open the kept pool {name!r}: {exc} (its log: {log})") from None
+
+
+def adopt_pool(name: str, fingerprint: str) -> PoolHeld | None:
+    """The kept pool named ``name`` (empty: any defined as ``fingerprint``), held for
+    this process; None when no engine runs or it keeps no such pool. RuntimeError (the
+    engine's reason) when it is held by another client or defined otherwise."""
+    connection = _connect(engine_dir())
+    if connection is None:
+        return None
+    with connection:
+        answer = _ask(connection, AdoptPool(name, fingerprint), (PoolHeld, NotKept))
+    return answer if isinstance(answer, PoolHeld) else None
+
+
+def kept_pools() -> list[KeptPoolState]:
+    """The kept pools of every engine of this user that answers."""
+    found = []
+    for engine in status():
+        connection = _connect(Path(engine.directory))
+        if connection is None:
+            continue
+        with connection:
+            kept = _ask(connection, ListPools(), PoolsKept)
+        found += [KeptPoolState(*pool, engine_pid=engine.pid) for pool in kept.pools]
+    return found
+
+
+def kept_definition(name: str) -> tuple[Spec, Options] | None:
+    """The Spec and Options the kept pool ``name`` was opened with (None: not kept)."""
+    connection = _connect(engine_dir())
+    if connection is None:
+        return None
+    with connection:
+        kept = _ask(connection, ListPools(), PoolsKept)
+    for pool in kept.pools:
+        if pool[0] == name:
+            spec, options = load_payload(pool[7])  # from this user's engine (peer checked)
+            return spec, options
+    return None
+
+
+def end_pools(name: str, timeout: float = 300.0) -> list[str]:
+    """Tear down the kept pool ``name`` (empty: every kept pool) on the engines that
+    keep it, confirmed; the names ended."""
+    ended: list[str] = []
+    for engine in status():
+        connection = _connect(Path(engine.directory))
+        if connection is None:
+            continue
+        with connection:
+            if name and name not in {pool[0] for pool in _ask(connection, ListPools(), PoolsKept).pools}:
+                continue
+        connection = _connect(Path(engine.directory))
+        if connection is None:
+            continue
+        with connection:
+            connection.settimeout(timeout)
+            ended += _ask(connection, EndPool(name), PoolsEnded).names
+    return ended
+
+
+@dataclass(frozen=True, slots=True)
+class ApiEndpoint:
+    """Where this user's pool daemon serves its HTTP API, and the file holding its token."""
+
+    url: str
+    token_file: str
+    pid: int
+
+
+def api_endpoint() -> ApiEndpoint:
+    """This interpreter's pool daemon's HTTP API, starting the daemon when none runs.
+    RuntimeError when the daemon runs without it (its engine.log says why)."""
+    directory = engine_dir()
+    with _spawn_lock(directory):
+        connection = _connect(directory) or _start(directory)
+    with connection:
+        state = _ask(connection, AskStatus(), EngineState)
+    try:  # written before the daemon listens on its socket
+        found = json.loads((directory / API_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        found = {}
+    if found.get("pid") != state.pid:
+        raise RuntimeError(
+            f"the pool daemon (pid {state.pid}) serves no HTTP API; see {directory / 'engine.log'}, and restart "
+            "it with `sky down` once no kept pool is needed"
+        )
+    return ApiEndpoint(str(found["url"]), str(directory / API_TOKEN_FILE), state.pid)
 
 
 def status() -> list[EngineStatus]:
@@ -198,7 +333,7 @@ def _start(directory: Path) -> socket.socket:
     )
 
 
-def _ask(connection: socket.socket, request: ToEngine, expected: type[A]) -> A:
+def _ask(connection: socket.socket, request: ToEngine, expected: type[A] | tuple[type[A], ...]) -> A:
     """Send one request, read its one answer (RuntimeError if the engine refused, or
     answered something else)."""
     connection.sendall(frame(request))

@@ -12,6 +12,8 @@ the pool lives, and when it closes the engine kills what is left of those spares
 setup (``NodeAgent.configure``); after each lease the engine starts new ones, as many as
 the largest pool asked for. With no pool open for ``keep_warm`` seconds (the latest
 lease's value) or on "down", it stops its spares and Ray, removes its socket and exits.
+It also keeps pools (``kept.daemon``) and serves their HTTP API (``kept.http``), which
+keep it up while they are in use.
 """
 
 from __future__ import annotations
@@ -29,19 +31,29 @@ from typing import Any
 
 import ray
 
-from skyward.core.codec import MalformedFrame, frame, read_frame
+from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.messages import (
+    AdoptPool,
     AskStatus,
+    EndPool,
     EngineState,
+    KeepPool,
     Leased,
     LeaseSpares,
+    ListPools,
     Message,
+    NotKept,
+    PoolsEnded,
+    PoolsKept,
     Refusal,
     StopEngine,
     Stopping,
 )
-from skyward.core.peers import ForeignPeer, require_same_user
+from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.node.agent import start_spares
+from skyward.providers.kept.daemon import KeptPools
+from skyward.providers.kept.http import KeptApi
+from skyward.providers.kept.request import KeptRequest
 from skyward.providers.local_ray import LocalRay
 from skyward.providers.warm_client import PID_FILE, SOCKET
 
@@ -68,6 +80,11 @@ class WarmEngine:
         self._down = threading.Event()
         self._wanted = threading.Event()
         self._setups = directory / "setups"
+        self._kept = KeptPools(directory)
+        self._api = KeptApi(directory, self._kept)
+        self._leased = False
+        self._kept_requests = 0
+        """Requests about kept pools being served (the engine stays until each is answered)."""
 
     def run(self) -> None:
         """Serve until idle for ``keep_warm`` seconds or told "down"; then clean up."""
@@ -78,26 +95,44 @@ class WarmEngine:
         path = self.directory / SOCKET
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+        try:  # before the socket: a client that reached the engine finds api.json
+            print(f"warm engine {os.getpid()}: HTTP API at {self._api.start()}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - logged; the engine serves scripts without it
+            print(f"warm engine: the HTTP API did not start: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         try:
             server.bind(str(path))
             os.chmod(path, 0o600)
             server.listen(16)
             threading.Thread(target=self._accept, args=(server,), name="engine-accept", daemon=True).start()
             threading.Thread(target=self._replenish, name="engine-spares", daemon=True).start()
+            threading.Thread(target=self._clean_up, name="engine-cleanup", daemon=True).start()
             print(f"warm engine {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
             while not self._down.wait(TICK):
+                self._kept.sweep()
                 with self._lock:
-                    if self._pools == 0 and time.monotonic() - self._idle_since > self._keep_warm:
-                        break
+                    idle = (
+                        self._pools == 0 and self._kept_requests == 0
+                        and time.monotonic() - self._idle_since > self._keep_warm
+                    )
+                if idle and not self._kept and not self._api.busy():
+                    break
         finally:
             self._down.set()
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             server.close()
+            self._api.stop()
+            self._kept.close()
             self._stop_spares()
             LocalRay.release()
             shutil.rmtree(self._setups, ignore_errors=True)
             print(f"warm engine {os.getpid()} stopped", flush=True)
+
+    @staticmethod
+    def _clean_up() -> None:
+        """What a dead predecessor's kept pools left (``KeptPools.clean_up_after_a_dead_daemon``)."""
+        for line in KeptPools.clean_up_after_a_dead_daemon():
+            print(f"warm engine: {line}", flush=True)
 
     def _accept(self, server: socket.socket) -> None:
         while True:
@@ -130,11 +165,42 @@ class WarmEngine:
                     self._down.set()
                 case LeaseSpares(count, keep_warm) if count >= 0 and keep_warm >= 0:
                     self._lease(connection, count, float(keep_warm))
+                case KeepPool() | AdoptPool() | ListPools() | EndPool():
+                    self._kept_request(connection, request)
                 case _:
                     _answer(connection, Refusal(f"not a request of the warm engine: {type(request).__name__}"))
 
+    def _kept_request(self, connection: socket.socket, request: KeepPool | AdoptPool | ListPools | EndPool) -> None:
+        """Serve a request about kept pools (``kept.daemon``)."""
+        with self._lock:
+            if not self._leased:  # an engine only kept pools use leaves with the last of them
+                self._keep_warm = 0.0
+            self._kept_requests += 1
+        try:
+            match request:
+                case KeepPool(name, fingerprint, keep_alive, body) if keep_alive > 0:
+                    kept: KeptRequest = load_payload(body)  # from a process of this user (checked above)
+                    _answer(connection, self._kept.keep(name, fingerprint, keep_alive, kept, peer_pid(connection)))
+                case AdoptPool(name, fingerprint):
+                    _answer(connection, self._kept.adopt(name, fingerprint, peer_pid(connection)))
+                case ListPools():
+                    _answer(connection, PoolsKept(tuple(self._kept.states())))
+                case EndPool(name):
+                    _answer(connection, PoolsEnded(self._kept.end(name)))
+                case _:
+                    _answer(connection, Refusal(f"not a valid request: {request!r}"))
+        except LookupError as exc:
+            _answer(connection, NotKept(str(exc.args[0]) if exc.args else str(exc)))
+        except Exception as exc:  # the client gets the reason; the engine serves on
+            _answer(connection, Refusal(f"{type(exc).__name__}: {exc}"))
+        finally:
+            with self._lock:
+                self._kept_requests -= 1
+                self._idle_since = time.monotonic()
+
     def _lease(self, connection: socket.socket, count: int, keep_warm: float) -> None:
         with self._lock:
+            self._leased = True
             taken, self._ready = self._ready[:count], self._ready[count:]
             self._pools += 1
             self._keep_warm = keep_warm

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from skyward.api.validation import fail
+from skyward.core.validation import fail
 from skyward.storage.credentials import (
     Credential,
     check_credential,

@@ -6,7 +6,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from skyward.api.validation import fail
+from skyward.core.validation import fail
 
 #: Signing region where the endpoint's host does not say one (most S3-compatible
 #: services accept any region, and AWS itself redirects to the bucket's).

@@ -5,7 +5,7 @@ none carries a secret."""
 
 from __future__ import annotations
 
-from skyward.api.errors import SkywardError
+from skyward.core.errors import SkywardError
 
 
 class StorageError(SkywardError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from skyward.api.validation import fail
+from skyward.core.validation import fail
 from skyward.storage import hyperstack
 from skyward.storage.client import Storage
 from skyward.storage.credentials import Credential

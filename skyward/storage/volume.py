@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.api.validation import fail
+from skyward.core.validation import fail
 from skyward.storage.client import Storage
 
 #: Mount points that would hide what the system or skyward needs.

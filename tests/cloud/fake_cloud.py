@@ -219,6 +219,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._serve()
 
+    def do_PATCH(self) -> None:
+        self._serve()
+
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -228,7 +231,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
-            body = dict(urllib.parse.parse_qsl(raw.decode()))
+            plain = (self.headers.get("Content-Type") or "").startswith("text/plain")
+            body = raw.decode() if plain else dict(urllib.parse.parse_qsl(raw.decode()))
         self.owner.requests.append(Request(self.command, path, body))
         try:
             if not self.owner.authorized(self.headers) and not path.endswith("/oauth2/token"):

@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from storage_server import MotoServer
@@ -50,3 +51,13 @@ def sandbox() -> Iterator[dict[str, str]]:
         yield {"base": base, "home": home, "tmp": tmp, "env": env}  # type: ignore[dict-item]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def home(sandbox: dict, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The sandbox's $SKYWARD_HOME, for the scripts it runs and for this process (the warm
+    engine and pool daemon they reach are the sandbox's own)."""
+    path = Path(sandbox["home"]) / ".skyward"
+    sandbox["env"]["SKYWARD_HOME"] = str(path)
+    monkeypatch.setenv("SKYWARD_HOME", str(path))
+    return path

@@ -200,7 +200,7 @@ def test_collections_across_a_node_leaving() -> None:
 
 
 def test_a_barrier_breaks_naming_a_lost_node_and_the_node_is_replaced() -> None:
-    from skyward.providers.base import Loss
+    from skyward.engine.membership import Loss
 
     with sky.Compute(nodes=3, options=FAST.with_(retry_on_interruption=0)) as pool:
         holder = pool.run_async(_join_and_hold("old-size", "held-2"), target=2)

@@ -26,7 +26,8 @@ from skyward.plugins import Plugin
 from skyward.providers.base import with_default_storage
 
 ROOT = Path(__file__).resolve().parents[2]
-CLOUDS = ("runpod", "vastai", "verda", "digitalocean", "novita", "hyperstack", "tensordock", "vultr", "lambda")
+CLOUDS = ("runpod", "vastai", "verda", "digitalocean", "novita", "hyperstack", "tensordock", "vultr", "lambda", "gcp",
+          "scaleway", "jarvislabs", "massedcompute")
 PROVIDERS = ("local", "ssh", "ray", "aws", *CLOUDS)
 QUIET = {"console": False, "logging": False}
 MACHINE = {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
@@ -41,7 +42,8 @@ def provider(name: str) -> Any:
         "aws": sky.AWS(),
         "runpod": sky.RunPod(), "vastai": sky.VastAI(), "verda": sky.Verda(), "digitalocean": sky.DigitalOcean(),
         "novita": sky.Novita(), "hyperstack": sky.Hyperstack(), "tensordock": sky.TensorDock(),
-        "vultr": sky.Vultr(), "lambda": sky.Lambda(),
+        "vultr": sky.Vultr(), "lambda": sky.Lambda(), "gcp": sky.GCP(),
+        "scaleway": sky.Scaleway(), "jarvislabs": sky.JarvisLabs(), "massedcompute": sky.MassedCompute(),
     }[name]
 
 
@@ -245,6 +247,12 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "ray": By("tests/unit/test_elastic.py"),
         "aws": By(f"{AWS_ELASTIC}::test_a_node_failing_its_health_check_is_replaced"),
     },
+    "Options.keep_alive": {
+        "local": By("tests/e2e/test_kept_pools.py::test_a_script_run_again_adopts_the_same_nodes_without_ray_and_the_pool_ends_after_keep_alive"),
+        "ssh": By("tests/e2e/ssh/test_kept_ssh.py::test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_alive"),
+        "ray": Refused(60.0),
+        "aws": By("tests/e2e/cloud/test_kept_cloud.py::test_a_script_run_again_adopts_the_kept_cloud_pool_which_ends_after_keep_alive"),
+    },
 }
 
 
@@ -275,6 +283,8 @@ VERDICTS["Spec.allocation"]["digitalocean"] = Refused("spot")
 VERDICTS["Spec.allocation"]["tensordock"] = Refused("spot")
 VERDICTS["Spec.allocation"]["vultr"] = Refused("spot")
 VERDICTS["Spec.allocation"]["lambda"] = Refused("spot")
+VERDICTS["Spec.allocation"]["scaleway"] = Refused("spot")
+VERDICTS["Spec.allocation"]["massedcompute"] = Refused("spot")
 
 
 def test_every_field_has_a_verdict_on_every_provider() -> None:
@@ -384,7 +394,7 @@ def test_local_pool_honours_its_fields(tmp_path: Path) -> None:
 
 def test_apt_becomes_an_install_step() -> None:
     """Image.apt on remote nodes: the bootstrap installs the packages (with sudo when not root)."""
-    from skyward.providers.ssh.image_script import Artifacts, render
+    from skyward.image.script import Artifacts, render
 
     script = render(sky.Image(apt=["git", "ffmpeg"]), Artifacts("skyward.whl", "k", None, ""), "/tmp/p", 60)
     assert "install_apt git ffmpeg" in script and "apt-get install" in script and "sudo -n" in script

@@ -269,7 +269,7 @@ def test_oom_names_the_cause_and_spares_bystanders(tmp_path: Any) -> None:
     """The client runs in a memory cgroup of 1.5 GiB (so the machine is never at risk);
     node 1 allocates 4 GiB. The kernel kills node 1's agent, not node 0's, and the
     error and an Error event say it ran out of memory."""
-    from skyward.node.death import memory_cgroup
+    from skyward.engine.death import memory_cgroup
 
     found = memory_cgroup()
     if found is None or not os.access(found[0], os.W_OK):

@@ -14,7 +14,7 @@ import pytest
 
 import skyward as sky
 from skyward import sky as active
-from skyward.api.spec import ProviderConfig
+from skyward.model.spec import ProviderConfig
 from skyward.providers.ssh.provider import check_remote_nodes
 
 QUIET = sky.Options(console=False, logging=False)

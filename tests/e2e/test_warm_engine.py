@@ -5,7 +5,6 @@ killed client had leased; without keep_warm nothing outlives the pool."""
 
 from __future__ import annotations
 
-import ast
 import os
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from sandbox import wait_for_no_processes
+from sandbox import lines_of, wait_for_no_processes
 
 from skyward.providers import warm_client
 
@@ -37,6 +36,7 @@ with sky.Compute(provider=provider, nodes=2, options=sky.Options(console=False, 
 print("AFTER", flush=True)
 """
 SPARES_WAIT = 120.0
+KEYS = ("NODES", "DURING")
 
 
 def run(sandbox: dict, workdir: Path, tag: str, *args: str, hold: bool = False) -> subprocess.Popen[str]:
@@ -50,23 +50,6 @@ def run(sandbox: dict, workdir: Path, tag: str, *args: str, hold: bool = False) 
     )
 
 
-def lines_of(process: subprocess.Popen[str], until: str, timeout: float = 120) -> dict[str, object]:
-    """The script's NODES and DURING lines, read until the line starting with ``until``."""
-    found: dict[str, object] = {}
-    output = []
-    deadline = time.monotonic() + timeout
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        output.append(line)
-        key, _, value = line.rstrip("\n").partition(" ")
-        if key in ("NODES", "DURING"):
-            found[key] = ast.literal_eval(value)
-        if key == until:
-            return found
-    raise AssertionError(f"never saw {until}; output: {''.join(output)[-3000:]}")
 
 
 def wait_for_spares(count: int) -> warm_client.EngineStatus:
@@ -79,26 +62,19 @@ def wait_for_spares(count: int) -> warm_client.EngineStatus:
     raise AssertionError(f"the engine had no {count} spare agents within {SPARES_WAIT:g}s: {warm_client.status()}")
 
 
-@pytest.fixture
-def home(sandbox: dict, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's $SKYWARD_HOME, for the scripts and for ``warm_client`` here."""
-    path = Path(sandbox["home"]) / ".skyward"
-    sandbox["env"]["SKYWARD_HOME"] = str(path)
-    monkeypatch.setenv("SKYWARD_HOME", str(path))
-    return path
 
 
 def test_a_script_run_again_adopts_spares_and_the_engine_leaves_after_keep_warm(
     sandbox: dict, home: Path, tmp_path: Path
 ) -> None:
     first = run(sandbox, tmp_path / "a", "one", "30")
-    seen = lines_of(first, "AFTER")
+    seen = lines_of(first, "AFTER", KEYS)
     assert first.wait(30) == 0
     assert [(run_tag, cwd) for _, run_tag, cwd in seen["NODES"]] == [("one", str(tmp_path / "a"))] * 2  # type: ignore[union-attr]
     engine = wait_for_spares(2)
 
     second = run(sandbox, tmp_path / "b", "two", "2")
-    again = lines_of(second, "AFTER")
+    again = lines_of(second, "AFTER", KEYS)
     assert second.wait(30) == 0
     # the same engine lent its 2 spares to this pool: none left while it ran
     assert again["DURING"] == [(engine.pid, 0, 1)]
@@ -117,12 +93,12 @@ def test_a_killed_client_frees_its_spares_and_sky_down_stops_the_engine(
     sandbox: dict, home: Path, tmp_path: Path
 ) -> None:
     first = run(sandbox, tmp_path / "a", "one", "600")
-    lines_of(first, "AFTER")
+    lines_of(first, "AFTER", KEYS)
     assert first.wait(30) == 0
     wait_for_spares(2)
 
     holder = run(sandbox, tmp_path / "b", "two", "600", hold=True)
-    leased = [pid for pid, _, _ in lines_of(holder, "DURING")["NODES"]]  # type: ignore[union-attr]
+    leased = [pid for pid, _, _ in lines_of(holder, "DURING", KEYS)["NODES"]]  # type: ignore[union-attr]
     holder.send_signal(signal.SIGKILL)
     holder.wait(10)
     deadline = time.monotonic() + 30
@@ -140,7 +116,7 @@ def test_a_killed_client_frees_its_spares_and_sky_down_stops_the_engine(
 
 def test_without_keep_warm_no_engine_starts(sandbox: dict, home: Path, tmp_path: Path) -> None:
     plain = run(sandbox, tmp_path / "a", "one")
-    seen = lines_of(plain, "AFTER")
+    seen = lines_of(plain, "AFTER", KEYS)
     assert plain.wait(30) == 0
     assert seen["DURING"] == []
     assert not (home / "engine").exists()

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import skyward as sky
-from skyward.api import instance
-from skyward.api.accelerator_catalog import BY_NAME, CATALOG, SPELLINGS, identify
-from skyward.api.accelerators import FACTORIES, matches, parse_accelerator
 from skyward.api.config_file import load_named_pool
+from skyward.core import instance
+from skyward.core.accelerator_catalog import BY_NAME, CATALOG, SPELLINGS, identify
+from skyward.core.accelerators import FACTORIES, matches, parse_accelerator
 
 acc = sky.accelerators
 

@@ -10,8 +10,8 @@ from typing import ClassVar
 import pytest
 
 import skyward as sky
-from skyward.api.allocation import minimum_spot
 from skyward.api.selection import order
+from skyward.core.allocation import minimum_spot
 from skyward.providers.base import Offer
 
 

@@ -14,10 +14,14 @@ from skyward.providers.aws import session
 from skyward.providers.cloud.http import base_url
 from skyward.providers.cloud.urls import check_api_url
 from skyward.providers.digitalocean.api import DigitalOceanAPI
+from skyward.providers.gcp.api import GCPAPI
 from skyward.providers.hyperstack.api import HyperstackAPI
+from skyward.providers.jarvislabs.api import JarvisLabsAPI
 from skyward.providers.lambda_cloud.api import LambdaAPI
+from skyward.providers.massedcompute.api import MassedComputeAPI
 from skyward.providers.novita.api import NovitaAPI
 from skyward.providers.runpod.api import RunPodAPI
+from skyward.providers.scaleway.api import ScalewayAPI
 from skyward.providers.tensordock.api import TensorDockAPI
 from skyward.providers.vastai.api import VastAPI
 from skyward.providers.verda.api import VerdaAPI
@@ -34,6 +38,10 @@ CLOUDS: dict[str, tuple[Callable[[], Any], dict[str, str]]] = {
     "tensordock": (TensorDockAPI, {"TENSORDOCK_API_TOKEN": "k"}),
     "vultr": (VultrAPI, {"VULTR_API_KEY": "k"}),
     "lambda": (LambdaAPI, {"LAMBDA_API_KEY": "k"}),
+    "scaleway": (lambda: ScalewayAPI("fr-par-2"), {"SCW_SECRET_KEY": "k", "SCW_DEFAULT_PROJECT_ID": "p"}),
+    "jarvislabs": (lambda: JarvisLabsAPI("pytorch"), {"JL_API_KEY": "k"}),
+    "massed_compute": (MassedComputeAPI, {"MASSED_COMPUTE_API_KEY": "k"}),
+    "gcp": (lambda: GCPAPI("project-1", "us-central1-a", "default", dict), {}),
 }
 
 

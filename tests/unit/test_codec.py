@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import skyward
 from skyward.core import handshake
 from skyward.core.codec import MalformedFrame, decode_message, encode_message
-from skyward.core.messages import MESSAGES, Attach, Call, Failed, Hello, Reply
+from skyward.core.messages import MESSAGES, Attach, Call, Failed, Hello, PoolsKept, Reply
 from skyward.engine.transports import lane
 
 SKYWARD = Path(skyward.__file__).parent
@@ -58,6 +58,7 @@ def test_every_message_round_trips() -> None:
     samples = {
         Hello: Hello(1), Call: Call(3, 1, (b"h", (b"a", b"b")), 2.5), Failed: Failed(1, "crashed", 2, "gone"),
         Attach: Attach(1, 2, 3, b"setup"), Reply: Reply(7, b"r"),
+        PoolsKept: PoolsKept((("kept", "id", 2, 60.0, 0, 1.5, 1e9, b"definition"),)),
     }
     for cls in MESSAGES:
         message = samples.get(cls) or cls(*[_sample(f.type) for f in cls.__dataclass_fields__.values()])

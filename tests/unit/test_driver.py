@@ -14,7 +14,7 @@ import pytest
 from fake_cluster import FakeTransport
 
 import skyward as sky
-from skyward.api.instance import InstanceInfo, NetworkInfo
+from skyward.core.instance import InstanceInfo, NetworkInfo
 from skyward.engine.driver import ClusterDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.scheduler import ALL, SlotScheduler

@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from skyward.providers.base import SSHEndpoint
+from skyward.model.nodes import SSHEndpoint
 from skyward.providers.ssh.connection import HostKeyChangedError, KnownHosts, connect
 
 

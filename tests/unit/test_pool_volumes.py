@@ -17,8 +17,8 @@ import pytest
 from fake_cluster import FakeProvider
 
 import skyward as sky
+from skyward.image.script import Artifacts, render
 from skyward.providers.base import with_default_storage
-from skyward.providers.ssh.image_script import Artifacts, render
 from skyward.storage import StorageCredentialsError, VolumeCredentialsError
 from skyward.storage.client import ResolvedStorage
 from skyward.storage.pool_volumes import NodeVolume, decode, encode, resolved

@@ -85,7 +85,7 @@ def test_a_directory_that_group_or_others_can_write_is_refused(tmp_path: Path, b
 
 
 def test_a_stop_request_in_a_directory_another_user_could_write_is_ignored(tmp_path: Path) -> None:
-    from skyward.node import stream_stop
+    from skyward.engine import stream_stop
 
     shared = tmp_path / "shared"
     shared.mkdir()

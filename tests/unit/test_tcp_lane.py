@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from skyward.api.instance import InstanceInfo
-from skyward.api.spec import Worker
+from skyward.core.instance import InstanceInfo
 from skyward.engine.transports.lane import TCP, LaneBroken, LaneClient, LaneServer
+from skyward.model.spec import Worker
 from skyward.node.agent import AgentSetup, _open_lane
 
 SECRET = b"s" * 32

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
+from skyward.engine.death import Death
 from skyward.engine.events import EventBatch
 from skyward.engine.transport import NodeLost, NoReply, Refused, Shared, TransportError
 from skyward.engine.transports.lane import LaneBroken, LaneClient, LaneFailed
 from skyward.engine.wire import Payload
-from skyward.node.death import Death
 
 if TYPE_CHECKING:
-    from skyward.engine.events import EventFeed
+    from skyward.engine.events import EventSink
 
 AGENT_HOLD = 30.0
 """Seconds an agent holds an event poll open with nothing to send (an idle pool costs
@@ -73,7 +73,7 @@ class RayTransport:
         self._keys = itertools.count()
         self._closing = False
 
-    def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
+    def open(self, loop: asyncio.AbstractEventLoop, feed: EventSink) -> None:
         self._loop = loop
         self._events = RayEventSource(
             self.agents, lambda node, data: feed.submit(node, EventBatch.decode(data)), feed.report,

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
 
-from skyward.api.errors import CollectionClosedError, PoolClosedError
 from skyward.core import handshake
 from skyward.core.codec import MalformedFrame
+from skyward.core.errors import CollectionClosedError, PoolClosedError
 from skyward.core.messages import (
     PROTOCOL,
     Attach,
@@ -73,7 +73,7 @@ from skyward.engine.transport import (
 from skyward.engine.wire import Payload
 
 if TYPE_CHECKING:
-    from skyward.engine.events import EventFeed
+    from skyward.engine.events import EventSink
 
 CONNECT_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 30.0
@@ -122,7 +122,7 @@ class RelayTransport:
         self._pending: dict[int, tuple[int, Waiter]] = {}
         self._collections: dict[int, concurrent.futures.Future[bytes]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._feed: EventFeed | None = None
+        self._feed: EventSink | None = None
         self._writer: StreamOut | None = None
         self._closed: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
@@ -133,7 +133,7 @@ class RelayTransport:
     def can_call_now(self) -> bool:
         return True
 
-    def open(self, loop: asyncio.AbstractEventLoop, feed: EventFeed) -> None:
+    def open(self, loop: asyncio.AbstractEventLoop, feed: EventSink) -> None:
         """Connect (from any thread but ``loop``'s and the I/O loop's)."""
         self._loop, self._feed = self._io_loop or loop, feed
         asyncio.run_coroutine_threadsafe(self._connect(), self._loop).result(CONNECT_TIMEOUT + 1)

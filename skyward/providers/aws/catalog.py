@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from skyward.api.accelerators import matches
-from skyward.api.paths import skyward_dir
-from skyward.api.spec import Spec
+from skyward.core.accelerators import matches
+from skyward.core.paths import skyward_dir
+from skyward.model.spec import Spec
 from skyward.providers.aws.session import client, explain
 
 TYPES_TTL = 7 * 24 * 3600.0

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skyward.api.paths import skyward_dir
+from skyward.core.paths import skyward_dir
 from skyward.providers.aws.session import AWSError, client, error_code, explain
 from skyward.providers.base import TeardownError
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from skyward.engine.membership import Loss
+from skyward.model.nodes import NodeHandle
 from skyward.providers.aws.session import client, error_code
-from skyward.providers.base import Loss, NodeHandle
 
 ENDED = ("shutting-down", "terminated", "stopping", "stopped")
 

@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from skyward.api.accelerator_catalog import identify
-from skyward.api.allocation import minimum_spot
-from skyward.api.errors import NoAvailableProviderError
-from skyward.api.spec import Options, Spec, local_python
-from skyward.api.validation import fail
 from skyward.containers import refuse_container
+from skyward.core.accelerator_catalog import identify
+from skyward.core.allocation import minimum_spot
+from skyward.core.errors import NoAvailableProviderError
+from skyward.core.validation import fail
+from skyward.image.image import local_python
+from skyward.model.nodes import NodeHandle, SSHEndpoint
+from skyward.model.spec import Options, Spec
 from skyward.providers import registry
 from skyward.providers.aws import machines
 from skyward.providers.aws.catalog import InstanceType, candidates, instance_types
@@ -34,10 +36,9 @@ from skyward.providers.aws.images import find_image, root_device
 from skyward.providers.aws.membership import EC2Machines
 from skyward.providers.aws.prices import LIVE, prices
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
-from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint
+from skyward.providers.base import Cluster, Offer
 from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
-from skyward.providers.ssh.launch import launch_on_hosts
 from skyward.providers.ssh.provider import check_remote_nodes, check_remote_spec
 from skyward.storage.client import Storage
 from skyward.storage.presets import S3
@@ -159,6 +160,9 @@ class AWS:
         except BaseException:
             release()
             raise
+        # Ray loads when a pool launches, not in a script that adopts a kept pool
+        from skyward.providers.ssh.launch import launch_on_hosts
+
         return launch_on_hosts(
             handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
             halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,

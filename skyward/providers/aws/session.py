@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any
 
-from skyward.api.errors import SkywardError
+from skyward.core.errors import SkywardError
 from skyward.providers.cloud.urls import check_api_url
 
 CONNECT_TIMEOUT = 10

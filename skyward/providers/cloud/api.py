@@ -34,6 +34,9 @@ class MachineType:
     disk_gb: float | None = None
     ref: str = ""
     """The cloud's own id(s) to order it with, when ``name`` is not that."""
+    price_source: str = "live"
+    """Where the prices come from: ``"live"`` (the cloud's API now) or ``"snapshot
+    YYYY-MM-DD"`` (a dated snapshot shipped with skyward; ``Offer.price_source``)."""
 
 
 @dataclass(frozen=True, slots=True)

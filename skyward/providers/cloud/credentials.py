@@ -17,7 +17,7 @@ from skyward.providers.cloud.errors import CredentialsError
 class Source:
     """Where one secret may be: environment variables (first set wins), then a file that
     holds only the secret (``key`` None) or a TOML, "key: value" or "key = value" file with
-    that key."""
+    that key (a dotted key, ``auth.token``, names one inside a TOML table)."""
 
     env: tuple[str, ...]
     file: str | None = None
@@ -59,7 +59,10 @@ def require(cloud: str, sources: Sequence[Source]) -> tuple[str, ...]:
 
 def _from_file(text: str, key: str) -> str | None:
     try:
-        value = tomllib.loads(text).get(key)
+        table: object = tomllib.loads(text)
+        for part in key.split("."):
+            table = table.get(part) if isinstance(table, dict) else None
+        value = table
     except tomllib.TOMLDecodeError:
         value = None
         for line in text.splitlines():  # YAML-ish "key: value", or "key = value" unquoted

@@ -3,7 +3,7 @@ and the fix."""
 
 from __future__ import annotations
 
-from skyward.api.errors import SkywardError
+from skyward.core.errors import SkywardError
 
 
 class CloudError(SkywardError, RuntimeError):

@@ -98,17 +98,23 @@ class ApiClient:
 
     def call(
         self, method: str, path: str, what: str, *, json: Any = None, params: Mapping[str, Any] | None = None,
-        form: Mapping[str, str] | None = None,
+        form: Mapping[str, str] | None = None, text: str | None = None,
     ) -> Any:
         """The parsed JSON answer (None for an empty body). CredentialsError for 401/403,
         CloudAPIError for another error status, CloudError when the API cannot be reached
-        after the retries. ``what`` says what the call does, for the messages."""
+        after the retries. ``what`` says what the call does, for the messages; ``text`` a
+        plain-text body (``text/plain``) instead of JSON or a form."""
         method = method.upper()
+        plain = {"Content-Type": "text/plain"} if text is not None else {}
         attempt = 0
         while True:
             attempt += 1
+            headers = {**self._auth(), **plain}
             try:
-                response = self._http.request(method, path, json=json, params=params, data=form, headers=dict(self._auth()))
+                response = self._http.request(
+                    method, path, json=json, params=params, data=form, headers=headers,
+                    content=text.encode() if text is not None else None,
+                )
             except httpx.TransportError as exc:
                 sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
                 if attempt >= self._attempts or (sent and method not in SAFE_METHODS):

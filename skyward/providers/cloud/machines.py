@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skyward.api.paths import skyward_dir
+from skyward.core.paths import skyward_dir
 from skyward.providers.base import TeardownError
 from skyward.providers.cloud.api import FirewallAPI, Machine, MachineAPI, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudError

@@ -8,7 +8,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from skyward.providers.base import Loss, NodeHandle, TeardownError
+from skyward.engine.membership import Loss
+from skyward.model.nodes import NodeHandle
+from skyward.providers.base import TeardownError
 from skyward.providers.cloud import machines
 from skyward.providers.cloud.api import Machine, MachineAPI
 

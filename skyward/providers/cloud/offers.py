@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 
-from skyward.api.accelerator_catalog import identify
-from skyward.api.accelerators import matches
-from skyward.api.errors import NoAvailableProviderError
-from skyward.api.spec import Spec
+from skyward.core.accelerator_catalog import identify
+from skyward.core.accelerators import matches
+from skyward.core.errors import NoAvailableProviderError
+from skyward.model.spec import Spec
 from skyward.providers.aws.catalog import MIN_MEMORY_GB, MIN_VCPUS, client_architecture
 from skyward.providers.base import Offer
 from skyward.providers.cloud.api import MachineType
@@ -95,5 +95,5 @@ def _offer(provider: str, kind: MachineType, price: float, spot: bool) -> Offer:
         hourly_price=price, spot=spot, region=kind.region,
         accelerator=seen.model.name if seen is not None else kind.accelerator,
         accelerator_count=float(kind.accelerator_count), accelerator_memory_gb=kind.accelerator_memory_gb,
-        architecture=kind.architecture, ondemand_price=kind.price,
+        architecture=kind.architecture, ondemand_price=kind.price, price_source=kind.price_source,
     )

@@ -27,10 +27,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
 
-from skyward.api.spec import Options, Spec, local_python
-from skyward.api.validation import fail
+from skyward.core.validation import fail
+from skyward.image.image import local_python
+from skyward.model.nodes import NodeHandle, SSHEndpoint
+from skyward.model.spec import Options, Spec
 from skyward.providers import registry
-from skyward.providers.base import Cluster, NodeHandle, Offer, SSHEndpoint, TeardownError
+from skyward.providers.base import Cluster, Offer, TeardownError
 from skyward.providers.cloud import machines, naming
 from skyward.providers.cloud import offers as pricing
 from skyward.providers.cloud.api import FirewallAPI, Machine, MachineAPI, MachineType, Order
@@ -38,7 +40,6 @@ from skyward.providers.cloud.errors import CapacityError, CloudError
 from skyward.providers.cloud.membership import CloudMachines
 from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
-from skyward.providers.ssh.launch import launch_on_hosts
 from skyward.providers.ssh.provider import check_remote_spec
 from skyward.storage.client import Storage
 
@@ -167,6 +168,9 @@ class MachineCloud:
         except BaseException:
             release()
             raise
+        # Ray loads when a pool launches, not in a script that adopts a kept pool
+        from skyward.providers.ssh.launch import launch_on_hosts
+
         return launch_on_hosts(
             handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
             halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,

@@ -16,9 +16,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from skyward.api.spec import Options, Spec, local_python
-from skyward.api.validation import fail
 from skyward.containers import DockerImage, image_field
+from skyward.core.validation import fail
+from skyward.image.image import local_python
+from skyward.model.spec import Options, Spec
 from skyward.providers.cloud.provider import DEFAULT_SSH_TIMEOUT, MachineCloud
 from skyward.providers.container.api import ContainerAPI
 from skyward.providers.container.engine import find_socket

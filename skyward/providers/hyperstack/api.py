@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skyward.api.accelerator_catalog import identify
+from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError

@@ -14,7 +14,7 @@ import re
 import threading
 from typing import Any
 
-from skyward.api.accelerator_catalog import identify
+from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from skyward.api.spec import Spec
 from skyward.containers import DockerImage, cuda, image_field
+from skyward.model.spec import Spec
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.novita.api import NovitaAPI
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from skyward.api.spec import Spec
-from skyward.api.validation import check_choice
 from skyward.containers import DockerImage, image_field, runpod_pytorch
+from skyward.core.validation import check_choice
+from skyward.model.spec import Spec
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.runpod.api import RunPodAPI
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import asyncssh
 
+from skyward.image.script import Artifacts
 from skyward.providers.ssh.connection import RemoteFiles
-from skyward.providers.ssh.image_script import Artifacts
 
 REMOTE_CACHE = ".cache/skyward"
 OUTPUT_TAIL = 60

@@ -23,7 +23,7 @@ from typing import Any
 
 import asyncssh
 
-from skyward.providers.base import NodeHandle, SSHEndpoint
+from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers.ssh import bootstrap as runner
 from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect
 from skyward.providers.ssh.versions import mismatches

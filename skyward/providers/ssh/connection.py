@@ -16,9 +16,9 @@ from typing import TypeAlias
 
 import asyncssh
 
-from skyward.api.paths import skyward_home
-from skyward.api.validation import fail
-from skyward.providers.base import SSHEndpoint
+from skyward.core.paths import skyward_home
+from skyward.core.validation import fail
+from skyward.model.nodes import SSHEndpoint
 
 KEEPALIVE_SECONDS = 5
 Listed: TypeAlias = tuple[list[asyncssh.SSHKey], list[asyncssh.SSHKey], list[asyncssh.SSHKey]]

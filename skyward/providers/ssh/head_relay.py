@@ -33,19 +33,19 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import ray
 
 from skyward.core import handshake
 from skyward.core.codec import load_payload
+from skyward.engine.death import Death
 from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import Shared
 from skyward.engine.transports.lane import TCP, lane_path
 from skyward.engine.transports.ray_actors import RayAgent, RayEventSource, RayTransport
 from skyward.engine.wire import Payload
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
-from skyward.node.death import Death
 
 POSTMORTEM_WAIT = 5.0
 """How long the relay waits for a dead agent's successor to say why it died."""
@@ -71,8 +71,27 @@ def placement(serial: int) -> dict[str, Any]:
     return {"resources": {f"skyward-node-{serial}": 1}}
 
 
+class RelayedAgents(Protocol):
+    """The agents a relay serves its client with: a remote pool's (``HeadRelay``), or a
+    kept pool's in the pool daemon (``kept.daemon.KeptPool``)."""
+
+    agents: dict[int, Any]
+    lanes: dict[int, str]
+    lane_secret: bytes
+    ends_with_client: bool
+    """Whether a client's leaving stops the agents (a kept pool's outlive it)."""
+
+    def postmortem(self, node: int) -> Death | None: ...
+
+    def attach(self, node: int, serial: int, setup: bytes) -> Any: ...
+
+    def detach(self, node: int) -> None: ...
+
+
 class HeadRelay:
     """Owns the Ray side of the remote pool and relays its one client."""
+
+    ends_with_client = True
 
     def __init__(self, config: RelayConfig) -> None:
         self.config = config
@@ -168,7 +187,7 @@ class HeadRelay:
 class RaySession:
     """The relay's backend for its client: the agents as Ray actors and lanes."""
 
-    def __init__(self, relay: HeadRelay, client: str, sink: Sink) -> None:
+    def __init__(self, relay: RelayedAgents, client: str, sink: Sink) -> None:
         self._relay = relay
         self._client = client
         self._loop = asyncio.get_running_loop()
@@ -220,7 +239,8 @@ class RaySession:
             pass
         self._events.stop()
         self._transport.close()
-        stop_agents(list(self._relay.agents.values()))
+        if self._relay.ends_with_client:
+            stop_agents(list(self._relay.agents.values()))
 
 
 def main() -> None:

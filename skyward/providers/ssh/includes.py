@@ -13,8 +13,8 @@ import io
 import os
 import tarfile
 
-from skyward.api.spec import Image
-from skyward.api.validation import fail
+from skyward.core.validation import fail
+from skyward.image.image import Image
 
 ALWAYS_EXCLUDED = ("__pycache__", "*.pyc", ".git", ".venv", ".mypy_cache", ".pytest_cache")
 

@@ -13,7 +13,6 @@ then calls the provider's ``release`` (terminating a cloud's machines).
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import pickle
 import time
@@ -21,28 +20,29 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from skyward.api.accelerator_catalog import identify
-from skyward.api.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
-from skyward.api.spec import Image, Options, Spec
-from skyward.collections.config import DISABLED, CollectionsConfig, host_count
-from skyward.collections.gateway import ForwardingEngine, decode_answer, encode_operation
+from skyward.collections.config import CollectionsConfig, host_count
 from skyward.core import handshake
+from skyward.core.accelerator_catalog import identify
+from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
 from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
+from skyward.image.image import Image
+from skyward.image.script import Artifacts, BootstrapOp, index_urls, render, requirement_name
+from skyward.model.cluster import Cluster as PluginCluster
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Options, Spec
 from skyward.node.agent import AgentSetup
 from skyward.observe.metrics import resolve as resolve_metrics
-from skyward.plugins.cluster import Cluster as PluginCluster
-from skyward.plugins.hooks import BootstrapOp, agent_launch, bootstrap_ops, with_plugins_image
+from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
-from skyward.providers.base import Cluster, NodeHandle, PhaseTiming, TeardownError
+from skyward.providers.base import Cluster, PhaseTiming, TeardownError
+from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
 from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteCluster, RemoteNode
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.head_relay import RelayConfig
-from skyward.providers.ssh.image_script import Artifacts, index_urls, render, requirement_name
 from skyward.providers.ssh.loop import LoopThread
 from skyward.providers.ssh.membership import Machines, RemoteMembership
 from skyward.providers.ssh.versions import report
@@ -251,44 +251,6 @@ def check_hardware(spec: Spec, nodes: Sequence[RemoteNode]) -> None:
                 f"Spec.architecture={spec.architecture!r} is not met by node {node.index} ({node.address}): it is "
                 f"{machine}; remove it or use {spec.architecture} hosts"
             )
-
-
-class RelayCollections:
-    """The client's collections of a remote pool: every operation is sent through the
-    relay to the head node's agent."""
-
-    def __init__(self, transport: RelayTransport, encoder: ByValueEncoder, enabled: bool) -> None:
-        self._transport = transport
-        self._encoder = encoder
-        self._enabled = enabled
-
-    def engine(self) -> ForwardingEngine:
-        if not self._enabled:
-            raise RuntimeError(DISABLED)
-        return ForwardingEngine(self._forward, "the head node")
-
-    def release(self) -> None:
-        """Nothing here: the head relay frees what this client held when it disconnects."""
-
-    def membership_changed(self, left: int | None, reason: str) -> None:
-        """The pool's nodes changed: the head node's agent tells the collection hosts."""
-        if self._enabled:
-            from skyward.collections.steps import run
-
-            run(self.engine().pool_membership_changed(left, reason))
-
-    def _forward(self, op: str, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
-        answer = self._transport.collection_call(encode_operation(op, args, self._encoder.dumps))
-        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-        def done(future: concurrent.futures.Future[bytes]) -> None:
-            try:
-                result.set_result(decode_answer(future.result()))
-            except BaseException as exc:  # the operation's own error, or the connection's
-                result.set_exception(exc)
-
-        answer.add_done_callback(done)
-        return result
 
 
 def _stop(loop: LoopThread, cluster: RemoteCluster, credentials: ExitStack, release: Callable[[], None]) -> None:

@@ -21,8 +21,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from skyward.engine.membership import Joined, Loss
 from skyward.engine.transports.relay import RelayTransport, RemoteAgent
-from skyward.providers.base import Joined, Loss, NodeHandle
+from skyward.model.nodes import NodeHandle
 from skyward.providers.ssh.cluster import RemoteNode
 
 if TYPE_CHECKING:

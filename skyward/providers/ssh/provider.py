@@ -16,11 +16,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from skyward.api.spec import Options, Spec, local_python
-from skyward.api.validation import check_number, fail
-from skyward.providers.base import Cluster, Loss, NodeHandle, Offer, SSHEndpoint
+from skyward.core.validation import check_number, fail
+from skyward.engine.membership import Loss
+from skyward.image.image import local_python
+from skyward.model.nodes import NodeHandle, SSHEndpoint
+from skyward.model.spec import Options, Spec
+from skyward.providers.base import Cluster, Offer
 from skyward.providers.ssh.connection import KnownHosts, parse_host
-from skyward.providers.ssh.launch import launch_on_hosts
 from skyward.storage.client import Storage
 
 
@@ -86,6 +88,9 @@ class SSH:
         answers. The hosts after them join (and leave) as the pool grows and shrinks."""
         hosts = SpareHosts(pool_id, self.addresses)
         handles = [hosts.create(node) for node in range(spec.node_count.floor)]
+        # Ray loads when a pool launches, not in a script that adopts a kept pool
+        from skyward.providers.ssh.launch import launch_on_hosts
+
         return launch_on_hosts(handles, spec, options, pool_id, KnownHosts(self.known_hosts), machines=hosts)
 
 

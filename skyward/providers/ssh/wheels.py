@@ -30,7 +30,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from skyward.api.paths import skyward_dir
+from skyward.core.paths import skyward_dir
 from skyward.providers.ssh.versions import package_digest
 
 RESOLVE_TIMEOUT = 600.0

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from skyward.api.spec import Options, Spec
-from skyward.api.validation import fail
 from skyward.containers import refuse_container
+from skyward.core.validation import fail
+from skyward.model.spec import Options, Spec
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.tensordock.api import TensorDockAPI
 

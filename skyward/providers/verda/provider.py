@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from skyward.api.spec import Spec
-from skyward.api.validation import fail
 from skyward.containers import refuse_container
+from skyward.core.validation import fail
+from skyward.model.spec import Spec
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.verda.api import VerdaAPI
 

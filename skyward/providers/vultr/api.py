@@ -15,8 +15,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from skyward.api.accelerator_catalog import identify
-from skyward.api.validation import fail
+from skyward.core.accelerator_catalog import identify
+from skyward.core.validation import fail
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import (
     Firewall,

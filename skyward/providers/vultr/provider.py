@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from skyward.api.spec import Spec
-from skyward.api.validation import fail
 from skyward.containers import refuse_container
+from skyward.core.validation import fail
+from skyward.model.spec import Spec
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.vultr.api import MAX_NODES, VultrAPI
 

@@ -14,10 +14,14 @@ from typing import Any
 
 from cloud.fake_cloud import FakeCloud
 from cloud.fake_digitalocean import FakeDigitalOcean
+from cloud.fake_gcp import FakeGCP
 from cloud.fake_hyperstack import FakeHyperstack
+from cloud.fake_jarvislabs import FakeJarvisLabs
 from cloud.fake_lambda import FakeLambda
+from cloud.fake_massedcompute import FakeMassedCompute
 from cloud.fake_novita import FakeNovita
 from cloud.fake_runpod import FakeRunPod
+from cloud.fake_scaleway import FakeScaleway
 from cloud.fake_tensordock import FakeTensorDock
 from cloud.fake_vastai import FakeVastAI
 from cloud.fake_verda import FakeVerda
@@ -30,7 +34,8 @@ from skyward.providers.cloud import naming
 L4 = sky.accelerators.L4()
 OTHER_PYTHON = sky.Image(python="3.9")
 GENERIC_REFUSALS = [({"image": OTHER_PYTHON}, "python"), ({"image": sky.Image(skyward_source="pypi")}, "skyward_source")]
-CLOUDS = ("aws", "runpod", "vastai", "verda", "digitalocean", "novita", "hyperstack", "tensordock", "vultr", "lambda")
+CLOUDS = ("aws", "runpod", "vastai", "verda", "digitalocean", "novita", "hyperstack", "tensordock", "vultr", "lambda",
+          "scaleway", "jarvislabs", "massedcompute", "gcp")
 
 
 @dataclass
@@ -73,8 +78,16 @@ FAKES: dict[str, tuple[type[FakeCloud], str, str | None, dict[str, Any], list[tu
                    [({"allocation": "spot"}, "allocation"), ({"instance_type": "1x h100-sxm5-80gb"}, "instance_type")]),
     "vultr": (FakeVultr, "/instances", None, {"accelerator": sky.accelerators.L40S()},
               [({"allocation": "spot"}, "allocation"), ({"instance_type": "vcg-l40s-16c-180g-48vram"}, "instance_type")]),
+    "gcp": (FakeGCP, "/projects/skyward-test-1/zones/us-central1-a/instances", None, {"accelerator": L4},
+            [({"allocation": 0.5}, "allocation"), ({"region": "europe-west4-b"}, "region")]),
     "lambda": (FakeLambda, "/instance-operations/launch", None, {"accelerator": sky.accelerators.A10()},
                [({"allocation": "spot"}, "allocation"), ({"region": "mars-1"}, "region")]),
+    "scaleway": (FakeScaleway, "/instance/v1/zones/fr-par-2/servers", None, {"accelerator": L4},
+                 [({"allocation": "spot"}, "allocation"), ({"region": "nl-ams-1"}, "region")]),
+    "jarvislabs": (FakeJarvisLabs, "/templates/", None, {"accelerator": sky.accelerators.RTX_A5000()},
+                   [({"allocation": 0.5}, "allocation"), ({"region": "mars-1"}, "region")]),
+    "massedcompute": (FakeMassedCompute, "/instance/launch", None, {"accelerator": sky.accelerators.RTX_A6000()},
+                      [({"allocation": "spot"}, "allocation"), ({"instance_type": "gpu_1x_a6000"}, "instance_type")]),
 }
 PROVIDERS = {
     "runpod": lambda **kw: sky.RunPod(**kw), "vastai": lambda **kw: sky.VastAI(**kw), "verda": lambda **kw: sky.Verda(**kw),
@@ -83,6 +96,10 @@ PROVIDERS = {
     "tensordock": lambda **kw: sky.TensorDock(**kw),
     "vultr": lambda **kw: sky.Vultr(**kw),
     "lambda": lambda **kw: sky.Lambda(**kw),
+    "gcp": lambda **kw: sky.GCP(**kw),
+    "scaleway": lambda **kw: sky.Scaleway(**kw),
+    "jarvislabs": lambda **kw: sky.JarvisLabs(**kw),
+    "massedcompute": lambda **kw: sky.MassedCompute(**kw),
 }
 IMAGE_FIELDS = {"runpod": "container_image", "vastai": "docker_image", "novita": "docker_image"}
 

@@ -14,6 +14,32 @@ from typing import Any
 
 import pytest
 from cloud.aws_emulator import AWSEmulator
+from e2e.cloud import rotation
+
+ROTATED = pytest.StashKey[bool]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``rotated`` test (its cloud named by the marker, or the test's ``cloud``
+    parameter) whose cloud is not in this run's rotation is skipped, saying why."""
+    for item in items:
+        marker = item.get_closest_marker("rotated")
+        if marker is None:
+            continue
+        cloud = marker.args[0] if marker.args else item.callspec.params["cloud"]
+        reason = rotation.skip_reason(cloud)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[ROTATED] = any(item.get_closest_marker("rotated") for item in session.items)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Which clouds' pools ran (shown under -q too, which has no header)."""
+    if config.stash.get(ROTATED, False):
+        terminalreporter.write_line(rotation.describe())
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@ AWS for AWS): ``validate`` refuses what it cannot honour naming the field; offer
 priced and sorted; a 2-node pool runs tasks on the cloud's machines (real test hosts)
 and its teardown leaves nothing the cloud's API still shows; ``sky.gc`` finds and
 removes a planted orphan; a cloud without capacity fails the pool with an error that
-says so, leaving nothing behind."""
+says so, leaving nothing behind. The pool and the launch check are ``rotated``: in CI
+they run on AWS and two other clouds per commit, in turn (tests/e2e/cloud/rotation.py)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ def test_offers_are_priced_and_sorted(cloud: Cloud) -> None:
     assert [o.hourly_price for o in listed] == sorted(o.hourly_price for o in listed)
 
 
+@pytest.mark.rotated
 def test_a_two_node_pool_runs_and_its_teardown_leaves_nothing(cloud: Cloud) -> None:
     fields: dict[str, Any] = {}
     if cloud.image_field is not None:
@@ -106,6 +108,7 @@ def test_no_capacity_fails_clearly_and_leaves_nothing(cloud: Cloud) -> None:
     assert cloud.leftovers(pool.id) == []
 
 
+@pytest.mark.rotated
 def test_the_launch_check_opens_one_machine_runs_a_task_and_leaves_nothing(cloud: Cloud) -> None:
     """``sky providers check CLOUD --launch`` (its core; the command is tested in
     test_launch_check_cli.py): asks with the offer before creating anything, times each

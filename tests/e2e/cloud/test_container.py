@@ -25,7 +25,7 @@ from cloud.machines import Harness
 from e2e.cloud.conftest import environment
 
 import skyward as sky
-from skyward.api.spec import local_python
+from skyward.image.image import local_python
 from skyward.providers.cloud import naming
 from skyward.providers.container.api import LABEL
 

@@ -30,6 +30,7 @@ def cloud(lab: Any) -> Iterator[Cloud]:
         yield running
 
 
+@pytest.mark.rotated("digitalocean")
 def test_a_pool_sits_behind_its_own_firewall_until_its_droplets_are_gone(cloud: Cloud) -> None:
     fake = cloud.fake
     assert isinstance(fake, FakeDigitalOcean)

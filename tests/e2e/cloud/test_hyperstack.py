@@ -73,6 +73,7 @@ def test_offers_come_from_flavors_in_stock_priced_by_the_pricebook(cloud: Cloud)
     )
 
 
+@pytest.mark.rotated("hyperstack")
 def test_a_pool_has_its_own_environment_and_admits_only_ssh_from_outside(cloud: Cloud) -> None:
     fake = fake_of(cloud)
     pool = sky.Compute(

@@ -77,6 +77,7 @@ def test_spot_is_refused_naming_the_field_and_the_original_name_is_the_same_clas
         provider.validate(sky.Spec(provider=provider, accelerator=A10, allocation="spot"), OPTIONS)
 
 
+@pytest.mark.rotated("lambda")
 def test_a_pool_has_its_own_ruleset_and_admits_only_ssh_from_outside(cloud: Cloud) -> None:
     fake = fake_of(cloud)
     pool = sky.Compute(

@@ -80,6 +80,7 @@ def test_offers_are_the_locations_gpus_priced_as_tensordock_bills(cloud: Cloud) 
     )
 
 
+@pytest.mark.rotated("tensordock")
 def test_a_pool_is_reached_through_its_forwarded_port_and_deleted_on_close(cloud: Cloud) -> None:
     fake = fake_of(cloud)
     fake.forwarding = True

@@ -113,6 +113,7 @@ def test_a_region_vultr_lacks_and_spot_are_refused_naming_the_field(cloud: Cloud
         provider.validate(too_many, OPTIONS)
 
 
+@pytest.mark.rotated("vultr")
 def test_a_pool_sits_in_its_own_firewall_group_admitting_only_ssh_from_outside(
     cloud: Cloud,
 ) -> None:

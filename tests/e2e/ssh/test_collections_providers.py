@@ -301,7 +301,7 @@ def test_forwarding_engine_sends_operations_and_proxies_need_a_pool_to_load() ->
     # In a fresh interpreter no pool is open (here a session fixture's pool may be).
     probe = (
         "import pickle, sys\n"
-        "from skyward.api.errors import NoActivePoolError\n"
+        "from skyward.core.errors import NoActivePoolError\n"
         "try:\n"
         "    pickle.loads(sys.stdin.buffer.read())\n"
         "except NoActivePoolError as exc:\n"

@@ -1,29 +1,24 @@
-"""What to provision and how to run it: ``Spec``, ``Nodes``, ``Image``, ``PipIndex``,
-``Worker`` and ``Options``. All are frozen dataclasses that validate on construction:
+"""What to provision and how to run it: ``Spec``, ``Nodes``, ``Worker`` and ``Options``
+(the ``Image`` is ``skyward.image.image``). All are frozen dataclasses that validate on construction:
 a bad value raises ValueError naming the field, the value and what is allowed."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from skyward.api.accelerators import Accelerator
-from skyward.api.allocation import normalize as normalize_allocation
-from skyward.api.health import HealthChecker
-from skyward.api.validation import (
-    as_str_tuple,
-    as_tuple,
+from skyward.core.accelerators import Accelerator
+from skyward.core.allocation import normalize as normalize_allocation
+from skyward.core.health import HealthChecker
+from skyward.core.validation import (
     check_choice,
     check_number,
-    check_str_dict,
     fail,
 )
+from skyward.image.image import Image
+from skyward.model.plugin import Plugin, check_plugins
 from skyward.observe.log_config import LogConfig
-from skyward.observe.metrics import Default
-from skyward.observe.metrics import normalize as normalize_metrics
-from skyward.plugins.plugin import Plugin, check_plugins
 from skyward.storage.volume import Volume, check_volumes
 
 AllocationStrategy = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
@@ -35,7 +30,6 @@ Executor = Literal["auto", "thread", "process"]
 SELECTIONS = ("cheapest", "first", "available")
 CONSOLE_MODES = ("rich", "minimal", "log", "silent")
 EXECUTORS = ("auto", "thread", "process")
-SKYWARD_SOURCES = ("auto", "local", "github", "pypi")
 DEFAULT_TTL = 600
 MAX_NODES = 10_000
 """The most nodes one pool may ask for; a larger count is almost always a typo."""
@@ -103,106 +97,6 @@ class Nodes:
         """True when the node count may change while the pool runs (a floor below
         ``desired`` or a ceiling above it)."""
         return self.floor < self.desired or self.ceiling > self.desired
-
-
-@dataclass(frozen=True, slots=True)
-class PipIndex:
-    """A package index used only for the listed packages."""
-
-    url: str
-    packages: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.url, str) or "://" not in self.url:
-            raise fail("PipIndex", "url", self.url, "give the index URL, e.g. https://host/simple")
-        object.__setattr__(self, "packages", as_str_tuple("PipIndex", "packages", self.packages))
-
-
-def local_python() -> str:
-    """This interpreter's ``major.minor``."""
-    return f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-@dataclass(frozen=True, slots=True)
-class Image:
-    """The environment on each node: Python version, packages, env vars, shipped code."""
-
-    python: str = "auto"
-    pip: tuple[str, ...] = ()
-    pip_indexes: tuple[PipIndex, ...] = ()
-    apt: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    shell_vars: dict[str, str] = field(default_factory=dict)
-    includes: tuple[str, ...] = ()
-    excludes: tuple[str, ...] = ()
-    skyward_source: str = "auto"
-    metrics: Any = Default()
-    bootstrap_timeout: int = 300
-    pip_extra_index_url: str | None = None
-    """The older reference's extra index for every package: becomes a ``PipIndex`` with
-    no packages in ``pip_indexes``."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.python, str) or not (
-            self.python == "auto" or _is_minor_version(self.python)
-        ):
-            raise fail("Image", "python", self.python, 'use "auto" or a version like "3.11"')
-        for name in ("pip", "apt", "includes", "excludes"):
-            object.__setattr__(self, name, as_str_tuple("Image", name, getattr(self, name)))
-        indexes = as_tuple("Image", "pip_indexes", self.pip_indexes, "[sky.PipIndex(url=..., packages=[...])]")
-        for index in indexes:
-            if not isinstance(index, PipIndex):
-                raise fail("Image", "pip_indexes", index, "use sky.PipIndex(url=..., packages=[...])")
-        if self.pip_extra_index_url is not None:
-            if not isinstance(self.pip_extra_index_url, str) or "://" not in self.pip_extra_index_url:
-                raise fail("Image", "pip_extra_index_url", self.pip_extra_index_url, "give the index URL, e.g. https://host/simple")
-            if not any(index.url == self.pip_extra_index_url for index in indexes):
-                indexes += (PipIndex(self.pip_extra_index_url),)
-        object.__setattr__(self, "pip_indexes", indexes)
-        object.__setattr__(self, "env", check_str_dict("Image", "env", self.env))
-        object.__setattr__(self, "shell_vars", check_str_dict("Image", "shell_vars", self.shell_vars))
-        check_choice("Image", "skyward_source", self.skyward_source, SKYWARD_SOURCES)
-        object.__setattr__(self, "metrics", normalize_metrics(self.metrics))
-        check_number("Image", "bootstrap_timeout", self.bootstrap_timeout, strictly_positive=True, finite=True)
-
-    @property
-    def python_version(self) -> str:
-        """The concrete ``major.minor`` ("auto" resolves to this interpreter's)."""
-        return local_python() if self.python == "auto" else self.python
-
-    def content_hash(self) -> str:
-        """12 hex digits that change whenever what a node installs or sets for this Image
-        changes (Python, packages, indexes, apt, env, shell_vars, includes, excludes)."""
-        import hashlib
-        import json
-
-        content = {
-            "python": self.python_version, "pip": self.pip, "apt": sorted(self.apt), "env": sorted(self.env.items()),
-            "indexes": [(index.url, index.packages) for index in self.pip_indexes],
-            "shell_vars": sorted(self.shell_vars.items()), "includes": self.includes, "excludes": self.excludes,
-        }
-        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:12]
-
-    def bootstrap(self, ttl: int = 0) -> str:
-        """The idempotent bash script that prepares a node for this Image (as pools run
-        it; ``skyward.whl`` stands for the wheel a pool ships). With ``ttl`` seconds the
-        machine also schedules its own shutdown that far ahead (its dead-man switch)."""
-        import math
-
-        from skyward.providers.ssh.image_script import Artifacts, render
-
-        check_number("Image.bootstrap", "ttl", ttl, minimum=0, integer=True)
-        script = render(self, Artifacts("skyward.whl", self.content_hash(), None, ""), "/tmp/skyward-bootstrap",
-                        self.bootstrap_timeout)
-        if ttl:
-            halt = f"shutdown -h +{max(1, math.ceil(ttl / 60))} 'skyward: ttl' || true\n"
-            script = script.replace("\n", "\n" + halt, 1)
-        return script
-
-
-def _is_minor_version(text: str) -> bool:
-    parts = text.split(".")
-    return len(parts) == 2 and all(p.isdigit() for p in parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +211,11 @@ class Options:
     nodes wanted and those there), ``retry_on_interruption`` (runs again of a request
     whose node was lost to the infrastructure) and ``health_checker``.
 
+    ``keep_alive``: seconds the pool is kept, by this user's pool daemon, after the last
+    script using it left; a later script whose pool is defined the same adopts it instead
+    of opening a new one (docs/kept-pools.md). None (the default): the pool closes with
+    its ``with`` block.
+
     ``default_compute_timeout`` and ``shutdown_timeout`` may be ``math.inf`` (no limit);
     the provisioning timeouts must be finite. NaN is refused everywhere."""
 
@@ -338,8 +237,10 @@ class Options:
     cluster: bool | None = None
     retry_on_interruption: int = 3
     health_checker: HealthChecker | None = None
+    keep_alive: float | None = None
 
     def __post_init__(self) -> None:
+        check_number("Options", "keep_alive", self.keep_alive, strictly_positive=True, optional=True, finite=True)
         if not callable(self.selection):
             check_choice("Options", "selection", self.selection, SELECTIONS)
         if self.worker is not None and not isinstance(self.worker, Worker):

@@ -27,15 +27,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from skyward.api.spec import Image
-
 if TYPE_CHECKING:
-    from skyward.plugins.hooks import BootstrapOp
+    from skyward.image.image import Image
 
 SCRIPT_VERSION = "1"
 CACHE = "$HOME/.cache/skyward"
 WHEELS = f"{CACHE}/wheels"
 DEFAULT_INDEX = "https://pypi.org/simple"
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapOp:
+    """One shell command a plugin's ``bootstrap`` hook asked for."""
+
+    plugin: str
+    command: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Accelerator catalog: ``sky.accelerators.A100()``, ``sky.accelerators.H100(count=8)``.
 
-Every model of ``skyward.api.accelerator_catalog`` has a factory here. Factories are
+Every model of ``skyward.core.accelerator_catalog`` has a factory here. Factories are
 keyword-only: ``count`` (default 1; fractions such as 0.5 share a device), ``memory``
 (one of the card's sizes, default first), ``form_factor`` ("SXM", "PCIe", "NVL") where
 the card ships in several, and ``mig`` (a profile such as "3g.40gb") on MIG-capable
@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from skyward.api.accelerator_catalog import (
+from skyward.core.accelerator_catalog import (
     BY_NAME,
     CATALOG,
     SPELLINGS,
@@ -27,7 +27,7 @@ from skyward.api.accelerator_catalog import (
     nearest_variant,
     spelling_key,
 )
-from skyward.api.validation import check_number, fail
+from skyward.core.validation import check_number, fail
 
 _FORM_FACTORS: dict[str, FormFactor] = {"SXM": "SXM", "PCIE": "PCIe", "NVL": "NVL"}
 _MEMORY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(?:GB|G|GIB)?\s*", re.IGNORECASE)

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.api.instance import InstanceInfo, instance_info
-from skyward.api.validation import check_number, fail
+from skyward.core.instance import InstanceInfo, instance_info
+from skyward.core.validation import check_number, fail
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from skyward.api.instance import InstanceInfo
-from skyward.api.spec import Spec, Worker
-from skyward.providers.base import NodeHandle
+from skyward.core.instance import InstanceInfo
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Spec, Worker
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, overload
 
-from skyward.api.context import resolve_target
-from skyward.api.validation import check_number
+from skyward.core.context import resolve_target
+from skyward.core.validation import check_number
 
 T = TypeVar("T")
 
@@ -55,7 +55,8 @@ class PendingFunction(Generic[T]):
         return replace(self, timeout=seconds)
 
     def __rshift__(self, target: Any) -> T:
-        return resolve_target(target, ">>").run(self)
+        result: T = resolve_target(target, ">>").run(self)
+        return result
 
     def __matmul__(self, target: Any) -> list[T]:
         return resolve_target(target, "@").broadcast(self)

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from skyward.api.validation import check_flag
+from skyward.core.validation import check_flag
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ import signal
 from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
+from skyward.core.instance import current_task
+
 _fault_file: IO[str] | None = None
 _exit_path = ""
 _real_exit = os._exit
@@ -125,8 +127,6 @@ def arm(directory: str, node: int) -> None:
 
 def _record(what: str) -> None:
     """Note that the running task ends this process (nothing outside a task is noted)."""
-    from skyward.api.instance import current_task
-
     task = current_task()
     if task is None or not _exit_path:
         return

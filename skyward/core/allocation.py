@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from skyward.api.validation import fail
+from skyward.core.validation import fail
 
 STRATEGIES = ("spot-if-available", "spot", "on-demand", "cheapest")
 ALIASES = {"always-spot": "spot"}

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TextIO
 
-from skyward.api.function import SkywardFunction
-from skyward.api.instance import InstanceInfo, current_task, instance_info
+from skyward.core.function import SkywardFunction
+from skyward.core.instance import InstanceInfo, current_task, instance_info
 
 Only = str | Callable[[InstanceInfo], bool]
 LineSink = Callable[[str, str], None]

@@ -7,8 +7,8 @@ import types
 from contextvars import ContextVar, Token
 from typing import Any, Protocol, runtime_checkable
 
-from skyward.api.errors import NoActivePoolError
-from skyward.api.instance import current_task
+from skyward.core.errors import NoActivePoolError
+from skyward.core.instance import current_task
 
 
 @runtime_checkable
@@ -103,10 +103,11 @@ def resolve_target(target: Any, operator: str) -> DispatchTarget:
     if current_task() is not None:
         raise RuntimeError(NESTED_DISPATCH)
     if target is ACTIVE or (isinstance(target, types.ModuleType) and target.__name__ == "skyward"):
-        return active_pool()
-    if isinstance(target, DispatchTarget) and not isinstance(target, type):
-        return target
-    raise TypeError(
-        f"The right side of `{operator}` must be a pool (from sky.Compute(...)) or the `sky` "
-        f"module or singleton, got {type(target).__name__} {target!r}."
-    )
+        target = active_pool()
+    elif not isinstance(target, DispatchTarget) or isinstance(target, type):
+        raise TypeError(
+            f"The right side of `{operator}` must be a pool (from sky.Compute(...)) or the `sky` "
+            f"module or singleton, got {type(target).__name__} {target!r}."
+        )
+    pool: DispatchTarget = target
+    return pool

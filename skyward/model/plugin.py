@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from skyward.api.instance import InstanceInfo
-    from skyward.api.spec import Image
-    from skyward.plugins.cluster import Cluster
+    from skyward.core.instance import InstanceInfo
+    from skyward.image.image import Image
+    from skyward.model.cluster import Cluster
 
 Role = Literal["agent", "process"]
 

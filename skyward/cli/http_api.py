@@ -1,0 +1,38 @@
+"""``sky api``: where this user's pool daemon serves its HTTP API (docs/kept-pools.md,
+"The HTTP API"), starting the daemon when none runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import httpx
+
+from skyward.cli.output import emit_json
+from skyward.providers.warm_client import api_endpoint
+
+CHECK_TIMEOUT = 10.0
+"""Seconds the API has to answer the check ``sky api`` makes."""
+
+
+@click.command("api")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def api(as_json: bool) -> None:
+    """Print the pool daemon's HTTP API URL and the file holding its bearer token
+    (starting the daemon when none runs; it then stays up 10 minutes after the API's
+    last request, and while a pool is kept)."""
+    try:
+        endpoint = api_endpoint()
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    token = Path(endpoint.token_file).read_text().strip()
+    try:  # a request: the daemon stays up for the API from now on
+        answer = httpx.get(f"{endpoint.url}/pools", headers={"Authorization": f"Bearer {token}"}, timeout=CHECK_TIMEOUT)
+        answer.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"the pool daemon's HTTP API at {endpoint.url} does not answer: {exc}") from None
+    if as_json:
+        emit_json([{"url": endpoint.url, "token_file": endpoint.token_file, "pid": endpoint.pid}])
+        return
+    click.echo(f"HTTP API: {endpoint.url}\ntoken file: {endpoint.token_file}\n"
+               f"e.g. curl -H \"Authorization: Bearer $(cat {endpoint.token_file})\" {endpoint.url}/pools")

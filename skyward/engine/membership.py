@@ -1,0 +1,58 @@
+"""What the engine asks of a provider to grow and shrink a running pool: a
+``Membership`` adds and removes nodes and reports the ones lost (``Joined``, ``Loss``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from skyward.core.instance import InstanceInfo
+from skyward.model.nodes import NodeHandle
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A node a provider added to a running cluster: its handle and its ``InstanceInfo``
+    (whose ``peers`` name at least the node itself; the engine fills in the others)."""
+
+    handle: NodeHandle
+    info: InstanceInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Loss:
+    """A node its provider found gone: ``preempted`` when the provider took it back (a
+    spot interruption), else it failed (its machine or host vanished)."""
+
+    node: int
+    reason: str
+    preempted: bool = False
+
+
+class Membership(Protocol):
+    """How a running cluster grows and shrinks, each provider its own way (local: more
+    agents on the same Ray; SSH: the hosts beyond those in use; clouds: more machines
+    through the same remote path; ``sky.Ray``: more nodes of the cluster). The engine
+    calls ``add`` and ``remove`` from worker threads, one rank at a time per call,
+    several at once."""
+
+    def capacity(self) -> int | None:
+        """The most nodes the cluster can have at once (None: no limit known)."""
+
+    def add(self, node: int) -> Joined:
+        """Start a node at rank ``node`` with its agent, attach the agent to the
+        cluster's transport and return once it answers. Raises (naming the node and the
+        cause) when it cannot; whatever was started for it is stopped again."""
+
+    def remove(self, node: int) -> None:
+        """Detach rank ``node`` from the transport, stop its agent and release its
+        machine (a node already gone is fine). Raises ``TeardownError`` when something
+        could not be confirmed gone."""
+
+    def watch(self, lost: Callable[[Loss], None]) -> None:
+        """Report nodes found gone to ``lost`` as soon as the provider notices (from
+        any thread); ``check`` finds the rest."""
+
+    def check(self) -> list[Loss]:
+        """Ask the provider which nodes are gone (every reconcile tick; bounded)."""

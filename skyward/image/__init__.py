@@ -1,0 +1,1 @@
+"""Image building: what a node's environment is (``Image``) and the script that makes it."""

@@ -1,0 +1,59 @@
+"""SSH keys registered with a cloud account through a plain REST collection (``POST``
+and ``GET`` on one path, ``DELETE`` on ``path/{id}``), as several clouds keep them: the
+calls a ``MachineAPI``'s ``add_key``/``remove_key``/``keys`` make, with the cloud's own
+field names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from skyward.providers.cloud.api import Key
+from skyward.providers.cloud.errors import CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCollection:
+    """Where a cloud keeps its SSH keys and what it calls their fields: ``items`` is the
+    key of the list in a listing's answer (None: the answer is the list), ``created``
+    the key of the new key in a creation's answer (None: the answer is the key itself)."""
+
+    path: str
+    id_field: str
+    name_field: str
+    key_field: str
+    items: str | None = None
+    created: str | None = None
+
+    def add(self, http: ApiClient, name: str, public_key: str) -> str:
+        """Register ``public_key`` as ``name``; its id (read back from the listing when
+        the creation's answer does not hold it). CloudError when the cloud does not show it."""
+        answer = http.call(
+            "POST", self.path, f"adding SSH key {name}", json={self.name_field: name, self.key_field: public_key}
+        )
+        made = answer.get(self.created) if self.created and isinstance(answer, dict) else answer
+        if isinstance(made, dict) and made.get(self.id_field) is not None:
+            return str(made[self.id_field])
+        for key in self.listed(http):
+            if key.name == name:
+                return key.id
+        raise CloudError(f"the {http.cloud} API did not list SSH key {name} after adding it; try again")
+
+    def remove(self, http: ApiClient, key_id: str) -> None:
+        """Delete the key (gone already is fine)."""
+        try:
+            http.call("DELETE", f"{self.path.rstrip('/')}/{key_id}", f"deleting SSH key {key_id}")
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    def listed(self, http: ApiClient) -> list[Key]:
+        """Every key of the account."""
+        answer: Any = http.call("GET", self.path, "listing SSH keys")
+        items = (answer or {}).get(self.items) if self.items is not None and isinstance(answer, dict) else answer
+        return [
+            Key(str(item[self.id_field]), str(item.get(self.name_field) or ""))
+            for item in items or []
+            if isinstance(item, dict) and item.get(self.id_field) is not None
+        ]

@@ -1,0 +1,1 @@
+"""Google Cloud: Compute Engine virtual machines through its REST API v1."""

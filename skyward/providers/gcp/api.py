@@ -1,0 +1,363 @@
+"""Compute Engine's REST API v1 (``compute.googleapis.com/compute/v1``) as ``MachineAPI``
+and ``FirewallAPI``, for one project and zone: machine types (``GET
+zones/{zone}/machineTypes``) and GPU types (``GET zones/{zone}/acceleratorTypes``) priced
+from the shipped snapshot (``prices``), instances (``POST/GET zones/{zone}/instances``,
+``GET/DELETE zones/{zone}/instances/{name}``) and firewall rules (``POST/GET
+global/firewalls``, ``DELETE global/firewalls/{name}``). A call that changes something
+answers with a long-running operation, polled (``GET zones/{zone}/operations/{name}`` or
+``global/operations/{name}``) until DONE within a timeout; an operation that ends in an
+error is read (a zone out of resources or a GPU quota spent is "no capacity").
+
+Each instance carries the pool's SSH key in its ``ssh-keys`` metadata (and in its startup
+script, for root), the pool's network tag (its group) and the labels ``skyward-pool``,
+``skyward-owner`` and ``skyward-expires``; each pool's network tag is admitted by two
+firewall rules of its own: ``<group>-ssh`` (tcp:22 from anywhere) and ``<group>-peers``
+(everything from the pool's own instances). Lists are paged (``pageToken``). Tokens:
+``auth.GoogleToken``."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import shlex
+import time
+from collections.abc import Callable
+from typing import Any
+
+from skyward.core.validation import fail
+from skyward.providers.aws.machines import owner
+from skyward.providers.cloud import naming
+from skyward.providers.cloud.api import (
+    Firewall,
+    Key,
+    Machine,
+    MachineState,
+    MachineType,
+    Order,
+    epoch,
+)
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.gcp import prices as pricing
+from skyward.providers.gcp.auth import where
+
+URL = "https://compute.googleapis.com/compute/v1"
+OPERATION_TIMEOUT = 600.0
+OPERATION_POLL = 1.0
+PAGE = 500
+"""Compute Engine's largest page (``maxResults``)."""
+DEFAULT_DISK_GB = 50
+SSH_USER = "root"
+LABEL_POOL = "skyward-pool"
+LABEL_OWNER = "skyward-owner"
+LABEL_EXPIRES = "skyward-expires"
+RULE_SUFFIXES = ("-ssh", "-peers")
+NO_CAPACITY = (
+    "ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", "QUOTA_EXCEEDED",
+    "RESOURCE_NOT_AVAILABLE", "STOCKOUT",
+)
+"""Operation error codes that mean "not now, not here": the launch tries the next offer."""
+STATES: dict[str, MachineState] = {
+    "PROVISIONING": "starting", "STAGING": "starting", "RUNNING": "running", "REPAIRING": "starting",
+    "STOPPING": "stopped", "SUSPENDING": "stopped", "SUSPENDED": "stopped", "TERMINATED": "stopped",
+}
+_LABEL_TEXT = re.compile(r"[^a-z0-9_-]")
+_HALT = re.compile(r"shutdown -h \+(\d+)")
+
+
+class GCPAPI:
+    """Calls Compute Engine for ``project`` in ``zone`` on ``network``, authenticated by
+    ``headers`` (``GoogleToken.headers``). ``operation_timeout``: seconds an operation may
+    take before CloudError."""
+
+    def __init__(
+        self, project: str, zone: str, network: str, headers: Callable[[], dict[str, str]],
+        operation_timeout: float = OPERATION_TIMEOUT,
+    ) -> None:
+        self._project = project
+        self._zone = zone
+        self._network = network
+        self._timeout = operation_timeout
+        self._http = ApiClient("GCP", base_url("gcp", URL), headers, where())
+        self._base = f"/projects/{project}"
+        self._in_zone = f"{self._base}/zones/{zone}"
+
+    # ------------------------------------------------------------------ offers
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        """The zone's machine types the snapshot prices (GPUs of a2/a3/g2 types included),
+        and N1 machines with each GPU type of the zone that attaches to them. ValueError
+        for a zone in a region the snapshot does not price."""
+        if region is not None and region != self._zone:
+            raise fail("Spec", "region", region, f"this sky.GCP works in zone {self._zone}; give GCP(zone={region!r})")
+        found = pricing.prices(pricing.region_of(self._zone))
+        if found is None:
+            raise fail(
+                "GCP", "zone", self._zone,
+                f"skyward's GCP price snapshot covers {', '.join(pricing.regions())}; pick a zone in one of them",
+            )
+        listed = {t["name"]: t for t in self._pages(f"{self._in_zone}/machineTypes", "listing machine types")}
+        kinds = [self._kind(listed[name], name, price, found.source) for name, price in found.machines.items()
+                 if name in listed and not listed[name].get("deprecated")]
+        gpus = self._pages(f"{self._in_zone}/acceleratorTypes", "listing accelerator types")
+        for gpu in gpus:
+            name = str(gpu.get("name") or "")
+            if name not in found.gpus or name not in pricing.GPUS:
+                continue
+            for count, machine in pricing.ATTACHED:
+                if machine not in listed or machine not in found.machines or count > int(gpu.get("maximumCardsPerInstance") or 0):
+                    continue
+                model, memory = pricing.GPUS[name]
+                base = self._kind(listed[machine], machine, found.machines[machine], found.source)
+                gpu_price = found.gpus[name]
+                kinds.append(MachineType(
+                    name=f"{machine}+{count}x{name}", vcpus=base.vcpus, memory_gb=base.memory_gb,
+                    price=round((base.price or 0) + count * gpu_price[0], 6),
+                    spot_price=round((base.spot_price or 0) + count * gpu_price[1], 6), region=self._zone,
+                    accelerator=model, accelerator_count=count, accelerator_memory_gb=memory,
+                    ref=f"{machine} {name} {count}", price_source=found.source,
+                ))
+        return kinds
+
+    def _kind(self, listed: dict[str, Any], name: str, price: tuple[float, float], source: str) -> MachineType:
+        accelerator, count, memory = None, 0, None
+        for attached in listed.get("accelerators") or []:
+            kind = str(attached.get("guestAcceleratorType") or "")
+            accelerator, memory = pricing.GPUS.get(kind, (kind, None))
+            count = int(attached.get("guestAcceleratorCount") or 0)
+        return MachineType(
+            name=name, vcpus=float(listed.get("guestCpus") or 0), memory_gb=float(listed.get("memoryMb") or 0) / 1024,
+            price=price[0], spot_price=price[1], region=self._zone, accelerator=accelerator, accelerator_count=count,
+            accelerator_memory_gb=memory, price_source=source,
+        )
+
+    # ------------------------------------------------------------------ keys (in each order)
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        """None: the key travels in each instance's metadata."""
+        return None
+
+    def remove_key(self, key_id: str) -> None:
+        """Nothing is registered."""
+
+    def keys(self) -> list[Key]:
+        return []
+
+    # ------------------------------------------------------------------ instances
+
+    def create(self, order: Order) -> str:
+        """One instance of the order (its id: Compute Engine's numeric one), running its boot script as the
+        startup script; waits for the insert operation. CapacityError when the zone has no
+        room or a quota is spent; CloudError when the operation fails otherwise or is not
+        done within the timeout (the instance is deleted then)."""
+        body = self._instance_body(order)
+        try:
+            operation = self._http.call("POST", f"{self._in_zone}/instances", f"creating instance {order.name}", json=body)
+        except CloudAPIError as exc:
+            if _capacity(exc.body):
+                raise CapacityError(f"GCP has no {order.machine_type.name} in {self._zone} now: {message(exc.body)}") from None
+            raise
+        try:
+            done = self._wait(operation, f"creating instance {order.name}")
+        except CapacityError as exc:
+            raise CapacityError(f"GCP has no {order.machine_type.name} in {self._zone} now: {exc}") from None
+        except CloudError:
+            self.delete(order.name)
+            raise
+        return str(done.get("targetId") or order.name)
+
+    def _instance_body(self, order: Order) -> dict[str, Any]:
+        kind = order.machine_type
+        machine, gpu, count = _parts(kind)
+        scheduling: dict[str, Any] = {"onHostMaintenance": "TERMINATE" if (gpu or kind.accelerator) else "MIGRATE",
+                                      "automaticRestart": False}
+        if order.spot:
+            scheduling.update(provisioningModel="SPOT", instanceTerminationAction="DELETE")
+        named = naming.parse(order.name)
+        labels = {LABEL_POOL: named.pool if named else _label(order.name), LABEL_OWNER: _label(owner())}
+        halt = _HALT.search(order.user_data)
+        if halt:
+            moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=int(halt.group(1)))
+            labels[LABEL_EXPIRES] = moment.strftime("%Y%m%dt%H%M%Sz")
+        body: dict[str, Any] = {
+            "name": order.name,
+            "machineType": f"zones/{self._zone}/machineTypes/{machine}",
+            "labels": labels,
+            "tags": {"items": [order.group]},
+            "metadata": {"items": [
+                {"key": "ssh-keys", "value": f"{SSH_USER}:{order.public_key} {SSH_USER}"},
+                {"key": "startup-script", "value": _root_key(order.public_key) + order.user_data},
+            ]},
+            "disks": [{
+                "boot": True, "autoDelete": True,
+                "initializeParams": {"sourceImage": order.image, "diskSizeGb": str(order.disk_gb or DEFAULT_DISK_GB),
+                                     "diskType": f"zones/{self._zone}/diskTypes/pd-balanced"},
+            }],
+            "networkInterfaces": [{
+                "network": f"global/networks/{self._network}",
+                "accessConfigs": [{"type": "ONE_TO_ONE_NAT", "name": "External NAT"}],
+            }],
+            "scheduling": scheduling,
+        }
+        if gpu:
+            body["guestAccelerators"] = [{"acceleratorType": f"zones/{self._zone}/acceleratorTypes/{gpu}",
+                                          "acceleratorCount": count}]
+        return body
+
+    def get(self, machine_id: str) -> Machine | None:
+        """The instance by its id (or name); None once Compute Engine no longer has it."""
+        found = self._http.read(f"{self._in_zone}/instances/{machine_id}", f"reading instance {machine_id}")
+        return _machine(found) if found else None
+
+    def machines(self) -> list[Machine]:
+        """The zone's instances labelled ``skyward-pool``."""
+        return [_machine(i) for i in self._pages(f"{self._in_zone}/instances", "listing instances")
+                if LABEL_POOL in (i.get("labels") or {})]
+
+    def delete(self, machine_id: str) -> None:
+        """Ask for the deletion (gone already is fine); ``get`` confirms it."""
+        try:
+            self._http.call("DELETE", f"{self._in_zone}/instances/{machine_id}", f"deleting instance {machine_id}")
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    # ------------------------------------------------------------------ firewall
+
+    def add_firewall(self, group: str) -> str:
+        """The rules ``<group>-ssh`` (tcp:22 from anywhere) and ``<group>-peers`` (every
+        protocol from instances tagged ``group``), both for instances tagged ``group``; the
+        first is deleted again when the second cannot be made. Its id is ``group``."""
+        network = f"projects/{self._project}/global/networks/{self._network}"
+        rules = [
+            {"name": f"{group}-ssh", "network": network, "direction": "INGRESS", "priority": 1000,
+             "sourceRanges": ["0.0.0.0/0"], "targetTags": [group], "allowed": [{"IPProtocol": "tcp", "ports": ["22"]}],
+             "description": "skyward: SSH to the pool's instances"},
+            {"name": f"{group}-peers", "network": network, "direction": "INGRESS", "priority": 1000,
+             "sourceTags": [group], "targetTags": [group], "allowed": [{"IPProtocol": "all"}],
+             "description": "skyward: the pool's instances to each other"},
+        ]
+        made: list[str] = []
+        try:
+            for rule in rules:
+                what = f"creating firewall rule {rule['name']}"
+                self._wait(self._http.call("POST", f"{self._base}/global/firewalls", what, json=rule), what)
+                made.append(str(rule["name"]))
+        except BaseException:
+            for name in made:
+                self._delete_rule(name)
+            raise
+        return group
+
+    def remove_firewall(self, firewall_id: str, group: str) -> None:
+        """Both rules of ``group``, each deletion waited for (gone already is fine)."""
+        for suffix in RULE_SUFFIXES:
+            self._delete_rule(f"{group}{suffix}")
+
+    def firewalls(self) -> list[Firewall]:
+        """One per group that has a skyward rule (its id and name: the group)."""
+        groups: set[str] = set()
+        for rule in self._pages(f"{self._base}/global/firewalls", "listing firewall rules"):
+            name = str(rule.get("name") or "")
+            for suffix in RULE_SUFFIXES:
+                if name.endswith(suffix) and naming.parse(name.removesuffix(suffix)) is not None:
+                    groups.add(name.removesuffix(suffix))
+        return [Firewall(group, group) for group in sorted(groups)]
+
+    def _delete_rule(self, name: str) -> None:
+        what = f"deleting firewall rule {name}"
+        try:
+            operation = self._http.call("DELETE", f"{self._base}/global/firewalls/{name}", what)
+        except CloudAPIError as exc:
+            if exc.status == 404:
+                return
+            raise
+        self._wait(operation, what)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _wait(self, operation: Any, what: str) -> dict[str, Any]:
+        """Poll ``operation`` until DONE and return it; CapacityError or CloudError for an operation that
+        failed, CloudError when it is not DONE within the timeout."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            if not isinstance(operation, dict) or not operation.get("name"):
+                raise CloudError(f"the GCP API answered {what} with no operation: {str(operation)[:200]}")
+            if operation.get("status") == "DONE":
+                break
+            if time.monotonic() > deadline:
+                raise CloudError(
+                    f"GCP operation {operation['name']} ({what}) was not done within {self._timeout:g}s; "
+                    "check it in the console (gcloud compute operations describe)"
+                )
+            time.sleep(OPERATION_POLL)
+            zone = str(operation.get("zone") or "")
+            where = f"{self._base}/zones/{zone.rsplit('/', 1)[-1]}" if zone else f"{self._base}/global"
+            operation = self._http.call("GET", f"{where}/operations/{operation['name']}", f"waiting for {what}")
+        errors = ((operation.get("error") or {}).get("errors")) or []
+        if errors:
+            text = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors)
+            if _capacity(operation.get("error")):
+                raise CapacityError(text)
+            raise CloudError(f"GCP could not finish {what}: {text}")
+        return operation
+
+    def _pages(self, path: str, what: str) -> list[dict[str, Any]]:
+        """Every item of a list, page by page (at most 50 pages)."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        for _ in range(50):
+            query: dict[str, Any] = {"maxResults": PAGE, **({"pageToken": token} if token else {})}
+            answer = self._http.call("GET", path, what, params=query) or {}
+            items.extend(answer.get("items") or [])
+            token = str(answer.get("nextPageToken") or "")
+            if not token:
+                break
+        return items
+
+
+def _parts(kind: MachineType) -> tuple[str, str, int]:
+    """The machine type to order, and the GPU type and count attached to it ("", 0: none);
+    an N1 machine with GPUs carries them in ``ref`` ("n1-standard-4 nvidia-tesla-t4 1")."""
+    if not kind.ref:
+        return kind.name, "", 0
+    machine, gpu, count = kind.ref.split(" ")
+    return machine, gpu, int(count)
+
+
+def _capacity(body: Any) -> bool:
+    """Whether an error body or an operation's error names a lack of capacity or quota."""
+    text = str(body)
+    return any(code in text for code in NO_CAPACITY)
+
+
+def _label(text: str) -> str:
+    """``text`` as a label value: lowercase letters, digits, ``_`` and ``-``, at most 63."""
+    return _LABEL_TEXT.sub("-", text.lower())[:63]
+
+
+def _root_key(public_key: str) -> str:
+    """Startup-script lines that let root log in with the pool's key (an image's guest
+    agent may not manage root's keys, and some images refuse root over SSH)."""
+    return (
+        "#!/bin/bash\n"
+        "install -d -m 700 /root/.ssh\n"
+        f"printf '%s\\n' {shlex.quote(public_key)} > /root/.ssh/authorized_keys\n"
+        "chmod 600 /root/.ssh/authorized_keys\n"
+        "sed -i -E 's/^#?PermitRootLogin.*/PermitRootLogin prohibit-password/' /etc/ssh/sshd_config\n"
+        "systemctl reload ssh 2>/dev/null || systemctl reload sshd 2>/dev/null || true\n"
+    )
+
+
+def _machine(instance: dict[str, Any]) -> Machine:
+    interface = (instance.get("networkInterfaces") or [{}])[0]
+    public = str(((interface.get("accessConfigs") or [{}])[0]).get("natIP") or "") or None
+    state = STATES.get(str(instance.get("status") or ""), "starting")
+    if state == "running" and public is None:
+        state = "starting"
+    scheduling = instance.get("scheduling") or {}
+    return Machine(
+        str(instance["id"]), str(instance["name"]), state, public, 22, str(interface.get("networkIP") or "") or None,
+        None, scheduling.get("provisioningModel") == "SPOT", str(instance.get("machineType") or "").rsplit("/", 1)[-1],
+        epoch(instance.get("creationTimestamp")),
+    )

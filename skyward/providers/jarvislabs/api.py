@@ -1,0 +1,231 @@
+"""JarvisLabs' REST API (the backend its ``jl`` CLI and ``jarvislabs`` SDK call) as
+``MachineAPI``: GPU types with their hourly and spot prices and free GPUs per region
+(``GET misc/server_meta``), SSH keys (``GET/POST ssh/``, ``DELETE ssh/{key_id}``: the
+account's keys are installed in every instance it starts), instances (``POST
+templates/{template}/create``, ``GET users/fetch`` and ``users/fetch/{machine_id}``,
+``POST misc/destroy`` or ``templates/vm/destroy`` with ``machine_id``).
+
+Each region has its own backend (``REGION_URLS``); reads go to the first. An instance
+is a container of a framework template (``pytorch`` by default) or a VM (``vm``),
+reached over SSH at the host and port of its ``ssh_str``. The token travels as a Bearer
+token: ``api_key=``, ``$JL_API_KEY`` or ``token`` under ``[auth]`` in the CLI's
+``~/.config/jl/config.toml``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from skyward.core.accelerator_catalog import identify
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.keys import KeyCollection
+
+REGION_URLS = {
+    "india-01": "https://backendprod.jarvislabs.net",
+    "india-noida-01": "https://backendn.jarvislabs.net",
+    "europe-01": "https://backendeu.jarvislabs.net",
+}
+READS = "india-01"
+"""The backend that lists instances, keys and GPU types for every region."""
+API_KEY = credentials.Source(("JL_API_KEY",), "~/.config/jl/config.toml", "auth.token")
+KEYS = KeyCollection("/ssh/", "key_id", "key_name", "ssh_key")
+COUNTS = (1, 2, 4, 8)
+"""The GPUs per instance offered (at most the region's free GPUs of the type)."""
+EUROPE_COUNTS = (1, 8)
+"""What JarvisLabs' Europe region rents."""
+NO_CAPACITY = ("no free", "not available", "insufficient", "capacity", "out of stock", "try again later")
+RUNNING = "running"
+STOPPED = ("paused", "pausing", "failed")
+ENDED = ("destroying", "destroyed", "deleted")
+SSH = re.compile(r"-p\s+(?P<port>\d+)\s+(?:(?P<user>[^@\s]+)@)?(?P<host>[^\s]+)")
+"""An ``ssh_str`` such as ``ssh -p 11014 root@sshe.jarvislabs.ai``."""
+SPELLINGS = {
+    "A5000": "RTX A5000",
+    "A5000Pro": "RTX A5000",
+    "A6000": "RTX A6000",
+    "RTX6000Ada": "RTX 6000 Ada",
+    "A100": "A100 40GB",
+    "A100-80GB": "A100 80GB",
+}
+"""JarvisLabs' GPU type names as the catalog reads them (its ``A100`` has 40 GB)."""
+MIN_DISK_GB = 40
+"""The storage the CLI orders by default, and the least skyward orders."""
+
+
+class JarvisLabsAPI:
+    """Calls JarvisLabs with ``api_key`` (None: ``$JL_API_KEY`` or the jl CLI's config)."""
+
+    def __init__(self, template: str, api_key: str | None = None) -> None:
+        if api_key is None:
+            (api_key,) = credentials.require("JarvisLabs", [API_KEY])
+        key = api_key
+        self.template = template
+        by_address: dict[str, ApiClient] = {}
+        self._clients: dict[str, ApiClient] = {}
+        """Each region's backend (one, ``SKYWARD_JARVISLABS_API_URL``, when that is set)."""
+        for region, url in REGION_URLS.items():
+            address = base_url("jarvislabs", url)
+            if address not in by_address:
+                by_address[address] = ApiClient(
+                    "JarvisLabs", address, lambda: {"Authorization": f"Bearer {key}"},
+                    f"JarvisLabs(api_key=...) or {API_KEY.describe()}",
+                )
+            self._clients[region] = by_address[address]
+        self._http = self._clients[READS]
+        self._regions: dict[str, str] = {}
+        """The region of each instance made here (its backend deletes it)."""
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        """Each GPU type of each region (of ``region``) at 1, 2, 4 and 8 GPUs (Europe: 1
+        and 8), as many as the region has free, at its per-GPU hourly and spot prices."""
+        answer = self._http.call("GET", "/misc/server_meta", "listing GPU types") or {}
+        kinds = []
+        for item in answer.get("server_meta") or []:
+            place = str(item.get("region") or "")
+            workload = item.get("workload_type")
+            if place not in REGION_URLS or (region is not None and place != region):
+                continue
+            if workload not in (None, "vm" if self.template == "vm" else "container"):
+                continue
+            price = float(item.get("price_per_hour") or 0)
+            spot = float(item["spot_price"]) if item.get("spot_price") is not None and self.template != "vm" else None
+            free = int(item.get("num_free_devices") or 0)
+            name = str(item.get("gpu_type") or "")
+            accelerator, memory = _accelerator(name, str(item.get("vram") or ""))
+            for count in EUROPE_COUNTS if place == "europe-01" else COUNTS:
+                if count > free or price <= 0:
+                    continue
+                kinds.append(
+                    MachineType(
+                        name=f"{count}x {name}",
+                        vcpus=float(item.get("cpus_per_gpu") or 0) * count,
+                        memory_gb=float(item.get("ram_per_gpu") or 0) * count,
+                        price=price * count,
+                        spot_price=spot * count if spot else None,
+                        region=place,
+                        accelerator=accelerator,
+                        accelerator_count=count,
+                        accelerator_memory_gb=memory,
+                        ref=name,
+                    )
+                )
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        return KEYS.add(self._http, name, public_key)
+
+    def remove_key(self, key_id: str) -> None:
+        KEYS.remove(self._http, key_id)
+
+    def keys(self) -> list[Key]:
+        return KEYS.listed(self._http)
+
+    def create(self, order: Order) -> str:
+        """One instance of the order's GPUs (``ref`` the GPU type, ``accelerator_count`` how
+        many) in its region, of the template ``order.image``, spot when asked, with
+        ``order.disk_gb`` (at least 40) GB of storage. CapacityError when the region has
+        no such GPUs free."""
+        kind = order.machine_type
+        region = str(kind.region or READS)
+        body = {
+            "gpu_type": kind.ref,
+            "num_gpus": kind.accelerator_count,
+            "hdd": max(MIN_DISK_GB, int(order.disk_gb or 0)),
+            "region": region,
+            "name": order.name,
+            "is_spot": order.spot,
+            "duration": "hour",
+            "disk_type": "ssd",
+            "http_ports": "",
+            "script_id": None,
+            "script_args": "",
+            "fs_id": None,
+            "arguments": "",
+        }
+        what = f"creating instance {order.name}"
+        try:
+            answer = self._clients[region].call("POST", f"/templates/{order.image}/create", what, json=body)
+        except CloudAPIError as exc:
+            if exc.status in (400, 409, 503) and any(t in message(exc.body).lower() for t in NO_CAPACITY):
+                raise CapacityError(f"JarvisLabs has no {kind.name} free in {region}: {message(exc.body)}") from None
+            raise
+        machine_id = (answer or {}).get("machine_id") if isinstance(answer, dict) else None
+        if not machine_id:
+            said = message(answer)
+            if any(t in said.lower() for t in NO_CAPACITY):
+                raise CapacityError(f"JarvisLabs has no {kind.name} free in {region}: {said}")
+            raise CloudError(f"the JarvisLabs API answered {what} without a machine_id: {said}")
+        self._regions[str(machine_id)] = region
+        return str(machine_id)
+
+    def get(self, machine_id: str) -> Machine | None:
+        answer = self._http.read(f"/users/fetch/{machine_id}", f"reading instance {machine_id}")
+        instance = (answer or {}).get("instance") if isinstance(answer, dict) else None
+        return _machine(instance) if instance else None
+
+    def machines(self) -> list[Machine]:
+        answer = self._http.call("GET", "/users/fetch", "listing instances") or {}
+        return [_machine(i) for i in answer.get("instances") or [] if isinstance(i, dict)]
+
+    def delete(self, machine_id: str) -> None:
+        """Destroy the instance (VMs and containers have their own call) at its region's
+        backend; one already gone is fine."""
+        answer = self._http.read(f"/users/fetch/{machine_id}", f"reading instance {machine_id}")
+        instance = (answer or {}).get("instance") if isinstance(answer, dict) else None
+        if not instance or str(instance.get("status") or "").lower() in ENDED:
+            return
+        region = str(instance.get("region") or self._regions.get(machine_id) or READS)
+        path = "/templates/vm/destroy" if instance.get("template") == "vm" else "/misc/destroy"
+        client = self._clients.get(region, self._http)
+        try:
+            answer = client.call("POST", path, f"destroying instance {machine_id}", params={"machine_id": machine_id})
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+            return
+        if isinstance(answer, dict) and answer.get("success") is False:
+            raise CloudError(f"the JarvisLabs API refused destroying instance {machine_id}: {message(answer)}")
+
+
+def _accelerator(name: str, vram: str) -> tuple[str | None, float | None]:
+    """A GPU type as the catalog reads it (``A6000`` -> ``RTX_A6000``, ``A100-80GB`` ->
+    ``A100`` 80 GB) and one GPU's memory (``vram`` such as "48GB", else what the name or
+    the catalog says); a type the catalog does not know (``RTX5000``) is passed on as it is."""
+    seen = identify(SPELLINGS.get(name, name))
+    digits = re.search(r"(\d+(?:\.\d+)?)\s*G", vram, re.IGNORECASE)
+    if digits:
+        memory: float | None = float(digits.group(1))
+    elif seen is not None:
+        memory = seen.memory_gb or float(seen.model.variants[0].memory_gb)
+    else:
+        memory = None
+    return (seen.model.name if seen is not None else name or None), memory
+
+
+def _endpoint(ssh: str) -> tuple[str | None, int]:
+    found = SSH.search(ssh or "")
+    return (found["host"], int(found["port"])) if found else (None, 22)
+
+
+def _machine(instance: dict[str, Any]) -> Machine:
+    status = str(instance.get("status") or "").lower()
+    host, port = _endpoint(str(instance.get("ssh_str") or instance.get("ssh_command") or ""))
+    state: MachineState = (
+        "ended" if status in ENDED else "stopped" if status in STOPPED
+        else ("running" if status == RUNNING and host else "starting")
+    )
+    return Machine(
+        str(instance["machine_id"]),
+        str(instance.get("name") or instance.get("instance_name") or ""),
+        state,
+        host if state == "running" else None,
+        port,
+        None,
+        None,
+        bool(instance.get("is_spot")),
+        f"{instance.get('num_gpus') or 1}x {instance.get('gpu_type') or ''}",
+        None,
+    )

@@ -1,0 +1,98 @@
+"""A client's side of kept pools (``Options(keep_alive=seconds)``): adopt the kept pool
+this script's pool is defined as (or is named), else have the pool daemon open one and
+keep it; either way the client reaches it through the daemon's relay for it, as it
+reaches a remote pool's head relay, so it never starts or joins Ray itself.
+
+Adopting needs an equal definition (``fingerprint``): the provider's class and (but for
+``sky.Local``) its settings, every other Spec field (nodes, Image, plugins, volumes, ...), the
+worker, whether collections are on, and the client's working directory, interpreter
+and skyward version (the agents import from there). Everything else of Options may
+differ between scripts (timeouts, console, logging); ``keep_alive`` stays the first
+script's until the pool ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import os
+import sys
+import time
+import uuid
+from dataclasses import replace
+
+import cloudpickle
+
+from skyward.core.codec import load_payload
+from skyward.core.instance import InstanceInfo
+from skyward.engine.transports.relay import RelayTransport
+from skyward.engine.wire import ByValueEncoder
+from skyward.model.nodes import NodeHandle
+from skyward.model.spec import Options, Spec
+from skyward.providers import warm_client
+from skyward.providers.base import Cluster, PhaseTiming
+from skyward.providers.kept.request import ClientContext, KeptRequest
+from skyward.providers.relay_collections import RelayCollections
+from skyward.providers.ssh.loop import LoopThread
+
+DEFAULT_READY_TIMEOUT = 120.0
+DEFAULT_REMOTE_TIMEOUT = 1800.0
+"""How long a remote kept pool may take to open (machines, bootstrap) without ``Options.provision_timeout``."""
+
+
+def fingerprint(spec: Spec, options: Options, context: ClientContext) -> str:
+    """What a pool's definition must equal for a later script to adopt it (see the module)."""
+    definition = (
+        type(spec.provider).__qualname__,
+        "" if spec.provider.name == "local" else repr(spec.provider),  # keep_warm does not matter
+        sorted((name, repr(value)) for name, value in spec.non_defaults().items()),
+        repr(options.resolved_worker),
+        options.collections_enabled,
+        context.cwd,
+        os.path.realpath(sys.executable),
+        importlib.metadata.version("skyward"),
+    )
+    return hashlib.sha256(repr(definition).encode()).hexdigest()[:24]
+
+
+def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: bool = False) -> Cluster:
+    """The kept pool for ``spec``: the one named ``name`` when ``named`` (else any idle
+    one defined the same), adopted; else a new one named ``name`` that the daemon keeps
+    ``options.keep_alive`` seconds after its last client left (with an id of its own:
+    it outlives this client's pool). RuntimeError naming the holder when the pool is in
+    use by another script, or the difference when the pool of that name is defined
+    otherwise. ``as_defined``: adopt the pool ``name`` whatever its definition (the
+    script asked for it by name alone, ``sky run NAME``, ``sky attach NAME``), and open
+    nothing: LookupError when it is not kept."""
+    assert options.keep_alive is not None
+    started = time.monotonic()
+    context = ClientContext.here()
+    spec = _absolute_includes(spec, context.cwd)
+    mark = fingerprint(spec, options, context)
+    held = warm_client.adopt_pool(name if named else "", "" if as_defined else mark)
+    if held is None and as_defined:
+        raise LookupError(f"no pool named {name!r} is kept now (sky ls lists the kept pools)")
+    if held is None:
+        request = cloudpickle.dumps(KeptRequest(spec, options, uuid.uuid4().hex, context))
+        default = DEFAULT_READY_TIMEOUT if spec.provider.name == "local" else DEFAULT_REMOTE_TIMEOUT
+        timeout = float(options.provision_timeout or default)
+        held = warm_client.keep_pool(name, mark, options.keep_alive, request, timeout)
+    infos: tuple[InstanceInfo, ...] = load_payload(held.infos)  # from this user's daemon (peer checked)
+    loop = LoopThread(f"skyward-kept-{held.name}")
+    socket_path = held.socket
+    transport = RelayTransport(
+        lambda: asyncio.open_unix_connection(socket_path), f"the kept pool {held.name} ({socket_path})",
+        held.secret, loop.loop,
+    )
+    encoder = ByValueEncoder(spec.image.includes)
+    collections = RelayCollections(transport, encoder, options.collections_enabled)
+    nodes: tuple[NodeHandle, ...] = load_payload(held.nodes)
+    phase = PhaseTiming("adopted" if held.adopted else "kept", time.monotonic() - started)
+    return Cluster(nodes, infos, transport, encoder, collections, loop.stop, (phase,))
+
+
+def _absolute_includes(spec: Spec, cwd: str) -> Spec:
+    """``spec`` with ``Image.includes`` made absolute (the daemon works elsewhere)."""
+    includes = tuple(os.path.abspath(os.path.join(cwd, path)) for path in spec.image.includes)
+    return replace(spec, image=replace(spec.image, includes=includes))

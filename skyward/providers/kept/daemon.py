@@ -1,0 +1,367 @@
+"""Kept pools, in the pool daemon (the process of ``warm_engine``): local pools that
+outlive the script that opened them (``Options(keep_alive=seconds)``).
+
+A kept pool is started here, on the daemon's Ray instance, for the client that asked
+(``KeepPool``: its Spec, Options, working directory, import path and environment), and
+served to one client at a time through a relay on a Unix socket of the daemon's private
+directory: the same ``RelayServer`` and ``RaySession`` a remote pool's head relay runs,
+so a client reaches a kept pool exactly as it reaches a remote one, with no Ray of its
+own. A client holds the pool from ``KeepPool``/``AdoptPool`` until its relay session
+ends (or, if it never connects, ``HOLD_TIMEOUT``); each hold has its own secret, which
+the client proves before its first frame is read, and the peer must run as this user.
+A pool nobody held for ``keep_alive`` seconds is torn down as a pool's close tears it
+down; ``EndPool`` ends one (or all) at once. The pool's collections keep their contents
+between clients; on a local pool each client's locks and leases are freed when it
+leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import pickle
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import cloudpickle
+
+from skyward.core import handshake
+from skyward.core.messages import PoolHeld
+from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
+from skyward.engine.death import Death, cause_of_death
+from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
+from skyward.engine.transports.lane import lane_path
+from skyward.engine.transports.relay import RelayTransport
+from skyward.providers import registry
+from skyward.providers.base import Cluster
+from skyward.providers.kept.log import LoggedSink
+from skyward.providers.kept.request import ClientContext, KeptRequest
+from skyward.providers.kept.session import ClusterSession, EventForwarder
+from skyward.providers.leftovers import remove_leftovers
+from skyward.providers.local_launch import start
+from skyward.providers.local_ray import LocalRay
+from skyward.providers.ssh.head_relay import RaySession
+from skyward.providers.ssh.loop import LoopThread
+
+HOLD_TIMEOUT = 30.0
+"""Seconds a client that was given a pool has to open its relay session."""
+
+
+@dataclass(eq=False)
+class KeptPool:
+    """One kept pool: its cluster (started here), its relay's socket and who holds it."""
+
+    name: str
+    fingerprint: str
+    keep_alive: float
+    pool_id: str
+    cluster: Cluster
+    socket: Path
+    notes: str
+    agents: dict[int, Any] = field(default_factory=dict)
+    lanes: dict[int, str] = field(default_factory=dict)
+    lane_secret: bytes = b""
+    ends_with_client: bool = False
+    holder: int = 0
+    """The pid of the client holding it (0: nobody)."""
+    secret: bytes = b""
+    """What the holder proves at the relay."""
+    hold_deadline: float = 0.0
+    session: asyncio.StreamWriter | None = None
+    idle_since: float = field(default_factory=time.monotonic)
+    opened: float = field(default_factory=time.time)
+    server: asyncio.AbstractServer | None = None
+    log: Path | None = None
+    """Its own log (``kept.log``), beside its socket."""
+    log_lock: threading.Lock = field(default_factory=threading.Lock)
+    definition: bytes = b""
+    """The pickled (Spec, Options) it was opened with."""
+    forwarder: EventForwarder | None = None
+    """Where a remote pool's events go (None: a local pool, served by ``RaySession``)."""
+
+    def postmortem(self, node: int) -> Death | None:
+        """Why node ``node``'s agent died, from the note it left."""
+        return cause_of_death(self.notes, node) if self.notes else None
+
+    def attach(self, node: int, serial: int, setup: bytes) -> Any:
+        raise NotImplementedError("a kept pool has a fixed size: its nodes cannot be added while it runs")
+
+    def detach(self, node: int) -> None:
+        raise NotImplementedError("a kept pool has a fixed size: its nodes cannot be removed while it runs")
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since its last client left (0 while held)."""
+        return 0.0 if self.holder else now - self.idle_since
+
+
+class KeptPools:
+    """The daemon's kept pools (see the module); ``directory`` is the daemon's private one."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._lock = threading.Lock()
+        self._pools: dict[str, KeptPool] = {}
+        self._opening: set[str] = set()
+        self._loop = LoopThread("skyward-kept-pools")
+        self._launching = threading.Lock()
+        """Held while a remote pool launches under a client's environment."""
+        self._sessions = itertools.count(1)
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._pools or self._opening)
+
+    def keep(self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest, pid: int) -> PoolHeld:
+        """Open the pool ``name`` for client ``pid`` and hold it for it. ValueError when
+        a pool of that name is kept already (naming what to do)."""
+        with self._lock:
+            if name in self._pools or name in self._opening:
+                raise ValueError(
+                    f"a pool named {name!r} is kept already; define it the same way to adopt it, give this pool "
+                    f"another name, or end it with `sky down {name}`"
+                )
+            self._opening.add(name)
+        try:
+            pool = self._open(name, fingerprint, keep_alive, request)
+        except BaseException:
+            with self._lock:
+                self._opening.discard(name)
+            raise
+        pool.definition = cloudpickle.dumps((request.spec, request.options))
+        pool.log = self._directory / f"pool-{request.pool_id[:12]}.log"
+        pool.log.touch(mode=0o600)
+        try:
+            self._listen(pool)
+        except BaseException:
+            with self._lock:
+                self._opening.discard(name)
+            self._stop(pool)
+            raise
+        records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in pool.cluster.nodes]
+        provider = request.spec.provider
+        region = request.spec.region or getattr(provider, "region", None)
+        registry.register(
+            pool.pool_id, provider.name, region, name=name, nodes=records, log_file=str(pool.log), keep_alive=keep_alive
+        )
+        with self._lock:
+            self._opening.discard(name)
+            self._pools[name] = pool
+            return self._hold(pool, pid, adopted=False)
+
+    def _open(self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest) -> KeptPool:
+        """Start the pool ``request`` defines: local agents on this daemon's Ray, or a
+        remote pool by its provider (under the client's environment, one at a time)."""
+        socket = self._directory / f"pool-{request.pool_id[:12]}.sock"
+        if request.spec.provider.name != "local":
+            with self._launching, _client_environment(request.context):
+                cluster = request.spec.provider.launch(request.spec, request.options, request.pool_id)
+            forwarder = EventForwarder()
+            cluster.transport.open(self._loop.loop, forwarder)
+            return KeptPool(name, fingerprint, keep_alive, request.pool_id, cluster, socket, "", forwarder=forwarder)
+        cluster = start(request.spec, request.options, request.pool_id, context=request.context)
+        temp = LocalRay.temp_dir()
+        transport: Any = cluster.transport  # a RayTransport: its agents are the relay's
+        pool = KeptPool(
+            name, fingerprint, keep_alive, request.pool_id, cluster, socket,
+            os.path.join(temp, f"notes-{request.pool_id[:12]}") if temp else "", agents=dict(transport.agents),
+        )
+        pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, request.pool_id, node))}
+        return pool
+
+    def adopt(self, name: str, fingerprint: str, pid: int) -> PoolHeld:
+        """Hold a kept pool for client ``pid``: the one named ``name`` (whose definition
+        must be ``fingerprint``), or with no name any idle one defined so. LookupError
+        when there is none; ValueError naming the holder or the difference."""
+        with self._lock:
+            if name:
+                pool = self._pools.get(name)
+                if pool is None:
+                    raise LookupError(f"no pool named {name!r} is kept")
+                if fingerprint and pool.fingerprint != fingerprint:
+                    raise ValueError(
+                        f"the kept pool {name!r} was defined otherwise (provider, nodes, Image, plugins, volumes, "
+                        f"worker, working directory or interpreter differ); define it as it was, give this pool "
+                        f"another name, or end the kept one with `sky down {name}`"
+                    )
+                candidates = [pool]
+            else:
+                candidates = [p for p in self._pools.values() if p.fingerprint == fingerprint]
+                if not candidates:
+                    raise LookupError("no kept pool is defined as this one")
+            for pool in candidates:
+                if not pool.holder:
+                    return self._hold(pool, pid, adopted=True)
+            holders = ", ".join(f"{p.name} (pid {p.holder})" for p in candidates)
+            raise ValueError(
+                f"the kept pool {holders} is in use by another script (one client at a time); wait for it to "
+                "finish, or give this pool another name to open a second one"
+            )
+
+    def release(self, name: str, pid: int) -> None:
+        """Free the hold ``pid`` has on the pool ``name`` before connecting to it (the
+        pool stays kept, idle from now, for a script to adopt). LookupError when it is
+        not kept; ValueError when ``pid`` does not hold it or is connected."""
+        with self._lock:
+            pool = self._pools.get(name)
+            if pool is None:
+                raise LookupError(f"no pool named {name!r} is kept")
+            if pool.holder != pid or pool.session is not None:
+                raise ValueError(f"the kept pool {name!r} is not held by pid {pid} before connecting (holder {pool.holder})")
+            pool.holder, pool.secret, pool.idle_since = 0, b"", time.monotonic()
+
+    def states(self) -> list[tuple[str, str, int, float, int, float, float, bytes]]:
+        """Each pool as ``PoolsKept`` carries it."""
+        now = time.monotonic()
+        with self._lock:
+            return [
+                (p.name, p.pool_id, len(p.cluster.nodes), p.keep_alive, p.holder, p.idle_for(now), p.opened,
+                 p.definition)
+                for p in self._pools.values()
+            ]
+
+    def end(self, name: str) -> tuple[str, ...]:
+        """Tear down the pool ``name`` (empty: all of them) now, even if held; the names
+        ended. LookupError when ``name`` is not kept."""
+        with self._lock:
+            if name and name not in self._pools:
+                raise LookupError(f"no pool named {name!r} is kept")
+            ended = [self._pools.pop(n) for n in ([name] if name else list(self._pools))]
+        for pool in ended:
+            self._stop(pool)
+        return tuple(pool.name for pool in ended)
+
+    def sweep(self) -> None:
+        """End the pools idle past their ``keep_alive``; free holds whose client never came."""
+        now = time.monotonic()
+        with self._lock:
+            for pool in self._pools.values():
+                if pool.holder and pool.session is None and now > pool.hold_deadline:
+                    pool.holder, pool.secret, pool.idle_since = 0, b"", now
+            expired = [p for p in self._pools.values() if not p.holder and now - p.idle_since > p.keep_alive]
+            for pool in expired:
+                del self._pools[pool.name]
+        for pool in expired:  # on the daemon's main thread, which waits for it
+            self._stop(pool)
+
+    @staticmethod
+    def clean_up_after_a_dead_daemon() -> list[str]:
+        """Remove what the kept pools of a daemon that died (SIGKILL, a reboot) left in
+        their clouds, and their records (this daemon cannot adopt them: their relays died
+        with it, and their remote nodes end by themselves after ``Spec.ttl``); what was
+        done, one line each. A pool whose removal fails keeps its record, for ``sky down``."""
+        done = []
+        for record in registry.records():
+            if record.keep_alive is None or registry.alive(record):
+                continue
+            try:
+                removed = remove_leftovers(record.provider, record.region, record.pool_id)
+            except Exception as exc:  # noqa: BLE001 - reported; `sky down NAME` retries
+                done.append(f"kept pool {record.name}: could not remove what it left: {type(exc).__name__}: {exc}")
+                continue
+            registry.unregister(record.pool_id)
+            done.append(f"kept pool {record.name} of a dead daemon: removed {len(removed)} resources")
+        return done
+
+    def close(self) -> None:
+        """End every pool and the relays' loop (the daemon exits)."""
+        self.end("")
+        self._loop.stop()
+
+    def _hold(self, pool: KeptPool, pid: int, adopted: bool) -> PoolHeld:
+        """Give ``pool`` to client ``pid`` (with the lock held)."""
+        pool.holder, pool.secret = pid, handshake.new_secret()
+        pool.hold_deadline = time.monotonic() + HOLD_TIMEOUT
+        infos = pickle.dumps(tuple(pool.cluster.infos))
+        nodes = pickle.dumps(tuple(pool.cluster.nodes))
+        return PoolHeld(pool.name, pool.pool_id, str(pool.socket), pool.secret, infos, nodes, adopted)
+
+    def _listen(self, pool: KeptPool) -> None:
+        """Start ``pool``'s relay on its socket (mode 0600 in the private directory)."""
+        with contextlib.suppress(FileNotFoundError):
+            pool.socket.unlink()
+
+        async def listen() -> asyncio.AbstractServer:
+            server = await asyncio.start_unix_server(lambda r, w: self._session(pool, r, w), str(pool.socket))
+            os.chmod(pool.socket, 0o600)
+            return server
+
+        pool.server = self._loop.run(listen(), 30)
+
+    async def _session(self, pool: KeptPool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one connection to ``pool``'s relay: the holder's, proven by its secret."""
+        sock = writer.get_extra_info("socket")
+        try:
+            require_same_user(sock, "a client of a kept pool")
+        except ForeignPeer:
+            writer.close()
+            return
+        with self._lock:
+            ours = pool.holder != 0 and pool.session is None and peer_pid(sock) == pool.holder
+            if ours:
+                pool.session = writer
+        if not ours:
+            writer.close()
+            return
+        client = f"{pool.holder}-{next(self._sessions)}"
+        server = RelayServer(pool.secret, lambda sink: self._backend(pool, client, sink))
+        try:
+            await server.handle(reader, writer)
+        finally:
+            with self._lock:
+                pool.session = None
+                if server.finished.is_set():  # it was served: the client left
+                    pool.holder, pool.secret, pool.idle_since = 0, b"", time.monotonic()
+
+    @staticmethod
+    def _backend(pool: KeptPool, client: str, sink: Sink) -> RelayBackend:
+        if pool.log is not None:
+            sink = LoggedSink(sink, pool.log, pool.log_lock)
+        if pool.forwarder is not None:
+            return ClusterSession(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink)
+        return RaySession(pool, client, sink)
+
+    def _stop(self, pool: KeptPool) -> None:
+        """Tear ``pool`` down: its relay (ending a session in progress), then its agents."""
+        if pool.server is not None:
+            server = pool.server
+
+            async def close() -> None:
+                server.close()
+                if pool.session is not None:
+                    pool.session.close()
+
+            with contextlib.suppress(Exception):
+                self._loop.run(close(), 10)
+        for path in (pool.socket, pool.log):
+            if path is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        try:
+            pool.cluster.transport.close()
+            pool.cluster.collections.release()
+            pool.cluster.stop()
+        finally:
+            registry.unregister(pool.pool_id)
+
+
+@contextlib.contextmanager
+def _client_environment(context: ClientContext) -> Iterator[None]:
+    """This process's environment and working directory as the client's while a remote
+    pool launches (credentials, SSH agent, relative paths are the client's); restored
+    after. The caller holds the launch lock: nothing else reads them meanwhile."""
+    saved, cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(context.environ)
+    try:
+        os.chdir(context.cwd)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        os.chdir(cwd)

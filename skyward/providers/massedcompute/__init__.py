@@ -1,0 +1,1 @@
+"""Massed Compute: GPU virtual machines through its VM API v1."""

@@ -1,0 +1,1 @@
+"""Scaleway: Instances (CPU and GPU virtual machines) through its Instance API v1."""

@@ -1,0 +1,359 @@
+"""Scaleway's Instance API v1 (``api.scaleway.com/instance/v1/zones/{zone}``) as
+``MachineAPI`` and ``FirewallAPI``, in one zone: server types and their hourly prices
+(``GET /products/servers``, less those ``GET /products/servers/availability`` calls a
+shortage), servers (``POST /servers``, its cloud-init user data ``PATCH
+/servers/{id}/user_data/cloud-init``, ``POST /servers/{id}/action`` poweron and
+terminate, ``GET /servers?tags=skyward``, ``GET/DELETE /servers/{id}``) and security
+groups (``POST/GET /security_groups``, ``POST /security_groups/{id}/rules``, ``DELETE
+/security_groups/{id}/rules/{rule}`` and ``DELETE /security_groups/{id}``).
+
+No key is registered with the account (a project's IAM keys reach every server of the
+project): each server carries the pool's public key in its ``AUTHORIZED_KEY=`` tag,
+which Scaleway's images install for root. Every server is tagged ``skyward`` and with
+its pool's group and sits in the pool's security group, which drops inbound traffic but
+SSH and, once a server has its address, everything from that address. The secret key
+travels as ``X-Auth-Token``: ``secret_key=``, ``$SCW_SECRET_KEY`` or ``secret_key`` in
+``~/.config/scw/config.yaml`` (the scw CLI's places); the project likewise
+(``$SCW_DEFAULT_PROJECT_ID``, ``default_project_id``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from skyward.core.accelerator_catalog import identify
+from skyward.providers.cloud import credentials
+from skyward.providers.cloud.api import (
+    Firewall,
+    Key,
+    Machine,
+    MachineState,
+    MachineType,
+    Order,
+    epoch,
+)
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.http import ApiClient, base_url, message
+
+URL = "https://api.scaleway.com"
+CONFIG = "~/.config/scw/config.yaml"
+SECRET_KEY = credentials.Source(("SCW_SECRET_KEY",), CONFIG, "secret_key")
+PROJECT = credentials.Source(("SCW_DEFAULT_PROJECT_ID", "SCW_PROJECT_ID"), CONFIG, "default_project_id")
+ZONE = credentials.Source(("SCW_DEFAULT_ZONE",), CONFIG, "default_zone")
+TAG = "skyward"
+KEY_TAG = "AUTHORIZED_KEY="
+"""A server tag Scaleway's images read as a key for root (spaces written as ``_``)."""
+PAGE = 100
+MAX_PAGES = 50
+NO_CAPACITY_TYPES = ("out_of_stock",)
+NO_CAPACITY = ("out of stock", "no stock", "shortage", "not enough", "no capacity", "unavailable")
+SHORTAGE = "shortage"
+GIB = 2**30
+GB = 10**9
+STOPPED = ("stopped", "stopped in place", "stopping", "locked")
+"""Halted but still there (``locked``: held by Scaleway); a deleted server answers 404."""
+SSH_RULE = {
+    "protocol": "TCP",
+    "direction": "inbound",
+    "action": "accept",
+    "ip_range": "0.0.0.0/0",
+    "dest_port_from": 22,
+    "dest_port_to": 22,
+}
+"""The rule a pool's security group is made with: inbound SSH from anywhere."""
+
+
+def peer_rule(address: str) -> dict[str, Any]:
+    """Inbound everything from one server of the pool."""
+    return {"protocol": "ANY", "direction": "inbound", "action": "accept", "ip_range": f"{address}/32"}
+
+
+class ScalewayAPI:
+    """Calls Scaleway in ``zone`` with ``secret_key`` in ``project`` (None: found as the scw
+    CLI finds them)."""
+
+    def __init__(self, zone: str, secret_key: str | None = None, project: str | None = None) -> None:
+        if secret_key is None:
+            (secret_key,) = credentials.require("Scaleway", [SECRET_KEY])
+        if project is None:
+            (project,) = credentials.require("Scaleway", [PROJECT])
+        key = secret_key
+        self.zone = zone
+        self.project = project
+        self._made: dict[str, str] = {}
+        """The security group this client made for each group (``add_firewall``)."""
+        self._admitted: dict[str, tuple[str, str]] = {}
+        """Per server: its security group and the rule that admits its address."""
+        self._http = ApiClient(
+            "Scaleway",
+            base_url("scaleway", URL),
+            lambda: {"X-Auth-Token": key},
+            f"Scaleway(secret_key=...) or {SECRET_KEY.describe()}",
+        )
+
+    @property
+    def _zone(self) -> str:
+        return f"/instance/v1/zones/{self.zone}"
+
+    def machine_types(self, region: str | None) -> list[MachineType]:
+        """Every server type of the zone at its hourly price, but those Scaleway reports in
+        shortage; GPU types with their GPUs read into the catalog."""
+        products: dict[str, Any] = {}
+        for page in range(1, MAX_PAGES + 1):
+            answer = self._http.call(
+                "GET", f"{self._zone}/products/servers", "listing server types",
+                params={"per_page": PAGE, "page": page},
+            ) or {}
+            found = answer.get("servers") or {}
+            if not found or found.keys() <= products.keys():
+                break
+            products.update(found)
+        available = self._http.call(
+            "GET", f"{self._zone}/products/servers/availability", "reading server type availability"
+        ) or {}
+        stock = {name: str((v or {}).get("availability") or "") for name, v in (available.get("servers") or {}).items()}
+        kinds = []
+        for name, product in products.items():
+            price = float(product.get("hourly_price") or 0)
+            if price <= 0 or stock.get(name) == SHORTAGE or product.get("baremetal"):
+                continue
+            gpus = int(product.get("gpu") or 0)
+            info = product.get("gpu_info") or {}
+            accelerator, memory = _accelerator(info) if gpus else (None, None)
+            kinds.append(
+                MachineType(
+                    name=str(name),
+                    vcpus=float(product.get("ncpus") or 0),
+                    memory_gb=float(product.get("ram") or 0) / GIB,
+                    price=price,
+                    region=self.zone,
+                    accelerator=accelerator,
+                    accelerator_count=gpus,
+                    accelerator_memory_gb=memory,
+                    architecture=_architecture(str(product.get("arch") or "x86_64")),
+                )
+            )
+        return kinds
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        """None: the key travels in each server's ``AUTHORIZED_KEY`` tag."""
+        return None
+
+    def remove_key(self, key_id: str) -> None:
+        """Nothing is registered."""
+
+    def keys(self) -> list[Key]:
+        return []
+
+    def create(self, order: Order) -> str:
+        """One server of the order's type and image (a label such as ``ubuntu_noble`` or an
+        image id) in the pool's security group (``order.group``'s, made here), its key in a
+        tag, the boot script as cloud-init user data, then powered on. CapacityError when
+        Scaleway has none to give (the server is deleted again)."""
+        body: dict[str, Any] = {
+            "name": order.name,
+            "commercial_type": order.machine_type.name,
+            "image": order.image,
+            "project": self.project,
+            "tags": [TAG, order.group, KEY_TAG + order.public_key.strip().replace(" ", "_")],
+            "security_group": self._group_of(order.group),
+            "dynamic_ip_required": True,
+            "enable_ipv6": False,
+        }
+        if order.disk_gb:
+            body["volumes"] = {"0": {"size": int(order.disk_gb) * GB}}
+        answer = self._capacity(order, lambda: self._http.call(
+            "POST", f"{self._zone}/servers", f"creating server {order.name}", json=body
+        ))
+        server_id = str(answer["server"]["id"])
+        try:
+            self._http.call(
+                "PATCH", f"{self._zone}/servers/{server_id}/user_data/cloud-init",
+                f"setting the user data of server {order.name}", text=order.user_data,
+            )
+            self._capacity(order, lambda: self._action(server_id, "poweron"))
+        except BaseException:
+            self._delete_stopped(server_id, answer["server"])
+            raise
+        return server_id
+
+    def get(self, machine_id: str) -> Machine | None:
+        """The server; one in a security group made here is reported running only once that
+        group admits its address (``peer_rule``, added on the first such read)."""
+        answer = self._http.read(f"{self._zone}/servers/{machine_id}", f"reading server {machine_id}")
+        server = (answer or {}).get("server")
+        if not server:
+            return None
+        machine = _machine(server)
+        group_id = str((server.get("security_group") or {}).get("id") or "")
+        if machine.state == "running" and machine.ssh_host and group_id in self._made.values():
+            self._admit(machine_id, group_id, machine.ssh_host)
+        return machine
+
+    def machines(self) -> list[Machine]:
+        return [_machine(s) for s in self._pages("/servers", "servers", "listing servers", {"tags": TAG})]
+
+    def delete(self, machine_id: str) -> None:
+        """Terminate a server that runs (Scaleway deletes it with its volumes and dynamic
+        address), delete one that is stopped with its volumes; then the rule that
+        admitted its address."""
+        answer = self._http.read(f"{self._zone}/servers/{machine_id}", f"reading server {machine_id}")
+        server = (answer or {}).get("server")
+        if server:
+            state = str(server.get("state") or "")
+            if state in ("running", "starting"):
+                self._action(machine_id, "terminate")
+            elif state in ("stopped", "stopped in place"):
+                self._delete_stopped(machine_id, server)
+        group_id, rule = self._admitted.pop(machine_id, ("", ""))
+        if rule:
+            self._delete(f"{self._zone}/security_groups/{group_id}/rules/{rule}", f"deleting rule {rule}")
+
+    def add_firewall(self, group: str) -> str:
+        """A security group named ``group`` that drops inbound traffic but SSH (its servers'
+        own addresses are admitted as they come up) and lets everything out; deleted
+        again if its SSH rule cannot be added."""
+        answer = self._http.call(
+            "POST", f"{self._zone}/security_groups", f"creating security group {group}",
+            json={
+                "name": group,
+                "project": self.project,
+                "description": "skyward: SSH from anywhere, everything from the pool's own servers",
+                "stateful": True,
+                "inbound_default_policy": "drop",
+                "outbound_default_policy": "accept",
+                "tags": [TAG],
+            },
+        )
+        group_id = str(answer["security_group"]["id"])
+        try:
+            self._http.call(
+                "POST", f"{self._zone}/security_groups/{group_id}/rules",
+                f"adding the SSH rule to security group {group}", json=SSH_RULE,
+            )
+        except BaseException:
+            self._delete(f"{self._zone}/security_groups/{group_id}", f"deleting security group {group}")
+            raise
+        self._made[group] = group_id
+        return group_id
+
+    def remove_firewall(self, firewall_id: str, group: str) -> None:
+        self._delete(f"{self._zone}/security_groups/{firewall_id}", f"deleting security group {group}")
+        self._made.pop(group, None)
+
+    def firewalls(self) -> list[Firewall]:
+        return [
+            Firewall(str(g["id"]), str(g.get("name") or ""))
+            for g in self._pages("/security_groups", "security_groups", "listing security groups", {})
+        ]
+
+    def _capacity(self, order: Order, call: Callable[[], Any]) -> Any:
+        """``call()``; CapacityError when Scaleway answers that it has no such server."""
+        try:
+            return call()
+        except CloudAPIError as exc:
+            kind = exc.body.get("type") if isinstance(exc.body, dict) else None
+            said = message(exc.body).lower()
+            if kind in NO_CAPACITY_TYPES or (exc.status in (409, 412, 503) and any(t in said for t in NO_CAPACITY)):
+                raise CapacityError(
+                    f"Scaleway has no {order.machine_type.name} in {self.zone}: {message(exc.body)}"
+                ) from None
+            raise
+
+    def _action(self, server_id: str, action: str) -> None:
+        self._http.call(
+            "POST", f"{self._zone}/servers/{server_id}/action", f"asking server {server_id} to {action}",
+            json={"action": action},
+        )
+
+    def _delete_stopped(self, server_id: str, server: dict[str, Any]) -> None:
+        """Delete a server that does not run, then the volumes it had."""
+        self._delete(f"{self._zone}/servers/{server_id}", f"deleting server {server_id}")
+        for volume in (server.get("volumes") or {}).values():
+            if isinstance(volume, dict) and volume.get("id"):
+                self._delete(f"{self._zone}/volumes/{volume['id']}", f"deleting volume {volume['id']}")
+
+    def _group_of(self, group: str) -> str:
+        """The security group made here for ``group``; CloudError when none was (a server
+        is never created outside its pool's security group)."""
+        if group not in self._made:
+            raise CloudError(
+                f"no Scaleway security group was made for {group!r} by this client; "
+                "a server is never created outside its pool's security group"
+            )
+        return self._made[group]
+
+    def _admit(self, server_id: str, group_id: str, address: str) -> None:
+        """Add ``peer_rule(address)`` to the group, once per server."""
+        if server_id in self._admitted:
+            return
+        answer = self._http.call(
+            "POST", f"{self._zone}/security_groups/{group_id}/rules",
+            f"admitting server {server_id} to its pool's security group", json=peer_rule(address),
+        )
+        self._admitted[server_id] = (group_id, str(answer["rule"]["id"]))
+
+    def _delete(self, path: str, what: str) -> None:
+        try:
+            self._http.call("DELETE", path, what)
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
+    def _pages(self, path: str, key: str, what: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every item of the zone's list at ``path``, page by page until an empty one (at
+        most ``MAX_PAGES``: a page may hold fewer than ``per_page`` asked)."""
+        items: list[dict[str, Any]] = []
+        for page in range(1, MAX_PAGES + 1):
+            answer = self._http.call(
+                "GET", f"{self._zone}{path}", what,
+                params={**params, "project": self.project, "per_page": PAGE, "page": page},
+            ) or {}
+            found = answer.get(key) or []
+            if not found:
+                break
+            items.extend(found)
+        return items
+
+
+def _accelerator(info: dict[str, Any]) -> tuple[str | None, float | None]:
+    """A GPU type's ``gpu_info`` as the catalog reads it (``RTX-3070`` -> ``RTX_3070``) and
+    one GPU's memory in GB (the API gives bytes); a name the catalog does not know is
+    passed on as it is."""
+    name = str(info.get("gpu_name") or "").strip()
+    memory = float(info.get("gpu_memory") or 0) / GIB or None
+    seen = identify(name) if name else None
+    return (seen.model.name if seen is not None else (name or None)), (float(round(memory)) if memory else None)
+
+
+def _architecture(arch: str) -> str:
+    return {"arm64": "arm64", "arm": "arm64", "aarch64": "arm64"}.get(arch.lower(), arch.lower())
+
+
+def _address(server: dict[str, Any]) -> str | None:
+    """The server's public IPv4 address: ``public_ips`` (routed IPs), else ``public_ip``."""
+    for ip in server.get("public_ips") or []:
+        if isinstance(ip, dict) and ip.get("address") and str(ip.get("family") or "inet") == "inet":
+            return str(ip["address"])
+    public = server.get("public_ip") or {}
+    return str(public["address"]) if isinstance(public, dict) and public.get("address") else None
+
+
+def _machine(server: dict[str, Any]) -> Machine:
+    status = str(server.get("state") or "")
+    address = _address(server)
+    state: MachineState = (
+        "stopped" if status in STOPPED else ("running" if status == "running" and address else "starting")
+    )
+    return Machine(
+        str(server["id"]),
+        str(server.get("name") or ""),
+        state,
+        address,
+        22,
+        None,
+        None,
+        False,
+        str(server.get("commercial_type") or ""),
+        epoch(server.get("creation_date")),
+    )

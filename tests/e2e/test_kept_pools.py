@@ -1,0 +1,222 @@
+"""Kept pools (``Options(keep_alive=seconds)``): the same script run again adopts the
+same node processes through the pool daemon, without Ray in the client, with the pool's
+collections as the last run left them and the script's edits to its own modules taking
+effect; one script at a time holds a kept pool; a pool idle past ``keep_alive`` is torn
+down and leaves nothing; ``sky ls``/``sky down NAME`` see and end kept pools; another
+user cannot reach a kept pool's socket."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from sandbox import lines_of, wait_for_no_processes
+
+import skyward as sky
+from skyward.providers import warm_client
+
+SCRIPT = """
+import os, sys, time
+import skyward as sky
+import helper
+
+@sky.function
+def where():
+    return os.getpid(), helper.VERSION
+
+name = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] != "-" else None
+with sky.Compute(name=name, nodes=2, keep_alive=float(sys.argv[1]), console=False, logging=False) as pool:
+    runs = pool.counter("runs")
+    runs.increment()
+    print("NODES", sorted(where() @ pool), flush=True)
+    print("RUNS", runs.value, flush=True)
+    print("RAY", "ray" in sys.modules, flush=True)
+    if len(sys.argv) > 3:
+        time.sleep(600)
+print("AFTER", flush=True)
+"""
+KEYS = ("NODES", "RUNS", "RAY")
+SKY = os.path.join(os.path.dirname(sys.executable), "sky")
+
+
+
+
+def run(sandbox: dict, workdir: Path, *args: str, version: int = 1) -> subprocess.Popen[str]:
+    workdir.mkdir(exist_ok=True)
+    (workdir / "script.py").write_text(SCRIPT)
+    (workdir / "helper.py").write_text(f"VERSION = {version}\n")
+    return subprocess.Popen(
+        [sys.executable, "script.py", *args], cwd=workdir, env=sandbox["env"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+
+
+def sky_cli(sandbox: dict, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SKY, *args], env=sandbox["env"], capture_output=True, text=True, timeout=180)
+
+
+def test_a_script_run_again_adopts_the_same_nodes_without_ray_and_the_pool_ends_after_keep_alive(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    first = run(sandbox, tmp_path, "3")
+    seen = lines_of(first, "AFTER", KEYS)
+    assert first.wait(30) == 0
+    assert seen["RUNS"] == 1 and seen["RAY"] is False
+    pids = [pid for pid, _ in seen["NODES"]]  # type: ignore[union-attr]
+    assert [version for _, version in seen["NODES"]] == [1, 1]  # type: ignore[union-attr]
+
+    second = run(sandbox, tmp_path, "3", version=2)  # the script's own module was edited
+    again = lines_of(second, "AFTER", KEYS)
+    assert second.wait(30) == 0
+    assert [pid for pid, _ in again["NODES"]] == pids  # type: ignore[union-attr]
+    assert [version for _, version in again["NODES"]] == [2, 2], "the edit did not reach the kept nodes"  # type: ignore[union-attr]
+    assert again["RUNS"] == 2 and again["RAY"] is False
+
+    # idle for keep_alive=3 s: torn down, and the daemon, kept only for it, leaves too
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+    assert not any(psutil.pid_exists(pid) for pid in pids)
+    assert warm_client.kept_pools() == []
+
+
+def test_one_script_at_a_time_holds_a_kept_pool_and_sky_down_ends_it(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    holder = run(sandbox, tmp_path / "a", "600", "shared", "hold")
+    held = lines_of(holder, "RAY", KEYS)
+    pids = [pid for pid, _ in held["NODES"]]  # type: ignore[union-attr]
+    try:
+        second = run(sandbox, tmp_path / "a", "600", "shared")
+        out, _ = second.communicate(timeout=120)
+        assert second.returncode != 0
+        assert "in use by another script" in out and f"pid {holder.pid}" in out, out[-2000:]
+
+        listed = sky_cli(sandbox, "ls", "--json")
+        assert listed.returncode == 0, listed.stderr
+        kept = [p for p in json.loads(listed.stdout) if p["keep_alive"]]
+        assert [(p["name"], p["state"], len(p["nodes"])) for p in kept] == [
+            ("shared", f"kept, in use by {holder.pid}", 2)
+        ]
+
+        down = sky_cli(sandbox, "down", "shared")
+        assert down.returncode == 0 and "kept pool ended" in down.stdout, down.stdout + down.stderr
+        deadline = time.monotonic() + 30
+        while any(psutil.pid_exists(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in pids if psutil.pid_exists(pid)], "sky down left the kept pool's agents"
+        assert warm_client.kept_pools() == []
+    finally:
+        holder.kill()
+        holder.wait(30)
+    assert sky_cli(sandbox, "down", "--all").returncode == 0
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def test_a_kept_pool_of_that_name_defined_otherwise_is_refused_naming_the_way_out(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    first = run(sandbox, tmp_path / "a", "600", "named")
+    lines_of(first, "AFTER", KEYS)
+    assert first.wait(30) == 0
+    other = run(sandbox, tmp_path / "b", "600", "named")  # another working directory: another definition
+    out, _ = other.communicate(timeout=120)
+    assert other.returncode != 0 and "was defined otherwise" in out and "sky down named" in out, out[-2000:]
+    assert [pool.name for pool in warm_client.kept_pools()] == ["named"]
+    down = sky_cli(sandbox, "down", "--all")
+    assert down.returncode == 0 and "named" in down.stdout, down.stdout + down.stderr
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def test_another_user_cannot_reach_a_kept_pools_socket(
+    sandbox: dict, home: Path, tmp_path: Path, probe: object
+) -> None:
+    first = run(sandbox, tmp_path, "600")
+    lines_of(first, "AFTER", KEYS)
+    assert first.wait(30) == 0
+    try:
+        sockets = sorted(str(path) for path in home.glob("engine/*/pool-*.sock"))
+        assert sockets, list(home.rglob("*"))
+        answer = probe.run({"op": "unix", "paths": sockets})  # type: ignore[attr-defined]
+        assert {path: result for path, result in answer.items() if result != "EACCES"} == {}
+        for path in sockets:
+            assert os.stat(path).st_mode & 0o777 == 0o600
+    finally:
+        assert sky_cli(sandbox, "down", "--all").returncode == 0
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: sky.Options(keep_alive=0), "keep_alive"),
+        (lambda: sky.Options(keep_alive=float("inf")), "keep_alive"),
+        (lambda: sky.Compute(provider=sky.Ray(), keep_alive=60), "keep_alive"),
+        (lambda: sky.Compute(nodes=sky.Nodes(desired=1, max=3), keep_alive=60), "nodes"),
+        (lambda: sky.Compute(nodes=1, keep_alive=60, autoscale_cooldown=5), "autoscale_cooldown"),
+    ],
+)
+def test_what_a_kept_pool_cannot_be_is_refused_naming_the_field(make: object, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        make()  # type: ignore[operator]
+
+
+RUN_SCRIPT = """
+import os, sys
+import skyward as sky
+
+@sky.function
+def pid():
+    print("hello from", os.getpid())
+    return os.getpid()
+
+with sky.Compute(nodes=5) as pool:  # under `sky run NAME` the pool is the kept one
+    print("RUN", sorted(pid() @ pool), "ray" in sys.modules, flush=True)
+"""
+
+
+def test_sky_up_run_attach_and_down_drive_a_kept_pool_from_the_command_line(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    up = sky_cli(sandbox, "up", "exp", "--nodes", "2", "--keep-alive", "120", "--json")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert json.loads(up.stdout)[0]["state"] == "kept"
+    [kept] = warm_client.kept_pools()
+    assert (kept.name, kept.nodes, kept.holder) == ("exp", 2, 0)
+
+    script = tmp_path / "work.py"
+    script.write_text(RUN_SCRIPT)
+    ran = subprocess.run([SKY, "run", "exp", str(script)], env=sandbox["env"], capture_output=True, text=True,
+                         timeout=180, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    [line] = [line for line in ran.stdout.splitlines() if line.startswith("RUN")]
+    pids, ray = ast.literal_eval(line.split(" ", 1)[1].rsplit(" ", 1)[0]), line.endswith("True")
+    assert len(pids) == 2 and not ray, line  # the kept pool's 2 nodes, not the script's 5
+    logs = sky_cli(sandbox, "logs", "exp")  # the daemon's log of the pool
+    assert logs.returncode == 0 and all(f"hello from {pid}" in logs.stdout for pid in pids), logs.stdout + logs.stderr
+
+    shell = subprocess.run(
+        [SKY, "attach", "exp"], input="import os\nprint('ATTACHED', sorted(function(os.getpid)() @ pool))\n",
+        env=sandbox["env"], capture_output=True, text=True, timeout=180,
+    )
+    assert shell.returncode == 0 and f"ATTACHED {pids}" in shell.stdout, shell.stdout + shell.stderr
+    missing = sky_cli(sandbox, "attach", "nothing")
+    assert missing.returncode != 0 and "no pool named 'nothing' is kept" in missing.stderr
+
+    detached = sky_cli(sandbox, "up", "bg", "--nodes", "1", "--detach", "--json")
+    assert detached.returncode == 0 and json.loads(detached.stdout)[0]["state"] == "opening", detached.stdout
+    deadline = time.monotonic() + 120
+    while "bg" not in {pool.name for pool in warm_client.kept_pools()} and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert {pool.name for pool in warm_client.kept_pools()} == {"exp", "bg"}
+
+    down = sky_cli(sandbox, "down", "--all")
+    assert down.returncode == 0 and "exp" in down.stdout and "bg" in down.stdout, down.stdout + down.stderr
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
