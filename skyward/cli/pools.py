@@ -146,7 +146,7 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
             return
         for line in shown:
             _line(line, as_json)
-        while follow and record is not None and registry.alive(record) and registry.is_live(record.pool_id):
+        while follow and record is not None and _following(record):
             partial += handle.readline()
             if partial.endswith("\n"):
                 _line(partial.rstrip("\n"), as_json)
@@ -155,6 +155,14 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
                 time.sleep(FOLLOW_POLL)
         for line in (partial + handle.read()).splitlines():  # what was written while it closed
             _line(line, as_json)
+
+
+def _following(record: registry.LivePool) -> bool:
+    """Whether ``sky logs -f`` keeps following ``record``'s log: while the process that
+    holds the pool runs (a kept pool: while its daemon keeps it)."""
+    if not registry.alive(record):
+        return False
+    return record.keep_alive is None or registry.is_live(record.pool_id)
 
 
 def _closed_pool_log(pool_id: str) -> Path | None:
