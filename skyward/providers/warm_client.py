@@ -66,6 +66,11 @@ API_TOKEN_FILE = "api.token"
 A = TypeVar("A", bound=Message)
 
 
+class EngineGone(RuntimeError):
+    """The engine closed the connection without answering (it is exiting: its last
+    kept pool ended, or it was told to stop)."""
+
+
 @dataclass(frozen=True, slots=True)
 class EngineStatus:
     """What a running engine says of itself."""
@@ -145,15 +150,28 @@ def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, ti
     held for this process; waits up to ``timeout`` seconds for its agents. RuntimeError
     with the engine's reason when it cannot."""
     directory = engine_dir()
-    with _spawn_lock(directory):
-        connection = _connect(directory) or _start(directory)
-    with connection:
-        connection.settimeout(timeout + ANSWER_TIMEOUT)
-        try:
-            return _ask(connection, KeepPool(name, fingerprint, keep_alive, request), PoolHeld)
-        except RuntimeError as exc:
-            log = directory / "engine.log"
-            raise RuntimeError(f"the pool daemon could not open the kept pool {name!r}: {exc} (its log: {log})") from None
+    for attempt in range(2):  # an engine found exiting (its last kept pool just ended): start another
+        with _spawn_lock(directory):
+            connection = _connect(directory) or _start(directory)
+        with connection:
+            connection.settimeout(timeout + ANSWER_TIMEOUT)
+            try:
+                return _ask(connection, KeepPool(name, fingerprint, keep_alive, request), PoolHeld)
+            except EngineGone:
+                if attempt:
+                    raise
+                _wait_gone(directory)
+            except RuntimeError as exc:
+                log = directory / "engine.log"
+                raise RuntimeError(f"the pool daemon could not open the kept pool {name!r}: {exc} (its log: {log})") from None
+    raise AssertionError("unreachable")
+
+
+def _wait_gone(directory: Path, timeout: float = START_TIMEOUT) -> None:
+    """Wait until the exiting engine of ``directory`` has removed its socket."""
+    deadline = time.monotonic() + timeout
+    while (directory / SOCKET).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def adopt_pool(name: str, fingerprint: str) -> PoolHeld | None:
@@ -164,7 +182,10 @@ def adopt_pool(name: str, fingerprint: str) -> PoolHeld | None:
     if connection is None:
         return None
     with connection:
-        answer = _ask(connection, AdoptPool(name, fingerprint), (PoolHeld, NotKept))
+        try:
+            answer = _ask(connection, AdoptPool(name, fingerprint), (PoolHeld, NotKept))
+        except EngineGone:  # exiting: it keeps nothing
+            return None
     return answer if isinstance(answer, PoolHeld) else None
 
 
@@ -176,7 +197,10 @@ def kept_pools() -> list[KeptPoolState]:
         if connection is None:
             continue
         with connection:
-            kept = _ask(connection, ListPools(), PoolsKept)
+            try:
+                kept = _ask(connection, ListPools(), PoolsKept)
+            except EngineGone:  # exiting: it keeps nothing
+                continue
         found += [KeptPoolState(*pool, engine_pid=engine.pid) for pool in kept.pools]
     return found
 
@@ -203,15 +227,18 @@ def end_pools(name: str, timeout: float = 300.0) -> list[str]:
         connection = _connect(Path(engine.directory))
         if connection is None:
             continue
-        with connection:
-            if name and name not in {pool[0] for pool in _ask(connection, ListPools(), PoolsKept).pools}:
+        try:
+            with connection:
+                if name and name not in {pool[0] for pool in _ask(connection, ListPools(), PoolsKept).pools}:
+                    continue
+            connection = _connect(Path(engine.directory))
+            if connection is None:
                 continue
-        connection = _connect(Path(engine.directory))
-        if connection is None:
+            with connection:
+                connection.settimeout(timeout)
+                ended += _ask(connection, EndPool(name), PoolsEnded).names
+        except EngineGone:  # exiting: it keeps nothing
             continue
-        with connection:
-            connection.settimeout(timeout)
-            ended += _ask(connection, EndPool(name), PoolsEnded).names
     return ended
 
 
@@ -253,7 +280,10 @@ def status() -> list[EngineStatus]:
         if connection is None:
             continue
         with connection:
-            state = _ask(connection, AskStatus(), EngineState)
+            try:
+                state = _ask(connection, AskStatus(), EngineState)
+            except EngineGone:  # exiting as we asked: not running
+                continue
         found.append(EngineStatus(state.pid, state.address, state.spares, state.pools, state.keep_warm, str(directory)))
     return found
 
@@ -267,7 +297,7 @@ def stop_all(timeout: float = 60.0) -> list[EngineStatus]:
         connection = _connect(Path(engine.directory))
         if connection is None:
             continue
-        with connection:
+        with connection, contextlib.suppress(EngineGone):  # gone already: exiting on its own
             _ask(connection, StopEngine(), Stopping)
     deadline = time.monotonic() + timeout
     for engine in stopped:
@@ -336,13 +366,15 @@ def _start(directory: Path) -> socket.socket:
 def _ask(connection: socket.socket, request: ToEngine, expected: type[A] | tuple[type[A], ...]) -> A:
     """Send one request, read its one answer (RuntimeError if the engine refused, or
     answered something else)."""
-    connection.sendall(frame(request))
     try:
+        connection.sendall(frame(request))
         answer = read_frame(connection)
     except MalformedFrame as exc:
         raise RuntimeError(f"the warm engine answered something that is not a message: {exc}") from None
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        raise EngineGone(f"the warm engine closed the connection without answering ({exc}); see its engine.log") from None
     if answer is None:
-        raise RuntimeError("the warm engine closed the connection without answering; see its engine.log")
+        raise EngineGone("the warm engine closed the connection without answering; see its engine.log")
     if isinstance(answer, Refusal):
         raise RuntimeError(f"the warm engine refused the request: {answer.error}")
     if not isinstance(answer, expected):
