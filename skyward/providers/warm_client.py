@@ -191,28 +191,16 @@ def adopt_pool(name: str, fingerprint: str) -> PoolHeld | None:
 
 def kept_pools() -> list[KeptPoolState]:
     """The kept pools of every engine of this user that answers."""
-    found = []
-    for engine in status():
-        connection = _connect(Path(engine.directory))
-        if connection is None:
-            continue
-        with connection:
-            try:
-                kept = _ask(connection, ListPools(), PoolsKept)
-            except EngineGone:  # exiting: it keeps nothing
-                continue
-        found += [KeptPoolState(*pool, engine_pid=engine.pid) for pool in kept.pools]
-    return found
+    return [
+        KeptPoolState(*pool, engine_pid=engine.pid)
+        for engine in status()
+        for pool in _kept_of(Path(engine.directory))
+    ]
 
 
 def kept_definition(name: str) -> tuple[Spec, Options] | None:
     """The Spec and Options the kept pool ``name`` was opened with (None: not kept)."""
-    connection = _connect(engine_dir())
-    if connection is None:
-        return None
-    with connection:
-        kept = _ask(connection, ListPools(), PoolsKept)
-    for pool in kept.pools:
+    for pool in _kept_of(engine_dir()):
         if pool[0] == name:
             spec, options = load_payload(pool[7])  # from this user's engine (peer checked)
             return spec, options
@@ -227,19 +215,28 @@ def end_pools(name: str, timeout: float = 300.0) -> list[str]:
         connection = _connect(Path(engine.directory))
         if connection is None:
             continue
-        try:
-            with connection:
-                if name and name not in {pool[0] for pool in _ask(connection, ListPools(), PoolsKept).pools}:
-                    continue
-            connection = _connect(Path(engine.directory))
-            if connection is None:
+        with connection:
+            connection.settimeout(timeout)
+            try:
+                answer = _ask(connection, EndPool(name), (PoolsEnded, NotKept))
+            except EngineGone:  # exiting: it keeps nothing
                 continue
-            with connection:
-                connection.settimeout(timeout)
-                ended += _ask(connection, EndPool(name), PoolsEnded).names
-        except EngineGone:  # exiting: it keeps nothing
-            continue
+        if isinstance(answer, PoolsEnded):
+            ended += answer.names
     return ended
+
+
+def _kept_of(directory: Path) -> tuple[tuple[str, str, int, float, int, float, float, bytes], ...]:
+    """What the engine of ``directory`` keeps (``PoolsKept.pools``); nothing when none
+    runs there or it is exiting."""
+    connection = _connect(directory)
+    if connection is None:
+        return ()
+    with connection:
+        try:
+            return _ask(connection, ListPools(), PoolsKept).pools
+        except EngineGone:
+            return ()
 
 
 @dataclass(frozen=True, slots=True)
