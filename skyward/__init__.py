@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
 
 from skyward import containers, integrations, plugins, storage
 from skyward.api import time
@@ -144,7 +145,7 @@ __version__ = "0.1.0"
 __all__ = [
     "sky", "ComputeSpec", "ProviderLike", "ProviderSelector", "SelectionLike",
     "Accelerator", "AcceleratorInfo", "AcceleratorSpec", "InstanceCandidate", "NVIDIA",
-    "current_accelerator", "is_nvidia", "is_trainium", "parse_accelerator", "select_instance", "AllProvidersFailedError", "AWS", "NoAvailableProviderError", "Offer", "Orphan", "offers", "gc",
+    "current_accelerator", "is_nvidia", "is_trainium", "parse_accelerator", "select_instance", "AllProvidersFailedError", "AWS", "NoAvailableProviderError", "Offer", "Orphan", "offers", "CloudSkippedWarning", "gc",
     "select_first", "select_cheapest", "select_available", "Allocation", "BootstrapPhase", "BrokenBarrierError", "CollectionClosedError", "CollectionUnavailableError", "CallbackWriter", "ClusterDestroyed", "ClusterProvisioned", "ClusterReady",
     "ClusterRequested", "Compute", "ComputePool", "CostFinal", "CostUpdate", "DEFAULT_IMAGE",
     "Error", "Event", "Image", "InstanceBootstrapped", "InstanceDestroyed", "InstanceInfo",
@@ -169,16 +170,16 @@ __all__ = [
 class _SkywardModule(types.ModuleType):
     """Lets ``x >> sky`` with a non-pending ``x`` fail with a message that says the fix."""
 
-    def __rrshift__(self, other: Any) -> Any:
+    def __rrshift__(self, other: object) -> NoReturn:
         raise _left_side_error(other, ">>")
 
-    def __rmatmul__(self, other: Any) -> Any:
+    def __rmatmul__(self, other: object) -> NoReturn:
         raise _left_side_error(other, "@")
 
-    def __lt__(self, other: Any) -> Any:
+    def __lt__(self, other: object) -> NoReturn:
         raise _left_side_error(other, ">")
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[Callable[[str], types.ModuleType], tuple[str]]:
         return (importlib.import_module, (self.__name__,))
 
 
@@ -203,13 +204,36 @@ _LAZY = {
     "GCP": "skyward.providers.gcp.provider",
     "Container": "skyward.providers.container.provider",
     "offers": "skyward.api.offers",
+    "CloudSkippedWarning": "skyward.api.offers",
     "gc": "skyward.providers.orphans",
     "Offer": "skyward.providers.base",
     "Orphan": "skyward.providers.orphans",
 }
 
 
-def __getattr__(name: str) -> Any:
+if TYPE_CHECKING:  # the lazy names, as type checkers should see them
+    from skyward.api.offers import CloudSkippedWarning, offers
+    from skyward.providers.aws.provider import AWS
+    from skyward.providers.base import Offer
+    from skyward.providers.container.provider import Container
+    from skyward.providers.digitalocean.provider import DigitalOcean
+    from skyward.providers.gcp.provider import GCP
+    from skyward.providers.hyperstack.provider import Hyperstack
+    from skyward.providers.jarvislabs.provider import JarvisLabs
+    from skyward.providers.lambda_cloud.provider import Lambda, LambdaCloud
+    from skyward.providers.massedcompute.provider import MassedCompute
+    from skyward.providers.novita.provider import Novita
+    from skyward.providers.orphans import Orphan, gc
+    from skyward.providers.runpod.provider import RunPod
+    from skyward.providers.scaleway.provider import Scaleway
+    from skyward.providers.ssh.provider import SSH
+    from skyward.providers.tensordock.provider import TensorDock
+    from skyward.providers.vastai.provider import VastAI
+    from skyward.providers.verda.provider import Verda
+    from skyward.providers.vultr.provider import Vultr
+
+
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
@@ -217,7 +241,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'skyward' has no attribute {name!r}")
 
 
-def _left_side_error(value: Any, operator: str) -> TypeError:
+def _left_side_error(value: object, operator: str) -> TypeError:
     return TypeError(
         f"the left side of `{operator} sky` must be a pending call such as f(x) where f is "
         f"decorated with @sky.function; got {type(value).__name__} {value!r}"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.core.validation import fail
 
@@ -93,7 +92,7 @@ def runpod_pytorch(version: str = "2.8", python: str = "3.11", cuda: str = "12.8
     return DockerImage(tag, cuda=cuda, ubuntu=ubuntu)
 
 
-def image_field(owner: str, field: str, value: Any) -> DockerImage | None:
+def image_field(owner: str, field: str, value: object) -> DockerImage | None:
     """A provider's container image field as a DockerImage (None stays None); ValueError
     naming the field for anything but a DockerImage or an image reference string."""
     if value is None:
@@ -106,7 +105,7 @@ def image_field(owner: str, field: str, value: Any) -> DockerImage | None:
     raise fail(owner, field, value, "use sky.containers.cuda(...) & co., sky.DockerImage(...) or an image tag string")
 
 
-def refuse_container(owner: str, field: str, value: Any) -> None:
+def refuse_container(owner: str, field: str, value: object) -> None:
     """ValueError when a container image is given to a provider of virtual machines."""
     if isinstance(value, DockerImage):
         raise fail(
@@ -116,6 +115,6 @@ def refuse_container(owner: str, field: str, value: Any) -> None:
         )
 
 
-def _version(owner: str, field: str, value: Any) -> None:
+def _version(owner: str, field: str, value: object) -> None:
     if not isinstance(value, str) or not _VERSION.match(value):
         raise fail(owner, field, value, 'give a version such as "12.8"')

@@ -277,7 +277,7 @@ class FakeProvider:
             streams.restore()
 
         if relay is not None:  # nodes join on the relay's side (its FakeTransport)
-            client = RelayTransport(unix_connector(relay.address), relay.address, relay.secret)
+            client = RelayTransport(unix_connector(relay.address), relay.address, relay.secret, compress=True)
             return Cluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
         return Cluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
 
@@ -352,7 +352,7 @@ class FakeRelay:
             return self.backends[-1]
 
         async def start() -> tuple[RelayServer, asyncio.AbstractServer]:
-            server = RelayServer(self.secret, open_backend)
+            server = RelayServer(self.secret, open_backend, compress=True)  # as a remote pool's relay
             return server, await asyncio.start_unix_server(server.handle, self.address)
 
         self.server, self._listener = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)

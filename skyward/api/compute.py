@@ -6,25 +6,32 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
 
 from skyward.api.config_file import load_named_pool
 from skyward.api.pool import Pool
 from skyward.api.selection import ProviderLike, ProviderSelector, SelectionLike
 from skyward.core import accelerators
+from skyward.core.accelerators import Accelerator
 from skyward.engine import interruptible
 from skyward.image.image import Image
-from skyward.model.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Options, Spec, Worker
+from skyward.model.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Nodes, Options, Spec, Worker
 from skyward.observe.events import Event
 from skyward.providers.local import Local
 from skyward.providers.warm_client import kept_definition
+from skyward.storage.volume import Volume
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 ADOPT_ENV = "SKYWARD_POOL"
 """Set (by ``sky run NAME``): every ``Compute(...)`` of the script adopts the kept pool NAME."""
 
 
-def Compute(*specs: Spec, name: str | None = None, options: Options | None = None, **spec_fields: Any) -> Pool:  # noqa: N802
+def Compute(*specs: Spec, name: str | None = None, options: Options | None = None, **spec_fields: object) -> Pool:  # noqa: N802
     """A pool to open with ``with``. Pass Spec fields as keywords (provider defaults to
     ``sky.Local()``), or one or more ``Spec`` objects (tried in ``Options.selection``
     order), or only ``name=``: the kept pool NAME as it was defined (docs/kept-pools.md),
@@ -64,7 +71,7 @@ def Compute(*specs: Spec, name: str | None = None, options: Options | None = Non
     return Pool(tuple(specs), options or Options(), name)
 
 
-def _with_option_fields(options: Options | None, fields: dict[str, Any]) -> Options | None:
+def _with_option_fields(options: Options | None, fields: dict[str, object]) -> Options | None:
     """``options`` with the Options fields among ``fields`` (removed from it) applied, as
     the original's guides write them (``sky.Compute(..., worker=sky.Worker(...))``);
     TypeError for a field given both ways."""
@@ -76,10 +83,11 @@ def _with_option_fields(options: Options | None, fields: dict[str, Any]) -> Opti
             f"Compute() got {', '.join(f'{key}=' for key in sorted(given))} beside options=: "
             "put them in the sky.Options(...) given, or drop options="
         )
-    return Options(**given)
+    return Options().with_(**given)
 
 
 def _spec_from_fields(spec_fields: dict[str, Any]) -> Spec:
+    """A Spec of the keywords given to ``Compute`` (each value checked by ``Spec`` itself)."""
     for key in spec_fields:
         if key not in SPEC_FIELDS:
             raise TypeError(f"Compute() got an unknown field {key}=; Spec fields are: {', '.join(SPEC_FIELDS)}")
@@ -94,18 +102,18 @@ def ComputePool(  # noqa: N802
     provider: ProviderLike | None = None,
     selection: SelectionLike = "first",
     image: Image | None = None,
-    nodes: Any = 1,
+    nodes: int | tuple[int, int] | Nodes = 1,
     machine: str | None = None,
-    accelerator: Any = None,
+    accelerator: Accelerator | str | None = None,
     cpu: float | None = None,
     memory: str | None = None,
-    volume: Any = None,
-    allocation: Any = "spot-if-available",
+    volume: Volume | Sequence[Volume] | None = None,
+    allocation: str | float = "spot-if-available",
     timeout: int | None = None,
     env: dict[str, str] | None = None,
     concurrency: int = 1,
     display: str = "log",
-    on_event: Callable[[Any], Any] | None = None,
+    on_event: Callable[[Event], object] | None = None,
     collect_metrics: bool = True,
 ) -> Pool:
     """The older constructor: its parameters mapped onto ``Spec`` and ``Options``.
@@ -124,22 +132,20 @@ def ComputePool(  # noqa: N802
         raise ValueError(f"ComputePool(selection={selection!r}) is not valid: use \"first\", \"cheapest\" or \"available\"")
     base = image or Image()
     if env:
-        base = Image(**{**_image_fields(base), "env": {**base.env, **env}})
+        base = replace(base, env={**base.env, **env})
     if not collect_metrics:
-        base = Image(**{**_image_fields(base), "metrics": None})
+        base = replace(base, metrics=None)
     providers = provider if isinstance(provider, (list, tuple)) else [provider or Local()]
-    fields = {
-        "accelerator": _old_accelerator(accelerator),
-        "nodes": nodes,
-        "vcpus": cpu,
-        "memory_gb": _gigabytes(memory),
-        "allocation": allocation,
-        "image": base,
-        "ttl": DEFAULT_TTL if timeout is None else timeout,
-        "volumes": volume or (),
-        "instance_type": machine,
-    }
-    specs = tuple(Spec(provider=p, **fields) for p in providers)
+    chosen_accelerator, memory_gb = _old_accelerator(accelerator), _gigabytes(memory)
+    volumes = (volume,) if isinstance(volume, Volume) else tuple(volume or ())
+    specs = tuple(
+        Spec(
+            provider=p, accelerator=chosen_accelerator, nodes=nodes, vcpus=cpu,
+            memory_gb=memory_gb, allocation=allocation, image=base,
+            ttl=DEFAULT_TTL if timeout is None else timeout, volumes=volumes, instance_type=machine,
+        )
+        for p in providers
+    )
     options = Options(
         selection=_old_selector(selection) if callable(selection) else selection,
         worker=Worker(concurrency=concurrency),
@@ -161,11 +167,7 @@ def _old_selector(choose: ProviderSelector) -> Callable[[tuple[Spec, ...]], Spec
     return select
 
 
-def _image_fields(image: Image) -> dict[str, Any]:
-    return {name: getattr(image, name) for name in Image.__dataclass_fields__}
-
-
-def _old_accelerator(value: Any) -> Any:
+def _old_accelerator(value: Accelerator | str | None) -> Accelerator | None:
     if value is None or isinstance(value, accelerators.Accelerator):
         return value
     if isinstance(value, str):
@@ -183,7 +185,7 @@ def _gigabytes(memory: str | None) -> float | None:
         raise ValueError(f"ComputePool(memory={memory!r}) is not valid: use a size like \"32GB\"") from None
 
 
-def pool(*specs: Spec, **params: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def pool(*specs: Spec, **params: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator: open a pool for the duration of each call of the function, so the body
     can dispatch with ``>> sky``. Takes what ``Compute`` takes; the older ``ComputePool``
     parameters (``display=``, ``concurrency=``, ...) are accepted too."""
@@ -193,9 +195,9 @@ def pool(*specs: Spec, **params: Any) -> Callable[[Callable[..., Any]], Callable
             return Compute(*specs, **params)
         return ComputePool(**params)
 
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             with make():
                 return fn(*args, **kwargs)
 
@@ -224,7 +226,9 @@ class MultiPool:
             raise failed[0]
         return self.pools
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._close_all(cancel=exc_type is not None)
 
     def _close_all(self, cancel: bool) -> None:

@@ -20,12 +20,16 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skyward.core import accelerators
+from skyward.core.accelerators import Accelerator
 from skyward.image.image import Image, PipIndex
 from skyward.model.spec import Nodes, Options, Spec, Worker
 from skyward.observe.log_config import LogConfig
+
+if TYPE_CHECKING:
+    from skyward.providers.base import Provider
 
 _TOML_LINE = re.compile(r"at line (\d+)")
 _FIELD = re.compile(r"(?:\.|^|\s)([a-z_]+)=")
@@ -87,21 +91,21 @@ def pool_from_table(name: str, table: dict[str, Any], defaults: dict[str, Any], 
     merged["options"] = {**defaults.get("options", {}), **table.get("options", {})}
     table = dict(merged)
     options = _options(table.pop("options", {}), f"{path} [pools.{name}.options]")
-    fields: dict[str, Any] = {"provider": _provider(table.pop("provider", "local"), path, name)}
+    table["provider"] = _provider(table.get("provider", "local"), path, name)
     if "accelerator" in table:
-        fields["accelerator"] = _accelerator(table.pop("accelerator"))
+        table["accelerator"] = _accelerator(table["accelerator"])
     if "nodes" in table:
-        nodes = table.pop("nodes")
-        fields["nodes"] = Nodes(**nodes) if isinstance(nodes, dict) else tuple(nodes) if isinstance(nodes, list) else nodes
+        nodes = table["nodes"]
+        table["nodes"] = Nodes(**nodes) if isinstance(nodes, dict) else tuple(nodes) if isinstance(nodes, list) else nodes
     if "image" in table:
-        image = dict(table.pop("image"))
+        image = dict(table["image"])
         image["pip_indexes"] = tuple(PipIndex(**i) for i in image.get("pip_indexes", ()))
         try:
-            fields["image"] = Image(**image)
+            table["image"] = Image(**image)
         except TypeError as exc:
             raise ValueError(f"{path} [pools.{name}.image]: {exc}") from None
-    try:
-        return Spec(**fields, **table), options
+    try:  # the table's values are TOML's: Spec checks each
+        return Spec(**table), options
     except TypeError as exc:
         raise ValueError(f"{path} [pools.{name}]: {exc}") from None
 
@@ -146,7 +150,7 @@ def _line_of(text: str, pool: str, message: str) -> int:
     return starts[0] + 1
 
 
-def _provider(value: Any, path: Path, name: str) -> Any:
+def _provider(value: object, path: Path, name: str) -> Provider:
     """A provider name ("aws"), or a table ``{type = "runpod", ...fields}``."""
     from skyward.providers import names
 
@@ -167,7 +171,7 @@ def _provider(value: Any, path: Path, name: str) -> Any:
         raise ValueError(f"{path} [pools.{name}] provider: {exc}") from None
 
 
-def _accelerator(value: Any) -> Any:
+def _accelerator(value: object) -> Accelerator:
     if not isinstance(value, str):
         example = 'a string such as "A100", "H100:8" or "A100-40GB"'
         raise ValueError(f"accelerator = {value!r} is not valid: use {example}")

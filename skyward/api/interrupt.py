@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
 
 _lock = threading.Lock()
 _holders = 0
-_previous: Any = None
+_previous: Callable[[int, FrameType | None], object] | int | None = None
+"""The SIGTERM handler ours replaced (restored by the last ``release``)."""
 
 
 def hold() -> bool:

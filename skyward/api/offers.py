@@ -3,39 +3,63 @@ anything is started."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from typing import Any
 
-from skyward.model.spec import Spec
-from skyward.providers.base import Offer
+from skyward.core.accelerators import Accelerator
+from skyward.core.errors import NoAvailableProviderError
+from skyward.model.spec import Nodes, Spec
+from skyward.providers.base import Offer, Provider
+from skyward.providers.names import clouds_with_credentials
+
+
+class CloudSkippedWarning(UserWarning):
+    """``sky.offers()`` over every cloud with credentials left one out: its offers could
+    not be read (the message names the cloud and why)."""
 
 
 def offers(
-    provider: Any = None,
+    provider: Provider | Sequence[Provider] | None = None,
     *,
-    accelerator: Any = None,
-    nodes: Any = 1,
+    accelerator: Accelerator | None = None,
+    nodes: int | tuple[int, int] | Nodes = 1,
     vcpus: float | None = None,
     memory_gb: float | None = None,
     architecture: str | None = None,
-    allocation: Any = "spot-if-available",
+    allocation: str | float = "spot-if-available",
     region: str | None = None,
     max_hourly_cost: float | None = None,
 ) -> list[Offer]:
     """The priced offers that satisfy these Spec fields on ``provider`` (one provider or a
-    list; default ``sky.AWS()``), cheapest first. ``allocation`` picks the markets
-    ("spot" only spot, "on-demand" only on-demand, else both); ``max_hourly_cost`` drops
-    dearer offers. Fields are checked as ``sky.Spec`` checks them."""
+    list), cheapest first; each says whether its price is live or from a dated snapshot
+    (``Offer.price_source``). Without ``provider``: every cloud whose credentials this
+    machine has (as ``sky providers list`` finds them), where a cloud whose offers cannot
+    be read is left out with a ``CloudSkippedWarning`` naming it and why;
+    ``NoAvailableProviderError`` when no cloud has credentials. ``allocation`` picks the
+    markets ("spot" only spot, "on-demand" only on-demand, else both); ``max_hourly_cost``
+    drops dearer offers. Fields are checked as ``sky.Spec`` checks them."""
+    everywhere = provider is None
+    providers: Sequence[Provider]
     if provider is None:
-        from skyward.providers.aws.provider import AWS
-
-        provider = AWS()
-    providers: Sequence[Any] = provider if isinstance(provider, (list, tuple)) else (provider,)
+        providers = clouds_with_credentials()
+        if not providers:
+            raise NoAvailableProviderError(
+                "sky.offers(): no cloud credentials were found on this machine; set a cloud's "
+                "(`sky providers list` says where each cloud looks) or pass provider=, e.g. sky.offers(sky.AWS())"
+            )
+    else:
+        providers = provider if isinstance(provider, (list, tuple)) else (provider,)
     found: list[Offer] = []
     for each in providers:
         spec = Spec(
             provider=each, accelerator=accelerator, nodes=nodes, vcpus=vcpus, memory_gb=memory_gb,
             architecture=architecture, allocation=allocation, region=region, max_hourly_cost=max_hourly_cost,
         )
-        found.extend(each.offers(spec))
+        try:
+            found.extend(each.offers(spec))
+        except Exception as exc:
+            if not everywhere:
+                raise
+            warnings.warn(f"sky.offers(): {each.name} left out, its offers could not be read: {exc}",
+                          CloudSkippedWarning, stacklevel=2)
     return sorted(found, key=lambda offer: (offer.hourly_price, offer.provider, offer.instance_type, offer.spot))

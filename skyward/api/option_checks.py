@@ -13,7 +13,6 @@ add and remove nodes (``Provider.resizable``).
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
 
 from skyward.model.spec import Options, Spec
 
@@ -32,7 +31,7 @@ def check_options(specs: tuple[Spec, ...], options: Options) -> None:
     if options.keep_alive is not None:
         check_kept(specs, options)
     for field in fields(Options):
-        value: Any = getattr(options, field.name)
+        value: object = getattr(options, field.name)
         if value == getattr(_DEFAULTS, field.name):
             continue
         if field.name in PROVIDER_SPECIFIC and not any(field.name in spec.provider.options_used for spec in specs):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from skyward.model.spec import ProviderConfig, Spec
 
@@ -57,7 +57,7 @@ def order(specs: tuple[Spec, ...], selection: str | Selector) -> list[Spec]:
     if len(specs) == 1:
         return list(specs)
     selector = BUILT_IN[selection] if isinstance(selection, str) else selection
-    chosen: Any = selector(specs)
+    chosen = selector(specs)  # checked below: a user's callable may return anything
     picked = [chosen] if isinstance(chosen, Spec) else list(chosen)
     for spec in picked:
         if not any(spec is candidate for candidate in specs):

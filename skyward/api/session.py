@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Any
+from types import TracebackType
 
 from skyward.api.compute import Compute
 from skyward.api.pool import Pool
@@ -21,7 +21,7 @@ class Session:
     as ``options=sky.Options(...)`` or as Options fields (``Session(console="log")``),
     which override the same fields of ``options``."""
 
-    def __init__(self, options: Options | None = None, **option_fields: Any) -> None:
+    def __init__(self, options: Options | None = None, **option_fields: object) -> None:
         if options is not None and not isinstance(options, Options):
             raise TypeError(f"Session(options=...) takes sky.Options(...), got {type(options).__name__}")
         unknown = sorted(set(option_fields) - set(Options.__dataclass_fields__))
@@ -39,10 +39,14 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close(cancel=exc_type is not None)
 
-    def compute(self, *specs: Spec, name: str | None = None, options: Options | None = None, **fields: Any) -> Pool:
+    def compute(
+        self, *specs: Spec, name: str | None = None, options: Options | None = None, **fields: object
+    ) -> Pool:
         """Open a pool (arguments as for ``sky.Compute``) owned by this session; Options
         fields given as keywords change the session's options for this pool."""
         with self._lock:

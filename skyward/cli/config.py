@@ -4,11 +4,18 @@ problem in it with the line it comes from."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import click
 
 from skyward.cli.output import console, emit_json, table
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Plain: TypeAlias = "str | int | float | bool | None | list[Plain]"
+"""A value as ``sky config show`` prints it (JSON's scalars and lists)."""
 
 
 @click.group()
@@ -39,25 +46,26 @@ def show(as_json: bool) -> None:
 
     found = _existing()
     document = read_document(found)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
+    lines: list[tuple[str, Plain, str, str]] = []
     for name, pool_table in document.get("pools", {}).items():
         try:
             spec, options = pool_from_table(name, pool_table, document.get("defaults", {}), found)
         except (ValueError, TypeError) as exc:
             rows.append({"pool": name, "error": str(exc)})
+            lines.append((name, "", "", str(exc)))
             continue
         fields = {k: _plain(v) for k, v in spec.non_defaults().items()}
         changed = {f.name: _plain(getattr(options, f.name)) for f in dataclasses.fields(options)
                    if getattr(options, f.name) != f.default}
-        rows.append({"pool": name, "provider": _plain(spec.provider), "spec": fields, "options": changed})
+        provider = _plain(spec.provider)
+        rows.append({"pool": name, "provider": provider, "spec": fields, "options": changed})
+        lines.append((name, provider, ", ".join(f"{k}={v}" for k, v in fields.items()),
+                      ", ".join(f"{k}={v}" for k, v in changed.items())))
     if as_json:
         emit_json(rows)
         return
-    table(str(found), ["pool", "provider", "spec", "options / error"], [
-        (r["pool"], r.get("provider", ""), ", ".join(f"{k}={v}" for k, v in r.get("spec", {}).items()),
-         r.get("error") or ", ".join(f"{k}={v}" for k, v in r.get("options", {}).items()))
-        for r in rows
-    ])
+    table(str(found), ["pool", "provider", "spec", "options / error"], lines)
 
 
 @config.command()
@@ -79,7 +87,7 @@ def validate(as_json: bool) -> None:
         raise SystemExit(1)
 
 
-def _existing() -> Any:
+def _existing() -> Path:
     from skyward.api.config_file import config_path
 
     found = config_path()
@@ -88,7 +96,7 @@ def _existing() -> Any:
     return found
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Plain:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return f"{type(value).__name__}({', '.join(f'{k}={_plain(v)!r}' for k, v in _fields(value).items())})"
     if isinstance(value, (list, tuple)):
@@ -96,13 +104,13 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
 
 
-def _fields(value: Any) -> dict[str, Any]:
+def _fields(value: DataclassInstance) -> dict[str, object]:
     default = type(value)() if _has_defaults(value) else None
     return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
             if f.init and (default is None or getattr(value, f.name) != getattr(default, f.name))}
 
 
-def _has_defaults(value: Any) -> bool:
+def _has_defaults(value: object) -> bool:
     try:
         type(value)()
     except Exception:

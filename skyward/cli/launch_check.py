@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from skyward.api.compute import Compute
 from skyward.core.accelerators import Accelerator, parse_accelerator
@@ -22,7 +21,7 @@ from skyward.core.function import function
 from skyward.core.instance import instance_info
 from skyward.model.spec import Options, Spec
 from skyward.observe.events import BootstrapPhase, ClusterProvisioned, CostFinal
-from skyward.providers.base import Offer
+from skyward.providers.base import Offer, Provider
 from skyward.providers.cloud.http import FailedCall, failed_calls
 
 CHECK_TTL = 900
@@ -49,7 +48,7 @@ class Report:
     """The pool's id (``sky gc`` names it, should anything be left)."""
     offer: Offer | None = None
     phases: list[Phase] = field(default_factory=list)
-    node: dict[str, Any] = field(default_factory=dict)
+    node: dict[str, object] = field(default_factory=dict)
     cost: float | None = None
     error: str | None = None
     failed_calls: list[FailedCall] = field(default_factory=list)
@@ -60,7 +59,7 @@ class Report:
 
 
 @function
-def describe_node() -> dict[str, Any]:
+def describe_node() -> dict[str, object]:
     """What the node says about itself (the task of the check)."""
     info = instance_info()
     if info is None:
@@ -74,7 +73,7 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
-def choose(provider: Any, accelerator: str | Accelerator | None) -> tuple[Spec, Offer]:
+def choose(provider: Provider, accelerator: str | Accelerator | None) -> tuple[Spec, Offer]:
     """The one-node Spec of the check and the offer it will launch: the cheapest x86_64
     CPU machine, or the cheapest with ``accelerator`` (a name as skyward.toml writes it).
     ValueError saying what to pass when the cloud has no such machine."""
@@ -92,7 +91,7 @@ def choose(provider: Any, accelerator: str | Accelerator | None) -> tuple[Spec, 
 
 
 def run(
-    provider: Any, accelerator: str | Accelerator | None, confirm: Callable[[Offer], bool], say: Callable[[str], None],
+    provider: Provider, accelerator: str | Accelerator | None, confirm: Callable[[Offer], bool], say: Callable[[str], None],
 ) -> Report:
     """The check (see the module docstring). ``confirm`` is asked before anything is
     created; ``say`` gets progress lines. Never raises for a failed step: the report
@@ -112,7 +111,7 @@ def run(
 
 
 def _check(
-    provider: Any, accelerator: str | Accelerator | None, confirm: Callable[[Offer], bool], say: Callable[[str], None],
+    provider: Provider, accelerator: str | Accelerator | None, confirm: Callable[[Offer], bool], say: Callable[[str], None],
     report: Report,
 ) -> None:
     started = time.monotonic()
@@ -125,7 +124,7 @@ def _check(
     pool = Compute(spec, options=Options(console=False, logging=False))
     report.pool = pool.id
     pool.on(ClusterProvisioned, lambda event: report.phases.append(Phase("provision", event.duration)))
-    pool.on(BootstrapPhase, lambda event: report.phases.append(Phase(f"  {event.phase}", event.seconds)))
+    pool.on(BootstrapPhase, lambda event: report.phases.append(Phase(f"  {event.phase}", event.duration)))
     pool.on(CostFinal, lambda event: setattr(report, "cost", event.total_cost))
     say(f"opening one {offer.instance_type} on {provider.name} ...")
     opened = time.monotonic()

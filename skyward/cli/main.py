@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from skyward.providers.base import Provider
+    from skyward.providers.orphans import Orphan
 
 import click
 
@@ -19,8 +24,11 @@ from skyward.cli.http_api import api
 from skyward.cli.kept import attach, up
 from skyward.cli.output import console, emit_json, table
 from skyward.cli.pools import down, list_pools, logs
-from skyward.cli.providers import clouds_with_credentials, providers
+from skyward.cli.providers import providers
 from skyward.cli.run import run
+from skyward.providers.names import clouds_with_credentials
+
+T = TypeVar("T")
 
 
 @click.group()
@@ -101,18 +109,19 @@ def offers(
 @click.option("--json", "as_json", is_flag=True, help="print JSON (implies --dry-run unless --yes)")
 def gc(providers: tuple[str, ...], regions: tuple[str, ...], yes: bool, dry_run: bool, as_json: bool) -> None:
     """Find what skyward created that no live pool owns, with its cost so far; delete it."""
+    from skyward.providers.orphans import collectable
     from skyward.providers.orphans import gc as collect
 
     chosen = _chosen(providers, regions or (None,))
 
-    def confirm(found: list[Any]) -> bool:
+    def confirm(found: list[Orphan]) -> bool:
         if yes:
             return True
         if dry_run or as_json or not sys.stdin.isatty():
             return False
         return click.confirm(f"Delete these {len(found)} resources?", default=False)
 
-    found = _run(lambda: collect(chosen, delete=not dry_run, confirm=confirm))
+    found = _run(lambda: collect(collectable(chosen), delete=not dry_run, confirm=confirm))
     if as_json:
         emit_json([{**_orphan(o), "cost_so_far": round(o.cost_so_far, 4)} for o in found])
         return
@@ -126,13 +135,13 @@ def gc(providers: tuple[str, ...], regions: tuple[str, ...], yes: bool, dry_run:
     )
 
 
-def _orphan(orphan: Any) -> dict[str, Any]:
+def _orphan(orphan: Orphan) -> dict[str, object]:
     import dataclasses
 
     return dataclasses.asdict(orphan)
 
 
-def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...]) -> list[Any]:
+def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...]) -> list[Provider]:
     """The providers ``--provider`` names in each region, or every cloud with credentials."""
     from skyward.providers import names as known
 
@@ -149,14 +158,14 @@ def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...]) -> list[Any
         raise click.BadParameter(str(exc), param_hint="--provider") from None
 
 
-def _allocation(text: str) -> Any:
+def _allocation(text: str) -> float | str:
     try:
         return float(text)
     except ValueError:
         return text
 
 
-def _run(action: Any) -> Any:
+def _run(action: Callable[[], T]) -> T:
     """Run ``action``; skyward's errors become one clear line and exit status 1."""
     from skyward.core.errors import SkywardError
 

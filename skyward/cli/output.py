@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import click
 from rich.console import Console
@@ -14,12 +13,12 @@ from rich.table import Table
 console = Console(soft_wrap=True)  # a long path stays on one line, as scripts that read it expect
 
 
-def emit_json(rows: Sequence[Any]) -> None:
+def emit_json(rows: Sequence[object]) -> None:
     """``rows`` (dataclasses or dicts) as one JSON array on stdout."""
     click.echo(json.dumps([dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else r for r in rows], default=str))
 
 
-def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """A rich table on stdout."""
     shown = Table(title=title, title_justify="left")
     for column in columns:

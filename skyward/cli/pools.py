@@ -8,13 +8,14 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
 from skyward.cli.output import console, emit_json, table
 from skyward.providers import leftovers, registry, warm_client
+from skyward.providers.orphans import Orphan
 
 FOLLOW_POLL = 0.3
 
@@ -77,7 +78,7 @@ def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> N
     if pool is None:
         if everything:
             for name in warm_client.end_pools(""):
-                _done(as_json, {"pool": "", "name": name, "how": "kept pool ended", "removed": []})
+                _done(as_json, "", name, "kept pool ended")
         _engines_down(timeout, as_json)
         return
     record = _find(pool, live_only=False)
@@ -85,7 +86,7 @@ def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> N
         ended = warm_client.end_pools(record.name, timeout)
         if not ended:
             raise click.ClickException(f"the pool daemon (pid {record.pid}) does not keep pool {record.name!r} now")
-        _done(as_json, {"pool": record.pool_id, "name": record.name, "how": "kept pool ended", "removed": []})
+        _done(as_json, record.pool_id, record.name, "kept pool ended")
         return
     if record is not None and registry.alive(record):
         os.kill(record.pid, signal.SIGTERM)
@@ -97,7 +98,7 @@ def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> N
                     f"wait longer (--timeout) or stop the process (kill {record.pid})"
                 )
             time.sleep(0.2)
-        _done(as_json, {"pool": record.pool_id, "name": record.name, "how": "closed by its process", "removed": []})
+        _done(as_json, record.pool_id, record.name, "closed by its process")
         return
     removed = _remove_leftovers(record.provider if record else None, record.pool_id if record else pool, record)
     if record is not None:
@@ -105,8 +106,7 @@ def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> N
     if record is None and not removed:
         raise click.ClickException(f"no pool {pool!r} is open on this machine, and no cloud holds anything of it")
     how = "its process was gone: removed what it left" if removed else "its process was gone and it left nothing"
-    _done(as_json, {"pool": record.pool_id if record else pool, "name": record.name if record else "", "how": how,
-                    "removed": [dataclasses.asdict(o) for o in removed]})
+    _done(as_json, record.pool_id if record else pool, record.name if record else "", how, removed)
 
 
 def _engines_down(timeout: float, as_json: bool) -> None:
@@ -189,23 +189,23 @@ def _find(reference: str, live_only: bool) -> registry.LivePool | None:
         raise click.ClickException(str(exc)) from None
 
 
-def _remove_leftovers(provider: str | None, pool_id: str, record: registry.LivePool | None) -> list[Any]:
+def _remove_leftovers(provider: str | None, pool_id: str, record: registry.LivePool | None) -> list[Orphan]:
     """Delete what the clouds still hold of a pool whose process is gone (every cloud
     with credentials when the pool's provider is not known)."""
-    from skyward.cli.providers import clouds_with_credentials
+    from skyward.providers.names import clouds_with_credentials
 
     if provider is not None:
         return leftovers.remove_leftovers(provider, record.region if record else None, pool_id)
     return [orphan for cloud in clouds_with_credentials() for orphan in leftovers.remove_from(cloud, pool_id)]
 
 
-def _done(as_json: bool, result: dict[str, Any]) -> None:
+def _done(as_json: bool, pool: str, name: str, how: str, removed: Sequence[Orphan] = ()) -> None:
     if as_json:
-        emit_json([result])
+        emit_json([{"pool": pool, "name": name, "how": how, "removed": [dataclasses.asdict(o) for o in removed]}])
         return
-    console.print(f"pool {result['name'] or result['pool'][:12]}: {result['how']}")
-    for orphan in result["removed"]:
-        console.print(f"  removed {orphan['kind']} {orphan['id']} ({orphan['provider']})")
+    console.print(f"pool {name or pool[:12]}: {how}")
+    for orphan in removed:
+        console.print(f"  removed {orphan.kind} {orphan.id} ({orphan.provider})")
 
 
 def _age(seconds: float) -> str:

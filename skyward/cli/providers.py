@@ -4,13 +4,12 @@ each cloud's credentials, and whether its API answers with them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from skyward.cli.output import emit_json, table
 from skyward.providers import names
-from skyward.providers.cloud.credentials import find
 
 if TYPE_CHECKING:
     from skyward.cli.launch_check import Report
@@ -28,15 +27,6 @@ class Status:
     where: str
     api: str = ""
     """"ok", the error, or "" when not checked."""
-
-
-def credentials_found(known: names.Known) -> bool:
-    return all(find(known.name, source) is not None for source in known.credentials)
-
-
-def clouds_with_credentials() -> list[Any]:
-    """A provider (default settings) of every cloud whose credentials this machine has."""
-    return [names.make(name) for name in names.CLOUDS if credentials_found(names.KNOWN[name])]
 
 
 @click.group()
@@ -82,7 +72,7 @@ def check(which: tuple[str, ...], as_json: bool, launch: bool, accelerator: str 
 def _status(known: names.Known) -> Status:
     if not known.cloud:
         return Status(known.name, False, "not needed", "")
-    found = "found" if credentials_found(known) else "missing"
+    found = "found" if names.credentials_found(known) else "missing"
     return Status(known.name, True, found, "; ".join(source.describe() for source in known.credentials))
 
 
@@ -101,8 +91,11 @@ def _checked(known: names.Known) -> Status:
 
 def _ping(name: str) -> None:
     """One cheap read-only call with the credentials."""
+    from skyward.providers.aws.provider import AWS
+    from skyward.providers.cloud.provider import MachineCloud
+
     provider = names.make(name)
-    if name == "aws":
+    if isinstance(provider, AWS):
         from skyward.providers.aws.session import client, explain
 
         try:
@@ -110,6 +103,8 @@ def _ping(name: str) -> None:
         except Exception as exc:
             raise explain(exc, "checking the API", provider.region) from exc
         return
+    if not isinstance(provider, MachineCloud):
+        raise TypeError(f"{name} is not a cloud whose API can be checked")
     provider.api().machines()
 
 

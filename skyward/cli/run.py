@@ -10,7 +10,6 @@ import runpy
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import click
 
@@ -31,7 +30,7 @@ class Summary:
     errors: list[str] = field(default_factory=list)
     cost: float = 0.0
 
-    def record(self, event: Any) -> None:
+    def record(self, event: object) -> None:
         from skyward.observe.events import ClusterReady, CostFinal, Error, TaskCompleted
 
         if isinstance(event, ClusterReady):

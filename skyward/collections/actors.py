@@ -27,8 +27,7 @@ import pickle
 import threading
 import time
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
 
 import cloudpickle
 
@@ -43,8 +42,17 @@ from skyward.collections.entities import (
     QueueState,
     SetStore,
 )
-from skyward.collections.markers import BUSY, NO_SLOT
-from skyward.collections.subscriptions import EntityKey, Slot, Subscriptions
+from skyward.collections.markers import BUSY, NO_SLOT, Marker
+from skyward.collections.remote import (
+    EntityKey,
+    Exchanged,
+    HostHandle,
+    Items,
+    Outcome,
+    Snapshot,
+    WireOp,
+)
+from skyward.collections.subscriptions import Slot, Subscriptions
 from skyward.core.codec import load_payload
 
 WAIT_GROUP = "wait"
@@ -52,7 +60,8 @@ WAIT_THREADS = 128
 PREPARE_TIMEOUT = 30.0
 FORGET_EVERY = 40
 
-KINDS: dict[str, Any] = {
+Entity = DictShard | SetStore | CounterStore | QueueState | BarrierState | LockState
+KINDS: dict[str, Callable[[Hooks], Entity]] = {
     "dict": DictShard,
     "set": SetStore,
     "counter": CounterStore,
@@ -74,8 +83,6 @@ EXCHANGES = {
     "set": frozenset({"read", "add", "discard", "size"}),
     "counter": frozenset({"read", "add", "reset"}),
 }
-Outcome = tuple[bool, Any]
-WireOp = tuple[str, str, str, tuple[Any, ...], Any]
 
 
 class CollectionHost:
@@ -85,7 +92,7 @@ class CollectionHost:
         self._config = config
         self._index = index
         self._lock = threading.Lock()
-        self._entities: dict[EntityKey, Any] = {}
+        self._entities: dict[EntityKey, Entity] = {}
         self._subscriptions = Subscriptions(threading.Condition(self._lock))
         self._acked: dict[str, int] = {}
         self._leases = LeaseTable()
@@ -110,12 +117,12 @@ class CollectionHost:
         with self._lock:
             return pack(self._apply(kind, name, op, args, waiting=True))
 
-    def _apply(self, kind: str, name: str, op: str, args: tuple[Any, ...], waiting: bool) -> Outcome:
+    def _apply(self, kind: str, name: str, op: str, args: tuple[object, ...], waiting: bool) -> Outcome:
         try:
             if (kind, op) in WAITING and not waiting:
                 raise ValueError(f"{kind}.{op} may wait: send it with call_waiting")
             entity = self._entity(kind, name, op, CALLS)
-            if kind == "dict":
+            if isinstance(entity, DictShard):
                 keys = _dict_keys(op, args)
                 if entity.busy(keys):
                     if not waiting:
@@ -127,7 +134,7 @@ class CollectionHost:
             return False, exc
 
     def update_many(
-        self, name: str, groups: dict[int, list[tuple[Any, Any]]], hosts: dict[int, Any], subscriber: str | None
+        self, name: str, groups: dict[int, Items], hosts: dict[int, HostHandle], subscriber: str | None
     ) -> Outcome:
         """Write ``groups`` (items per host index) to dict ``name`` atomically across
         hosts (``WAIT_GROUP``): prepare every shard in host order (their keys wait), then
@@ -144,8 +151,8 @@ class CollectionHost:
                 if index == self._index:
                     ready = self.prepare(transaction, name, keys)
                 else:
-                    ref = hosts[index].prepare.options(concurrency_group=WAIT_GROUP).remote(transaction, name, keys)
-                    ready = ray.get(ref, timeout=PREPARE_TIMEOUT + LEASE_TTL)
+                    preparing = hosts[index].prepare.options(concurrency_group=WAIT_GROUP).remote(transaction, name, keys)
+                    ready = ray.get(preparing, timeout=PREPARE_TIMEOUT + LEASE_TTL)
                 if not ready:
                     raise TimeoutError(
                         f"sky.dict({name!r}).update: its keys stayed held by other updates for {PREPARE_TIMEOUT:g}s"
@@ -167,23 +174,23 @@ class CollectionHost:
             return False, exc
         return True, snapshots
 
-    def prepare(self, transaction: str, name: str, keys: tuple[Any, ...]) -> bool:
+    def prepare(self, transaction: str, name: str, keys: tuple[Hashable, ...]) -> bool:
         """Hold ``keys`` of dict ``name`` for ``transaction`` (``WAIT_GROUP``); False if
         other updates held them for PREPARE_TIMEOUT. Dropped after PREPARE_TIMEOUT if no
         commit comes."""
         with self._lock:
-            if not self._entity("dict", name).prepare(transaction, keys, PREPARE_TIMEOUT):
+            if not self._shard(name).prepare(transaction, keys, PREPARE_TIMEOUT):
                 return False
             self._prepared[transaction] = (name, time.monotonic() + PREPARE_TIMEOUT)
             return True
 
     def commit(
-        self, transaction: str, name: str, items: list[tuple[Any, Any]], subscriber: str | None
-    ) -> list[tuple[Any, ...]]:
+        self, transaction: str, name: str, items: Items, subscriber: str | None
+    ) -> list[Snapshot]:
         with self._lock:
-            self._entity("dict", name).commit(transaction, items)
+            self._shard(name).commit(transaction, items)
             self._prepared.pop(transaction, None)
-            slots = [(("dict", name), key) for key, _ in items]
+            slots: list[Slot] = [(("dict", name), key) for key, _ in items]
             if subscriber is not None:
                 for slot in slots:
                     self._subscriptions.watch(subscriber, slot)
@@ -191,12 +198,12 @@ class CollectionHost:
 
     def abort(self, transaction: str, name: str) -> None:
         with self._lock:
-            self._entity("dict", name).abort(transaction)
+            self._shard(name).abort(transaction)
             self._prepared.pop(transaction, None)
 
     # ------------------------------------------------------------------ caches
 
-    def exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Any:
+    def exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Exchanged | Marker:
         """Apply a batch of a node cache's operations in order, as one step. Returns each
         operation's outcome, snapshots of the slots they touched (now watched by
         ``subscriber``) and the sequence number of the last operation applied; or BUSY,
@@ -207,16 +214,16 @@ class CollectionHost:
                 return BUSY
             return self._exchange(subscriber, first_seq, ops)
 
-    def exchange_waiting(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Any:
+    def exchange_waiting(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Exchanged:
         """``exchange`` that waits for prepared updates to let go (``WAIT_GROUP``)."""
         with self._lock:
             deadline = time.monotonic() + PREPARE_TIMEOUT
             for kind, name, _, _, slot in ops:
-                if kind == "dict" and not self._entity("dict", name).settle((slot,), deadline - time.monotonic()):
+                if kind == "dict" and not self._shard(name).settle((slot,), deadline - time.monotonic()):
                     raise TimeoutError(f"sky.dict({name!r}): keys held by an update for {PREPARE_TIMEOUT:g}s")
             return self._exchange(subscriber, first_seq, ops)
 
-    def _exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> tuple[list[Outcome], list[Any], int]:
+    def _exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Exchanged:
         outcomes: list[Outcome] = []
         slots: list[Slot] = []
         for kind, name, op, args, slot in ops:
@@ -235,7 +242,7 @@ class CollectionHost:
             self._subscriptions.watch(subscriber, slot)
         return outcomes, self._snapshots(slots), acked
 
-    def poll(self, subscriber: str, wait: float) -> tuple[list[Any], int]:
+    def poll(self, subscriber: str, wait: float) -> tuple[list[Snapshot], int]:
         """Snapshots of the slots changed for ``subscriber`` since its last poll (waiting
         up to ``wait`` s for a change; ``WAIT_GROUP``) and the last of its operations
         applied."""
@@ -266,13 +273,15 @@ class CollectionHost:
                 prefix = f"{left}/"
                 for holder in [holder for holder in self._held if holder.startswith(prefix)]:
                     self._release_holder(holder, True, reason)
-            for (kind, _), entity in self._entities.items():
-                if kind == "barrier":
+            for entity in self._entities.values():
+                if isinstance(entity, BarrierState):
                     entity.membership_changed()
 
     # ------------------------------------------------------------------ internals (lock held)
 
-    def _entity(self, kind: str, name: str, op: str | None = None, allowed: dict[str, frozenset[str]] | None = None) -> Any:
+    def _entity(
+        self, kind: str, name: str, op: str | None = None, allowed: dict[str, frozenset[str]] | None = None
+    ) -> Entity:
         if allowed is not None and op not in allowed.get(kind, ()):
             raise ValueError(f"{kind}.{op} is not an operation of a collection host")
         key = (kind, name)
@@ -288,14 +297,23 @@ class CollectionHost:
             entity = self._entities[key] = KINDS[kind](hooks)
         return entity
 
-    def _changed(self, key: EntityKey, slot: Any) -> None:
+    def _shard(self, name: str) -> DictShard:
+        """The entity of dict ``name`` on this host."""
+        entity = self._entity("dict", name)
+        if not isinstance(entity, DictShard):
+            raise TypeError(f"the entity of sky.dict({name!r}) is a {type(entity).__name__}, not a DictShard")
+        return entity
+
+    def _changed(self, key: EntityKey, slot: Hashable) -> None:
         self._subscriptions.changed((key, slot))
 
-    def _snapshots(self, slots: Iterable[Slot]) -> list[tuple[Any, ...]]:
-        snapshots = []
+    def _snapshots(self, slots: Iterable[Slot]) -> list[Snapshot]:
+        snapshots: list[Snapshot] = []
         for slot in dict.fromkeys(slots):
             (kind, name), inner = slot
             entity = self._entities[(kind, name)]
+            if not isinstance(entity, (DictShard, SetStore, CounterStore)):
+                raise TypeError(f"sky.{kind}({name!r}) has no cached slots (it is a {type(entity).__name__})")
             snapshots.append((kind, name, inner, entity.read(inner), entity.version))
         return snapshots
 
@@ -304,7 +322,7 @@ class CollectionHost:
         for kind, name, _, _, slot in ops:
             if kind == "dict":
                 shard = self._entities.get(("dict", name))
-                if shard is not None and shard.busy((slot,)):
+                if isinstance(shard, DictShard) and shard.busy((slot,)):
                     return True
         return False
 
@@ -322,7 +340,9 @@ class CollectionHost:
 
     def _release_holder(self, holder: str, failed: bool, why: str = "") -> None:
         for key in self._held.pop(holder, set()):
-            self._entities[key].holder_gone(holder, failed, why)
+            entity = self._entities[key]
+            if isinstance(entity, (BarrierState, LockState)):
+                entity.holder_gone(holder, failed, why)
         self._leases.drop(holder)
 
     def _check_forever(self) -> None:
@@ -338,7 +358,7 @@ class CollectionHost:
                 now = time.monotonic()
                 for transaction, (name, deadline) in list(self._prepared.items()):
                     if deadline <= now:
-                        self._entity("dict", name).abort(transaction)
+                        self._shard(name).abort(transaction)
                         del self._prepared[transaction]
                 if ticks % FORGET_EVERY == 0:
                     self._subscriptions.forget_idle()
@@ -381,7 +401,7 @@ class LeaseTable:
         return len(self._expiry)
 
 
-def pack(value: Any) -> bytes:
+def pack(value: object) -> bytes:
     """``value`` pickled: by the standard pickler when it can (fast), else cloudpickle
     (lambdas, classes defined in ``__main__`` or in functions). ``pickle.loads`` reads both."""
     try:
@@ -390,7 +410,10 @@ def pack(value: Any) -> bytes:
         return cloudpickle.dumps(value, protocol=5)
 
 
-def _dict_keys(op: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+def _dict_keys(op: str, args: tuple[object, ...]) -> tuple[object, ...]:
     if op == "update":
-        return tuple(key for key, _ in args[0])
+        items = args[0]
+        if not isinstance(items, list):
+            raise TypeError(f"sky.dict update takes a list of (key, value) pairs, got {type(items).__name__} {items!r}")
+        return tuple(key for key, _ in items)
     return (args[0],)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from skyward.collections.config import check_timeout
 from skyward.collections.leases import holder_id
+from skyward.collections.operations import Engine, Reduced
 from skyward.collections.steps import Steps, async_twin, steps
 
 
@@ -23,7 +22,7 @@ class SharedBarrier:
 
     __slots__ = ("name", "parties", "_engine", "_member")
 
-    def __init__(self, engine: Any, name: str, parties: int) -> None:
+    def __init__(self, engine: Engine, name: str, parties: int) -> None:
         self.name = name
         self.parties = parties
         self._engine = engine
@@ -58,7 +57,7 @@ class SharedBarrier:
     wait_async = async_twin(wait)
     reset_async = async_twin(reset)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> Reduced:
         from skyward.collections.factories import rebuild
 
         return (rebuild, ("barrier", self.name, (self.parties,)))

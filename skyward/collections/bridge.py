@@ -17,7 +17,6 @@ import queue
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
 
 from skyward.collections.gateway import ForwardingEngine, Gateway, decode_answer, encode_operation
 
@@ -29,11 +28,11 @@ class ChildBridge:
     """The child's end: reads every frame from the agent, hands task frames to
     ``next_frame`` and answers to the calls waiting for them."""
 
-    def __init__(self, inbox: Connection, send: Callable[..., None]) -> None:
+    def __init__(self, inbox: Connection, send: Callable[[str, int, bytes], None]) -> None:
         self._inbox = inbox
         self._send = send
         self._frames: queue.Queue[bytes | None] = queue.Queue()
-        self._calls: dict[int, concurrent.futures.Future[Any]] = {}
+        self._calls: dict[int, concurrent.futures.Future[object]] = {}
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._closed = False
@@ -48,10 +47,10 @@ class ChildBridge:
         closed the pipe. Waits while the child is idle."""
         return self._frames.get()
 
-    def call(self, op: str, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+    def call(self, op: str, args: tuple[object, ...]) -> concurrent.futures.Future[object]:
         """Ask the agent to run engine operation ``op(*args)``; a Future of its result."""
         request = encode_operation(op, args)
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        future: concurrent.futures.Future[object] = concurrent.futures.Future()
         with self._lock:
             if self._closed:
                 raise ConnectionError(PIPE_CLOSED)

@@ -25,35 +25,47 @@ import asyncio
 import concurrent.futures
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
 
 from skyward.collections.actors import WAIT_GROUP
 from skyward.collections.config import OP_TIMEOUT, SYNC
 from skyward.collections.loop import BackgroundLoop
-from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
+from skyward.collections.markers import MISSING, NO_SLOT, UNKNOWN, Marker
+from skyward.collections.remote import Exchanged, HostHandle, Snapshot, WireOp
 from skyward.collections.steps import Steps, Wait, translated
 
 POLL_WAIT = 2.0
 POLL_LINGER = 0.005
 
 
-def _fold_dict(current: Any, op: str, args: tuple[Any, ...]) -> Any:
+Write = tuple[Hashable, str, tuple[object, ...], tuple[object, ...]]
+"""(slot, op, args, wire_args) of one write: ``args`` fold into the view, ``wire_args``
+go to the owner."""
+
+
+def _fold_dict(current: object, op: str, args: tuple[object, ...]) -> object:
     return args[0] if op == "set" else MISSING
 
 
-def _fold_set(current: Any, op: str, args: tuple[Any, ...]) -> Any:
+def _fold_set(current: object, op: str, args: tuple[object, ...]) -> object:
     return op == "add"
 
 
-def _fold_counter(current: Any, op: str, args: tuple[Any, ...]) -> Any:
+def _fold_counter(current: object, op: str, args: tuple[object, ...]) -> object:
     if op == "reset":
         return args[0]
-    return UNKNOWN if current is UNKNOWN else current + args[0]
+    return UNKNOWN if current is UNKNOWN else _count(current) + _count(args[0])
 
 
-FOLDS: dict[str, Callable[[Any, str, tuple[Any, ...]], Any]] = {
+def _count(value: object) -> int:
+    """A counter's value or amount; TypeError naming ``value`` for anything but an int."""
+    if not isinstance(value, int):
+        raise TypeError(f"a sky.counter holds ints, not {type(value).__name__} {value!r}")
+    return value
+
+
+FOLDS: dict[str, Callable[[object, str, tuple[object, ...]], object]] = {
     "dict": _fold_dict,
     "set": _fold_set,
     "counter": _fold_counter,
@@ -68,18 +80,18 @@ class Replica:
     def __init__(self, kind: str, name: str) -> None:
         self.kind = kind
         self.name = name
-        self.view: dict[Any, Any] = {}
-        self.confirmed: dict[Any, tuple[Any, int]] = {}
-        self.pending: dict[Any, deque[_Pending]] = {}
+        self.view: dict[Hashable, object] = {}
+        self.confirmed: dict[Hashable, tuple[object, int]] = {}
+        self.pending: dict[Hashable, deque[_Pending]] = {}
         self._fold = FOLDS[kind]
 
-    def apply_local(self, slot: Any, op: str, args: tuple[Any, ...]) -> Any:
+    def apply_local(self, slot: Hashable, op: str, args: tuple[object, ...]) -> object:
         """Put a local write on top of the view; returns the slot's new view value."""
         value = self._fold(self.view.get(slot, UNKNOWN), op, args)
         self._show(slot, value)
         return value
 
-    def confirm(self, slot: Any, value: Any, version: int) -> bool:
+    def confirm(self, slot: Hashable, value: object, version: int) -> bool:
         """Record the owner's ``value`` at ``version``; False if older than what is known."""
         known = self.confirmed.get(slot)
         if known is not None and known[1] >= version:
@@ -87,7 +99,7 @@ class Replica:
         self.confirmed[slot] = (value, version)
         return True
 
-    def refresh(self, slot: Any) -> None:
+    def refresh(self, slot: Hashable) -> None:
         """Recompute the view of ``slot`` from confirmed and pending."""
         known = self.confirmed.get(slot)
         value = UNKNOWN if known is None else known[0]
@@ -95,7 +107,7 @@ class Replica:
             value = self._fold(value, write.op, write.args)
         self._show(slot, value)
 
-    def _show(self, slot: Any, value: Any) -> None:
+    def _show(self, slot: Hashable, value: object) -> None:
         if value is UNKNOWN:
             self.view.pop(slot, None)
         else:
@@ -108,12 +120,12 @@ class _Pending:
     replica's pending writes) or a request whose answer someone waits for."""
 
     replica: Replica | None
-    slot: Any
+    slot: Hashable
     op: str
-    args: tuple[Any, ...]
-    wire_args: tuple[Any, ...]
+    args: tuple[object, ...]
+    wire_args: tuple[object, ...]
     local: bool
-    future: concurrent.futures.Future[Any] | None = None
+    future: concurrent.futures.Future[object] | None = None
     seq: int = -1
 
 
@@ -122,7 +134,7 @@ class _Link:
     """What this process has going on with one host."""
 
     index: int
-    handle: Any
+    handle: HostHandle
     replicas: dict[tuple[str, str], Replica] = field(default_factory=dict)
     unsent: list[_Pending] = field(default_factory=list)
     inflight: deque[_Pending] = field(default_factory=deque)
@@ -136,7 +148,7 @@ class _Link:
 class NodeCache:
     """The eventual-consistency cache of one process for one pool."""
 
-    def __init__(self, loop: BackgroundLoop, handle: Callable[[int], Any], subscriber: str) -> None:
+    def __init__(self, loop: BackgroundLoop, handle: Callable[[int], HostHandle], subscriber: str) -> None:
         self.subscriber = subscriber
         self._loop = loop
         self._handle = handle
@@ -146,14 +158,14 @@ class NodeCache:
 
     # ------------------------------------------------------------------ user threads
 
-    def lookup(self, host: int, kind: str, name: str, slot: Any) -> Any:
+    def lookup(self, host: int, kind: str, name: str, slot: Hashable) -> object:
         """The cached value of ``slot``, or UNKNOWN (never waits)."""
         replica = self._replicas.get((host, kind, name))
         if replica is None:
             return UNKNOWN
         return replica.view.get(slot, UNKNOWN)
 
-    def read(self, host: int, kind: str, name: str, slot: Any, fresh: bool = False) -> Steps[Any]:
+    def read(self, host: int, kind: str, name: str, slot: Hashable, fresh: bool = False) -> Steps[object]:
         """The cached value of ``slot``; on a miss, or when ``fresh``, fetched from the
         owner after this process's earlier operations (and watched from then on)."""
         value = UNKNOWN if fresh else self.lookup(host, kind, name, slot)
@@ -164,12 +176,15 @@ class NodeCache:
                 value = fetched
         return value
 
-    def write(self, host: int, kind: str, name: str, slot: Any, op: str, args: tuple[Any, ...], wire_args: tuple[Any, ...]) -> Any:
+    def write(
+        self, host: int, kind: str, name: str, slot: Hashable, op: str, args: tuple[object, ...],
+        wire_args: tuple[object, ...],
+    ) -> object:
         """Apply a write to this process's view and send it without waiting; returns the
         slot's new view value (UNKNOWN if not known yet)."""
         return self.write_many(host, kind, name, [(slot, op, args, wire_args)])[-1]
 
-    def write_many(self, host: int, kind: str, name: str, writes: list[tuple[Any, str, tuple[Any, ...], tuple[Any, ...]]]) -> list[Any]:
+    def write_many(self, host: int, kind: str, name: str, writes: list[Write]) -> list[object]:
         """Apply ``(slot, op, args, wire_args)`` writes to this process's view as one step
         and send them in one batch (the owner applies a batch as one step too); returns
         each slot's new view value."""
@@ -188,10 +203,12 @@ class NodeCache:
             self._loop.call_soon(self._start_flush, link)
         return values
 
-    def request(self, host: int, kind: str, name: str, slot: Any, op: str, wire_args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+    def request(
+        self, host: int, kind: str, name: str, slot: Hashable, op: str, wire_args: tuple[object, ...]
+    ) -> concurrent.futures.Future[object]:
         """Send an operation whose answer the caller needs (after this process's earlier
         operations on that host); returns a Future of its result."""
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        future: concurrent.futures.Future[object] = concurrent.futures.Future()
         with self._lock:
             link = self._link(host)
             replica = self._replica(link, kind, name)
@@ -201,21 +218,21 @@ class NodeCache:
             self._loop.call_soon(self._start_flush, link)
         return future
 
-    def sync(self) -> list[concurrent.futures.Future[Any]]:
+    def sync(self) -> list[concurrent.futures.Future[object]]:
         """Futures that resolve once every host has applied this process's operations
         sent so far (only hosts with operations still on their way are asked)."""
         futures = []
         with self._lock:
             for link in self._links.values():
                 if link.error is None and (link.unsent or link.inflight):
-                    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                    future: concurrent.futures.Future[object] = concurrent.futures.Future()
                     link.unsent.append(_Pending(None, NO_SLOT, SYNC, (), (), False, future))
                     futures.append(future)
                     if self._claim_flush(link):
                         self._loop.call_soon(self._start_flush, link)
         return futures
 
-    def absorb(self, snapshots: dict[int, list[tuple[Any, ...]]]) -> None:
+    def absorb(self, snapshots: dict[int, list[Snapshot]]) -> None:
         """Take in owner snapshots obtained outside the links (a multi-shard update)."""
         with self._lock:
             for host, items in snapshots.items():
@@ -238,14 +255,14 @@ class NodeCache:
             self._replicas[(link.index, kind, name)] = replica
         return replica
 
-    def _merge_increment(self, link: _Link, replica: Replica, slot: Any, op: str, args: tuple[Any, ...]) -> bool:
+    def _merge_increment(self, link: _Link, replica: Replica, slot: Hashable, op: str, args: tuple[object, ...]) -> bool:
         """Fold a counter increment into the unsent increment just before it, if any."""
         if op != "add" or replica.kind != "counter" or not link.unsent:
             return False
         last = link.unsent[-1]
         if last.replica is not replica or last.op != "add" or not last.local:
             return False
-        last.args = last.wire_args = (last.args[0] + args[0],)
+        last.args = last.wire_args = (_count(last.args[0]) + _count(args[0]),)
         return True
 
     def _claim_flush(self, link: _Link) -> bool:
@@ -270,13 +287,13 @@ class NodeCache:
                         operation.seq = first + offset
                     link.next_seq += len(batch)
                     link.inflight.extend(batch)
-                ops = [
+                ops: list[WireOp] = [
                     (SYNC, "", SYNC, (), NO_SLOT) if p.replica is None else (p.replica.kind, p.replica.name, p.op, p.wire_args, p.slot)
                     for p in batch
                 ]
                 try:
-                    answer = await link.handle.exchange.remote(self.subscriber, first, ops)
-                    if answer is BUSY:
+                    answer: Exchanged | Marker = await link.handle.exchange.remote(self.subscriber, first, ops)
+                    if isinstance(answer, Marker):  # BUSY: keys held by a prepared update
                         waiting = link.handle.exchange_waiting.options(concurrency_group=WAIT_GROUP)
                         answer = await waiting.remote(self.subscriber, first, ops)
                     outcomes, snapshots, acked = answer
@@ -292,7 +309,7 @@ class NodeCache:
                         if ok:
                             operation.future.set_result(value)
                         else:
-                            operation.future.set_exception(value)
+                            operation.future.set_exception(_error(value))
                 if start_polling:
                     asyncio.ensure_future(self._poll(link))
         except BaseException:
@@ -313,10 +330,10 @@ class NodeCache:
                 self._absorb(link, snapshots, acked)
             await asyncio.sleep(POLL_LINGER)
 
-    def _absorb(self, link: _Link, snapshots: list[tuple[Any, ...]], acked: int) -> None:
+    def _absorb(self, link: _Link, snapshots: list[Snapshot], acked: int) -> None:
         """Apply owner snapshots, then drop the writes the owner has applied (up to
         ``acked``), and refresh the views of every slot involved. Holds the lock."""
-        touched: set[tuple[Replica, Any]] = set()
+        touched: set[tuple[Replica, Hashable]] = set()
         for kind, name, slot, value, version in snapshots:
             replica = self._replica(link, kind, name)
             if replica.confirm(slot, value, version):
@@ -353,3 +370,10 @@ class NodeCache:
         for operation in waiting:
             if operation.future is not None and not operation.future.done():
                 operation.future.set_exception(error)
+
+
+def _error(value: object) -> BaseException:
+    """The exception in a failed outcome; TypeError naming ``value`` if it is none."""
+    if not isinstance(value, BaseException):
+        return TypeError(f"a collection host reported a failure without an exception: {value!r}")
+    return value

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.core.validation import wait_limit
 
@@ -67,7 +66,7 @@ def host_count(nodes: int) -> int:
     return max(MIN_HOSTS, min(MAX_HOSTS, nodes))
 
 
-def resolve(factory: str, consistency: Any) -> str:
+def resolve(factory: str, consistency: object) -> str:
     """``consistency`` or the default; ValueError naming the factory for anything else."""
     if consistency is None:
         return DEFAULT_CONSISTENCY
@@ -79,17 +78,17 @@ def resolve(factory: str, consistency: Any) -> str:
     return str(consistency)
 
 
-def check_timeout(call: str, timeout: Any) -> float | None:
+def check_timeout(call: str, timeout: object) -> float | None:
     """``timeout`` in seconds as waits take it: None for no limit (None, ``math.inf``
     or ``NO_LIMIT`` and up). ValueError naming ``call`` for anything else (NaN, < 0)."""
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout < 0
-    ):
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout < 0:
         raise ValueError(f"{call}(timeout={timeout!r}): use None (no limit) or a number of seconds >= 0")
     return wait_limit(timeout)
 
 
-def check_name(factory: str, name: Any) -> str:
+def check_name(factory: str, name: object) -> str:
     """The collection name; TypeError/ValueError naming the factory if it is not a non-empty str."""
     if not isinstance(name, str):
         raise TypeError(f"{factory}(name={name!r}): the name must be a str, got {type(name).__name__}")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from skyward.collections.lock import holds_lock
+from skyward.collections.operations import Engine, Reduced
 from skyward.collections.steps import Steps, async_twin, run, run_async, steps
 
 
@@ -19,7 +18,7 @@ class SharedCounter:
 
     __slots__ = ("name", "consistency", "_engine", "_strong")
 
-    def __init__(self, engine: Any, name: str, consistency: str) -> None:
+    def __init__(self, engine: Engine, name: str, consistency: str) -> None:
         self.name = name
         self.consistency = consistency
         self._engine = engine
@@ -62,7 +61,7 @@ class SharedCounter:
     def __index__(self) -> int:
         return self.value
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> Reduced:
         from skyward.collections.factories import rebuild
 
         return (rebuild, ("counter", self.name, (self.consistency,)))
@@ -71,7 +70,7 @@ class SharedCounter:
         return f"sky.counter({self.name!r}, consistency={self.consistency!r})"
 
 
-def _amount(name: str, method: str, value: Any) -> int:
+def _amount(name: str, method: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"sky.counter({name!r}).{method}() takes an int, got {type(value).__name__} {value!r}")
     return value

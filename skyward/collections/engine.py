@@ -14,8 +14,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Concatenate, ParamSpec, TypeVar
 
 import cloudpickle
 
@@ -32,25 +32,28 @@ from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
+from skyward.collections.remote import HostClass, HostHandle, Items
 from skyward.collections.steps import WAIT_SLICE, Steps, Wait, translated
 from skyward.core.codec import load_payload
 from skyward.core.validation import shown
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 WAIT_GRACE = 5.0
 """How long after a waiting operation's own deadline (a slice of the caller's timeout)
 the host's answer may take before TimeoutError; normally it takes one round trip."""
 
-_remote_host: Any = None
+_remote_host: HostClass | None = None
 _remote_lock = threading.Lock()
 
 
-def _while_open(method: Callable[..., Steps[T]]) -> Callable[..., Steps[T]]:
+def _while_open(method: Callable[Concatenate[LocalEngine, P], Steps[T]]) -> Callable[Concatenate[LocalEngine, P], Steps[T]]:
     """An operation of ``LocalEngine`` that raises CollectionClosedError, before its first
     step, once the engine is closed (no stale cached value, no write into the void)."""
 
     @functools.wraps(method)
-    def guarded(self: LocalEngine, *args: Any, **kwargs: Any) -> Steps[T]:
+    def guarded(self: LocalEngine, /, *args: P.args, **kwargs: P.kwargs) -> Steps[T]:
         self.check_open()
         return (yield from method(self, *args, **kwargs))
 
@@ -64,7 +67,7 @@ class LocalEngine:
         self.config = config
         self.hosts = config.hosts
         self.closed = False
-        self._handles: list[Any] = [None] * config.hosts
+        self._handles: list[HostHandle | None] = [None] * config.hosts
         self._lock = threading.Lock()
         self._loop = BackgroundLoop(f"skyward-collections-{config.pool_id[:8]}")
         self._cache = NodeCache(self._loop, self.handle, f"{where}/{os.getpid()}/{uuid.uuid4().hex[:8]}")
@@ -72,7 +75,7 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ plumbing
 
-    def handle(self, index: int) -> Any:
+    def handle(self, index: int) -> HostHandle:
         """The actor handle of host ``index``, once the host is ready (it is created by
         the first process of the pool to use it), so that no operation's own timeout
         pays for an actor's start. CollectionUnavailableError if the host existed once
@@ -86,7 +89,7 @@ class LocalEngine:
                 if handle is None and lineage.was_created(self.config, index):
                     handle = _existing_host(self.config.host_name(index))
                 if handle is None:
-                    where: dict[str, Any] = (
+                    where: dict[str, object] = (
                         {"resources": dict(self.config.placement)} if self.config.placement
                         else {"scheduling_strategy": "SPREAD"}
                     )
@@ -105,9 +108,9 @@ class LocalEngine:
         return handle
 
     def call(
-        self, host: int, kind: str, name: str, op: str, args: tuple[Any, ...], timeout: float = OP_TIMEOUT,
+        self, host: int, kind: str, name: str, op: str, args: tuple[object, ...], timeout: float = OP_TIMEOUT,
         waiting: bool = False,
-    ) -> Steps[Any]:
+    ) -> Steps[object]:
         """One operation on the owning host; returns its result or raises its error. An
         operation that may wait (``waiting``) goes to the host's wait group; so does one
         the host answers BUSY (its dict keys are held by a multi-shard update)."""
@@ -122,6 +125,20 @@ class LocalEngine:
         if ok:
             return value
         raise value
+
+    def call_as(
+        self, result: type[R], host: int, kind: str, name: str, op: str, args: tuple[object, ...],
+        timeout: float = OP_TIMEOUT, waiting: bool = False,
+    ) -> Steps[R]:
+        """``call`` for an operation whose result is a ``result``; TypeError naming the
+        operation and the answer if the host answered something else."""
+        value = yield from self.call(host, kind, name, op, args, timeout, waiting)
+        if not isinstance(value, result):
+            raise TypeError(
+                f"sky.{kind}({name!r}).{op}: the collection host answered {shown(value)} "
+                f"({type(value).__name__}), not a {result.__name__}"
+            )
+        return value
 
     def end_task(self, task_id: str, ok: bool) -> None:
         """Task ``task_id`` ended: free its locks, leave its barriers (breaking them if it failed)."""
@@ -160,7 +177,7 @@ class LocalEngine:
     # ------------------------------------------------------------------ dict
 
     @_while_open
-    def dict_get(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[Any]:
+    def dict_get(self, name: str, key: Hashable, strong: bool, fresh: bool = False) -> Steps[object]:
         """The value of ``key``, or MISSING. ``fresh``: an eventual read asks the owner."""
         host = _dict_shard(name, "get", key, self.hosts)
         if strong:
@@ -168,14 +185,14 @@ class LocalEngine:
         return (yield from self._cache.read(host, "dict", name, key, fresh))
 
     @_while_open
-    def dict_contains(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
+    def dict_contains(self, name: str, key: Hashable, strong: bool, fresh: bool = False) -> Steps[bool]:
         host = _dict_shard(name, "contains", key, self.hosts)
         if strong:
-            return (yield from self.call(host, "dict", name, "contains", (key,)))
+            return (yield from self.call_as(bool, host, "dict", name, "contains", (key,)))
         return (yield from self._cache.read(host, "dict", name, key, fresh)) is not MISSING
 
     @_while_open
-    def dict_set(self, name: str, key: Any, value: Any, strong: bool) -> Steps[None]:
+    def dict_set(self, name: str, key: Hashable, value: object, strong: bool) -> Steps[None]:
         host = _dict_shard(name, "set", key, self.hosts)
         if strong:
             yield from self.call(host, "dict", name, "set", (key, value))
@@ -184,19 +201,19 @@ class LocalEngine:
         self._cache.write(host, "dict", name, key, "set", (value,), (key, value))
 
     @_while_open
-    def dict_delete(self, name: str, key: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
+    def dict_delete(self, name: str, key: Hashable, strong: bool, fresh: bool = False) -> Steps[bool]:
         """Remove ``key``; False if it was not there (as far as this node knows, when
         eventual and not ``fresh``)."""
         host = _dict_shard(name, "delete", key, self.hosts)
         if strong:
-            return (yield from self.call(host, "dict", name, "delete", (key,)))
+            return (yield from self.call_as(bool, host, "dict", name, "delete", (key,)))
         if (yield from self._cache.read(host, "dict", name, key, fresh)) is MISSING:
             return False
         self._cache.write(host, "dict", name, key, "delete", (), (key,))
         return True
 
     @_while_open
-    def dict_pop(self, name: str, key: Any, strong: bool) -> Steps[Any]:
+    def dict_pop(self, name: str, key: Hashable, strong: bool) -> Steps[object]:
         """Remove ``key`` and return its value (or MISSING), atomically at the owner."""
         host = _dict_shard(name, "pop", key, self.hosts)
         if strong:
@@ -205,9 +222,9 @@ class LocalEngine:
         return (yield Wait(future, OP_TIMEOUT, f"sky.dict({name!r}).pop"))
 
     @_while_open
-    def dict_update(self, name: str, items: list[tuple[Any, Any]], strong: bool) -> Steps[None]:
+    def dict_update(self, name: str, items: Items, strong: bool) -> Steps[None]:
         """Write all ``items`` as one atomic step (across shards: prepare, then commit)."""
-        groups: dict[int, list[tuple[Any, Any]]] = {}
+        groups: dict[int, Items] = {}
         for key, value in items:
             groups.setdefault(_dict_shard(name, "update", key, self.hosts), []).append((key, value))
         if not strong:
@@ -236,14 +253,14 @@ class LocalEngine:
     # ------------------------------------------------------------------ set
 
     @_while_open
-    def set_contains(self, name: str, value: Any, strong: bool, fresh: bool = False) -> Steps[bool]:
+    def set_contains(self, name: str, value: Hashable, strong: bool, fresh: bool = False) -> Steps[bool]:
         host = home_of("set", name, self.hosts)
         if strong:
-            return (yield from self.call(host, "set", name, "contains", (value,)))
+            return (yield from self.call_as(bool, host, "set", name, "contains", (value,)))
         return bool((yield from self._cache.read(host, "set", name, value, fresh)))
 
     @_while_open
-    def set_add(self, name: str, value: Any, strong: bool) -> Steps[None]:
+    def set_add(self, name: str, value: Hashable, strong: bool) -> Steps[None]:
         host = home_of("set", name, self.hosts)
         if strong:
             yield from self.call(host, "set", name, "add", (value,))
@@ -252,7 +269,7 @@ class LocalEngine:
         self._cache.write(host, "set", name, value, "add", (), (value,))
 
     @_while_open
-    def set_discard(self, name: str, value: Any, strong: bool) -> Steps[None]:
+    def set_discard(self, name: str, value: Hashable, strong: bool) -> Steps[None]:
         host = home_of("set", name, self.hosts)
         if strong:
             yield from self.call(host, "set", name, "discard", (value,))
@@ -264,9 +281,10 @@ class LocalEngine:
         """The owner's size; when eventual, after this process's earlier writes."""
         host = home_of("set", name, self.hosts)
         if strong:
-            return (yield from self.call(host, "set", name, "size", ()))
+            return (yield from self.call_as(int, host, "set", name, "size", ()))
         future = self._cache.request(host, "set", name, NO_SLOT, "size", ())
-        return (yield Wait(future, OP_TIMEOUT, f"sky.set({name!r}) len()"))
+        size = yield Wait(future, OP_TIMEOUT, f"sky.set({name!r}) len()")
+        return _int(f"sky.set({name!r}) len()", size)
 
     # ------------------------------------------------------------------ counter
 
@@ -274,18 +292,20 @@ class LocalEngine:
     def counter_get(self, name: str, strong: bool, fresh: bool = False) -> Steps[int]:
         host = home_of("counter", name, self.hosts)
         if strong:
-            return (yield from self.call(host, "counter", name, "get", ()))
-        return (yield from self._cache.read(host, "counter", name, None, fresh))
+            return (yield from self.call_as(int, host, "counter", name, "get", ()))
+        value = yield from self._cache.read(host, "counter", name, None, fresh)
+        return _int(f"sky.counter({name!r}).value", value)
 
     @_while_open
     def counter_add(self, name: str, amount: int, strong: bool) -> Steps[int]:
         """Add ``amount``; returns the new value (when eventual: this node's view of it)."""
         host = home_of("counter", name, self.hosts)
         if strong:
-            return (yield from self.call(host, "counter", name, "add", (amount,)))
+            return (yield from self.call_as(int, host, "counter", name, "add", (amount,)))
         if self._cache.lookup(host, "counter", name, None) is UNKNOWN:
             yield from self._cache.read(host, "counter", name, None)
-        return self._cache.write(host, "counter", name, None, "add", (amount,), (amount,))
+        value = self._cache.write(host, "counter", name, None, "add", (amount,), (amount,))
+        return _int(f"sky.counter({name!r}).increment", value)
 
     @_while_open
     def counter_reset(self, name: str, value: int, strong: bool) -> Steps[None]:
@@ -298,24 +318,24 @@ class LocalEngine:
     # ------------------------------------------------------------------ queue
 
     @_while_open
-    def queue_put(self, name: str, item: Any) -> Steps[None]:
+    def queue_put(self, name: str, item: object) -> Steps[None]:
         yield from self.call(home_of("queue", name, self.hosts), "queue", name, "put", (item,))
 
     @_while_open
-    def queue_get(self, name: str, timeout: float | None) -> Steps[tuple[bool, Any]]:
+    def queue_get(self, name: str, timeout: float | None) -> Steps[tuple[bool, object]]:
         """``(True, item)``, or ``(False, None)`` when nothing came within ``timeout``
         seconds (None: wait as long as it takes)."""
         host = home_of("queue", name, self.hosts)
         deadline = _deadline(timeout)
         while True:
             wait = _slice(deadline)
-            found = yield from self.call(host, "queue", name, "get", (wait,), wait + WAIT_GRACE, waiting=True)
+            found = yield from self.call_as(tuple, host, "queue", name, "get", (wait,), wait + WAIT_GRACE, waiting=True)
             if found[0] or _passed(deadline):
                 return found
 
     @_while_open
     def queue_size(self, name: str) -> Steps[int]:
-        return (yield from self.call(home_of("queue", name, self.hosts), "queue", name, "size", ()))
+        return (yield from self.call_as(int, home_of("queue", name, self.hosts), "queue", name, "size", ()))
 
     # ------------------------------------------------------------------ barrier
 
@@ -331,12 +351,12 @@ class LocalEngine:
         """Arrive and wait for the round to complete; returns the arrival index. Raises
         BrokenBarrierError if the round breaks or ``timeout`` passes (which breaks it)."""
         host = home_of("barrier", name, self.hosts)
-        generation, index = yield from self.call(host, "barrier", name, "arrive", (parties,))
+        generation, index = yield from self.call_as(tuple, host, "barrier", name, "arrive", (parties,))
         deadline = _deadline(timeout)
         while True:
             wait = _slice(deadline)
-            outcome = yield from self.call(
-                host, "barrier", name, "await_round", (generation, wait), wait + WAIT_GRACE, waiting=True
+            outcome = yield from self.call_as(
+                str, host, "barrier", name, "await_round", (generation, wait), wait + WAIT_GRACE, waiting=True
             )
             if outcome == "done":
                 return index
@@ -366,7 +386,9 @@ class LocalEngine:
         deadline = _deadline(timeout)
         while True:
             wait = _slice(deadline)
-            granted = yield from self.call(host, "lock", name, "acquire", (holder, wait), wait + WAIT_GRACE, waiting=True)
+            granted = yield from self.call_as(
+                bool, host, "lock", name, "acquire", (holder, wait), wait + WAIT_GRACE, waiting=True
+            )
             if granted:
                 self._keeper.hold(host, holder)
                 return True
@@ -383,10 +405,10 @@ class LocalEngine:
 
     @_while_open
     def lock_locked(self, name: str) -> Steps[bool]:
-        return (yield from self.call(home_of("lock", name, self.hosts), "lock", name, "locked", ()))
+        return (yield from self.call_as(bool, home_of("lock", name, self.hosts), "lock", name, "locked", ()))
 
 
-def _host_class() -> Any:
+def _host_class() -> HostClass:
     global _remote_host
     with _remote_lock:
         if _remote_host is None:
@@ -396,7 +418,7 @@ def _host_class() -> Any:
         return _remote_host
 
 
-def _existing_host(name: str) -> Any:
+def _existing_host(name: str) -> HostHandle:
     """The running host actor ``name``; CollectionUnavailableError if it died."""
     import ray
 
@@ -409,7 +431,7 @@ def _existing_host(name: str) -> Any:
         ) from None
 
 
-def _wait_ready(handle: Any, name: str) -> None:
+def _wait_ready(handle: HostHandle, name: str) -> None:
     import ray
     from ray.exceptions import GetTimeoutError
 
@@ -438,7 +460,7 @@ def _passed(deadline: float | None) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
 
-def _check_picklable(collection: str, value: Any) -> None:
+def _check_picklable(collection: str, value: object) -> None:
     """Refuse, at once, a value an eventual write could not send later."""
     try:
         cloudpickle.dumps(value)
@@ -449,7 +471,7 @@ def _check_picklable(collection: str, value: Any) -> None:
         ) from None
 
 
-def _dict_shard(name: str, op: str, key: Any, hosts: int) -> int:
+def _dict_shard(name: str, op: str, key: Hashable, hosts: int) -> int:
     """The host owning key ``key`` of ``sky.dict(name)``; TypeError naming the
     collection, the operation, the key and the fix if the key cannot be pickled."""
     try:
@@ -461,13 +483,14 @@ def _dict_shard(name: str, op: str, key: Any, hosts: int) -> int:
         ) from None
 
 
-def _packed(kind: str, name: str, op: str, args: tuple[Any, ...]) -> bytes:
+def _packed(kind: str, name: str, op: str, args: tuple[object, ...]) -> bytes:
     """The request bytes; TypeError naming the collection, the operation and the key or
     value that cannot be pickled."""
     try:
         return pack((kind, name, op, args))
     except Exception as exc:
-        parts = list(args[0]) if op == "update" else list(args)
+        pairs = args[0] if op == "update" else None
+        parts = list(pairs) if isinstance(pairs, list) else list(args)
         culprit = next((part for part in parts if not _picklable(part)), args)
         what = f"the key/value {shown(culprit)}" if kind == "dict" else f"the value {shown(culprit)}"
         raise TypeError(
@@ -476,7 +499,14 @@ def _packed(kind: str, name: str, op: str, args: tuple[Any, ...]) -> bytes:
         ) from None
 
 
-def _picklable(value: Any) -> bool:
+def _int(what: str, value: object) -> int:
+    """``value``, an int; TypeError naming ``what`` and ``value`` otherwise."""
+    if not isinstance(value, int):
+        raise TypeError(f"{what}: expected an int, got {shown(value)} ({type(value).__name__})")
+    return value
+
+
+def _picklable(value: object) -> bool:
     try:
         cloudpickle.dumps(value)
         return True

@@ -17,9 +17,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.collections.errors import BrokenBarrierError
 from skyward.collections.markers import MISSING
@@ -47,7 +46,7 @@ class Hooks:
     ``condition`` (on the host's lock) is what waiting methods wait on."""
 
     name: str
-    changed: Callable[[Any], None]
+    changed: Callable[[Hashable], None]
     hold: Callable[[str], None]
     unhold: Callable[[str], None]
     condition: threading.Condition
@@ -59,26 +58,26 @@ class DictShard:
 
     def __init__(self, hooks: Hooks) -> None:
         self.version = 0
-        self._data: dict[Any, Any] = {}
+        self._data: dict[Hashable, object] = {}
         self._hooks = hooks
-        self._locked: dict[Any, str] = {}
-        self._transactions: dict[str, tuple[Any, ...]] = {}
+        self._locked: dict[Hashable, str] = {}
+        self._transactions: dict[str, tuple[Hashable, ...]] = {}
 
-    def read(self, slot: Any) -> Any:
+    def read(self, slot: Hashable) -> object:
         return self._data.get(slot, MISSING)
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: Hashable) -> object:
         """The value, or MISSING."""
         return self._data.get(key, MISSING)
 
-    def contains(self, key: Any) -> bool:
+    def contains(self, key: Hashable) -> bool:
         return key in self._data
 
-    def set(self, key: Any, value: Any) -> None:
+    def set(self, key: Hashable, value: object) -> None:
         self._data[key] = value
         self._changed(key)
 
-    def delete(self, key: Any) -> bool:
+    def delete(self, key: Hashable) -> bool:
         """Remove ``key``; False if it was not there."""
         if key not in self._data:
             return False
@@ -86,28 +85,28 @@ class DictShard:
         self._changed(key)
         return True
 
-    def pop(self, key: Any) -> Any:
+    def pop(self, key: Hashable) -> object:
         """Remove ``key`` and return its value, or MISSING."""
         value = self._data.pop(key, MISSING)
         if value is not MISSING:
             self._changed(key)
         return value
 
-    def update(self, items: Iterable[tuple[Any, Any]]) -> None:
+    def update(self, items: Iterable[tuple[Hashable, object]]) -> None:
         for key, value in items:
             self._data[key] = value
             self._changed(key)
 
-    def busy(self, keys: Iterable[Any]) -> bool:
+    def busy(self, keys: Iterable[object]) -> bool:
         """True while a prepared multi-shard update holds one of ``keys``."""
         return bool(self._locked) and any(key in self._locked for key in keys)
 
-    def settle(self, keys: Iterable[Any], wait: float) -> bool:
+    def settle(self, keys: Iterable[object], wait: float) -> bool:
         """Wait up to ``wait`` s until no prepared update holds any of ``keys``."""
         keys = tuple(keys)
         return wait_until(self._hooks.condition, lambda: not self.busy(keys), wait)
 
-    def prepare(self, transaction: str, keys: tuple[Any, ...], wait: float) -> bool:
+    def prepare(self, transaction: str, keys: tuple[Hashable, ...], wait: float) -> bool:
         """Hold ``keys`` for ``transaction`` once the updates before it let go; False if
         they did not within ``wait`` s."""
         if not self.settle(keys, wait):
@@ -117,7 +116,7 @@ class DictShard:
             self._locked[key] = transaction
         return True
 
-    def commit(self, transaction: str, items: list[tuple[Any, Any]]) -> None:
+    def commit(self, transaction: str, items: list[tuple[Hashable, object]]) -> None:
         """Write ``items`` and let go of the transaction's keys, in one step."""
         self.update(items)
         self.abort(transaction)
@@ -128,7 +127,7 @@ class DictShard:
             self._locked.pop(key, None)
         self._hooks.condition.notify_all()
 
-    def _changed(self, key: Any) -> None:
+    def _changed(self, key: Hashable) -> None:
         self.version += 1
         self._hooks.changed(key)
 
@@ -138,21 +137,21 @@ class SetStore:
 
     def __init__(self, hooks: Hooks) -> None:
         self.version = 0
-        self._members: set[Any] = set()
+        self._members: set[Hashable] = set()
         self._hooks = hooks
 
-    def read(self, slot: Any) -> bool:
+    def read(self, slot: Hashable) -> bool:
         return slot in self._members
 
-    def contains(self, value: Any) -> bool:
+    def contains(self, value: Hashable) -> bool:
         return value in self._members
 
-    def add(self, value: Any) -> None:
+    def add(self, value: Hashable) -> None:
         if value not in self._members:
             self._members.add(value)
             self._changed(value)
 
-    def discard(self, value: Any) -> None:
+    def discard(self, value: Hashable) -> None:
         if value in self._members:
             self._members.discard(value)
             self._changed(value)
@@ -160,7 +159,7 @@ class SetStore:
     def size(self) -> int:
         return len(self._members)
 
-    def _changed(self, value: Any) -> None:
+    def _changed(self, value: Hashable) -> None:
         self.version += 1
         self._hooks.changed(value)
 
@@ -173,7 +172,7 @@ class CounterStore:
         self._value = 0
         self._hooks = hooks
 
-    def read(self, slot: Any) -> int:
+    def read(self, slot: Hashable) -> int:
         return self._value
 
     def get(self) -> int:
@@ -199,13 +198,13 @@ class QueueState:
 
     def __init__(self, hooks: Hooks) -> None:
         self._hooks = hooks
-        self._items: deque[Any] = deque()
+        self._items: deque[object] = deque()
 
-    def put(self, item: Any) -> None:
+    def put(self, item: object) -> None:
         self._items.append(item)
         self._hooks.condition.notify_all()
 
-    def get(self, wait: float) -> tuple[bool, Any]:
+    def get(self, wait: float) -> tuple[bool, object]:
         """``(True, item)``, or ``(False, None)`` if nothing came within ``wait`` s."""
         if wait_until(self._hooks.condition, lambda: bool(self._items), wait):
             return True, self._items.popleft()

@@ -10,6 +10,7 @@ argument) reconnects there to the same collection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from skyward.collections import installed as runtime
@@ -17,6 +18,7 @@ from skyward.collections.barrier import SharedBarrier
 from skyward.collections.config import check_name, check_timeout, resolve
 from skyward.collections.counter import SharedCounter
 from skyward.collections.lock import SharedLock
+from skyward.collections.operations import Engine
 from skyward.collections.shared_dict import SharedDict
 from skyward.collections.shared_set import SharedSet
 from skyward.collections.work_queue import SharedQueue
@@ -30,15 +32,15 @@ class PoolCollections:
     """The ``dict``/``set``/``counter``/``queue``/``barrier``/``lock`` methods of a pool;
     the pool provides ``_collections_engine()``."""
 
-    def _collections_engine(self) -> Any:
+    def _collections_engine(self) -> Engine:
         raise NotImplementedError
 
-    def dict(self, name: str, *, consistency: str | None = None) -> SharedDict:
+    def dict(self, name: str, *, consistency: str | None = None) -> SharedDict[Any, Any]:
         """The shared dict ``name`` (created on first use). ``consistency``: "strong" or
         "eventual" (None: the default, "eventual")."""
         return SharedDict(self._collections_engine(), check_name("dict", name), resolve("dict", consistency))
 
-    def set(self, name: str, *, consistency: str | None = None) -> SharedSet:
+    def set(self, name: str, *, consistency: str | None = None) -> SharedSet[Any]:
         """The shared set ``name`` (created on first use)."""
         return SharedSet(self._collections_engine(), check_name("set", name), resolve("set", consistency))
 
@@ -46,7 +48,7 @@ class PoolCollections:
         """The shared counter ``name`` (created on first use, at 0)."""
         return SharedCounter(self._collections_engine(), check_name("counter", name), resolve("counter", consistency))
 
-    def queue(self, name: str) -> SharedQueue:
+    def queue(self, name: str) -> SharedQueue[Any]:
         """The shared FIFO queue ``name`` (created on first use)."""
         return SharedQueue(self._collections_engine(), check_name("queue", name))
 
@@ -69,7 +71,7 @@ class PoolCollections:
 class _Current(PoolCollections):
     """The collections of wherever the caller runs: its node's pool, else the active pool."""
 
-    def _collections_engine(self) -> Any:
+    def _collections_engine(self) -> Engine:
         if runtime.on_node():
             return runtime.node_engine()
         pool = active_pool()
@@ -88,9 +90,9 @@ barrier = _current.barrier
 lock = _current.lock
 
 
-def rebuild(kind: str, name: str, args: tuple[Any, ...]) -> Any:
+def rebuild(kind: str, name: str, args: tuple[object, ...]) -> object:
     """Recreate a proxy after unpickling, bound to the engine of where it landed
     (NoActivePoolError where no pool is open)."""
     engine = _current._collections_engine()
-    classes = {"dict": SharedDict, "set": SharedSet, "counter": SharedCounter, "queue": SharedQueue, "barrier": SharedBarrier, "lock": SharedLock}
+    classes: dict[str, Callable[..., object]] = {"dict": SharedDict, "set": SharedSet, "counter": SharedCounter, "queue": SharedQueue, "barrier": SharedBarrier, "lock": SharedLock}
     return classes[kind](engine, name, *args)

@@ -28,10 +28,11 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import cloudpickle
 
+from skyward.collections.operations import Engine
 from skyward.collections.steps import Steps, Wait
 from skyward.core.codec import load_payload
 from skyward.core.validation import shown
@@ -43,7 +44,15 @@ DRAIN_TIMEOUT = 8.0
 1 s wait slice, or its host's answer) before its holders are ended."""
 _HOLDER_ARG = {"barrier_join": 2, "lock_acquire": 1, "lock_release": 1}
 
-Forward = Callable[[str, tuple[Any, ...]], concurrent.futures.Future[Any]]
+Forward = Callable[[str, tuple[object, ...]], concurrent.futures.Future[object]]
+"""``forward(op, args)``: send engine operation ``op(*args)``; a Future of its result."""
+
+
+@runtime_checkable
+class EndsTasks(Protocol):
+    """An engine that can end a task's holders (a ``LocalEngine``)."""
+
+    def end_task(self, task_id: str, ok: bool) -> None: ...
 
 
 class ForwardingEngine:
@@ -55,15 +64,17 @@ class ForwardingEngine:
         self._where = where
 
     def __getattr__(self, op: str) -> Callable[..., Steps[Any]]:
+        """Operation ``op`` (see ``operations.Engine``); its result is whatever the
+        agent's engine returned for it."""
         if not op.startswith(OPERATION_PREFIXES):
             raise AttributeError(op)
         return lambda *args: self._forward(op, args)
 
-    def _forward(self, op: str, args: tuple[Any, ...]) -> Steps[Any]:
+    def _forward(self, op: str, args: tuple[object, ...]) -> Steps[object]:
         return (yield Wait(self._forward_op(op, args), None, f"{op} through {self._where}"))
 
 
-def encode_operation(op: str, args: tuple[Any, ...], dumps: Callable[[Any], bytes] = cloudpickle.dumps) -> bytes:
+def encode_operation(op: str, args: tuple[object, ...], dumps: Callable[[object], bytes] = cloudpickle.dumps) -> bytes:
     """The bytes of one forwarded operation; TypeError naming the collection, the
     operation and the argument that cannot be pickled."""
     try:
@@ -78,7 +89,7 @@ def encode_operation(op: str, args: tuple[Any, ...], dumps: Callable[[Any], byte
         ) from None
 
 
-def _unpicklable(args: tuple[Any, ...], dumps: Callable[[Any], bytes]) -> Any:
+def _unpicklable(args: tuple[object, ...], dumps: Callable[[object], bytes]) -> object:
     """The first of ``args`` (within a list of (key, value) pairs, the first key or
     value) that ``dumps`` refuses; ``args`` itself if each alone is accepted."""
     for arg in args:
@@ -90,7 +101,7 @@ def _unpicklable(args: tuple[Any, ...], dumps: Callable[[Any], bytes]) -> Any:
     return args
 
 
-def decode_answer(data: bytes) -> Any:
+def decode_answer(data: bytes) -> object:
     """The result in a gateway's answer, or raises its error."""
     ok, value = load_payload(data)
     if ok:
@@ -101,7 +112,7 @@ def decode_answer(data: bytes) -> Any:
 class Gateway:
     """In a node agent: runs forwarded operations with ``engine()``, the node's engine."""
 
-    def __init__(self, engine: Callable[[], Any], node: int) -> None:
+    def __init__(self, engine: Callable[[], Engine], node: int) -> None:
         self._engine = engine
         self._node = node
         self._lock = threading.Lock()
@@ -143,6 +154,8 @@ class Gateway:
         concurrent.futures.wait([future for _, future in running], timeout=DRAIN_TIMEOUT)
         if holders:
             engine = self._engine()
+            if not isinstance(engine, EndsTasks):
+                raise TypeError(f"the gateway's engine {engine!r} cannot end the tasks of client {client}")
             for task in holders:
                 engine.end_task(task, False)
 
@@ -153,14 +166,14 @@ class Gateway:
     def _serve(self, request: bytes, reply: Callable[[bytes], None], client: str, stop: threading.Event) -> None:
         from skyward.collections.steps import run
 
-        op: Any = "the operation"
+        op: object = "the operation"
         try:
             op, args = load_payload(request)
             if not isinstance(op, str) or not op.startswith(OPERATION_PREFIXES):
                 raise ValueError(f"{op!r} is not a collection operation")
             if client:
                 args = self._as_client_holder(op, args, client)
-            answer: tuple[bool, Any] = (True, run(getattr(self._engine(), op)(*args), stop))
+            answer: tuple[bool, object] = (True, run(getattr(self._engine(), op)(*args), stop))
         except BaseException as exc:  # sent back to the caller, raised there
             answer = (False, exc)
         try:
@@ -172,7 +185,7 @@ class Gateway:
         except OSError:  # the caller is gone; nobody waits for the answer
             pass
 
-    def _as_client_holder(self, op: str, args: tuple[Any, ...], client: str) -> tuple[Any, ...]:
+    def _as_client_holder(self, op: str, args: tuple[object, ...], client: str) -> tuple[object, ...]:
         slot = _HOLDER_ARG.get(op)
         if slot is None:
             return args

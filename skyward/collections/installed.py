@@ -13,17 +13,22 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skyward.collections import lineage
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
 from skyward.collections.lock import forget_task
+from skyward.collections.operations import Engine
 from skyward.core.errors import NoActivePoolError
 from skyward.core.instance import instance_info
 
+if TYPE_CHECKING:
+    from skyward.collections.bridge import ChildBridge
+    from skyward.collections.engine import LocalEngine
+
 _node: CollectionsConfig | None = None
-_child_engine: Any = None
-_engines: dict[str, Any] = {}
+_child_engine: Engine | None = None
+_engines: dict[str, LocalEngine] = {}
 _lock = threading.Lock()
 
 
@@ -33,7 +38,7 @@ def install_node(config: CollectionsConfig | None) -> None:
     _node = config
 
 
-def install_child(config: CollectionsConfig | None, bridge: Any) -> None:
+def install_child(config: CollectionsConfig | None, bridge: ChildBridge) -> None:
     """Called by an executor child: its collections go through ``bridge`` to its agent."""
     global _node, _child_engine
     _node = config
@@ -45,7 +50,7 @@ def on_node() -> bool:
     return _node is not None
 
 
-def node_engine() -> Any:
+def node_engine() -> Engine:
     """The engine of this node process. RuntimeError when the pool runs with
     ``Options(cluster=False)``; NoActivePoolError off a node."""
     config = _node
@@ -64,7 +69,7 @@ class DriverCollections:
     def __init__(self, config: CollectionsConfig) -> None:
         self.config = config
 
-    def engine(self) -> Any:
+    def engine(self) -> LocalEngine:
         """This process's engine for the pool (RuntimeError with ``cluster=False``)."""
         if not self.config.enabled:
             raise RuntimeError(DISABLED)
@@ -111,7 +116,7 @@ def release(config: CollectionsConfig) -> None:
     lineage.forget(config)
 
 
-def _local_engine(config: CollectionsConfig, where: str) -> Any:
+def _local_engine(config: CollectionsConfig, where: str) -> LocalEngine:
     engine = _engines.get(config.pool_id)
     if engine is None:
         from skyward.collections.engine import LocalEngine

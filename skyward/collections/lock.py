@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from types import TracebackType
-from typing import Any
 
 from skyward.collections.config import check_timeout
 from skyward.collections.leases import holder_id, holder_task
+from skyward.collections.operations import Engine, Reduced
 from skyward.collections.steps import Steps, async_twin, steps
 
 _held: Counter[str] = Counter()
@@ -46,7 +46,7 @@ class SharedLock:
 
     __slots__ = ("name", "timeout", "_engine")
 
-    def __init__(self, engine: Any, name: str, timeout: float | None) -> None:
+    def __init__(self, engine: Engine, name: str, timeout: float | None) -> None:
         self.name = name
         self.timeout = timeout
         self._engine = engine
@@ -104,7 +104,7 @@ class SharedLock:
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         await self.release_async()
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> Reduced:
         from skyward.collections.factories import rebuild
 
         return (rebuild, ("lock", self.name, (self.timeout,)))

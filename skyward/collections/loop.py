@@ -7,9 +7,12 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TypeVar, TypeVarTuple
 
 STOP_TIMEOUT = 5.0
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class BackgroundLoop:
@@ -21,11 +24,11 @@ class BackgroundLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
-    def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
+    def call_soon(self, callback: Callable[[*Ts], object], *args: *Ts) -> None:
         """Run ``callback(*args)`` on the loop (from any thread)."""
         self._ensure().call_soon_threadsafe(callback, *args)
 
-    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+    def submit(self, coroutine: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
         """Run ``coroutine`` on the loop; returns a Future of its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._ensure())
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-class _Marker:
+class Marker:
     __slots__ = ("_name",)
 
     def __init__(self, name: str) -> None:
@@ -16,14 +16,14 @@ class _Marker:
         return self._name
 
 
-MISSING = _Marker("MISSING")
+MISSING = Marker("MISSING")
 """A dict key that holds no value (distinct from a stored None)."""
 
-UNKNOWN = _Marker("UNKNOWN")
+UNKNOWN = Marker("UNKNOWN")
 """A cache slot this process has not read from the owner yet."""
 
-NO_SLOT = _Marker("NO_SLOT")
+NO_SLOT = Marker("NO_SLOT")
 """An operation that reads or writes no cached slot (queue, barrier, lock, set size)."""
 
-BUSY = _Marker("BUSY")
+BUSY = Marker("BUSY")
 """A host's answer to an operation it would have to wait for in its one-thread group."""

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pickle
 import zlib
-from typing import Any
 
 _STR_SEED = zlib.crc32(b"s")
 
 
-def stable_bytes(key: Any) -> bytes:
+def stable_bytes(key: object) -> bytes:
     """Bytes naming ``key`` identically in every process.
 
     Keys equal in Python map to the same bytes for bool/int/float (``1 == 1.0 == True``),
@@ -37,7 +36,7 @@ def stable_bytes(key: Any) -> bytes:
     return b"p" + pickle.dumps(key, protocol=5)
 
 
-def shard_of(key: Any, hosts: int) -> int:
+def shard_of(key: object, hosts: int) -> int:
     """The host index owning dict key ``key``."""
     if type(key) is str:
         return zlib.crc32(key.encode("utf-8", "surrogatepass"), _STR_SEED) % hosts

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Generic, NoReturn, TypeVar, cast
 
 from skyward.collections.lock import holds_lock
 from skyward.collections.markers import MISSING
+from skyward.collections.operations import Engine, Reduced
+from skyward.collections.remote import Items
 from skyward.collections.steps import Steps, async_twin, run, steps
 from skyward.core.validation import shown
 
@@ -16,8 +18,11 @@ NO_ENUMERATION = (
     "sky.set(), or count entries with a sky.counter()."
 )
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
-class SharedDict:
+
+class SharedDict(Generic[K, V]):
     """A distributed dict: ``d[k]``, ``d[k] = v``, ``del d[k]``, ``k in d``, ``get``,
     ``set``, ``delete``, ``contains``, ``update``, ``pop``, each with an ``_async`` twin.
 
@@ -25,40 +30,45 @@ class SharedDict:
     spread over the pool's host actors by a stable hash, so different keys do not
     contend; ``update`` and ``pop`` are atomic. ``keys()``, ``values()``, ``items()``,
     ``len()`` and iteration raise TypeError (see ``NO_ENUMERATION``).
+
+    Generic in its key and value types: ``d: SharedDict[str, int] = sky.dict("d")``
+    (``sky.dict`` itself leaves both open). Like any container filled by
+    other processes, the value type is the caller's word, not checked at runtime: reads
+    ``cast`` what the owner stored to ``V``.
     """
 
     __slots__ = ("name", "consistency", "_engine", "_strong")
 
-    def __init__(self, engine: Any, name: str, consistency: str) -> None:
+    def __init__(self, engine: Engine, name: str, consistency: str) -> None:
         self.name = name
         self.consistency = consistency
         self._engine = engine
         self._strong = consistency == "strong"
 
     @steps
-    def get(self, key: Any, default: Any = None) -> Steps[Any]:
+    def get(self, key: K, default: V | None = None) -> Steps[V | None]:
         """The value of ``key``, or ``default`` when the key is missing."""
         value = yield from self._engine.dict_get(self.name, key, self._strong, self._fresh())
-        return default if value is MISSING else value
+        return default if value is MISSING else cast(V, value)
 
     @steps
-    def set(self, key: Any, value: Any) -> Steps[None]:
+    def set(self, key: K, value: V) -> Steps[None]:
         """``d[key] = value``."""
         yield from self._engine.dict_set(self.name, key, value, self._strong)
 
     @steps
-    def delete(self, key: Any) -> Steps[None]:
+    def delete(self, key: K) -> Steps[None]:
         """``del d[key]``; KeyError if the key is missing."""
         if not (yield from self._engine.dict_delete(self.name, key, self._strong, self._fresh())):
             raise KeyError(key)
 
     @steps
-    def contains(self, key: Any) -> Steps[bool]:
+    def contains(self, key: K) -> Steps[bool]:
         """``key in d``."""
         return (yield from self._engine.dict_contains(self.name, key, self._strong, self._fresh()))
 
     @steps
-    def update(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = (), **kwargs: Any) -> Steps[None]:
+    def update(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = (), **kwargs: V) -> Steps[None]:
         """Write several keys as one atomic step (a mapping or pairs, plus keywords);
         TypeError if ``items`` is neither a mapping nor an iterable of pairs."""
         if not isinstance(items, Iterable):
@@ -66,7 +76,7 @@ class SharedDict:
                 f"sky.dict({self.name!r}).update({shown(items)}): expects a mapping or an iterable of "
                 f"(key, value) pairs, got {type(items).__name__}; pass e.g. {{'k': 1}} or [('k', 1)]"
             )
-        pairs = list(items.items() if isinstance(items, Mapping) else items) + list(kwargs.items())
+        pairs: Items = [*(items.items() if isinstance(items, Mapping) else items), *kwargs.items()]
         for pair in pairs:
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise TypeError(f"sky.dict({self.name!r}).update() takes a mapping or (key, value) pairs, got {pair!r}")
@@ -74,10 +84,10 @@ class SharedDict:
             yield from self._engine.dict_update(self.name, pairs, self._strong)
 
     @steps
-    def pop(self, key: Any, default: Any = None) -> Steps[Any]:
+    def pop(self, key: K, default: V | None = None) -> Steps[V | None]:
         """Remove ``key`` and return its value (``default`` if missing), atomically."""
         value = yield from self._engine.dict_pop(self.name, key, self._strong)
-        return default if value is MISSING else value
+        return default if value is MISSING else cast(V, value)
 
     get_async = async_twin(get)
     set_async = async_twin(set)
@@ -86,19 +96,19 @@ class SharedDict:
     update_async = async_twin(update)
     pop_async = async_twin(pop)
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: K) -> V:
         value = run(self._engine.dict_get(self.name, key, self._strong, self._fresh()))
         if value is MISSING:
             raise KeyError(key)
-        return value
+        return cast(V, value)
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: K, value: V) -> None:
         run(self._engine.dict_set(self.name, key, value, self._strong))
 
-    def __delitem__(self, key: Any) -> None:
+    def __delitem__(self, key: K) -> None:
         self.delete(key)
 
-    def __contains__(self, key: Any) -> bool:
+    def __contains__(self, key: K) -> bool:
         return bool(run(self._engine.dict_contains(self.name, key, self._strong, self._fresh())))
 
     def _fresh(self) -> bool:
@@ -119,7 +129,7 @@ class SharedDict:
     def __iter__(self) -> NoReturn:
         raise TypeError(NO_ENUMERATION.format(name=self.name, what="iteration"))
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> Reduced:
         from skyward.collections.factories import rebuild
 
         return (rebuild, ("dict", self.name, (self.consistency,)))

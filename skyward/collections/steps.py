@@ -18,9 +18,12 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from skyward.collections.errors import CollectionUnavailableError
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 WAIT_SLICE = 1.0
 
@@ -33,12 +36,14 @@ class Wait:
     """Wait for ``target`` (ObjectRef or Future) for at most ``timeout`` seconds (None:
     until it resolves). ``what`` names the operation in a timeout message."""
 
-    target: Any
+    target: concurrent.futures.Future[Any] | ObjectRef[Any]
     timeout: float | None
     what: str
 
 
 Steps = Generator[Wait, Any, T]
+"""An operation: it yields Waits and is sent back what each resolved to (whatever the
+awaited ObjectRef or Future holds), and returns its result."""
 
 
 def run(steps: Steps[T], stop: threading.Event | None = None) -> T:
@@ -87,7 +92,7 @@ def steps(method: Callable[P, Steps[T]]) -> Callable[P, T]:
     return blocking
 
 
-def async_twin(blocking: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
+def async_twin(blocking: Callable[P, T]) -> Callable[P, Coroutine[object, None, T]]:
     """The ``_async`` twin of a method made with ``steps``: same arguments, awaitable."""
     method = blocking.__steps__  # type: ignore[attr-defined]
 
@@ -103,7 +108,7 @@ class _SliceOver(Exception):
     """The current wait slice ended without an answer."""
 
 
-def _resolve(wait: Wait) -> Any:
+def _resolve(wait: Wait) -> object:
     deadline = None if wait.timeout is None else time.monotonic() + wait.timeout
     target = wait.target
     while True:
@@ -117,7 +122,7 @@ def _resolve(wait: Wait) -> Any:
                 raise TimeoutError(f"{wait.what} got no answer within {wait.timeout:g}s") from None
 
 
-async def _resolve_async(wait: Wait) -> Any:
+async def _resolve_async(wait: Wait) -> object:
     target = wait.target
     if isinstance(target, concurrent.futures.Future):
         return await _awaited(asyncio.wrap_future(target), wait)
@@ -129,7 +134,7 @@ async def _resolve_async(wait: Wait) -> Any:
         raise translated(exc) from None
 
 
-async def _awaited(future: asyncio.Future[Any], wait: Wait) -> Any:
+async def _awaited(future: asyncio.Future[T], wait: Wait) -> T:
     done, _ = await asyncio.wait({future}, timeout=wait.timeout)
     if not done:
         future.cancel()
@@ -137,14 +142,14 @@ async def _awaited(future: asyncio.Future[Any], wait: Wait) -> Any:
     return future.result()
 
 
-def _future_result(future: concurrent.futures.Future[Any], timeout: float) -> Any:
+def _future_result(future: concurrent.futures.Future[T], timeout: float) -> T:
     done, _ = concurrent.futures.wait((future,), timeout=timeout)
     if not done:
         raise _SliceOver
     return future.result()
 
 
-def _ray_get(ref: Any, timeout: float) -> Any:
+def _ray_get(ref: ObjectRef[T], timeout: float) -> T:
     import ray
     from ray.exceptions import GetTimeoutError
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Hashable
 
 from skyward.collections.entities import wait_until
+from skyward.collections.remote import EntityKey
 
 IDLE_FORGET = 120.0
 
-EntityKey = tuple[str, str]
-Slot = tuple[EntityKey, Any]
+Slot = tuple[EntityKey, Hashable]
+"""A watched slot: (the entity, the slot within it)."""
 
 
 class _Subscriber:

@@ -2,38 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Generic, TypeVar, cast
 
 from skyward.collections.config import check_timeout
+from skyward.collections.operations import Engine, Reduced
 from skyward.collections.steps import Steps, async_twin, run, steps
 
+T = TypeVar("T")
 
-class SharedQueue:
+
+class SharedQueue(Generic[T]):
     """A distributed FIFO queue: ``put``, ``get(timeout=None)``, ``empty``, ``len(q)``,
     each with an ``_async`` twin (``len_async`` for ``len``). Always strong.
 
     ``get`` returns the oldest item, waiting up to ``timeout`` seconds (None: as long as
     it takes) and returning None if nothing came. A waiting ``get`` receives a ``put``
-    item directly, without polling.
+    item directly, without polling. Generic in its item type (``sky.queue`` leaves it
+    open); items are the putters' word, not checked at runtime.
     """
 
     __slots__ = ("name", "_engine")
 
-    def __init__(self, engine: Any, name: str) -> None:
+    def __init__(self, engine: Engine, name: str) -> None:
         self.name = name
         self._engine = engine
 
     @steps
-    def put(self, value: Any) -> Steps[None]:
+    def put(self, value: T) -> Steps[None]:
         """Append ``value``."""
         yield from self._engine.queue_put(self.name, value)
 
     @steps
-    def get(self, timeout: float | None = None) -> Steps[Any]:
+    def get(self, timeout: float | None = None) -> Steps[T | None]:
         """The oldest item, or None if none came within ``timeout`` seconds."""
         timeout = check_timeout(f"sky.queue({self.name!r}).get", timeout)
         _, item = yield from self._engine.queue_get(self.name, timeout)
-        return item
+        return cast("T | None", item)
 
     @steps
     def empty(self) -> Steps[bool]:
@@ -53,7 +57,7 @@ class SharedQueue:
     def __len__(self) -> int:
         return int(run(self._engine.queue_size(self.name)))
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> Reduced:
         from skyward.collections.factories import rebuild
 
         return (rebuild, ("queue", self.name, ()))

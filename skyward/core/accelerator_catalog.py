@@ -179,6 +179,7 @@ CATALOG: tuple[AcceleratorModel, ...] = (
     _nvidia("RTX_A2000", "Ampere", (Variant(12), Variant(6)), "workstation"),
     _nvidia("Quadro_RTX_8000", "Turing", _one(48), "workstation"),
     _nvidia("Quadro_RTX_6000", "Turing", _one(24), "workstation"),
+    _nvidia("Quadro_RTX_5000", "Turing", _one(16), "workstation"),
     # NVIDIA consumer
     _nvidia("RTX_5090", "Blackwell", _one(32), "consumer"),
     _nvidia("RTX_5080", "Blackwell", _one(16), "consumer"),

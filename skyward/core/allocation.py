@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.core.validation import fail
 
@@ -46,7 +45,7 @@ class Allocation:
         return _Strategy(normalize(spot))
 
 
-def normalize(value: Any) -> AllocationValue:
+def normalize(value: object) -> AllocationValue:
     """The canonical allocation for ``value``; ValueError naming the field otherwise."""
     if isinstance(value, _Strategy):
         return value.value

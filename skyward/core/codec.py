@@ -13,6 +13,12 @@ Two kinds of bytes cross skyward's channels, and they are decoded differently:
   HMAC exchange of ``handshake``), a child process over its private pipe, a file in a
   0700 directory of the pool's user. A node is trusted like the client, as with Ray and
   Dask: its results are unpickled.
+
+On the remote path (the stream between a client and its head relay, over SSH) a large
+message may travel compressed (lz4, ``relay_frame``): only when it has ``COMPRESS_FROM``
+bytes or more and a quick look at samples of it says it compresses to ``WORTH`` or less
+(docs/benchmarks.md, group P, has the measurements). A flag byte in the frame's header
+says so, and the receiver expands it only after the handshake, bounded (``expand``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 import cloudpickle
+import lz4.block
+import lz4.frame
 import msgpack
 
 from skyward.core.messages import MESSAGES, Message
@@ -39,9 +47,10 @@ class MalformedFrame(ValueError):
     """Bytes that are not a frame of the expected kind (a stranger's or a corrupted one)."""
 
 
-def load_payload(data: bytes | memoryview, buffers: Iterable[Any] | None = None) -> Any:
+def load_payload(data: bytes | memoryview, buffers: Iterable[object] | None = None) -> Any:
     """A user payload (cloudpickle, out-of-band ``buffers`` if any) from an authenticated
-    peer. Raises whatever the payload's own unpickling raises."""
+    peer: whatever was pickled, which callers unpack into the types they sent. Raises
+    whatever the payload's own unpickling raises."""
     return cloudpickle.loads(data, buffers=buffers)
 
 
@@ -77,12 +86,94 @@ def recv_exactly(connection: socket.socket, size: int) -> bytes | None:
     return bytes(data)
 
 
-def _field_types(cls: type[Message]) -> tuple[tuple[str, Any], ...]:
+COMPRESSED = 0x01
+"""The flag of a relay frame whose body is compressed (``relay_frame``)."""
+COMPRESS_FROM = 256 << 10
+"""Relay frames smaller than this travel as they are: compressing them saves too little."""
+EXPANDED_LIMIT = 1 << 32
+"""The most bytes a compressed relay frame may expand to; a larger message travels plain."""
+WORTH = 0.9
+"""A compressed body is sent only when at most this share of the plain one."""
+_FLAG_SHIFT = 56
+_SIZE_MASK = (1 << _FLAG_SHIFT) - 1
+_EXPANDED = struct.Struct("!Q")
+_SAMPLE = 64 << 10
+_SAMPLES = 4
+_MAX_RATIO = 256
+"""lz4 cannot expand a byte into more than 255: a body that claims more is not lz4's."""
+
+
+def relay_frame(data: bytes, compress: bool = False) -> tuple[bytes, ...]:
+    """An encoded message as the parts of one relay frame. A relay frame is 8 bytes, a flag
+    byte then the body's length (56 bits, big-endian), then the body: with no flag (a
+    protocol-1 frame, byte for byte) the message itself; with ``COMPRESSED``, the message's
+    length (8 bytes) and its lz4 frame. ``compress`` (the remote path's streams) sends a
+    message of ``COMPRESS_FROM`` bytes or more compressed when ``shrink`` says it pays."""
+    packed = shrink(data) if compress else None
+    if packed is None:
+        return FRAME_HEADER.pack(len(data)), data
+    header = FRAME_HEADER.pack(COMPRESSED << _FLAG_SHIFT | (_EXPANDED.size + len(packed)))
+    return header, _EXPANDED.pack(len(data)), packed
+
+
+def frame_header(header: bytes) -> tuple[int, int]:
+    """A relay frame's flags and body length from its 8 header bytes; ``MalformedFrame``
+    for a flag this version does not know."""
+    word = FRAME_HEADER.unpack(header)[0]
+    flags = word >> _FLAG_SHIFT
+    if flags & ~COMPRESSED:
+        raise MalformedFrame(f"a frame with flags {flags:#04x}, which this version does not know")
+    return flags, word & _SIZE_MASK
+
+
+def shrink(data: bytes) -> bytes | None:
+    """``data`` compressed (lz4, its fast level) when that pays, else None: when it has
+    ``COMPRESS_FROM`` bytes or more, a few 64 KiB samples spread over it compress to at
+    most ``WORTH`` of their size (a cheap look: random numbers or packed images are left
+    alone for the price of the samples), and so does the whole."""
+    size = len(data)
+    if size < COMPRESS_FROM or size > EXPANDED_LIMIT:
+        return None
+    view = memoryview(data)
+    step = (size - _SAMPLE) // (_SAMPLES - 1)
+    sampled = sum(
+        len(lz4.block.compress(view[i * step:i * step + _SAMPLE], store_size=False)) for i in range(_SAMPLES)
+    )
+    if sampled > WORTH * _SAMPLE * _SAMPLES:
+        return None
+    packed: bytes = lz4.frame.compress(data, compression_level=0, block_size=lz4.frame.BLOCKSIZE_MAX4MB)
+    return packed if len(packed) <= WORTH * size else None
+
+
+def expand(body: bytes | memoryview, limit: int = EXPANDED_LIMIT) -> bytes:
+    """The message a ``COMPRESSED`` frame's body holds, from an authenticated peer.
+    ``MalformedFrame``, before expanding anything, when it says it expands beyond
+    ``limit`` bytes or beyond what lz4 can make of its size; and when it is not lz4 or
+    does not expand to exactly what it says. So a corrupt or hostile frame costs at most
+    ``limit`` bytes of memory."""
+    if len(body) < _EXPANDED.size:
+        raise MalformedFrame("a compressed frame without its size")
+    size = _EXPANDED.unpack_from(body)[0]
+    if size > limit:
+        raise MalformedFrame(f"a compressed frame expanding to {size} bytes, over the limit of {limit}")
+    if size > _MAX_RATIO * len(body):
+        raise MalformedFrame(f"a compressed frame of {len(body)} bytes cannot expand to {size}")
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    try:
+        data: bytes = decompressor.decompress(memoryview(body)[_EXPANDED.size:], max_length=size)
+    except Exception as exc:  # lz4's RuntimeError on bytes that are not its frame
+        raise MalformedFrame(f"a compressed frame that is not lz4: {exc}") from None
+    if len(data) != size or not decompressor.eof or decompressor.unused_data:
+        raise MalformedFrame(f"a compressed frame that does not expand to the {size} bytes it says")
+    return data
+
+
+def _field_types(cls: type[Message]) -> tuple[tuple[str, object], ...]:
     hints = typing.get_type_hints(cls)
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
-_CLASSES: dict[str, tuple[type[Message], tuple[tuple[str, Any], ...]]] = {
+_CLASSES: dict[str, tuple[type[Message], tuple[tuple[str, object], ...]]] = {
     cls.__name__: (cls, _field_types(cls)) for cls in MESSAGES
 }
 
@@ -113,8 +204,9 @@ def decode_message(data: bytes | memoryview) -> Message:
     return cls(*values)
 
 
-def _conforms(value: Any, hint: Any) -> bool:
-    """Whether ``value`` is of the (simple) annotation ``hint``."""
+def _conforms(value: object, hint: Any) -> bool:
+    """Whether ``value`` is of the (simple) annotation ``hint``: a class or a typing form
+    (a union, a Literal, a tuple), which typing's own functions take untyped."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is type(None):
         return value is None

@@ -5,27 +5,34 @@ from __future__ import annotations
 import threading
 import types
 from contextvars import ContextVar, Token
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from skyward.core.errors import NoActivePoolError
 from skyward.core.instance import current_task
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from skyward.core.function import PendingFunction, PendingFunctionGroup
+
+R = TypeVar("R")
 
 
 @runtime_checkable
 class DispatchTarget(Protocol):
     """What the operators need from a pool."""
 
-    def run(self, pending: Any, *, target: Any = None) -> Any: ...
+    def run(self, pending: PendingFunction[R]) -> R: ...
 
-    def run_async(self, pending: Any, *, target: Any = None) -> Any: ...
+    def run_async(self, pending: PendingFunction[R]) -> Future[R]: ...
 
-    def broadcast(self, pending: Any) -> list[Any]: ...
+    def broadcast(self, pending: PendingFunction[R]) -> list[R]: ...
 
-    def run_parallel(self, group: Any) -> Any: ...
+    def run_parallel(self, group: PendingFunctionGroup) -> object: ...
 
 
-_active: ContextVar[Any] = ContextVar("skyward_active_pool", default=None)
-_open: list[Any] = []
+_active: ContextVar[DispatchTarget | None] = ContextVar("skyward_active_pool", default=None)
+_open: list[DispatchTarget] = []
 _open_lock = threading.Lock()
 
 NO_ACTIVE_POOL = (
@@ -42,14 +49,14 @@ NESTED_DISPATCH = (
 )
 
 
-def activate(pool: Any) -> Token[Any]:
+def activate(pool: DispatchTarget) -> Token[DispatchTarget | None]:
     """Make ``pool`` the active pool of the current context; returns the reset token."""
     with _open_lock:
         _open.append(pool)
     return _active.set(pool)
 
 
-def deactivate(pool: Any, token: Token[Any] | None) -> None:
+def deactivate(pool: DispatchTarget, token: Token[DispatchTarget | None] | None) -> None:
     """Undo ``activate``; tolerant of being called from another context."""
     with _open_lock:
         if pool in _open:
@@ -61,7 +68,7 @@ def deactivate(pool: Any, token: Token[Any] | None) -> None:
             _active.set(None)
 
 
-def active_pool() -> Any:
+def active_pool() -> DispatchTarget:
     """The pool ``>> sky`` refers to.
 
     The context's active pool wins; in a thread that has no context (a plain
@@ -95,7 +102,7 @@ class ActivePool:
 ACTIVE = ActivePool()
 
 
-def resolve_target(target: Any, operator: str) -> DispatchTarget:
+def resolve_target(target: object, operator: str) -> DispatchTarget:
     """Turn the right-hand side of an operator into a pool, or raise a TypeError that says why.
 
     Inside a running task any dispatch raises RuntimeError: tasks cannot dispatch.
@@ -103,11 +110,10 @@ def resolve_target(target: Any, operator: str) -> DispatchTarget:
     if current_task() is not None:
         raise RuntimeError(NESTED_DISPATCH)
     if target is ACTIVE or (isinstance(target, types.ModuleType) and target.__name__ == "skyward"):
-        target = active_pool()
-    elif not isinstance(target, DispatchTarget) or isinstance(target, type):
+        return active_pool()
+    if not isinstance(target, DispatchTarget) or isinstance(target, type):
         raise TypeError(
             f"The right side of `{operator}` must be a pool (from sky.Compute(...)) or the `sky` "
             f"module or singleton, got {type(target).__name__} {target!r}."
         )
-    pool: DispatchTarget = target
-    return pool
+    return target

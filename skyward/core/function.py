@@ -10,13 +10,15 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, NoReturn, TypeVar, overload
 
 from skyward.core.context import resolve_target
 from skyward.core.validation import check_number
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 PRECEDENCE_HINT = (
     "`>>` binds tighter than `&`, so `a() & b() >> pool` runs b() alone first. "
@@ -29,14 +31,17 @@ def _check_timeout(timeout: float | None) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class PendingFunction(Generic[T]):
-    """A call that has not run yet: ``fn(*args, **kwargs)`` with an optional timeout."""
+class PendingFunction(Generic[T_co]):
+    """A call that has not run yet: ``fn(*args, **kwargs)`` with an optional timeout.
 
-    fn: Callable[..., T]
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    ``T_co`` is the function's result type: what ``>>`` returns. The arguments are the
+    user's, pickled to the node and never looked into here (hence ``object``)."""
+
+    fn: Callable[..., T_co]
+    args: tuple[object, ...] = ()
+    kwargs: dict[str, object] = field(default_factory=dict)
     timeout: float | None = None
-    source: Any = field(default=None, repr=False, compare=False)
+    source: Callable[..., object] | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -44,27 +49,26 @@ class PendingFunction(Generic[T]):
         return getattr(self.fn, "__qualname__", None) or repr(self.fn)
 
     @property
-    def callable(self) -> Callable[..., T]:
+    def callable(self) -> Callable[..., object]:
         """What is sent to the node: the decorated function when there is one, so a
         function from an importable module travels by reference."""
         return self.source if self.source is not None else self.fn
 
-    def with_timeout(self, seconds: float | None) -> PendingFunction[T]:
+    def with_timeout(self, seconds: float | None) -> PendingFunction[T_co]:
         """A copy with a wall-clock timeout in seconds (None for the pool's default)."""
         _check_timeout(seconds)
         return replace(self, timeout=seconds)
 
-    def __rshift__(self, target: Any) -> T:
-        result: T = resolve_target(target, ">>").run(self)
-        return result
+    def __rshift__(self, target: object) -> T_co:
+        return resolve_target(target, ">>").run(self)
 
-    def __matmul__(self, target: Any) -> list[T]:
+    def __matmul__(self, target: object) -> list[T_co]:
         return resolve_target(target, "@").broadcast(self)
 
-    def __gt__(self, target: Any) -> Any:
+    def __gt__(self, target: object) -> Future[T_co]:
         return resolve_target(target, ">").run_async(self)
 
-    def __and__(self, other: Any) -> PendingFunctionGroup:
+    def __and__(self, other: object) -> PendingFunctionGroup:
         if isinstance(other, PendingFunction):
             return PendingFunctionGroup((self, other))
         if isinstance(other, PendingFunctionGroup):
@@ -74,7 +78,7 @@ class PendingFunction(Generic[T]):
             + PRECEDENCE_HINT
         )
 
-    def __rand__(self, other: Any) -> PendingFunctionGroup:
+    def __rand__(self, other: object) -> NoReturn:
         raise TypeError(
             f"`&` joins pending calls, but its left side is {type(other).__name__} {other!r}. "
             + PRECEDENCE_HINT
@@ -92,7 +96,7 @@ class PendingFunctionGroup:
     """Pending calls run in parallel by ``>>``: a tuple of results, or a generator when
     ``stream`` (in submission order when ``ordered``, else as each completes)."""
 
-    items: tuple[PendingFunction[Any], ...]
+    items: tuple[PendingFunction[object], ...]
     stream: bool = False
     ordered: bool = True
 
@@ -106,10 +110,12 @@ class PendingFunctionGroup:
     def __len__(self) -> int:
         return len(self.items)
 
-    def __rshift__(self, target: Any) -> Any:
+    def __rshift__(self, target: object) -> Any:
+        # a tuple of the calls' results, or a generator of them when ``stream``: the calls
+        # return whatever they return, of as many types as there are calls
         return resolve_target(target, ">>").run_parallel(self)
 
-    def __and__(self, other: Any) -> PendingFunctionGroup:
+    def __and__(self, other: object) -> PendingFunctionGroup:
         if isinstance(other, PendingFunction):
             return PendingFunctionGroup((*self.items, other), self.stream, self.ordered)
         if isinstance(other, PendingFunctionGroup):
@@ -119,13 +125,13 @@ class PendingFunctionGroup:
             + PRECEDENCE_HINT
         )
 
-    def __matmul__(self, target: Any) -> Any:
+    def __matmul__(self, target: object) -> NoReturn:
         raise TypeError(
             "A group cannot be broadcast with `@`: broadcast each call (`f() @ pool`), "
             "or run the group in parallel with `>>`."
         )
 
-    def __gt__(self, target: Any) -> Any:
+    def __gt__(self, target: object) -> NoReturn:
         raise TypeError(
             "A group has no `>` (Future) form: use `>>` for the results, "
             "sky.gather(..., stream=True) >> pool to receive them as they finish, "
@@ -149,16 +155,16 @@ class SkywardFunction(Generic[T]):
         self.timeout = timeout
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> PendingFunction[T]:
+    def __call__(self, *args: object, **kwargs: object) -> PendingFunction[T]:
         return PendingFunction(self.local, args, kwargs, self.timeout, self)
 
-    def __rshift__(self, target: Any) -> Any:
+    def __rshift__(self, target: object) -> NoReturn:
         raise self._not_called(">>")
 
-    def __matmul__(self, target: Any) -> Any:
+    def __matmul__(self, target: object) -> NoReturn:
         raise self._not_called("@")
 
-    def __gt__(self, target: Any) -> Any:
+    def __gt__(self, target: object) -> NoReturn:
         raise self._not_called(">")
 
     def _not_called(self, operator: str) -> TypeError:
@@ -171,7 +177,7 @@ class SkywardFunction(Generic[T]):
     def __repr__(self) -> str:
         return f"<skyward function {self.__qualname__}>"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> str | tuple[type[SkywardFunction[T]], tuple[Callable[..., T], float | None]]:
         # An importable module-level function travels by reference (its name); anything
         # else (defined in __main__, in a closure, rebound) is rebuilt from its parts.
         module = sys.modules.get(self.__module__)
@@ -185,8 +191,8 @@ class SkywardFunction(Generic[T]):
         return (SkywardFunction, (self.local, self.timeout))
 
 
-def _lookup(module: Any, qualname: str) -> Any:
-    obj = module
+def _lookup(module: object, qualname: str) -> object:
+    obj: object = module
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
     return obj
@@ -200,7 +206,9 @@ def function(fn: Callable[..., T], *, timeout: float | None = None) -> SkywardFu
 def function(fn: None = None, *, timeout: float | None = None) -> Callable[[Callable[..., T]], SkywardFunction[T]]: ...
 
 
-def function(fn: Callable[..., T] | None = None, *, timeout: float | None = None) -> Any:
+def function(
+    fn: Callable[..., T] | None = None, *, timeout: float | None = None
+) -> SkywardFunction[T] | Callable[[Callable[..., T]], SkywardFunction[T]]:
     """Mark ``fn`` for remote execution: ``@sky.function`` or ``@sky.function(timeout=600)``.
 
     ``timeout`` is a per-call wall-clock limit in seconds (TimeoutError when exceeded).
@@ -214,7 +222,7 @@ def function(fn: Callable[..., T] | None = None, *, timeout: float | None = None
 compute = function
 
 
-def gather(*pendings: PendingFunction[Any], stream: bool = False, ordered: bool = True) -> PendingFunctionGroup:
+def gather(*pendings: PendingFunction[object], stream: bool = False, ordered: bool = True) -> PendingFunctionGroup:
     """Group pending calls to run in parallel with ``>>``.
 
     With ``stream=True`` the result is a generator yielding each result as it is ready:

@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import secrets
 import socket
+from typing import Protocol
 
 from skyward.core.codec import recv_exactly
 
@@ -80,7 +81,23 @@ def answer_caller(connection: socket.socket, secret: bytes) -> bool:
     return True
 
 
-async def prove_to_server_async(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, secret: bytes) -> bool:
+class StreamIn(Protocol):
+    """What a message is read from: an asyncio stream, or an SSH channel's."""
+
+    async def readexactly(self, n: int) -> bytes: ...
+
+
+class StreamOut(Protocol):
+    """What a message is written to: an asyncio stream, or an SSH channel's."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+async def prove_to_server_async(reader: StreamIn, writer: StreamOut, secret: bytes) -> bool:
     """The caller's side on asyncio streams (bounded by ``TIMEOUT``)."""
     mine = secrets.token_bytes(NONCE)
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.core.instance import InstanceInfo, instance_info
 from skyward.core.validation import check_number, fail
@@ -28,7 +27,7 @@ class HealthChecker:
     Either must be picklable (defined at module level, or a lambda cloudpickle can send).
     TypeError/ValueError name the field when a value is not valid."""
 
-    check: Callable[[], Any] | None = None
+    check: Callable[[], object] | None = None
     interval: float = 30.0
     failures: int = 3
     warmup: float = 60.0
@@ -68,14 +67,14 @@ class HealthChecker:
         check = self.check if self.check is not None else self.fn
         return getattr(check, "__qualname__", None) or repr(check)
 
-    def probe(self) -> Callable[[], Any]:
+    def probe(self) -> Callable[[], object]:
         """The function a node runs for one check."""
         if self.check is not None:
             return self.check
         assert self.fn is not None
         return _WithInfo(self.fn)
 
-    def failure(self, answer: Any) -> str | None:
+    def failure(self, answer: object) -> str | None:
         """Why ``answer`` (what ``probe()`` returned) is a failed check, or None when the
         node is healthy."""
         if self.fn is not None and isinstance(answer, str):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from collections.abc import Set as AbstractSet
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -144,13 +144,13 @@ def is_head(info: InstanceInfo | None = None) -> bool:
 
 
 def shard(
-    *data: Any,
+    *data: object,
     shuffle: bool = False,
     seed: int | None = 0,
     drop_last: bool = False,
     node: int | None = None,
     total_nodes: int | None = None,
-) -> Any:
+) -> Any:  # the user's data, sliced: the input's type, or a tuple of them
     """This node's slice of each sequence, of the same type as the input.
 
     Indices are strided (``indices[node::total_nodes]``), so slices are disjoint and
@@ -215,7 +215,7 @@ def _position(node: int | None, total_nodes: int | None) -> tuple[int, int]:
     return node, total_nodes
 
 
-def _length(seq: Any) -> int:
+def _length(seq: object) -> int:
     if isinstance(seq, (AbstractSet, Mapping)):
         kind = "dict" if isinstance(seq, Mapping) else "set"
         fix = "list(d.items()) or list(d)" if kind == "dict" else "sorted(s) (the same order on every node)"
@@ -224,15 +224,17 @@ def _length(seq: Any) -> int:
             f"to split: pass {fix}"
         )
     try:
-        return len(seq)
+        if isinstance(seq, Sized):
+            return len(seq)
     except TypeError:
-        raise TypeError(
-            f"shard() takes sequences (list, tuple, range, numpy array, torch tensor, ...), "
-            f"got {type(seq).__name__}"
-        ) from None
+        pass
+    raise TypeError(
+        f"shard() takes sequences (list, tuple, range, numpy array, torch tensor, ...), "
+        f"got {type(seq).__name__}"
+    )
 
 
-def _take(seq: Any, node: int, total: int, usable: int, picked: list[int] | None) -> Any:
+def _take(seq: Any, node: int, total: int, usable: int, picked: list[int] | None) -> object:
     if picked is None:
         try:
             return seq[:usable][node::total]
@@ -241,7 +243,7 @@ def _take(seq: Any, node: int, total: int, usable: int, picked: list[int] | None
     return _gather(seq, picked)
 
 
-def _gather(seq: Any, indices: list[int]) -> Any:
+def _gather(seq: Any, indices: list[int]) -> object:
     module = type(seq).__module__.split(".")[0]
     if module == "numpy":
         import numpy

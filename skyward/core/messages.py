@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-PROTOCOL = 1
-"""The relay protocol's version; both ends must speak the same."""
+PROTOCOL = 2
+"""The relay protocol's version; both ends must speak the same (2: a frame's first byte
+may flag a compressed body, ``codec.relay_frame``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any, TextIO
+from typing import TextIO, TypeVar, cast
 
 from skyward.core.function import SkywardFunction
 from skyward.core.instance import InstanceInfo, current_task, instance_info
@@ -26,13 +26,16 @@ LineSink = Callable[[str, str], None]
 Stream = TextIO | io.TextIOBase
 """Where a task's output may be sent: a file, or a stream of ours such as CallbackWriter."""
 
+F = TypeVar("F", bound=Callable[..., object])
+"""A function, or a ``SkywardFunction``, that an output decorator gives back wrapped."""
+
 _overrides: ContextVar[dict[str, Stream] | None] = ContextVar("skyward_output_overrides", default=None)
 
 
 class CallbackWriter(io.TextIOBase):
     """A text stream that calls ``callback`` once per complete line (without the newline)."""
 
-    def __init__(self, callback: Callable[[str], Any]) -> None:
+    def __init__(self, callback: Callable[[str], object]) -> None:
         super().__init__()
         self._callback = callback
         self._partial = ""
@@ -122,7 +125,7 @@ def _override(streams: dict[str, Stream]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def redirect_output(callback: Callable[[str], Any]) -> Iterator[tuple[CallbackWriter, CallbackWriter]]:
+def redirect_output(callback: Callable[[str], object]) -> Iterator[tuple[CallbackWriter, CallbackWriter]]:
     """Route stdout and stderr to ``callback(line)`` inside the block; yields the
     ``(stdout, stderr)`` CallbackWriter pair. Per task when used inside a task."""
     out, err = CallbackWriter(callback), CallbackWriter(callback)
@@ -145,14 +148,14 @@ def _predicate(only: Only, decorator: str) -> Callable[[InstanceInfo], bool]:
     )
 
 
-def _mute_unless(streams: tuple[str, ...], allowed: Callable[[InstanceInfo], bool] | None) -> Callable[[Any], Any]:
-    def decorate(target: Any) -> Any:
-        fn = target.local if isinstance(target, SkywardFunction) else target
+def _mute_unless(streams: tuple[str, ...], allowed: Callable[[InstanceInfo], bool] | None) -> Callable[[F], F]:
+    def decorate(target: F) -> F:
+        fn: Callable[..., object] = target.local if isinstance(target, SkywardFunction) else target
         if not callable(fn):
             raise TypeError(f"output decorators wrap functions, got {type(target).__name__}")
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: object, **kwargs: object) -> object:
             if allowed is not None:
                 info = instance_info()
                 if info is None or allowed(info):
@@ -161,24 +164,26 @@ def _mute_unless(streams: tuple[str, ...], allowed: Callable[[InstanceInfo], boo
             with _override({name: sink for name in streams}):
                 return fn(*args, **kwargs)
 
-        if isinstance(target, SkywardFunction):
-            return SkywardFunction(wrapper, target.timeout)
-        return wrapper
+        wrapped: Callable[..., object] = (
+            SkywardFunction(wrapper, target.timeout) if isinstance(target, SkywardFunction) else wrapper
+        )
+        # the same kind of callable as ``target``, taking and returning what it does
+        return cast(F, wrapped)
 
     return decorate
 
 
-def stdout(only: Only) -> Callable[[Any], Any]:
+def stdout(only: Only) -> Callable[[F], F]:
     """Decorator factory: keep a task's stdout only where ``only`` holds
     (``"head"`` or a predicate on ``InstanceInfo``); elsewhere it is discarded."""
     return _mute_unless(("stdout",), _predicate(only, "stdout"))
 
 
-def stderr(only: Only) -> Callable[[Any], Any]:
+def stderr(only: Only) -> Callable[[F], F]:
     """Decorator factory: like ``stdout`` for stderr."""
     return _mute_unless(("stderr",), _predicate(only, "stderr"))
 
 
-def silent(fn: Any) -> Any:
+def silent(fn: F) -> F:
     """Bare decorator: discard both stdout and stderr of the task on every node."""
     return _mute_unless(("stdout", "stderr"), None)(fn)

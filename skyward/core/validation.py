@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TypeVar
 
 NO_LIMIT = 1e9
 """Seconds (about 31 years): a timeout this long or longer, ``math.inf`` included, means
 no limit. Clocks and waits cannot represent much longer ones (OverflowError)."""
 
+T = TypeVar("T")
 
-def shown(value: Any, limit: int = 120) -> str:
+
+def shown(value: object, limit: int = 120) -> str:
     """``repr(value)`` cut to ``limit`` characters, for error messages; never raises (a
     value too deeply nested or whose ``__repr__`` fails shows as its type)."""
     try:
@@ -22,12 +24,12 @@ def shown(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def fail(owner: str, field: str, value: Any, allowed: str) -> ValueError:
+def fail(owner: str, field: str, value: object, allowed: str) -> ValueError:
     """Build the ValueError every configuration type raises for a bad field."""
     return ValueError(f"{owner}.{field}={value!r} is not valid: {allowed}")
 
 
-def check_choice(owner: str, field: str, value: Any, choices: Iterable[Any]) -> None:
+def check_choice(owner: str, field: str, value: object, choices: Iterable[object]) -> None:
     """Raise ValueError unless ``value`` is one of ``choices``."""
     options = tuple(choices)
     if value not in options:
@@ -38,7 +40,7 @@ def check_choice(owner: str, field: str, value: Any, choices: Iterable[Any]) -> 
 def check_number(
     owner: str,
     field: str,
-    value: Any,
+    value: object,
     *,
     minimum: float | None = None,
     integer: bool = False,
@@ -67,7 +69,7 @@ def check_number(
         raise fail(owner, field, value, f"it must be <= {maximum:,}")
 
 
-def check_flag(owner: str, field: str, value: Any) -> None:
+def check_flag(owner: str, field: str, value: object) -> None:
     """Raise TypeError unless ``value`` is True or False (not merely truthy)."""
     if not isinstance(value, bool):
         raise TypeError(f"{owner}.{field}={value!r} is not valid: use True or False")
@@ -81,7 +83,7 @@ def wait_limit(seconds: float | None) -> float | None:
     return float(seconds)
 
 
-def as_str_tuple(owner: str, field: str, value: Any) -> tuple[str, ...]:
+def as_str_tuple(owner: str, field: str, value: object) -> tuple[str, ...]:
     """Normalise a list/tuple of strings to a tuple; a bare string is rejected."""
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise fail(owner, field, value, "pass a list of strings, e.g. [\"numpy\"]")
@@ -92,7 +94,7 @@ def as_str_tuple(owner: str, field: str, value: Any) -> tuple[str, ...]:
     return items
 
 
-def check_str_dict(owner: str, field: str, value: Any) -> dict[str, str]:
+def check_str_dict(owner: str, field: str, value: object) -> dict[str, str]:
     """Return a copy of a str->str mapping, or raise ValueError naming the bad entry."""
     if not isinstance(value, dict):
         raise fail(owner, field, value, "pass a dict of str to str")
@@ -102,7 +104,7 @@ def check_str_dict(owner: str, field: str, value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def as_tuple(owner: str, field: str, value: Any, example: str) -> tuple[Any, ...]:
+def as_tuple(owner: str, field: str, value: Iterable[T], example: str) -> tuple[T, ...]:
     """A list or tuple of items as a tuple; a str, a mapping or a non-iterable is refused
     (``example`` shows the expected form)."""
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):

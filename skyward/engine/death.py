@@ -21,7 +21,7 @@ import json
 import os
 import signal
 from dataclasses import dataclass
-from typing import IO, Any, NoReturn
+from typing import IO, NoReturn, TypedDict
 
 from skyward.core.instance import current_task
 
@@ -148,6 +148,14 @@ def _recorded_kill(pid: int, sig: int) -> None:
     _real_kill(pid, sig)
 
 
+class _Note(TypedDict):
+    """What ``arm`` leaves: the agent's pid, and its memory cgroup's directory and count
+    of OOM kills then (``memory_cgroup``; a JSON list), if it has one."""
+
+    pid: int
+    cgroup: list[str | int] | None
+
+
 def cause_of_death(directory: str, node: int) -> Death | None:
     """Why node ``node``'s most recent dead agent died, from its note; None if it left
     none (no notes directory, or its agent is alive). A crash report, an OOM kill or a
@@ -156,7 +164,7 @@ def cause_of_death(directory: str, node: int) -> Death | None:
     for path in glob.glob(os.path.join(directory, f"node-{node}-*.json")):
         try:
             with open(path, encoding="utf-8") as file:
-                note: dict[str, Any] = json.load(file)
+                note: _Note = json.load(file)
             notes.append((os.path.getmtime(path), path, note))
         except (OSError, ValueError):
             continue
@@ -174,7 +182,7 @@ def cause_of_death(directory: str, node: int) -> Death | None:
                     return Death(f"it crashed with {meaning} [{fault}]", True)
             return Death(f"it crashed: {fault}", True)
         cgroup = note.get("cgroup")
-        oom = oom_kills_since((cgroup[0], cgroup[1]) if cgroup else None)
+        oom = oom_kills_since((str(cgroup[0]), int(cgroup[1])) if cgroup else None)
         if oom is not None:
             return Death(f"it was killed by the kernel's out-of-memory killer (SIGKILL): {oom}", True)
         return Death(

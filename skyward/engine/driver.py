@@ -12,9 +12,9 @@ import asyncio
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Never, Protocol, TypeVar
 
 from skyward.core.errors import NodeCrashedError, PoolClosedError
 from skyward.core.function import PendingFunction
@@ -46,6 +46,7 @@ from skyward.model.spec import Worker
 from skyward.observe.events import (
     BroadcastStarted,
     Error,
+    Event,
     InstanceReplaced,
     TaskCompleted,
     TaskStarted,
@@ -72,14 +73,16 @@ NOT_NOW = Again(0)
 CHUNKS_PER_SLOT = 2
 STREAM_CHUNK_BYTES = 4 << 20
 """A streamed map sizes its chunks so each one's results are about this big."""
-Emit = Callable[[Any], None]
+Emit = Callable[[Event], None]
+R = TypeVar("R")
+"""What the function of a call returns (a map: of each item's call)."""
 
 
 class Encoder(Protocol):
     """Turns a request into the bytes a node agent decodes (``wire.encode`` or a
     remote pool's by-value encoder)."""
 
-    def __call__(self, obj: Any) -> Payload: ...
+    def __call__(self, obj: TaskRequest) -> Payload: ...
 
 
 class ClusterDriver:
@@ -89,7 +92,7 @@ class ClusterDriver:
 
     def __init__(
         self,
-        transport: Transport[Any],
+        transport: Transport[Never],
         encode: Encoder,
         worker: Worker,
         default_timeout: float,
@@ -135,7 +138,7 @@ class ClusterDriver:
         """Task slots in use right now."""
         return self.scheduler.busy()
 
-    def target_node(self, target: Any) -> int | None:
+    def target_node(self, target: object) -> int | None:
         """Validate ``pool.run(target=...)``: None, "head" or a rank; ValueError otherwise."""
         if target is None:
             return None
@@ -149,15 +152,15 @@ class ClusterDriver:
         )
 
     def _request(
-        self, pending: PendingFunction[Any], kind: str = CALL, chunk: list[Any] | None = None,
+        self, pending: PendingFunction[object], kind: str = CALL, chunk: list[object] | None = None,
         view: MembershipView | None = None,
     ) -> TaskRequest:
         timeout = wait_limit(pending.timeout if pending.timeout is not None else self._default_timeout)
-        args = (chunk,) if kind == MAP else pending.args
+        args: tuple[object, ...] = (chunk,) if kind == MAP else pending.args
         kwargs = {} if kind == MAP else pending.kwargs
         return TaskRequest(f"t{next(self._ids)}", pending.name, pending.callable, args, kwargs, timeout, kind, view)
 
-    def run_now(self, pending: PendingFunction[Any], target: Any = None) -> Any:
+    def run_now(self, pending: PendingFunction[R], target: object = None) -> R | Again:
         """Run on one node from the calling thread, without the event loop, if a slot is
         free right now and the transport can wait here; returns an ``Again`` otherwise
         (then use ``run``)."""
@@ -181,7 +184,8 @@ class ClusterDriver:
                 self.views.acknowledge(node, request.view)
                 if events:
                     self._output_delivered(node, events)
-                return self._outcome(ok, value, request, 0)
+                result: R = self._outcome(ok, value, request, 0)
+                return result
             except Interrupted as exc:
                 error = exc
                 if self._retries < 1:
@@ -195,7 +199,7 @@ class ClusterDriver:
         finally:
             self.scheduler.release(node)
 
-    async def run(self, pending: PendingFunction[Any], target: Any = None, lost: int = 0) -> Any:
+    async def run(self, pending: PendingFunction[R], target: object = None, lost: int = 0) -> R:
         """Run on one node (round-robin over free slots, or the pinned target); ``lost``
         attempts were already lost to the infrastructure."""
         self._check_open()
@@ -204,7 +208,8 @@ class ClusterDriver:
             node = await self.scheduler.acquire(want)
             try:
                 request = self._request(pending, view=self.views.pending(node))
-                return await self._execute(node, self._encode(request), request)
+                result: R = await self._execute(node, self._encode(request), request)
+                return result
             except Interrupted as exc:
                 lost += 1
                 if lost > self._retries:
@@ -212,7 +217,7 @@ class ClusterDriver:
             finally:
                 self.scheduler.release(node)
 
-    async def probe(self, pending: PendingFunction[Any], node: int) -> Any:
+    async def probe(self, pending: PendingFunction[R], node: int) -> R:
         """Run a health check on ``node`` beside its tasks (no slot is taken); its
         outcome, or the error that stands for it."""
         request = self._request(pending, PROBE, view=self.views.pending(node))
@@ -223,10 +228,11 @@ class ClusterDriver:
         ok, value, _ = decode(reply)
         self.views.acknowledge(node, request.view)
         if ok:
-            return value
+            result: R = value
+            return result
         raise value.to_exception(request.name)
 
-    async def broadcast(self, pending: PendingFunction[Any]) -> list[Any]:
+    async def broadcast(self, pending: PendingFunction[R]) -> list[R]:
         """Run on every node present when it starts, at once; the request is encoded and
         stored once for all. A node lost under it runs it again on its replacement."""
         self._check_open()
@@ -236,12 +242,13 @@ class ClusterDriver:
         if self._wants(BroadcastStarted):
             self._emit(BroadcastStarted(request.task_id, request.name, tuple(nodes)))
 
-        async def one(node: int, shared: Shared) -> Any:
+        async def one(node: int, shared: Shared) -> R:
             lost = 0
             try:
                 while True:
                     try:
-                        return await self._execute(node, shared, request)
+                        result: R = await self._execute(node, shared, request)
+                        return result
                     except Interrupted as exc:
                         lost += 1
                         if lost > self._retries:
@@ -270,15 +277,15 @@ class ClusterDriver:
             if len(failures) > 1 and not isinstance(first, asyncio.CancelledError):
                 first.add_note(f"{len(failures)} of {len(nodes)} nodes failed; this is node {node}'s error")
             raise first
-        return list(outcomes)
+        return [out for out in outcomes if not isinstance(out, BaseException)]
 
     async def map(
         self,
-        fn: PendingFunction[Any],
-        items: list[Any],
-        on_chunk: Callable[[int, list[Any]], None] | None = None,
+        fn: PendingFunction[R],
+        items: Sequence[object],
+        on_chunk: Callable[[int, list[R]], None] | None = None,
         window: ChunkWindow | None = None,
-    ) -> list[Any]:
+    ) -> list[R]:
         """Apply ``fn`` to every item, in chunks sized from what is left (guided
         scheduling: big chunks first, single items at the end); results in input order.
         A chunk whose node is lost runs again elsewhere; finished chunks are kept.
@@ -292,8 +299,7 @@ class ClusterDriver:
         ``failed_item`` (the index of the item that failed, or None)."""
         self._check_open()
         streaming = on_chunk is not None
-        results: list[Any] = [] if streaming else [None] * len(items)
-        finished: list[tuple[int, int]] = []
+        finished: dict[int, list[R]] = {}  # the results of each chunk done, by its first item
         position = 0
         feeders = self.capacity
         measured = _ResultSize()
@@ -318,12 +324,11 @@ class ClusterDriver:
                         return
                     start, end = claim()
                     values = await self._chunk(fn, items, start, end, measured)
-                    if streaming:
+                    if on_chunk is not None:
                         delivered = True
-                        on_chunk(start, values)  # type: ignore[misc]
+                        on_chunk(start, values)
                     else:
-                        results[start : start + len(values)] = values
-                        finished.append((start, len(values)))
+                        finished[start] = values
                 finally:
                     if window is not None and not delivered:
                         window.release()
@@ -332,24 +337,25 @@ class ClusterDriver:
         try:
             await asyncio.gather(*tasks)
         except Exception as exc:
-            _attach_partial(exc, results, finished)
+            _attach_partial(exc, finished)
             raise
         finally:
             for task in tasks:
                 task.cancel()
-        return results
+        return [value for start in sorted(finished) for value in finished[start]]
 
     async def _chunk(
-        self, fn: PendingFunction[Any], items: list[Any], start: int, end: int, measured: _ResultSize
-    ) -> list[Any]:
+        self, fn: PendingFunction[R], items: Sequence[object], start: int, end: int, measured: _ResultSize
+    ) -> list[R]:
         """The results of items ``start..end-1``, run again on another node each time the
         node running them is lost (up to ``retries`` times)."""
         lost = 0
         while True:
             node = await self.scheduler.acquire(None)
             try:
-                request = self._request(fn, MAP, items[start:end], self.views.pending(node))
-                return await self._execute(node, self._encode(request), request, start, measured.add)
+                request = self._request(fn, MAP, list(items[start:end]), self.views.pending(node))
+                results: list[R] = await self._execute(node, self._encode(request), request, start, measured.add)
+                return results
             except Interrupted as exc:
                 lost += 1
                 if lost > self._retries:
@@ -364,7 +370,7 @@ class ClusterDriver:
         request: TaskRequest,
         offset: int = 0,
         measure: Callable[[int, int], None] | None = None,
-    ) -> Any:
+    ) -> Any:  # the value the task returned, as the agent pickled it
         """The outcome of ``request`` on ``node`` (``offset``: the index of a map chunk's
         first item); ``measure(reply_bytes, items)`` learns the size of a chunk's reply.
         Raises ``Interrupted`` when the node was lost to the infrastructure under it."""
@@ -376,7 +382,7 @@ class ClusterDriver:
             except TransportError as exc:
                 raise self._transport_failure(exc, request, offset) from None
             if measure is not None:
-                measure(_payload_bytes(reply), len(request.args[0]))
+                measure(_payload_bytes(reply), len(request.chunk))
             ok, value, events = decode(reply)
             self.views.acknowledge(node, request.view)
             if events:
@@ -389,6 +395,7 @@ class ClusterDriver:
             self._completed(node, request, started, error)
 
     def _outcome(self, ok: bool, value: Any, request: TaskRequest, offset: int) -> Any:
+        """``value`` (what the task returned) when ``ok``, else its ``TaskFailure`` raised."""
         if ok:
             return value
         raise self._failure(value, request, offset)
@@ -412,7 +419,7 @@ class ClusterDriver:
             return None
         if request.kind == PROBE or (request.kind == CALL and not self._queues_on_node):
             return request.timeout + CALL_GRACE
-        items = len(request.args[0]) if request.kind == MAP else 1
+        items = len(request.chunk) if request.kind == MAP else 1
         return request.timeout * items * (1 + self._slots) + BACKSTOP_GRACE
 
     def _transport_failure(self, exc: TransportError, request: TaskRequest, offset: int) -> BaseException:
@@ -440,7 +447,7 @@ class ClusterDriver:
             if not exc.by_task:
                 return Interrupted(node, exc.detail, item)
             where = "" if item is None else (
-                f" (items {offset}-{offset + len(request.args[0]) - 1} of the map were running there; "
+                f" (items {offset}-{offset + len(request.chunk) - 1} of the map were running there; "
                 f"item {item} is the first unfinished)"
             )
             return self._crashed(
@@ -518,11 +525,11 @@ def _payload_bytes(reply: Payload) -> int:
     return len(header) + sum(memoryview(buffer).nbytes for buffer in buffers)
 
 
-def _attach_partial(exc: BaseException, results: list[Any], finished: list[tuple[int, int]]) -> None:
+def _attach_partial(exc: BaseException, finished: dict[int, list[R]]) -> None:
     """Give a failed map's error the results of its finished items (see ``map``)."""
     try:
         exc.partial_results = {  # type: ignore[attr-defined]
-            index: results[index] for start, count in finished for index in range(start, start + count)
+            start + offset: value for start, values in finished.items() for offset, value in enumerate(values)
         }
         if not hasattr(exc, "failed_item"):
             exc.failed_item = None  # type: ignore[attr-defined]

@@ -11,13 +11,13 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from skyward.core.codec import load_payload
+from skyward.observe.events import Event
 
 STOP_TIMEOUT = 5.0
 DELIVERY_WAIT = 2.0
-_STOP = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class EventBatch:
     """What a node's outbox gave in one take: its events, how many were dropped since the
     last take, and how many it had published in all (the last event's number)."""
 
-    events: list[Any]
+    events: list[Event]
     dropped: int
     published: int
 
@@ -59,14 +59,14 @@ class EventFeed:
 
     def __init__(
         self,
-        deliver: Callable[[Any], None],
+        deliver: Callable[[Event], None],
         on_error: Callable[[str], None],
         wants_metrics: Callable[[], bool] = lambda: True,
     ) -> None:
         self._deliver = deliver
         self._on_error = on_error
         self.wants_metrics = wants_metrics
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, EventBatch] | str | None] = queue.SimpleQueue()  # None: stop
         self._delivered: dict[int, int] = {}
         self._progress = threading.Condition()
         self._stopped = False
@@ -88,14 +88,14 @@ class EventFeed:
 
     def stop(self) -> None:
         """Deliver what was submitted, then end the thread (bounded)."""
-        self._queue.put(_STOP)
+        self._queue.put(None)
         self._thread.join(STOP_TIMEOUT)
         with self._progress:
             self._stopped = True
             self._progress.notify_all()
 
     def _loop(self) -> None:
-        while (item := self._queue.get()) is not _STOP:
+        while (item := self._queue.get()) is not None:
             if isinstance(item, str):
                 self._on_error(item)
                 continue

@@ -29,7 +29,7 @@ def sliced() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _until_done(future: concurrent.futures.Future[Any], timeout: float | None) -> None:
+def _until_done(future: concurrent.futures.Future[T], timeout: float | None) -> None:
     """Return once ``future`` is done or ``timeout`` seconds have passed, whichever is first."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while not future.done():
@@ -39,7 +39,7 @@ def _until_done(future: concurrent.futures.Future[Any], timeout: float | None) -
         concurrent.futures.wait((future,), timeout=left)
 
 
-def _settle(future: concurrent.futures.Future[Any], timeout: float | None) -> None:
+def _settle(future: concurrent.futures.Future[T], timeout: float | None) -> None:
     """Wait in slices until ``future`` is done; TimeoutError if ``timeout`` passes first."""
     _until_done(future, timeout)
     if not future.done():
@@ -91,7 +91,7 @@ def submit(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -
     return outer
 
 
-def wait(futures: Iterable[concurrent.futures.Future[Any]], timeout: float | None) -> None:
+def wait(futures: Iterable[concurrent.futures.Future[T]], timeout: float | None) -> None:
     """Return once every one of ``futures`` is done or ``timeout`` seconds have passed."""
     deadline = None if timeout is None else time.monotonic() + timeout
     for future in futures:

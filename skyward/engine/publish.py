@@ -5,18 +5,19 @@ pipe to the agent)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-_sink: Callable[[Any], None] | None = None
+from skyward.observe.events import Event
+
+_sink: Callable[[Event], None] | None = None
 
 
-def install(sink: Callable[[Any], None]) -> None:
+def install(sink: Callable[[Event], None]) -> None:
     """Send what tasks publish in this process to ``sink`` (called by the agent or child)."""
     global _sink
     _sink = sink
 
 
-def publish(event: Any) -> None:
+def publish(event: Event) -> None:
     """Send ``event`` to the client, after what the task printed so far; RuntimeError
     outside a node process."""
     if _sink is None:

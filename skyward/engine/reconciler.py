@@ -28,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Never
 
 from skyward.core.function import PendingFunction
 from skyward.core.validation import wait_limit
@@ -46,6 +46,7 @@ from skyward.model.spec import Nodes, Options
 from skyward.observe.events import (
     ClusterResized,
     Error,
+    Event,
     InstanceDestroyed,
     InstancePreempted,
     InstanceReplaced,
@@ -68,7 +69,7 @@ class Hooks:
     (``changed(left, reason)``, blocking: ``left`` is the rank of a node that left, None
     when one joined) and the nodes it now pays for (``reprice``)."""
 
-    emit: Callable[[Any], None]
+    emit: Callable[[Event], None]
     wants: Callable[[type], bool]
     announce: Callable[[int, NodeHandle, float], None]
     changed: Callable[[int | None, str], None]
@@ -84,7 +85,7 @@ class Reconciler:
         nodes: Nodes,
         options: Options,
         driver: ClusterDriver,
-        transport: Transport[Any],
+        transport: Transport[Never],
         membership: Membership,
         members: Members,
         hooks: Hooks,
@@ -110,9 +111,9 @@ class Reconciler:
         self._retry_at: dict[int, float] = {}
         self._checked_at = -math.inf
         self._threads = ThreadPoolExecutor(8, thread_name_prefix="skyward-membership")
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         """Nodes joining, leaving or being cleaned up: awaited when the pool closes."""
-        self._probes: set[asyncio.Task[Any]] = set()
+        self._probes: set[asyncio.Task[None]] = set()
         self._runner: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._stopped = False
@@ -169,7 +170,7 @@ class Reconciler:
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=STOP_WAIT)
 
-    def _spawn(self, coroutine: Any, tasks: set[asyncio.Task[Any]] | None = None) -> None:
+    def _spawn(self, coroutine: Awaitable[None], tasks: set[asyncio.Task[None]] | None = None) -> None:
         kept = self._tasks if tasks is None else tasks
         task = asyncio.ensure_future(coroutine)
         kept.add(task)

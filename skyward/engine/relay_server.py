@@ -20,11 +20,21 @@ Calls, collection operations and attaches run as tasks, answered in the order th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from skyward.core import handshake
-from skyward.core.codec import FRAME_HEADER, MalformedFrame, decode_message, encode_message
+from skyward.core.codec import (
+    EXPANDED_LIMIT,
+    FRAME_HEADER,
+    MalformedFrame,
+    decode_message,
+    encode_message,
+    expand,
+    frame_header,
+    relay_frame,
+)
+from skyward.core.handshake import StreamIn, StreamOut
 from skyward.core.messages import (
     PROTOCOL,
     Attach,
@@ -99,44 +109,31 @@ def failure_kind(error: TransportError) -> FailureKind:
     return "no_reply" if isinstance(error, NoReply) else "refused"
 
 
-class StreamIn(Protocol):
-    """What a message is read from: an asyncio stream, or an SSH channel's."""
-
-    async def readexactly(self, n: int) -> bytes: ...
-
-
-class StreamOut(Protocol):
-    """What a message is written to: an asyncio stream, or an SSH channel's."""
-
-    def write(self, data: bytes) -> None: ...
-
-    async def drain(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def put_message(writer: StreamOut, message: Message) -> None:
+def put_message(writer: StreamOut, message: Message, compress: bool = False) -> None:
     """Queue one framed message on ``writer`` (on its loop; frames never interleave, as
-    nothing awaits between the two writes)."""
-    data = encode_message(message)
-    writer.write(FRAME_HEADER.pack(len(data)))
-    writer.write(data)
+    nothing awaits between the writes); ``compress``: a large one compressed where that
+    pays (``codec.relay_frame``; the remote path's streams, not a local socket's)."""
+    for part in relay_frame(encode_message(message), compress):
+        writer.write(part)
 
 
-async def write_message(writer: StreamOut, message: Message) -> None:
+async def write_message(writer: StreamOut, message: Message, compress: bool = False) -> None:
     """Write one framed message (waiting while the stream's buffer is full)."""
-    put_message(writer, message)
+    put_message(writer, message, compress)
     await writer.drain()
 
 
-async def read_message(reader: StreamIn) -> Message | None:
+async def read_message(reader: StreamIn, limit: int = EXPANDED_LIMIT) -> Message | None:
     """The next message, or None at the end of the stream. ``MalformedFrame`` when the
-    bytes are not a message."""
+    bytes are not a message, or a compressed one that would expand beyond ``limit``
+    bytes. Called only once the peer proved the secret: a compressed frame is expanded
+    (bounded) only then."""
     try:
-        header = await reader.readexactly(FRAME_HEADER.size)
-        return decode_message(await reader.readexactly(FRAME_HEADER.unpack(header)[0]))
+        flags, size = frame_header(await reader.readexactly(FRAME_HEADER.size))
+        body = await reader.readexactly(size)
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
+    return decode_message(expand(body, limit) if flags else body)
 
 
 def wire_body(payload: Payload) -> Body:
@@ -155,8 +152,9 @@ class Outgoing:
     """The single ordered stream of messages to the client; a ``Sink`` for the backend.
     Messages are written as they come (on the loop), without a queue between."""
 
-    def __init__(self, writer: StreamOut) -> None:
+    def __init__(self, writer: StreamOut, compress: bool = False) -> None:
         self._writer = writer
+        self._compress = compress
         self._loop = asyncio.get_running_loop()
         self._open = True
 
@@ -165,7 +163,7 @@ class Outgoing:
         if not self._open:
             return
         try:
-            put_message(self._writer, message)
+            put_message(self._writer, message, self._compress)
         except (ConnectionError, OSError, RuntimeError):
             self._open = False
 
@@ -186,11 +184,14 @@ class Outgoing:
 
 class RelayServer:
     """Serves the one client that proves ``secret``, with the backend ``open_backend``
-    makes for it; ``finished`` is set once that client is gone and the backend ended."""
+    makes for it; ``finished`` is set once that client is gone and the backend ended.
+    ``compress``: large messages to the client travel compressed where that pays (a
+    remote pool's relay, whose client is across an SSH channel)."""
 
-    def __init__(self, secret: bytes, open_backend: Callable[[Sink], RelayBackend]) -> None:
+    def __init__(self, secret: bytes, open_backend: Callable[[Sink], RelayBackend], compress: bool = False) -> None:
         self._secret = secret
         self._open_backend = open_backend
+        self._compress = compress
         self._unproven = 0
         self._serving = False
         self.finished = asyncio.Event()
@@ -223,11 +224,11 @@ class RelayServer:
 
     async def _serve(self, reader: StreamIn, writer: StreamOut) -> None:
         loop = asyncio.get_running_loop()
-        out = Outgoing(writer)
+        out = Outgoing(writer, self._compress)
         shared: dict[int, Shared | str] = {}  # a key's payload, or why it could not be stored
         tasks: dict[int, asyncio.Task[None]] = {}
 
-        def start(call_id: int, work: Coroutine[Any, Any, None]) -> None:
+        def start(call_id: int, work: Awaitable[None]) -> None:
             task = asyncio.ensure_future(work)
             tasks[call_id] = task
             task.add_done_callback(lambda _: tasks.pop(call_id, None))
@@ -260,7 +261,7 @@ class RelayServer:
 
     async def _take(
         self, message: Message, backend: RelayBackend, out: Outgoing, shared: dict[int, Shared | str],
-        start: Callable[[int, Coroutine[Any, Any, None]], None], tasks: dict[int, asyncio.Task[None]],
+        start: Callable[[int, Awaitable[None]], None], tasks: dict[int, asyncio.Task[None]],
     ) -> bool:
         """Act on one message of the client; False once it said ``Close`` (or something
         only the relay sends)."""

@@ -28,18 +28,20 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import Final, Literal, overload
 
 from skyward.core.errors import NodeRemovedError
 
-ALL = "all"
+ALL: Final = "all"
 Want = int | str | None
+Grant = int | list[int]
+"""A node's rank, or for ``ALL`` the ranks of every node present."""
 
 
 class _Waiter:
     __slots__ = ("seq", "want", "future")
 
-    def __init__(self, seq: int, want: Want, future: asyncio.Future[Any]) -> None:
+    def __init__(self, seq: int, want: Want, future: asyncio.Future[Grant | None]) -> None:
         self.seq = seq
         self.want = want
         self.future = future
@@ -166,13 +168,25 @@ class SlotScheduler:
 
     # ------------------------------------------------------------------ slots
 
-    def try_acquire(self, want: Want) -> Any:
+    @overload
+    def try_acquire(self, want: Literal["all"]) -> list[int] | None: ...
+
+    @overload
+    def try_acquire(self, want: int | None) -> int | None: ...
+
+    def try_acquire(self, want: Want) -> Grant | None:
         """Like ``acquire`` but never waits: None when no slot is free (or others wait)."""
         with self._lock:
             self._check_pinned(want)
             return None if self._waiting else self._try(want)
 
-    async def acquire(self, want: Want) -> Any:
+    @overload
+    async def acquire(self, want: Literal["all"]) -> list[int]: ...
+
+    @overload
+    async def acquire(self, want: int | None) -> int: ...
+
+    async def acquire(self, want: Want) -> Grant | None:
         """A node rank (or, for ALL, the list of the ranks present) whose slot is now
         yours. Must be awaited on the scheduler's loop. NodeRemovedError when ``want``
         is a node that is not (and will not be) part of the pool."""
@@ -188,12 +202,13 @@ class SlotScheduler:
             return await waiter.future
         except asyncio.CancelledError:
             with self._lock:
-                granted = waiter.future.done() and not waiter.future.cancelled()
-                if not granted:
+                served = waiter.future.done() and not waiter.future.cancelled()
+                if not served:
                     waiter.future.cancel()  # left in its queue; dropped when it reaches the head
                     self._count(want, -1)
-            if granted:
-                self.release(waiter.future.result())
+            got = waiter.future.result() if served else None
+            if got is not None:
+                self.release(got)
             raise
 
     def release(self, nodes: int | list[int]) -> None:
@@ -268,7 +283,7 @@ class SlotScheduler:
         self._free[node] -= 1
         self._idle_since[node] = None
 
-    def _try(self, want: Want) -> Any:
+    def _try(self, want: Want) -> Grant | None:
         if want == ALL:
             active = self._active()
             if active and all(self._free[node] > 0 for node in active):
@@ -291,7 +306,7 @@ class SlotScheduler:
         return None
 
 
-def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+def _fail(future: asyncio.Future[Grant | None], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
 

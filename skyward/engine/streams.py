@@ -11,9 +11,8 @@ engine/stream_stop.py) and, if so, is closed on the node (its ``finally`` blocks
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
 
 import cloudpickle
 
@@ -34,7 +33,7 @@ class Yielded(Event):
     node: int
 
 
-def is_generator(pending: PendingFunction[Any]) -> bool:
+def is_generator(pending: PendingFunction[object]) -> bool:
     """True when ``pending`` calls a generator function."""
     fn = pending.fn.local if isinstance(pending.fn, SkywardFunction) else pending.fn
     return inspect.isgeneratorfunction(fn)
@@ -43,17 +42,19 @@ def is_generator(pending: PendingFunction[Any]) -> bool:
 class Generate:
     """Runs a generator function on the node, publishing its values (see module docstring)."""
 
-    def __init__(self, fn: Callable[..., Any], stream: str) -> None:
+    def __init__(self, fn: Callable[..., object], stream: str) -> None:
         self.fn = fn
         self.stream = stream
         self.__qualname__ = getattr(fn, "__qualname__", repr(fn))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> int:
+    def __call__(self, *args: object, **kwargs: object) -> int:
         fn = self.fn.local if isinstance(self.fn, SkywardFunction) else self.fn
         info = instance_info()
         node = info.node if info is not None else -1
         stop = stream_stop.marker(self.stream)
         values = fn(*args, **kwargs)
+        if not isinstance(values, Generator):  # the client sends only generator functions here
+            raise TypeError(f"{self.__qualname__} returned {type(values).__name__}, not a generator")
         count = 0
         try:
             while not stream_stop.requested(stop):

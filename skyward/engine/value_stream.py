@@ -16,8 +16,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import replace
-from typing import Any
 
 from skyward.core.codec import load_payload
 from skyward.core.function import PendingFunction
@@ -28,8 +26,11 @@ LATE_VALUES_WAIT = 10.0
 POLL = 0.5
 """The longest one wait for the next value lasts (the task's timeout bounds the whole)."""
 
-Subscribe = Callable[[type, Callable[[Any], None]], Callable[[], None]]
-Submit = Callable[[PendingFunction[Any]], "Future[Any]"]
+Subscribe = Callable[[type[Yielded], Callable[[Yielded], None]], Callable[[], None]]
+"""``subscribe(Yielded, handler)``: hand every ``Yielded`` event to ``handler``; returns
+what undoes it."""
+Submit = Callable[[PendingFunction[int]], "Future[int]"]
+"""Start a call on the pool: here a ``Generate``, which returns how many values it yielded."""
 Stop = Callable[[str, int], None]
 """``stop(stream, node)``: ask ``node`` to stop the generator of ``stream``."""
 
@@ -73,14 +74,14 @@ class StreamRouter:
 
 
 def start(
-    pending: PendingFunction[Any], router: StreamRouter, submit: Submit, stop: Stop, node: int | None
+    pending: PendingFunction[object], router: StreamRouter, submit: Submit, stop: Stop, node: int | None
 ) -> ValueStream:
     """Start ``pending`` (a generator function's call) with ``submit`` and return its stream;
     ``node``: the node it is pinned to, if any."""
     stream = uuid.uuid4().hex
     arrived = router.open(stream)
     try:
-        future = submit(replace(pending, fn=Generate(pending.callable, stream), source=None))
+        future = submit(PendingFunction(Generate(pending.callable, stream), pending.args, pending.kwargs, pending.timeout))
     except BaseException:
         router.close(stream)
         raise
@@ -88,7 +89,7 @@ def start(
     return ValueStream(pending.name, stream, arrived, future, router, stop, node)
 
 
-class ValueStream(Iterator[Any]):
+class ValueStream(Iterator[object]):
     """The values one generator call yields, in order, as its node produces them; after
     them, the generator's own error if it raised one (noted with its node)."""
 
@@ -97,7 +98,7 @@ class ValueStream(Iterator[Any]):
         name: str,
         stream: str,
         arrived: queue.SimpleQueue[Yielded | None],
-        future: Future[Any],
+        future: Future[int],
         router: StreamRouter,
         stop: Stop,
         node: int | None,
@@ -113,7 +114,7 @@ class ValueStream(Iterator[Any]):
         self._expected: int | None = None
         self._closed = False
 
-    def __next__(self) -> Any:
+    def __next__(self) -> object:
         while not self._closed:
             if self._expected is None:
                 event = self._take(POLL)

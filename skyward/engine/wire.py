@@ -20,10 +20,10 @@ import threading
 import traceback
 import types
 from collections import ChainMap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import cloudpickle
 
@@ -33,13 +33,20 @@ from skyward.core.function import SkywardFunction
 from skyward.core.instance import MembershipView
 from skyward.core.validation import shown
 
+if TYPE_CHECKING:
+    from _pickle import _ReducedType  # typeshed's name for what a reduction returns
+
+    from _typeshed import ReadableBuffer  # what has the buffer protocol (bytes, memoryview, ...)
+
 CALL = "call"
 MAP = "map"
 PROBE = "probe"
 """A health check: runs beside the node's tasks, without a task slot."""
 OUT_OF_BAND_BYTES = 1 << 20
 DYNAMIC_CODE = "<dynamic-code>"
-Payload = bytes | tuple[bytes, list[Any]]
+Payload: TypeAlias = "bytes | tuple[bytes, Sequence[ReadableBuffer]]"
+"""A pickle: its bytes, and its out-of-band buffers when it has any (``PickleBuffer``s
+as pickled, bytes or views as they arrived)."""
 _by_value_lock = threading.Lock()
 _PATHS = sysconfig.get_paths()
 _INSTALLED = tuple(
@@ -47,7 +54,7 @@ _INSTALLED = tuple(
 )
 
 
-def _code_keeping_filename(code: types.CodeType) -> tuple[Any, tuple[Any, ...]]:
+def _code_keeping_filename(code: types.CodeType) -> tuple[Callable[..., types.CodeType], tuple[object, ...]]:
     """cloudpickle's reduction of ``code``, with its real file name where cloudpickle put
     ``"<dynamic-code>"`` (3.1.3 and later do)."""
     rebuild, args = cloudpickle.cloudpickle._code_reduce(code)
@@ -61,13 +68,13 @@ class _Pickler(cloudpickle.CloudPickler):
     dispatch_table = ChainMap({types.CodeType: _code_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
 
 
-def encode(obj: Any) -> Payload:
+def encode(obj: object) -> Payload:
     """Pickle ``obj``; big buffers stay out of band (see the module docstring)."""
     return _dump(obj, _Pickler)
 
 
-def _dump(obj: Any, pickler: type[cloudpickle.CloudPickler]) -> Payload:
-    buffers: list[Any] = []
+def _dump(obj: object, pickler: type[cloudpickle.CloudPickler]) -> Payload:
+    buffers: list[ReadableBuffer] = []
 
     def keep_in_band(buffer: pickle.PickleBuffer) -> bool:
         if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
@@ -92,11 +99,11 @@ class ByValueEncoder:
         self._seen: tuple[int, str] | None = None
         self._local: set[str] = set()
 
-    def __call__(self, obj: Any) -> Payload:
+    def __call__(self, obj: object) -> Payload:
         with self._by_value():
             return _dump(obj, _ByValuePickler)
 
-    def dumps(self, obj: Any) -> bytes:
+    def dumps(self, obj: object) -> bytes:
         """``obj`` as one bytes object (no out-of-band buffers), modules by value alike."""
         with self._by_value():
             stream = io.BytesIO()
@@ -133,7 +140,7 @@ class ByValueEncoder:
         self._seen, self._local = seen, local
         return local
 
-    def _is_local(self, module: Any) -> bool:
+    def _is_local(self, module: object) -> bool:
         path = getattr(module, "__file__", None)
         name = getattr(module, "__name__", "")
         if not path or not isinstance(path, str) or name == "__main__" or name.split(".")[0] == "skyward":
@@ -151,7 +158,7 @@ class _ByValuePickler(_Pickler):
     """Also ships ``@sky.function`` objects of by-value modules by value (they would
     otherwise travel as a reference to their module)."""
 
-    def reducer_override(self, obj: Any) -> Any:
+    def reducer_override(self, obj: object) -> _ReducedType:
         if isinstance(obj, SkywardFunction) and _by_value(obj.__module__):
             return (SkywardFunction, (obj.local, obj.timeout))
         return super().reducer_override(obj)
@@ -164,7 +171,8 @@ def _by_value(module: str) -> bool:
 
 
 def decode(payload: Payload) -> Any:
-    """The object ``encode`` packed."""
+    """The object ``encode`` packed: whatever it was (a request, an outcome, a user's
+    value), so the caller unpacks it into the types it knows were sent."""
     if isinstance(payload, bytes):
         return load_payload(payload)
     header, buffers = payload
@@ -182,12 +190,20 @@ class TaskRequest:
 
     task_id: str
     name: str
-    fn: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    fn: Callable[..., object]
+    args: tuple[object, ...] = ()
+    kwargs: dict[str, object] = field(default_factory=dict)
     timeout: float | None = None
     kind: str = CALL
     view: MembershipView | None = None
+
+    @property
+    def chunk(self) -> list[object]:
+        """A ``MAP`` request's items: its one argument, the list the driver cut."""
+        items = self.args[0]
+        if not isinstance(items, list):
+            raise TypeError(f"a map request carries a list of items, got {type(items).__name__}")
+        return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +236,8 @@ class TaskFailure:
         return exc
 
 
-Outcome = tuple[bool, Any]
+Outcome = tuple[bool, object]
+"""``(True, value)`` or ``(False, TaskFailure)``."""
 
 
 def _unpickle_exception(payload: bytes | None, type_name: str, message: str) -> BaseException:
@@ -254,8 +271,8 @@ def _pickle_exception(exc: BaseException) -> bytes | None:
 @dataclass(frozen=True, slots=True)
 class _ExceptionState:
     cls: type[BaseException]
-    args: tuple[Any, ...]
-    state: dict[str, Any]
+    args: tuple[object, ...]
+    state: dict[str, object]
 
     def rebuild(self) -> BaseException:
         exc = self.cls.__new__(self.cls)
@@ -264,9 +281,11 @@ class _ExceptionState:
         return exc
 
 
-def describe_unpicklable(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> TypeError | None:
+def describe_unpicklable(
+    fn: object, args: tuple[object, ...], kwargs: dict[str, object], name: str
+) -> TypeError | None:
     """Find which part of a call cannot be pickled and say so; None if all of it can."""
-    parts: list[tuple[str, Any]] = [("the function", fn)]
+    parts: list[tuple[str, object]] = [("the function", fn)]
     parts += [(f"argument {i}", value) for i, value in enumerate(args)]
     parts += [(f"keyword argument {key!r}", value) for key, value in kwargs.items()]
     for label, value in parts:

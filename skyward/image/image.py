@@ -5,8 +5,8 @@ the script that prepares a node (``skyward.image.script``)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from skyward.core.validation import (
     as_str_tuple,
@@ -17,7 +17,7 @@ from skyward.core.validation import (
     fail,
 )
 from skyward.image.script import Artifacts, render
-from skyward.observe.metrics import Default
+from skyward.observe.metrics import Collector, Default
 from skyward.observe.metrics import normalize as normalize_metrics
 
 SKYWARD_SOURCES = ("auto", "local", "github", "pypi")
@@ -54,7 +54,9 @@ class Image:
     includes: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
     skyward_source: str = "auto"
-    metrics: Any = Default()
+    metrics: Default | Collector | Sequence[Collector | Default] | None = Default()
+    """What each node samples: ``Default()``, one ``sky.metrics`` collector, several (a list
+    becomes a tuple), or None for nothing."""
     bootstrap_timeout: int = 300
     pip_extra_index_url: str | None = None
     """The older reference's extra index for every package: becomes a ``PipIndex`` with

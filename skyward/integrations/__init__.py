@@ -6,7 +6,18 @@ a pool (``JoblibPool``, ``ScikitLearnPool``, ``joblib_backend``, ``sklearn_backe
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from skyward.integrations.decorators import jax as jax
+    from skyward.integrations.decorators import keras as keras
+    from skyward.integrations.decorators import tensorflow as tensorflow
+    from skyward.integrations.decorators import torch as torch
+    from skyward.integrations.decorators import transformers as transformers
+    from skyward.integrations.pools import JoblibPool as JoblibPool
+    from skyward.integrations.pools import ScikitLearnPool as ScikitLearnPool
+    from skyward.integrations.pools import joblib_backend as joblib_backend
+    from skyward.integrations.pools import sklearn_backend as sklearn_backend
 
 _LAZY = {
     "keras": "skyward.integrations.decorators",
@@ -23,7 +34,7 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import ParamSpec, TypeVar, overload
 
 from skyward.core.function import SkywardFunction
 from skyward.core.instance import InstanceInfo, instance_info
@@ -33,7 +33,29 @@ from skyward.plugins.torch_group import rank_env
 
 PORT_BASE = 29500
 PORT_SPAN = 2000
-Decorator = Callable[[Any], Any]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Decorator:
+    """Wraps a function (or a ``@sky.function``, which stays one) so that the framework
+    is set up from ``sky.instance_info()`` before each call's body runs."""
+
+    def __init__(self, setup: Callable[[InstanceInfo], None]) -> None:
+        self._setup = setup
+
+    @overload
+    def __call__(self, fn: SkywardFunction[R]) -> SkywardFunction[R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]: ...
+
+    def __call__(self, fn: object) -> object:
+        if isinstance(fn, SkywardFunction):
+            return SkywardFunction(_with_setup(fn.local, self._setup), fn.timeout)
+        if not callable(fn):
+            raise TypeError(f"sky.integrations decorators take a function, got {type(fn).__name__} {fn!r}")
+        return _with_setup(fn, self._setup)
 
 
 def torch(backend: str | None = None) -> Decorator:
@@ -67,19 +89,12 @@ def tensorflow() -> Decorator:
 
 
 def _decorator(setup: Callable[[InstanceInfo], None]) -> Decorator:
-    def decorate(fn: Any) -> Any:
-        if isinstance(fn, SkywardFunction):
-            return SkywardFunction(_with_setup(fn.local, setup), fn.timeout)
-        if not callable(fn):
-            raise TypeError(f"sky.integrations decorators take a function, got {type(fn).__name__} {fn!r}")
-        return _with_setup(fn, setup)
-
-    return decorate
+    return Decorator(setup)
 
 
-def _with_setup(fn: Callable[..., Any], setup: Callable[[InstanceInfo], None]) -> Callable[..., Any]:
+def _with_setup(fn: Callable[P, R], setup: Callable[[InstanceInfo], None]) -> Callable[P, R]:
     @functools.wraps(fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
         info = instance_info()
         if info is None:
             raise RuntimeError(

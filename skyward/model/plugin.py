@@ -23,12 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from skyward.core.context import DispatchTarget
 
 if TYPE_CHECKING:
     from skyward.core.instance import InstanceInfo
     from skyward.image.image import Image
     from skyward.model.cluster import Cluster
+    from skyward.model.spec import Options
 
 Role = Literal["agent", "process"]
 
@@ -59,11 +62,21 @@ class LaunchContext:
 
 Transform = Callable[["Image", "Cluster"], "Image"]
 Bootstrap = Callable[["Cluster"], tuple[str, ...]]
-Decorate = Callable[[Callable[..., Any]], Callable[..., Any]]
-AroundNode = Callable[["InstanceInfo"], AbstractContextManager[Any]]
-AroundClient = Callable[[Any, "Cluster"], AbstractContextManager[Any]]
+Decorate = Callable[[Callable[..., object]], Callable[..., object]]
+AroundNode = Callable[["InstanceInfo"], AbstractContextManager[object]]
+AroundClient = Callable[["ClientPool", "Cluster"], AbstractContextManager[object]]
 Launcher = Callable[[LaunchCommand, LaunchContext], LaunchCommand]
 WorkersPerNode = Callable[["InstanceInfo"], int]
+
+
+class ClientPool(DispatchTarget, Protocol):
+    """What ``around_client(pool, cluster)`` is given: the open ``sky.Pool`` (its
+    dispatch methods, its options, its node count)."""
+
+    @property
+    def options(self) -> Options: ...
+
+    def current_nodes(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ a bad value raises ValueError naming the field, the value and what is allowed.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -189,7 +189,7 @@ class Spec:
         assert isinstance(self.nodes, Nodes)
         return self.nodes
 
-    def non_defaults(self) -> dict[str, Any]:
+    def non_defaults(self) -> dict[str, object]:
         """Fields set to something other than their default (provider excluded)."""
         default = Spec(provider=self.provider)
         return {
@@ -219,7 +219,7 @@ class Options:
     ``default_compute_timeout`` and ``shutdown_timeout`` may be ``math.inf`` (no limit);
     the provisioning timeouts must be finite. NaN is refused everywhere."""
 
-    selection: str | Callable[..., Any] = "cheapest"
+    selection: str | Callable[[tuple[Spec, ...]], Spec | Sequence[Spec]] = "cheapest"
     worker: Worker | None = None
     provision_timeout: int | None = None
     ssh_timeout: int | None = None
@@ -281,7 +281,7 @@ class Options:
         return self.cluster is not False
 
     def with_(self, **changes: Any) -> Options:
-        """A copy with some fields changed."""
+        """A copy with some fields changed (each checked as the constructor checks it)."""
         return replace(self, **changes)
 
 

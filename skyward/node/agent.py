@@ -20,10 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any
+from typing import Protocol
 
 import cloudpickle
 import ray
+from ray import ObjectRef
+from ray.actor import ActorHandle
 
 from skyward.collections import installed as collections_installed
 from skyward.collections.config import CollectionsConfig
@@ -35,13 +37,14 @@ from skyward.core.validation import wait_limit
 from skyward.engine import death, publish
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import TCP, LaneServer
+from skyward.engine.transports.ray_actors import AgentHandle
 from skyward.engine.wire import CALL, PROBE, Payload, TaskFailure, TaskRequest, decode, encode
 from skyward.model.plugin import LaunchCommand
 from skyward.model.spec import Worker
 from skyward.node.outbox import Outbox
-from skyward.node.process_executor import ProcessExecutor
+from skyward.node.process_executor import ChildSetup, ProcessExecutor
 from skyward.node.thread_executor import ThreadExecutor
-from skyward.observe.events import Log
+from skyward.observe.events import Event, Log
 from skyward.observe.metrics import Collector, MetricSampler
 from skyward.plugins import node as node_plugins
 from skyward.plugins.hooks import ray_options
@@ -107,27 +110,27 @@ class NodeRunner:
         self._printed: set[str] = set()
         self._running = threading.BoundedSemaphore(setup.worker.concurrency)
         self.gateway = Gateway(collections_installed.node_engine, setup.info.node)
-        self._task_ended_hooks: list[Any] = []
-        self._info_hooks: list[Any] = []
+        self._task_ended_hooks: list[Callable[[str], object]] = []
+        self._info_hooks: list[Callable[[InstanceInfo], object]] = []
         self._epoch = 0
         self._view_lock = threading.Lock()
         self._probes = ThreadExecutor(setup.info, 1, lambda task_id: None)
         if setup.worker.resolved_executor == "process":
-            child_setup = {
-                "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env, "collections": setup.collections,
-                "plugins": setup.plugins,
+            child_setup: ChildSetup = {
+                "info": setup.info, "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env,
+                "collections": setup.collections, "plugins": setup.plugins,
             }
-            self._executor: Any = ProcessExecutor(
+            self._executor: ProcessExecutor | ThreadExecutor = ProcessExecutor(
                 setup.info, setup.worker.reuse_processes, self.line, child_setup, self.gateway, self.publish
             )
         else:
             self._executor = ThreadExecutor(setup.info, setup.worker.concurrency, self._task_ended)
 
-    def on_task_end(self, hook: Any) -> None:
+    def on_task_end(self, hook: Callable[[str], object]) -> None:
         """Call ``hook(task_id)`` after each thread-executor task (to flush its output)."""
         self._task_ended_hooks.append(hook)
 
-    def on_info(self, hook: Any) -> None:
+    def on_info(self, hook: Callable[[InstanceInfo], object]) -> None:
         """Call ``hook(info)`` when the pool's membership changed this node's InstanceInfo."""
         self._info_hooks.append(hook)
 
@@ -189,7 +192,7 @@ class NodeRunner:
             self._printed.add(task_id)
         self.outbox.put(Log(self.info.node, line, stream, task_id or None))
 
-    def publish(self, task_id: str, event: Any) -> None:
+    def publish(self, task_id: str, event: Event) -> None:
         """An event task ``task_id`` sends to the client (its result waits for it)."""
         self._printed.add(task_id)
         self.outbox.put(event)
@@ -301,7 +304,7 @@ class NodeAgent:
         """Remote client ``client`` is gone: free its locks, break the barriers it joined."""
         self._runner.gateway.end_client(client)
 
-    def _publish(self, event: Any) -> None:
+    def _publish(self, event: Event) -> None:
         task = current_task()
         self._runner.publish(task.task_id if task else "", event)
 
@@ -364,8 +367,8 @@ def _unloadable(failure: TaskFailure, node: int) -> TaskFailure:
 
 
 def start_agents(
-    setups: Sequence[AgentSetup], placement: Sequence[dict[str, Any]] = ()
-) -> list[Any]:
+    setups: Sequence[AgentSetup], placement: Sequence[dict[str, object]] = ()
+) -> list[ActorHandle[NodeAgent]]:
     """One ``NodeAgent`` actor per setup; ``placement[i]`` are extra Ray actor options
     for agent ``i`` (resources, scheduling strategy) that pin it to its node."""
     if not setups:
@@ -378,7 +381,15 @@ def start_agents(
     ]
 
 
-def _agent_class(slots: int) -> Any:
+class _AgentClass(Protocol):
+    """``NodeAgent`` as a Ray actor class, with the options it is started with."""
+
+    def options(self, **options: object) -> _AgentClass: ...
+
+    def remote(self, setup: AgentSetup | None, saved_setup: str = "") -> ActorHandle[NodeAgent]: ...
+
+
+def _agent_class(slots: int) -> _AgentClass:
     return ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack the actor options
         num_cpus=0,
         max_restarts=-1,
@@ -388,7 +399,7 @@ def _agent_class(slots: int) -> Any:
     )(NodeAgent)
 
 
-def start_spares(names: Sequence[str], saved_setups: Sequence[str]) -> list[Any]:
+def start_spares(names: Sequence[str], saved_setups: Sequence[str]) -> list[ActorHandle[NodeAgent]]:
     """One spare ``NodeAgent`` per name (a named actor in this namespace, for up to
     ``SPARE_SLOTS`` task slots), each saving its setup at ``saved_setups[i]``."""
     remote_agent = _agent_class(SPARE_SLOTS)
@@ -401,22 +412,24 @@ def adoptable(setup: AgentSetup) -> bool:
     return setup.launch is None and setup.worker.slots <= SPARE_SLOTS
 
 
-def adopt(spares: Sequence[Any], setups: Sequence[AgentSetup], timeout: float) -> list[Any]:
+def adopt(
+    spares: Sequence[ActorHandle[NodeAgent]], setups: Sequence[AgentSetup], timeout: float
+) -> list[ActorHandle[NodeAgent]]:
     """Set each spare up with its setup (``configure``); returns the spares. Raises
     what a spare raised, or GetTimeoutError after ``timeout`` seconds."""
-    refs = [spare.configure.remote(setup) for spare, setup in zip(spares, setups)]
+    refs: list[ObjectRef[int]] = [spare.configure.remote(setup) for spare, setup in zip(spares, setups)]
     if refs:
         ray.get(refs, timeout=timeout)
     return list(spares)
 
 
-def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> None:
+def wait_ready(agents: Sequence[AgentHandle], timeout: float, where: str, hint: str) -> None:
     """Return once every agent answers; TimeoutError naming how many did not (and
     ``hint``, the likely fix) after ``timeout`` seconds."""
     if not agents:
         return
     started = time.monotonic()
-    refs = [agent.ready.remote() for agent in agents]
+    refs: list[ObjectRef[int]] = [agent.ready.remote() for agent in agents]
     ready, pending = ray.wait(refs, num_returns=len(refs), timeout=wait_limit(timeout))
     if pending:
         raise TimeoutError(
@@ -426,9 +439,9 @@ def wait_ready(agents: Sequence[Any], timeout: float, where: str, hint: str) -> 
     ray.get(ready)
 
 
-def stop_agents(agents: Sequence[Any]) -> None:
+def stop_agents(agents: Sequence[AgentHandle]) -> None:
     """Ask every agent to shut down (bounded), then kill the actors."""
-    refs = []
+    refs: list[ObjectRef[None]] = []
     for agent in agents:
         try:
             refs.append(agent.shutdown.remote())
@@ -437,6 +450,8 @@ def stop_agents(agents: Sequence[Any]) -> None:
     if refs:
         ray.wait(refs, num_returns=len(refs), timeout=5)
     for agent in agents:
+        if not isinstance(agent, ActorHandle):  # ray.kill would refuse it
+            continue
         try:
             ray.kill(agent, no_restart=True)
         except Exception:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
 
 from skyward.core.function import SkywardFunction
 from skyward.engine.wire import CALL, Outcome, TaskFailure, TaskRequest
 from skyward.plugins.node import decorated
 
 
-def plain_callable(fn: Any) -> Callable[..., Any]:
+def plain_callable(fn: Callable[..., object]) -> Callable[..., object]:
     """The function to call: a decorated function's original, or ``fn`` itself."""
     return fn.local if isinstance(fn, SkywardFunction) else fn
 
@@ -26,8 +25,8 @@ def execute(request: TaskRequest, node: int, on_item: Callable[[int], None] | No
         fn = decorated(plain_callable(request.fn))
         if request.kind == CALL:
             return True, _not_generator(fn(*request.args, **request.kwargs), request.name)
-        results = []
-        for index, item in enumerate(request.args[0]):
+        results: list[object] = []
+        for index, item in enumerate(request.chunk):
             if on_item is not None:
                 on_item(index)
             try:
@@ -39,7 +38,7 @@ def execute(request: TaskRequest, node: int, on_item: Callable[[int], None] | No
         return False, TaskFailure.from_exception(exc, node)
 
 
-def _not_generator(value: Any, name: str) -> Any:
+def _not_generator(value: object, name: str) -> object:
     """``value``; TypeError when it is a generator, which cannot travel back (the client
     streams the values of a generator function's calls, so only a plain function that
     returns a generator, or a map over a generator function, gets here)."""

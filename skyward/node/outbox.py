@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any
+
+from skyward.observe.events import Event
 
 MAX_BUFFERED = 100_000
 
@@ -15,7 +16,7 @@ class Outbox:
     (and counted). Thread-safe."""
 
     def __init__(self) -> None:
-        self._events: deque[Any] = deque()
+        self._events: deque[Event] = deque()
         self._changed = threading.Condition()
         self._published = 0
         self._dropped = 0
@@ -26,7 +27,7 @@ class Outbox:
         """How many events were put so far."""
         return self._published
 
-    def put(self, event: Any) -> None:
+    def put(self, event: Event) -> None:
         """Hold ``event`` for the client."""
         with self._changed:
             self._events.append(event)
@@ -36,7 +37,7 @@ class Outbox:
                 self._dropped += 1
             self._changed.notify_all()
 
-    def take(self, wait: float) -> tuple[list[Any], int, int]:
+    def take(self, wait: float) -> tuple[list[Event], int, int]:
         """Everything held (waiting up to ``wait`` s for something unless woken), how many
         were dropped since the last take, and how many were put so far: the events
         returned are the last of those."""

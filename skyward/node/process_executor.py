@@ -19,11 +19,12 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TypedDict
 
 import cloudpickle
 
 from skyward.collections import bridge
+from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import Gateway
 from skyward.core.codec import load_payload
 from skyward.core.instance import InstanceInfo
@@ -31,18 +32,30 @@ from skyward.engine import death
 from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
 from skyward.model.plugin import LaunchCommand
 from skyward.node.thread_executor import timeout_failure
+from skyward.observe.events import Event
 from skyward.plugins.node import child_command
 
 STOP_GRACE = 2.0
 LineSink = Callable[[str, str, str], None]
-EventSink = Callable[[str, Any], None]
+EventSink = Callable[[str, Event], None]
+
+
+class ChildSetup(TypedDict):
+    """What a worker process sets itself up with (see ``process_worker``)."""
+
+    info: InstanceInfo
+    cwd: str
+    sys_path: tuple[str, ...]
+    env: dict[str, str]
+    collections: CollectionsConfig | None
+    plugins: bytes
 
 
 class _Child:
     """One worker process and the parent's ends of its pipes; ``worker`` is its index
     among the node's children (``instance_info().worker`` inside it)."""
 
-    def __init__(self, setup: dict[str, Any], worker: int) -> None:
+    def __init__(self, setup: ChildSetup, worker: int) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self.worker = worker
@@ -145,7 +158,7 @@ class ProcessExecutor:
         info: InstanceInfo,
         reuse: bool,
         sink: LineSink,
-        setup: dict[str, Any],
+        setup: ChildSetup,
         gateway: Gateway,
         publish: EventSink,
     ) -> None:
@@ -154,7 +167,7 @@ class ProcessExecutor:
         self._reuse = reuse
         self._sink = sink
         self._gateway = gateway
-        self._setup = {**setup, "info": info}
+        self._setup: ChildSetup = {**setup, "info": info}
         self._idle: list[_Child] = []
         self._all: set[_Child] = set()
         self._workers: set[int] = set()

@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 from multiprocessing.connection import Connection
-from typing import Any
 
 import cloudpickle
 
@@ -34,7 +33,7 @@ def main(read_fd: int, write_fd: int) -> None:
     outbox = Connection(write_fd, readable=False)
     send_lock = threading.Lock()
 
-    def send(*frame: Any) -> None:
+    def send(*frame: object) -> None:
         data = cloudpickle.dumps(frame)
         with send_lock:
             outbox.send_bytes(data)

@@ -12,14 +12,47 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
 from skyward.observe.events import Error, Event
 from skyward.observe.legacy import LegacyEvent, Translator
 
-Handler = Callable[[Any], Any]
+E = TypeVar("E", bound=Event)
 Callback = Callable[[Event], Event | None]
-Subscribe = Callable[[type, Handler], Callable[[], None]]
+
+
+class Subscribe(Protocol):
+    """``subscribe(event_type, handler)`` (``pool.on``): call ``handler`` with every event
+    of ``event_type``; returns a function that unsubscribes it."""
+
+    def __call__(self, event_type: type[E], handler: Callable[[E], object], /) -> Callable[[], None]: ...
+
+
+class _Delivery(Protocol):
+    @property
+    def event_type(self) -> type[Event]: ...
+
+    @property
+    def legacy(self) -> bool: ...
+
+    def deliver(self, event: Event, reported: set[int]) -> str | None: ...
+
+
+class _Subscription(Generic[E]):
+    """One ``on(event_type, handler)``: ``handler`` takes only ``event_type``'s events."""
+
+    __slots__ = ("event_type", "handler", "legacy")
+
+    def __init__(self, event_type: type[E], handler: Callable[[E], object], legacy: bool) -> None:
+        self.event_type = event_type
+        self.handler = handler
+        self.legacy = legacy
+
+    def deliver(self, event: Event, reported: set[int]) -> str | None:
+        """Run the handler (see ``_call``) if ``event`` is of its type."""
+        if not isinstance(event, self.event_type):
+            return None
+        return _call(self.handler, event, reported)
 
 _log = logging.getLogger("skyward")
 _global_lock = threading.Lock()
@@ -32,14 +65,14 @@ class EventBus:
     (``observe.legacy``) are made from the current ones for those who listen for them."""
 
     def __init__(self) -> None:
-        self._handlers: list[tuple[type, Handler, bool]] = []
+        self._handlers: list[_Delivery] = []
         self._lock = threading.Lock()
         self._reported: set[int] = set()
-        self._types: frozenset[type] = frozenset()
+        self._types: frozenset[type[Event]] = frozenset()
         self._legacy_wanted = False
         self._translator = Translator()
 
-    def on(self, event_type: type, handler: Handler, *, legacy: bool = False) -> Callable[[], None]:
+    def on(self, event_type: type[E], handler: Callable[[E], object], *, legacy: bool = False) -> Callable[[], None]:
         """Call ``handler(event)`` for every event of ``event_type`` (or a subclass); with
         ``legacy`` also the older reference's events (``ComputePool(on_event=...)``).
         Returns a function that unsubscribes it."""
@@ -47,7 +80,7 @@ class EventBus:
             raise TypeError(f"pool.on() takes an event class such as sky.TaskCompleted, got {event_type!r}")
         if not callable(handler):
             raise TypeError(f"pool.on() needs a callable handler, got {handler!r}")
-        entry = (event_type, handler, legacy or issubclass(event_type, LegacyEvent))
+        entry = _Subscription(event_type, handler, legacy or issubclass(event_type, LegacyEvent))
         with self._lock:
             self._handlers.append(entry)
             self._refresh()
@@ -61,8 +94,8 @@ class EventBus:
         return unsubscribe
 
     def _refresh(self) -> None:
-        self._types = frozenset(t for t, _, _ in self._handlers)
-        self._legacy_wanted = any(old for _, _, old in self._handlers)
+        self._types = frozenset(entry.event_type for entry in self._handlers)
+        self._legacy_wanted = any(entry.legacy for entry in self._handlers)
 
     def wants(self, event_type: type) -> bool:
         """True when someone listens for ``event_type`` (lets hot paths skip building events)."""
@@ -70,24 +103,24 @@ class EventBus:
             return True
         return any(issubclass(event_type, t) for t in self._types)
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: Event) -> None:
         """Deliver ``event`` to matching handlers, then to the callbacks; then its older
         counterparts to those who take them."""
         legacy = isinstance(event, LegacyEvent)
         with self._lock:
-            handlers = [h for t, h, old in self._handlers if isinstance(event, t) and (old or not legacy)]
-        for handler in handlers:
-            self._call(handler, event)
+            entries = [e for e in self._handlers if isinstance(event, e.event_type) and (e.legacy or not legacy)]
+        for entry in entries:
+            self._reported_error(entry.deliver(event, self._reported))
         with _global_lock:
             callbacks = list(_global_callbacks)
         for callback in callbacks:
-            self._call(callback, event)
+            self._reported_error(_call(callback, event, self._reported))
         if not legacy and (self._legacy_wanted or callbacks):
             for old in self._translator.translate(event):
                 self.emit(old)
 
-    def _call(self, handler: Handler, event: Any) -> None:
-        message = _call(handler, event, self._reported)
+    def _reported_error(self, message: str | None) -> None:
+        """Report a handler's failure (``_call``'s message, if any)."""
         if message is None:
             return
         if self.wants(Error):
@@ -96,7 +129,7 @@ class EventBus:
             _report(message)
 
 
-def _call(handler: Handler, event: Any, reported: set[int]) -> str | None:
+def _call(handler: Callable[[E], object], event: E, reported: set[int]) -> str | None:
     """Run one handler, swallowing what it raises; returns a message the first time a
     given handler raises, None otherwise."""
     try:

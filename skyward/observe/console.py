@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol, TextIO
 
 from skyward.observe import rich_console
 from skyward.observe.bus import Subscribe
@@ -74,10 +74,10 @@ class MinimalConsole:
     def _task_line(self, event: Log) -> None:
         self._write(sys.stderr if event.stream == "stderr" else sys.stdout, f"[node {event.node}] {event.line}")
 
-    def _error(self, event: Any) -> None:
+    def _error(self, event: Error) -> None:
         self._write(sys.stderr, f"{stamp(event.timestamp)} {describe(event)}")
 
-    def _write(self, stream: Any, text: str) -> None:
+    def _write(self, stream: TextIO, text: str) -> None:
         with self._lock:
             stream.write(text + "\n")
             stream.flush()
@@ -89,7 +89,7 @@ class MinimalConsole:
         self._unsubscribe = []
 
 
-def _isatty(stream: Any) -> bool:
+def _isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):

@@ -7,10 +7,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.core.validation import check_number
-from skyward.observe.events import CostFinal, CostUpdate
+from skyward.observe.events import CostFinal, CostUpdate, Event
 
 UPDATE_INTERVAL = 60.0
 
@@ -47,7 +46,7 @@ class CostMeter:
     run on a daemon thread while the cluster has a price. ``reprice`` follows nodes
     joining and leaving: what was spent so far stays counted at the old price."""
 
-    def __init__(self, pricing: Pricing, emit: Callable[[Any], None], interval: float = UPDATE_INTERVAL) -> None:
+    def __init__(self, pricing: Pricing, emit: Callable[[Event], None], interval: float = UPDATE_INTERVAL) -> None:
         self.pricing = pricing
         self._emit = emit
         self._interval = interval

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 from skyward.observe.events import (
     BootstrapPhase,
@@ -15,6 +16,7 @@ from skyward.observe.events import (
     CostFinal,
     CostUpdate,
     Error,
+    Event,
     InstanceBootstrapped,
     InstanceDestroyed,
     InstancePreempted,
@@ -27,12 +29,15 @@ from skyward.observe.events import (
     TaskStarted,
 )
 
+E = TypeVar("E", bound=Event)
 
-def describe(event: Any) -> str:
+
+def describe(event: object) -> str:
     """The line for ``event`` ("" for an object that is not a skyward event)."""
-    for kind, render in _RENDERERS:
-        if isinstance(event, kind):
-            return render(event)
+    for renderer in _RENDERERS:
+        line = renderer.render(event)
+        if line is not None:
+            return line
     return ""
 
 
@@ -81,28 +86,45 @@ def _task(event: TaskCompleted) -> str:
     return f"node {event.node}: {event.name} failed after {event.duration:.2f}s: {event.error}"
 
 
-_RENDERERS: tuple[tuple[type, Any], ...] = (
-    (ClusterRequested, lambda e: f"pool {e.pool}: starting {plural(e.nodes, 'node')} on {e.provider}"),
-    (ClusterProvisioned, lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} provisioned in {e.duration:.1f}s"),
-    (BootstrapPhase, lambda e: (f"node {e.node}: " if e.node is not None else "")
+class _Renderer(Protocol):
+    def render(self, event: object) -> str | None: ...
+
+
+class _Render(Generic[E]):
+    """The line of the events of class ``kind`` (None for any other object)."""
+
+    __slots__ = ("kind", "line")
+
+    def __init__(self, kind: type[E], line: Callable[[E], str]) -> None:
+        self.kind = kind
+        self.line = line
+
+    def render(self, event: object) -> str | None:
+        return self.line(event) if isinstance(event, self.kind) else None
+
+
+_RENDERERS: tuple[_Renderer, ...] = (
+    _Render(ClusterRequested, lambda e: f"pool {e.pool}: starting {plural(e.nodes, 'node')} on {e.provider}"),
+    _Render(ClusterProvisioned, lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} provisioned in {e.duration:.1f}s"),
+    _Render(BootstrapPhase, lambda e: (f"node {e.node}: " if e.node is not None else "")
         + f"bootstrap {e.phase} took {e.duration:.1f}s"),
-    (ClusterReady, lambda e: f"pool {e.pool}: ready, {plural(e.nodes, 'node')} in {e.duration:.1f}s"),
-    (ClusterDestroyed, lambda e: f"pool {e.pool}: stopped after {e.duration:.1f}s"),
-    (ClusterResized, lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} up, {e.target} wanted ({e.reason})"),
-    (InstanceProvisioned, lambda e: f"node {e.node}: provisioned ({e.instance_id}"
+    _Render(ClusterReady, lambda e: f"pool {e.pool}: ready, {plural(e.nodes, 'node')} in {e.duration:.1f}s"),
+    _Render(ClusterDestroyed, lambda e: f"pool {e.pool}: stopped after {e.duration:.1f}s"),
+    _Render(ClusterResized, lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} up, {e.target} wanted ({e.reason})"),
+    _Render(InstanceProvisioned, lambda e: f"node {e.node}: provisioned ({e.instance_id}"
         + (f", {e.ip}" if e.ip else "") + (", spot" if e.spot else "") + ")"),
-    (InstanceBootstrapped, lambda e: f"node {e.node}: up in {e.duration:.1f}s"),
-    (InstancePreempted, lambda e: f"node {e.node}: preempted" + (f" ({e.reason})" if e.reason else "")),
-    (InstanceReplaced, lambda e: f"node {e.node}: replaced ({e.reason})"),
-    (InstanceDestroyed, lambda e: f"node {e.node}: stopped"),
-    (TaskStarted, lambda e: f"node {e.node}: {e.name} started ({e.task_id})"),
-    (BroadcastStarted, lambda e: f"broadcast {e.name} ({e.task_id}) to nodes {', '.join(map(str, e.nodes))}"),
-    (TaskCompleted, _task),
-    (Progress, progress_line),
-    (Log, lambda e: f"[node {e.node}] {e.line}"),
-    (Metric, lambda e: f"node {e.node}: {e.name} {e.value:.1f}{e.unit}"),
-    (Error, lambda e: (f"node {e.node}: " if e.node is not None else "") + f"error: {e.message}"),
-    (CostUpdate, lambda e: f"cost so far {money(e.accumulated_cost)} after {e.elapsed_seconds:.0f}s "
+    _Render(InstanceBootstrapped, lambda e: f"node {e.node}: up in {e.duration:.1f}s"),
+    _Render(InstancePreempted, lambda e: f"node {e.node}: preempted" + (f" ({e.reason})" if e.reason else "")),
+    _Render(InstanceReplaced, lambda e: f"node {e.node}: replaced ({e.reason})"),
+    _Render(InstanceDestroyed, lambda e: f"node {e.node}: stopped"),
+    _Render(TaskStarted, lambda e: f"node {e.node}: {e.name} started ({e.task_id})"),
+    _Render(BroadcastStarted, lambda e: f"broadcast {e.name} ({e.task_id}) to nodes {', '.join(map(str, e.nodes))}"),
+    _Render(TaskCompleted, _task),
+    _Render(Progress, progress_line),
+    _Render(Log, lambda e: f"[node {e.node}] {e.line}"),
+    _Render(Metric, lambda e: f"node {e.node}: {e.name} {e.value:.1f}{e.unit}"),
+    _Render(Error, lambda e: (f"node {e.node}: " if e.node is not None else "") + f"error: {e.message}"),
+    _Render(CostUpdate, lambda e: f"cost so far {money(e.accumulated_cost)} after {e.elapsed_seconds:.0f}s "
         f"at {money(e.hourly_rate)}/h"),
-    (CostFinal, lambda e: f"cost {cost_line(e)} over {e.total_seconds:.1f}s"),
+    _Render(CostFinal, lambda e: f"cost {cost_line(e)} over {e.total_seconds:.1f}s"),
 )

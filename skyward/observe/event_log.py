@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe
@@ -24,6 +23,7 @@ from skyward.observe.events import (
     CostFinal,
     CostUpdate,
     Error,
+    Event,
     InstanceBootstrapped,
     InstanceDestroyed,
     InstancePreempted,
@@ -39,7 +39,7 @@ from skyward.observe.events import (
 TRACE = 5
 EVENTS_LOGGER = "skyward.events"
 TASK_LOGGER = "skyward.task"
-_LEVELS: dict[type, int] = {
+_LEVELS: dict[type[Event], int] = {
     ClusterRequested: logging.INFO, ClusterProvisioned: logging.INFO, BootstrapPhase: logging.INFO,
     ClusterReady: logging.INFO, ClusterDestroyed: logging.INFO, InstanceProvisioned: logging.INFO,
     InstanceBootstrapped: logging.INFO, InstanceDestroyed: logging.INFO, CostUpdate: logging.INFO,
@@ -61,7 +61,7 @@ class EventLog:
             if kind_level >= level:
                 self._unsubscribe.append(subscribe(kind, self._event))
 
-    def _event(self, event: Any) -> None:
+    def _event(self, event: Event) -> None:
         level = _LEVELS[type(event)]
         if isinstance(event, Progress) and not event.finished:
             return

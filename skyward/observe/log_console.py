@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe, progress_line
@@ -39,7 +39,11 @@ from skyward.observe.view import PoolView
 
 PROGRESS_EVERY = 2.0
 LOAD_EVERY = 15.0
-_LINES: tuple[type, ...] = (
+_Line = (
+    ClusterRequested | ClusterProvisioned | BootstrapPhase | ClusterReady | InstanceBootstrapped
+    | InstancePreempted | InstanceReplaced | ClusterResized | Error | CostUpdate | CostFinal
+)
+_LINES: tuple[type[_Line], ...] = (
     ClusterRequested, ClusterProvisioned, BootstrapPhase, ClusterReady, InstanceBootstrapped,
     InstancePreempted, InstanceReplaced, ClusterResized, Error, CostUpdate, CostFinal,
 )
@@ -58,15 +62,14 @@ class LogConsole:
         self._lock = threading.Lock()
         self._progress: dict[str, tuple[float, float]] = {}
         self._load_at = time.monotonic()
-        handlers: list[tuple[type, Callable[[Any], Any]]] = [(kind, self._line) for kind in _LINES]
-        handlers += [
-            (Log, self._task_output),
-            (TaskCompleted, self._task_completed),
-            (Progress, self._progress_event),
-            (Metric, self._metric),
-            (ClusterDestroyed, self._destroyed),
+        self._unsubscribe: list[Callable[[], None]] = [subscribe(kind, self._line) for kind in _LINES]
+        self._unsubscribe += [
+            subscribe(Log, self._task_output),
+            subscribe(TaskCompleted, self._task_completed),
+            subscribe(Progress, self._progress_event),
+            subscribe(Metric, self._metric),
+            subscribe(ClusterDestroyed, self._destroyed),
         ]
-        self._unsubscribe = [subscribe(kind, handler) for kind, handler in handlers]
 
     def close(self) -> None:
         """Stop writing."""
@@ -80,7 +83,7 @@ class LogConsole:
             out.write(f"{stamp(timestamp)} {text}\n")
             out.flush()
 
-    def _line(self, event: Any) -> None:
+    def _line(self, event: _Line) -> None:
         self.view.apply(event)
         self._write(describe(event), timestamp=event.timestamp)
 

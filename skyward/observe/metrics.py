@@ -33,13 +33,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import psutil
 
 from skyward.core.validation import check_number, fail
 from skyward.observe import gpu
-from skyward.observe.events import Error, Metric
+from skyward.observe.events import Error, Event, Metric
 
 __all__ = [
     "CPU", "Collector", "Custom", "Default", "Disk", "GPU", "GPUMemory", "GPUMemoryTotal",
@@ -313,7 +313,7 @@ def _rate(counter: Callable[[], int]) -> Probe:
     return read
 
 
-def normalize(value: Any) -> Default | tuple[Collector, ...] | None:
+def normalize(value: object) -> Default | tuple[Collector | Default, ...] | None:
     """Validate ``Image.metrics``: None, ``Default()``, one collector or several (a list
     becomes a tuple). Raises ValueError naming the bad item."""
     if value is None or isinstance(value, Default):
@@ -330,7 +330,7 @@ def normalize(value: Any) -> Default | tuple[Collector, ...] | None:
     return items
 
 
-def resolve(value: Any) -> tuple[Collector, ...]:
+def resolve(value: object) -> tuple[Collector, ...]:
     """The collectors ``Image.metrics`` stands for; a later collector replaces an earlier
     one with the same name (``[Default(), CPU(interval=0.2)]`` samples CPU faster)."""
     normalized = normalize(value)
@@ -350,7 +350,7 @@ class MetricSampler:
     on; ``sample(False)`` pauses it when nobody listens). A collector that raises is
     reported once as an ``Error`` event and kept; one the node cannot measure is skipped."""
 
-    def __init__(self, collectors: Iterable[Collector], node: int, put: Callable[[Any], None]) -> None:
+    def __init__(self, collectors: Iterable[Collector], node: int, put: Callable[[Event], None]) -> None:
         self._collectors = tuple(collectors)
         self._node = node
         self._put = put

@@ -16,10 +16,12 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from skyward.observe.bus import EventBus
 from skyward.observe.events import Progress, TaskCompleted, TaskStarted
+
+T = TypeVar("T")
 
 
 def guided_chunks(total: int, lanes: int, chunks_per_lane: int) -> Iterator[int]:
@@ -94,7 +96,7 @@ class ProgressTracker:
                 final = batch.event(finished=True)
             self._bus.emit(final)
 
-    def futures(self, kind: str, name: str, futures: list[concurrent.futures.Future[Any]]) -> None:
+    def futures(self, kind: str, name: str, futures: list[concurrent.futures.Future[T]]) -> None:
         """Count ``futures`` as they finish (a cancelled or failed one counts as failed)."""
         if not futures or not self._bus.wants(Progress):
             return
@@ -103,7 +105,7 @@ class ProgressTracker:
         for future in futures:
             future.add_done_callback(lambda f: self._future_done(batch, f))
 
-    def _future_done(self, batch: _Batch, future: concurrent.futures.Future[Any]) -> None:
+    def _future_done(self, batch: _Batch, future: concurrent.futures.Future[T]) -> None:
         with self._lock:
             if future.cancelled() or future.exception() is not None:
                 batch.failed += 1

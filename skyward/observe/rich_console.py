@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -92,16 +91,15 @@ class RichConsole:
         self._bars: dict[str, TaskID] = {}
         self._bars_lock = threading.Lock()
         self._unsubscribe = [subscribe(kind, self.view.apply) for kind in EVENTS if kind is not ProgressEvent]
-        for kind, handler in (
-            (ProgressEvent, self._progress_event),
-            (Log, self._task_output),
-            (TaskCompleted, self._task_completed),
-            (Error, self._notice),
-            (InstanceReplaced, self._notice),
-            (InstancePreempted, self._notice),
-            (ClusterResized, self._change),
-        ):
-            self._unsubscribe.append(subscribe(kind, handler))
+        self._unsubscribe += [
+            subscribe(ProgressEvent, self._progress_event),
+            subscribe(Log, self._task_output),
+            subscribe(TaskCompleted, self._task_completed),
+            subscribe(Error, self._notice),
+            subscribe(InstanceReplaced, self._notice),
+            subscribe(InstancePreempted, self._notice),
+            subscribe(ClusterResized, self._change),
+        ]
         self._live: Live | None = None
         if live:
             with _active_lock:
@@ -203,10 +201,10 @@ class RichConsole:
         if event.error is not None:
             self._print(Text(describe(event), style="red"))
 
-    def _notice(self, event: Any) -> None:
+    def _notice(self, event: Error | InstanceReplaced | InstancePreempted) -> None:
         self._print(Text(describe(event), style="red"))
 
-    def _change(self, event: Any) -> None:
+    def _change(self, event: ClusterResized) -> None:
         self._print(Text(describe(event), style="yellow"))
 
     def _print(self, text: Text) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
 from skyward.observe.describe import cost_line, plural
 from skyward.observe.events import (
@@ -15,6 +16,7 @@ from skyward.observe.events import (
     ClusterResized,
     CostFinal,
     CostUpdate,
+    Event,
     InstanceBootstrapped,
     InstanceDestroyed,
     InstancePreempted,
@@ -71,12 +73,12 @@ class PoolView:
         self.mapped = 0
         self.cost: CostUpdate | CostFinal | None = None
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: object) -> None:
         """Fold one event into the view (other objects are ignored)."""
         with self.lock:
-            handler = _HANDLERS.get(type(event))
-            if handler is not None:
-                handler(self, event)
+            fold = _FOLDS.get(type(event))
+            if fold is not None:
+                fold.fold(self, event)
 
     def node(self, index: int) -> NodeState:
         """The node's state, created on first mention."""
@@ -117,7 +119,7 @@ class PoolView:
     def _destroyed(self, event: ClusterDestroyed) -> None:
         self.status, self.wall = "stopped", event.duration
 
-    def _set_state(self, event: Any, state: str) -> None:
+    def _set_state(self, event: _NodeEvent, state: str) -> None:
         self.node(event.node).state = state
 
     def _started(self, event: TaskStarted) -> None:
@@ -151,20 +153,46 @@ class PoolView:
         self.cost = event
 
 
-_HANDLERS: dict[type, Any] = {
-    ClusterRequested: PoolView._requested,
-    ClusterReady: PoolView._ready,
-    ClusterDestroyed: PoolView._destroyed,
-    ClusterResized: PoolView._resized,
-    InstanceProvisioned: lambda view, e: view._set_state(e, "starting"),
-    InstanceBootstrapped: lambda view, e: view._set_state(e, "ready"),
-    InstancePreempted: lambda view, e: view._set_state(e, "preempted"),
-    InstanceReplaced: lambda view, e: view._set_state(e, "replaced"),
-    InstanceDestroyed: lambda view, e: view._set_state(e, "stopped"),
-    TaskStarted: PoolView._started,
-    TaskCompleted: PoolView._completed,
-    Metric: PoolView._metric,
-    Progress: PoolView._progress,
-    CostUpdate: PoolView._cost,
-    CostFinal: PoolView._cost,
-}
+_NodeEvent = InstanceProvisioned | InstanceBootstrapped | InstancePreempted | InstanceReplaced | InstanceDestroyed
+E = TypeVar("E", bound=Event)
+
+
+class _Folding(Protocol):
+    @property
+    def kind(self) -> type[Event]: ...
+
+    def fold(self, view: PoolView, event: object) -> None: ...
+
+
+class _Fold(Generic[E]):
+    """How the view takes in the events of class ``kind``."""
+
+    __slots__ = ("_apply", "kind")
+
+    def __init__(self, kind: type[E], apply: Callable[[PoolView, E], None]) -> None:
+        self.kind = kind
+        self._apply = apply
+
+    def fold(self, view: PoolView, event: object) -> None:
+        if isinstance(event, self.kind):
+            self._apply(view, event)
+
+
+_FOLDING = (
+    _Fold(ClusterRequested, PoolView._requested),
+    _Fold(ClusterReady, PoolView._ready),
+    _Fold(ClusterDestroyed, PoolView._destroyed),
+    _Fold(ClusterResized, PoolView._resized),
+    _Fold(InstanceProvisioned, lambda view, e: view._set_state(e, "starting")),
+    _Fold(InstanceBootstrapped, lambda view, e: view._set_state(e, "ready")),
+    _Fold(InstancePreempted, lambda view, e: view._set_state(e, "preempted")),
+    _Fold(InstanceReplaced, lambda view, e: view._set_state(e, "replaced")),
+    _Fold(InstanceDestroyed, lambda view, e: view._set_state(e, "stopped")),
+    _Fold(TaskStarted, PoolView._started),
+    _Fold(TaskCompleted, PoolView._completed),
+    _Fold(Metric, PoolView._metric),
+    _Fold(Progress, PoolView._progress),
+    _Fold(CostUpdate, PoolView._cost),
+    _Fold(CostFinal, PoolView._cost),
+)
+_FOLDS: dict[type, _Folding] = {fold.kind: fold for fold in _FOLDING}

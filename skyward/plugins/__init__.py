@@ -8,7 +8,22 @@ that only installs its pool's plugins does not import the frameworks' modules.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the names are, for type checkers (imported on first use)
+    from skyward.model.cluster import Cluster as Cluster
+    from skyward.model.plugin import LaunchCommand as LaunchCommand
+    from skyward.model.plugin import LaunchContext as LaunchContext
+    from skyward.model.plugin import Plugin as Plugin
+    from skyward.plugins.accelerate_launch import accelerate as accelerate
+    from skyward.plugins.jax_dist import jax as jax
+    from skyward.plugins.joblib_pool import joblib as joblib
+    from skyward.plugins.joblib_pool import sklearn as sklearn
+    from skyward.plugins.keras_backend import keras as keras
+    from skyward.plugins.nvidia import cuml as cuml
+    from skyward.plugins.nvidia import mig as mig
+    from skyward.plugins.nvidia import mps as mps
+    from skyward.plugins.torch_dist import torch as torch
 
 _LAZY = {
     "Plugin": "skyward.model.plugin",
@@ -29,7 +44,7 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value

@@ -12,7 +12,6 @@ the variable ``accelerate launch`` would set; a key nothing reads is refused, na
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from skyward.core.validation import check_choice, fail
 
@@ -57,7 +56,7 @@ BACKENDS = ("gloo", "nccl")
 KNOWN = (*PLAIN, *SECTIONS, "backend", "distributed_type", "num_processes", "num_machines", "compute_environment")
 
 
-def check_config(config: Mapping[str, Any]) -> None:
+def check_config(config: Mapping[str, object]) -> None:
     """ValueError naming the first key of ``config`` that is refused, and why."""
     for key, value in config.items():
         if key in SET_BY_SKYWARD:
@@ -84,7 +83,7 @@ def check_config(config: Mapping[str, Any]) -> None:
         )
 
 
-def config_env(config: Mapping[str, Any]) -> dict[str, str]:
+def config_env(config: Mapping[str, object]) -> dict[str, str]:
     """The environment ``accelerate launch`` derives from ``config`` (checked by ``check_config``)."""
     env: dict[str, str] = {}
     for key, variable in PLAIN.items():
@@ -95,12 +94,15 @@ def config_env(config: Mapping[str, Any]) -> dict[str, str]:
         if section not in config:
             continue
         env.update(DISTRIBUTED[_turns_on(section)])
-        for key, value in dict(config[section]).items():
+        entries = config[section]
+        if not isinstance(entries, Mapping):  # check_config refused it already
+            raise fail(FIELD, f"config[{section!r}]", entries, "use a dict of that section's keys")
+        for key, value in dict(entries).items():
             env[names[key.removeprefix(prefix)]] = _text(value)
     return env
 
 
-def _check_section(section: str, value: Any) -> None:
+def _check_section(section: str, value: object) -> None:
     if not isinstance(value, Mapping):
         raise fail(FIELD, f"config[{section!r}]", value, "use a dict of that section's keys")
     names, prefix = SECTIONS[section]
@@ -113,9 +115,9 @@ def _turns_on(section: str) -> str:
     return "FSDP" if SECTIONS[section][0] is FSDP else "DEEPSPEED"
 
 
-def _distributed_type(config: Mapping[str, Any]) -> str:
+def _distributed_type(config: Mapping[str, object]) -> str:
     return str(config.get("distributed_type", "NO")).upper()
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from skyward.core.validation import fail
 from skyward.image.image import Image
@@ -30,14 +29,14 @@ from skyward.plugins.accelerate_config import FIELD, check_config, config_env
 from skyward.plugins.packages import rendezvous_port, require_gpus, with_packages
 
 
-def accelerate(config: Mapping[str, Any] | None = None) -> Plugin:
+def accelerate(config: Mapping[str, object] | None = None) -> Plugin:
     """Hugging Face Accelerate across the pool (see the module docstring)."""
     if config is not None and not isinstance(config, Mapping):
         raise fail(FIELD, "config", config, 'use a dict such as {"mixed_precision": "bf16"}')
     config = dict(config or {})
     check_config(config)
     static_env = config_env(config)
-    backend = config.get("backend")
+    backend = str(config["backend"]) if "backend" in config else None  # checked: "gloo" or "nccl"
 
     def transform(image: Image, cluster: Cluster) -> Image:
         _check_layout(config, cluster)
@@ -55,7 +54,7 @@ def accelerate(config: Mapping[str, Any] | None = None) -> Plugin:
     return torch_group.with_group(Plugin.create("accelerate").with_image_transform(transform), backend)
 
 
-def _check_layout(config: dict[str, Any], cluster: Cluster) -> None:
+def _check_layout(config: Mapping[str, object], cluster: Cluster) -> None:
     """``num_processes``/``num_machines`` must match what the pool runs."""
     workers = cluster.total_nodes * (cluster.infos[0].workers_per_node if cluster.infos else 1)
     for key, has in (("num_processes", workers), ("num_machines", cluster.total_nodes)):

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Any
+from typing import Protocol
 
+from skyward.core.instance import InstanceInfo
 from skyward.model.cluster import Cluster
+from skyward.model.nodes import NodeHandle
+from skyward.model.plugin import ClientPool
 from skyward.model.spec import Spec, Worker
 from skyward.plugins.hooks import blame, each
+
+
+class ProviderCluster(Protocol):
+    """What the hooks are shown of a provider's cluster: its nodes and their infos."""
+
+    @property
+    def nodes(self) -> tuple[NodeHandle, ...]: ...
+
+    @property
+    def infos(self) -> tuple[InstanceInfo, ...]: ...
 
 
 class ClientPlugins:
@@ -17,7 +30,7 @@ class ClientPlugins:
     def __init__(self) -> None:
         self._stack = ExitStack()
 
-    def enter(self, pool: Any, spec: Spec, worker: Worker, provider_cluster: Any) -> None:
+    def enter(self, pool: ClientPool, spec: Spec, worker: Worker, provider_cluster: ProviderCluster) -> None:
         """``provider_cluster`` is the provider's Cluster (its nodes and infos are shown to the hooks)."""
         hooks = list(each(spec.plugins, "around_client"))
         if not hooks:

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, overload
 
 from skyward.core.instance import InstanceInfo
 from skyward.image.image import Image
 from skyward.image.script import BootstrapOp
-from skyward.model.plugin import LaunchCommand, LaunchContext, Plugin
+from skyward.model.plugin import (
+    AroundClient,
+    AroundNode,
+    Decorate,
+    LaunchCommand,
+    LaunchContext,
+    Plugin,
+    WorkersPerNode,
+)
 from skyward.model.spec import Spec
 
 if TYPE_CHECKING:
@@ -100,17 +108,37 @@ def agent_launch(plugins: Sequence[Plugin], python: str | None, info: InstanceIn
     return launch_command(plugins, command, LaunchContext(info, "agent"))
 
 
-def ray_options(launch: LaunchCommand | None) -> dict[str, Any]:
+def ray_options(launch: LaunchCommand | None) -> dict[str, object]:
     """The Ray actor options that start an agent with ``launch`` (none for Ray's default)."""
     if launch is None:
         return {}
-    runtime_env: dict[str, Any] = {"py_executable": shlex.join(launch.python)}
+    runtime_env: dict[str, object] = {"py_executable": shlex.join(launch.python)}
     if launch.env:
         runtime_env["env_vars"] = dict(launch.env)
     return {"runtime_env": runtime_env}
 
 
-def each(plugins: Sequence[Plugin], hook: str) -> Iterator[tuple[Plugin, Callable[..., Any]]]:
+@overload
+def each(
+    plugins: Sequence[Plugin], hook: Literal["around_app", "around_process"]
+) -> Iterator[tuple[Plugin, AroundNode]]: ...
+
+
+@overload
+def each(plugins: Sequence[Plugin], hook: Literal["around_client"]) -> Iterator[tuple[Plugin, AroundClient]]: ...
+
+
+@overload
+def each(plugins: Sequence[Plugin], hook: Literal["decorate"]) -> Iterator[tuple[Plugin, Decorate]]: ...
+
+
+@overload
+def each(plugins: Sequence[Plugin], hook: Literal["workers_per_node"]) -> Iterator[tuple[Plugin, WorkersPerNode]]: ...
+
+
+def each(
+    plugins: Sequence[Plugin], hook: str
+) -> Iterator[tuple[Plugin, AroundNode | AroundClient | Decorate | WorkersPerNode]]:
     """The plugins that have ``hook``, with it."""
     for plugin in plugins:
         fn = getattr(plugin, hook)

@@ -19,7 +19,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import NoReturn, TypeVar
 
 from joblib import parallel_config, register_parallel_backend
 from joblib._parallel_backends import AutoBatchingMixin, ParallelBackendBase, SequentialBackend
@@ -28,20 +28,21 @@ from skyward.core.function import PendingFunction
 from skyward.core.validation import fail
 from skyward.image.image import Image
 from skyward.model.cluster import Cluster
-from skyward.model.plugin import Plugin
+from skyward.model.plugin import ClientPool, Plugin
 from skyward.plugins.packages import with_packages
 
 NAME = "skyward"
+P = TypeVar("P", bound=ClientPool)
 
 
 class _Batch:
     """A joblib batch as a task (named for events and errors)."""
 
-    def __init__(self, calls: Callable[[], Any]) -> None:
+    def __init__(self, calls: Callable[[], object]) -> None:
         self.calls = calls
         self.__qualname__ = "joblib-batch"
 
-    def __call__(self) -> Any:
+    def __call__(self) -> object:
         return self.calls()
 
 
@@ -51,7 +52,7 @@ class SkywardBackend(AutoBatchingMixin, ParallelBackendBase):
     supports_retrieve_callback = True
     default_n_jobs = -1
 
-    def __init__(self, pool: Any = None, **kwargs: Any) -> None:
+    def __init__(self, pool: ClientPool | None = None, **kwargs: object) -> None:
         if pool is None:
             raise ValueError(
                 'the "skyward" joblib backend needs a pool: use sky.integrations.joblib_backend(pool) '
@@ -59,7 +60,7 @@ class SkywardBackend(AutoBatchingMixin, ParallelBackendBase):
             )
         super().__init__(**kwargs)
         self.pool = pool
-        self._futures: set[Future[Any]] = set()
+        self._futures: set[Future[object]] = set()
         self._lock = threading.Lock()
 
     def effective_n_jobs(self, n_jobs: int | None) -> int:
@@ -71,7 +72,9 @@ class SkywardBackend(AutoBatchingMixin, ParallelBackendBase):
             raise ValueError("n_jobs == 0 in Parallel has no meaning")
         return n_jobs if n_jobs > 0 else max(1, slots + 1 + n_jobs)
 
-    def submit(self, func: Callable[[], Any], callback: Callable[[Any], None] | None = None) -> Future[Any]:
+    def submit(
+        self, func: Callable[[], object], callback: Callable[[Future[object]], object] | None = None
+    ) -> Future[object]:
         """Send one batch to the pool; ``callback`` runs when its result is in."""
         future = self.pool.run_async(PendingFunction(_Batch(func)))
         with self._lock:
@@ -81,11 +84,11 @@ class SkywardBackend(AutoBatchingMixin, ParallelBackendBase):
             future.add_done_callback(callback)
         return future
 
-    def _forget(self, future: Future[Any]) -> None:
+    def _forget(self, future: Future[object]) -> None:
         with self._lock:
             self._futures.discard(future)
 
-    def retrieve_result_callback(self, out: Future[Any]) -> Any:
+    def retrieve_result_callback(self, out: Future[object]) -> object:
         """The batch's results, or its remote exception raised as its own type."""
         return out.result()
 
@@ -96,16 +99,16 @@ class SkywardBackend(AutoBatchingMixin, ParallelBackendBase):
         for future in futures:
             future.cancel()
 
-    def get_nested_backend(self) -> tuple[Any, int | None]:
+    def get_nested_backend(self) -> tuple[SequentialBackend, int | None]:
         """Parallel calls inside a task run sequentially on its node."""
         return SequentialBackend(nesting_level=(self.nesting_level or 0) + 1), None
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> NoReturn:
         raise TypeError("the skyward joblib backend stays on the client (it holds the pool)")
 
 
 @contextlib.contextmanager
-def use_pool(pool: Any) -> Iterator[Any]:
+def use_pool(pool: P) -> Iterator[P]:
     """Within the block, joblib (and so scikit-learn's ``n_jobs``) runs on ``pool``."""
     register_parallel_backend(NAME, SkywardBackend)
     with parallel_config(backend=NAME, pool=pool):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
-from typing import Any
+from typing import Literal
 
 import cloudpickle
 
@@ -24,7 +24,7 @@ from skyward.plugins import hooks
 _installed: tuple[Plugin, ...] = ()
 
 
-def pack(plugins: tuple[Plugin, ...], dumps: Callable[[Any], bytes] = cloudpickle.dumps) -> bytes:
+def pack(plugins: tuple[Plugin, ...], dumps: Callable[[object], bytes] = cloudpickle.dumps) -> bytes:
     """``plugins`` as the bytes an ``AgentSetup`` carries (b"" for none)."""
     return dumps(tuple(plugins)) if plugins else b""
 
@@ -54,7 +54,7 @@ def install_process(payload: bytes, info: InstanceInfo) -> ExitStack:
     return _enter(_installed, "around_process", info)
 
 
-def _enter(plugins: tuple[Plugin, ...], hook: str, info: InstanceInfo) -> ExitStack:
+def _enter(plugins: tuple[Plugin, ...], hook: Literal["around_app", "around_process"], info: InstanceInfo) -> ExitStack:
     stack = ExitStack()
     try:
         for plugin, around in hooks.each(plugins, hook):
@@ -66,7 +66,7 @@ def _enter(plugins: tuple[Plugin, ...], hook: str, info: InstanceInfo) -> ExitSt
     return stack
 
 
-def decorated(fn: Callable[..., Any]) -> Callable[..., Any]:
+def decorated(fn: Callable[..., object]) -> Callable[..., object]:
     """``fn`` wrapped by the installed plugins' ``decorate`` hooks (``fn`` itself when none)."""
     for plugin, decorate in reversed(list(hooks.each(_installed, "decorate"))):
         with hooks.blame(plugin, "decorate"):

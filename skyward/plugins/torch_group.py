@@ -30,13 +30,17 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from skyward.core.instance import InstanceInfo
 from skyward.core.validation import fail
 from skyward.model.cluster import Cluster
 from skyward.model.plugin import Plugin
 from skyward.model.spec import Nodes
+
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
 
 INIT_TIMEOUT = 120
 JOIN_IN = "SKYWARD_TORCH_JOIN_IN"
@@ -81,12 +85,12 @@ def with_group(plugin: Plugin, backend: str | None) -> Plugin:
             finally:
                 leave()
 
-    def join_first(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def join_first(fn: Callable[..., object]) -> Callable[..., object]:
         if os.environ.get(JOIN_IN) != "task":
             return fn
 
         @functools.wraps(fn)
-        def joined_then_run(*args: Any, **kwargs: Any) -> Any:
+        def joined_then_run(*args: object, **kwargs: object) -> object:
             _check_child_rank(plugin.name)
             join(pick_backend(backend))
             return fn(*args, **kwargs)
@@ -175,7 +179,7 @@ def owned(backend: str | None) -> Iterator[None]:
 
     init, destroy = dist.init_process_group, dist.destroy_process_group
 
-    def init_process_group(*args: Any, **kwargs: Any) -> None:
+    def init_process_group(*args: Any, **kwargs: Any) -> None:  # torch's own, passed through
         wanted = args[0] if args else kwargs.get("backend")
         if _held.is_set():
             current = str(dist.get_backend())
@@ -190,7 +194,7 @@ def owned(backend: str | None) -> Iterator[None]:
             kwargs["backend"] = backend
         init(*args, **kwargs)
 
-    def destroy_process_group(group: Any = None) -> None:
+    def destroy_process_group(group: ProcessGroup | None = None) -> None:
         if group is None and _held.is_set():
             return
         destroy(group)
@@ -206,11 +210,11 @@ def owned(backend: str | None) -> Iterator[None]:
         dist.destroy_process_group = destroy
 
 
-def _original(dist: Any, name: str) -> Any:
+def _original(dist: ModuleType, name: str) -> Callable[..., object]:
     """torch's own ``dist.<name>``, under the wrappers ``owned`` may have put there."""
-    fn = getattr(dist, name)
-    while hasattr(fn, "skyward_original"):
-        fn = fn.skyward_original
+    fn: Callable[..., object] = getattr(dist, name)
+    while (original := getattr(fn, "skyward_original", None)) is not None:
+        fn = original
     return fn
 
 

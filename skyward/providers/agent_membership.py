@@ -13,12 +13,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skyward.engine.membership import Joined, Loss
 from skyward.engine.transports.ray_actors import RayAgent, RayTransport
 from skyward.model.nodes import NodeHandle
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from skyward.node.agent import NodeAgent
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +33,7 @@ class Placement:
 
     setup: AgentSetup
     handle: NodeHandle
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)
     lane: str = ""
 
 
@@ -40,12 +45,12 @@ class AgentMembership:
     def __init__(
         self,
         transport: RayTransport,
-        agents: dict[int, Any],
+        agents: dict[int, ActorHandle[NodeAgent]],
         place: Callable[[int], Placement],
         ready_timeout: float,
         where: str,
         capacity: Callable[[], int | None] = lambda: None,
-        lost: Callable[[dict[int, Any]], list[Loss]] = lambda agents: [],
+        lost: Callable[[dict[int, ActorHandle[NodeAgent]]], list[Loss]] = lambda agents: [],
         released: Callable[[int], None] = lambda node: None,
     ) -> None:
         self.agents = agents
@@ -94,7 +99,7 @@ class AgentMembership:
             agents = dict(self.agents)
         return self._lost(agents)
 
-    def close(self) -> list[Any]:
+    def close(self) -> list[ActorHandle[NodeAgent]]:
         """The pool is closing: no node joins any more. Returns every agent to stop."""
         with self._lock:
             self._closed = True

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from skyward.collections.operations import Engine
 from skyward.core.errors import SkywardError
 from skyward.core.instance import InstanceInfo
 from skyward.core.validation import fail
@@ -64,7 +65,7 @@ class PhaseTiming:
 class ClientCollections(Protocol):
     """How the client reaches the pool's distributed collections."""
 
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         """The client's collections engine (RuntimeError with ``Options(cluster=False)``)."""
 
     def membership_changed(self, left: int | None, reason: str) -> None:

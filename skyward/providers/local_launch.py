@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ray
 
@@ -36,6 +36,11 @@ from skyward.providers.local import Local, check_image
 from skyward.providers.local_env import client_site_dirs
 from skyward.providers.local_ray import LocalRay
 
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from skyward.node.agent import NodeAgent
+
 DEFAULT_READY_TIMEOUT = 120.0
 
 
@@ -59,7 +64,7 @@ def start(
             lease.close()
         raise
     engine = time.monotonic() - started
-    agents: list[Any] = []
+    agents: list[ActorHandle[NodeAgent]] = []
     try:
         port = _gcs_port()
         worker = options.resolved_worker
@@ -129,7 +134,7 @@ def start(
     )
 
 
-def _spares(lease: warm_client.Lease | None, setups: list[AgentSetup]) -> list[Any]:
+def _spares(lease: warm_client.Lease | None, setups: list[AgentSetup]) -> list[ActorHandle[NodeAgent]]:
     """The leased spare agents that can serve the first ``setups`` (none when this
     process is not joined to the engine, or the setups need their own interpreter)."""
     if lease is None or LocalRay.engine_address() != lease.address or not all(map(adoptable, setups)):

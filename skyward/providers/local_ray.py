@@ -19,8 +19,9 @@ import os
 import secrets
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Protocol
 
 import ray
 
@@ -143,15 +144,16 @@ class LocalRay:
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            _init_without_error_listener(
+            temp_dir = os.path.join(cls._temp_dir, RAY_DIR)
+            _without_error_listener(lambda: ray.init(
                 num_cpus=os.cpu_count() or 1,
                 include_dashboard=False,
                 log_to_driver=False,
                 logging_level=logging.ERROR,
-                _temp_dir=os.path.join(cls._temp_dir, RAY_DIR),
+                _temp_dir=temp_dir,
                 _node_ip_address="127.0.0.1",
                 namespace="skyward",
-            )
+            ))
         except BaseException:
             cls._stop_owned()
             raise
@@ -171,9 +173,9 @@ class LocalRay:
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            _init_without_error_listener(
+            _without_error_listener(lambda: ray.init(
                 address=engine.address, log_to_driver=False, logging_level=logging.ERROR, namespace="skyward"
-            )
+            ))
         except BaseException:
             restore_environment(cls._saved_env)
             cls._saved_env = {}
@@ -213,8 +215,8 @@ class LocalRay:
             cls._reaper = None
 
 
-def _init_without_error_listener(**options: Any) -> None:
-    """``ray.init`` without the driver thread that prints every error Ray publishes (a
+def _without_error_listener(init: Callable[[], object]) -> None:
+    """``init()`` (a ``ray.init``) without the driver thread that prints every error Ray publishes (a
     long "(raylet) A worker died ..." paragraph on the client's stderr for each agent
     death, whatever ``Options.console`` says): skyward reports deaths itself, as a
     ``NodeCrashedError`` and an ``Error`` event that name the cause."""
@@ -223,12 +225,12 @@ def _init_without_error_listener(**options: Any) -> None:
     listener = ray_worker.listen_error_messages
     ray_worker.listen_error_messages = _ignore_error_messages
     try:
-        ray.init(**options)
+        init()
     finally:
         ray_worker.listen_error_messages = listener
 
 
-def _ignore_error_messages(worker: Any, threads_stopped: threading.Event) -> None:
+def _ignore_error_messages(worker: object, threads_stopped: threading.Event) -> None:
     """Takes the place of Ray's driver error listener: listens to nothing."""
 
 

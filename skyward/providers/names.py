@@ -5,10 +5,14 @@ their classes (imported on first use), which of them are clouds that ``sky gc`` 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from skyward.providers.cloud.credentials import Source
+from skyward.providers.cloud.credentials import Source, find
+
+if TYPE_CHECKING:
+    from skyward.providers.base import Provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,8 +27,10 @@ class Known:
     region_field: str = "region"
     """The field that says where it runs (``sky gc --region``, ``sky down``): GCP's is ``zone``."""
 
-    def load(self) -> type:
-        return getattr(importlib.import_module(self.module), self.cls)
+    def load(self) -> Callable[..., Provider]:
+        """The provider's class (it takes the provider's fields)."""
+        found: Callable[..., Provider] = getattr(importlib.import_module(self.module), self.cls)
+        return found
 
 
 KNOWN: dict[str, Known] = {
@@ -79,7 +85,7 @@ def known(name: str) -> Known:
     return KNOWN[key]
 
 
-def make(name: str, **fields: Any) -> Any:
+def make(name: str, **fields: object) -> Provider:
     """A provider of ``name`` with ``fields``; ValueError naming a field it does not take."""
     found = known(name)
     try:
@@ -88,6 +94,16 @@ def make(name: str, **fields: Any) -> Any:
         raise ValueError(f"sky.{found.cls}(): {exc}") from None
 
 
-def with_region(name: str, region: str | None) -> Any:
+def with_region(name: str, region: str | None) -> Provider:
     """A provider of ``name`` in ``region`` (its default when None)."""
     return make(name, **{known(name).region_field: region}) if region is not None else make(name)
+
+
+def credentials_found(provider: Known) -> bool:
+    """Whether this machine has every credential ``provider`` needs (environment or file)."""
+    return all(find(provider.name, source) is not None for source in provider.credentials)
+
+
+def clouds_with_credentials() -> list[Provider]:
+    """A provider (default settings) of every cloud whose credentials this machine has."""
+    return [make(name) for name in CLOUDS if credentials_found(KNOWN[name])]

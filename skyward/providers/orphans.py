@@ -9,7 +9,7 @@ machine and its pool is not open here any more (``registry``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -52,6 +52,16 @@ class Collectable(Protocol):
         """Delete ``orphans`` (instances first, confirmed); TeardownError names what is left."""
 
 
+def collectable(providers: Iterable[object]) -> list[Collectable]:
+    """``providers``, each checked to be one ``gc`` can clean; TypeError naming one that is not."""
+    found: list[Collectable] = []
+    for provider in providers:
+        if not isinstance(provider, Collectable):
+            raise TypeError(f"sky.gc() takes cloud providers such as sky.AWS(), got {provider!r}")
+        found.append(provider)
+    return found
+
+
 def gc(
     providers: Sequence[Collectable] | None = None,
     *,
@@ -65,9 +75,7 @@ def gc(
         from skyward.providers.aws.provider import AWS
 
         providers = [AWS()]
-    for provider in providers:
-        if not isinstance(provider, Collectable):
-            raise TypeError(f"sky.gc() takes cloud providers such as sky.AWS(), got {provider!r}")
+    collectable(providers)
     found = [orphan for provider in providers for orphan in provider.orphans()]
     if delete and found and (confirm is None or confirm(found)):
         for provider in providers:

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
 
 import psutil
 import ray
@@ -37,6 +37,12 @@ from skyward.providers.agent_membership import AgentMembership, Placement
 from skyward.providers.base import Cluster, PhaseTiming
 from skyward.providers.ray_cluster import Ray
 
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from skyward.node.agent import NodeAgent
+
 DEFAULT_CONNECT_TIMEOUT = 60.0
 DEFAULT_READY_TIMEOUT = 120.0
 NAMESPACE = "skyward"
@@ -44,6 +50,21 @@ _HEAD_RESOURCE = "node:__internal_head__"
 HOST_SHARE = 0.001
 """How much of the head's own resource a collection host asks for (to live there: the
 pool never takes the cluster's head away)."""
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RayNode:
+    """An alive node of the cluster as ``ray.nodes()`` describes it: its id, the address
+    its node manager listens at, and its resources."""
+
+    id: str
+    address: str
+    resources: dict[str, float]
+
+    @property
+    def head(self) -> bool:
+        return _HEAD_RESOURCE in self.resources
 
 
 def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster:
@@ -55,7 +76,7 @@ def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster
     connect_timeout = float(options.provision_timeout or DEFAULT_CONNECT_TIMEOUT)
     Attachment.acquire(host, port, provider.token or os.environ.get("RAY_AUTH_TOKEN") or None, connect_timeout)
     engine = time.monotonic() - started
-    agents: list[Any] = []
+    agents: list[ActorHandle[NodeAgent]] = []
     where = f"on the Ray cluster at {host}:{port}"
     try:
         chosen = _choose_nodes(provider, spec, f"{host}:{port}")
@@ -69,8 +90,8 @@ def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster
         )
         here = _local_addresses()
 
-        def setup_on(node: dict[str, Any], info: InstanceInfo) -> AgentSetup:
-            local = node["NodeManagerAddress"] in here
+        def setup_on(node: RayNode, info: InstanceInfo) -> AgentSetup:
+            local = node.address in here
             cwd, sys_path = (os.getcwd(), _sys_path()) if local else (".", ())
             return AgentSetup(info, worker, cwd, sys_path, env, metrics, collections)
 
@@ -87,24 +108,24 @@ def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster
         stop_agents(agents)
         Attachment.release()
         raise
-    used = {rank: node["NodeID"] for rank, node in enumerate(chosen)}
+    used = {rank: node.id for rank, node in enumerate(chosen)}
     transport = RayTransport(agents)
     lock = threading.Lock()
 
     def place(rank: int) -> Placement:
         with lock:
-            free = [node for node in _alive() if node["NodeID"] not in used.values()]
+            free = [node for node in _alive() if node.id not in used.values()]
             if not free:
                 raise RuntimeError(f"every alive node of the Ray cluster at {host}:{port} runs an agent of this pool")
             node = free[0]
-            used[rank] = node["NodeID"]
+            used[rank] = node.id
         [info] = _infos([node], _gcs_port(), pool_id)
-        info = replace(info, node=rank, peers=[PeerInfo(rank, node["NodeManagerAddress"], None)])
-        handle = NodeHandle(node["NodeID"], node["NodeManagerAddress"], instance_type="ray-node")
+        info = replace(info, node=rank, peers=[PeerInfo(rank, node.address, None)])
+        handle = NodeHandle(node.id, node.address, instance_type="ray-node")
         return Placement(setup_on(node, info), handle, {"scheduling_strategy": _on(node)})
 
-    def lost(agents: dict[int, Any]) -> list[Loss]:
-        alive = {node["NodeID"] for node in _alive()}
+    def lost(agents: dict[int, ActorHandle[NodeAgent]]) -> list[Loss]:
+        alive = {node.id for node in _alive()}
         return [
             Loss(rank, f"Ray node {used[rank]} of the cluster at {host}:{port} is no longer alive")
             for rank in agents if used.get(rank) not in alive
@@ -125,12 +146,12 @@ def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster
             Attachment.release()
 
     phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
-    nodes = tuple(NodeHandle(n["NodeID"], n["NodeManagerAddress"], instance_type="ray-node") for n in chosen)
+    nodes = tuple(NodeHandle(n.id, n.address, instance_type="ray-node") for n in chosen)
     return Cluster(
         nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases, membership
     )
 
-def _choose_nodes(provider: Ray, spec: Spec, address: str) -> list[dict[str, Any]]:
+def _choose_nodes(provider: Ray, spec: Spec, address: str) -> list[RayNode]:
     """The nodes the pool opens with: the first ``Ray.nodes`` or ``Nodes.floor`` of
     an elastic spec; else ``desired`` when above 1; else every alive node."""
     alive = _alive()
@@ -263,28 +284,31 @@ class _OwnerThread:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-                self._thread.start()
-        self._queue.put((future, fn, args))
-        return future
+    def submit(self, fn: Callable[..., T], *args: object) -> Future[T]:
+        future: Future[T] = Future()
 
-    def _loop(self) -> None:
-        while True:
-            future, fn, args = self._queue.get()
+        def run() -> None:
             if not future.set_running_or_notify_cancel():
-                continue
+                return
             try:
                 future.set_result(fn(*args))
             except BaseException as exc:  # handed to whoever waits on the future
                 future.set_exception(exc)
+
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+        self._queue.put(run)
+        return future
+
+    def _loop(self) -> None:
+        while True:
+            self._queue.get()()
 
 
 Attachment._owner = _OwnerThread("skyward-ray-attach")
@@ -343,11 +367,22 @@ def _reset_auth() -> None:
         pass
 
 
-def _alive() -> list[dict[str, Any]]:
+def _alive() -> list[RayNode]:
     """The cluster's alive nodes, head first, then by address."""
     return sorted(
-        (n for n in ray.nodes() if n.get("Alive")),
-        key=lambda n: (_HEAD_RESOURCE not in n.get("Resources", {}), n["NodeManagerAddress"], n["NodeID"]),
+        (_node(n) for n in ray.nodes() if n.get("Alive")),
+        key=lambda n: (not n.head, n.address, n.id),
+    )
+
+
+def _node(described: dict[str, object]) -> RayNode:
+    """A node of ``ray.nodes()`` (its ``NodeID``, ``NodeManagerAddress`` and ``Resources``)."""
+    resources = described.get("Resources") or {}
+    if not isinstance(resources, dict):
+        raise TypeError(f"Ray described a node's resources as {resources!r}")
+    return RayNode(
+        str(described["NodeID"]), str(described["NodeManagerAddress"]),
+        {str(name): float(amount) for name, amount in resources.items()},
     )
 
 
@@ -356,11 +391,11 @@ def _gcs_port() -> int:
     return int(gcs.rsplit(":", 1)[1]) if gcs and ":" in gcs else 0
 
 
-def _on(node: dict[str, Any]) -> Any:
+def _on(node: RayNode) -> NodeAffinitySchedulingStrategy:
     """Pin to ``node`` (hard affinity: an agent never runs elsewhere)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    return NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+    return NodeAffinitySchedulingStrategy(node_id=node.id, soft=False)
 
 
 def _accelerator(resources: dict[str, float]) -> AcceleratorInfo | None:
@@ -374,18 +409,18 @@ def _accelerator(resources: dict[str, float]) -> AcceleratorInfo | None:
     return AcceleratorInfo(kinds[0] if kinds else "GPU", count)
 
 
-def _infos(nodes: list[dict[str, Any]], gcs_port: int, pool_id: str) -> list[InstanceInfo]:
+def _infos(nodes: list[RayNode], gcs_port: int, pool_id: str) -> list[InstanceInfo]:
     count = len(nodes)
-    peers = [PeerInfo(index, node["NodeManagerAddress"], None) for index, node in enumerate(nodes)]
-    accelerators = [_accelerator(node.get("Resources", {})) for node in nodes]
+    peers = [PeerInfo(index, node.address, None) for index, node in enumerate(nodes)]
+    accelerators = [_accelerator(node.resources) for node in nodes]
     total = sum(a.count for a in accelerators if a is not None)
-    head = nodes[0]["NodeManagerAddress"]
+    head = nodes[0].address
     return [
         InstanceInfo(
             node=index, worker=0, total_nodes=count, workers_per_node=1,
             accelerators=accelerator.count if accelerator else 0.0, total_accelerators=total,
             head_addr=head, head_port=gcs_port, job_id=pool_id, peers=peers, accelerator=accelerator,
-            network=NetworkInfo("lo" if node["NodeManagerAddress"].startswith("127.") else "eth0", None),
+            network=NetworkInfo("lo" if node.address.startswith("127.") else "eth0", None),
         )
         for index, (node, accelerator) in enumerate(zip(nodes, accelerators))
     ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from skyward.core.allocation import minimum_spot
 from skyward.core.validation import check_number, fail
@@ -130,7 +130,7 @@ class Ray:
         return attach(self, spec, options, pool_id)
 
 
-def _parse_address(address: Any) -> tuple[str, int]:
+def _parse_address(address: object) -> tuple[str, int]:
     if not isinstance(address, str) or not address.strip():
         raise fail("Ray", "address", address, _ADDRESS_HELP)
     text = address.strip()

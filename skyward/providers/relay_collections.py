@@ -5,7 +5,6 @@ head node's agent, which serves it."""
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any
 
 from skyward.collections.config import DISABLED
 from skyward.collections.gateway import ForwardingEngine, decode_answer, encode_operation
@@ -37,9 +36,9 @@ class RelayCollections:
 
             run(self.engine().pool_membership_changed(left, reason))
 
-    def _forward(self, op: str, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+    def _forward(self, op: str, args: tuple[object, ...]) -> concurrent.futures.Future[object]:
         answer = self._transport.collection_call(encode_operation(op, args, self._encoder.dumps))
-        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        result: concurrent.futures.Future[object] = concurrent.futures.Future()
 
         def done(future: concurrent.futures.Future[bytes]) -> None:
             try:

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ray
 
@@ -57,6 +57,11 @@ from skyward.providers.kept.request import KeptRequest
 from skyward.providers.local_ray import LocalRay
 from skyward.providers.warm_client import PID_FILE, SOCKET
 
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from skyward.node.agent import NodeAgent
+
 TICK = 0.2
 """Seconds between looks at the idle time."""
 SPARE_READY_TIMEOUT = 120.0
@@ -71,7 +76,7 @@ class WarmEngine:
     def __init__(self, directory: Path, first_wait: float = FIRST_LEASE_WAIT) -> None:
         self.directory = directory
         self._lock = threading.Lock()
-        self._ready: list[tuple[str, Any]] = []  # (name, handle) of spares that answer
+        self._ready: list[tuple[str, ActorHandle[NodeAgent]]] = []  # (name, handle) of spares that answer
         self._starting = 0
         self._target = 0
         self._pools = 0
@@ -236,7 +241,7 @@ class WarmEngine:
             if missing <= 0:
                 continue
             names = [f"skyward-spare-{uuid.uuid4().hex[:12]}" for _ in range(missing)]
-            spares: list[Any] = []
+            spares: list[ActorHandle[NodeAgent]] = []
             try:
                 spares = start_spares(names, [str(self._setups / name) for name in names])
                 ray.get([spare.ready.remote() for spare in spares], timeout=SPARE_READY_TIMEOUT)

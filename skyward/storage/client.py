@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Literal, Protocol, Self, TypedDict, TypeVar
 
 from skyward.core.validation import fail
 from skyward.storage.credentials import (
@@ -23,7 +23,52 @@ from skyward.storage.endpoint import check_endpoint, is_aws_s3, signing_region
 from skyward.storage.errors import ObjectNotFoundError
 from skyward.storage.progress import Direction, TransferTracker, current_progress
 
+if TYPE_CHECKING:
+    from skyward.storage import s3
+
 T = TypeVar("T")
+
+
+class ObjectHead(TypedDict, total=False):
+    """The part of ``head_object``'s answer a Storage reads (empty: no such object)."""
+
+    ContentLength: int
+
+
+class _ListedObject(TypedDict):
+    Key: str
+
+
+class _ListPage(TypedDict, total=False):
+    Contents: list[_ListedObject]
+
+
+class _ListPaginator(Protocol):
+    def paginate(self, *, Bucket: str, Prefix: str) -> Iterator[_ListPage]: ...
+
+
+class S3Client(Protocol):
+    """The methods of a boto3 S3 client that a Storage calls (boto3 has no types)."""
+
+    def head_object(self, *, Bucket: str, Key: str) -> ObjectHead: ...
+
+    def head_bucket(self, *, Bucket: str) -> object: ...
+
+    def delete_object(self, *, Bucket: str, Key: str) -> object: ...
+
+    def upload_file(
+        self, Filename: str, Bucket: str, Key: str, *, Config: object,
+        Callback: Callable[[int], None] | None,
+    ) -> None: ...
+
+    def download_fileobj(
+        self, Bucket: str, Key: str, Fileobj: IO[bytes], *, Config: object,
+        Callback: Callable[[int], None] | None,
+    ) -> None: ...
+
+    def get_paginator(self, operation_name: Literal["list_objects_v2"]) -> _ListPaginator: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +94,7 @@ class _Session:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depth = 0
-        self.client: Any = None
+        self.client: S3Client | None = None
 
     def __reduce__(self) -> tuple[type[_Session], tuple[()]]:
         return (_Session, ())
@@ -126,7 +171,8 @@ class Storage:
             self._session.depth -= 1
             if self._session.depth == 0:
                 client, self._session.client = self._session.client, None
-                client.close()
+                if client is not None:
+                    client.close()
                 self._release()
 
     def upload(
@@ -225,7 +271,7 @@ class Storage:
             lambda: client.delete_object(Bucket=bucket, Key=key),
         )
 
-    def _open(self) -> Any:
+    def _open(self) -> S3Client:
         """A client holding leased credentials until the last ``with`` block ends."""
         from skyward.storage import s3
 
@@ -242,7 +288,7 @@ class Storage:
         release_credential(self.access_key)
         release_credential(self.secret_key)
 
-    def _client(self, method: str) -> Any:
+    def _client(self, method: str) -> S3Client:
         client = self._session.client
         if client is None:
             raise RuntimeError(
@@ -251,7 +297,7 @@ class Storage:
             )
         return client
 
-    def _head(self, client: Any, bucket: str, key: str, *, required: bool) -> dict[str, Any]:
+    def _head(self, client: S3Client, bucket: str, key: str, *, required: bool) -> ObjectHead:
         """The object's metadata, or {} when it is missing and not ``required``. A 404
         is told apart from a missing bucket by asking for the bucket."""
         from skyward.storage import s3
@@ -268,7 +314,7 @@ class Storage:
             return {}
 
     @staticmethod
-    def _run(target: Any, call: Callable[[], T]) -> T:
+    def _run(target: s3.Target, call: Callable[[], T]) -> T:
         from skyward.storage import s3
 
         try:
@@ -317,6 +363,6 @@ def _check_ship_client_credentials(storage: Storage) -> None:
         )
 
 
-def _check_name(method: str, field: str, value: Any) -> None:
+def _check_name(method: str, field: str, value: object) -> None:
     if not isinstance(value, str) or not value:
         raise fail(f"Storage.{method}", field, value, "it must be a non-empty str")

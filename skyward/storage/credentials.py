@@ -7,11 +7,13 @@ import asyncio
 import concurrent.futures
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from skyward.storage.errors import StorageCredentialsError
 
 Credential: TypeAlias = str | Callable[[], str | Awaitable[str]]
+
+T = TypeVar("T")
 
 #: How long one credential callable may take (an API call minting a key, a vault read).
 RESOLVE_TIMEOUT_S = 60.0
@@ -27,7 +29,7 @@ class LeasedCredential(Protocol):
     def release(self) -> None: ...
 
 
-def check_credential(owner: str, field: str, value: Any) -> None:
+def check_credential(owner: str, field: str, value: object) -> None:
     """Raise ValueError unless ``value`` is None, a non-empty str or a callable.
 
     The message names the field and the value's type, never the value."""
@@ -51,7 +53,7 @@ def resolve_credential(field: str, value: Credential | None, endpoint: str) -> s
     if value is None or isinstance(value, str):
         return value
     try:
-        result: Any = value()
+        result: object = value()
         if inspect.isawaitable(result):
             result = _run(result)
     except StorageCredentialsError:
@@ -94,8 +96,8 @@ def release_credential(value: Credential | None) -> None:
         value.release()
 
 
-def _run(awaitable: Awaitable[Any]) -> Any:
-    async def bounded() -> Any:
+def _run(awaitable: Awaitable[T]) -> T:
+    async def bounded() -> T:
         return await asyncio.wait_for(_wrap(awaitable), RESOLVE_TIMEOUT_S)
 
     try:
@@ -106,5 +108,5 @@ def _run(awaitable: Awaitable[Any]) -> Any:
         return pool.submit(asyncio.run, bounded()).result(timeout=RESOLVE_TIMEOUT_S + 5)
 
 
-async def _wrap(awaitable: Awaitable[Any]) -> Any:
+async def _wrap(awaitable: Awaitable[T]) -> T:
     return await awaitable

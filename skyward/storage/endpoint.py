@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import urlsplit
 
 from skyward.core.validation import fail
@@ -20,7 +19,7 @@ _AWS_S3_HOST = re.compile(
 )
 
 
-def check_endpoint(owner: str, field: str, value: Any) -> None:
+def check_endpoint(owner: str, field: str, value: object) -> None:
     """Raise ValueError unless ``value`` is an http(s) URL with a host."""
     if not isinstance(value, str):
         raise fail(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
 
 from skyward.storage.errors import (
     EndpointUnreachableError,
@@ -48,7 +48,9 @@ class HyperstackAccessKey:
         self._holders = 0
         self._minted: tuple[str, str, str] | None = None  # (id, access key, secret key)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[[str, str, str, float], HyperstackAccessKey], tuple[str, str, str, float]]:
         return (
             _rebuild,
             (self._api_key, self._region, self._api_url, self._timeout),
@@ -89,7 +91,7 @@ class HyperstackAccessKey:
             )
         return str(fields[0]), str(fields[1]), str(fields[2])
 
-    def _request(self, method: str, path: str, body: dict[str, str] | None = None) -> Any:
+    def _request(self, method: str, path: str, body: dict[str, str] | None = None) -> object:
         import urllib.error
         import urllib.request
 

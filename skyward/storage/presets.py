@@ -8,7 +8,6 @@ style, AWS's default for new buckets); R2, GCS and Hyperstack are addressed by p
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from skyward.core.validation import fail
 from skyward.storage import hyperstack
@@ -118,7 +117,7 @@ def Hyperstack(
     )
 
 
-def _check_label(owner: str, field: str, value: Any) -> None:
+def _check_label(owner: str, field: str, value: object) -> None:
     """A region or account id: one DNS label's worth of letters, digits and hyphens."""
     if not isinstance(value, str) or not value or not all(
         char.isalnum() or char == "-" for char in value

@@ -6,7 +6,7 @@ Imported only when a storage is opened, so ``import skyward`` never loads boto3.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import boto3
 import botocore.exceptions
@@ -21,6 +21,9 @@ from skyward.storage.errors import (
     StorageCredentialsError,
     StorageError,
 )
+
+if TYPE_CHECKING:
+    from skyward.storage.client import S3Client
 
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 60
@@ -61,7 +64,7 @@ def make_client(
     secret_key: str | None,
     *,
     path_style: bool,
-) -> Any:
+) -> S3Client:
     """A boto3 S3 client for ``endpoint``; None keys mean boto3's own credential chain."""
     config = Config(
         region_name=region,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.core.validation import fail
 from skyward.storage.client import Storage
@@ -57,11 +57,11 @@ def S3Volume(
     return Volume(bucket=bucket, mount=mount, prefix=prefix, read_only=read_only)
 
 
-def check_volumes(owner: str, field: str, value: Any) -> tuple[Volume, ...]:
+def check_volumes(owner: str, field: str, value: object) -> tuple[Volume, ...]:
     """``value`` (one Volume, or an iterable of them) as a tuple; ValueError naming the
     field when an item is not a Volume or two mount points coincide or nest."""
     items = (value,) if isinstance(value, Volume) else value
-    if isinstance(items, (str, bytes, dict)) or not hasattr(items, "__iter__"):
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
         raise fail(owner, field, value, "give a list of sky.Volume(bucket=..., mount=...)")
     volumes = tuple(items)
     for index, volume in enumerate(volumes):
@@ -83,7 +83,7 @@ def check_volumes(owner: str, field: str, value: Any) -> tuple[Volume, ...]:
     return volumes
 
 
-def check_bucket(owner: str, field: str, value: Any) -> None:
+def check_bucket(owner: str, field: str, value: object) -> None:
     """Raise ValueError unless ``value`` is a valid S3 bucket name."""
     if not isinstance(value, str):
         raise fail(owner, field, value, f"it must be a str, got {type(value).__name__}")
@@ -97,7 +97,7 @@ def check_bucket(owner: str, field: str, value: Any) -> None:
         raise fail(owner, field, value, _BUCKET_RULES)
 
 
-def check_mount(owner: str, field: str, value: Any) -> str:
+def check_mount(owner: str, field: str, value: object) -> str:
     """``value`` normalised, or ValueError if it is not an absolute path or is one of
     FORBIDDEN_MOUNTS (in any spelling: trailing slashes, '//', '.', '..')."""
     if not isinstance(value, str):
@@ -121,7 +121,7 @@ def check_mount(owner: str, field: str, value: Any) -> str:
 
 
 def _check(
-    owner: str, names: dict[str, str], bucket: Any, mount: Any, prefix: Any, read_only: Any
+    owner: str, names: dict[str, str], bucket: object, mount: object, prefix: object, read_only: object
 ) -> str:
     check_bucket(owner, names["bucket"], bucket)
     normalised = check_mount(owner, names["mount"], mount)

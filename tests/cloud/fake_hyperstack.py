@@ -52,6 +52,7 @@ FLAVORS = [
     _flavor(5, "n3-A100x1", "NORWAY-1", "A100-80G-PCIe", 1, 28, 120.0),
     _flavor(6, "n3-RTX-A6000x1-spot", "CANADA-1", "RTX-A6000-spot", 1, 28, 58.0),
     _flavor(7, "n1-cpu-small", "CANADA-1", "", 0, 4, 4.0),
+    _flavor(8, "n3-A100x1", "CANADA-1", "A100-80G-PCIe", 1, 28, 120.0),
 ]
 PRICEBOOK = [
     {

@@ -31,6 +31,7 @@ SERVER_META = [
     _gpu("RTX5000", "india-01", 0.39, None, 4, 16, 7, 32),
     _gpu("A5000", "india-01", 0.49, 0.29, 8, 24, 7, 32),
     _gpu("A100", "india-01", 1.29, 0.79, 1, 40, 7, 32),
+    _gpu("A100-80GB", "india-01", 1.49, 0.99, 2, 80, 7, 32),
     _gpu("L4", "india-noida-01", 0.44, None, 4, 24, 8, 32),
     _gpu("A6000", "india-noida-01", 0.79, 0.49, 2, 48, 7, 32),
     _gpu("A6000", "india-noida-01", 0.89, None, 2, 48, 7, 32, workload="vm"),

@@ -13,6 +13,8 @@ PRODUCTS = [
      "price": 35000, "spotPrice": 17000, "maxGpuNum": 4, "regions": ["US-CA-06"]},
     {"id": "p-4090", "name": "RTX 4090 24GB", "cpuPerGpu": 16, "memoryPerGpu": 62, "diskPerGpu": 100,
      "availableDeploy": True, "price": 69000, "maxGpuNum": 8, "regions": ["US-CA-06", "EU-DE-01"]},
+    {"id": "p-a100", "name": "A100 80GB", "cpuPerGpu": 16, "memoryPerGpu": 100, "diskPerGpu": 200,
+     "availableDeploy": True, "price": 160000, "spotPrice": 80000, "maxGpuNum": 8, "regions": ["US-CA-06"]},
 ]
 
 

@@ -44,6 +44,7 @@ LOCATIONS = [
         "gpus": [
             _gpu("geforcertx4090-pcie-24gb", "NVIDIA GeForce RTX 4090 PCIe 24GB", 2, 0.35, 32, 128),
             _gpu("h100-sxm5-80gb", "H100 SXM5 80GB", 8, 2.2, 128, 300),
+            _gpu("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", 4, 1.1, 64, 256),
         ],
     },
     {

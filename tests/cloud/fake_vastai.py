@@ -19,6 +19,9 @@ ASKS = [
     {"id": 601, "gpu_name": "RTX_4090", "num_gpus": 2, "gpu_ram": 24564, "cpu_cores_effective": 16,
      "cpu_ram": 64000, "disk_space": 200, "dph_total": 0.7, "min_bid": 0.4, "geolocation": "Texas, US",
      "cpu_arch": "amd64"},
+    {"id": 701, "gpu_name": "A100_SXM4", "num_gpus": 1, "gpu_ram": 81920, "cpu_cores_effective": 16,
+     "cpu_ram": 128000, "disk_space": 200, "dph_total": 1.05, "min_bid": 0.6, "geolocation": "Texas, US",
+     "cpu_arch": "amd64"},
 ]
 
 

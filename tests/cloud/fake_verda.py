@@ -21,8 +21,11 @@ TYPES = [
     {"id": "t3", "instance_type": "8H100.80S.176V", "price_per_hour": "21.92", "spot_price": "7.12",
      "cpu": {"description": "176 CPU", "number_of_cores": 176}, "gpu": {"description": "8x H100 SXM5 80GB", "number_of_gpus": 8},
      "memory": {"size_in_gigabytes": 1480}, "gpu_memory": {"size_in_gigabytes": 640}},
+    {"id": "t4", "instance_type": "1A100.22V", "price_per_hour": "1.29", "spot_price": "0.45",
+     "cpu": {"description": "22 CPU", "number_of_cores": 22}, "gpu": {"description": "1x A100 SXM4 80GB", "number_of_gpus": 1},
+     "memory": {"size_in_gigabytes": 120}, "gpu_memory": {"size_in_gigabytes": 80}},
 ]
-AVAILABLE = {"FIN-01": ["CPU.4V.16G", "1L40S.20V"], "FIN-02": ["CPU.4V.16G", "8H100.80S.176V"]}
+AVAILABLE = {"FIN-01": ["CPU.4V.16G", "1L40S.20V", "1A100.22V"], "FIN-02": ["CPU.4V.16G", "8H100.80S.176V"]}
 
 
 class FakeVerda(FakeCloud):

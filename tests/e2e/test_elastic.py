@@ -206,8 +206,8 @@ def test_a_barrier_breaks_naming_a_lost_node_and_the_node_is_replaced() -> None:
         holder = pool.run_async(_join_and_hold("old-size", "held-2"), target=2)
         eventually(lambda: pool.lock("held-2").locked(), "node 2 holding the lock")
         waiters = [pool.run_async(_join_and_wait("old-size", 3), target=node) for node in (0, 1)]
-        assert pool._reconciler is not None
-        pool._reconciler.lost(Loss(2, "the test took it away"))
+        assert pool._open is not None and pool._open.reconciler is not None
+        pool._open.reconciler.lost(Loss(2, "the test took it away"))
         outcomes = [waiter.result(WAIT) for waiter in waiters]
         assert all("node 2 left the pool (the test took it away)" in outcome for outcome in outcomes), outcomes
         with pytest.raises(sky.PreemptedError):

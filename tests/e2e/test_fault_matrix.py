@@ -126,7 +126,7 @@ def test_collection_host_killed(watched_pool: sky.Pool) -> None:
 def _name_on_host_of_queue(queue: str, pool: sky.Pool) -> str:
     from skyward.collections.placement import home_of
 
-    hosts = pool._cluster.collections.config.hosts
+    hosts = pool._open.cluster.collections.config.hosts
     wanted = home_of("queue", queue, hosts)
     return next(f"fresh-{n}" for n in range(1000) if home_of("counter", f"fresh-{n}", hosts) == wanted)
 

@@ -140,7 +140,7 @@ def _kill_hosts(pool: sky.Pool) -> None:
 
     from skyward.collections.config import NAMESPACE
 
-    config = pool._cluster.collections.config
+    config = pool._open.cluster.collections.config
     for index in range(config.hosts):
         try:
             ray.kill(ray.get_actor(config.host_name(index), namespace=NAMESPACE), no_restart=True)

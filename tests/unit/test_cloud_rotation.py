@@ -56,3 +56,22 @@ def test_skyward_clouds_forces_the_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYWARD_CLOUDS", "vultr,nimbus")
     with pytest.raises(pytest.UsageError, match="nimbus"):
         rotation.chosen()
+
+
+def test_a_single_cloud_test_runs_on_one_cloud_a_commit_and_in_turn_on_every_cloud(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("SKYWARD_CLOUDS", raising=False)
+    covered: set[str] = set()
+    for number in range(len(CLOUDS) * 2):
+        monkeypatch.setattr(rotation, "commit_number", lambda number=number: number)
+        running = [name for name in CLOUDS if rotation.skip_reason(name, single=True) is None]
+        assert len(running) == 1 and running[0] != "aws"
+        covered.update(running)
+    assert covered == set(CLOUDS) - {"aws"}
+    monkeypatch.setenv("SKYWARD_CLOUDS", "aws,vultr,lambda")
+    assert [name for name in CLOUDS if rotation.skip_reason(name, single=True) is None] == ["vultr"]
+    monkeypatch.delenv("SKYWARD_CLOUDS")
+    monkeypatch.delenv("CI")
+    assert all(rotation.skip_reason(name, single=True) is None for name in CLOUDS), "outside CI: every cloud"

@@ -183,8 +183,8 @@ def slow_increment(x: int) -> int:
 
 
 def membership(pool: sky.Pool) -> FakeMembership:
-    assert pool._cluster is not None
-    return pool._cluster.membership  # type: ignore[return-value]
+    assert pool._open is not None
+    return pool._open.cluster.membership  # type: ignore[return-value]
 
 
 def test_partial_readiness_then_growth_and_every_node_sees_the_membership() -> None:

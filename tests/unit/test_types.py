@@ -1,5 +1,6 @@
 """The type checker passes on skyward/ (configured in pyproject.toml: all of it, the
-ground package skyward/core with --strict's checks), and a planted type error fails it."""
+ground package skyward/core and the engine skyward/engine with --strict's checks), and a
+planted type error fails it."""
 
 from __future__ import annotations
 
@@ -30,12 +31,13 @@ def test_mypy_passes_on_skyward(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
-def test_a_planted_type_error_in_the_ground_package_fails_it(tmp_path: Path) -> None:
-    core = tmp_path / "skyward" / "core"
-    core.mkdir(parents=True)
+@pytest.mark.parametrize("package", ["core", "engine"])
+def test_a_planted_type_error_in_a_strict_package_fails_it(tmp_path: Path, package: str) -> None:
+    planted = tmp_path / "skyward" / package
+    planted.mkdir(parents=True)
     (tmp_path / "skyward" / "__init__.py").write_text("")
-    (core / "__init__.py").write_text("")
-    (core / "planted.py").write_text("def untyped(value):\n    return value\n")  # --strict: no annotations
-    done = _mypy(tmp_path, tmp_path / "cache", "skyward/core/planted.py")
+    (planted / "__init__.py").write_text("")
+    (planted / "planted.py").write_text("def untyped(value):\n    return value\n")  # --strict: no annotations
+    done = _mypy(tmp_path, tmp_path / "cache", f"skyward/{package}/planted.py")
     assert done.returncode == 1, done.stdout
     assert "planted.py:1: error: Function is missing a type annotation" in done.stdout

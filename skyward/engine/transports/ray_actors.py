@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
@@ -28,6 +28,8 @@ from skyward.engine.transports.lane import LaneBroken, LaneClient, LaneFailed
 from skyward.engine.wire import Payload
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
+
     from skyward.engine.events import EventSink
 
 AGENT_HOLD = 30.0
@@ -41,12 +43,49 @@ STOP_TIMEOUT = 5.0
 REPLACEMENT_WAIT = 60.0
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class RemoteMethod(Protocol[P, R]):
+    """A method of a Ray actor handle: ``.remote(...)`` calls it and returns at once."""
+
+    def remote(self, *args: P.args, **kwargs: P.kwargs) -> ObjectRef[R]: ...
+
+
+class AgentHandle(Protocol):
+    """A node agent's Ray actor (``node.agent.NodeAgent``) as its client calls it."""
+
+    @property
+    def execute(self) -> RemoteMethod[[object], Payload]:
+        """Run a request: a ``Payload``, or the ``ObjectRef`` of a shared one."""
+
+    @property
+    def ready(self) -> RemoteMethod[[], int]: ...
+
+    @property
+    def lane_address(self) -> RemoteMethod[[], str]: ...
+
+    @property
+    def take_events(self) -> RemoteMethod[[float], bytes]: ...
+
+    @property
+    def wake_events(self) -> RemoteMethod[[], None]: ...
+
+    @property
+    def sample_metrics(self) -> RemoteMethod[[bool], None]: ...
+
+    @property
+    def shutdown(self) -> RemoteMethod[[], None]:
+        """Stop its sampling and executor children (before the actor is killed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RayAgent:
     """A node agent as ``RayTransport`` reaches it: its actor, and its lane's address
     ("" for none)."""
 
-    actor: Any
+    actor: AgentHandle
     lane: str = ""
 
 
@@ -57,12 +96,12 @@ class RayTransport:
 
     def __init__(
         self,
-        agents: Sequence[Any],
+        agents: Sequence[AgentHandle],
         lanes: Sequence[str] = (),
         postmortem: Callable[[int], Death | None] = lambda node: None,
         lane_secret: bytes = b"",
     ) -> None:
-        self.agents: dict[int, Any] = dict(enumerate(agents))
+        self.agents: dict[int, AgentHandle] = dict(enumerate(agents))
         self._postmortem = postmortem
         self._lane_secret = lane_secret
         self._lanes = {node: LaneClient(path, lane_secret) for node, path in enumerate(lanes) if path}
@@ -122,10 +161,11 @@ class RayTransport:
             if reply is not None:
                 return reply
         ref = self._send(node, payload.handle if isinstance(payload, Shared) else payload)
-        answer: asyncio.Future[Any] = asyncio.wrap_future(ref.future())
+        answer: asyncio.Future[Payload] = asyncio.wrap_future(ref.future())
         gone = self._gone_of(node)
         try:
-            done, _ = await asyncio.wait({answer, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            waited: set[asyncio.Future[Payload] | asyncio.Future[str]] = {answer, gone}
+            done, _ = await asyncio.wait(waited, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             answer.cancel()
             raise
@@ -162,13 +202,13 @@ class RayTransport:
             gone = self._gone[node] = asyncio.get_running_loop().create_future()
         return gone
 
-    def _agent(self, node: int) -> Any:
+    def _agent(self, node: int) -> AgentHandle:
         agent = self.agents.get(node)
         if agent is None:
             raise NodeLost(node, self._left.get(node, f"node {node} is not part of the pool"))
         return agent
 
-    def _send(self, node: int, payload: Any) -> Any:
+    def _send(self, node: int, payload: object) -> ObjectRef[Payload]:
         return self._agent(node).execute.remote(payload)
 
     def _via_lane(self, node: int, payload: Payload, timeout: float | None) -> Payload | None:
@@ -277,7 +317,7 @@ class RayEventSource:
 
     def __init__(
         self,
-        agents: Mapping[int, Any],
+        agents: Mapping[int, AgentHandle],
         sink: Callable[[int, bytes], None],
         on_error: Callable[[str], None],
         wants_metrics: Callable[[], bool] = lambda: True,
@@ -288,13 +328,13 @@ class RayEventSource:
         self._wants_metrics = wants_metrics
         self._sampling: bool | None = None  # what the agents were last told
         self._lock = threading.Lock()
-        self._added: dict[int, Any] = {}
+        self._added: dict[int, AgentHandle] = {}
         self._removed: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="skyward-event-poll", daemon=True)
         self._thread.start()
 
-    def add(self, node: int, agent: Any) -> None:
+    def add(self, node: int, agent: AgentHandle) -> None:
         """Poll ``agent`` as node ``node`` from now on."""
         with self._lock:
             self._removed.discard(node)
@@ -329,7 +369,7 @@ class RayEventSource:
             except Exception:
                 continue
 
-    def _changes(self, polls: dict[Any, int]) -> None:
+    def _changes(self, polls: dict[ObjectRef[bytes], int]) -> None:
         """Apply the nodes added and removed since the last call to ``polls``."""
         with self._lock:
             added, self._added = self._added, {}
@@ -394,7 +434,7 @@ class RayEventSource:
                     polls[self._agents[node].take_events.remote(AGENT_HOLD)] = node
 
 
-def _tell_sampling(agent: Any, on: bool) -> None:
+def _tell_sampling(agent: AgentHandle, on: bool) -> None:
     """Ask ``agent`` to sample its metrics or not (fire and forget: an agent being
     replaced starts sampling and is told again when it is added back)."""
     try:

@@ -22,13 +22,14 @@ import concurrent.futures
 import itertools
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import cloudpickle
 
 from skyward.core import handshake
 from skyward.core.codec import MalformedFrame
 from skyward.core.errors import CollectionClosedError, PoolClosedError
+from skyward.core.handshake import StreamIn, StreamOut
 from skyward.core.messages import (
     PROTOCOL,
     Attach,
@@ -54,8 +55,6 @@ from skyward.core.messages import (
 from skyward.engine import interruptible
 from skyward.engine.events import EventBatch
 from skyward.engine.relay_server import (
-    StreamIn,
-    StreamOut,
     payload_of,
     put_message,
     read_message,
@@ -83,10 +82,12 @@ FAILURES: dict[str, type[TransportError]] = {"lost": NodeLost, "no_reply": NoRep
 
 
 T = TypeVar("T")
-Connector = Callable[[], Awaitable[tuple[Any, Any]]]
+Connector = Callable[[], Awaitable[tuple[StreamIn, StreamOut]]]
 """Opens the stream to the relay: a (reader, writer) pair with asyncio's stream methods
 (``readexactly``; ``write``, ``drain``, ``close``), such as an SSH channel's."""
-Waiter = asyncio.Future[Any] | concurrent.futures.Future[Any]
+Outcome: TypeAlias = "Payload | TransportError"
+"""A call's reply, or why there is none."""
+Waiter = asyncio.Future[Outcome] | concurrent.futures.Future[Outcome]
 """What a call in flight waits on: a loop's future (``call``) or a thread's (``call_now``)."""
 
 
@@ -96,7 +97,7 @@ class RemoteAgent:
     with ``setup`` (its ``AgentSetup``), answering within ``timeout`` seconds."""
 
     serial: int
-    setup: Any
+    setup: object
     timeout: float
 
 
@@ -108,13 +109,18 @@ class RelayRefused(ConnectionError):
 class RelayTransport:
     """The client's end of the stream to a head relay, opened by ``connect`` on
     ``io_loop`` (None: the driver's loop); ``where`` names the relay in errors; ``secret``
-    is the pool's relay secret."""
+    is the pool's relay secret; ``compress``: large messages travel compressed where that
+    pays (``codec.relay_frame``: an SSH channel to a remote relay, not a local socket)."""
 
-    def __init__(self, connect: Connector, where: str, secret: bytes, io_loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self, connect: Connector, where: str, secret: bytes, io_loop: asyncio.AbstractEventLoop | None = None,
+        compress: bool = False,
+    ) -> None:
         self._connect_stream = connect
         self._where = where
         self._secret = secret
         self._io_loop = io_loop
+        self._compress = compress
         self._left: dict[int, str] = {}
         self._attaching: dict[int, asyncio.Future[str | None]] = {}
         self._ids = itertools.count()
@@ -190,7 +196,7 @@ class RelayTransport:
         if loop is None or loop.is_closed() or self._writer is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
         call_id = next(self._ids)
-        waiter: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        waiter: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
         self._pending[call_id] = (node, waiter)
         try:
             try:
@@ -215,7 +221,7 @@ class RelayTransport:
         try:
             if self._lost is not None or self._writer is None:
                 raise ConnectionError(str(self._lost or "the pool is closed"))
-            put_message(self._writer, message)
+            put_message(self._writer, message, self._compress)
         except (ConnectionError, OSError, RuntimeError) as exc:
             if call_id is not None:
                 pending = self._pending.get(call_id)
@@ -264,7 +270,7 @@ class RelayTransport:
         if node in self._left:
             raise NodeLost(node, self._left[node])
         call_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = (node, future)
         try:
             await self._send(
@@ -331,7 +337,7 @@ class RelayTransport:
         if self._writer is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
         try:
-            await write_message(self._writer, message)
+            await write_message(self._writer, message, self._compress)
         except Exception as exc:  # an OSError, or the SSH library's own errors of a lost channel
             raise ConnectionError(f"lost the connection to the cluster's head relay: {exc}") from None
 
@@ -351,9 +357,9 @@ class RelayTransport:
             self._lost = PoolClosedError("the pool closed while the task was running") if self._closing else error
             for node, future in list(self._pending.values()):
                 _resolve((node, future), Disconnected(node, str(self._lost)))
-            for future in list(self._collections.values()):
-                if not future.done():
-                    future.set_exception(self._lost)
+            for collection in list(self._collections.values()):
+                if not collection.done():
+                    collection.set_exception(self._lost)
             for answer in list(self._attaching.values()):
                 if not answer.done():
                     answer.set_result(str(self._lost))
@@ -419,7 +425,7 @@ class RelayTransport:
                 self._writer.close()
 
 
-def _outcome(reply: Any) -> Payload:
+def _outcome(reply: Outcome) -> Payload:
     """A call's reply, or its failure raised."""
     if isinstance(reply, TransportError):
         raise reply
@@ -431,6 +437,6 @@ def unix_connector(path: str) -> Connector:
     return lambda: asyncio.open_unix_connection(path)
 
 
-def _resolve(pending: tuple[int, Waiter] | None, outcome: Any) -> None:
+def _resolve(pending: tuple[int, Waiter] | None, outcome: Outcome) -> None:
     if pending is not None and not pending[1].done():
         pending[1].set_result(outcome)

@@ -13,12 +13,23 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from skyward.core.accelerators import matches
 from skyward.core.paths import skyward_dir
 from skyward.model.spec import Spec
 from skyward.providers.aws.session import client, explain
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_objects,
+    integer,
+    items,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+    to_text,
+)
 
 TYPES_TTL = 7 * 24 * 3600.0
 MIN_VCPUS = 2
@@ -47,12 +58,12 @@ def instance_types(region: str) -> list[InstanceType]:
     path = cache_path(region, "types")
     cached = read_cache(path, TYPES_TTL)
     if cached is not None:
-        return [InstanceType(**item) for item in cached]
+        return [_cached(item) for item in as_objects(cached, "the cached instance types")]
     ec2 = client("ec2", region)
     found: list[InstanceType] = []
     try:
         for page in ec2.get_paginator("describe_instance_types").paginate():
-            found.extend(_parse(item) for item in page["InstanceTypes"])
+            found.extend(_parse(item) for item in objects(page, "InstanceTypes"))
     except Exception as exc:
         raise explain(exc, "listing instance types", region) from exc
     write_cache(path, [asdict(t) for t in found])
@@ -92,28 +103,43 @@ def client_architecture() -> str:
     return {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
-def _parse(item: dict[str, Any]) -> InstanceType:
-    accelerator, count, memory = None, 0, None
-    gpus = item.get("GpuInfo", {}).get("Gpus") or []
-    neuron = item.get("NeuronInfo", {}).get("NeuronDevices") or []
-    if gpus:
-        accelerator, count = gpus[0]["Name"], int(gpus[0].get("Count", 1))
-        memory = gpus[0].get("MemoryInfo", {}).get("SizeInMiB", 0) / 1024 or None
-    elif neuron:
-        accelerator, count = neuron[0]["Name"], int(neuron[0].get("Count", 1))
-        memory = neuron[0].get("MemoryInfo", {}).get("SizeInMiB", 0) / 1024 or None
-    architectures = item.get("ProcessorInfo", {}).get("SupportedArchitectures", ["x86_64"])
+def _parse(item: JsonObject) -> InstanceType:
+    accelerator: str | None = None
+    count = 0
+    memory: float | None = None
+    devices = objects(obj(item, "GpuInfo"), "Gpus") or objects(obj(item, "NeuronInfo"), "NeuronDevices")
+    if devices:
+        accelerator, count = text(devices[0], "Name"), integer(devices[0], "Count", 1)
+        memory = number(obj(devices[0], "MemoryInfo"), "SizeInMiB", 0) / 1024 or None
+    architectures = [to_text(a, "SupportedArchitectures") for a in items(obj(item, "ProcessorInfo"), "SupportedArchitectures")]
+    architectures = architectures or ["x86_64"]
     architecture = next((ARCHITECTURES[a] for a in architectures if a in ARCHITECTURES), architectures[0])
+    classes = item.get("SupportedUsageClasses", ["spot"])
     return InstanceType(
-        name=item["InstanceType"],
-        vcpus=int(item["VCpuInfo"]["DefaultVCpus"]),
-        memory_gb=item["MemoryInfo"]["SizeInMiB"] / 1024,
+        name=text(item, "InstanceType"),
+        vcpus=integer(obj(item, "VCpuInfo"), "DefaultVCpus"),
+        memory_gb=number(obj(item, "MemoryInfo"), "SizeInMiB") / 1024,
         architecture=architecture,
         accelerator=accelerator,
         accelerator_count=count,
         accelerator_memory_gb=memory,
-        spot="spot" in item.get("SupportedUsageClasses", ["spot"]),
+        spot=isinstance(classes, list) and "spot" in classes,
         current=bool(item.get("CurrentGeneration", True)),
+    )
+
+
+def _cached(item: JsonObject) -> InstanceType:
+    """An instance type as ``instance_types`` wrote it to its cache (``asdict``)."""
+    return InstanceType(
+        name=text(item, "name"),
+        vcpus=integer(item, "vcpus"),
+        memory_gb=number(item, "memory_gb"),
+        architecture=text(item, "architecture"),
+        accelerator=text(item, "accelerator", "") or None,
+        accelerator_count=integer(item, "accelerator_count", 0),
+        accelerator_memory_gb=number_or_none(item, "accelerator_memory_gb"),
+        spot=bool(item.get("spot", True)),
+        current=bool(item.get("current", True)),
     )
 
 
@@ -125,7 +151,7 @@ def cache_path(region: str, what: str) -> Path:
     return skyward_dir("cache") / "aws" / f"{region}-{what}-{key}.json"
 
 
-def read_cache(path: Path, ttl: float) -> Any:
+def read_cache(path: Path, ttl: float) -> object:
     """The JSON at ``path`` if younger than ``ttl`` seconds, else None."""
     try:
         if time.time() - path.stat().st_mtime > ttl:
@@ -135,7 +161,7 @@ def read_cache(path: Path, ttl: float) -> Any:
         return None
 
 
-def write_cache(path: Path, data: Any) -> None:
+def write_cache(path: Path, data: object) -> None:
     """Write ``data`` as JSON at ``path`` atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{time.monotonic_ns()}.part")

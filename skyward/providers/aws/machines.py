@@ -26,11 +26,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from skyward.core.paths import skyward_dir
-from skyward.providers.aws.session import AWSError, client, error_code, explain
+from skyward.providers.aws.session import EC2, AWSError, client, error_code, explain
 from skyward.providers.base import TeardownError
+from skyward.providers.cloud.json import JsonObject, obj, objects, text
 
 TAG_POOL = "skyward:pool"
 TAG_OWNER = "skyward:owner"
@@ -79,7 +79,7 @@ class PoolResources:
             {"Key": TAG_EXPIRES, "Value": expiry()}, {"Key": "Name", "Value": name},
         ]
 
-    def tag_spec(self, kind: str, name: str) -> dict[str, Any]:
+    def tag_spec(self, kind: str, name: str) -> dict[str, object]:
         return {"ResourceType": kind, "Tags": self.tags(name)}
 
 
@@ -103,7 +103,7 @@ def create_access(resources: PoolResources, vpc_id: str, ssh_cidr: str) -> None:
             GroupName=name, Description=f"skyward pool {resources.pool_id}: SSH from the client only", VpcId=vpc_id,
             TagSpecifications=[resources.tag_spec("security-group", name)],
         )
-        resources.group_id = group["GroupId"]
+        resources.group_id = text(group, "GroupId")
         ec2.authorize_security_group_ingress(
             GroupId=resources.group_id,
             IpPermissions=[{
@@ -128,7 +128,7 @@ def run_instances(
     ``disk``: the root device's name and its size in GB (``Spec.disk_gb``)."""
     ec2 = client("ec2", resources.region)
     name = f"skyward-{resources.pool_id[:12]}"
-    request: dict[str, Any] = {
+    request: dict[str, object] = {
         "ImageId": image, "InstanceType": instance_type, "MinCount": count, "MaxCount": count,
         "KeyName": resources.key_name, "SecurityGroupIds": [resources.group_id], "SubnetId": subnet_id,
         "InstanceInitiatedShutdownBehavior": "terminate",
@@ -146,10 +146,10 @@ def run_instances(
         }
     market = "spot" if spot else "on-demand"
     try:
-        started = ec2.run_instances(**request)["Instances"]
+        started = objects(ec2.run_instances(**request), "Instances")
     except Exception as exc:
         raise explain(exc, f"starting {count} {market} {instance_type}", resources.region) from exc
-    ids = [item["InstanceId"] for item in started]
+    ids = [text(item, "InstanceId") for item in started]
     resources.instances.extend(ids)
     return ids
 
@@ -161,22 +161,25 @@ def wait_running(region: str, ids: list[str], timeout: float) -> list[Launched]:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            reservations = ec2.describe_instances(InstanceIds=ids)["Reservations"]
+            reservations = objects(ec2.describe_instances(InstanceIds=ids), "Reservations")
         except Exception as exc:
             if error_code(exc) != "InvalidInstanceID.NotFound":  # not visible yet: ask again
                 raise explain(exc, "waiting for the instances", region) from exc
             reservations = []
-        found = {i["InstanceId"]: i for r in reservations for i in r["Instances"]}
-        ended = [i for i in found.values() if i["State"]["Name"] in ("shutting-down", "terminated", "stopped")]
+        found = {text(i, "InstanceId"): i for i in instances_of(reservations)}
+        ended = [i for i in found.values() if state_of(i) in ("shutting-down", "terminated", "stopped")]
         if ended:
-            reason = ended[0].get("StateReason", {}).get("Message", ended[0]["State"]["Name"])
-            raise AWSError(f"instance {ended[0]['InstanceId']} ended while starting: {reason}")
-        running = [i for i in found.values() if i["State"]["Name"] == "running" and i.get("PrivateIpAddress")]
+            reason = text(obj(ended[0], "StateReason"), "Message", "") or state_of(ended[0])
+            raise AWSError(f"instance {text(ended[0], 'InstanceId')} ended while starting: {reason}")
+        running = [i for i in found.values() if state_of(i) == "running" and i.get("PrivateIpAddress")]
         if len(running) == len(ids):
             order = {instance_id: index for index, instance_id in enumerate(ids)}
-            running.sort(key=lambda i: order[i["InstanceId"]])
+            running.sort(key=lambda i: order[text(i, "InstanceId")])
             return [
-                Launched(i["InstanceId"], i["PrivateIpAddress"], i.get("PublicIpAddress"), i.get("InstanceLifecycle") == "spot")
+                Launched(
+                    text(i, "InstanceId"), text(i, "PrivateIpAddress"), text(i, "PublicIpAddress", "") or None,
+                    i.get("InstanceLifecycle") == "spot",
+                )
                 for i in running
             ]
         if time.monotonic() > deadline:
@@ -220,11 +223,21 @@ def release(resources: PoolResources, on_progress: Callable[[str], None] = lambd
         )
 
 
-def _wait_terminated(ec2: Any, ids: list[str]) -> None:
+def instances_of(reservations: list[JsonObject]) -> list[JsonObject]:
+    """The instances of ``describe_instances``' reservations."""
+    return [instance for reservation in reservations for instance in objects(reservation, "Instances")]
+
+
+def state_of(instance: JsonObject) -> str:
+    """An instance's state name ("pending", "running", ...)."""
+    return text(obj(instance, "State"), "Name")
+
+
+def _wait_terminated(ec2: EC2, ids: list[str]) -> None:
     deadline = time.monotonic() + TERMINATE_TIMEOUT
     while True:
-        reservations = ec2.describe_instances(InstanceIds=ids)["Reservations"]
-        states = [i["State"]["Name"] for r in reservations for i in r["Instances"]]
+        reservations = objects(ec2.describe_instances(InstanceIds=ids), "Reservations")
+        states = [state_of(i) for i in instances_of(reservations)]
         if all(state == "terminated" for state in states):
             return
         if time.monotonic() > deadline:
@@ -232,7 +245,7 @@ def _wait_terminated(ec2: Any, ids: list[str]) -> None:
         time.sleep(POLL)
 
 
-def _retry(action: Callable[[], Any], attempts: int = 30) -> bool:
+def _retry(action: Callable[[], object], attempts: int = 30) -> bool:
     """Run ``action`` until it succeeds or says the thing is already gone; False if it
     kept failing (e.g. a group still in use by an instance that is not gone yet)."""
     for _ in range(attempts):

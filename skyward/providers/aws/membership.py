@@ -9,7 +9,9 @@ from collections.abc import Callable
 
 from skyward.engine.membership import Loss
 from skyward.model.nodes import NodeHandle
+from skyward.providers.aws.machines import instances_of, state_of
 from skyward.providers.aws.session import client, error_code
+from skyward.providers.cloud.json import obj, objects, text
 
 ENDED = ("shutting-down", "terminated", "stopping", "stopped")
 
@@ -64,13 +66,13 @@ class EC2Machines:
         """``(state, reason, spot)`` by instance id."""
         if not ids:
             return {}
-        reservations = client("ec2", self._region).describe_instances(InstanceIds=ids)["Reservations"]
+        reservations = objects(client("ec2", self._region).describe_instances(InstanceIds=ids), "Reservations")
         return {
-            item["InstanceId"]: (
-                item["State"]["Name"], item.get("StateReason", {}).get("Message", ""),
+            text(item, "InstanceId"): (
+                state_of(item), text(obj(item, "StateReason"), "Message", ""),
                 item.get("InstanceLifecycle") == "spot",
             )
-            for reservation in reservations for item in reservation["Instances"]
+            for item in instances_of(reservations)
         }
 
 

@@ -17,10 +17,11 @@ import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from skyward.providers.aws.catalog import cache_path, read_cache, write_cache
 from skyward.providers.aws.session import client, explain
+from skyward.providers.cloud.errors import CloudAnswerError
+from skyward.providers.cloud.json import as_object, items, number, obj, objects, text, to_number
 
 ONDEMAND_TTL = 24 * 3600.0
 SPOT_TTL = 600.0
@@ -57,7 +58,7 @@ def prices(region: str, types: list[str]) -> dict[str, Prices]:
 def _ondemand(region: str, types: list[str]) -> tuple[dict[str, float], str]:
     """The on-demand prices of ``types`` and where they come from."""
     path = cache_path(region, "ondemand")
-    known: dict[str, float] | None = read_cache(path, ONDEMAND_TTL)
+    known = _price_map(read_cache(path, ONDEMAND_TTL))
     source = LIVE
     if known is None:
         try:
@@ -77,9 +78,9 @@ def _price_list(region: str) -> dict[str, float]:
         ServiceCode="AmazonEC2", Filters=_filters(region), PaginationConfig={"PageSize": 100}
     )
     for page in pages:
-        for entry in page.get("PriceList", []):
-            item = json.loads(entry) if isinstance(entry, str) else entry
-            name = item.get("product", {}).get("attributes", {}).get("instanceType")
+        for entry in items(page, "PriceList"):
+            item = as_object(json.loads(entry) if isinstance(entry, str) else entry, "a Price List entry")
+            name = text(obj(obj(item, "product"), "attributes"), "instanceType", "")
             price = _hourly([item])
             if name and price is not None:
                 known[name] = min(price, known.get(name, price))
@@ -117,22 +118,30 @@ def _filters(region: str) -> list[dict[str, str]]:
     return [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in wanted.items()]
 
 
-def _hourly(price_list: list[Any]) -> float | None:
+def _hourly(price_list: list[object]) -> float | None:
     """The lowest positive hourly USD price in Price List entries (JSON strings)."""
     found = []
     for entry in price_list:
-        item = json.loads(entry) if isinstance(entry, str) else entry
-        for term in item.get("terms", {}).get("OnDemand", {}).values():
-            for dimension in term.get("priceDimensions", {}).values():
-                usd = float(dimension.get("pricePerUnit", {}).get("USD", "0") or 0)
-                if usd > 0 and dimension.get("unit", "Hrs").lower().startswith("hr"):
+        item = as_object(json.loads(entry) if isinstance(entry, str) else entry, "a Price List entry")
+        for term in obj(obj(item, "terms"), "OnDemand").values():
+            for listed in obj(as_object(term, "a price term"), "priceDimensions").values():
+                dimension = as_object(listed, "a price dimension")
+                usd = number(obj(dimension, "pricePerUnit"), "USD", 0)
+                if usd > 0 and str(dimension.get("unit", "Hrs")).lower().startswith("hr"):
                     found.append(usd)
     return min(found) if found else None
 
 
+def _price_map(cached: object) -> dict[str, float] | None:
+    """Prices by instance type as a cache holds them (None: no cache)."""
+    if not isinstance(cached, dict):
+        return None
+    return {str(name): to_number(price, str(name)) for name, price in cached.items()}
+
+
 def _spot(region: str, types: list[str]) -> dict[str, float]:
     path = cache_path(region, "spot")
-    known: dict[str, float] = read_cache(path, SPOT_TTL) or {}
+    known = _price_map(read_cache(path, SPOT_TTL)) or {}
     missing = [name for name in types if name not in known]
     if missing:
         ec2 = client("ec2", region)
@@ -143,9 +152,11 @@ def _spot(region: str, types: list[str]) -> dict[str, float]:
                 StartTime=datetime.datetime.now(datetime.timezone.utc),
             )
             for page in pages:
-                for entry in page["SpotPriceHistory"]:
-                    key = (entry["InstanceType"], entry["AvailabilityZone"])
-                    stamp, price = entry["Timestamp"], float(entry["SpotPrice"])
+                for entry in objects(page, "SpotPriceHistory"):
+                    key = (text(entry, "InstanceType"), text(entry, "AvailabilityZone"))
+                    stamp, price = entry.get("Timestamp"), number(entry, "SpotPrice")
+                    if not isinstance(stamp, datetime.datetime):
+                        raise CloudAnswerError(f"a spot price's Timestamp is {stamp!r:.100}, not a time")
                     if key not in latest or stamp > latest[key][0]:
                         latest[key] = (stamp, price)
         except Exception as exc:

@@ -9,6 +9,7 @@ confirms it, and deletes the pool's key pair and security group. See docs/aws.md
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import math
 import os
@@ -37,6 +38,8 @@ from skyward.providers.aws.membership import EC2Machines
 from skyward.providers.aws.prices import LIVE, prices
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
 from skyward.providers.base import Cluster, Offer
+from skyward.providers.cloud.errors import CloudAnswerError
+from skyward.providers.cloud.json import JsonObject, objects, text
 from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.provider import check_remote_nodes, check_remote_spec
@@ -179,32 +182,32 @@ class AWS:
         found: list[Orphan] = []
         has_tag = [{"Name": "tag-key", "Values": [machines.TAG_POOL]}]
         try:
-            reservations = ec2.describe_instances(
+            reservations = objects(ec2.describe_instances(
                 Filters=[*has_tag, {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
-            )["Reservations"]
-            groups = ec2.describe_security_groups(Filters=has_tag)["SecurityGroups"]
-            keys = ec2.describe_key_pairs(Filters=has_tag)["KeyPairs"]
+            ), "Reservations")
+            groups = objects(ec2.describe_security_groups(Filters=has_tag), "SecurityGroups")
+            keys = objects(ec2.describe_key_pairs(Filters=has_tag), "KeyPairs")
         except Exception as exc:
             raise explain(exc, "looking for skyward's resources", self.region) from exc
-        instances = [i for r in reservations for i in r["Instances"]]
-        costs = prices(self.region, sorted({i["InstanceType"] for i in instances})) if instances else {}
+        instances = machines.instances_of(reservations)
+        costs = prices(self.region, sorted({text(i, "InstanceType") for i in instances})) if instances else {}
         for item, kind, key in (
             *((i, "instance", "InstanceId") for i in instances),
             *((g, "security-group", "GroupId") for g in groups),
             *((k, "key-pair", "KeyName") for k in keys),
         ):
-            tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
+            tags = {text(t, "Key"): text(t, "Value", "") for t in objects(item, "Tags")}
             pool = tags.get(machines.TAG_POOL, "")
             reason = _orphan_reason(tags, pool, now, me)
             if reason is None:
                 continue
             launched, price = None, 0.0
             if kind == "instance":
-                launched = item["LaunchTime"].timestamp()
-                cost = costs.get(item["InstanceType"])
+                launched = _launched(item)
+                cost = costs.get(text(item, "InstanceType"))
                 spot = item.get("InstanceLifecycle") == "spot"
                 price = ((cost.spot if spot else cost.ondemand) or 0.0) if cost else 0.0
-            found.append(Orphan(self.name, self.region, kind, item[key], pool, reason, launched, price))
+            found.append(Orphan(self.name, self.region, kind, text(item, key), pool, reason, launched, price))
         return found
 
     def remove(self, orphans: Sequence[Orphan]) -> None:
@@ -310,15 +313,15 @@ class AWS:
         ec2 = client("ec2", region)
         try:
             if self.subnet_id is not None:
-                subnets = ec2.describe_subnets(SubnetIds=[self.subnet_id])["Subnets"]
+                subnets = objects(ec2.describe_subnets(SubnetIds=[self.subnet_id]), "Subnets")
             else:
-                subnets = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
+                subnets = objects(ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}]), "Subnets")
         except Exception as exc:
             raise explain(exc, "looking up the subnet", region) from exc
         if not subnets:
             raise AWSError(f"no default subnet in {region}: create a default VPC or pass sky.AWS(subnet_id=...)")
-        subnet = sorted(subnets, key=lambda s: s["AvailabilityZone"])[0]
-        return subnet["SubnetId"], subnet["VpcId"]
+        subnet = sorted(subnets, key=lambda s: text(s, "AvailabilityZone"))[0]
+        return text(subnet, "SubnetId"), text(subnet, "VpcId")
 
     def _ssh_cidr(self, region: str, subnet: str) -> str:
         """Who may SSH to the nodes: ``ssh_cidr``, else this machine's address as the
@@ -326,7 +329,10 @@ class AWS:
         if self.ssh_cidr is not None:
             return self.ssh_cidr
         if self.use_private_ip:
-            block = client("ec2", region).describe_subnets(SubnetIds=[subnet])["Subnets"][0]["CidrBlock"]
+            described = objects(client("ec2", region).describe_subnets(SubnetIds=[subnet]), "Subnets")
+            if not described:
+                raise AWSError(f"subnet {subnet} does not exist in {region}; check AWS(subnet_id=...)")
+            block = text(described[0], "CidrBlock")
             probe = str(next(ipaddress.ip_network(block).hosts()))
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.connect((probe, 22))  # no packet is sent: this only picks the route
@@ -412,6 +418,14 @@ def _describe(spec: Spec) -> str:
         if getattr(spec, field_name) is not None:
             parts.append(f"{field_name}={getattr(spec, field_name)!r}")
     return ", ".join(parts)
+
+
+def _launched(instance: JsonObject) -> float:
+    """When EC2 started ``instance`` (epoch seconds)."""
+    when = instance.get("LaunchTime")
+    if not isinstance(when, datetime.datetime):
+        raise CloudAnswerError(f"instance {instance.get('InstanceId')}'s LaunchTime is {when!r:.100}, not a time")
+    return when.timestamp()
 
 
 def _orphan_reason(tags: dict[str, str], pool: str, now: str, me: str) -> str | None:

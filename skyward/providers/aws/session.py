@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 from skyward.core.errors import SkywardError
+from skyward.providers.cloud.json import JsonObject
 from skyward.providers.cloud.urls import check_api_url
+
+if TYPE_CHECKING:
+    from boto3.session import Session
 
 CONNECT_TIMEOUT = 10
 READ_TIMEOUT = 60
@@ -25,8 +30,75 @@ CAPACITY_CODES = frozenset({
     "Unsupported", "UnfulfillableCapacity",
 })
 QUOTA_CODES = frozenset({"InstanceLimitExceeded", "VcpuLimitExceeded", "RequestLimitExceeded"})
-_sessions: dict[str, Any] = {}
+_sessions: dict[str, Session] = {}
 _lock = threading.Lock()
+
+
+class ClientMeta(Protocol):
+    @property
+    def endpoint_url(self) -> str: ...
+
+
+class Paginator(Protocol):
+    def paginate(self, **params: object) -> Iterable[JsonObject]:
+        """Every page of the operation's answer."""
+
+
+class EC2(Protocol):
+    """boto3's EC2 client (its operations are made at run time) as skyward calls it:
+    each operation takes the API's parameters and answers its response as a dict (read
+    it with ``cloud.json``)."""
+
+    @property
+    def meta(self) -> ClientMeta: ...
+
+    def get_paginator(self, operation: str) -> Paginator: ...
+
+    def describe_availability_zones(self, **params: object) -> JsonObject: ...
+
+    def describe_instances(self, **params: object) -> JsonObject: ...
+
+    def run_instances(self, **params: object) -> JsonObject: ...
+
+    def terminate_instances(self, **params: object) -> JsonObject: ...
+
+    def create_tags(self, **params: object) -> JsonObject: ...
+
+    def describe_images(self, **params: object) -> JsonObject: ...
+
+    def describe_subnets(self, **params: object) -> JsonObject: ...
+
+    def import_key_pair(self, **params: object) -> JsonObject: ...
+
+    def describe_key_pairs(self, **params: object) -> JsonObject: ...
+
+    def delete_key_pair(self, **params: object) -> JsonObject: ...
+
+    def create_security_group(self, **params: object) -> JsonObject: ...
+
+    def authorize_security_group_ingress(self, **params: object) -> JsonObject: ...
+
+    def describe_security_groups(self, **params: object) -> JsonObject: ...
+
+    def delete_security_group(self, **params: object) -> JsonObject: ...
+
+
+class SSM(Protocol):
+    """boto3's SSM client as skyward calls it (see ``EC2``)."""
+
+    @property
+    def meta(self) -> ClientMeta: ...
+
+    def get_parameter(self, **params: object) -> JsonObject: ...
+
+
+class Pricing(Protocol):
+    """boto3's Price List client as skyward calls it (see ``EC2``)."""
+
+    @property
+    def meta(self) -> ClientMeta: ...
+
+    def get_paginator(self, operation: str) -> Paginator: ...
 
 
 class AWSError(SkywardError, RuntimeError):
@@ -41,7 +113,19 @@ class NoCapacityError(AWSError):
         self.code = code
 
 
-def client(service: str, region: str) -> Any:
+@overload
+def client(service: Literal["ec2"], region: str) -> EC2: ...
+
+
+@overload
+def client(service: Literal["ssm"], region: str) -> SSM: ...
+
+
+@overload
+def client(service: Literal["pricing"], region: str) -> Pricing: ...
+
+
+def client(service: str, region: str) -> EC2 | SSM | Pricing:
     """A boto3 client for ``service`` in ``region`` (one session per region, shared).
     ValueError when its endpoint is plain http to another machine (see ``check_api_url``)."""
     import boto3

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 MachineState = Literal["starting", "running", "stopped", "ended"]
 """``stopped``: halted but still there (and billed, for its disk at least) until deleted;
@@ -139,7 +139,7 @@ class FirewallAPI(Protocol):
         """Every firewall of the account."""
 
 
-def epoch(text: Any) -> float | None:
+def epoch(text: object) -> float | None:
     """A time as the clouds' APIs write it (ISO 8601 / RFC 3339, ``Z`` or an offset,
     fractions finer than microseconds cut) in epoch seconds; None when absent or not such
     a time (``Machine.created``)."""

@@ -27,3 +27,8 @@ class CloudAPIError(CloudError):
         super().__init__(message)
         self.status = status
         self.body = body
+
+
+class CloudAnswerError(CloudError, ValueError):
+    """The cloud answered a call in a shape skyward does not read (a field missing, or of
+    another type); the message names the field and the value."""

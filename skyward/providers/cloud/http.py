@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
 from skyward.providers.cloud.errors import CloudAPIError, CloudError, CredentialsError
+from skyward.providers.cloud.json import Scalar
 from skyward.providers.cloud.urls import check_api_url
 
 CONNECT_TIMEOUT = 10.0
@@ -31,6 +31,9 @@ MAX_BACKOFF = 8.0
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 SAFE_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 """Methods retried after the server may have seen them (DELETE is idempotent here)."""
+
+Params = Mapping[str, Scalar]
+"""A call's query parameters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +100,14 @@ class ApiClient:
         )
 
     def call(
-        self, method: str, path: str, what: str, *, json: Any = None, params: Mapping[str, Any] | None = None,
+        self, method: str, path: str, what: str, *, json: object = None, params: Params | None = None,
         form: Mapping[str, str] | None = None, text: str | None = None,
-    ) -> Any:
-        """The parsed JSON answer (None for an empty body). CredentialsError for 401/403,
-        CloudAPIError for another error status, CloudError when the API cannot be reached
-        after the retries. ``what`` says what the call does, for the messages; ``text`` a
-        plain-text body (``text/plain``) instead of JSON or a form."""
+    ) -> object:
+        """The parsed JSON answer (None for an empty body, the text for a body that is not
+        JSON; read it with ``cloud.json``). CredentialsError for 401/403, CloudAPIError for
+        another error status, CloudError when the API cannot be reached after the
+        retries. ``what`` says what the call does, for the messages; ``json`` a body of
+        JSON values; ``text`` a plain-text body (``text/plain``) instead of JSON or a form."""
         method = method.upper()
         plain = {"Content-Type": "text/plain"} if text is not None else {}
         attempt = 0
@@ -136,7 +140,7 @@ class ApiClient:
                 _failed(FailedCall(self.cloud, method, path, response.status_code, str(exc)))
                 raise
 
-    def read(self, path: str, what: str) -> Any:
+    def read(self, path: str, what: str) -> object:
         """``GET path``: the parsed answer, or None when the API answers 404 (gone). Errors
         as ``call``."""
         try:
@@ -149,7 +153,7 @@ class ApiClient:
     def close(self) -> None:
         self._http.close()
 
-    def _answer(self, response: httpx.Response, what: str) -> Any:
+    def _answer(self, response: httpx.Response, what: str) -> object:
         body = _parse(response)
         status = response.status_code
         if status in (401, 403):
@@ -174,7 +178,7 @@ class ApiClient:
         time.sleep(delay)
 
 
-def message(body: Any) -> str:
+def message(body: object) -> str:
     """The error message an API put in its answer (its usual keys), else the body cut short."""
     if isinstance(body, dict):
         for key in ("message", "error_description", "error", "msg", "detail", "errors", "code"):
@@ -189,7 +193,7 @@ def message(body: Any) -> str:
     return text[:300]
 
 
-def _parse(response: httpx.Response) -> Any:
+def _parse(response: httpx.Response) -> object:
     if not response.content:
         return None
     try:

@@ -5,12 +5,13 @@ field names."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from skyward.providers.cloud.api import Key
 from skyward.providers.cloud.errors import CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient
+from skyward.providers.cloud.json import text
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +33,9 @@ class KeyCollection:
         answer = http.call(
             "POST", self.path, f"adding SSH key {name}", json={self.name_field: name, self.key_field: public_key}
         )
-        made = answer.get(self.created) if self.created and isinstance(answer, dict) else answer
-        if isinstance(made, dict) and made.get(self.id_field) is not None:
-            return str(made[self.id_field])
+        made = answer.get(self.created) if self.created and isinstance(answer, Mapping) else answer
+        if isinstance(made, Mapping) and made.get(self.id_field) is not None:
+            return text(made, self.id_field)
         for key in self.listed(http):
             if key.name == name:
                 return key.id
@@ -50,10 +51,10 @@ class KeyCollection:
 
     def listed(self, http: ApiClient) -> list[Key]:
         """Every key of the account."""
-        answer: Any = http.call("GET", self.path, "listing SSH keys")
-        items = (answer or {}).get(self.items) if self.items is not None and isinstance(answer, dict) else answer
+        answer = http.call("GET", self.path, "listing SSH keys")
+        found = answer.get(self.items) if self.items is not None and isinstance(answer, Mapping) else answer
         return [
-            Key(str(item[self.id_field]), str(item.get(self.name_field) or ""))
-            for item in items or []
-            if isinstance(item, dict) and item.get(self.id_field) is not None
+            Key(text(item, self.id_field), text(item, self.name_field, ""))
+            for item in (found if isinstance(found, list) else [])
+            if isinstance(item, Mapping) and item.get(self.id_field) is not None
         ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
 
 import httpx
 
@@ -26,6 +26,18 @@ from skyward.providers.cloud.api import (
 )
 from skyward.providers.cloud.errors import CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    as_objects,
+    integer,
+    items,
+    number,
+    obj,
+    objects,
+    text,
+    to_text,
+)
 from skyward.providers.container.engine import LOCAL_HINT, EngineError
 
 API = "http://engine/v1.41"
@@ -65,10 +77,10 @@ class ContainerAPI:
             raise EngineError(f"the container engine at {socket} does not answer ({exc}); {LOCAL_HINT}") from None
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        info = self._http.call("GET", "/info", "reading the engine's CPUs and memory") or {}
-        architecture = str(info.get("Architecture") or "x86_64")
+        info = as_object(self._http.call("GET", "/info", "reading the engine's CPUs and memory"))
+        architecture = text(info, "Architecture", "x86_64")
         return [MachineType(
-            KIND, float(info.get("NCPU") or 1), float(info.get("MemTotal") or 0) / 2**30, 0.0,
+            KIND, number(info, "NCPU", 1), number(info, "MemTotal", 0) / 2**30, 0.0,
             architecture={"aarch64": "arm64", "amd64": "x86_64"}.get(architecture, architecture),
         )]
 
@@ -83,18 +95,19 @@ class ContainerAPI:
 
     def add_firewall(self, group: str) -> str:
         body = {"Name": group, "Driver": "bridge", "CheckDuplicate": True, "Labels": {LABEL: group}}
-        return str(self._http.call("POST", "/networks/create", f"creating network {group}", json=body)["Id"])
+        made = self._http.call("POST", "/networks/create", f"creating network {group}", json=body)
+        return text(as_object(made), "Id")
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
         self._gone_ok("DELETE", f"/networks/{firewall_id}", f"removing network {group}")
 
     def firewalls(self) -> list[Firewall]:
-        found = self._http.call("GET", "/networks", "listing networks", params=_labelled()) or []
-        return [Firewall(str(n["Id"]), str(n.get("Name") or "")) for n in found if LABEL in (n.get("Labels") or {})]
+        found = as_objects(self._http.call("GET", "/networks", "listing networks", params=_labelled()))
+        return [Firewall(text(n, "Id"), text(n, "Name", "")) for n in found if LABEL in obj(n, "Labels")]
 
     def create(self, order: Order) -> str:
         self._ensure_image(order.image)
-        body = {
+        body: dict[str, object] = {
             "Image": order.image, "Cmd": ["/bin/sh", "-c", order.user_data],
             "Env": [f"SKYWARD_PUBLIC_KEY={order.public_key}"], "Labels": {LABEL: order.group},
             "ExposedPorts": {SSH_PORT: {}},
@@ -106,7 +119,7 @@ class ContainerAPI:
         made = self._http.call(
             "POST", "/containers/create", f"creating container {order.name}", json=body, params={"name": order.name},
         )
-        container = str(made["Id"])
+        container = text(as_object(made), "Id")
         try:
             self._http.call("POST", f"/containers/{container}/start", f"starting container {order.name}")
         except CloudError:
@@ -119,7 +132,9 @@ class ContainerAPI:
         """The container, or None once removed. ContainerFailed when one started here
         stopped before it was ever reachable."""
         try:
-            found = self._http.call("GET", f"/containers/{machine_id}/json", f"reading container {machine_id}")
+            found = as_object(
+                self._http.call("GET", f"/containers/{machine_id}/json", f"reading container {machine_id}")
+            )
         except CloudAPIError as exc:
             if exc.status == 404:
                 return None
@@ -129,7 +144,7 @@ class ContainerAPI:
             self._starting.discard(machine_id)
         elif machine.state == "stopped" and machine_id in self._starting:
             self._starting.discard(machine_id)
-            code = (found.get("State") or {}).get("ExitCode")
+            code = obj(found, "State").get("ExitCode")
             raise ContainerFailed(
                 f"container {machine.name} exited with code {code} before sshd was reachable; its last output: "
                 f"{self._output(machine_id)!r}. Its image needs /bin/sh and sshd, or apt-get or apk and a "
@@ -139,7 +154,7 @@ class ContainerAPI:
 
     def machines(self) -> list[Machine]:
         found = self._http.call("GET", "/containers/json", "listing containers", params={"all": "true", **_labelled()})
-        return [_listed(item) for item in found or []]
+        return [_listed(item) for item in as_objects(found)]
 
     def delete(self, machine_id: str) -> None:
         self._gone_ok("DELETE", f"/containers/{machine_id}", f"removing container {machine_id}", {"force": "true"})
@@ -185,9 +200,9 @@ def _labelled() -> dict[str, str]:
     return {"filters": json.dumps({"label": [LABEL]})}
 
 
-def _pull_error(answer: Any) -> str | None:
+def _pull_error(answer: object) -> str | None:
     """The error a pull's progress stream (JSON lines) ends with, if any."""
-    if isinstance(answer, dict):
+    if isinstance(answer, Mapping):
         return message(answer) if answer.get("error") else None
     for line in str(answer or "").splitlines():
         try:
@@ -199,23 +214,23 @@ def _pull_error(answer: Any) -> str | None:
     return None
 
 
-def _inspected(found: dict[str, Any]) -> Machine:
+def _inspected(found: JsonObject) -> Machine:
     """A container as ``GET /containers/{id}/json`` shows it."""
-    status = str((found.get("State") or {}).get("Status") or "")
-    settings = found.get("NetworkSettings") or {}
-    port = _published((settings.get("Ports") or {}).get(SSH_PORT) or [])
-    address = _address(settings.get("Networks") or {})
-    return _machine(found["Id"], str(found.get("Name") or ""), status, port, address, epoch(found.get("Created")))
+    status = text(obj(found, "State"), "Status", "")
+    settings = obj(found, "NetworkSettings")
+    port = _published(objects(obj(settings, "Ports"), SSH_PORT))
+    address = _address(obj(settings, "Networks"))
+    return _machine(text(found, "Id"), text(found, "Name", ""), status, port, address, epoch(found.get("Created")))
 
 
-def _listed(item: dict[str, Any]) -> Machine:
+def _listed(item: JsonObject) -> Machine:
     """A container as ``GET /containers/json`` lists it."""
-    ports = [p for p in item.get("Ports") or [] if p.get("PrivatePort") == 22 and p.get("PublicPort")]
-    port = int(ports[0]["PublicPort"]) if ports else None
-    address = _address((item.get("NetworkSettings") or {}).get("Networks") or {})
-    names = item.get("Names") or [""]
-    created = float(item["Created"]) if item.get("Created") else None
-    return _machine(item["Id"], str(names[0]), str(item.get("State") or ""), port, address, created)
+    ports = [p for p in objects(item, "Ports") if p.get("PrivatePort") == 22 and p.get("PublicPort")]
+    port = integer(ports[0], "PublicPort") if ports else None
+    address = _address(obj(obj(item, "NetworkSettings"), "Networks"))
+    names = items(item, "Names") or [""]
+    created = number(item, "Created", 0) or None
+    return _machine(text(item, "Id"), to_text(names[0], "Names"), text(item, "State", ""), port, address, created)
 
 
 def _machine(container: str, name: str, status: str, port: int | None, address: str | None, created: float | None) -> Machine:
@@ -228,11 +243,12 @@ def _machine(container: str, name: str, status: str, port: int | None, address: 
     )
 
 
-def _published(bindings: list[dict[str, Any]]) -> int | None:
-    ports = [int(b["HostPort"]) for b in bindings if str(b.get("HostPort") or "").isdigit()]
+def _published(bindings: list[JsonObject]) -> int | None:
+    ports = [int(port) for port in (text(b, "HostPort", "") for b in bindings) if port.isdigit()]
     return ports[0] if ports else None
 
 
-def _address(networks: dict[str, Any]) -> str | None:
-    addresses = [str(n["IPAddress"]) for n in networks.values() if n.get("IPAddress")]
+def _address(networks: JsonObject) -> str | None:
+    found = (as_object(n, "a network") for n in networks.values())
+    addresses = [text(n, "IPAddress") for n in found if n.get("IPAddress")]
     return addresses[0] if addresses else None

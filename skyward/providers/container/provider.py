@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from skyward.containers import DockerImage, image_field
 from skyward.core.validation import fail
@@ -39,7 +39,8 @@ class Container(MachineCloud):
     priced: ClassVar[bool] = False
     spot_market: ClassVar[bool] = False
 
-    container_image: Any = None
+    container_image: DockerImage | str | None = None
+    """A string is read as an image reference (a DockerImage once made)."""
     socket: str | None = None
 
     def __post_init__(self) -> None:
@@ -51,8 +52,8 @@ class Container(MachineCloud):
         return ContainerAPI(find_socket(self.socket))
 
     def image(self, spec: Spec) -> str:
-        chosen: DockerImage | None = self.container_image
-        return chosen.tag if chosen is not None else f"python:{local_python()}-slim"
+        chosen = self.container_image
+        return chosen.tag if isinstance(chosen, DockerImage) else f"python:{local_python()}-slim"
 
     def refuse(self, spec: Spec) -> None:
         if spec.region is not None:

@@ -11,8 +11,6 @@ the tag its pool's firewall guards and admits. The token is ``DIGITALOCEAN_TOKEN
 
 from __future__ import annotations
 
-from typing import Any
-
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import (
     Firewall,
@@ -25,6 +23,17 @@ from skyward.providers.cloud.api import (
 )
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    integer,
+    items,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+)
 
 URL = "https://api.digitalocean.com"
 TOKEN = credentials.Source(("DIGITALOCEAN_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN"), "~/.config/doctl/config.yaml", "access-token")
@@ -50,32 +59,32 @@ class DigitalOceanAPI:
         for size in self._pages("/v2/sizes", "sizes", "listing sizes"):
             if not size.get("available", True):
                 continue
-            gpu = size.get("gpu_info") or {}
-            vram = gpu.get("vram") or {}
-            for place in size.get("regions", []):
+            gpu = obj(size, "gpu_info")
+            vram = obj(gpu, "vram")
+            for place in items(size, "regions"):
                 if region is not None and place != region:
                     continue
                 kinds.append(MachineType(
-                    name=str(size["slug"]), vcpus=float(size["vcpus"]), memory_gb=float(size["memory"]) / 1024,
-                    price=float(size["price_hourly"]), region=place, accelerator=gpu.get("model") or None,
-                    accelerator_count=int(gpu.get("count") or 0),
-                    accelerator_memory_gb=float(vram["amount"]) if vram.get("amount") else None,
-                    disk_gb=float(size.get("disk") or 0) or None,
+                    name=text(size, "slug"), vcpus=number(size, "vcpus"), memory_gb=number(size, "memory") / 1024,
+                    price=number(size, "price_hourly"), region=str(place), accelerator=text(gpu, "model", "") or None,
+                    accelerator_count=integer(gpu, "count", 0),
+                    accelerator_memory_gb=number(vram, "amount", 0) or None,
+                    disk_gb=number(size, "disk", 0) or None,
                 ))
         return kinds
 
     def add_key(self, name: str, public_key: str) -> str | None:
         answer = self._http.call("POST", "/v2/account/keys", f"adding SSH key {name}", json={"name": name, "public_key": public_key})
-        return str(answer["ssh_key"]["id"])
+        return text(obj(as_object(answer), "ssh_key"), "id")
 
     def remove_key(self, key_id: str) -> None:
         self._delete(f"/v2/account/keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
-        return [Key(str(k["id"]), str(k.get("name") or "")) for k in self._pages("/v2/account/keys", "ssh_keys", "listing SSH keys")]
+        return [Key(text(k, "id"), text(k, "name", "")) for k in self._pages("/v2/account/keys", "ssh_keys", "listing SSH keys")]
 
     def create(self, order: Order) -> str:
-        body = {
+        body: dict[str, object] = {
             "name": order.name, "region": order.machine_type.region, "size": order.machine_type.name,
             "image": order.image, "ssh_keys": [order.key_id] if order.key_id else [],
             "tags": [TAG, order.group] if order.group else [TAG],
@@ -89,13 +98,13 @@ class DigitalOceanAPI:
                     f"DigitalOcean has no {order.machine_type.name} in {order.machine_type.region}: {message(exc.body)}"
                 ) from None
             raise
-        return str(answer["droplet"]["id"])
+        return text(obj(as_object(answer), "droplet"), "id")
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/v2/droplets/{machine_id}", f"reading Droplet {machine_id}")
         if answer is None:
             return None
-        return _machine(answer["droplet"])
+        return _machine(obj(as_object(answer), "droplet"))
 
     def machines(self) -> list[Machine]:
         return [_machine(d) for d in self._pages(f"/v2/droplets?tag_name={TAG}", "droplets", "listing Droplets")]
@@ -109,7 +118,7 @@ class DigitalOceanAPI:
         firewall cannot be made."""
         self._http.call("POST", "/v2/tags", f"creating tag {group}", json={"name": group})
         own = {"tags": [group]}
-        body = {
+        body: dict[str, object] = {
             "name": group, "tags": [group],
             "inbound_rules": [
                 {"protocol": "tcp", "ports": "22", "sources": ANYWHERE},
@@ -126,7 +135,7 @@ class DigitalOceanAPI:
         except BaseException:
             self._delete(f"/v2/tags/{group}", f"deleting tag {group}")
             raise
-        return str(answer["firewall"]["id"])
+        return text(obj(as_object(answer), "firewall"), "id")
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
         self._delete(f"/v2/firewalls/{firewall_id}", f"deleting firewall {group}")
@@ -134,7 +143,7 @@ class DigitalOceanAPI:
 
     def firewalls(self) -> list[Firewall]:
         return [
-            Firewall(str(f["id"]), str(f.get("name") or ""))
+            Firewall(text(f, "id"), text(f, "name", ""))
             for f in self._pages("/v2/firewalls", "firewalls", "listing firewalls")
         ]
 
@@ -145,27 +154,27 @@ class DigitalOceanAPI:
             if exc.status != 404:
                 raise
 
-    def _pages(self, path: str, key: str, what: str) -> list[dict[str, Any]]:
+    def _pages(self, path: str, key: str, what: str) -> list[JsonObject]:
         """Every item of a paginated list (bounded: at most 50 pages)."""
-        items: list[dict[str, Any]] = []
+        found: list[JsonObject] = []
         for page in range(1, 51):
             separator = "&" if "?" in path else "?"
-            answer = self._http.call("GET", f"{path}{separator}page={page}&per_page={PAGE}", what) or {}
-            items.extend(answer.get(key, []))
-            if not ((answer.get("links") or {}).get("pages") or {}).get("next"):
+            answer = as_object(self._http.call("GET", f"{path}{separator}page={page}&per_page={PAGE}", what))
+            found.extend(objects(answer, key))
+            if not obj(obj(answer, "links"), "pages").get("next"):
                 break
-        return items
+        return found
 
 
-def _machine(droplet: dict[str, Any]) -> Machine:
-    status = str(droplet.get("status") or "")
-    addresses = (droplet.get("networks") or {}).get("v4", [])
-    public = next((a["ip_address"] for a in addresses if a.get("type") == "public"), None)
-    private = next((a["ip_address"] for a in addresses if a.get("type") == "private"), None)
+def _machine(droplet: JsonObject) -> Machine:
+    status = text(droplet, "status", "")
+    addresses = objects(obj(droplet, "networks"), "v4")
+    public = next((text(a, "ip_address") for a in addresses if a.get("type") == "public"), None)
+    private = next((text(a, "ip_address") for a in addresses if a.get("type") == "private"), None)
     state: MachineState = "ended" if status == "archive" else "stopped" if status == "off" else "running" if status == "active" and public else "starting"
     created = epoch(droplet.get("created_at"))
-    price = (droplet.get("size") or {}).get("price_hourly")
+    price = number_or_none(obj(droplet, "size"), "price_hourly")
     return Machine(
-        str(droplet["id"]), str(droplet.get("name") or ""), state, public, 22, private,
-        float(price) if price is not None else None, False, str(droplet.get("size_slug") or ""), created,
+        text(droplet, "id"), text(droplet, "name", ""), state, public, 22, private,
+        price, False, text(droplet, "size_slug", ""), created,
     )

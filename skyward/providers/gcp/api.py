@@ -21,8 +21,7 @@ import datetime
 import re
 import shlex
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from skyward.core.validation import fail
 from skyward.providers.aws.machines import owner
@@ -37,7 +36,8 @@ from skyward.providers.cloud.api import (
     epoch,
 )
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import ApiClient, Params, base_url, message
+from skyward.providers.cloud.json import JsonObject, as_object, integer, number, obj, objects, text
 from skyward.providers.gcp import prices as pricing
 from skyward.providers.gcp.auth import where
 
@@ -96,16 +96,16 @@ class GCPAPI:
                 "GCP", "zone", self._zone,
                 f"skyward's GCP price snapshot covers {', '.join(pricing.regions())}; pick a zone in one of them",
             )
-        listed = {t["name"]: t for t in self._pages(f"{self._in_zone}/machineTypes", "listing machine types")}
+        listed = {text(t, "name"): t for t in self._pages(f"{self._in_zone}/machineTypes", "listing machine types")}
         kinds = [self._kind(listed[name], name, price, found.source) for name, price in found.machines.items()
                  if name in listed and not listed[name].get("deprecated")]
         gpus = self._pages(f"{self._in_zone}/acceleratorTypes", "listing accelerator types")
         for gpu in gpus:
-            name = str(gpu.get("name") or "")
+            name = text(gpu, "name", "")
             if name not in found.gpus or name not in pricing.GPUS:
                 continue
             for count, machine in pricing.ATTACHED:
-                if machine not in listed or machine not in found.machines or count > int(gpu.get("maximumCardsPerInstance") or 0):
+                if machine not in listed or machine not in found.machines or count > integer(gpu, "maximumCardsPerInstance", 0):
                     continue
                 model, memory = pricing.GPUS[name]
                 base = self._kind(listed[machine], machine, found.machines[machine], found.source)
@@ -119,14 +119,16 @@ class GCPAPI:
                 ))
         return kinds
 
-    def _kind(self, listed: dict[str, Any], name: str, price: tuple[float, float], source: str) -> MachineType:
-        accelerator, count, memory = None, 0, None
-        for attached in listed.get("accelerators") or []:
-            kind = str(attached.get("guestAcceleratorType") or "")
+    def _kind(self, listed: JsonObject, name: str, price: tuple[float, float], source: str) -> MachineType:
+        accelerator: str | None = None
+        memory: float | None = None
+        count = 0
+        for attached in objects(listed, "accelerators"):
+            kind = text(attached, "guestAcceleratorType", "")
             accelerator, memory = pricing.GPUS.get(kind, (kind, None))
-            count = int(attached.get("guestAcceleratorCount") or 0)
+            count = integer(attached, "guestAcceleratorCount", 0)
         return MachineType(
-            name=name, vcpus=float(listed.get("guestCpus") or 0), memory_gb=float(listed.get("memoryMb") or 0) / 1024,
+            name=name, vcpus=number(listed, "guestCpus", 0), memory_gb=number(listed, "memoryMb", 0) / 1024,
             price=price[0], spot_price=price[1], region=self._zone, accelerator=accelerator, accelerator_count=count,
             accelerator_memory_gb=memory, price_source=source,
         )
@@ -164,12 +166,12 @@ class GCPAPI:
         except CloudError:
             self.delete(order.name)
             raise
-        return str(done.get("targetId") or order.name)
+        return text(done, "targetId", order.name)
 
-    def _instance_body(self, order: Order) -> dict[str, Any]:
+    def _instance_body(self, order: Order) -> dict[str, object]:
         kind = order.machine_type
         machine, gpu, count = _parts(kind)
-        scheduling: dict[str, Any] = {"onHostMaintenance": "TERMINATE" if (gpu or kind.accelerator) else "MIGRATE",
+        scheduling: dict[str, object] = {"onHostMaintenance": "TERMINATE" if (gpu or kind.accelerator) else "MIGRATE",
                                       "automaticRestart": False}
         if order.spot:
             scheduling.update(provisioningModel="SPOT", instanceTerminationAction="DELETE")
@@ -179,7 +181,7 @@ class GCPAPI:
         if halt:
             moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=int(halt.group(1)))
             labels[LABEL_EXPIRES] = moment.strftime("%Y%m%dt%H%M%Sz")
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "name": order.name,
             "machineType": f"zones/{self._zone}/machineTypes/{machine}",
             "labels": labels,
@@ -206,13 +208,13 @@ class GCPAPI:
 
     def get(self, machine_id: str) -> Machine | None:
         """The instance by its id (or name); None once Compute Engine no longer has it."""
-        found = self._http.read(f"{self._in_zone}/instances/{machine_id}", f"reading instance {machine_id}")
+        found = as_object(self._http.read(f"{self._in_zone}/instances/{machine_id}", f"reading instance {machine_id}"))
         return _machine(found) if found else None
 
     def machines(self) -> list[Machine]:
         """The zone's instances labelled ``skyward-pool``."""
         return [_machine(i) for i in self._pages(f"{self._in_zone}/instances", "listing instances")
-                if LABEL_POOL in (i.get("labels") or {})]
+                if LABEL_POOL in obj(i, "labels")]
 
     def delete(self, machine_id: str) -> None:
         """Ask for the deletion (gone already is fine); ``get`` confirms it."""
@@ -229,7 +231,7 @@ class GCPAPI:
         protocol from instances tagged ``group``), both for instances tagged ``group``; the
         first is deleted again when the second cannot be made. Its id is ``group``."""
         network = f"projects/{self._project}/global/networks/{self._network}"
-        rules = [
+        rules: list[dict[str, object]] = [
             {"name": f"{group}-ssh", "network": network, "direction": "INGRESS", "priority": 1000,
              "sourceRanges": ["0.0.0.0/0"], "targetTags": [group], "allowed": [{"IPProtocol": "tcp", "ports": ["22"]}],
              "description": "skyward: SSH to the pool's instances"},
@@ -258,7 +260,7 @@ class GCPAPI:
         """One per group that has a skyward rule (its id and name: the group)."""
         groups: set[str] = set()
         for rule in self._pages(f"{self._base}/global/firewalls", "listing firewall rules"):
-            name = str(rule.get("name") or "")
+            name = text(rule, "name", "")
             for suffix in RULE_SUFFIXES:
                 if name.endswith(suffix) and naming.parse(name.removesuffix(suffix)) is not None:
                     groups.add(name.removesuffix(suffix))
@@ -276,12 +278,12 @@ class GCPAPI:
 
     # ------------------------------------------------------------------ helpers
 
-    def _wait(self, operation: Any, what: str) -> dict[str, Any]:
+    def _wait(self, operation: object, what: str) -> JsonObject:
         """Poll ``operation`` until DONE and return it; CapacityError or CloudError for an operation that
         failed, CloudError when it is not DONE within the timeout."""
         deadline = time.monotonic() + self._timeout
         while True:
-            if not isinstance(operation, dict) or not operation.get("name"):
+            if not isinstance(operation, Mapping) or not operation.get("name"):
                 raise CloudError(f"the GCP API answered {what} with no operation: {str(operation)[:200]}")
             if operation.get("status") == "DONE":
                 break
@@ -291,29 +293,29 @@ class GCPAPI:
                     "check it in the console (gcloud compute operations describe)"
                 )
             time.sleep(OPERATION_POLL)
-            zone = str(operation.get("zone") or "")
+            zone = text(operation, "zone", "")
             where = f"{self._base}/zones/{zone.rsplit('/', 1)[-1]}" if zone else f"{self._base}/global"
             operation = self._http.call("GET", f"{where}/operations/{operation['name']}", f"waiting for {what}")
-        errors = ((operation.get("error") or {}).get("errors")) or []
+        errors = objects(obj(operation, "error"), "errors")
         if errors:
-            text = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors)
+            said = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors)
             if _capacity(operation.get("error")):
-                raise CapacityError(text)
-            raise CloudError(f"GCP could not finish {what}: {text}")
+                raise CapacityError(said)
+            raise CloudError(f"GCP could not finish {what}: {said}")
         return operation
 
-    def _pages(self, path: str, what: str) -> list[dict[str, Any]]:
+    def _pages(self, path: str, what: str) -> list[JsonObject]:
         """Every item of a list, page by page (at most 50 pages)."""
-        items: list[dict[str, Any]] = []
+        found: list[JsonObject] = []
         token = ""
         for _ in range(50):
-            query: dict[str, Any] = {"maxResults": PAGE, **({"pageToken": token} if token else {})}
-            answer = self._http.call("GET", path, what, params=query) or {}
-            items.extend(answer.get("items") or [])
-            token = str(answer.get("nextPageToken") or "")
+            query: Params = {"maxResults": PAGE, **({"pageToken": token} if token else {})}
+            answer = as_object(self._http.call("GET", path, what, params=query))
+            found.extend(objects(answer, "items"))
+            token = text(answer, "nextPageToken", "")
             if not token:
                 break
-        return items
+        return found
 
 
 def _parts(kind: MachineType) -> tuple[str, str, int]:
@@ -325,15 +327,15 @@ def _parts(kind: MachineType) -> tuple[str, str, int]:
     return machine, gpu, int(count)
 
 
-def _capacity(body: Any) -> bool:
+def _capacity(body: object) -> bool:
     """Whether an error body or an operation's error names a lack of capacity or quota."""
-    text = str(body)
-    return any(code in text for code in NO_CAPACITY)
+    said = str(body)
+    return any(code in said for code in NO_CAPACITY)
 
 
-def _label(text: str) -> str:
-    """``text`` as a label value: lowercase letters, digits, ``_`` and ``-``, at most 63."""
-    return _LABEL_TEXT.sub("-", text.lower())[:63]
+def _label(value: str) -> str:
+    """``value`` as a label value: lowercase letters, digits, ``_`` and ``-``, at most 63."""
+    return _LABEL_TEXT.sub("-", value.lower())[:63]
 
 
 def _root_key(public_key: str) -> str:
@@ -349,15 +351,19 @@ def _root_key(public_key: str) -> str:
     )
 
 
-def _machine(instance: dict[str, Any]) -> Machine:
-    interface = (instance.get("networkInterfaces") or [{}])[0]
-    public = str(((interface.get("accessConfigs") or [{}])[0]).get("natIP") or "") or None
-    state = STATES.get(str(instance.get("status") or ""), "starting")
+def _first(found: list[JsonObject]) -> JsonObject:
+    return found[0] if found else {}
+
+
+def _machine(instance: JsonObject) -> Machine:
+    interface = _first(objects(instance, "networkInterfaces"))
+    public = text(_first(objects(interface, "accessConfigs")), "natIP", "") or None
+    state = STATES.get(text(instance, "status", ""), "starting")
     if state == "running" and public is None:
         state = "starting"
-    scheduling = instance.get("scheduling") or {}
+    scheduling = obj(instance, "scheduling")
     return Machine(
-        str(instance["id"]), str(instance["name"]), state, public, 22, str(interface.get("networkIP") or "") or None,
-        None, scheduling.get("provisioningModel") == "SPOT", str(instance.get("machineType") or "").rsplit("/", 1)[-1],
+        text(instance, "id"), text(instance, "name"), state, public, 22, text(interface, "networkIP", "") or None,
+        None, scheduling.get("provisioningModel") == "SPOT", text(instance, "machineType", "").rsplit("/", 1)[-1],
         epoch(instance.get("creationTimestamp")),
     )

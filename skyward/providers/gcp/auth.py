@@ -94,7 +94,9 @@ class GoogleToken:
     when it is not a Google credentials file of a kind used here."""
 
     def __init__(self, path: Path | None = None) -> None:
-        from google.auth import exceptions, load_credentials_from_file
+        from google.auth import exceptions
+        from google.auth.credentials import Credentials
+        from google.oauth2 import credentials, service_account
 
         found = path or credentials_path()
         if found is None:
@@ -111,11 +113,16 @@ class GoogleToken:
                 f"GCP credentials file {found} has type {kind or 'none'!r}; skyward reads {' and '.join(TYPES)} "
                 "files (a service-account JSON key, or gcloud auth application-default login)"
             )
-        try:
-            self._credentials, project = load_credentials_from_file(str(found), scopes=[SCOPE])
+        self._credentials: Credentials
+        try:  # the loader of the file's own type: a generic loader would follow any URL a file names
+            if kind == "service_account":
+                self._credentials = service_account.Credentials.from_service_account_info(info, scopes=[SCOPE])
+                project = info.get("project_id")
+            else:
+                self._credentials = credentials.Credentials.from_authorized_user_info(info, scopes=[SCOPE])
+                project = info.get("quota_project_id")
         except (exceptions.DefaultCredentialsError, ValueError) as exc:
             raise CredentialsError(f"GCP credentials file {found} is not valid: {exc}") from None
-        project = project or (info.get("quota_project_id") if kind == "authorized_user" else None)
         self.identity = Identity(found, kind, str(project) if project else None)
         self._request = _Request(found)
         self._lock = threading.Lock()

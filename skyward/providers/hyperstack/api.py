@@ -10,13 +10,21 @@ in the ``api_key`` header: ``api_key=`` or ``HYPERSTACK_API_KEY``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    as_objects,
+    integer,
+    number,
+    obj,
+    objects,
+    text,
+)
 
 URL = "https://infrahub-api.nexgencloud.com/v1"
 API_KEY = credentials.Source(("HYPERSTACK_API_KEY",))
@@ -31,9 +39,9 @@ STOPPED = ("SHUTOFF", "HIBERNATED", "HIBERNATING", "ERROR", "STOPPED")
 ENDED = ("DELETING", "DELETED")
 
 
-def security_rules() -> list[dict[str, Any]]:
+def security_rules() -> list[dict[str, object]]:
     """Inbound SSH from anywhere, inbound TCP and UDP from the environment's private network."""
-    ssh = {
+    ssh: dict[str, object] = {
         "direction": "ingress",
         "protocol": "tcp",
         "ethertype": "IPv4",
@@ -41,7 +49,7 @@ def security_rules() -> list[dict[str, Any]]:
         "port_range_min": 22,
         "port_range_max": 22,
     }
-    peers = [
+    peers: list[dict[str, object]] = [
         {
             "direction": "ingress",
             "protocol": protocol,
@@ -74,14 +82,14 @@ class HyperstackAPI:
         GPU count; a flavor whose GPU ends in ``-spot`` is sold as spot only. Flavors the
         pricebook gives no price (CPU-only ones) are not offered."""
         params = {"region": region} if region else None
-        groups = (
-            self._http.call("GET", "/core/flavors", "listing flavors", params=params) or {}
-        ).get("data", [])
-        prices = _pricebook(self._http.call("GET", "/pricebook", "reading the pricebook") or [])
+        groups = objects(
+            as_object(self._http.call("GET", "/core/flavors", "listing flavors", params=params)), "data"
+        )
+        prices = _pricebook(as_objects(self._http.call("GET", "/pricebook", "reading the pricebook"), "the pricebook"))
         kinds = []
         for group in groups:
-            for flavor in group.get("flavors", []):
-                gpu, count = str(flavor.get("gpu") or ""), int(flavor.get("gpu_count") or 0)
+            for flavor in objects(group, "flavors"):
+                gpu, count = text(flavor, "gpu", ""), integer(flavor, "gpu_count", 0)
                 hourly = prices.get(gpu.upper(), 0.0) * count
                 if not flavor.get("stock_available", True) or not gpu or hourly <= 0:
                     continue
@@ -90,18 +98,16 @@ class HyperstackAPI:
                 seen = identify(accelerator)
                 kinds.append(
                     MachineType(
-                        name=str(flavor["name"]),
-                        vcpus=float(flavor.get("cpu") or 0),
-                        memory_gb=float(flavor.get("ram") or 0),
+                        name=text(flavor, "name"),
+                        vcpus=number(flavor, "cpu", 0),
+                        memory_gb=number(flavor, "ram", 0),
                         price=None if spot else hourly,
                         spot_price=hourly if spot else None,
-                        region=str(
-                            flavor.get("region_name") or group.get("region_name") or region or ""
-                        ),
+                        region=text(flavor, "region_name", "") or text(group, "region_name", "") or region or "",
                         accelerator=accelerator,
                         accelerator_count=count,
                         accelerator_memory_gb=seen.memory_gb if seen is not None else None,
-                        disk_gb=float(flavor.get("disk") or 0) or None,
+                        disk_gb=number(flavor, "disk", 0) or None,
                     )
                 )
         return kinds
@@ -115,7 +121,7 @@ class HyperstackAPI:
             f"creating environment {name}",
             json={"name": name, "region": self._region},
         )
-        environment = str(answer["environment"]["id"])
+        environment = text(obj(as_object(answer), "environment"), "id")
         try:
             answer = self._http.call(
                 "POST",
@@ -126,29 +132,29 @@ class HyperstackAPI:
         except BaseException:
             self._delete(f"/core/environments/{environment}", f"deleting environment {name}")
             raise
-        return str(answer["keypair"]["id"])
+        return text(obj(as_object(answer), "keypair"), "id")
 
     def remove_key(self, key_id: str) -> None:
         """The keypair, then its environment when that bears the keypair's name (ours)."""
-        found = next((k for k in self._keypairs() if str(k["id"]) == key_id), None)
+        found = next((k for k in self._keypairs() if text(k, "id") == key_id), None)
         self._delete(f"/core/keypair/{key_id}", f"deleting keypair {key_id}")
         if found is None:
             return
-        name = str(found.get("name") or "")
-        answer = self._http.call("GET", "/core/environments", "listing environments") or {}
-        for environment in answer.get("environments", []):
+        name = text(found, "name", "")
+        answer = as_object(self._http.call("GET", "/core/environments", "listing environments"))
+        for environment in objects(answer, "environments"):
             if environment.get("name") == name == found.get("environment"):
                 self._delete(
-                    f"/core/environments/{environment['id']}", f"deleting environment {name}"
+                    f"/core/environments/{text(environment, 'id')}", f"deleting environment {name}"
                 )
 
     def keys(self) -> list[Key]:
-        return [Key(str(k["id"]), str(k.get("name") or "")) for k in self._keypairs()]
+        return [Key(text(k, "id"), text(k, "name", "")) for k in self._keypairs()]
 
     def create(self, order: Order) -> str:
         """One VM of the order's flavor in the pool's environment (``order.group``), with
         its keypair, a floating IP and ``security_rules()``."""
-        body = {
+        body: dict[str, object] = {
             "name": order.name,
             "environment_name": order.group,
             "key_name": order.group,
@@ -171,60 +177,57 @@ class HyperstackAPI:
                     f"{message(exc.body)}"
                 ) from None
             raise
-        instances = (answer or {}).get("instances") or []
+        instances = objects(as_object(answer), "instances")
         if len(instances) != 1:
             raise CloudError(
                 f"Hyperstack answered creating VM {order.name} with {len(instances)} VMs "
                 "instead of one"
             )
-        return str(instances[0]["id"])
+        return text(instances[0], "id")
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/core/virtual-machines/{machine_id}", f"reading VM {machine_id}")
-        return _machine(answer["instance"]) if answer and answer.get("instance") else None
+        instance = obj(as_object(answer), "instance")
+        return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
         """Every VM of the account (pages of ``PAGE``, at most 50 pages)."""
         found: list[Machine] = []
         for page in range(1, 51):
-            answer = (
+            answer = as_object(
                 self._http.call(
                     "GET",
                     "/core/virtual-machines",
                     "listing VMs",
                     params={"page": page, "pageSize": PAGE},
                 )
-                or {}
             )
-            items = answer.get("instances", [])
-            found.extend(_machine(item) for item in items)
-            if len(items) < PAGE:
+            listed = objects(answer, "instances")
+            found.extend(_machine(item) for item in listed)
+            if len(listed) < PAGE:
                 break
         return found
 
     def delete(self, machine_id: str) -> None:
         self._delete(f"/core/virtual-machines/{machine_id}", f"deleting VM {machine_id}")
 
-    def _keypairs(self) -> list[dict[str, Any]]:
-        return list(
-            (self._http.call("GET", "/core/keypairs", "listing keypairs") or {}).get("keypairs", [])
-        )
+    def _keypairs(self) -> list[JsonObject]:
+        return objects(as_object(self._http.call("GET", "/core/keypairs", "listing keypairs")), "keypairs")
 
     def _newest_image(self) -> str:
         """The newest Ubuntu image with CUDA in the region (any Ubuntu when none has CUDA);
         CloudError when the region lists no Ubuntu image."""
         if self._region not in self._images:
-            answer = (
+            answer = as_object(
                 self._http.call(
                     "GET", "/core/images", "listing images", params={"region": self._region}
                 )
-                or {}
             )
             images = [
                 i
-                for group in answer.get("images", [])
-                for i in group.get("images", [])
-                if "ubuntu" in str(i.get("name", "")).lower()
+                for group in objects(answer, "images")
+                for i in objects(group, "images")
+                if "ubuntu" in text(i, "name", "").lower()
             ]
             if not images:
                 raise CloudError(
@@ -232,10 +235,10 @@ class HyperstackAPI:
                     "give sky.Hyperstack(image_name=...)"
                 )
             images.sort(
-                key=lambda i: ("cuda" in str(i["name"]).lower(), str(i.get("created_at") or "")),
+                key=lambda i: ("cuda" in text(i, "name").lower(), text(i, "created_at", "")),
                 reverse=True,
             )
-            self._images[self._region] = str(images[0]["name"])
+            self._images[self._region] = text(images[0], "name")
         return self._images[self._region]
 
     def _delete(self, path: str, what: str) -> None:
@@ -246,16 +249,17 @@ class HyperstackAPI:
                 raise
 
 
-def _pricebook(entries: list[dict[str, Any]]) -> dict[str, float]:
+def _pricebook(entries: list[JsonObject]) -> dict[str, float]:
     """Hourly price per GPU by upper-case resource name (entries without a price left out)."""
     prices = {}
     for entry in entries:
         try:
-            value = float(entry.get("value") or 0)
-        except (TypeError, ValueError):
+            value = number(entry, "value", 0)
+            name = text(entry, "name", "")
+        except ValueError:  # CloudAnswerError: a price or name that is not one
             continue
-        if entry.get("name") and value > 0:
-            prices[str(entry["name"]).upper()] = value
+        if name and value > 0:
+            prices[name.upper()] = value
     return prices
 
 
@@ -267,9 +271,9 @@ def _accelerator(gpu: str) -> str:
     return SPELLINGS.get(base.upper(), base)
 
 
-def _machine(vm: dict[str, Any]) -> Machine:
-    status = str(vm.get("status") or "").upper()
-    public = vm.get("floating_ip") or None
+def _machine(vm: JsonObject) -> Machine:
+    status = text(vm, "status", "").upper()
+    public = text(vm, "floating_ip", "") or None
     state: MachineState = (
         "ended"
         if status in ENDED
@@ -279,14 +283,14 @@ def _machine(vm: dict[str, Any]) -> Machine:
     )
     created = epoch(vm.get("created_at"))
     return Machine(
-        str(vm["id"]),
-        str(vm.get("name") or ""),
+        text(vm, "id"),
+        text(vm, "name", ""),
         state,
         public,
         22,
-        vm.get("fixed_ip") or None,
+        text(vm, "fixed_ip", "") or None,
         None,
         False,
-        str((vm.get("flavor") or {}).get("name") or ""),
+        text(obj(vm, "flavor"), "name", ""),
         created,
     )

@@ -14,13 +14,25 @@ token: ``api_key=``, ``$JL_API_KEY`` or ``token`` under ``[auth]`` in the CLI's
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    flag,
+    integer,
+    items,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+)
 from skyward.providers.cloud.keys import KeyCollection
 
 REGION_URLS = {
@@ -47,6 +59,7 @@ SPELLINGS = {
     "A5000Pro": "RTX A5000",
     "A6000": "RTX A6000",
     "RTX6000Ada": "RTX 6000 Ada",
+    "RTX5000": "Quadro RTX 5000",
     "A100": "A100 40GB",
     "A100-80GB": "A100 80GB",
 }
@@ -81,28 +94,28 @@ class JarvisLabsAPI:
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Each GPU type of each region (of ``region``) at 1, 2, 4 and 8 GPUs (Europe: 1
         and 8), as many as the region has free, at its per-GPU hourly and spot prices."""
-        answer = self._http.call("GET", "/misc/server_meta", "listing GPU types") or {}
+        answer = as_object(self._http.call("GET", "/misc/server_meta", "listing GPU types"))
         kinds = []
-        for item in answer.get("server_meta") or []:
-            place = str(item.get("region") or "")
+        for item in objects(answer, "server_meta"):
+            place = text(item, "region", "")
             workload = item.get("workload_type")
             if place not in REGION_URLS or (region is not None and place != region):
                 continue
             if workload not in (None, "vm" if self.template == "vm" else "container"):
                 continue
-            price = float(item.get("price_per_hour") or 0)
-            spot = float(item["spot_price"]) if item.get("spot_price") is not None and self.template != "vm" else None
-            free = int(item.get("num_free_devices") or 0)
-            name = str(item.get("gpu_type") or "")
-            accelerator, memory = _accelerator(name, str(item.get("vram") or ""))
+            price = number(item, "price_per_hour", 0)
+            spot = number_or_none(item, "spot_price") if self.template != "vm" else None
+            free = integer(item, "num_free_devices", 0)
+            name = text(item, "gpu_type", "")
+            accelerator, memory = _accelerator(name, text(item, "vram", ""))
             for count in EUROPE_COUNTS if place == "europe-01" else COUNTS:
                 if count > free or price <= 0:
                     continue
                 kinds.append(
                     MachineType(
                         name=f"{count}x {name}",
-                        vcpus=float(item.get("cpus_per_gpu") or 0) * count,
-                        memory_gb=float(item.get("ram_per_gpu") or 0) * count,
+                        vcpus=number(item, "cpus_per_gpu", 0) * count,
+                        memory_gb=number(item, "ram_per_gpu", 0) * count,
                         price=price * count,
                         spot_price=spot * count if spot else None,
                         region=place,
@@ -130,7 +143,7 @@ class JarvisLabsAPI:
         no such GPUs free."""
         kind = order.machine_type
         region = str(kind.region or READS)
-        body = {
+        body: dict[str, object] = {
             "gpu_type": kind.ref,
             "num_gpus": kind.accelerator_count,
             "hdd": max(MIN_DISK_GB, int(order.disk_gb or 0)),
@@ -152,32 +165,32 @@ class JarvisLabsAPI:
             if exc.status in (400, 409, 503) and any(t in message(exc.body).lower() for t in NO_CAPACITY):
                 raise CapacityError(f"JarvisLabs has no {kind.name} free in {region}: {message(exc.body)}") from None
             raise
-        machine_id = (answer or {}).get("machine_id") if isinstance(answer, dict) else None
+        machine_id = text(answer, "machine_id", "") if isinstance(answer, Mapping) else ""
         if not machine_id:
             said = message(answer)
             if any(t in said.lower() for t in NO_CAPACITY):
                 raise CapacityError(f"JarvisLabs has no {kind.name} free in {region}: {said}")
             raise CloudError(f"the JarvisLabs API answered {what} without a machine_id: {said}")
-        self._regions[str(machine_id)] = region
-        return str(machine_id)
+        self._regions[machine_id] = region
+        return machine_id
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/users/fetch/{machine_id}", f"reading instance {machine_id}")
-        instance = (answer or {}).get("instance") if isinstance(answer, dict) else None
+        instance = obj(answer, "instance") if isinstance(answer, Mapping) else {}
         return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
-        answer = self._http.call("GET", "/users/fetch", "listing instances") or {}
-        return [_machine(i) for i in answer.get("instances") or [] if isinstance(i, dict)]
+        answer = as_object(self._http.call("GET", "/users/fetch", "listing instances"))
+        return [_machine(i) for i in items(answer, "instances") if isinstance(i, Mapping)]
 
     def delete(self, machine_id: str) -> None:
         """Destroy the instance (VMs and containers have their own call) at its region's
         backend; one already gone is fine."""
         answer = self._http.read(f"/users/fetch/{machine_id}", f"reading instance {machine_id}")
-        instance = (answer or {}).get("instance") if isinstance(answer, dict) else None
-        if not instance or str(instance.get("status") or "").lower() in ENDED:
+        instance = obj(answer, "instance") if isinstance(answer, Mapping) else {}
+        if not instance or text(instance, "status", "").lower() in ENDED:
             return
-        region = str(instance.get("region") or self._regions.get(machine_id) or READS)
+        region = text(instance, "region", "") or self._regions.get(machine_id) or READS
         path = "/templates/vm/destroy" if instance.get("template") == "vm" else "/misc/destroy"
         client = self._clients.get(region, self._http)
         try:
@@ -186,14 +199,14 @@ class JarvisLabsAPI:
             if exc.status != 404:
                 raise
             return
-        if isinstance(answer, dict) and answer.get("success") is False:
+        if isinstance(answer, Mapping) and answer.get("success") is False:
             raise CloudError(f"the JarvisLabs API refused destroying instance {machine_id}: {message(answer)}")
 
 
 def _accelerator(name: str, vram: str) -> tuple[str | None, float | None]:
     """A GPU type as the catalog reads it (``A6000`` -> ``RTX_A6000``, ``A100-80GB`` ->
     ``A100`` 80 GB) and one GPU's memory (``vram`` such as "48GB", else what the name or
-    the catalog says); a type the catalog does not know (``RTX5000``) is passed on as it is."""
+    the catalog says); a type the catalog does not know is passed on as it is."""
     seen = identify(SPELLINGS.get(name, name))
     digits = re.search(r"(\d+(?:\.\d+)?)\s*G", vram, re.IGNORECASE)
     if digits:
@@ -210,22 +223,22 @@ def _endpoint(ssh: str) -> tuple[str | None, int]:
     return (found["host"], int(found["port"])) if found else (None, 22)
 
 
-def _machine(instance: dict[str, Any]) -> Machine:
-    status = str(instance.get("status") or "").lower()
-    host, port = _endpoint(str(instance.get("ssh_str") or instance.get("ssh_command") or ""))
+def _machine(instance: JsonObject) -> Machine:
+    status = text(instance, "status", "").lower()
+    host, port = _endpoint(text(instance, "ssh_str", "") or text(instance, "ssh_command", ""))
     state: MachineState = (
         "ended" if status in ENDED else "stopped" if status in STOPPED
         else ("running" if status == RUNNING and host else "starting")
     )
     return Machine(
-        str(instance["machine_id"]),
-        str(instance.get("name") or instance.get("instance_name") or ""),
+        text(instance, "machine_id"),
+        text(instance, "name", "") or text(instance, "instance_name", ""),
         state,
         host if state == "running" else None,
         port,
         None,
         None,
-        bool(instance.get("is_spot")),
+        flag(instance, "is_spot"),
         f"{instance.get('num_gpus') or 1}x {instance.get('gpu_type') or ''}",
         None,
     )

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 import cloudpickle
 
@@ -39,6 +39,7 @@ from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
 from skyward.providers import registry
+from skyward.providers.agent_membership import AgentMembership
 from skyward.providers.base import Cluster
 from skyward.providers.kept.log import LoggedSink
 from skyward.providers.kept.request import ClientContext, KeptRequest
@@ -48,6 +49,11 @@ from skyward.providers.local_launch import start
 from skyward.providers.local_ray import LocalRay
 from skyward.providers.ssh.head_relay import RaySession
 from skyward.providers.ssh.loop import LoopThread
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from skyward.node.agent import NodeAgent
 
 HOLD_TIMEOUT = 30.0
 """Seconds a client that was given a pool has to open its relay session."""
@@ -64,7 +70,7 @@ class KeptPool:
     cluster: Cluster
     socket: Path
     notes: str
-    agents: dict[int, Any] = field(default_factory=dict)
+    agents: dict[int, ActorHandle[NodeAgent]] = field(default_factory=dict)
     lanes: dict[int, str] = field(default_factory=dict)
     lane_secret: bytes = b""
     ends_with_client: bool = False
@@ -89,7 +95,7 @@ class KeptPool:
         """Why node ``node``'s agent died, from the note it left."""
         return cause_of_death(self.notes, node) if self.notes else None
 
-    def attach(self, node: int, serial: int, setup: bytes) -> Any:
+    def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
         raise NotImplementedError("a kept pool has a fixed size: its nodes cannot be added while it runs")
 
     def detach(self, node: int) -> None:
@@ -166,10 +172,13 @@ class KeptPools:
             return KeptPool(name, fingerprint, keep_alive, request.pool_id, cluster, socket, "", forwarder=forwarder)
         cluster = start(request.spec, request.options, request.pool_id, context=request.context)
         temp = LocalRay.temp_dir()
-        transport: Any = cluster.transport  # a RayTransport: its agents are the relay's
+        membership = cluster.membership  # a local pool's: its agents are the relay's
+        if not isinstance(membership, AgentMembership):
+            cluster.stop()
+            raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
         pool = KeptPool(
             name, fingerprint, keep_alive, request.pool_id, cluster, socket,
-            os.path.join(temp, f"notes-{request.pool_id[:12]}") if temp else "", agents=dict(transport.agents),
+            os.path.join(temp, f"notes-{request.pool_id[:12]}") if temp else "", agents=dict(membership.agents),
         )
         pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, request.pool_id, node))}
         return pool

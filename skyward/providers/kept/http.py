@@ -27,7 +27,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -274,7 +273,7 @@ class Bearer:
         await self._app(scope, receive, send)
 
 
-async def _body(request: Request, fields: tuple[str, ...]) -> dict[str, Any]:
+async def _body(request: Request, fields: tuple[str, ...]) -> dict[str, object]:
     """The request's JSON object; HTTPException 413/400, Invalid for a field not taken."""
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > MAX_BODY:
@@ -294,7 +293,7 @@ async def _body(request: Request, fields: tuple[str, ...]) -> dict[str, Any]:
     return body
 
 
-def _definition(body: dict[str, Any]) -> tuple[Spec, Options]:
+def _definition(body: dict[str, object]) -> tuple[Spec, Options]:
     """The Spec and Options of ``POST /pools``'s ``provider``, ``nodes`` and ``keep_alive``."""
     provider = body.get("provider", "local")
     if not isinstance(provider, str):

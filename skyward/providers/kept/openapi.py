@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+def _json(schema: dict[str, object], description: str) -> dict[str, object]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _ref(name: str) -> dict[str, Any]:
+def _ref(name: str) -> dict[str, object]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _error(description: str) -> dict[str, Any]:
+def _error(description: str) -> dict[str, object]:
     return _json(_ref("Error"), description)
 
 
@@ -22,7 +20,7 @@ _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "str
 _RUN = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}, "description": "the run's id"}
 _UNAUTHORIZED = _error("no `Authorization: Bearer <token>` header, or the wrong token")
 
-SCHEMAS: dict[str, Any] = {
+SCHEMAS: dict[str, object] = {
     "Error": {
         "type": "object", "required": ["error"],
         "properties": {
@@ -77,7 +75,7 @@ SCHEMAS: dict[str, Any] = {
     },
 }
 
-OPENAPI: dict[str, Any] = {
+OPENAPI: dict[str, object] = {
     "openapi": "3.1.0",
     "info": {
         "title": "skyward pool daemon",

@@ -12,13 +12,24 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
+from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    integer,
+    items,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+)
 
 URL = "https://cloud.lambda.ai/api/v1"
 API_KEY = credentials.Source(("LAMBDA_API_KEY",), "~/.lambda_cloud/lambda_keys", "api_key")
@@ -32,15 +43,15 @@ SPELLINGS = {"RTX 6000": "Quadro RTX 6000"}
 """Lambda GPU names the catalog does not read as they are."""
 
 
-def firewall_rules() -> list[dict[str, Any]]:
+def firewall_rules() -> list[dict[str, object]]:
     """Inbound SSH from anywhere, inbound TCP and UDP from Lambda's private network."""
-    ssh = {
+    ssh: dict[str, object] = {
         "protocol": "tcp",
         "port_range": [22, 22],
         "source_network": "0.0.0.0/0",
         "description": "SSH",
     }
-    peers = [
+    peers: list[dict[str, object]] = [
         {
             "protocol": protocol,
             "port_range": [1, 65535],
@@ -71,28 +82,29 @@ class LambdaAPI:
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Each instance type in each region that has room for it now (types no region has
         room for are not offered), at its hourly price."""
-        answer = self._http.call("GET", "/instance-types", "listing instance types") or {}
+        answer = as_object(self._http.call("GET", "/instance-types", "listing instance types"))
         kinds = []
-        for item in (answer.get("data") or {}).values():
-            kind = item.get("instance_type") or {}
-            specs = kind.get("specs") or {}
-            count = int(specs.get("gpus") or 0)
-            accelerator, memory = _accelerator(str(kind.get("gpu_description") or ""))
-            for place in item.get("regions_with_capacity_available") or []:
-                name = str(place.get("name") or "")
+        for listed in obj(answer, "data").values():
+            item = as_object(listed, "an instance type")
+            kind = obj(item, "instance_type")
+            specs = obj(kind, "specs")
+            count = integer(specs, "gpus", 0)
+            accelerator, memory = _accelerator(text(kind, "gpu_description", ""))
+            for place in objects(item, "regions_with_capacity_available"):
+                name = text(place, "name", "")
                 if region is not None and name != region:
                     continue
                 kinds.append(
                     MachineType(
-                        name=str(kind["name"]),
-                        vcpus=float(specs.get("vcpus") or 0),
-                        memory_gb=float(specs.get("memory_gib") or 0),
-                        price=float(kind.get("price_cents_per_hour") or 0) / 100 or None,
+                        name=text(kind, "name"),
+                        vcpus=number(specs, "vcpus", 0),
+                        memory_gb=number(specs, "memory_gib", 0),
+                        price=number(kind, "price_cents_per_hour", 0) / 100 or None,
                         region=name,
                         accelerator=accelerator if count else None,
                         accelerator_count=count,
                         accelerator_memory_gb=memory if count else None,
-                        disk_gb=float(specs.get("storage_gib") or 0) or None,
+                        disk_gb=number(specs, "storage_gib", 0) or None,
                     )
                 )
         return kinds
@@ -104,21 +116,21 @@ class LambdaAPI:
             f"adding SSH key {name}",
             json={"name": name, "public_key": public_key},
         )
-        return str(answer["data"]["id"])
+        return text(obj(as_object(answer), "data"), "id")
 
     def remove_key(self, key_id: str) -> None:
         self._delete(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
-        answer = self._http.call("GET", "/ssh-keys", "listing SSH keys") or {}
-        return [Key(str(k["id"]), str(k.get("name") or "")) for k in answer.get("data") or []]
+        answer = as_object(self._http.call("GET", "/ssh-keys", "listing SSH keys"))
+        return [Key(text(k, "id"), text(k, "name", "")) for k in objects(answer, "data")]
 
     def create(self, order: Order) -> str:
         """One instance of the order's type in its region, with the SSH key named
         ``order.group`` and the group's ruleset for that region (made first if the group
         has none there yet); the image family ``order.image`` (empty: Lambda Stack)."""
         region = str(order.machine_type.region or "")
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "region_name": region,
             "instance_type_name": order.machine_type.name,
             "ssh_key_names": [order.group],
@@ -138,7 +150,7 @@ class LambdaAPI:
                     f"Lambda has no {order.machine_type.name} in {region}: {message(exc.body)}"
                 ) from None
             raise
-        ids = ((answer or {}).get("data") or {}).get("instance_ids") or []
+        ids = items(obj(as_object(answer), "data"), "instance_ids")
         if len(ids) != 1:
             raise CloudError(
                 f"Lambda answered launching instance {order.name} with {len(ids)} instances "
@@ -148,12 +160,12 @@ class LambdaAPI:
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}")
-        data = (answer or {}).get("data")
+        data = obj(as_object(answer), "data")
         return _machine(data) if data else None
 
     def machines(self) -> list[Machine]:
-        answer = self._http.call("GET", "/instances", "listing instances") or {}
-        return [_machine(item) for item in answer.get("data") or []]
+        answer = as_object(self._http.call("GET", "/instances", "listing instances"))
+        return [_machine(item) for item in objects(answer, "data")]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -197,14 +209,12 @@ class LambdaAPI:
                     f"creating firewall ruleset {group} in {region}",
                     json={"name": group, "region": region, "rules": firewall_rules()},
                 )
-                self._rulesets[(group, region)] = str(answer["data"]["id"])
+                self._rulesets[(group, region)] = text(obj(as_object(answer), "data"), "id")
             return self._rulesets[(group, region)]
 
     def _rulesets_listed(self) -> list[dict[str, str]]:
-        answer = self._http.call("GET", "/firewall-rulesets", "listing firewall rulesets") or {}
-        return [
-            {"id": str(r["id"]), "name": str(r.get("name") or "")} for r in answer.get("data") or []
-        ]
+        answer = as_object(self._http.call("GET", "/firewall-rulesets", "listing firewall rulesets"))
+        return [{"id": text(r, "id"), "name": text(r, "name", "")} for r in objects(answer, "data")]
 
     def _delete(self, path: str, what: str) -> None:
         try:
@@ -214,10 +224,10 @@ class LambdaAPI:
                 raise
 
 
-def _code(body: Any) -> str:
+def _code(body: object) -> str:
     """The ``error.code`` of a Lambda error answer ("" when it has none)."""
-    error = body.get("error") if isinstance(body, dict) else None
-    return str(error.get("code") or "") if isinstance(error, dict) else ""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    return str(error.get("code") or "") if isinstance(error, Mapping) else ""
 
 
 def _accelerator(description: str) -> tuple[str | None, float | None]:
@@ -233,9 +243,9 @@ def _accelerator(description: str) -> tuple[str | None, float | None]:
     return spelled, float(found["memory"])
 
 
-def _machine(instance: dict[str, Any]) -> Machine:
-    status = str(instance.get("status") or "")
-    public = instance.get("ip") or None
+def _machine(instance: JsonObject) -> Machine:
+    status = text(instance, "status", "")
+    public = text(instance, "ip", "") or None
     state: MachineState = (
         "ended"
         if status in ENDED
@@ -243,17 +253,17 @@ def _machine(instance: dict[str, Any]) -> Machine:
         if status == "unhealthy"
         else ("running" if status == "active" and public else "starting")
     )
-    kind = instance.get("instance_type") or {}
-    cents = kind.get("price_cents_per_hour")
+    kind = obj(instance, "instance_type")
+    cents = number_or_none(kind, "price_cents_per_hour")
     return Machine(
-        str(instance["id"]),
-        str(instance.get("name") or ""),
+        text(instance, "id"),
+        text(instance, "name", ""),
         state,
         public,
         22,
-        instance.get("private_ip") or None,
-        float(cents) / 100 if cents is not None else None,
+        text(instance, "private_ip", "") or None,
+        cents / 100 if cents is not None else None,
         False,
-        str(kind.get("name") or ""),
+        text(kind, "name", ""),
         None,
     )

@@ -10,13 +10,24 @@ step that lets the key log in as root). The key travels as a Bearer token:
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    integer,
+    items,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+)
 from skyward.providers.cloud.keys import KeyCollection
 
 URL = "https://vm.massedcompute.com/api/v1"
@@ -53,31 +64,32 @@ class MassedComputeAPI:
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Each product in each region that has room for it now, at its hourly price; GPUs
         read from the product name and description (``gpu_2x_h100``, "2x H100 (80 GB)")."""
-        answer = self._http.call("GET", "/gpu-inventory", "listing the GPU inventory") or {}
+        answer = as_object(self._http.call("GET", "/gpu-inventory", "listing the GPU inventory"))
         kinds = []
-        for item in (answer.get("gpu_inventory") or {}).values():
-            kind = (item or {}).get("instance_type") or {}
-            specs = kind.get("specs") or {}
-            name = str(kind.get("name") or "")
-            accelerator, count, memory = _gpus(name, str(kind.get("description") or ""))
-            cents = float(kind.get("price_cents_per_hour") or 0)
+        for listed in obj(answer, "gpu_inventory").values():
+            item = as_object(listed, "a GPU inventory item")
+            kind = obj(item, "instance_type")
+            specs = obj(kind, "specs")
+            name = text(kind, "name", "")
+            accelerator, count, memory = _gpus(name, text(kind, "description", ""))
+            cents = number(kind, "price_cents_per_hour", 0)
             if cents <= 0 or not name:
                 continue
-            for place in item.get("regions_with_capacity_available") or []:
-                where = str((place or {}).get("name") or "")
+            for place in items(item, "regions_with_capacity_available"):
+                where = text(as_object(place, "a region with capacity"), "name", "")
                 if not where or (region is not None and where != region):
                     continue
                 kinds.append(
                     MachineType(
                         name=name,
-                        vcpus=float(specs.get("vcpu_count") or 0),
-                        memory_gb=float(specs.get("memory_gib") or 0),
+                        vcpus=number(specs, "vcpu_count", 0),
+                        memory_gb=number(specs, "memory_gib", 0),
                         price=cents / 100,
                         region=where,
                         accelerator=accelerator,
                         accelerator_count=count,
                         accelerator_memory_gb=memory,
-                        disk_gb=float(specs.get("storage_gb") or 0) or None,
+                        disk_gb=number(specs, "storage_gb", 0) or None,
                     )
                 )
         return kinds
@@ -95,7 +107,7 @@ class MassedComputeAPI:
         """One instance of the order's product in its region, of image ``order.image`` (an
         id; empty: the first Ubuntu image), with the key named ``order.group`` and the boot
         script as its startup command. CapacityError when the region has no room."""
-        body = {
+        body: dict[str, object] = {
             "imageId": int(order.image or self._default_image()),
             "productName": order.machine_type.name,
             "regionName": order.machine_type.region or "any",
@@ -118,12 +130,12 @@ class MassedComputeAPI:
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/instance/{machine_id}", f"reading instance {machine_id}")
-        instance = (answer or {}).get("runningInstance") if isinstance(answer, dict) else None
+        instance = obj(answer, "runningInstance") if isinstance(answer, Mapping) else {}
         return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
-        answer = self._http.call("GET", "/instance", "listing instances") or {}
-        return [_machine(i) for i in answer.get("runningInstances") or [] if isinstance(i, dict)]
+        answer = as_object(self._http.call("GET", "/instance", "listing instances"))
+        return [_machine(i) for i in items(answer, "runningInstances") if isinstance(i, Mapping)]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -138,16 +150,16 @@ class MassedComputeAPI:
     def _default_image(self) -> str:
         """The id of the first image whose name says Ubuntu; CloudError when there is none."""
         if self._image is None:
-            answer = self._http.call("GET", "/images", "listing images") or {}
+            answer = as_object(self._http.call("GET", "/images", "listing images"))
             images = sorted(
-                (i for i in answer.get("images") or [] if UBUNTU in str(i.get("name") or "").lower()),
-                key=lambda i: int(i.get("id") or 0),
+                (i for i in objects(answer, "images") if UBUNTU in text(i, "name", "").lower()),
+                key=lambda i: integer(i, "id", 0),
             )
             if not images:
                 raise CloudError(
                     "Massed Compute lists no Ubuntu image; give MassedCompute(image_id=...) from GET /images"
                 )
-            self._image = str(images[0]["id"])
+            self._image = text(images[0], "id")
         return self._image
 
 
@@ -168,41 +180,42 @@ def _gpus(name: str, description: str) -> tuple[str | None, int, float | None]:
     return (seen.model.name if seen is not None else base.upper()), int(found["count"]), memory
 
 
-def _uuid(answer: Any) -> str | None:
+def _uuid(answer: object) -> str | None:
     """The new instance's uuid in a launch answer (``uuid``, ``instance.uuid`` or the first
     of ``instances``/``instanceUuids``)."""
-    if not isinstance(answer, dict):
+    if not isinstance(answer, Mapping):
         return None
     made = answer.get("instance")
-    instance: dict[str, Any] = made if isinstance(made, dict) else {}
-    listed = [*(answer.get("instances") or []), *(answer.get("instanceUuids") or [])]
+    instance: JsonObject = made if isinstance(made, Mapping) else {}
+    listed = [*items(answer, "instances"), *items(answer, "instanceUuids")]
     first = listed[0] if listed else None
-    for value in (answer.get("uuid"), instance.get("uuid"), first.get("uuid") if isinstance(first, dict) else first):
+    for value in (answer.get("uuid"), instance.get("uuid"), first.get("uuid") if isinstance(first, Mapping) else first):
         if value:
             return str(value)
     return None
 
 
-def _machine(instance: dict[str, Any]) -> Machine:
-    status = str(instance.get("status") or "").lower()
-    address = str(instance.get("ip") or "") or None
+def _machine(instance: JsonObject) -> Machine:
+    status = text(instance, "status", "").lower()
+    address = text(instance, "ip", "") or None
     booted = bool(instance.get("os_booted"))
     state: MachineState = (
         "ended" if status in ENDED or instance.get("active") == 0
         else "stopped" if status in STOPPED
         else ("running" if status in RUNNING and booted and address else "starting")
     )
-    product = instance.get("product") or {}
-    cents = product.get("price_cents_per_hour") if isinstance(product, dict) else None
+    sold = instance.get("product")
+    product: JsonObject = sold if isinstance(sold, Mapping) else {}
+    cents = number_or_none(product, "price_cents_per_hour")
     return Machine(
-        str(instance["uuid"]),
-        str(instance.get("name") or ""),
+        text(instance, "uuid"),
+        text(instance, "name", ""),
         state,
         address if state == "running" else None,
         22,
         None,
-        float(cents) / 100 if cents is not None else None,
+        cents / 100 if cents is not None else None,
         False,
-        str(product.get("name") or "") if isinstance(product, dict) else "",
+        text(product, "name", ""),
         epoch(instance.get("created")),
     )

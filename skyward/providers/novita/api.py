@@ -7,12 +7,19 @@ exposes port 22 over TCP (``portMappings`` says where it is reached)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    integer,
+    items,
+    number,
+    objects,
+    text,
+)
 
 URL = "https://api.novita.ai/gpu-instance/openapi/v1"
 KEY = credentials.Source(("NOVITA_API_KEY",))
@@ -33,26 +40,27 @@ class NovitaAPI:
         self._http = ApiClient("Novita", base_url("novita", URL), lambda: {"Authorization": f"Bearer {key}"}, KEY.describe())
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        answer = self._http.call("GET", "/products", "listing products") or {}
+        answer = as_object(self._http.call("GET", "/products", "listing products"))
         kinds = []
-        for product in answer.get("data", []):
+        for product in objects(answer, "data"):
             if not product.get("availableDeploy", True):
                 continue
-            places = product.get("regions") or [None]
+            places: list[object] = items(product, "regions") or [None]
+            name = text(product, "name")
             for place in places:
                 if region is not None and place != region:
                     continue
                 for count in GPU_COUNTS:
-                    if count > int(product.get("maxGpuNum") or 8):
+                    if count > integer(product, "maxGpuNum", 8):
                         continue
                     kinds.append(MachineType(
-                        name=f"{count}x {product['name']}", ref=str(product["id"]),
-                        vcpus=float(product.get("cpuPerGpu") or 0) * count,
-                        memory_gb=float(product.get("memoryPerGpu") or 0) * count,
-                        price=_dollars(product.get("price"), count), spot_price=_dollars(product.get("spotPrice"), count),
-                        region=place, accelerator=_gpu(str(product["name"])), accelerator_count=count,
-                        accelerator_memory_gb=_memory(str(product["name"])),
-                        disk_gb=float(product.get("diskPerGpu") or 0) * count or None,
+                        name=f"{count}x {name}", ref=text(product, "id"),
+                        vcpus=number(product, "cpuPerGpu", 0) * count,
+                        memory_gb=number(product, "memoryPerGpu", 0) * count,
+                        price=_dollars(product, "price", count), spot_price=_dollars(product, "spotPrice", count),
+                        region=None if place is None else str(place), accelerator=_gpu(name), accelerator_count=count,
+                        accelerator_memory_gb=_memory(name),
+                        disk_gb=number(product, "diskPerGpu", 0) * count or None,
                     ))
         return kinds
 
@@ -66,7 +74,7 @@ class NovitaAPI:
         return []
 
     def create(self, order: Order) -> str:
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "name": order.name, "productId": order.machine_type.ref, "gpuNum": order.machine_type.accelerator_count,
             "rootfsSize": order.disk_gb or 50, "imageUrl": order.image, "kind": "gpu", "ports": "22/tcp",
             "envs": [{"key": "PUBLIC_KEY", "value": order.public_key}],
@@ -81,7 +89,7 @@ class NovitaAPI:
             if any(text in message(exc.body).lower() for text in NO_CAPACITY):
                 raise CapacityError(f"Novita has no {order.machine_type.name} right now: {message(exc.body)}") from None
             raise
-        return str(answer["id"])
+        return text(as_object(answer), "id")
 
     def get(self, machine_id: str) -> Machine | None:
         try:
@@ -90,11 +98,12 @@ class NovitaAPI:
             if exc.status == 404 or any(text in message(exc.body).lower() for text in NOT_FOUND):
                 return None
             raise
-        return _machine(item) if item else None
+        found = as_object(item)
+        return _machine(found) if found else None
 
     def machines(self) -> list[Machine]:
         answer = self._http.call("GET", "/gpu/instances", "listing instances", params={"pageSize": 100, "pageNum": 1})
-        return [_machine(item) for item in (answer or {}).get("instances", []) or []]
+        return [_machine(item) for item in objects(as_object(answer), "instances")]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -104,8 +113,9 @@ class NovitaAPI:
                 raise
 
 
-def _dollars(value: Any, count: int) -> float | None:
-    return round(float(value) * count / PRICE_UNIT, 6) if value else None
+def _dollars(product: JsonObject, key: str, count: int) -> float | None:
+    value = number(product, key, 0)
+    return round(value * count / PRICE_UNIT, 6) if value else None
 
 
 def _gpu(name: str) -> str:
@@ -120,14 +130,15 @@ def _memory(name: str) -> float | None:
     return None
 
 
-def _machine(item: dict[str, Any]) -> Machine:
-    status = str(item.get("status") or "").lower()
-    endpoint = next((m.get("endpoint") for m in item.get("portMappings") or [] if int(m.get("port", 0)) == 22), None)
-    host, _, port = str(endpoint or "").rpartition(":")
+def _machine(item: JsonObject) -> Machine:
+    status = text(item, "status", "").lower()
+    endpoint = next((text(m, "endpoint", "") for m in objects(item, "portMappings") if integer(m, "port", 0) == 22), "")
+    host, _, port = endpoint.rpartition(":")
     state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
-    price = item.get("gpuPrice") or item.get("price")
+    price = number(item, "gpuPrice", 0) or number(item, "price", 0)
+    created = text(item, "createdAt", "")
     return Machine(
-        str(item["id"]), str(item.get("name") or ""), state, host or None, int(port) if port.isdigit() else 22, None,
-        float(price) / PRICE_UNIT if price else None, str(item.get("billingMode") or "") == "spot",
-        str(item.get("productName") or ""), float(item["createdAt"]) if str(item.get("createdAt") or "").isdigit() else None,
+        text(item, "id"), text(item, "name", ""), state, host or None, int(port) if port.isdigit() else 22, None,
+        price / PRICE_UNIT if price else None, text(item, "billingMode", "") == "spot",
+        text(item, "productName", ""), float(created) if created.isdigit() else None,
     )

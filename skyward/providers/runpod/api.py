@@ -8,12 +8,24 @@ mapped port."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    as_objects,
+    flag,
+    integer,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+)
 
 REST_URL = "https://rest.runpod.io/v1"
 GRAPHQL_URL = "https://api.runpod.io"
@@ -39,19 +51,20 @@ class RunPodAPI:
     def machine_types(self, region: str | None) -> list[MachineType]:
         answer = self._graphql.call("POST", "/graphql", "listing GPU types and prices", json={"query": GPU_TYPES})
         kinds = []
-        for gpu in (answer or {}).get("data", {}).get("gpuTypes", []) or []:
+        for gpu in objects(obj(as_object(answer), "data"), "gpuTypes"):
             price, spot = self._prices(gpu)
-            lowest = gpu.get("lowestPrice") or {}
+            lowest = obj(gpu, "lowestPrice")
+            gpu_id = text(gpu, "id")
             for count in GPU_COUNTS:
-                if count > int(gpu.get("maxGpuCount") or 8) or (price is None and spot is None):
+                if count > integer(gpu, "maxGpuCount", 8) or (price is None and spot is None):
                     continue
                 kinds.append(MachineType(
-                    name=f"{count}x {gpu['id']}", ref=str(gpu["id"]),
-                    vcpus=float(lowest.get("minVcpu") or 4) * count, memory_gb=float(lowest.get("minMemory") or 16) * count,
+                    name=f"{count}x {gpu_id}", ref=gpu_id,
+                    vcpus=number(lowest, "minVcpu", 4) * count, memory_gb=number(lowest, "minMemory", 16) * count,
                     price=None if price is None else round(price * count, 6),
                     spot_price=None if spot is None else round(spot * count, 6), region=region,
-                    accelerator=str(gpu.get("displayName") or gpu["id"]), accelerator_count=count,
-                    accelerator_memory_gb=float(gpu["memoryInGb"]) if gpu.get("memoryInGb") else None,
+                    accelerator=text(gpu, "displayName", "") or gpu_id, accelerator_count=count,
+                    accelerator_memory_gb=number(gpu, "memoryInGb", 0) or None,
                 ))
         return kinds
 
@@ -65,7 +78,7 @@ class RunPodAPI:
         return []
 
     def create(self, order: Order) -> str:
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "name": order.name, "imageName": order.image, "gpuTypeIds": [order.machine_type.ref],
             "gpuCount": order.machine_type.accelerator_count, "cloudType": self._cloud_type.upper(),
             "interruptible": order.spot, "ports": ["22/tcp"], "supportPublicIp": True,
@@ -79,14 +92,14 @@ class RunPodAPI:
             if any(text in message(exc.body).lower() for text in NO_CAPACITY):
                 raise CapacityError(f"RunPod has no {order.machine_type.name} right now: {message(exc.body)}") from None
             raise
-        return str(pod["id"])
+        return text(as_object(pod), "id")
 
     def get(self, machine_id: str) -> Machine | None:
-        pod = self._rest.read(f"/pods/{machine_id}", f"reading pod {machine_id}")
+        pod = as_object(self._rest.read(f"/pods/{machine_id}", f"reading pod {machine_id}"))
         return _machine(pod) if pod else None
 
     def machines(self) -> list[Machine]:
-        return [_machine(pod) for pod in self._rest.call("GET", "/pods", "listing pods") or []]
+        return [_machine(pod) for pod in as_objects(self._rest.call("GET", "/pods", "listing pods"))]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -95,27 +108,27 @@ class RunPodAPI:
             if exc.status != 404:
                 raise
 
-    def _prices(self, gpu: dict[str, Any]) -> tuple[float | None, float | None]:
+    def _prices(self, gpu: JsonObject) -> tuple[float | None, float | None]:
         kinds = {"secure": ("secure",), "community": ("community",), "all": ("secure", "community")}[self._cloud_type]
         offered = [kind for kind in kinds if gpu.get(f"{kind}Cloud")]
-        price = _lowest(gpu.get(f"{kind}Price") for kind in offered)
-        spot = _lowest(gpu.get(f"{kind}SpotPrice") for kind in offered)
+        price = _lowest(number(gpu, f"{kind}Price", 0) for kind in offered)
+        spot = _lowest(number(gpu, f"{kind}SpotPrice", 0) for kind in offered)
         return price, spot
 
 
-def _lowest(values: Any) -> float | None:
-    prices = [float(v) for v in values if v]
+def _lowest(values: Iterable[float]) -> float | None:
+    prices = [v for v in values if v]
     return min(prices) if prices else None
 
 
-def _machine(pod: dict[str, Any]) -> Machine:
-    status = str(pod.get("desiredStatus") or "")
-    port = (pod.get("portMappings") or {}).get("22")
-    host = pod.get("publicIp") or None
+def _machine(pod: JsonObject) -> Machine:
+    status = text(pod, "desiredStatus", "")
+    port = integer(obj(pod, "portMappings"), "22", 0) or None
+    host = text(pod, "publicIp", "") or None
     state: MachineState = "ended" if status == "TERMINATED" else "stopped" if status == "EXITED" else "running" if status == "RUNNING" and host and port else "starting"
     created = pod.get("createdAt")
     return Machine(
-        str(pod["id"]), str(pod.get("name") or ""), state, host, int(port or 22), None,
-        float(pod["costPerHr"]) if pod.get("costPerHr") is not None else None, bool(pod.get("interruptible")),
-        str(pod.get("gpuTypeId") or ""), epoch(created),
+        text(pod, "id"), text(pod, "name", ""), state, host, port or 22, None,
+        number_or_none(pod, "costPerHr"), flag(pod, "interruptible"),
+        text(pod, "gpuTypeId", ""), epoch(created),
     )

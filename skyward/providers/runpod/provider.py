@@ -8,7 +8,7 @@ docs/providers.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from skyward.containers import DockerImage, image_field, runpod_pytorch
 from skyward.core.validation import check_choice
@@ -28,7 +28,8 @@ class RunPod(MachineCloud):
     name: ClassVar[str] = "runpod"
     label: ClassVar[str] = "RunPod"
 
-    container_image: Any = None
+    container_image: DockerImage | str | None = None
+    """A string is read as an image reference (a DockerImage once made)."""
     cloud_type: str = "secure"
     region: str | None = None
 
@@ -40,5 +41,5 @@ class RunPod(MachineCloud):
         return RunPodAPI(self.cloud_type)
 
     def image(self, spec: Spec) -> str:
-        chosen: DockerImage = self.container_image or runpod_pytorch()
+        chosen = self.container_image if isinstance(self.container_image, DockerImage) else runpod_pytorch()
         return chosen.tag

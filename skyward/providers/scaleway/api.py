@@ -18,8 +18,8 @@ travels as ``X-Auth-Token``: ``secret_key=``, ``$SCW_SECRET_KEY`` or ``secret_ke
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
@@ -33,7 +33,17 @@ from skyward.providers.cloud.api import (
     epoch,
 )
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import ApiClient, Params, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    integer,
+    items,
+    number,
+    obj,
+    objects,
+    text,
+)
 
 URL = "https://api.scaleway.com"
 CONFIG = "~/.config/scw/config.yaml"
@@ -61,9 +71,10 @@ SSH_RULE = {
     "dest_port_to": 22,
 }
 """The rule a pool's security group is made with: inbound SSH from anywhere."""
+T = TypeVar("T")
 
 
-def peer_rule(address: str) -> dict[str, Any]:
+def peer_rule(address: str) -> dict[str, object]:
     """Inbound everything from one server of the pool."""
     return {"protocol": "ANY", "direction": "inbound", "action": "accept", "ip_range": f"{address}/32"}
 
@@ -98,39 +109,42 @@ class ScalewayAPI:
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Every server type of the zone at its hourly price, but those Scaleway reports in
         shortage; GPU types with their GPUs read into the catalog."""
-        products: dict[str, Any] = {}
+        products: dict[str, JsonObject] = {}
         for page in range(1, MAX_PAGES + 1):
-            answer = self._http.call(
+            answer = as_object(self._http.call(
                 "GET", f"{self._zone}/products/servers", "listing server types",
                 params={"per_page": PAGE, "page": page},
-            ) or {}
-            found = answer.get("servers") or {}
+            ))
+            found = obj(answer, "servers")
             if not found or found.keys() <= products.keys():
                 break
-            products.update(found)
-        available = self._http.call(
+            products.update({name: as_object(product, f"server type {name}") for name, product in found.items()})
+        available = as_object(self._http.call(
             "GET", f"{self._zone}/products/servers/availability", "reading server type availability"
-        ) or {}
-        stock = {name: str((v or {}).get("availability") or "") for name, v in (available.get("servers") or {}).items()}
+        ))
+        stock = {
+            name: text(as_object(v, f"the availability of {name}"), "availability", "")
+            for name, v in obj(available, "servers").items()
+        }
         kinds = []
         for name, product in products.items():
-            price = float(product.get("hourly_price") or 0)
+            price = number(product, "hourly_price", 0)
             if price <= 0 or stock.get(name) == SHORTAGE or product.get("baremetal"):
                 continue
-            gpus = int(product.get("gpu") or 0)
-            info = product.get("gpu_info") or {}
+            gpus = integer(product, "gpu", 0)
+            info = obj(product, "gpu_info")
             accelerator, memory = _accelerator(info) if gpus else (None, None)
             kinds.append(
                 MachineType(
                     name=str(name),
-                    vcpus=float(product.get("ncpus") or 0),
-                    memory_gb=float(product.get("ram") or 0) / GIB,
+                    vcpus=number(product, "ncpus", 0),
+                    memory_gb=number(product, "ram", 0) / GIB,
                     price=price,
                     region=self.zone,
                     accelerator=accelerator,
                     accelerator_count=gpus,
                     accelerator_memory_gb=memory,
-                    architecture=_architecture(str(product.get("arch") or "x86_64")),
+                    architecture=_architecture(text(product, "arch", "x86_64")),
                 )
             )
         return kinds
@@ -150,7 +164,7 @@ class ScalewayAPI:
         image id) in the pool's security group (``order.group``'s, made here), its key in a
         tag, the boot script as cloud-init user data, then powered on. CapacityError when
         Scaleway has none to give (the server is deleted again)."""
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "name": order.name,
             "commercial_type": order.machine_type.name,
             "image": order.image,
@@ -165,7 +179,8 @@ class ScalewayAPI:
         answer = self._capacity(order, lambda: self._http.call(
             "POST", f"{self._zone}/servers", f"creating server {order.name}", json=body
         ))
-        server_id = str(answer["server"]["id"])
+        server = obj(as_object(answer), "server")
+        server_id = text(server, "id")
         try:
             self._http.call(
                 "PATCH", f"{self._zone}/servers/{server_id}/user_data/cloud-init",
@@ -173,7 +188,7 @@ class ScalewayAPI:
             )
             self._capacity(order, lambda: self._action(server_id, "poweron"))
         except BaseException:
-            self._delete_stopped(server_id, answer["server"])
+            self._delete_stopped(server_id, server)
             raise
         return server_id
 
@@ -181,11 +196,11 @@ class ScalewayAPI:
         """The server; one in a security group made here is reported running only once that
         group admits its address (``peer_rule``, added on the first such read)."""
         answer = self._http.read(f"{self._zone}/servers/{machine_id}", f"reading server {machine_id}")
-        server = (answer or {}).get("server")
+        server = obj(as_object(answer), "server")
         if not server:
             return None
         machine = _machine(server)
-        group_id = str((server.get("security_group") or {}).get("id") or "")
+        group_id = text(obj(server, "security_group"), "id", "")
         if machine.state == "running" and machine.ssh_host and group_id in self._made.values():
             self._admit(machine_id, group_id, machine.ssh_host)
         return machine
@@ -198,9 +213,9 @@ class ScalewayAPI:
         address), delete one that is stopped with its volumes; then the rule that
         admitted its address."""
         answer = self._http.read(f"{self._zone}/servers/{machine_id}", f"reading server {machine_id}")
-        server = (answer or {}).get("server")
+        server = obj(as_object(answer), "server")
         if server:
-            state = str(server.get("state") or "")
+            state = text(server, "state", "")
             if state in ("running", "starting"):
                 self._action(machine_id, "terminate")
             elif state in ("stopped", "stopped in place"):
@@ -225,7 +240,7 @@ class ScalewayAPI:
                 "tags": [TAG],
             },
         )
-        group_id = str(answer["security_group"]["id"])
+        group_id = text(obj(as_object(answer), "security_group"), "id")
         try:
             self._http.call(
                 "POST", f"{self._zone}/security_groups/{group_id}/rules",
@@ -243,16 +258,16 @@ class ScalewayAPI:
 
     def firewalls(self) -> list[Firewall]:
         return [
-            Firewall(str(g["id"]), str(g.get("name") or ""))
+            Firewall(text(g, "id"), text(g, "name", ""))
             for g in self._pages("/security_groups", "security_groups", "listing security groups", {})
         ]
 
-    def _capacity(self, order: Order, call: Callable[[], Any]) -> Any:
+    def _capacity(self, order: Order, call: Callable[[], T]) -> T:
         """``call()``; CapacityError when Scaleway answers that it has no such server."""
         try:
             return call()
         except CloudAPIError as exc:
-            kind = exc.body.get("type") if isinstance(exc.body, dict) else None
+            kind = exc.body.get("type") if isinstance(exc.body, Mapping) else None
             said = message(exc.body).lower()
             if kind in NO_CAPACITY_TYPES or (exc.status in (409, 412, 503) and any(t in said for t in NO_CAPACITY)):
                 raise CapacityError(
@@ -266,12 +281,13 @@ class ScalewayAPI:
             json={"action": action},
         )
 
-    def _delete_stopped(self, server_id: str, server: dict[str, Any]) -> None:
+    def _delete_stopped(self, server_id: str, server: JsonObject) -> None:
         """Delete a server that does not run, then the volumes it had."""
         self._delete(f"{self._zone}/servers/{server_id}", f"deleting server {server_id}")
-        for volume in (server.get("volumes") or {}).values():
-            if isinstance(volume, dict) and volume.get("id"):
-                self._delete(f"{self._zone}/volumes/{volume['id']}", f"deleting volume {volume['id']}")
+        for volume in obj(server, "volumes").values():
+            volume_id = text(volume, "id", "") if isinstance(volume, Mapping) else ""
+            if volume_id:
+                self._delete(f"{self._zone}/volumes/{volume_id}", f"deleting volume {volume_id}")
 
     def _group_of(self, group: str) -> str:
         """The security group made here for ``group``; CloudError when none was (a server
@@ -291,7 +307,7 @@ class ScalewayAPI:
             "POST", f"{self._zone}/security_groups/{group_id}/rules",
             f"admitting server {server_id} to its pool's security group", json=peer_rule(address),
         )
-        self._admitted[server_id] = (group_id, str(answer["rule"]["id"]))
+        self._admitted[server_id] = (group_id, text(obj(as_object(answer), "rule"), "id"))
 
     def _delete(self, path: str, what: str) -> None:
         try:
@@ -300,28 +316,28 @@ class ScalewayAPI:
             if exc.status != 404:
                 raise
 
-    def _pages(self, path: str, key: str, what: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _pages(self, path: str, key: str, what: str, params: Params) -> list[JsonObject]:
         """Every item of the zone's list at ``path``, page by page until an empty one (at
         most ``MAX_PAGES``: a page may hold fewer than ``per_page`` asked)."""
-        items: list[dict[str, Any]] = []
+        listed: list[JsonObject] = []
         for page in range(1, MAX_PAGES + 1):
-            answer = self._http.call(
+            answer = as_object(self._http.call(
                 "GET", f"{self._zone}{path}", what,
                 params={**params, "project": self.project, "per_page": PAGE, "page": page},
-            ) or {}
-            found = answer.get(key) or []
+            ))
+            found = objects(answer, key)
             if not found:
                 break
-            items.extend(found)
-        return items
+            listed.extend(found)
+        return listed
 
 
-def _accelerator(info: dict[str, Any]) -> tuple[str | None, float | None]:
+def _accelerator(info: JsonObject) -> tuple[str | None, float | None]:
     """A GPU type's ``gpu_info`` as the catalog reads it (``RTX-3070`` -> ``RTX_3070``) and
     one GPU's memory in GB (the API gives bytes); a name the catalog does not know is
     passed on as it is."""
-    name = str(info.get("gpu_name") or "").strip()
-    memory = float(info.get("gpu_memory") or 0) / GIB or None
+    name = text(info, "gpu_name", "").strip()
+    memory = number(info, "gpu_memory", 0) / GIB or None
     seen = identify(name) if name else None
     return (seen.model.name if seen is not None else (name or None)), (float(round(memory)) if memory else None)
 
@@ -330,30 +346,30 @@ def _architecture(arch: str) -> str:
     return {"arm64": "arm64", "arm": "arm64", "aarch64": "arm64"}.get(arch.lower(), arch.lower())
 
 
-def _address(server: dict[str, Any]) -> str | None:
+def _address(server: JsonObject) -> str | None:
     """The server's public IPv4 address: ``public_ips`` (routed IPs), else ``public_ip``."""
-    for ip in server.get("public_ips") or []:
-        if isinstance(ip, dict) and ip.get("address") and str(ip.get("family") or "inet") == "inet":
-            return str(ip["address"])
-    public = server.get("public_ip") or {}
-    return str(public["address"]) if isinstance(public, dict) and public.get("address") else None
+    for ip in items(server, "public_ips"):
+        if isinstance(ip, Mapping) and ip.get("address") and text(ip, "family", "inet") == "inet":
+            return text(ip, "address")
+    public = server.get("public_ip")
+    return text(public, "address") if isinstance(public, Mapping) and public.get("address") else None
 
 
-def _machine(server: dict[str, Any]) -> Machine:
-    status = str(server.get("state") or "")
+def _machine(server: JsonObject) -> Machine:
+    status = text(server, "state", "")
     address = _address(server)
     state: MachineState = (
         "stopped" if status in STOPPED else ("running" if status == "running" and address else "starting")
     )
     return Machine(
-        str(server["id"]),
-        str(server.get("name") or ""),
+        text(server, "id"),
+        text(server, "name", ""),
         state,
         address,
         22,
         None,
         None,
         False,
-        str(server.get("commercial_type") or ""),
+        text(server, "commercial_type", ""),
         epoch(server.get("creation_date")),
     )

@@ -17,9 +17,8 @@ import posixpath
 import secrets
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import asyncssh
 
@@ -101,7 +100,7 @@ class RemoteNode:
     pool_dir: str
     facts: HostFacts | None = None
     ready: runner.Bootstrapped | None = None
-    watchdog: Any = None
+    watchdog: asyncssh.SSHClientProcess[str] | None = None
 
     @property
     def address(self) -> SSHEndpoint:
@@ -224,13 +223,13 @@ class RemoteCluster:
             script = shlex.quote(posixpath.join(node.ready.site, "providers", "ssh", "watchdog.py"))
             mode = ("halt" if halt else "stay") + (" mount" if volumes else "")
             command = f"exec {shlex.quote(python)} -u {script} {shlex.quote(node.pool_dir)} {self.ttl} {HEARTBEAT} {mode}"
-            node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
+            watchdog = node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
             if volumes:
-                node.watchdog.stdin.write(encode_volumes(volumes) + "\n")
+                watchdog.stdin.write(encode_volumes(volumes) + "\n")
             output: list[str] = []
             deadline = time.monotonic() + START_TIMEOUT + len(volumes) * MOUNT_TIMEOUT_S
             while True:
-                line = await asyncio.wait_for(node.watchdog.stdout.readline(), deadline - time.monotonic())
+                line = await asyncio.wait_for(watchdog.stdout.readline(), deadline - time.monotonic())
                 if line.startswith("::watching"):
                     return
                 if line.startswith("::volumes "):
@@ -252,7 +251,8 @@ class RemoteCluster:
 
         async def follow() -> None:
             try:
-                await node.watchdog.wait_closed()
+                if node.watchdog is not None:
+                    await node.watchdog.wait_closed()
             except Exception:
                 pass
             if node.serial not in self._stopping:
@@ -363,7 +363,7 @@ class RemoteCluster:
         connection (on this loop), so nothing listens on the client's machine."""
         return await self.nodes[0].conn.open_connection("127.0.0.1", port, encoding=None)
 
-    async def _stream_logs(self, process: Any) -> None:
+    async def _stream_logs(self, process: asyncssh.SSHClientProcess[bytes]) -> None:
         try:
             async for raw in process.stdout:
                 log.debug("head relay: %s", raw.decode(errors="replace").rstrip())
@@ -457,7 +457,7 @@ def _int(text: str | None) -> int:
     return int(text) if text and text.strip().isdigit() else 0
 
 
-async def _all(coros: Any) -> None:
+async def _all(coros: Iterable[Awaitable[object]]) -> None:
     """Run all; if any fails, wait for the rest and raise the first failure."""
     results = await asyncio.gather(*coros, return_exceptions=True)
     for result in results:

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import ray
 
@@ -43,9 +43,20 @@ from skyward.engine.death import Death
 from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import Shared
 from skyward.engine.transports.lane import TCP, lane_path
-from skyward.engine.transports.ray_actors import RayAgent, RayEventSource, RayTransport
+from skyward.engine.transports.ray_actors import (
+    AgentHandle,
+    RayAgent,
+    RayEventSource,
+    RayTransport,
+    RemoteMethod,
+)
 from skyward.engine.wire import Payload
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from skyward.node.agent import NodeAgent
 
 POSTMORTEM_WAIT = 5.0
 """How long the relay waits for a dead agent's successor to say why it died."""
@@ -64,18 +75,44 @@ class RelayConfig:
     ready_timeout: float
     secret: bytes
     """What the client proves before the relay reads its first frame (``core.handshake``)."""
+    compress: bool = True
+    """Whether large messages to the client travel compressed where that pays (lz4:
+    ``codec.relay_frame``, docs/benchmarks.md's payload compression)."""
 
 
-def placement(serial: int) -> dict[str, Any]:
+def placement(serial: int) -> dict[str, object]:
     """The Ray actor options that pin an agent to the host of ``serial``."""
     return {"resources": {f"skyward-node-{serial}": 1}}
+
+
+class RelayAgent(AgentHandle, Protocol):
+    """A node agent's Ray actor (``node.agent.NodeAgent``) as a relay calls it: what its
+    client calls, and the collections and post-mortems the relay serves."""
+
+    @property
+    def postmortem(self) -> RemoteMethod[[], Death | None]: ...
+
+    @property
+    def collection(self) -> RemoteMethod[[str, int, bytes], bytes]: ...
+
+    @property
+    def cancel_collection(self) -> RemoteMethod[[str, int], None]: ...
+
+    @property
+    def end_client(self) -> RemoteMethod[[str], None]: ...
+
+
+def relayed(agent: ActorHandle[NodeAgent]) -> RelayAgent:
+    """``agent`` with the methods a relay calls typed (Ray types a handle's methods as
+    ``Never``, which would hide every mistake in a call)."""
+    return agent
 
 
 class RelayedAgents(Protocol):
     """The agents a relay serves its client with: a remote pool's (``HeadRelay``), or a
     kept pool's in the pool daemon (``kept.daemon.KeptPool``)."""
 
-    agents: dict[int, Any]
+    agents: dict[int, ActorHandle[NodeAgent]]
     lanes: dict[int, str]
     lane_secret: bytes
     ends_with_client: bool
@@ -83,7 +120,7 @@ class RelayedAgents(Protocol):
 
     def postmortem(self, node: int) -> Death | None: ...
 
-    def attach(self, node: int, serial: int, setup: bytes) -> Any: ...
+    def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]: ...
 
     def detach(self, node: int) -> None: ...
 
@@ -95,7 +132,7 @@ class HeadRelay:
 
     def __init__(self, config: RelayConfig) -> None:
         self.config = config
-        self.agents: dict[int, Any] = {}
+        self.agents: dict[int, ActorHandle[NodeAgent]] = {}
         self.lanes: dict[int, str] = {}
         """The lane address of each node whose agent has one."""
         self._lanes_dir = tempfile.mkdtemp(prefix="skyward-lanes-")  # mode 0700: this user only
@@ -127,11 +164,11 @@ class HeadRelay:
         if agent is None:
             return None
         try:
-            return ray.get(agent.postmortem.remote(), timeout=POSTMORTEM_WAIT)
+            return ray.get(relayed(agent).postmortem.remote(), timeout=POSTMORTEM_WAIT)
         except Exception:
             return None
 
-    def attach(self, node: int, serial: int, setup: bytes) -> Any:
+    def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
         """Start node ``node``'s agent on the host of ``serial``; returns it once it answers."""
         agents = start_agents([self._laned(load_payload(setup), serial)], [placement(serial)])
         try:
@@ -151,10 +188,10 @@ class HeadRelay:
         path = lane_path(self._lanes_dir, "relay", setup.info.node)
         return dataclasses.replace(setup, lane=path) if path else setup
 
-    def _learn_lanes(self, agents: dict[int, Any]) -> None:
+    def _learn_lanes(self, agents: dict[int, ActorHandle[NodeAgent]]) -> None:
         """Ask ``agents`` (started, answering) where their lanes listen."""
         nodes = list(agents)
-        addresses = ray.get([agents[node].lane_address.remote() for node in nodes], timeout=self.config.ready_timeout)
+        addresses = ray.get([relayed(agents[node]).lane_address.remote() for node in nodes], timeout=self.config.ready_timeout)
         for node, address in zip(nodes, addresses):
             if address:
                 self.lanes[node] = address
@@ -173,7 +210,7 @@ class HeadRelay:
     async def serve(self) -> None:
         """Listen on 127.0.0.1 (reached over a channel of the client's SSH connection) and
         serve the client that proves the pool's secret; return once it is gone."""
-        server = RelayServer(self.config.secret, self._session)
+        server = RelayServer(self.config.secret, self._session, self.config.compress)
         listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
         print(f"::listening {listener.sockets[0].getsockname()[1]}", flush=True)
         async with listener:
@@ -210,14 +247,14 @@ class RaySession:
         self._transport.unshare(shared)
 
     async def collection(self, call_id: int, request: bytes) -> bytes:
-        ref = self._relay.agents[0].collection.remote(self._client, call_id, request)
+        ref = relayed(self._relay.agents[0]).collection.remote(self._client, call_id, request)
         try:
             return await asyncio.wrap_future(ref.future())
         except Exception as exc:  # the head node's agent died: the operation failed
             return pickle.dumps((False, ConnectionError(f"the head node's agent is gone: {exc}")))
 
     def forget_collection(self, call_id: int) -> None:
-        self._relay.agents[0].cancel_collection.remote(self._client, call_id)
+        relayed(self._relay.agents[0]).cancel_collection.remote(self._client, call_id)
 
     async def attach(self, node: int, serial: int, setup: bytes) -> None:
         agent = await self._loop.run_in_executor(None, self._relay.attach, node, serial, setup)
@@ -234,7 +271,7 @@ class RaySession:
 
     def end(self) -> None:
         try:
-            ray.get(self._relay.agents[0].end_client.remote(self._client), timeout=15)
+            ray.get(relayed(self._relay.agents[0]).end_client.remote(self._client), timeout=15)
         except Exception:
             pass
         self._events.stop()

@@ -55,6 +55,11 @@ DEFAULT_READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 90.0
 HOST_SHARE = 0.01
 """How much of the head's ``skyward-head`` resource one collection host takes."""
+COMPRESS = True
+"""Whether the stream between the client and the head relay (an SSH channel) sends large
+messages compressed where that pays, both ways (lz4: ``codec.relay_frame``; measured in
+docs/benchmarks.md, payload compression). benchmarks/bench_compression.py turns it off to
+compare."""
 ARCHITECTURES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}
 
 
@@ -97,7 +102,7 @@ def launch_on_hosts(
         setups = tuple(path.setup(node) for node in cluster.nodes)
         config = RelayConfig(
             f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
-            handshake.new_secret(),
+            handshake.new_secret(), COMPRESS,
         )
         relay_port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
@@ -106,7 +111,8 @@ def launch_on_hosts(
         raise
 
     transport = RelayTransport(
-        lambda: cluster.open_relay(relay_port), f"node 0's port {relay_port}", config.secret, loop.loop
+        lambda: cluster.open_relay(relay_port), f"node 0's port {relay_port}", config.secret, loop.loop,
+        compress=config.compress,
     )
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)

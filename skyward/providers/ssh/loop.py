@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from skyward.engine import interruptible
 
@@ -20,7 +20,7 @@ class LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+    def run(self, coro: Coroutine[object, object, T], timeout: float) -> T:
         """Run ``coro`` on the loop; TimeoutError (and the coroutine cancelled) after ``timeout``."""
         future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), self.loop)
         return interruptible.result(future)

@@ -8,13 +8,24 @@ registers no keys (the key travels in each order) and has no firewall resource."
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    integer,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+    to_integer,
+)
 
 URL = "https://dashboard.tensordock.com/api/v2"
 TOKEN = credentials.Source(("TENSORDOCK_API_TOKEN",))
@@ -60,9 +71,9 @@ class TensorDockAPI:
         up to what the location can deploy, in the sizes of ``VCPUS_PER_GPU`` that fit,
         priced as TensorDock bills: the GPUs, the vCPUs, the memory and a
         ``MIN_STORAGE_GB`` disk. GPUs whose location forwards no ports are left out."""
-        answer = self._http.call("GET", "/locations", "listing locations") or {}
+        answer = as_object(self._http.call("GET", "/locations", "listing locations"))
         kinds: list[MachineType] = []
-        for location in (answer.get("data") or {}).get("locations", []) or []:
+        for location in objects(obj(answer, "data"), "locations"):
             place = _place(location)
             if (
                 region is not None
@@ -70,8 +81,8 @@ class TensorDockAPI:
                 and region != location.get("id")
             ):
                 continue
-            for gpu in location.get("gpus", []) or []:
-                kinds.extend(_kinds(str(location["id"]), place, gpu))
+            for gpu in objects(location, "gpus"):
+                kinds.extend(_kinds(text(location, "id"), place, gpu))
         return kinds
 
     def add_key(self, name: str, public_key: str) -> str | None:
@@ -89,7 +100,7 @@ class TensorDockAPI:
         CapacityError when TensorDock has no host for it there."""
         kind = order.machine_type
         location, _, gpu = kind.ref.partition(" ")
-        attributes = {
+        attributes: dict[str, object] = {
             "name": order.name,
             "type": "virtualmachine",
             "image": order.image,
@@ -116,10 +127,11 @@ class TensorDockAPI:
                     f"TensorDock has no {kind.name} in {kind.region}: {message(exc.body)}"
                 ) from None
             raise
-        created = _flat((answer or {}).get("data") or answer or {})
+        made = as_object(answer)
+        created = _flat(obj(made, "data") or made)
         if not created.get("id"):
             raise CloudError(f"TensorDock answered creating VM {order.name} without an instance id")
-        return str(created["id"])
+        return text(created, "id")
 
     def get(self, machine_id: str) -> Machine | None:
         """The VM (flat or in a ``data`` envelope), None on 404; CloudError for an answer
@@ -127,14 +139,14 @@ class TensorDockAPI:
         answer = self._http.read(f"/instances/{machine_id}", f"reading VM {machine_id}")
         if answer is None:
             return None
-        item = answer.get("data", answer) if isinstance(answer, dict) else None
-        if not isinstance(item, dict) or not item:
+        item = answer.get("data", answer) if isinstance(answer, Mapping) else None
+        if not isinstance(item, Mapping) or not item:
             raise CloudError(f"TensorDock answered reading VM {machine_id} with {answer!r:.200}")
         return _machine({"id": machine_id, **item})
 
     def machines(self) -> list[Machine]:
-        answer = self._http.call("GET", "/instances", "listing VMs") or {}
-        return [_machine(item) for item in (answer.get("data") or {}).get("instances", []) or []]
+        answer = as_object(self._http.call("GET", "/instances", "listing VMs"))
+        return [_machine(item) for item in objects(obj(answer, "data"), "instances")]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -164,31 +176,31 @@ def accelerator(v0_name: str) -> tuple[str, float | None]:
     return (name if identify(name) is not None else v0_name), memory
 
 
-def _place(location: dict[str, Any]) -> str:
+def _place(location: JsonObject) -> str:
     parts = (location.get("city"), location.get("stateprovince"), location.get("country"))
-    return ", ".join(str(p) for p in parts if p) or str(location.get("id") or "")
+    return ", ".join(str(p) for p in parts if p) or text(location, "id", "")
 
 
-def _kinds(location: str, place: str, gpu: dict[str, Any]) -> list[MachineType]:
-    v0_name = str(gpu.get("v0Name") or "")
-    features = gpu.get("network_features") or {}
+def _kinds(location: str, place: str, gpu: JsonObject) -> list[MachineType]:
+    v0_name = text(gpu, "v0Name", "")
+    features = obj(gpu, "network_features")
     if not v0_name or not features.get("port_forwarding_available", True):
         return []
-    limits, rates = gpu.get("resources") or {}, gpu.get("pricing") or {}
-    max_vcpus, max_ram = int(limits.get("max_vcpus") or 0), int(limits.get("max_ram_gb") or 0)
+    limits, rates = obj(gpu, "resources"), obj(gpu, "pricing")
+    max_vcpus, max_ram = integer(limits, "max_vcpus", 0), integer(limits, "max_ram_gb", 0)
     name, memory = accelerator(v0_name)
     kinds = []
-    for count in (n for n in GPU_COUNTS if n <= int(gpu.get("max_count") or 0)):
+    for count in (n for n in GPU_COUNTS if n <= integer(gpu, "max_count", 0)):
         sizes = sorted({min(per * count, max_vcpus - max_vcpus % 2) for per in VCPUS_PER_GPU})
         for vcpus in (v for v in sizes if v >= 2):
             ram = min(4 * vcpus, max_ram - max_ram % RAM_STEP_GB)
             if ram < RAM_STEP_GB:
                 continue
             hourly = (
-                float(gpu.get("price_per_hr") or 0) * count
-                + float(rates.get("per_vcpu_hr") or 0) * vcpus
-                + float(rates.get("per_gb_ram_hr") or 0) * ram
-                + float(rates.get("per_gb_storage_hr") or 0) * MIN_STORAGE_GB
+                number(gpu, "price_per_hr", 0) * count
+                + number(rates, "per_vcpu_hr", 0) * vcpus
+                + number(rates, "per_gb_ram_hr", 0) * ram
+                + number(rates, "per_gb_storage_hr", 0) * MIN_STORAGE_GB
             )
             if hourly <= 0:
                 continue
@@ -202,36 +214,36 @@ def _kinds(location: str, place: str, gpu: dict[str, Any]) -> list[MachineType]:
                     accelerator=name,
                     accelerator_count=count,
                     accelerator_memory_gb=memory,
-                    disk_gb=float(limits.get("max_storage_gb") or 0) or None,
+                    disk_gb=number(limits, "max_storage_gb", 0) or None,
                     ref=f"{location} {v0_name}",
                 )
             )
     return kinds
 
 
-def _flat(item: dict[str, Any]) -> dict[str, Any]:
+def _flat(item: JsonObject) -> JsonObject:
     """An instance with its ``attributes`` (the list's shape) merged in (the get's shape)."""
     attributes = item.get("attributes")
-    return {**item, **attributes} if isinstance(attributes, dict) else item
+    return {**item, **attributes} if isinstance(attributes, Mapping) else item
 
 
-def ssh_port(forwards: Any) -> int | None:
+def ssh_port(forwards: object) -> int | None:
     """The external port forwarded to port 22, from a list of ``{internal_port,
     external_port}`` or a map of internal port to external port; None when there is none."""
-    if isinstance(forwards, dict):
+    if isinstance(forwards, Mapping):
         found = forwards.get(str(SSH_PORT)) or forwards.get(SSH_PORT)
-        return int(found) if found else None
-    for forward in forwards or []:
-        if isinstance(forward, dict) and int(forward.get("internal_port") or 0) == SSH_PORT:
-            external = int(forward.get("external_port") or 0)
+        return to_integer(found, "portForwards") if found else None
+    for forward in forwards if isinstance(forwards, list) else []:
+        if isinstance(forward, Mapping) and integer(forward, "internal_port", 0) == SSH_PORT:
+            external = integer(forward, "external_port", 0)
             return external or None
     return None
 
 
-def _machine(raw: dict[str, Any]) -> Machine:
+def _machine(raw: JsonObject) -> Machine:
     vm = _flat(raw)
-    status = str(vm.get("status") or "").lower().replace("_", "").replace(" ", "")
-    host = vm.get("ipAddress") or None
+    status = text(vm, "status", "").lower().replace("_", "").replace(" ", "")
+    host = text(vm, "ipAddress", "") or None
     port = ssh_port(vm.get("portForwards"))
     state: MachineState = (
         "ended"
@@ -240,22 +252,22 @@ def _machine(raw: dict[str, Any]) -> Machine:
         if status in STOPPED
         else ("running" if status == "running" and host and port else "starting")
     )
-    rate = vm.get("rateHourly")
     return Machine(
-        str(vm["id"]),
-        str(vm.get("name") or ""),
+        text(vm, "id"),
+        text(vm, "name", ""),
         state,
         host,
         port or SSH_PORT,
         None,
-        float(rate) if rate is not None else None,
+        number_or_none(vm, "rateHourly"),
         False,
-        _gpus((vm.get("resources") or {}).get("gpus")),
+        _gpus(obj(vm, "resources").get("gpus")),
     )
 
 
-def _gpus(gpus: Any) -> str:
+def _gpus(gpus: object) -> str:
     """The GPU ids of an instance's resources (a map by id, or a list of ``gpuV0Name``)."""
-    if isinstance(gpus, dict):
+    if isinstance(gpus, Mapping):
         return ",".join(str(name) for name in gpus)
-    return ",".join(str(g.get("gpuV0Name") or "") for g in gpus or [] if isinstance(g, dict))
+    listed = gpus if isinstance(gpus, list) else []
+    return ",".join(text(g, "gpuV0Name", "") for g in listed if isinstance(g, Mapping))

@@ -13,12 +13,23 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from collections.abc import Mapping
 
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    flag,
+    integer,
+    number,
+    number_or_none,
+    obj,
+    objects,
+    text,
+)
 
 URL = "https://console.vast.ai/api/v0"
 KEY = credentials.Source(("VAST_API_KEY",), "~/.vast_api_key")
@@ -39,25 +50,25 @@ class VastAPI:
 
     def machine_types(self, region: str | None) -> list[MachineType]:
         answer = self._http.call("GET", "/bundles/", "searching offers", params={"q": json.dumps(QUERY)})
-        groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
-        for ask in (answer or {}).get("offers", []):
-            place = str(ask.get("geolocation") or "")
+        groups: dict[tuple[str, int, str], list[JsonObject]] = {}
+        for ask in objects(as_object(answer), "offers"):
+            place = text(ask, "geolocation", "")
             if region is not None and region.lower() not in place.lower():
                 continue
-            groups.setdefault((str(ask["gpu_name"]), int(ask["num_gpus"]), place), []).append(ask)
+            groups.setdefault((text(ask, "gpu_name"), integer(ask, "num_gpus"), place), []).append(ask)
         kinds = []
         for (gpu, count, place), asks in groups.items():
-            asks.sort(key=lambda a: float(a["dph_total"]))
-            bids = [float(a["min_bid"]) for a in asks if a.get("min_bid")]
+            asks.sort(key=lambda a: number(a, "dph_total"))
+            bids = [bid for bid in (number(a, "min_bid", 0) for a in asks) if bid]
             kinds.append(MachineType(
-                name=f"{count}x {gpu} ({place or 'anywhere'})", ref=",".join(str(a["id"]) for a in asks),
-                vcpus=min(float(a.get("cpu_cores_effective") or 0) for a in asks),
-                memory_gb=min(float(a.get("cpu_ram") or 0) for a in asks) / 1024,
-                price=float(asks[0]["dph_total"]), spot_price=min(bids) if bids else None, region=place or None,
+                name=f"{count}x {gpu} ({place or 'anywhere'})", ref=",".join(text(a, "id") for a in asks),
+                vcpus=min(number(a, "cpu_cores_effective", 0) for a in asks),
+                memory_gb=min(number(a, "cpu_ram", 0) for a in asks) / 1024,
+                price=number(asks[0], "dph_total"), spot_price=min(bids) if bids else None, region=place or None,
                 accelerator=gpu.replace("_", " "), accelerator_count=count,
-                accelerator_memory_gb=min(float(a.get("gpu_ram") or 0) for a in asks) / 1024 or None,
+                accelerator_memory_gb=min(number(a, "gpu_ram", 0) for a in asks) / 1024 or None,
                 architecture="arm64" if asks[0].get("cpu_arch") in ("arm64", "aarch64") else "x86_64",
-                disk_gb=min(float(a.get("disk_space") or 0) for a in asks) or None,
+                disk_gb=min(number(a, "disk_space", 0) for a in asks) or None,
             ))
         return kinds
 
@@ -71,7 +82,7 @@ class VastAPI:
         return []
 
     def create(self, order: Order) -> str:
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "client_id": "me", "image": order.image, "label": order.name, "disk": order.disk_gb or 50,
             "runtype": "ssh_direct",
         }
@@ -88,9 +99,10 @@ class VastAPI:
                 if any(text in message(exc.body).lower() for text in GONE):
                     continue
                 raise
-            if not (answer or {}).get("success", True) or "new_contract" not in (answer or {}):
+            made = as_object(answer)
+            if not made.get("success", True) or "new_contract" not in made:
                 continue
-            instance = str(answer["new_contract"])
+            instance = text(made, "new_contract")
             self._http.call(
                 "POST", f"/instances/{instance}/ssh/", f"attaching the pool's key to {instance}",
                 json={"ssh_key": order.public_key},
@@ -100,12 +112,12 @@ class VastAPI:
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/instances/{machine_id}/", f"reading instance {machine_id}")
-        instance = (answer or {}).get("instances")
-        return _machine(instance) if isinstance(instance, dict) and instance else None
+        instance = as_object(answer).get("instances")
+        return _machine(instance) if isinstance(instance, Mapping) and instance else None
 
     def machines(self) -> list[Machine]:
         answer = self._http.call("GET", "/instances/", "listing instances")
-        return [_machine(item) for item in (answer or {}).get("instances", []) or []]
+        return [_machine(item) for item in objects(as_object(answer), "instances")]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -115,22 +127,22 @@ class VastAPI:
                 raise
 
 
-def _machine(item: dict[str, Any]) -> Machine:
-    status = str(item.get("actual_status") or "")
-    host = item.get("public_ipaddr") or item.get("ssh_host") or None
+def _machine(item: JsonObject) -> Machine:
+    status = text(item, "actual_status", "")
+    host = text(item, "public_ipaddr", "") or text(item, "ssh_host", "") or None
     port = _ssh_port(item)
     state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host and port else "starting"
     return Machine(
-        str(item["id"]), str(item.get("label") or ""), state, host, port or 22, None,
-        float(item["dph_total"]) if item.get("dph_total") is not None else None, bool(item.get("is_bid")),
+        text(item, "id"), text(item, "label", ""), state, host, port or 22, None,
+        number_or_none(item, "dph_total"), flag(item, "is_bid"),
         f"{item.get('num_gpus', '')}x {item.get('gpu_name', '')}",
-        float(item["start_date"]) if item.get("start_date") else None,
+        number(item, "start_date", 0) or None,
     )
 
 
-def _ssh_port(item: dict[str, Any]) -> int | None:
+def _ssh_port(item: JsonObject) -> int | None:
     """The host port that reaches the container's port 22 (direct SSH)."""
-    mapped = (item.get("ports") or {}).get("22/tcp") or []
+    mapped = objects(obj(item, "ports"), "22/tcp")
     if mapped:
-        return int(mapped[0]["HostPort"])
-    return int(item["ssh_port"]) if item.get("ssh_port") else None
+        return integer(mapped[0], "HostPort")
+    return integer(item, "ssh_port", 0) or None

@@ -9,7 +9,7 @@ image). See docs/providers.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from skyward.containers import DockerImage, cuda, image_field
 from skyward.model.spec import Spec
@@ -25,7 +25,8 @@ class VastAI(MachineCloud):
     name: ClassVar[str] = "vastai"
     label: ClassVar[str] = "Vast.ai"
 
-    docker_image: Any = None
+    docker_image: DockerImage | str | None = None
+    """A string is read as an image reference (a DockerImage once made)."""
     region: str | None = None
 
     def __post_init__(self) -> None:
@@ -35,5 +36,5 @@ class VastAI(MachineCloud):
         return VastAPI()
 
     def image(self, spec: Spec) -> str:
-        chosen: DockerImage = self.docker_image or cuda("12.8", variant="runtime", ubuntu="24.04")
+        chosen = self.docker_image if isinstance(self.docker_image, DockerImage) else cuda("12.8", variant="runtime", ubuntu="24.04")
         return chosen.tag

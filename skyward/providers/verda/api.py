@@ -11,12 +11,25 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
 
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.json import (
+    JsonObject,
+    as_object,
+    as_objects,
+    flag,
+    integer,
+    items,
+    number,
+    obj,
+    text,
+    to_number,
+    to_text,
+)
 
 URL = "https://api.datacrunch.io/v1"
 CLIENT_ID = credentials.Source(("VERDA_CLIENT_ID", "DATACRUNCH_CLIENT_ID"))
@@ -43,39 +56,43 @@ class VerdaAPI:
     def _auth(self) -> dict[str, str]:
         with self._lock:
             if self._token is None or time.monotonic() > self._token[1]:
-                answer = self._login.call("POST", "/oauth2/token", "getting an access token", json=self._credentials)
-                self._token = (str(answer["access_token"]), time.monotonic() + float(answer.get("expires_in", 3600)) - 60)
+                answer = as_object(
+                    self._login.call("POST", "/oauth2/token", "getting an access token", json=self._credentials)
+                )
+                self._token = (text(answer, "access_token"), time.monotonic() + number(answer, "expires_in", 3600) - 60)
             return {"Authorization": f"Bearer {self._token[0]}"}
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        types = self._http.call("GET", "/instance-types", "listing instance types") or []
+        types = as_objects(self._http.call("GET", "/instance-types", "listing instance types"))
         where: dict[str, list[str]] = {}
         for spot in (False, True):
             params = {"is_spot": str(spot).lower()} | ({"location_code": region} if region else {})
-            for place in self._http.call("GET", "/instance-availability", "reading availability", params=params) or []:
-                for name in place.get("availabilities", []):
-                    if place["location_code"] not in where.setdefault(name, []):
-                        where[name].append(place["location_code"])
+            listed = self._http.call("GET", "/instance-availability", "reading availability", params=params)
+            for place in as_objects(listed):
+                code = text(place, "location_code")
+                for name in items(place, "availabilities"):
+                    if code not in where.setdefault(to_text(name, "availabilities"), []):
+                        where[to_text(name, "availabilities")].append(code)
         kinds = []
         for item in types:
-            name = str(item["instance_type"])
-            gpu = item.get("gpu") or {}
-            count = int(gpu.get("number_of_gpus") or 0)
-            accelerator = _COUNT.sub("", str(gpu.get("description") or "")).strip() or None if count else None
+            name = text(item, "instance_type")
+            gpu = obj(item, "gpu")
+            count = integer(gpu, "number_of_gpus", 0)
+            accelerator = _COUNT.sub("", text(gpu, "description", "")).strip() or None if count else None
             for location in where.get(name, []):
                 kinds.append(MachineType(
-                    name=name, vcpus=float((item.get("cpu") or {}).get("number_of_cores") or 0),
-                    memory_gb=float((item.get("memory") or {}).get("size_in_gigabytes") or 0),
-                    price=_price(item.get("price_per_hour")), spot_price=_price(item.get("spot_price")),
+                    name=name, vcpus=number(obj(item, "cpu"), "number_of_cores", 0),
+                    memory_gb=number(obj(item, "memory"), "size_in_gigabytes", 0),
+                    price=_price(item, "price_per_hour"), spot_price=_price(item, "spot_price"),
                     region=location, accelerator=accelerator, accelerator_count=count,
-                    accelerator_memory_gb=_per_gpu(item.get("gpu_memory"), count),
-                    architecture="arm64" if "arm" in str(item.get("cpu", {}).get("description", "")).lower() else "x86_64",
+                    accelerator_memory_gb=_per_gpu(item, count),
+                    architecture="arm64" if "arm" in text(obj(item, "cpu"), "description", "").lower() else "x86_64",
                 ))
         return kinds
 
     def add_key(self, name: str, public_key: str) -> str | None:
         answer = self._http.call("POST", "/sshkeys", f"adding SSH key {name}", json={"name": name, "key": public_key})
-        return str(answer if not isinstance(answer, dict) else answer["id"]).strip('"')
+        return _made_id(answer)
 
     def remove_key(self, key_id: str) -> None:
         try:
@@ -85,10 +102,11 @@ class VerdaAPI:
                 raise
 
     def keys(self) -> list[Key]:
-        return [Key(str(k["id"]), str(k.get("name") or "")) for k in self._http.call("GET", "/sshkeys", "listing SSH keys") or []]
+        listed = self._http.call("GET", "/sshkeys", "listing SSH keys")
+        return [Key(text(k, "id"), text(k, "name", "")) for k in as_objects(listed)]
 
     def create(self, order: Order) -> str:
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "instance_type": order.machine_type.name, "image": order.image, "hostname": order.name,
             "description": order.name, "location_code": order.machine_type.region, "is_spot": order.spot,
             "ssh_key_ids": [order.key_id] if order.key_id else [],
@@ -101,14 +119,14 @@ class VerdaAPI:
             if any(text in message(exc.body).lower() for text in NO_CAPACITY):
                 raise CapacityError(f"Verda has no {order.machine_type.name} in {order.machine_type.region}: {message(exc.body)}") from None
             raise
-        return str(answer if not isinstance(answer, dict) else answer["id"]).strip('"')
+        return _made_id(answer)
 
     def get(self, machine_id: str) -> Machine | None:
-        item = self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}")
+        item = as_object(self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}"))
         return _machine(item) if item else None
 
     def machines(self) -> list[Machine]:
-        return [_machine(item) for item in self._http.call("GET", "/instances", "listing instances") or []]
+        return [_machine(item) for item in as_objects(self._http.call("GET", "/instances", "listing instances"))]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -118,21 +136,28 @@ class VerdaAPI:
                 raise
 
 
-def _price(value: Any) -> float | None:
-    return float(value) if value not in (None, "", 0, "0") else None
+def _made_id(answer: object) -> str:
+    """The id a create answers: the id itself (as text), or an object holding it."""
+    found = text(answer, "id") if isinstance(answer, Mapping) else str(answer)
+    return found.strip('"')
 
 
-def _per_gpu(memory: Any, count: int) -> float | None:
-    total = float((memory or {}).get("size_in_gigabytes") or 0)
+def _price(item: JsonObject, key: str) -> float | None:
+    value = item.get(key)
+    return to_number(value, key) if value not in (None, "", 0, "0") else None
+
+
+def _per_gpu(item: JsonObject, count: int) -> float | None:
+    total = number(obj(item, "gpu_memory"), "size_in_gigabytes", 0)
     return total / count if total and count else None
 
 
-def _machine(item: dict[str, Any]) -> Machine:
-    status = str(item.get("status") or "")
-    host = item.get("ip") or None
+def _machine(item: JsonObject) -> Machine:
+    status = text(item, "status", "")
+    host = text(item, "ip", "") or None
     state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
     created = epoch(item.get("created_at"))
     return Machine(
-        str(item["id"]), str(item.get("hostname") or ""), state, host, 22, None, _price(item.get("price_per_hour")),
-        bool(item.get("is_spot")), str(item.get("instance_type") or ""), created,
+        text(item, "id"), text(item, "hostname", ""), state, host, 22, None, _price(item, "price_per_hour"),
+        flag(item, "is_spot"), text(item, "instance_type", ""), created,
     )

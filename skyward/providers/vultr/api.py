@@ -13,7 +13,6 @@ are paged by cursor (``meta.links.next``). The key travels as ``Authorization: B
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from skyward.core.accelerator_catalog import identify
 from skyward.core.validation import fail
@@ -28,7 +27,8 @@ from skyward.providers.cloud.api import (
     epoch,
 )
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import ApiClient, Params, base_url, message
+from skyward.providers.cloud.json import JsonObject, as_object, items, number, obj, objects, text
 
 URL = "https://api.vultr.com/v2"
 API_KEY = credentials.Source(("VULTR_API_KEY",), "~/.vultr-cli.yaml", "api-key")
@@ -61,7 +61,7 @@ MAX_NODES = (MAX_RULES - 1) // len(PEER_PROTOCOLS)
 """The most instances one firewall group can admit (two rules each, after SSH's)."""
 
 
-def peer_rules(address: str) -> list[dict[str, Any]]:
+def peer_rules(address: str) -> list[dict[str, object]]:
     """Inbound TCP and UDP, every port, from one instance of the pool."""
     return [
         {
@@ -110,20 +110,20 @@ class VultrAPI:
             if gpu is not None and gpu[1] < 1:
                 continue
             accelerator, count, memory = gpu if gpu is not None else (None, 0, None)
-            for place in plan.get("locations") or []:
+            for place in items(plan, "locations"):
                 if region is not None and place != region:
                     continue
                 kinds.append(
                     MachineType(
-                        name=str(plan["id"]),
-                        vcpus=float(plan.get("vcpu_count") or 0),
-                        memory_gb=float(plan.get("ram") or 0) / 1024,
+                        name=text(plan, "id"),
+                        vcpus=number(plan, "vcpu_count", 0),
+                        memory_gb=number(plan, "ram", 0) / 1024,
                         price=hourly,
                         region=str(place),
                         accelerator=accelerator,
                         accelerator_count=count,
                         accelerator_memory_gb=memory,
-                        disk_gb=float(plan.get("disk") or 0) or None,
+                        disk_gb=number(plan, "disk", 0) or None,
                     )
                 )
         return kinds
@@ -135,14 +135,14 @@ class VultrAPI:
             f"adding SSH key {name}",
             json={"name": name, "ssh_key": public_key},
         )
-        return str(answer["ssh_key"]["id"])
+        return text(obj(as_object(answer), "ssh_key"), "id")
 
     def remove_key(self, key_id: str) -> None:
         self._delete(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
         return [
-            Key(str(k["id"]), str(k.get("name") or ""))
+            Key(text(k, "id"), text(k, "name", ""))
             for k in self._pages("/ssh-keys", "ssh_keys", "listing SSH keys")
         ]
 
@@ -150,7 +150,7 @@ class VultrAPI:
         """One instance of the order's plan in its region, of ``order.image`` (an OS id),
         with the pool's key, tags and firewall group (``order.group``'s, made here), the
         boot script as (base64) user data. CapacityError when Vultr has none to give."""
-        body = {
+        body: dict[str, object] = {
             "region": order.machine_type.region,
             "plan": order.machine_type.name,
             "os_id": int(order.image),
@@ -177,16 +177,17 @@ class VultrAPI:
                     f"Vultr has no {kind.name} in {kind.region}: {message(exc.body)}"
                 ) from None
             raise
-        return str(answer["instance"]["id"])
+        return text(obj(as_object(answer), "instance"), "id")
 
     def get(self, machine_id: str) -> Machine | None:
         """The instance; one in a firewall group made here is reported running only once
         that group admits its address (``peer_rules``, added on the first such read)."""
         answer = self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}")
-        if not answer or not answer.get("instance"):
+        instance = obj(as_object(answer), "instance")
+        if not instance:
             return None
-        machine = _machine(answer["instance"])
-        group_id = str(answer["instance"].get("firewall_group_id") or "")
+        machine = _machine(instance)
+        group_id = text(instance, "firewall_group_id", "")
         if machine.state == "running" and machine.ssh_host and group_id in self._made.values():
             self._admit(machine_id, group_id, machine.ssh_host)
         return machine
@@ -214,7 +215,7 @@ class VultrAPI:
         answer = self._http.call(
             "POST", "/firewalls", f"creating firewall group {group}", json={"description": group}
         )
-        firewall_id = str(answer["firewall_group"]["id"])
+        firewall_id = text(obj(as_object(answer), "firewall_group"), "id")
         try:
             self._http.call(
                 "POST",
@@ -234,7 +235,7 @@ class VultrAPI:
 
     def firewalls(self) -> list[Firewall]:
         return [
-            Firewall(str(f["id"]), str(f.get("description") or ""))
+            Firewall(text(f, "id"), text(f, "description", ""))
             for f in self._pages("/firewalls", "firewall_groups", "listing firewall groups")
         ]
 
@@ -261,12 +262,12 @@ class VultrAPI:
                 f"admitting instance {machine_id} to its pool's firewall group",
                 json=rule,
             )
-            rules.append(str(answer["firewall_rule"]["id"]))
+            rules.append(text(obj(as_object(answer), "firewall_rule"), "id"))
 
     def _check_region(self, region: str) -> None:
         if self._regions is None:
             self._regions = sorted(
-                str(r["id"]) for r in self._pages("/regions", "regions", "listing regions")
+                text(r, "id") for r in self._pages("/regions", "regions", "listing regions")
             )
         if region not in self._regions:
             raise fail("Vultr", "region", region, f"Vultr's regions are {', '.join(self._regions)}")
@@ -279,45 +280,45 @@ class VultrAPI:
                 raise
 
     def _pages(
-        self, path: str, key: str, what: str, params: dict[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
+        self, path: str, key: str, what: str, params: Params | None = None
+    ) -> list[JsonObject]:
         """Every item of a list, page by page (at most 50 pages)."""
-        items: list[dict[str, Any]] = []
+        found: list[JsonObject] = []
         cursor = ""
         for _ in range(50):
             query = {**(params or {}), "per_page": PAGE, **({"cursor": cursor} if cursor else {})}
-            answer = self._http.call("GET", path, what, params=query) or {}
-            items.extend(answer.get(key) or [])
-            cursor = str(((answer.get("meta") or {}).get("links") or {}).get("next") or "")
+            answer = as_object(self._http.call("GET", path, what, params=query))
+            found.extend(objects(answer, key))
+            cursor = text(obj(obj(answer, "meta"), "links"), "next", "")
             if not cursor:
                 break
-        return items
+        return found
 
 
-def _hourly(plan: dict[str, Any]) -> float | None:
+def _hourly(plan: JsonObject) -> float | None:
     """The plan's hourly price in dollars (None: it gives none)."""
     for value, divisor in (
         (plan.get("hourly_cost"), 1),
         (plan.get("monthly_cost"), HOURS_PER_MONTH),
     ):
         try:
-            price = float(value or 0) / divisor
-        except (TypeError, ValueError):
+            price = float(value or 0) / divisor if isinstance(value, (str, int, float, type(None))) else 0.0
+        except ValueError:
             continue
         if price > 0:
             return price
     return None
 
 
-def _gpu(plan: dict[str, Any]) -> tuple[str, int, float | None] | None:
+def _gpu(plan: JsonObject) -> tuple[str, int, float | None] | None:
     """A GPU plan's accelerator as the catalog reads it (``NVIDIA_HGX_H100`` -> ``H100``),
     how many whole GPUs its ``gpu_vram_gb`` holds (0 for a vGPU share of one) and each
     one's memory; None for a plan without a GPU. A GPU the catalog does not know counts
     as one, with all the plan's memory."""
-    kind = str(plan.get("gpu_type") or "")
+    kind = text(plan, "gpu_type", "")
     if not kind or kind.lower() == "none":
         return None
-    total = float(plan.get("gpu_vram_gb") or 0)
+    total = number(plan, "gpu_vram_gb", 0)
     seen = identify(kind.replace("_", " ").replace("HGX ", ""))
     if seen is None:
         return kind, 1, total or None
@@ -325,10 +326,10 @@ def _gpu(plan: dict[str, Any]) -> tuple[str, int, float | None] | None:
     return seen.model.name, round(total / each) if total >= WHOLE * each else 0, each
 
 
-def _machine(instance: dict[str, Any]) -> Machine:
-    status = str(instance.get("status") or "")
-    power = str(instance.get("power_status") or "")
-    public = str(instance.get("main_ip") or "")
+def _machine(instance: JsonObject) -> Machine:
+    status = text(instance, "status", "")
+    power = text(instance, "power_status", "")
+    public = text(instance, "main_ip", "")
     state: MachineState = (
         "stopped"
         if power == "stopped" and status == "active"
@@ -338,14 +339,14 @@ def _machine(instance: dict[str, Any]) -> Machine:
     )
     created = epoch(instance.get("date_created"))
     return Machine(
-        str(instance["id"]),
-        str(instance.get("label") or ""),
+        text(instance, "id"),
+        text(instance, "label", ""),
         state,
         public if public not in NO_ADDRESS else None,
         22,
         None,
         None,
         False,
-        str(instance.get("plan") or ""),
+        text(instance, "plan", ""),
         created,
     )

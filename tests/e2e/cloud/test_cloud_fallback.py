@@ -1,23 +1,23 @@
-"""Fallback across clouds in one ``Compute(...)``: RunPod and Hyperstack have no
-capacity, so the pool runs on Vast.ai; RunPod and Hyperstack are left holding nothing
-(Hyperstack: no VM, keypair or environment) and the errors say why they were passed over."""
+"""Fallback across clouds in one ``Compute(...)``: one Spec on each of the fourteen clouds
+of the conformance suite, all but the last without capacity. The pool runs on the last;
+the others were asked in the Specs' order, each error says why a cloud was passed over
+(in the cloud's own words), and none holds anything of the pool (machines, keys,
+firewalls, Hyperstack's environment)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
 from typing import Any
 
 import pytest
-from cloud.fake_hyperstack import FakeHyperstack
-from cloud.fake_runpod import FakeRunPod
-from cloud.fake_vastai import FakeVastAI
-from cloud.machines import Harness
-from e2e.cloud.conftest import environment
+from e2e.cloud.clouds import CLOUDS, started
 
 import skyward as sky
 
 pytestmark = pytest.mark.slow
 OPTIONS = sky.Options(console=False, logging=False, ssh_retry_interval=1, selection="first")
+OWN_WORDS = {"runpod": "no longer any instances available", "hyperstack": "Not enough resources"}
+"""What two clouds' APIs say when they have no room, which their error must carry."""
 
 
 @sky.function
@@ -25,46 +25,26 @@ def square(x: int) -> int:
     return x * x
 
 
-@pytest.fixture(scope="module")
-def clouds(lab: Any) -> Iterator[tuple[FakeRunPod, FakeHyperstack, FakeVastAI]]:
-    runpod, hyperstack, vast = FakeRunPod(), FakeHyperstack(), FakeVastAI()
-    runpod.use_subnet(lab.cidr, first=100)
-    hyperstack.use_subnet(lab.cidr, first=200)
-    vast.use_subnet(lab.cidr, first=150)
-    for fake in (runpod, hyperstack, vast):
-        fake.start()
-    harness = Harness(lab, runpod, hyperstack, vast).start()
-    try:
-        with environment({**runpod.env(), **hyperstack.env(), **vast.env()}):
-            yield runpod, hyperstack, vast
-    finally:
-        harness.stop()
-        for fake in (runpod, hyperstack, vast):
-            fake.stop()
-
-
-def test_a_cloud_without_capacity_falls_back_to_another_cloud(
-    clouds: tuple[FakeRunPod, FakeHyperstack, FakeVastAI],
-) -> None:
-    runpod, hyperstack, vast = clouds
-    runpod.refuse()
-    hyperstack.refuse()
-    l4 = sky.accelerators.L4()
-    errors: list[sky.Error] = []
-    provisioned: list[sky.InstanceProvisioned] = []
-    pool = sky.Compute(sky.Spec(provider=sky.RunPod(), accelerator=l4, nodes=2),
-                       sky.Spec(provider=sky.Hyperstack(), accelerator=sky.accelerators.RTX_A6000(), nodes=2),
-                       sky.Spec(provider=sky.VastAI(), accelerator=l4, nodes=2), options=OPTIONS)
-    pool.on(sky.Error, errors.append)
-    pool.on(sky.InstanceProvisioned, provisioned.append)
-    with pool:
-        assert pool.spec is not None and pool.spec.provider.name == "vastai"
-        assert pool.map(square, range(10)) == [x * x for x in range(10)]
-        assert len(vast.live(pool.id[:12])) == 2
-    assert any("RunPod had no capacity" in e.message and "no longer any instances available" in e.message for e in errors)
-    assert {e.provider for e in provisioned} == {"vastai"}
-    assert runpod.bodies("POST", "/pods"), "RunPod was asked first"
-    assert any("Hyperstack had no capacity" in e.message and "Not enough resources" in e.message for e in errors)
-    assert hyperstack.bodies("POST", "/core/virtual-machines"), "Hyperstack was asked before Vast.ai"
-    assert runpod.live() == [] and vast.live(pool.id[:12]) == []
-    assert hyperstack.live() == [] and hyperstack.keys == {} and hyperstack.environments == {}
+def test_a_pool_falls_back_through_every_cloud_to_the_last(lab: Any) -> None:
+    *refusing, landing = CLOUDS
+    with contextlib.ExitStack() as stack:
+        clouds = [stack.enter_context(started(name, lab)) for name in CLOUDS]
+        for cloud in clouds[:-1]:
+            cloud.refuse_all()
+        errors: list[sky.Error] = []
+        provisioned: list[sky.InstanceProvisioned] = []
+        pool = sky.Compute(*(sky.Spec(provider=c.make(), nodes=1, **c.pool) for c in clouds), options=OPTIONS)
+        pool.on(sky.Error, errors.append)
+        pool.on(sky.InstanceProvisioned, provisioned.append)
+        with pool:
+            assert pool.spec is not None and pool.spec.provider.name == landing
+            assert pool.map(square, range(10)) == [x * x for x in range(10)]
+        assert {e.provider for e in provisioned} == {landing}
+        for cloud in clouds:
+            assert cloud.leftovers(pool.id) == [], f"{cloud.name} kept something of the pool"
+        told = [next((i for i, e in enumerate(errors) if e.message.startswith(f"{name}: ") and "had no capacity" in e.message),
+                     None) for name in refusing]
+        assert None not in told, f"no error says why {refusing[told.index(None)]} was passed over: {errors}"
+        assert told == sorted(told), "the clouds were asked in the Specs' order"
+        for name, words in OWN_WORDS.items():
+            assert any(words in e.message for e in errors), f"{name}'s own reason is not in its error"

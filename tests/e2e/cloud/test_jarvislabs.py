@@ -70,6 +70,9 @@ def test_offers_come_from_the_gpu_types_free_in_each_region(cloud: Cloud) -> Non
         ("2x A6000", 1.78, False, "india-noida-01", "RTX_A6000", 48.0),
     ], "a VM template sees the VM types, without spot"
     assert offered(sky.JarvisLabs(region="india-01"), accelerator=sky.accelerators.L4()) == []
+    assert offered(provider, accelerator=sky.accelerators.Quadro_RTX_5000(), allocation="on-demand")[0] == (
+        "1x RTX5000", 0.39, False, "india-01", "Quadro_RTX_5000", 16.0,
+    ), "its RTX5000 is the catalog's Quadro RTX 5000"
     assert provider.offers(sky.Spec(provider=provider, vcpus=2)) == [], "GPU instances only"
 
 

@@ -36,7 +36,7 @@ def _listeners(lab: HostLab, loopback: bool) -> list[int]:
 
 
 def test_gcs_refuses_a_peer_without_the_token(ssh_pool: sky.Pool) -> None:
-    info = ssh_pool._cluster.infos[0]  # type: ignore[union-attr]
+    info = ssh_pool._open.cluster.infos[0]  # type: ignore[union-attr]
     intruder = f"import ray; ray.init(address='{info.head_addr}:{info.head_port}', log_to_driver=False)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     result = subprocess.run(
