@@ -49,6 +49,8 @@ def _fail(status: int, text: str) -> Answer:
 class FakeJarvisLabs(FakeCloud):
     name = "jarvislabs"
     credentials = {"JL_API_KEY": "test-token"}  # noqa: RUF012 (as FakeCloud declares it)
+    vm_user = "root"
+    """Who a VM's ``ssh_str`` names (containers: root)."""
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(400, f"No free {kind} GPUs right now. Try again later.")
@@ -120,13 +122,16 @@ class FakeJarvisLabs(FakeCloud):
             raise _fail(404, f"Instance {machine_id} not found")
         return machine
 
+    def _user(self, machine: FakeMachine) -> str:
+        return self.vm_user if machine.extra.get("template") == "vm" else "root"
+
     def _view(self, machine: FakeMachine) -> dict[str, Any]:
         running = machine.state == "running"
         return {
             "machine_id": int(machine.id),
             "name": machine.name,
             "status": STATUS.get(machine.state, "Running"),
-            "ssh_str": f"ssh -p 22 root@{machine.address}" if running else None,
+            "ssh_str": f"ssh -p 22 {self._user(machine)}@{machine.address}" if running else None,
             "public_ip": machine.address if running else None,
             "gpu_type": machine.extra.get("gpu_type", machine.kind),
             "num_gpus": machine.extra.get("num_gpus", 1),

@@ -74,6 +74,8 @@ class Machine:
     machine_type: str = ""
     created: float | None = None
     """Epoch seconds (None: the cloud does not say)."""
+    ssh_user: str | None = None
+    """Who to log in as where the cloud says (None: root)."""
 
 
 @dataclass(frozen=True, slots=True)

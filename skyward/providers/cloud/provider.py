@@ -48,6 +48,7 @@ DEFAULT_SSH_TIMEOUT = 300.0
 SSH_RETRY_INTERVAL = 5.0
 MAX_OFFERS_TRIED = 6
 SSH_USER = "root"
+"""Who skyward logs in as on a machine whose cloud does not name a user (``Machine.ssh_user``)."""
 
 
 class MachineCloud:
@@ -262,7 +263,7 @@ class MachineCloud:
 
     def _handle(self, machine: Machine, offer: Offer, resources: machines.PoolMachines) -> NodeHandle:
         assert machine.ssh_host is not None and resources.key_path is not None
-        endpoint = SSHEndpoint(machine.ssh_host, machine.ssh_port, SSH_USER, str(resources.key_path))
+        endpoint = SSHEndpoint(machine.ssh_host, machine.ssh_port, machine.ssh_user or SSH_USER, str(resources.key_path))
         return NodeHandle(
             machine.id, machine.private_ip or machine.ssh_host, endpoint, instance_type=offer.instance_type,
             hourly_price=machine.hourly_price if machine.hourly_price is not None else offer.hourly_price,

@@ -218,14 +218,15 @@ def _accelerator(name: str, vram: str) -> tuple[str | None, float | None]:
     return (seen.model.name if seen is not None else name or None), memory
 
 
-def _endpoint(ssh: str) -> tuple[str | None, int]:
+def _endpoint(ssh: str) -> tuple[str | None, int, str | None]:
+    """The host, port and user (None: not named) of an ``ssh_str``."""
     found = SSH.search(ssh or "")
-    return (found["host"], int(found["port"])) if found else (None, 22)
+    return (found["host"], int(found["port"]), found["user"]) if found else (None, 22, None)
 
 
 def _machine(instance: JsonObject) -> Machine:
     status = text(instance, "status", "").lower()
-    host, port = _endpoint(text(instance, "ssh_str", "") or text(instance, "ssh_command", ""))
+    host, port, user = _endpoint(text(instance, "ssh_str", "") or text(instance, "ssh_command", ""))
     state: MachineState = (
         "ended" if status in ENDED else "stopped" if status in STOPPED
         else ("running" if status == RUNNING and host else "starting")
@@ -241,4 +242,5 @@ def _machine(instance: JsonObject) -> Machine:
         flag(instance, "is_spot"),
         f"{instance.get('num_gpus') or 1}x {instance.get('gpu_type') or ''}",
         None,
+        user,
     )

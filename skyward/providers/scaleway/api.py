@@ -83,7 +83,8 @@ class ScalewayAPI:
     """Calls Scaleway in ``zone`` with ``secret_key`` in ``project`` (None: found as the scw
     CLI finds them)."""
 
-    def __init__(self, zone: str, secret_key: str | None = None, project: str | None = None) -> None:
+    def __init__(self, zone: str, secret_key: str | None = None, project: str | None = None,
+                 usd_per_eur: float = 1.0) -> None:
         if secret_key is None:
             (secret_key,) = credentials.require("Scaleway", [SECRET_KEY])
         if project is None:
@@ -91,6 +92,8 @@ class ScalewayAPI:
         key = secret_key
         self.zone = zone
         self.project = project
+        self.usd_per_eur = usd_per_eur
+        """Dollars per euro: Scaleway's prices are in euros, offers in dollars."""
         self._made: dict[str, str] = {}
         """The security group this client made for each group (``add_firewall``)."""
         self._admitted: dict[str, tuple[str, str]] = {}
@@ -107,8 +110,8 @@ class ScalewayAPI:
         return f"/instance/v1/zones/{self.zone}"
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        """Every server type of the zone at its hourly price, but those Scaleway reports in
-        shortage; GPU types with their GPUs read into the catalog."""
+        """Every server type of the zone at its hourly price in dollars (``usd_per_eur``),
+        but those Scaleway reports in shortage; GPU types with their GPUs read into the catalog."""
         products: dict[str, JsonObject] = {}
         for page in range(1, MAX_PAGES + 1):
             answer = as_object(self._http.call(
@@ -139,7 +142,7 @@ class ScalewayAPI:
                     name=str(name),
                     vcpus=number(product, "ncpus", 0),
                     memory_gb=number(product, "ram", 0) / GIB,
-                    price=price,
+                    price=round(price * self.usd_per_eur, 6),
                     region=self.zone,
                     accelerator=accelerator,
                     accelerator_count=gpus,

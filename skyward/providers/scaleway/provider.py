@@ -1,7 +1,8 @@
 """``sky.Scaleway(zone="fr-par-2")``: Instances (CPU and GPU virtual machines) on Scaleway.
 
-Offers are the zone's server types at their live hourly prices (in euros, as Scaleway
-bills; types in shortage are left out; Scaleway sells no spot Instances). Each pool gets
+Offers are the zone's server types at their live hourly prices (Scaleway bills in euros:
+converted to dollars at ``usd_per_eur``, so they sort with other clouds' offers; types in
+shortage are left out; Scaleway sells no spot Instances). Each pool gets
 a security group of its own that admits SSH from anywhere and everything from the pool's
 own servers only; each node is one server of ``image_name`` (default: Ubuntu 24.04, or its
 GPU OS 12 variant with NVIDIA's drivers for GPU types) with the pool's key in its
@@ -22,6 +23,9 @@ from skyward.providers.cloud import credentials
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.scaleway.api import ZONE, ScalewayAPI
 
+USD_PER_EUR = 1.15
+"""A fixed rate, not a live one: give ``usd_per_eur`` for today's."""
+
 ZONES = (
     "fr-par-1", "fr-par-2", "fr-par-3", "nl-ams-1", "nl-ams-2", "nl-ams-3", "pl-waw-1", "pl-waw-2", "pl-waw-3",
 )
@@ -40,7 +44,9 @@ class Scaleway(MachineCloud):
     ``default_zone`` in ``~/.config/scw/config.yaml``, else "fr-par-2"). ``image_name``: an
     image label or id (None: Ubuntu 24.04, its GPU OS 12 variant for GPU types);
     ``secret_key`` and ``project_id`` (None: ``$SCW_SECRET_KEY`` and
-    ``$SCW_DEFAULT_PROJECT_ID``, else the scw CLI's config file)."""
+    ``$SCW_DEFAULT_PROJECT_ID``, else the scw CLI's config file). ``usd_per_eur``: the rate
+    that turns Scaleway's euro prices into the dollars every offer is in (and
+    ``Spec.max_hourly_cost`` compares with); the default is a fixed rate, not a live one."""
 
     name: ClassVar[str] = "scaleway"
     label: ClassVar[str] = "Scaleway"
@@ -50,9 +56,12 @@ class Scaleway(MachineCloud):
     image_name: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     project_id: str | None = None
+    usd_per_eur: float = USD_PER_EUR
 
     def __post_init__(self) -> None:
         refuse_container("Scaleway", "image_name", self.image_name)
+        if isinstance(self.usd_per_eur, bool) or not isinstance(self.usd_per_eur, (int, float)) or not 0 < self.usd_per_eur < 100:
+            raise fail("Scaleway", "usd_per_eur", self.usd_per_eur, "give the dollars one euro buys, e.g. 1.15")
         if self.zone is not None:
             check_choice("Scaleway", "zone", self.zone, ZONES)
         if self.image_name is not None and (not isinstance(self.image_name, str) or not IMAGE.match(self.image_name)):
@@ -77,7 +86,8 @@ class Scaleway(MachineCloud):
         return found
 
     def api(self) -> ScalewayAPI:
-        return ScalewayAPI(self.zone_used, self.secret_key.strip() if self.secret_key else None, self.project_id)
+        return ScalewayAPI(self.zone_used, self.secret_key.strip() if self.secret_key else None, self.project_id,
+                           float(self.usd_per_eur))
 
     def region_of(self, spec: Spec) -> str | None:
         return self.zone_used

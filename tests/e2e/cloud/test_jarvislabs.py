@@ -132,6 +132,22 @@ def test_the_token_comes_from_the_argument_the_environment_or_the_cli_config(
     assert TOKEN not in repr(sky.JarvisLabs(api_key=TOKEN))
 
 
+def test_an_instance_is_reached_as_the_user_its_ssh_str_names(cloud: Cloud) -> None:
+    fake = cloud.fake
+    assert isinstance(fake, FakeJarvisLabs)
+    vm, container = fake.plant(naming.machine_name("f" * 32, 0), "A6000"), fake.plant(naming.machine_name("f" * 32, 1), "A6000")
+    vm.extra["template"] = "vm"
+    fake.vm_user = "ubuntu"
+    try:
+        api = sky.JarvisLabs().api()
+        assert [(m.ssh_host, m.ssh_user) for m in (api.get(vm.id), api.get(container.id)) if m is not None] == [
+            (vm.address, "ubuntu"), (container.address, "root"),
+        ]
+    finally:
+        fake.vm_user = "root"
+        vm.state = container.state = "deleted"
+
+
 def test_gc_removes_an_orphan_key(cloud: Cloud) -> None:
     fake = fake_of(cloud)
     orphan = naming.key_name("0123456789abcdef")

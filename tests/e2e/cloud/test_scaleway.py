@@ -56,8 +56,9 @@ def test_offers_come_from_the_server_types_of_the_zone(cloud: Cloud) -> None:
     finally:
         fake.page_limit = 100
     assert [(o.instance_type, o.hourly_price, o.accelerator_memory_gb, o.memory_gb) for o in h100] == [
-        ("H100-1-80G", 2.73, 80.0, 240.0)
-    ], "H100-2-80G is in shortage; memory is read from bytes"
+        ("H100-1-80G", round(2.73 * 1.15, 6), 80.0, 240.0)
+    ], "H100-2-80G is in shortage; memory is read from bytes; euros at the default 1.15 dollars"
+    assert [o.hourly_price for o in sky.Scaleway(usd_per_eur=1.0).offers(sky.Spec(provider=provider, accelerator=sky.accelerators.H100()))] == [2.73]
     assert [o.instance_type for o in cpu] == ["DEV1-M", "PRO2-XXS"], "2 GB is too little; arm64 is not this machine"
     assert [(o.instance_type, o.accelerator_count, o.spot) for o in l4] == [("L4-1-24G", 1.0, False), ("L4-2-24G", 2.0, False)]
     assert {o.region for o in cpu + l4} == {"fr-par-2"}
@@ -76,6 +77,7 @@ def test_spot_another_zone_and_bad_fields_are_refused_naming_the_field(cloud: Cl
         ({"image_name": sky.containers.cuda("12.8")}, r"Scaleway\.image_name=.*virtual machines"),
         ({"project_id": "my-project"}, r"Scaleway\.project_id='my-project'.*UUID"),
         ({"secret_key": 42}, r"Scaleway\.secret_key of type int.*SCW_SECRET_KEY"),
+        ({"usd_per_eur": 0}, r"Scaleway\.usd_per_eur=0.*dollars one euro buys"),
     ]:
         with pytest.raises(ValueError, match=named):
             sky.Scaleway(**fields)
