@@ -131,8 +131,8 @@ from skyward.observe.legacy import (
     PoolStopping,
 )
 from skyward.observe.log_config import LogConfig
-from skyward.providers.local import Local
-from skyward.providers.ray_cluster import Ray
+from skyward.providers.local.provider import Local
+from skyward.providers.ray.provider import Ray
 from skyward.storage import S3Volume, Storage, Volume
 
 PendingCompute = PendingFunction

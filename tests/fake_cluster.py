@@ -21,6 +21,8 @@ provider's ``relays`` record say where it listens, for tests that knock on it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import itertools
 import os
 import shutil
@@ -358,6 +360,12 @@ class FakeRelay:
         self.server, self._listener = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
 
     def stop(self) -> None:
+        """Stop serving, once a served client's session has finished (at most 5 s), as
+        the head relay process exits when its server is finished."""
+        if self.backends:
+            waited = asyncio.run_coroutine_threadsafe(asyncio.wait_for(self.server.finished.wait(), 5), self.loop)
+            with contextlib.suppress(TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError):
+                waited.result(6)
         self.loop.call_soon_threadsafe(self._listener.close)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)

@@ -36,7 +36,7 @@ def marked_under(prefix: str) -> list[str]:
     """Live processes of a local Ray instance whose temp dir lies under ``prefix`` (found by
     the marker in their environment: Ray renames its processes, so a command line may not
     show the path)."""
-    from skyward.providers.reaper import MARKER
+    from skyward.providers.local.reaper import MARKER
 
     found = []
     for process in psutil.process_iter(["environ", "cmdline", "status"]):

@@ -36,9 +36,9 @@ class Known:
 KNOWN: dict[str, Known] = {
     known.name: known
     for known in (
-        Known("local", "skyward.providers.local", "Local"),
+        Known("local", "skyward.providers.local.provider", "Local"),
         Known("ssh", "skyward.providers.ssh.provider", "SSH"),
-        Known("ray", "skyward.providers.ray_cluster", "Ray"),
+        Known("ray", "skyward.providers.ray.provider", "Ray"),
         Known("container", "skyward.providers.container.provider", "Container"),
         Known("aws", "skyward.providers.aws.provider", "AWS", (
             Source(("AWS_ACCESS_KEY_ID", "AWS_PROFILE"), "~/.aws/credentials"),), cloud=True),

@@ -54,7 +54,7 @@ from skyward.node.agent import start_spares
 from skyward.providers.kept.daemon import KeptPools
 from skyward.providers.kept.http import KeptApi
 from skyward.providers.kept.request import KeptRequest
-from skyward.providers.local_ray import LocalRay
+from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.warm_client import PID_FILE, SOCKET
 
 if TYPE_CHECKING:

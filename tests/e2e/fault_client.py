@@ -20,7 +20,7 @@ import sys
 import time
 
 import skyward as sky
-from skyward.providers.local_ray import LocalRay
+from skyward.providers.local.ray_instance import LocalRay
 
 
 @sky.function

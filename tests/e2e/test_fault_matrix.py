@@ -17,8 +17,8 @@ import pytest
 from terminal import like_a_terminal
 
 import skyward as sky
-from skyward.providers.local_ray import LocalRay
-from skyward.providers.reaper import _marked
+from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.local.reaper import _marked
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_ray]
 GONE_WITHIN = 10.0

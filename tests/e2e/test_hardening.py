@@ -432,7 +432,7 @@ def test_streamed_map_failure_keeps_unread_results(pool: sky.Pool) -> None:
 # ------------------------------------------------------------------------- 6: a killed client leaves nothing
 
 def _marked(temp_dir: str) -> list[int]:
-    from skyward.providers.reaper import _marked
+    from skyward.providers.local.reaper import _marked
 
     return _marked(temp_dir)
 

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 PRELUDE = """
 import os, sys, time
 import skyward as sky
-from skyward.providers.local_ray import LocalRay
+from skyward.providers.local.ray_instance import LocalRay
 
 @sky.function
 def work(x):

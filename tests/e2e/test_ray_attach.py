@@ -145,7 +145,7 @@ def test_attach_dispatch_subset_and_cluster_survives(cluster: dict) -> None:
     # nothing of ours is left on the cluster, which still runs
     import ray
     os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
-    from skyward.providers.ray_attach import _reset_auth
+    from skyward.providers.ray.attach import _reset_auth
     _reset_auth()  # Ray read the auth mode when imported
     ray.init(address=ADDRESS, logging_level="ERROR")
     names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
@@ -188,7 +188,7 @@ def test_token_from_environment_and_one_ray_per_process(cluster: dict) -> None:
 
     # the user's own ray.init: used as it is and left connected; another address is refused
     import ray
-    from skyward.providers.ray_attach import _reset_auth
+    from skyward.providers.ray.attach import _reset_auth
     os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
     _reset_auth()
     ray.init(address=ADDRESS, logging_level="ERROR")

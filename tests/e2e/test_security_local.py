@@ -28,8 +28,8 @@ import pytest
 from stranger import FRAMINGS, PROBE_USER, Probe, touching
 
 import skyward as sky
-from skyward.providers.local_ray import LocalRay
-from skyward.providers.reaper import MARKER, _marked
+from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.local.reaper import MARKER, _marked
 
 SETTLE = 2.0
 """Seconds to wait after the last probe before looking for markers."""

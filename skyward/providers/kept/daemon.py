@@ -39,14 +39,14 @@ from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
 from skyward.providers import registry
-from skyward.providers.agent_membership import AgentMembership
 from skyward.providers.base import Cluster
 from skyward.providers.kept.log import LoggedSink
 from skyward.providers.kept.request import ClientContext, KeptRequest
 from skyward.providers.kept.session import ClusterSession, EventForwarder
 from skyward.providers.leftovers import remove_leftovers
-from skyward.providers.local_launch import start
-from skyward.providers.local_ray import LocalRay
+from skyward.providers.local.launch import start
+from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.ray.agents import AgentMembership
 from skyward.providers.ssh.head_relay import RaySession
 from skyward.providers.ssh.loop import LoopThread
 

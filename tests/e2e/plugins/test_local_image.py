@@ -14,7 +14,7 @@ import pytest
 
 import skyward as sky
 from skyward.plugins import Plugin
-from skyward.providers.local_env import LocalEnvError
+from skyward.providers.local.env import LocalEnvError
 from skyward.providers.ssh.versions import package_digest
 
 QUIET = sky.Options(console=False, logging=False)

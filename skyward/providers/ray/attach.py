@@ -32,10 +32,10 @@ from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
-from skyward.providers import local_ray
-from skyward.providers.agent_membership import AgentMembership, Placement
 from skyward.providers.base import Cluster, PhaseTiming
-from skyward.providers.ray_cluster import Ray
+from skyward.providers.local import ray_instance as local_ray
+from skyward.providers.ray.agents import AgentMembership, Placement
+from skyward.providers.ray.provider import Ray
 
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
@@ -357,7 +357,7 @@ def _canonical(address: str) -> str:
 
 def _reset_auth() -> None:
     """Make Ray re-read its auth settings: it caches the mode at import and the first
-    token it loads (``local_ray`` uses a per-process token of its own)."""
+    token it loads (``local.ray_instance`` uses a per-process token of its own)."""
     try:
         from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]  # not in Ray's stubs
 

@@ -26,7 +26,7 @@ from typing import Protocol
 import ray
 
 from skyward.engine import interruptible
-from skyward.providers.reaper import MARKER, Reaper, sweep
+from skyward.providers.local.reaper import MARKER, Reaper, sweep
 
 _SET_BY_RAY = ("PYTHONBREAKPOINT",)
 """What ``ray.init`` sets in the driver's environment (its debugger hook): put back at close."""
@@ -51,7 +51,7 @@ class Engine(Protocol):
     address: str
     token: str
     temp_dir: str
-# Set by sky.Ray() (providers/ray_cluster.py) while this process is attached to a cluster.
+# Set by sky.Ray() (providers/ray/provider.py) while this process is attached to a cluster.
 attached_address: str | None = None
 
 

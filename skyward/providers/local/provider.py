@@ -3,7 +3,7 @@
 Local nodes share this machine's working directory and sys.path, so functions and
 classes from your own modules work as they are. They run in this Python environment, or,
 when the Image asks for packages, in a virtual environment built from it here
-(``local_env``); the pool's plugins apply as on remote pools. Spec fields that describe
+(``env``); the pool's plugins apply as on remote pools. Spec fields that describe
 a machine you cannot get here (an accelerator, a region, spot capacity, more CPUs or
 memory than this machine has) are refused with a ValueError rather than ignored.
 """
@@ -84,7 +84,7 @@ class Local:
         with ExitStack() as volumes:
             volumes.enter_context(mounted(spec.volumes))
             mounting = time.monotonic() - started
-            from skyward.providers.local_launch import (
+            from skyward.providers.local.launch import (
                 start,  # Ray and the agents load when a pool opens
             )
 

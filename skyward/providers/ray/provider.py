@@ -125,7 +125,7 @@ class Ray:
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Connect (or share this process's connection), pin one agent per chosen node;
         blocks until every agent answers or ``Options.provision_timeout`` passes."""
-        from skyward.providers.ray_attach import attach  # Ray loads when a pool opens
+        from skyward.providers.ray.attach import attach  # Ray loads when a pool opens
 
         return attach(self, spec, options, pool_id)
 

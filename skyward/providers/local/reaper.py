@@ -1,7 +1,7 @@
 """The reaper: a tiny process that outlives a client killed outright (SIGKILL, a crash)
 and removes what its private local Ray instance left.
 
-``Reaper.start(temp_dir)`` runs ``python -m skyward.providers.reaper TEMP_DIR`` in a
+``Reaper.start(temp_dir)`` runs ``python -m skyward.providers.local.reaper TEMP_DIR`` in a
 session of its own (Ctrl-C in the terminal does not reach it), with a pipe from the
 client on its stdin. Every process of the Ray instance (GCS, raylet, node agents,
 collection hosts, executor children) inherits ``MARKER=TEMP_DIR`` from the client's
@@ -34,7 +34,7 @@ class Reaper:
     def start(cls, temp_dir: str) -> Reaper:
         """Start the reaper of ``temp_dir`` (set ``MARKER`` before starting Ray)."""
         process = subprocess.Popen(
-            [sys.executable, "-m", "skyward.providers.reaper", temp_dir],
+            [sys.executable, "-m", "skyward.providers.local.reaper", temp_dir],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -28,13 +28,14 @@ from skyward.node.agent import AgentSetup, adopt, adoptable, start_agents, stop_
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
-from skyward.providers import local_env, warm_client
-from skyward.providers.agent_membership import AgentMembership, Placement
+from skyward.providers import warm_client
 from skyward.providers.base import Cluster, PhaseTiming
 from skyward.providers.kept.request import ClientContext
-from skyward.providers.local import Local, check_image
-from skyward.providers.local_env import client_site_dirs
-from skyward.providers.local_ray import LocalRay
+from skyward.providers.local import env as local_env
+from skyward.providers.local.env import client_site_dirs
+from skyward.providers.local.provider import Local, check_image
+from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.ray.agents import AgentMembership, Placement
 
 if TYPE_CHECKING:
     from ray.actor import ActorHandle

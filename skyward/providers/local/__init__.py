@@ -1,0 +1,3 @@
+"""``sky.Local()``: a pool of agent processes on this machine (``provider``), the private Ray
+instance they run on (``ray_instance``), how a pool starts on it (``launch``), the Image
+environment of its agents (``env``) and the reaper that cleans up after a killed client."""
