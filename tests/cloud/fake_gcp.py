@@ -14,6 +14,15 @@ metadata. A reclaimed spot instance is TERMINATED, with a ``compute.instances.pr
 operation, then deleted (``instanceTerminationAction: DELETE``); one that halts itself is
 TERMINATED and kept. Firewall rules are recorded, not enforced.
 
+The Cloud Billing Catalog (``/v1``, ``SKYWARD_GCP_BILLING_API_URL``): ``GET
+services/6F81-5844-456A/skus``, Compute Engine's SKUs in Google's shapes (description,
+category with ``usageType`` OnDemand, Preemptible or Commit1Yr, ``serviceRegions``,
+``pricingInfo`` with ``tieredRates`` of ``units`` and ``nanos``), pages of
+``BILLING_PAGE`` by ``pageToken``, made-up prices for us-central1, us-east1 and
+europe-west4 unlike the snapshot's; ``billing_without`` leaves families out and
+``billing_disabled`` answers 403 ``SERVICE_DISABLED`` as Google does while the Cloud
+Billing API is not enabled in the project.
+
 Tokens: the service-account key ``credentials_file`` writes carries ``token_uri`` here
 and a private key generated for the test; the endpoint checks the signed JWT grant (RS256,
 issuer, audience, scope, expiry) with its public half and issues a token that lasts
@@ -72,6 +81,83 @@ ACCELERATOR_TYPES = [
     {"kind": "compute#acceleratorType", "name": "nvidia-l4", "maximumCardsPerInstance": 8},
     {"kind": "compute#acceleratorType", "name": "nvidia-tesla-a100", "maximumCardsPerInstance": 16},
 ]
+BILLING_SERVICE = "6F81-5844-456A"
+"""Compute Engine's service id in the Cloud Billing Catalog."""
+BILLING_PAGE = 7
+"""The fake catalog's largest page (Google's is 5,000): every read takes several pages."""
+AREAS = {"Americas": ["us-central1", "us-east1"], "EMEA": ["europe-west4"]}
+"""Where the fake catalog's SKUs run (Google prices a family once for a whole area)."""
+AREA_FACTOR = {"Americas": 1.0, "EMEA": 1.1}
+FAMILY_RATES = {
+    "E2": ((0.025, 0.008), (0.003, 0.001)), "N2": ((0.035, 0.01), (0.005, 0.0015)),
+    "N1 Predefined": ((0.04, 0.01), (0.005, 0.001)), "G2": ((0.03, 0.012), (0.004, 0.0016)),
+    "A2": ((0.035, 0.011), (0.005, 0.0015)), "A3": ((0.03, 0.01), (0.003, 0.001)),
+}
+"""Unit prices of the fake catalog, ((core on-demand, spot), (GiB of RAM on-demand, spot))
+per hour in the Americas: made up, unlike any snapshot price, so a test can tell them apart."""
+GPU_RATES = {
+    "Nvidia Tesla T4": (0.4, 0.15), "Nvidia Tesla V100": (2.6, 1.0), "Nvidia Tesla P100": (1.5, 0.6),
+    "Nvidia Tesla P4": (0.65, 0.25), "Nvidia L4": (0.6, 0.24), "Nvidia Tesla A100": (3.0, 1.0),
+    "Nvidia Tesla A100 80GB": (4.0, 1.3), "Nvidia H100 80GB": (11.0, 3.0),
+}
+"""Per GPU per hour in the Americas (on-demand, spot)."""
+
+
+def _sku(number: int, description: str, group: str, usage: str, regions: list[str], unit: str, price: float,
+         family: str = "Compute") -> dict[str, Any]:
+    units, nanos = divmod(round(price * 1e9), 10**9)
+    return {
+        "name": f"services/{BILLING_SERVICE}/skus/F{number:03d}-0000-0000", "skuId": f"F{number:03d}-0000-0000",
+        "description": description,
+        "category": {"serviceDisplayName": "Compute Engine", "resourceFamily": family, "resourceGroup": group,
+                     "usageType": usage},
+        "serviceRegions": regions,
+        "pricingInfo": [{
+            "effectiveTime": "2026-11-26T08:00:00.000Z", "summary": "",
+            "pricingExpression": {
+                "usageUnit": unit, "displayQuantity": 1, "baseUnitConversionFactor": 3600,
+                "tieredRates": [{"startUsageAmount": 0, "unitPrice": {"currencyCode": "USD", "units": str(units),
+                                                                      "nanos": nanos}}],
+            },
+            "currencyConversionRate": 1,
+        }],
+        "serviceProviderName": "Google",
+    }
+
+
+def billing_skus() -> list[dict[str, Any]]:
+    """The fake catalog: the SKUs of every family and GPU skyward offers, on demand and
+    spot, in each area, among SKUs it must not read (commitments, custom and sole-tenant
+    cores, other families, a workstation GPU, disks)."""
+    skus: list[dict[str, Any]] = []
+    serial = itertools.count(1)
+    for area, regions in AREAS.items():
+        factor = AREA_FACTOR[area]
+        for family, (core, ram) in FAMILY_RATES.items():
+            for part, rate, unit, group in (("Core", core, "h", "CPU"), ("Ram", ram, "GiBy.h", "RAM")):
+                skus.append(_sku(next(serial), f"{family} Instance {part} running in {area}", group, "OnDemand",
+                                 regions, unit, rate[0] * factor))
+                skus.append(_sku(next(serial), f"Spot Preemptible {family} Instance {part} running in {area}", group,
+                                 "Preemptible", regions, unit, rate[1] * factor))
+                skus.append(_sku(next(serial), f"Commitment v1: {family} {part} in {area} for 1 Year", group,
+                                 "Commit1Yr", regions, unit, rate[0] * factor * 0.6))
+        for gpu, (ondemand, spot) in GPU_RATES.items():
+            skus.append(_sku(next(serial), f"{gpu} GPU running in {area}", "GPU", "OnDemand", regions, "h",
+                             ondemand * factor))
+            skus.append(_sku(next(serial), f"{gpu} GPU attached to Spot Preemptible VMs running in {area}", "GPU",
+                             "Preemptible", regions, "h", spot * factor))
+        skus += [
+            _sku(next(serial), f"N1 Custom Instance Core running in {area}", "CPU", "OnDemand", regions, "h", 0.001),
+            _sku(next(serial), f"N2D AMD Instance Core running in {area}", "CPU", "OnDemand", regions, "h", 0.001),
+            _sku(next(serial), f"Sole Tenancy Instance Core running in {area}", "CPU", "OnDemand", regions, "h", 0.001),
+            _sku(next(serial), f"Nvidia Tesla T4 Virtual Workstation GPU running in {area}", "GPU", "OnDemand",
+                 regions, "h", 0.001),
+            _sku(next(serial), f"Storage PD Capacity in {area}", "PDStandard", "OnDemand", regions, "GiBy.mo", 0.04,
+                 family="Storage"),
+        ]
+    return skus
+
+
 N1_GPUS = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p100", "nvidia-tesla-p4")
 STATUS = {"pending": "PROVISIONING", "booting": "STAGING", "running": "RUNNING", "exited": "TERMINATED"}
 
@@ -110,6 +196,12 @@ class FakeGCP(FakeCloud):
         self.operations: dict[str, dict[str, Any]] = {}
         self._serials = itertools.count(1)
         self._folder: Path | None = None
+        self.billing_disabled = False
+        """The Cloud Billing API is not enabled in the project: its catalog answers 403 SERVICE_DISABLED."""
+        self.billing_queries: list[dict[str, str]] = []
+        """The query of every read of the catalog's SKUs."""
+        self.billing_without: set[str] = set()
+        """Families or GPUs ("G2", "Nvidia L4") whose SKUs the catalog leaves out."""
 
     # ------------------------------------------------------------------ credentials
 
@@ -139,7 +231,13 @@ class FakeGCP(FakeCloud):
 
         if self._folder is None:
             self._folder = Path(tempfile.mkdtemp(prefix="fake-gcp-"))
-        return {"SKYWARD_GCP_API_URL": self.url, "GOOGLE_APPLICATION_CREDENTIALS": str(self.credentials_file(self._folder))}
+        return {"SKYWARD_GCP_API_URL": self.url, "SKYWARD_GCP_BILLING_API_URL": self.billing_url,
+                "GOOGLE_APPLICATION_CREDENTIALS": str(self.credentials_file(self._folder))}
+
+    @property
+    def billing_url(self) -> str:
+        """The Cloud Billing API v1 (``cloudbilling.googleapis.com/v1``) on this fake."""
+        return self.url.removesuffix(self.prefix) + "/v1"
 
     def authorized(self, headers: Any) -> bool:
         given = str(headers.get("Authorization") or "").removeprefix("Bearer ")
@@ -192,6 +290,8 @@ class FakeGCP(FakeCloud):
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         if (method, path) == ("POST", "/oauth2/token"):
             return self._token(body or {})
+        if path.startswith("/v1/"):
+            return self._billing(method, path.removeprefix("/v1"), query)
         project, _, rest = path.removeprefix("/projects/").partition("/")
         if not path.startswith("/projects/") or project != PROJECT:
             raise _error(403, f"Permission denied on resource project {project}.", "forbidden")
@@ -248,6 +348,30 @@ class FakeGCP(FakeCloud):
         start = int(query.get("pageToken") or 0)
         page: dict[str, Any] = {"kind": kind, "items": items[start:start + size]}
         if start + size < len(items):
+            page["nextPageToken"] = str(start + size)
+        return page
+
+    # ------------------------------------------------------------------ the billing catalog
+
+    def _billing(self, method: str, path: str, query: dict[str, str]) -> dict[str, Any]:
+        if self.billing_disabled:
+            text = (f"Cloud Billing API has not been used in project {PROJECT} before or it is disabled. Enable it by "
+                    "visiting https://console.developers.google.com/apis/api/cloudbilling.googleapis.com/overview"
+                    f"?project={PROJECT} then retry.")
+            raise Answer(403, {"error": {"code": 403, "message": text, "status": "PERMISSION_DENIED", "details": [{
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED",
+                "domain": "googleapis.com",
+                "metadata": {"service": "cloudbilling.googleapis.com", "consumer": f"projects/{PROJECT}"}}]}})
+        if (method, path) != ("GET", f"/services/{BILLING_SERVICE}/skus"):
+            raise Answer(404, {"error": {"code": 404, "message": f"no route {method} /v1{path}", "status": "NOT_FOUND"}})
+        with self.lock:
+            self.billing_queries.append(dict(query))
+        skus = [sku for sku in billing_skus() if not any(
+            sku["description"].removeprefix("Spot Preemptible ").startswith(f"{left} ") for left in self.billing_without)]
+        size = min(int(query.get("pageSize") or 5000), 5000, BILLING_PAGE)
+        start = int(query.get("pageToken") or 0)
+        page: dict[str, Any] = {"skus": skus[start:start + size]}
+        if start + size < len(skus):
             page["nextPageToken"] = str(start + size)
         return page
 

@@ -1,7 +1,9 @@
 """Compute Engine's REST API v1 (``compute.googleapis.com/compute/v1``) as ``MachineAPI``
 and ``FirewallAPI``, for one project and zone: machine types (``GET
 zones/{zone}/machineTypes``) and GPU types (``GET zones/{zone}/acceleratorTypes``) priced
-from the shipped snapshot (``prices``), instances (``POST/GET zones/{zone}/instances``,
+live from the Cloud Billing Catalog (``GET services/6F81-5844-456A/skus`` on
+``cloudbilling.googleapis.com/v1``, or ``$SKYWARD_GCP_BILLING_API_URL``), else from the
+shipped snapshot (``prices``), instances (``POST/GET zones/{zone}/instances``,
 ``GET/DELETE zones/{zone}/instances/{name}``) and firewall rules (``POST/GET
 global/firewalls``, ``DELETE global/firewalls/{name}``). A call that changes something
 answers with a long-running operation, polled (``GET zones/{zone}/operations/{name}`` or
@@ -21,7 +23,9 @@ import datetime
 import re
 import shlex
 import time
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 
 from skyward.core.validation import fail
 from skyward.providers.aws.machines import owner
@@ -45,6 +49,7 @@ URL = "https://compute.googleapis.com/compute/v1"
 OPERATION_TIMEOUT = 600.0
 OPERATION_POLL = 1.0
 PAGE = 500
+MAX_BILLING_PAGES = 200
 """Compute Engine's largest page (``maxResults``)."""
 DEFAULT_DISK_GB = 50
 SSH_USER = "root"
@@ -78,59 +83,131 @@ class GCPAPI:
         self._zone = zone
         self._network = network
         self._timeout = operation_timeout
+        self._headers = headers
         self._http = ApiClient("GCP", base_url("gcp", URL), headers, where())
+        self._billing = ApiClient("GCP Cloud Billing", base_url("gcp_billing", pricing.BILLING_URL), headers, where())
         self._base = f"/projects/{project}"
         self._in_zone = f"{self._base}/zones/{zone}"
 
     # ------------------------------------------------------------------ offers
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        """The zone's machine types the snapshot prices (GPUs of a2/a3/g2 types included),
-        and N1 machines with each GPU type of the zone that attaches to them. ValueError
-        for a zone in a region the snapshot does not price."""
+        """The zone's machine types skyward offers (GPUs of a2/a3/g2 types included) and N1
+        machines with each GPU type of the zone that attaches to them, priced live from the
+        Billing Catalog, else from the snapshot with a ``PriceSnapshotWarning`` (see
+        ``prices``). ValueError for a zone in a region neither prices."""
         if region is not None and region != self._zone:
             raise fail("Spec", "region", region, f"this sky.GCP works in zone {self._zone}; give GCP(zone={region!r})")
-        found = pricing.prices(pricing.region_of(self._zone))
-        if found is None:
+        where = pricing.region_of(self._zone)
+        rates, why = self._rates(where)
+        snapshot = pricing.prices(where)
+        date = pricing.snapshot_date()
+        if not rates and snapshot is None:
             raise fail(
                 "GCP", "zone", self._zone,
-                f"skyward's GCP price snapshot covers {', '.join(pricing.regions())}; pick a zone in one of them",
+                f"{why}, and skyward's GCP "
+                f"price snapshot covers {', '.join(pricing.regions())}; pick a zone in one of them",
             )
+        if why:
+            warnings.warn(
+                f"GCP prices in {where} are from skyward's snapshot of {date}, not live: {why}. Live prices return "
+                f"once the Cloud Billing Catalog API answers: {pricing.ENABLE}",
+                pricing.PriceSnapshotWarning, stacklevel=2,
+            )
+        missing: set[str] = set()
+
+        def priced(family: str, vcpus: float, memory: float, gpus: list[tuple[str, int]],
+                   snapshot_price: tuple[float, float] | None) -> tuple[tuple[float, float | None], str] | None:
+            live = pricing.price_of(rates, family, vcpus, memory, gpus) if rates else None
+            if live is not None:
+                return live, pricing.LIVE
+            if snapshot_price is None:
+                return None
+            if not why:
+                missing.add(" + ".join([family, *(gpu for gpu, _ in gpus)]))
+            return snapshot_price, f"snapshot {date}"
+
         listed = {text(t, "name"): t for t in self._pages(f"{self._in_zone}/machineTypes", "listing machine types")}
-        kinds = [self._kind(listed[name], name, price, found.source) for name, price in found.machines.items()
-                 if name in listed and not listed[name].get("deprecated")]
-        gpus = self._pages(f"{self._in_zone}/acceleratorTypes", "listing accelerator types")
-        for gpu in gpus:
+        kinds: list[MachineType] = []
+        for name in pricing.offered():
+            if name not in listed or listed[name].get("deprecated"):
+                continue
+            base = self._kind(listed[name], name)
+            gpus = [(gpu, count) for gpu, count in _accelerators(listed[name]) if count]
+            found = priced(name.split("-")[0], base.vcpus, base.memory_gb, gpus,
+                           snapshot.machines.get(name) if snapshot else None)
+            if found is not None:
+                (price, spot), source = found
+                kinds.append(replace(base, price=price, spot_price=spot, price_source=source))
+        for gpu in self._pages(f"{self._in_zone}/acceleratorTypes", "listing accelerator types"):
             name = text(gpu, "name", "")
-            if name not in found.gpus or name not in pricing.GPUS:
+            if name not in pricing.ATTACHABLE:
                 continue
             for count, machine in pricing.ATTACHED:
-                if machine not in listed or machine not in found.machines or count > integer(gpu, "maximumCardsPerInstance", 0):
+                if machine not in listed or count > integer(gpu, "maximumCardsPerInstance", 0):
                     continue
+                base = self._kind(listed[machine], machine)
+                both = None
+                if snapshot and machine in snapshot.machines and name in snapshot.gpus:
+                    (m_od, m_spot), (g_od, g_spot) = snapshot.machines[machine], snapshot.gpus[name]
+                    both = (round(m_od + count * g_od, 6), round(m_spot + count * g_spot, 6))
+                found = priced("n1", base.vcpus, base.memory_gb, [(name, count)], both)
+                if found is None:
+                    continue
+                (price, spot), source = found
                 model, memory = pricing.GPUS[name]
-                base = self._kind(listed[machine], machine, found.machines[machine], found.source)
-                gpu_price = found.gpus[name]
-                kinds.append(MachineType(
-                    name=f"{machine}+{count}x{name}", vcpus=base.vcpus, memory_gb=base.memory_gb,
-                    price=round((base.price or 0) + count * gpu_price[0], 6),
-                    spot_price=round((base.spot_price or 0) + count * gpu_price[1], 6), region=self._zone,
-                    accelerator=model, accelerator_count=count, accelerator_memory_gb=memory,
-                    ref=f"{machine} {name} {count}", price_source=found.source,
+                kinds.append(replace(
+                    base, name=f"{machine}+{count}x{name}", price=price, spot_price=spot, accelerator=model,
+                    accelerator_count=count, accelerator_memory_gb=memory, ref=f"{machine} {name} {count}",
+                    price_source=source,
                 ))
+        if missing:
+            warnings.warn(
+                f"GCP prices in {where} of {', '.join(sorted(missing))} are from skyward's snapshot of {date}, not "
+                "live: the Cloud Billing Catalog has no price for them there",
+                pricing.PriceSnapshotWarning, stacklevel=2,
+            )
         return kinds
 
-    def _kind(self, listed: JsonObject, name: str, price: tuple[float, float], source: str) -> MachineType:
+    def _rates(self, region: str) -> tuple[pricing.Rates, str]:
+        """The region's unit prices from the Billing Catalog (read at most once a day), and
+        why there are none ("" when it was read)."""
+        url = base_url("gcp_billing", pricing.BILLING_URL)
+        catalog = pricing.cached(url)
+        if catalog is None:
+            self._headers()  # credentials Google refuses are an error here, not a reason for the snapshot
+            try:
+                catalog = pricing.read_catalog(self._skus())
+            except Exception as exc:
+                return {}, str(exc)
+            pricing.keep(url, catalog)
+        if region not in catalog:
+            return {}, f"the Cloud Billing Catalog has no Compute Engine prices in {region}"
+        return catalog[region], ""
+
+    def _skus(self) -> Iterator[JsonObject]:
+        """Compute Engine's SKUs in the Billing Catalog, page by page."""
+        token = ""
+        for _ in range(MAX_BILLING_PAGES):
+            query: Params = {"pageSize": pricing.PAGE_SIZE, **({"pageToken": token} if token else {})}
+            answer = as_object(self._billing.call("GET", pricing.SKUS_PATH, "reading Compute Engine prices",
+                                                  params=query))
+            yield from objects(answer, "skus")
+            token = text(answer, "nextPageToken", "")
+            if not token:
+                return
+        raise CloudError(f"the Cloud Billing Catalog had more than {MAX_BILLING_PAGES} pages of Compute Engine SKUs")
+
+    def _kind(self, listed: JsonObject, name: str) -> MachineType:
         accelerator: str | None = None
         memory: float | None = None
         count = 0
-        for attached in objects(listed, "accelerators"):
-            kind = text(attached, "guestAcceleratorType", "")
+        for kind, count in _accelerators(listed):
             accelerator, memory = pricing.GPUS.get(kind, (kind, None))
-            count = integer(attached, "guestAcceleratorCount", 0)
         return MachineType(
             name=name, vcpus=number(listed, "guestCpus", 0), memory_gb=number(listed, "memoryMb", 0) / 1024,
-            price=price[0], spot_price=price[1], region=self._zone, accelerator=accelerator, accelerator_count=count,
-            accelerator_memory_gb=memory, price_source=source,
+            price=None, region=self._zone, accelerator=accelerator, accelerator_count=count,
+            accelerator_memory_gb=memory,
         )
 
     # ------------------------------------------------------------------ keys (in each order)
@@ -316,6 +393,12 @@ class GCPAPI:
             if not token:
                 break
         return found
+
+
+def _accelerators(listed: JsonObject) -> list[tuple[str, int]]:
+    """The GPUs a machine type comes with: (accelerator type, count)."""
+    return [(text(a, "guestAcceleratorType", ""), integer(a, "guestAcceleratorCount", 0))
+            for a in objects(listed, "accelerators")]
 
 
 def _parts(kind: MachineType) -> tuple[str, str, int]:

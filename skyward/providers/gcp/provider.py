@@ -1,8 +1,11 @@
 """``sky.GCP(zone="us-central1-a")``: Compute Engine virtual machines on Google Cloud.
 
-Offers are the zone's machine types that skyward's dated price snapshot prices (CPU types,
+Offers are the zone's machine types of the families skyward offers (e2/n2/n1 CPU types,
 a2/a3/g2 types with their GPUs, and N1 machines with T4, V100, P100 or P4 GPUs attached),
-on-demand and spot (``provisioningModel: SPOT``, deleted when Google reclaims it). Each
+on-demand and spot (``provisioningModel: SPOT``, deleted when Google reclaims it), priced
+live from Google's Cloud Billing Catalog API (the Cloud Billing API enabled in the
+project is all it needs), else from skyward's dated price snapshot with a
+``PriceSnapshotWarning`` (see ``prices``). Each
 pool's instances carry a network tag of their own, admitted by two firewall rules of the
 pool (SSH from anywhere, everything from the pool's own instances); each node is one
 instance of ``boot_image`` (default: Ubuntu 24.04) with the pool's SSH key in its metadata and

@@ -138,6 +138,15 @@ with sky.Compute(nodes=1, options=sky.Options(console=True)) as pool:
 """
 
 
+def rest_of(process: subprocess.Popen[str], timeout: float) -> str:
+    """What ``process`` prints after the lines already read from its stdout, once it exits
+    (within ``timeout``). Not ``communicate(timeout=...)``: that reads the pipe itself and
+    loses what ``readline()`` had already buffered."""
+    assert process.stdout is not None
+    process.wait(timeout)
+    return process.stdout.read()
+
+
 def start_pool(env: dict[str, str], tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
@@ -185,7 +194,7 @@ def test_logs_follow_prints_a_line_written_in_two_pieces_once(env: dict[str, str
         time.sleep(0.5)  # the follower polls the unfinished line meanwhile
         writer.stdin.write("go\n")
         writer.stdin.flush()
-        assert follower.communicate(timeout=30)[0] == "hello from 21\n"
+        assert rest_of(follower, 30) == "hello from 21\n"
         assert writer.wait(30) == 0
     finally:
         writer.kill()
@@ -216,7 +225,7 @@ def test_ls_logs_and_down_of_a_live_pool(env: dict[str, str], tmp_path: Path) ->
         first = follower.stdout.readline()  # it follows the file now
         closed = sky(env, "down", pool_id[:8], "--json")
         assert closed[0]["how"] == "closed by its process"
-        followed = first + follower.communicate(timeout=60)[0]
+        followed = first + rest_of(follower, 60)
         assert "hello from 21" in followed and "stopped after" in followed
         assert "stopped after" in sky(env, "logs", pool_id[:8]), "a closed pool's log is still found by its id"
         process.wait(60)

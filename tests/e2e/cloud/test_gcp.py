@@ -1,6 +1,9 @@
-"""Google Compute Engine against the local fake of its API v1 and token endpoint, with
-real test hosts: offers priced from the shipped snapshot and marked so (a2/g2 GPUs from
-the machine types, N1 machines with attached GPUs, types the snapshot lacks left out);
+"""Google Compute Engine against the local fake of its API v1, Billing Catalog and token
+endpoint, with real test hosts: offers priced live from the Billing Catalog (vCPUs x the
+family's core SKU + GiB x its RAM SKU + GPUs, spot from the Preemptible SKUs, every page
+read, kept a day), or from the shipped snapshot and marked so, with a warning, when the
+catalog answers 403 SERVICE_DISABLED or lacks a family (a2/g2 GPUs from the machine
+types, N1 machines with attached GPUs, types skyward does not offer left out);
 credentials from a service-account key signed into a token (refreshed when it expires),
 gcloud's application-default file, or refused naming where they were looked for; the
 project from the argument, the environment or the key; a spot pool in firewall rules of
@@ -15,14 +18,16 @@ from __future__ import annotations
 
 import datetime
 import json
+import shutil
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cloud.fake_gcp import PROJECT, ZONE, FakeGCP
+from cloud.fake_gcp import BILLING_PAGE, PROJECT, ZONE, FakeGCP, billing_skus
 from e2e.cloud.clouds import Cloud, started
 
 import skyward as sky
@@ -31,7 +36,7 @@ from skyward.providers.cloud.api import Order
 from skyward.providers.cloud.errors import CapacityError, CloudError, CredentialsError
 from skyward.providers.gcp.api import GCPAPI
 from skyward.providers.gcp.auth import token_for
-from skyward.providers.gcp.prices import _snapshot
+from skyward.providers.gcp.prices import PriceSnapshotWarning, _snapshot, cache_folder
 
 pytestmark = pytest.mark.slow
 OPTIONS = sky.Options(console=False, logging=False, ssh_retry_interval=1, reconcile_tick_interval=1.0)
@@ -65,8 +70,87 @@ def offered(provider: sky.GCP, **fields: Any) -> list[tuple[str, float, bool, fl
             for o in provider.offers(sky.Spec(provider=provider, **fields))]
 
 
-def test_offers_are_the_zones_types_priced_from_the_dated_snapshot(cloud: Cloud) -> None:
+def forget_prices() -> None:
+    """Drop the Billing Catalog read this module's SKYWARD_HOME keeps (a day)."""
+    shutil.rmtree(cache_folder(), ignore_errors=True)
+
+
+def test_offers_are_priced_live_from_the_billing_catalog_read_page_by_page(cloud: Cloud) -> None:
+    fake = fake_of(cloud)
+    forget_prices()
+    read = len(fake.billing_queries)
+    provider = sky.GCP()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PriceSnapshotWarning)
+        kinds = {k.name: k for k in provider.api().machine_types(ZONE)}
+        queries = fake.billing_queries[read:]
+        assert len(queries) == -(-len(billing_skus()) // BILLING_PAGE) > 1, "every page is read"
+        assert [q.get("pageToken") for q in queries] == [None, *(str(BILLING_PAGE * i) for i in range(1, len(queries)))]
+        assert {q["pageSize"] for q in queries} == {"5000"}
+        # vCPUs x the family's core SKU + GiB x its RAM SKU (+ GPUs x the GPU's SKU); spot from the Preemptible SKUs
+        assert {name: (k.price, k.spot_price, k.price_source) for name, k in kinds.items() if name in (
+            "e2-standard-2", "n2-standard-4", "g2-standard-4", "g2-standard-24", "a2-ultragpu-1g",
+            "n1-standard-4+1xnvidia-tesla-t4", "n1-standard-16+2xnvidia-tesla-v100")} == {
+            "e2-standard-2": (0.074, 0.024, "live"),  # 2 x 0.025 + 8 x 0.003; 2 x 0.008 + 8 x 0.001
+            "n2-standard-4": (0.22, 0.064, "live"),  # 4 x 0.035 + 16 x 0.005; 4 x 0.01 + 16 x 0.0015
+            "g2-standard-4": (0.784, 0.3136, "live"),  # 4 x 0.03 + 16 x 0.004 + 0.6 (L4); 4 x 0.012 + 16 x 0.0016 + 0.24
+            "g2-standard-24": (2.304, 0.9216, "live"),  # 24 cores, 96 GiB, 2 L4
+            "a2-ultragpu-1g": (5.27, 1.687, "live"),  # 12 cores, 170 GiB, 1 A100 80GB
+            "n1-standard-4+1xnvidia-tesla-t4": (0.635, 0.205, "live"),  # 4 x 0.04 + 15 x 0.005 + 0.4
+            "n1-standard-16+2xnvidia-tesla-v100": (6.14, 2.22, "live"),  # 16 cores, 60 GiB, 2 V100
+        }
+        assert {k.price_source for k in kinds.values()} == {"live"}
+        snapshot = _snapshot()[1]["us-central1"].machines
+        assert all(k.price != snapshot[name][0] for name, k in kinds.items() if name in snapshot), "not the snapshot's"
+        assert offered(provider, accelerator=L4, allocation="spot")[0] == ("g2-standard-4", 0.3136, True, 1, "L4")
+        l4 = provider.offers(sky.Spec(provider=provider, accelerator=L4, allocation="on-demand"))
+        assert {o.price_source for o in l4} == {"live"}
+        provider.api().machine_types(ZONE)
+        assert len(fake.billing_queries) == read + len(queries), "the catalog is read once a day"
+    with pytest.raises(ValueError, match=r"GCP\.zone='asia-east1-a' is not valid: the Cloud Billing Catalog has no "
+                                         r"Compute Engine prices in asia-east1, .*snapshot covers .*us-central1"):
+        sky.GCP(zone="asia-east1-a").offers(sky.Spec(provider=provider, vcpus=2))
+
+
+def test_a_family_the_catalog_lacks_is_priced_from_the_snapshot_with_a_warning(cloud: Cloud) -> None:
+    fake = fake_of(cloud)
     date = _snapshot()[0]
+    forget_prices()
+    fake.billing_without = {"G2"}
+    try:
+        with pytest.warns(PriceSnapshotWarning, match=rf"GCP prices in us-central1 of g2 \+ nvidia-l4 are from "
+                                                      rf"skyward's snapshot of {date}, not live"):
+            kinds = {k.name: k for k in sky.GCP().api().machine_types(ZONE)}
+    finally:
+        fake.billing_without = set()
+        forget_prices()
+    snapshot = _snapshot()[1]["us-central1"].machines
+    assert (kinds["g2-standard-4"].price, kinds["g2-standard-4"].price_source) == (
+        snapshot["g2-standard-4"][0], f"snapshot {date}")
+    assert kinds["e2-standard-2"].price_source == "live"
+
+
+def test_without_the_billing_api_offers_are_priced_from_the_dated_snapshot_with_a_warning(cloud: Cloud) -> None:
+    fake = fake_of(cloud)
+    date = _snapshot()[0]
+    forget_prices()
+    fake.billing_disabled = True
+    try:
+        with pytest.warns(PriceSnapshotWarning, match=(
+            rf"GCP prices in us-central1 are from skyward's snapshot of {date}, not live: .*HTTP 403: Cloud Billing API "
+            r"has not been used in project .*Live prices return once the Cloud Billing Catalog API answers: enable the "
+            r"Cloud Billing API in the project \(gcloud services enable cloudbilling\.googleapis\.com"
+        )):
+            offers_priced_from_the_snapshot(date)
+        with pytest.raises(ValueError, match=r"GCP\.zone='asia-east1-a' is not valid: .*HTTP 403.*snapshot covers "
+                                             r".*us-central1"):
+            sky.GCP(zone="asia-east1-a").offers(sky.Spec(provider=sky.GCP(), vcpus=2))
+    finally:
+        fake.billing_disabled = False
+    assert not cache_folder().exists() or not any(cache_folder().iterdir()), "a failed read is not kept"
+
+
+def offers_priced_from_the_snapshot(date: str) -> None:
     provider = sky.GCP()
     l4 = provider.offers(sky.Spec(provider=provider, accelerator=L4, allocation="on-demand"))
     assert [(o.instance_type, o.accelerator, o.accelerator_count, o.accelerator_memory_gb) for o in l4] == [
@@ -85,8 +169,6 @@ def test_offers_are_the_zones_types_priced_from_the_dated_snapshot(cloud: Cloud)
     cpu = [name for name, *_ in offered(provider, vcpus=2, memory_gb=4)]
     assert "m1-ultramem-40" not in cpu and "n1-standard-2" not in cpu, "unpriced and deprecated types are left out"
     assert cpu[0] == "e2-standard-2", "spot first when cheaper (spot-if-available)"
-    with pytest.raises(ValueError, match=r"GCP\.zone='asia-east1-a' is not valid: .*snapshot covers .*us-central1"):
-        sky.GCP(zone="asia-east1-a").offers(sky.Spec(provider=provider, vcpus=2))
 
 
 @pytest.mark.rotated("gcp")
@@ -328,4 +410,8 @@ def test_a_spec_for_another_zone_is_refused(cloud: Cloud) -> None:
 def test_the_api_url_must_be_https_unless_loopback(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYWARD_GCP_API_URL", "http://compute.example.com/compute/v1")
     with pytest.raises(ValueError, match=r"SKYWARD_GCP_API_URL=.*https://"):
+        sky.GCP().api()
+    monkeypatch.setenv("SKYWARD_GCP_API_URL", "https://compute.googleapis.com/compute/v1")
+    monkeypatch.setenv("SKYWARD_GCP_BILLING_API_URL", "http://cloudbilling.example.com/v1")
+    with pytest.raises(ValueError, match=r"SKYWARD_GCP_BILLING_API_URL=.*https://"):
         sky.GCP().api()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,11 +19,13 @@ from pathlib import Path
 import pytest
 from cloud.aws_emulator import AWSEmulator
 from cloud.fake_cloud import FakeCloud
+from cloud.fake_gcp import FakeGCP
 from e2e.cloud.clouds import CLOUDS, FAKES
 from e2e.cloud.conftest import environment
 
 import skyward as sky
 from skyward.providers import names
+from skyward.providers.gcp.prices import cache_folder
 
 A100 = sky.accelerators.A100()
 WITHOUT_A100_80GB = {"digitalocean", "scaleway", "lambda"}
@@ -59,7 +62,7 @@ def test_an_a100_is_priced_by_every_cloud_that_sells_one_cheapest_first(everywhe
     assert [o.hourly_price for o in found] == sorted(o.hourly_price for o in found)
     assert all(o.accelerator == "A100" and o.hourly_price > 0 for o in found)
     assert all(o.price_source == "live" or SNAPSHOT.fullmatch(o.price_source) for o in found)
-    assert {o.price_source for o in found if o.provider == "gcp"} != {"live"}, "GCP's prices are its shipped snapshot's"
+    assert {o.price_source for o in found if o.provider == "gcp"} == {"live"}, "GCP's from its Billing Catalog"
     assert {o.price_source for o in found if o.provider == "runpod"} == {"live"}
 
 
@@ -96,8 +99,16 @@ def test_no_credentials_at_all_says_where_they_are_looked_for(
 
 def test_the_command_lists_every_cloud_and_marks_snapshot_prices(everywhere: dict[str, FakeCloud]) -> None:
     root = Path(__file__).resolve().parents[3]
-    done = subprocess.run([SKY, "offers", "-a", "A100", "--limit", "100"], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(root / "tests"), "COLUMNS": "200"}, check=False)
+    gcp = everywhere["gcp"]
+    assert isinstance(gcp, FakeGCP)
+    shutil.rmtree(cache_folder(), ignore_errors=True)  # GCP's catalog, read by the first test
+    gcp.billing_disabled = True  # every cloud's prices are live now: GCP's snapshot, with its 403, shows the mark
+    try:
+        done = subprocess.run([SKY, "offers", "-a", "A100", "--limit", "100"], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH": str(root / "tests"), "COLUMNS": "200"},
+                              check=False)
+    finally:
+        gcp.billing_disabled = False
     assert done.returncode == 0, done.stdout + done.stderr
     for cloud in set(CLOUDS) - WITHOUT_A100_80GB:
         assert cloud in done.stdout, f"{cloud} missing from sky offers:\n{done.stdout}"
