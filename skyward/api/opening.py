@@ -25,7 +25,6 @@ always been torn down):
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 
 from skyward.api import interrupt, selection
 from skyward.core.errors import AllProvidersFailedError, NoAvailableProviderError
+from skyward.core.loop_thread import LoopThread
 from skyward.engine.driver import ClusterDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.members import Members
@@ -61,7 +61,6 @@ from skyward.providers import registry
 from skyward.providers.base import Cluster, pricing, with_default_storage
 from skyward.providers.kept.client import open_kept
 
-LOOP_JOIN_TIMEOUT = 5.0
 """How long closing waits for the pool's event loop thread to end."""
 
 
@@ -90,7 +89,8 @@ class OpenPool:
     spec: Spec
     """The Spec the pool opened with (the first that could be had)."""
     loop: asyncio.AbstractEventLoop
-    loop_thread: threading.Thread
+    loop_thread: LoopThread
+    """The thread ``loop`` runs on."""
     cluster: Cluster
     feed: EventFeed
     driver: ClusterDriver
@@ -118,7 +118,7 @@ class OpenPool:
 
     def on_loop_thread(self) -> bool:
         """Whether the caller runs on the pool's event loop thread."""
-        return threading.current_thread() is self.loop_thread
+        return self.loop_thread.is_current()
 
     def close(self) -> None:
         """Stop everything the pool started (see the module for the order)."""
@@ -149,10 +149,9 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         # CostFinal counts until the nodes are gone.
         cost = CostMeter(Pricing(), bus.emit)
         stack.callback(cost.stop)
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name=f"skyward-{request.name}", daemon=True)
-        thread.start()
-        stack.callback(_stop_loop, loop, thread)
+        thread = LoopThread(f"skyward-{request.name}")
+        loop = thread.loop
+        stack.callback(thread.stop)
 
         spec, cluster, started = _provision_first(request)
         members = Members(cluster.nodes, cluster.infos)
@@ -295,12 +294,6 @@ def _stop_cluster(bus: EventBus, cluster: Cluster, members: Members) -> None:
         member = members.get(rank)
         if member is not None:
             bus.emit(InstanceDestroyed(rank, member.handle.id))
-
-
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=LOOP_JOIN_TIMEOUT)
-    loop.close()
 
 
 def _reporting(bus: EventBus, step: Callable[[], None], describe: Callable[[Exception], str]) -> None:

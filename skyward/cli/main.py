@@ -1,5 +1,5 @@
 """``sky``: offers and prices, the providers and their credentials, the pools open on
-this machine (``ls``, ``down``, ``logs``), kept pools (``up``, ``attach``; ``api``: the
+this machine (``ls``, ``down``, ``logs``, ``events``), kept pools (``up``, ``attach``; ``api``: the
 pool daemon's HTTP API), running a script (``run``, on a kept pool with ``--pool``),
 skyward.toml (``config``), cleaning up what a lost pool left in a cloud (``gc``), versions.
 
@@ -23,7 +23,7 @@ from skyward.cli.config import config
 from skyward.cli.http_api import api
 from skyward.cli.kept import attach, up
 from skyward.cli.output import console, emit_json, table
-from skyward.cli.pools import down, list_pools, logs
+from skyward.cli.pools import down, events, list_pools, logs
 from skyward.cli.providers import providers
 from skyward.cli.run import run
 from skyward.providers.names import clouds_with_credentials
@@ -36,7 +36,7 @@ def main() -> None:
     """Skyward: run Python functions on pools of machines."""
 
 
-for _command in (api, attach, config, down, list_pools, logs, providers, run, up):
+for _command in (api, attach, config, down, events, list_pools, logs, providers, run, up):
     main.add_command(_command)
 
 

@@ -8,12 +8,13 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
 
 from skyward.cli.output import console, emit_json, table
+from skyward.observe.event_log import EVENTS_LOGGER
 from skyward.providers import leftovers, registry, warm_client
 from skyward.providers.orphans import Orphan
 
@@ -129,6 +130,31 @@ def _engines_down(timeout: float, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print each line as a JSON string (one array without --follow)")
 def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
     """Print POOL's event and task output lines from its log file."""
+    _show(pool, follow, lines, lambda line: line, as_json)
+
+
+@click.command()
+@click.argument("pool")
+@click.option("--follow", "-f", is_flag=True, help="keep printing new events until the pool closes")
+@click.option("--lines", "-n", type=int, default=0, help="only the last N events first (0: all)")
+@click.option("--json", "as_json", is_flag=True, help="print each event as a JSON object: time, level, message")
+def events(pool: str, follow: bool, lines: int, as_json: bool) -> None:
+    """Print POOL's events (no task output) from its log file."""
+    _show(pool, follow, lines, _event if as_json else lambda line: line if _event(line) else None, as_json)
+
+
+def _event(line: str) -> dict[str, str] | None:
+    """A log line of the pool's events as time, level and message (None: not an event)."""
+    head, found, message = line.partition(f" {EVENTS_LOGGER}: ")
+    if not found:
+        return None
+    time_text, _, level = head.rpartition(" ")
+    return {"time": time_text, "level": level, "message": message}
+
+
+def _show(pool: str, follow: bool, lines: int, keep: Callable[[str], object], as_json: bool) -> None:
+    """Print what ``keep`` makes of each line of POOL's log (None: left out): all lines,
+    or the last ``lines``, then with ``follow`` new ones while the pool is open."""
     record = _find(pool, live_only=False)
     path = Path(record.log_file) if record is not None and record.log_file else _closed_pool_log(pool)
     if path is None or not path.exists():
@@ -136,25 +162,30 @@ def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
             f"no log of pool {pool!r} here: no pool of that name or id was open on this machine with logging on "
             "(a closed pool's log is found by its id)"
         )
+
+    def shown(text: str) -> list[object]:
+        return [kept for kept in map(keep, text.splitlines()) if kept is not None]
+
     with path.open(encoding="utf-8") as handle:
         text = handle.read()
         ended, partial = (text, "") if text.endswith("\n") or not follow else text.rpartition("\n")[::2]
-        first = ended.splitlines()  # ``partial``: a line the pool is still writing, printed once it ends
-        shown = first[-lines:] if lines > 0 else first
+        first = shown(ended)  # ``partial``: a line the pool is still writing, printed once it ends
+        first = first[-lines:] if lines > 0 else first
         if as_json and not follow:
-            emit_json(shown)
+            emit_json(first)
             return
-        for line in shown:
-            _line(line, as_json)
+        for item in first:
+            _line(item, as_json)
         while follow and record is not None and _following(record):
             partial += handle.readline()
             if partial.endswith("\n"):
-                _line(partial.rstrip("\n"), as_json)
+                for item in shown(partial):
+                    _line(item, as_json)
                 partial = ""
             else:
                 time.sleep(FOLLOW_POLL)
-        for line in (partial + handle.read()).splitlines():  # what was written while it closed
-            _line(line, as_json)
+        for item in shown(partial + handle.read()):  # what was written while it closed
+            _line(item, as_json)
 
 
 def _following(record: registry.LivePool) -> bool:
@@ -175,10 +206,10 @@ def _closed_pool_log(pool_id: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def _line(line: str, as_json: bool) -> None:
+def _line(item: object, as_json: bool) -> None:
     import json
 
-    click.echo(json.dumps(line) if as_json else line)
+    click.echo(json.dumps(item) if as_json else str(item))
     sys.stdout.flush()
 
 

@@ -220,6 +220,11 @@ def test_ls_logs_and_down_of_a_live_pool(env: dict[str, str], tmp_path: Path) ->
         assert pool_id[:12] in sky(env, "ls")
         lines = sky(env, "logs", pool_id[:8], "--json")
         assert any("[node 0] hello from 21" in line for line in lines)
+        events = sky(env, "events", pool_id[:8], "--json")
+        assert any(e["message"].startswith("pool ") and "starting 1 node" in e["message"] for e in events), events
+        assert all(e["level"] in ("INFO", "WARNING", "ERROR", "DEBUG") and e["time"][:4].isdigit() for e in events)
+        assert not any("hello from 21" in e["message"] for e in events), "task output is not an event"
+        assert "hello from 21" not in sky(env, "events", pool_id[:8]) and "starting 1 node" in sky(env, "events", pool_id[:8])
         follower = subprocess.Popen([SKY, "logs", "-f", pool_id[:8]], stdout=subprocess.PIPE, text=True, env=env)
         assert follower.stdout is not None
         first = follower.stdout.readline()  # it follows the file now
@@ -228,6 +233,7 @@ def test_ls_logs_and_down_of_a_live_pool(env: dict[str, str], tmp_path: Path) ->
         followed = first + rest_of(follower, 60)
         assert "hello from 21" in followed and "stopped after" in followed
         assert "stopped after" in sky(env, "logs", pool_id[:8]), "a closed pool's log is still found by its id"
+        assert sky(env, "events", pool_id[:8], "-n", "1").strip().endswith("stopped after " + followed.split("stopped after ")[-1].split()[0])
         process.wait(60)
         assert sky(env, "ls", "--json") == []
         assert "no pool" in sky(env, "down", pool_id[:8], code=1)
