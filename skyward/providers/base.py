@@ -53,6 +53,11 @@ class Offer:
     provider's price API cannot be read)."""
 
 
+class PriceSnapshotWarning(UserWarning):
+    """A provider's prices come from the dated snapshot shipped with skyward, not its live
+    price API (which could not be read; the message says why and the snapshot's date)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PhaseTiming:
     """How long one phase of bringing the nodes up took (``node`` None: all of them)."""

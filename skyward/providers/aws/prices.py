@@ -20,6 +20,7 @@ from pathlib import Path
 
 from skyward.providers.aws.catalog import cache_path, read_cache, write_cache
 from skyward.providers.aws.session import client, explain
+from skyward.providers.base import PriceSnapshotWarning
 from skyward.providers.cloud.errors import CloudAnswerError
 from skyward.providers.cloud.json import as_object, items, number, obj, objects, text, to_number
 
@@ -29,10 +30,6 @@ PRICING_REGION = "us-east-1"
 """The Price List API answers from us-east-1 for every region."""
 SNAPSHOT = Path(__file__).with_name("price_snapshot.json")
 LIVE = "live"
-
-
-class PriceSnapshotWarning(UserWarning):
-    """On-demand AWS prices come from the snapshot shipped with skyward, not the Price List API."""
 
 
 @dataclass(frozen=True, slots=True)

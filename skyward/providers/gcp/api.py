@@ -29,6 +29,7 @@ from dataclasses import replace
 
 from skyward.core.validation import fail
 from skyward.providers.aws.machines import owner
+from skyward.providers.base import PriceSnapshotWarning
 from skyward.providers.cloud import naming
 from skyward.providers.cloud.api import (
     Firewall,
@@ -112,7 +113,7 @@ class GCPAPI:
             warnings.warn(
                 f"GCP prices in {where} are from skyward's snapshot of {date}, not live: {why}. Live prices return "
                 f"once the Cloud Billing Catalog API answers: {pricing.ENABLE}",
-                pricing.PriceSnapshotWarning, stacklevel=2,
+                PriceSnapshotWarning, stacklevel=2,
             )
         missing: set[str] = set()
 
@@ -165,7 +166,7 @@ class GCPAPI:
             warnings.warn(
                 f"GCP prices in {where} of {', '.join(sorted(missing))} are from skyward's snapshot of {date}, not "
                 "live: the Cloud Billing Catalog has no price for them there",
-                pricing.PriceSnapshotWarning, stacklevel=2,
+                PriceSnapshotWarning, stacklevel=2,
             )
         return kinds
 

@@ -89,10 +89,6 @@ Catalog = dict[str, Rates]
 """Unit prices by region."""
 
 
-class PriceSnapshotWarning(UserWarning):
-    """GCP prices come from the snapshot shipped with skyward, not the Cloud Billing Catalog API."""
-
-
 @dataclass(frozen=True, slots=True)
 class Prices:
     """The snapshot's prices for one region: ``machines`` and ``gpus`` (per GPU attached

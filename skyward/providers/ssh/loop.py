@@ -18,5 +18,4 @@ class LoopThread(_LoopThread):
 
     def run(self, coro: Coroutine[object, object, T], timeout: float) -> T:
         """Run ``coro`` on the loop; TimeoutError (and the coroutine cancelled) after ``timeout``."""
-        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), self.loop)
-        return interruptible.result(future)
+        return interruptible.result(self.submit(asyncio.wait_for(coro, timeout)))

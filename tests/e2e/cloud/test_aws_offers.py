@@ -66,7 +66,8 @@ def test_without_the_price_list_on_demand_prices_come_from_the_snapshot(aws: AWS
 
     from skyward.cli.main import main
     from skyward.providers.aws.catalog import cache_path
-    from skyward.providers.aws.prices import PriceSnapshotWarning, snapshot
+    from skyward.providers.aws.prices import snapshot
+    from skyward.providers.base import PriceSnapshotWarning
 
     cache_path("us-east-1", "ondemand").unlink(missing_ok=True)
     date = snapshot()[0]

@@ -31,12 +31,13 @@ from cloud.fake_gcp import BILLING_PAGE, PROJECT, ZONE, FakeGCP, billing_skus
 from e2e.cloud.clouds import Cloud, started
 
 import skyward as sky
+from skyward.providers.base import PriceSnapshotWarning
 from skyward.providers.cloud import naming
 from skyward.providers.cloud.api import Order
 from skyward.providers.cloud.errors import CapacityError, CloudError, CredentialsError
 from skyward.providers.gcp.api import GCPAPI
 from skyward.providers.gcp.auth import token_for
-from skyward.providers.gcp.prices import PriceSnapshotWarning, _snapshot, cache_folder
+from skyward.providers.gcp.prices import _snapshot, cache_folder
 
 pytestmark = pytest.mark.slow
 OPTIONS = sky.Options(console=False, logging=False, ssh_retry_interval=1, reconcile_tick_interval=1.0)
