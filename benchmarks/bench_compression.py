@@ -17,6 +17,7 @@ lz4" rows are the times with compression, the "plain" rows without; a plain row'
 peer" is lz4's median over its own (below 1.00x compression pays). The `lz4 ...` rows at the top time `lz4.frame` itself (the
 settings `codec.shrink` uses) on 16 MB of each payload in this process, and `codec.shrink`'s
 decision (the sampling look, then compressing or not). Needs root and iproute2/openssh-server.
+What was decided from these numbers, and why: docs/compression.md.
 """
 
 from __future__ import annotations

@@ -103,7 +103,10 @@ def cold_and_warm(warm: int) -> dict[str, Any]:
             started = time.monotonic()
             pool.close()
             closes.append(time.monotonic() - started)
-        kept = kept_runs(provider, image, 1 + warm)
+        kept = kept_runs(KEPT_SCRIPT.format(
+            hosts=list(provider.hosts), key=provider.key_path, known=provider.known_hosts,
+            pip=list(image.pip), index=image.pip_indexes[0].url, includes=image.includes[0],
+        ), 1 + warm)
     return {"cold": opens[0], "warm": opens[1:], "shutdown": closes, "phases": phases,
             "kept": [seconds for seconds, _ in kept[1:]], "kept_ray": [ray for _, ray in kept[1:]]}
 
@@ -122,10 +125,11 @@ print(json.dumps([first, "ray" in sys.modules]))
 """
 
 
-def kept_runs(provider: Any, image: Any, runs: int) -> list[tuple[float, bool]]:
-    """The same script run ``runs`` times as fresh interpreters on a kept 3-host pool
-    (the first opens it): seconds from ``sky.Compute`` to every node's first answer, and
-    whether the script imported Ray; then the kept pool is ended."""
+def kept_runs(script: str, runs: int, extra_env: dict[str, str] | None = None) -> list[tuple[float, bool]]:
+    """The kept-pool ``script`` run ``runs`` times as fresh interpreters with a private
+    $SKYWARD_HOME and ``extra_env`` (the first run opens the pool): what each printed
+    last (seconds from ``sky.Compute`` to every node's first answer, and whether it
+    imported Ray); then the kept pool and its daemon are ended."""
     import json
     import subprocess
     import tempfile
@@ -133,11 +137,7 @@ def kept_runs(provider: Any, image: Any, runs: int) -> list[tuple[float, bool]]:
     from skyward.providers.warm_client import end_pools, stop_all
 
     with tempfile.TemporaryDirectory(prefix="skybench-kept-") as home:
-        env = {**os.environ, "SKYWARD_HOME": home}
-        script = KEPT_SCRIPT.format(
-            hosts=list(provider.hosts), key=provider.key_path, known=provider.known_hosts,
-            pip=list(image.pip), index=image.pip_indexes[0].url, includes=image.includes[0],
-        )
+        env = {**os.environ, **(extra_env or {}), "SKYWARD_HOME": home}
         found = []
         try:
             for _ in range(runs):

@@ -71,6 +71,7 @@ from skyward.core.errors import (
     RemoteTraceback,
     SkywardError,
     TaskExitError,
+    WakeError,
 )
 from skyward.core.function import (
     PendingFunction,
@@ -90,6 +91,7 @@ from skyward.core.instance import (
     is_head,
     shard,
 )
+from skyward.core.lazy import lazy_names
 from skyward.core.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.image.image import Image, PipIndex
 from skyward.model.spec import Nodes, Options, Spec, Worker
@@ -158,7 +160,7 @@ __all__ = [
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
     "S3Volume", "Storage", "Volume", "storage",
-    "BroadcastStarted", "ClusterResized", "HealthChecker", "NodeRemovedError", "PreemptedError",
+    "BroadcastStarted", "ClusterResized", "HealthChecker", "NodeRemovedError", "PreemptedError", "WakeError",
     "RunPod", "VastAI", "Verda", "DigitalOcean", "Novita", "Container", "Hyperstack", "TensorDock", "containers",
     "DockerImage", "Vultr", "Lambda", "LambdaCloud", "Scaleway", "JarvisLabs", "MassedCompute", "GCP",
     "Callback", "SkywardEvent", "InfraCreating", "InfraCreated", "InstanceLaunching", "BootstrapStarting",
@@ -233,12 +235,7 @@ if TYPE_CHECKING:  # the lazy names, as type checkers should see them
     from skyward.providers.vultr.provider import Vultr
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'skyward' has no attribute {name!r}")
+__getattr__ = lazy_names(globals(), _LAZY)
 
 
 def _left_side_error(value: object, operator: str) -> TypeError:

@@ -317,6 +317,9 @@ class TransportBackend:
     def set_metrics(self, on: bool) -> None:
         self._metrics = on
 
+    def release_holds(self) -> None:
+        """Nothing to free: the fake cluster has no collections."""
+
     def end(self) -> None:
         self.transport.close()
         self.ended.set()

@@ -78,6 +78,14 @@ def unix(path):
     return attempt(connect)
 
 
+def read(path):
+    def first_byte():
+        with open(path, "rb") as file:
+            file.read(1)
+
+    return attempt(first_byte)
+
+
 def tcp(host, port, data, wait):
     result = {"connected": False, "error": None, "reply": 0}
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -104,6 +112,8 @@ if request["op"] == "directories":
     answer = {path: directory(path) for path in request["paths"]}
 elif request["op"] == "unix":
     answer = {path: unix(path) for path in request["paths"]}
+elif request["op"] == "read":
+    answer = {path: read(path) for path in request["paths"]}
 else:
     with ThreadPoolExecutor(16) as pool:
         answer = list(pool.map(lambda s: tcp(s[0], s[1], s[2], request["wait"]), request["sends"]))

@@ -26,8 +26,8 @@ FOLLOW_POLL = 0.3
 def list_pools(as_json: bool) -> None:
     """Pools open on this machine (kept pools included): provider, nodes, state, idle
     time, price per hour and cost so far."""
+    kept = {state.pool_id: state for state in warm_client.kept_pools()}  # first: a dead daemon's are adopted
     pools = registry.live_pools()
-    kept = {state.pool_id: state for state in warm_client.kept_pools()} if any(p.keep_alive for p in pools) else {}
     now = time.time()
     if as_json:
         emit_json([{**dataclasses.asdict(p), "hourly_rate": p.hourly_rate, "cost_so_far": round(p.cost_so_far(now), 6),

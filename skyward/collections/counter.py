@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from skyward.collections.lock import holds_lock
-from skyward.collections.operations import Engine, Reduced
+from skyward.collections.named import NamedCollection
 from skyward.collections.steps import Steps, async_twin, run, run_async, steps
 
 
-class SharedCounter:
+class SharedCounter(NamedCollection):
     """A distributed counter: ``value``, ``increment(n=1)``, ``decrement(n=1)``,
     ``reset(value=0)``, ``int(c)``, each with an ``_async`` twin (``value_async()``).
 
@@ -16,13 +15,8 @@ class SharedCounter:
     ``increment``/``decrement`` then return this node's view of the new value.
     """
 
-    __slots__ = ("name", "consistency", "_engine", "_strong")
-
-    def __init__(self, engine: Engine, name: str, consistency: str) -> None:
-        self.name = name
-        self.consistency = consistency
-        self._engine = engine
-        self._strong = consistency == "strong"
+    KIND = "counter"
+    __slots__ = ()
 
     @property
     def value(self) -> int:
@@ -52,22 +46,11 @@ class SharedCounter:
     decrement_async = async_twin(decrement)
     reset_async = async_twin(reset)
 
-    def _fresh(self) -> bool:
-        return not self._strong and holds_lock()
-
     def __int__(self) -> int:
         return self.value
 
     def __index__(self) -> int:
         return self.value
-
-    def __reduce__(self) -> Reduced:
-        from skyward.collections.factories import rebuild
-
-        return (rebuild, ("counter", self.name, (self.consistency,)))
-
-    def __repr__(self) -> str:
-        return f"sky.counter({self.name!r}, consistency={self.consistency!r})"
 
 
 def _amount(name: str, method: str, value: object) -> int:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Generic, NoReturn, TypeVar, cast
 
-from skyward.collections.lock import holds_lock
 from skyward.collections.markers import MISSING
-from skyward.collections.operations import Engine, Reduced
+from skyward.collections.named import NamedCollection
 from skyward.collections.remote import Items
 from skyward.collections.steps import Steps, async_twin, run, steps
 from skyward.core.validation import shown
@@ -22,7 +21,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class SharedDict(Generic[K, V]):
+class SharedDict(NamedCollection, Generic[K, V]):
     """A distributed dict: ``d[k]``, ``d[k] = v``, ``del d[k]``, ``k in d``, ``get``,
     ``set``, ``delete``, ``contains``, ``update``, ``pop``, each with an ``_async`` twin.
 
@@ -37,13 +36,8 @@ class SharedDict(Generic[K, V]):
     ``cast`` what the owner stored to ``V``.
     """
 
-    __slots__ = ("name", "consistency", "_engine", "_strong")
-
-    def __init__(self, engine: Engine, name: str, consistency: str) -> None:
-        self.name = name
-        self.consistency = consistency
-        self._engine = engine
-        self._strong = consistency == "strong"
+    KIND = "dict"
+    __slots__ = ()
 
     @steps
     def get(self, key: K, default: V | None = None) -> Steps[V | None]:
@@ -111,9 +105,6 @@ class SharedDict(Generic[K, V]):
     def __contains__(self, key: K) -> bool:
         return bool(run(self._engine.dict_contains(self.name, key, self._strong, self._fresh())))
 
-    def _fresh(self) -> bool:
-        return not self._strong and holds_lock()
-
     def keys(self) -> NoReturn:
         raise TypeError(NO_ENUMERATION.format(name=self.name, what="keys()"))
 
@@ -128,11 +119,3 @@ class SharedDict(Generic[K, V]):
 
     def __iter__(self) -> NoReturn:
         raise TypeError(NO_ENUMERATION.format(name=self.name, what="iteration"))
-
-    def __reduce__(self) -> Reduced:
-        from skyward.collections.factories import rebuild
-
-        return (rebuild, ("dict", self.name, (self.consistency,)))
-
-    def __repr__(self) -> str:
-        return f"sky.dict({self.name!r}, consistency={self.consistency!r})"

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from skyward.collections.lock import holds_lock
-from skyward.collections.operations import Engine, Reduced
+from skyward.collections.named import NamedCollection
 from skyward.collections.steps import Steps, async_twin, run, steps
 
 T = TypeVar("T", bound=Hashable)
 
 
-class SharedSet(Generic[T]):
+class SharedSet(NamedCollection, Generic[T]):
     """A distributed set: ``v in s``, ``len(s)``, ``add``, ``discard``, ``contains``,
     each with an ``_async`` twin (``len_async`` for ``len``).
 
@@ -21,13 +20,8 @@ class SharedSet(Generic[T]):
     Generic in its member type (``sky.set`` leaves it open).
     """
 
-    __slots__ = ("name", "consistency", "_engine", "_strong")
-
-    def __init__(self, engine: Engine, name: str, consistency: str) -> None:
-        self.name = name
-        self.consistency = consistency
-        self._engine = engine
-        self._strong = consistency == "strong"
+    KIND = "set"
+    __slots__ = ()
 
     @steps
     def add(self, value: T) -> Steps[None]:
@@ -59,14 +53,3 @@ class SharedSet(Generic[T]):
 
     def __len__(self) -> int:
         return int(run(self._engine.set_size(self.name, self._strong)))
-
-    def _fresh(self) -> bool:
-        return not self._strong and holds_lock()
-
-    def __reduce__(self) -> Reduced:
-        from skyward.collections.factories import rebuild
-
-        return (rebuild, ("set", self.name, (self.consistency,)))
-
-    def __repr__(self) -> str:
-        return f"sky.set({self.name!r}, consistency={self.consistency!r})"

@@ -49,6 +49,12 @@ class NodeRemovedError(SkywardError, RuntimeError):
     has that node (it scaled down or was resized below it)."""
 
 
+class WakeError(SkywardError, RuntimeError):
+    """A pool with no node (``Nodes(min=0)`` idled down, or ``desired=0``) could not
+    start one for the work waiting; the message names the node and the cause. The pool
+    stays open and the next task tries again."""
+
+
 class RemoteError(SkywardError):
     """Stands in for a remote exception that could not be sent back as itself."""
 

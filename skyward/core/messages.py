@@ -17,17 +17,18 @@ Forget (a call given up on)              Events, Report
 CollectionOp                             CollectionAnswer
 Attach (a node joined), Detach           Attached
 Metrics (whether anyone listens)
+ReleaseHolds (the client's locks, leases)
 Close                                    Closed
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-PROTOCOL = 2
+PROTOCOL = 3
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
-may flag a compressed body, ``codec.relay_frame``)."""
+may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]
@@ -114,6 +115,12 @@ class Metrics:
     """Whether the client listens for metrics now (the agents pause sampling if not)."""
 
     on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHolds:
+    """Free every lock and lease the client holds in the pool's collections; the session
+    goes on (the pool daemon's, when the script it served a kept pool to left)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,12 +310,10 @@ class Refusal:
 
 ToEngine = LeaseSpares | AskStatus | StopEngine | KeepPool | AdoptPool | ListPools | EndPool
 FromEngine = Leased | EngineState | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
-ToRelay = Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Close
+ToRelay = (
+    Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | ReleaseHolds | Close
+)
 ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Closed
 Message = ToRelay | ToClient | ToEngine | FromEngine
-MESSAGES: tuple[type[Message], ...] = (
-    Hello, Call, CallShared, Share, Unshare, Forget, CollectionOp, Attach, Detach, Metrics, Close,
-    Reply, Failed, Events, Report, CollectionAnswer, Attached, Closed,
-    LeaseSpares, Leased, AskStatus, EngineState, StopEngine, Stopping, Refusal,
-    KeepPool, AdoptPool, PoolHeld, NotKept, ListPools, PoolsKept, EndPool, PoolsEnded,
-)
+MESSAGES: tuple[type[Message], ...] = get_args(Message)
+"""Every message class, each once (what ``codec`` decodes into)."""

@@ -69,6 +69,25 @@ def check_number(
         raise fail(owner, field, value, f"it must be <= {maximum:,}")
 
 
+def check_text(owner: str, field: str, value: object, allowed: str, *, optional: bool = False) -> None:
+    """Raise ValueError unless ``value`` is a str with more than white space (or None, if
+    ``optional``); ``allowed`` says what to give instead."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise fail(owner, field, value, allowed)
+
+
+def check_secret(owner: str, field: str, value: object, what: str, fallback: str) -> None:
+    """Raise ValueError unless ``value`` is None (``fallback`` is read instead) or a
+    non-empty str; the message names ``what`` it should be and its type, never the value."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValueError(
+            f"{owner}.{field} of type {type(value).__name__} is not valid: give {what} as a "
+            f"non-empty str, or leave it out to read {fallback}"
+        )
+
+
 def check_flag(owner: str, field: str, value: object) -> None:
     """Raise TypeError unless ``value`` is True or False (not merely truthy)."""
     if not isinstance(value, bool):

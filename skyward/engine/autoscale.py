@@ -76,7 +76,12 @@ class Autoscaler:
         if wanted <= self.target:
             return Decision(self.target)
         self.target, self._last_up = wanted, load.now
-        return Decision(wanted, f"{load.pressure} tasks waiting")
+        return Decision(wanted, f"{'waking: ' if waking else ''}{load.pressure} tasks waiting")
+
+    def settle(self) -> None:
+        """A pool with no node could not start one: the target falls back to the floor,
+        so nothing starts until work waits again."""
+        self.target = self.nodes.floor
 
     def _shrink(self, load: Load, floor: int) -> Decision:
         if self.target <= floor or load.now - self._last_up < self._cooldown or load.joining:

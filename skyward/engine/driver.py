@@ -3,7 +3,11 @@ requests to node agents through a ``Transport``, and their outcomes (or the tran
 failures) turned into results and clear exceptions.
 
 Every coroutine here runs on the pool's event loop thread; ``run_now`` runs on the
-caller's thread.
+caller's thread. One attempt of a request on a node is written once, as steps
+(``_attempt``: send the request, hand the reply's output to the listeners, turn the
+reply or the failure into the outcome); the loop's coroutines drive those steps with the
+transport's ``call``, and ``run_now`` drives them on the caller's thread with
+``call_now``.
 """
 
 from __future__ import annotations
@@ -12,9 +16,9 @@ import asyncio
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
-from typing import Any, Never, Protocol, TypeVar
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Never, Protocol, TypeAlias, TypeVar
 
 from skyward.core.errors import NodeCrashedError, PoolClosedError
 from skyward.core.function import PendingFunction
@@ -70,6 +74,46 @@ class Again:
 
 
 NOT_NOW = Again(0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Send:
+    """A step of an attempt: send ``payload`` to ``node``, waiting at most ``limit``
+    seconds; it is resumed with the reply, or whatever the wait raised thrown into it."""
+
+    node: int
+    payload: Payload | Shared
+    limit: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Deliver:
+    """A step of an attempt: tell the listeners that a reply carried ``events`` pieces of
+    task output (which may block)."""
+
+    node: int
+    events: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """An attempt ended with ``value`` (what the task returned)."""
+
+    value: Any
+
+
+_Attempt: TypeAlias = "Generator[_Send | _Deliver, Payload | None, Any]"
+"""One attempt of a request on a node (``Driver._attempt``); it returns what the task
+returned."""
+
+
+def _advance(steps: _Attempt, answer: Payload | None, failure: BaseException | None) -> _Send | _Deliver | _Done:
+    """Resume ``steps`` with ``answer``, or with ``failure`` thrown into them; their next
+    step, or ``_Done``. What the steps raise is raised."""
+    try:
+        return steps.throw(failure) if failure is not None else steps.send(answer)
+    except StopIteration as done:
+        return _Done(done.value)
 CHUNKS_PER_SLOT = 2
 STREAM_CHUNK_BYTES = 4 << 20
 """A streamed map sizes its chunks so each one's results are about this big."""
@@ -172,30 +216,13 @@ class ClusterDriver:
             return NOT_NOW
         try:
             request = self._request(pending, view=self.views.pending(node))
-            payload = self._encode(request)
-            started = self._started(node, request)
-            error: BaseException | None = None
             try:
-                try:
-                    reply = self._transport.call_now(node, payload, self._wait_limit(request))
-                except TransportError as exc:
-                    raise self._transport_failure(exc, request, 0) from None
-                ok, value, events = decode(reply)
-                self.views.acknowledge(node, request.view)
-                if events:
-                    self._output_delivered(node, events)
-                result: R = self._outcome(ok, value, request, 0)
+                result: R = self._now(self._attempt(node, self._encode(request), request))
                 return result
             except Interrupted as exc:
-                error = exc
                 if self._retries < 1:
                     raise exhausted(exc, request.name, 1, "") from None
                 return Again(1)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                self._completed(node, request, started, error)
         finally:
             self.scheduler.release(node)
 
@@ -208,7 +235,7 @@ class ClusterDriver:
             node = await self.scheduler.acquire(want)
             try:
                 request = self._request(pending, view=self.views.pending(node))
-                result: R = await self._execute(node, self._encode(request), request)
+                result: R = await self._execute(self._attempt(node, self._encode(request), request))
                 return result
             except Interrupted as exc:
                 lost += 1
@@ -247,7 +274,7 @@ class ClusterDriver:
             try:
                 while True:
                     try:
-                        result: R = await self._execute(node, shared, request)
+                        result: R = await self._execute(self._attempt(node, shared, request))
                         return result
                     except Interrupted as exc:
                         lost += 1
@@ -354,7 +381,9 @@ class ClusterDriver:
             node = await self.scheduler.acquire(None)
             try:
                 request = self._request(fn, MAP, list(items[start:end]), self.views.pending(node))
-                results: list[R] = await self._execute(node, self._encode(request), request, start, measured.add)
+                results: list[R] = await self._execute(
+                    self._attempt(node, self._encode(request), request, start, measured.add)
+                )
                 return results
             except Interrupted as exc:
                 lost += 1
@@ -363,30 +392,68 @@ class ClusterDriver:
             finally:
                 self.scheduler.release(node)
 
-    async def _execute(
+    async def _execute(self, steps: _Attempt) -> Any:  # the value the task returned, as the agent pickled it
+        """The outcome of an attempt (``_attempt``), driven on the loop with the
+        transport's ``call``."""
+        step = _advance(steps, None, None)
+        while not isinstance(step, _Done):
+            answer: Payload | None = None
+            failure: BaseException | None = None  # thrown into the steps: they report it, then raise what stands for it
+            try:
+                if isinstance(step, _Deliver):
+                    loop = asyncio.get_running_loop()
+                    await loop.run_in_executor(None, self._output_delivered, step.node, step.events)
+                else:
+                    answer = await self._transport.call(step.node, step.payload, step.limit)
+            except BaseException as exc:  # noqa: BLE001 - thrown into the steps (a cancel included)
+                failure = exc
+            step = _advance(steps, answer, failure)
+        return step.value
+
+    def _now(self, steps: _Attempt) -> Any:
+        """The outcome of an attempt (``_attempt``), driven on this thread with the
+        transport's ``call_now``."""
+        step = _advance(steps, None, None)
+        while not isinstance(step, _Done):
+            answer: Payload | None = None
+            failure: BaseException | None = None
+            try:
+                if isinstance(step, _Deliver):
+                    self._output_delivered(step.node, step.events)
+                else:
+                    assert not isinstance(step.payload, Shared), "a call on the caller's thread sends its own payload"
+                    answer = self._transport.call_now(step.node, step.payload, step.limit)
+            except BaseException as exc:  # noqa: BLE001 - thrown into the steps (an interrupt included)
+                failure = exc
+            step = _advance(steps, answer, failure)
+        return step.value
+
+    def _attempt(
         self,
         node: int,
         payload: Payload | Shared,
         request: TaskRequest,
         offset: int = 0,
         measure: Callable[[int, int], None] | None = None,
-    ) -> Any:  # the value the task returned, as the agent pickled it
-        """The outcome of ``request`` on ``node`` (``offset``: the index of a map chunk's
+    ) -> _Attempt:
+        """One attempt of ``request`` on ``node`` (``offset``: the index of a map chunk's
         first item); ``measure(reply_bytes, items)`` learns the size of a chunk's reply.
-        Raises ``Interrupted`` when the node was lost to the infrastructure under it."""
+        Its outcome: what the task returned, or its failure raised; ``Interrupted`` when
+        the node was lost to the infrastructure under it."""
         started = self._started(node, request)
         error: BaseException | None = None
         try:
             try:
-                reply = await self._transport.call(node, payload, self._wait_limit(request))
+                reply = yield _Send(node, payload, self._wait_limit(request))
             except TransportError as exc:
                 raise self._transport_failure(exc, request, offset) from None
+            assert reply is not None
             if measure is not None:
                 measure(_payload_bytes(reply), len(request.chunk))
             ok, value, events = decode(reply)
             self.views.acknowledge(node, request.view)
             if events:
-                await asyncio.get_running_loop().run_in_executor(None, self._output_delivered, node, events)
+                yield _Deliver(node, events)
             return self._outcome(ok, value, request, offset)
         except BaseException as exc:
             error = exc

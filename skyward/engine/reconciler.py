@@ -11,6 +11,10 @@ with no node has work waiting). Each round it
    ranks above it, and replaces lost nodes at their rank,
 4. runs the health checks that are due (``Options.health_checker``).
 
+A pool that may have no node (a floor of 0) sleeps once its last node left and wakes
+when work waits; when it cannot start a node then, the work waiting fails with
+``WakeError`` and nothing starts until work waits again.
+
 A lost node: its rank leaves the scheduler (work pinned to it waits for the
 replacement), the transport fails the calls in flight to it at once (the driver runs
 them again elsewhere, see ``engine.retry``), the collections learn it left, the
@@ -33,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Never
 
+from skyward.core.errors import WakeError
 from skyward.core.function import PendingFunction
 from skyward.core.validation import wait_limit
 from skyward.engine.autoscale import Autoscaler, Load
@@ -116,6 +121,8 @@ class Reconciler:
         self._probes: set[asyncio.Task[None]] = set()
         self._runner: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
+        self._wake_failure: tuple[int, Exception] | None = None
+        """The first node that failed to join since the pool had no node, and why."""
         self._stopped = False
 
     @property
@@ -295,8 +302,10 @@ class Reconciler:
         try:
             joined: Joined = await self._loop.run_in_executor(self._threads, self._membership.add, node)
         except Exception as exc:
+            self._joining.pop(node, None)
             self._retry_at[node] = time.monotonic() + max(self._tick, JOIN_RETRY)
             self._hooks.emit(Error(f"pool {self._pool}: could not add node {node}: {exc}", node=node))
+            self._woke_in_vain(node, exc)
             return
         finally:
             self._joining.pop(node, None)
@@ -304,6 +313,7 @@ class Reconciler:
         if self._stopped:
             await self._loop.run_in_executor(None, self._membership.remove, node)
             return
+        self._wake_failure = None
         self._retry_at.pop(node, None)
         self._replacing.pop(node, None)
         view = self.members.join(node, joined.handle, joined.info)
@@ -318,6 +328,28 @@ class Reconciler:
         if replaces is not None and self._hooks.wants(InstanceReplaced):
             self._hooks.emit(InstanceReplaced(node, f"a new node took the place of the one lost ({replaces})"))
         self._resized(f"node {node} {'replaced' if replaces is not None else 'joined'}")
+
+    def _woke_in_vain(self, node: int, cause: Exception) -> None:
+        """Node ``node`` failed to join (``cause``): when the pool may have no node, has
+        none and nothing else is joining, the work waiting fails with ``WakeError`` and
+        the target falls back to the floor (the next task tries again)."""
+        if len(self.members) or self._autoscaler.nodes.floor > 0:
+            return
+        if self._wake_failure is None:
+            self._wake_failure = (node, cause)
+        if self._joining:
+            return
+        failed, first = self._wake_failure
+        self._wake_failure = None
+        self._autoscaler.settle()
+        # the next task tries again at once (a node being cleaned up still waits)
+        self._retry_at = {rank: at for rank, at in self._retry_at.items() if at == math.inf}
+        error = WakeError(
+            f"pool {self._pool} has no node and could not start node {failed} for the work waiting: "
+            f"{type(first).__name__}: {first}. The pool stays open; the next task tries again"
+        )
+        waiting = self._scheduler.fail_waiting(error)
+        self._resized(f"waking failed ({waiting} tasks failed with WakeError): {first}")
 
     async def _leave(self, node: int, reason: str) -> None:
         """Wait until the draining ``node`` is idle (bounded), then remove it."""
@@ -336,7 +368,8 @@ class Reconciler:
             if handle is not None:
                 self._hooks.emit(InstanceDestroyed(node, handle.id))
             self._hooks.reprice(self.members.handles())
-            self._resized(f"node {node} left: {reason}")
+            asleep = "" if len(self.members) or self._joining else "; no node left: the pool sleeps until work waits"
+            self._resized(f"node {node} left: {reason}{asleep}")
         finally:
             self._removing.discard(node)
             self._poke()

@@ -54,6 +54,7 @@ from skyward.core.messages import (
     Hello,
     Message,
     Metrics,
+    ReleaseHolds,
     Reply,
     Report,
     Share,
@@ -97,6 +98,9 @@ class RelayBackend(Protocol):
         """Node ``node`` left: fail its calls, stop its events, kill its agent."""
 
     def set_metrics(self, on: bool) -> None: ...
+
+    def release_holds(self) -> None:
+        """Free every collection lock and lease the client holds (blocking); it stays connected."""
 
     def end(self) -> None:
         """The client is gone (blocking): free what it held, pass on the last events, stop
@@ -296,6 +300,8 @@ class RelayServer:
                 backend.detach(node, reason)
             case Metrics(on):
                 backend.set_metrics(on)
+            case ReleaseHolds():
+                await asyncio.get_running_loop().run_in_executor(None, backend.release_holds)
             case _:
                 return False  # a message only the relay sends: the client is confused
         return True

@@ -154,6 +154,21 @@ class SlotScheduler:
             self._loop.call_soon_threadsafe(_fail, waiter.future, error)
         self._serve_soon()
 
+    def fail_waiting(self, error: BaseException) -> int:
+        """Fail every request waiting for a slot with ``error`` (a pool with no node that
+        could not start one); how many failed. Call it on the scheduler's loop."""
+        with self._lock:
+            queues = [self._any, self._all, *self._pinned.values()]
+            failed = [waiter for queue in queues for waiter in queue if not waiter.future.done()]
+            for queue in queues:
+                queue.clear()
+            self._pinned.clear()
+            for waiter in failed:
+                self._count(waiter.want, -1)
+        for waiter in failed:
+            waiter.future.set_exception(error)
+        return len(failed)
+
     def _leave(self, node: int) -> None:
         free = self._free.pop(node, None)
         if free is not None and free < self._slots:

@@ -5,8 +5,9 @@ a pool (``JoblibPool``, ``ScikitLearnPool``, ``joblib_backend``, ``sklearn_backe
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from skyward.core.lazy import lazy_names
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers
     from skyward.integrations.decorators import jax as jax
@@ -34,9 +35,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'skyward.integrations' has no attribute {name!r}")
+__getattr__ = lazy_names(globals(), _LAZY)

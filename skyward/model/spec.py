@@ -48,8 +48,9 @@ class Nodes:
     ``min``: the fewest it runs with (the floor): the pool is usable once ``min`` nodes
     are up and keeps growing to ``desired``; idle nodes above the floor are released
     after ``Options.autoscale_idle_timeout``. ``min=0`` lets the pool idle with no node
-    and wake on demand. ``max``: the most it grows to while tasks wait (the ceiling).
-    Unset, ``min`` and ``max`` are ``desired``: a fixed pool. ``desired=0`` is a lazy
+    and wake on demand (a remote pool then runs without collections:
+    ``Options(cluster=False)``). ``max``: the most it grows to while tasks wait (the
+    ceiling). Unset, ``min`` and ``max`` are ``desired``: a fixed pool. ``desired=0`` is a lazy
     start: the pool opens with no node and the first task starts them (up to ``max``,
     one node when ``max`` is unset)."""
 

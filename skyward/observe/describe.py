@@ -5,31 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-from skyward.observe.events import (
-    BootstrapPhase,
-    BroadcastStarted,
-    ClusterDestroyed,
-    ClusterProvisioned,
-    ClusterReady,
-    ClusterRequested,
-    ClusterResized,
-    CostFinal,
-    CostUpdate,
-    Error,
-    Event,
-    InstanceBootstrapped,
-    InstanceDestroyed,
-    InstancePreempted,
-    InstanceProvisioned,
-    InstanceReplaced,
-    Log,
-    Metric,
-    Progress,
-    TaskCompleted,
-    TaskStarted,
-)
+from skyward.observe import events
 
-E = TypeVar("E", bound=Event)
+E = TypeVar("E", bound=events.Event)
 
 
 def describe(event: object) -> str:
@@ -46,7 +24,7 @@ def money(dollars: float) -> str:
     return f"${dollars:,.2f}" if dollars == 0 or dollars >= 0.01 else f"${dollars:.4f}"
 
 
-def cost_line(event: CostFinal, provider: str = "") -> str:
+def cost_line(event: events.CostFinal, provider: str = "") -> str:
     """The summary's cost part: "$0.00 (local pool, no charge)" or "$1.23 at $2.40/h ..."."""
     if event.hourly_rate == 0:
         where = f"{provider} pool, " if provider else ""
@@ -62,7 +40,7 @@ def rate(per_second: float) -> str:
     return f"{per_second:,.0f}/s" if per_second >= 100 else f"{per_second:.1f}/s"
 
 
-def progress_line(event: Progress, per_second: float | None = None) -> str:
+def progress_line(event: events.Progress, per_second: float | None = None) -> str:
     """``map square: 2500/10000 (25%) 812/s``, with "done"/"failed" once finished."""
     percent = 100 * event.done / event.total if event.total else 100.0
     text = f"{event.kind} {event.name}: {event.done}/{event.total} ({percent:.0f}%)"
@@ -80,7 +58,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _task(event: TaskCompleted) -> str:
+def _task(event: events.TaskCompleted) -> str:
     if event.error is None:
         return f"node {event.node}: {event.name} done in {event.duration:.2f}s"
     return f"node {event.node}: {event.name} failed after {event.duration:.2f}s: {event.error}"
@@ -104,27 +82,30 @@ class _Render(Generic[E]):
 
 
 _RENDERERS: tuple[_Renderer, ...] = (
-    _Render(ClusterRequested, lambda e: f"pool {e.pool}: starting {plural(e.nodes, 'node')} on {e.provider}"),
-    _Render(ClusterProvisioned, lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} provisioned in {e.duration:.1f}s"),
-    _Render(BootstrapPhase, lambda e: (f"node {e.node}: " if e.node is not None else "")
+    _Render(events.ClusterRequested, lambda e: f"pool {e.pool}: starting {plural(e.nodes, 'node')} on {e.provider}"),
+    _Render(events.ClusterProvisioned,
+            lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} provisioned in {e.duration:.1f}s"),
+    _Render(events.BootstrapPhase, lambda e: (f"node {e.node}: " if e.node is not None else "")
         + f"bootstrap {e.phase} took {e.duration:.1f}s"),
-    _Render(ClusterReady, lambda e: f"pool {e.pool}: ready, {plural(e.nodes, 'node')} in {e.duration:.1f}s"),
-    _Render(ClusterDestroyed, lambda e: f"pool {e.pool}: stopped after {e.duration:.1f}s"),
-    _Render(ClusterResized, lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} up, {e.target} wanted ({e.reason})"),
-    _Render(InstanceProvisioned, lambda e: f"node {e.node}: provisioned ({e.instance_id}"
+    _Render(events.ClusterReady, lambda e: f"pool {e.pool}: ready, {plural(e.nodes, 'node')} in {e.duration:.1f}s"),
+    _Render(events.ClusterDestroyed, lambda e: f"pool {e.pool}: stopped after {e.duration:.1f}s"),
+    _Render(events.ClusterResized,
+            lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} up, {e.target} wanted ({e.reason})"),
+    _Render(events.InstanceProvisioned, lambda e: f"node {e.node}: provisioned ({e.instance_id}"
         + (f", {e.ip}" if e.ip else "") + (", spot" if e.spot else "") + ")"),
-    _Render(InstanceBootstrapped, lambda e: f"node {e.node}: up in {e.duration:.1f}s"),
-    _Render(InstancePreempted, lambda e: f"node {e.node}: preempted" + (f" ({e.reason})" if e.reason else "")),
-    _Render(InstanceReplaced, lambda e: f"node {e.node}: replaced ({e.reason})"),
-    _Render(InstanceDestroyed, lambda e: f"node {e.node}: stopped"),
-    _Render(TaskStarted, lambda e: f"node {e.node}: {e.name} started ({e.task_id})"),
-    _Render(BroadcastStarted, lambda e: f"broadcast {e.name} ({e.task_id}) to nodes {', '.join(map(str, e.nodes))}"),
-    _Render(TaskCompleted, _task),
-    _Render(Progress, progress_line),
-    _Render(Log, lambda e: f"[node {e.node}] {e.line}"),
-    _Render(Metric, lambda e: f"node {e.node}: {e.name} {e.value:.1f}{e.unit}"),
-    _Render(Error, lambda e: (f"node {e.node}: " if e.node is not None else "") + f"error: {e.message}"),
-    _Render(CostUpdate, lambda e: f"cost so far {money(e.accumulated_cost)} after {e.elapsed_seconds:.0f}s "
+    _Render(events.InstanceBootstrapped, lambda e: f"node {e.node}: up in {e.duration:.1f}s"),
+    _Render(events.InstancePreempted, lambda e: f"node {e.node}: preempted" + (f" ({e.reason})" if e.reason else "")),
+    _Render(events.InstanceReplaced, lambda e: f"node {e.node}: replaced ({e.reason})"),
+    _Render(events.InstanceDestroyed, lambda e: f"node {e.node}: stopped"),
+    _Render(events.TaskStarted, lambda e: f"node {e.node}: {e.name} started ({e.task_id})"),
+    _Render(events.BroadcastStarted,
+            lambda e: f"broadcast {e.name} ({e.task_id}) to nodes {', '.join(map(str, e.nodes))}"),
+    _Render(events.TaskCompleted, _task),
+    _Render(events.Progress, progress_line),
+    _Render(events.Log, lambda e: f"[node {e.node}] {e.line}"),
+    _Render(events.Metric, lambda e: f"node {e.node}: {e.name} {e.value:.1f}{e.unit}"),
+    _Render(events.Error, lambda e: (f"node {e.node}: " if e.node is not None else "") + f"error: {e.message}"),
+    _Render(events.CostUpdate, lambda e: f"cost so far {money(e.accumulated_cost)} after {e.elapsed_seconds:.0f}s "
         f"at {money(e.hourly_rate)}/h"),
-    _Render(CostFinal, lambda e: f"cost {cost_line(e)} over {e.total_seconds:.1f}s"),
+    _Render(events.CostFinal, lambda e: f"cost {cost_line(e)} over {e.total_seconds:.1f}s"),
 )

@@ -12,40 +12,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from skyward.observe import events
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe
-from skyward.observe.events import (
-    BootstrapPhase,
-    ClusterDestroyed,
-    ClusterProvisioned,
-    ClusterReady,
-    ClusterRequested,
-    CostFinal,
-    CostUpdate,
-    Error,
-    Event,
-    InstanceBootstrapped,
-    InstanceDestroyed,
-    InstancePreempted,
-    InstanceProvisioned,
-    InstanceReplaced,
-    Log,
-    Metric,
-    Progress,
-    TaskCompleted,
-    TaskStarted,
-)
 
 TRACE = 5
 EVENTS_LOGGER = "skyward.events"
 TASK_LOGGER = "skyward.task"
-_LEVELS: dict[type[Event], int] = {
-    ClusterRequested: logging.INFO, ClusterProvisioned: logging.INFO, BootstrapPhase: logging.INFO,
-    ClusterReady: logging.INFO, ClusterDestroyed: logging.INFO, InstanceProvisioned: logging.INFO,
-    InstanceBootstrapped: logging.INFO, InstanceDestroyed: logging.INFO, CostUpdate: logging.INFO,
-    CostFinal: logging.INFO, InstancePreempted: logging.WARNING, InstanceReplaced: logging.WARNING,
-    Error: logging.ERROR, Progress: logging.INFO, TaskStarted: logging.DEBUG,
-    TaskCompleted: logging.DEBUG, Metric: TRACE,
+_LEVELS: dict[type[events.Event], int] = {
+    events.ClusterRequested: logging.INFO,
+    events.ClusterProvisioned: logging.INFO,
+    events.BootstrapPhase: logging.INFO,
+    events.ClusterReady: logging.INFO,
+    events.ClusterDestroyed: logging.INFO,
+    events.InstanceProvisioned: logging.INFO,
+    events.InstanceBootstrapped: logging.INFO,
+    events.InstanceDestroyed: logging.INFO,
+    events.CostUpdate: logging.INFO,
+    events.CostFinal: logging.INFO,
+    events.InstancePreempted: logging.WARNING,
+    events.InstanceReplaced: logging.WARNING,
+    events.Error: logging.ERROR,
+    events.Progress: logging.INFO,
+    events.TaskStarted: logging.DEBUG,
+    events.TaskCompleted: logging.DEBUG,
+    events.Metric: TRACE,
 }
 
 
@@ -56,20 +47,20 @@ class EventLog:
         self._extra = {"skyward_pool": pool_id}
         self._events = logging.getLogger(EVENTS_LOGGER)
         self._tasks = logging.getLogger(TASK_LOGGER)
-        self._unsubscribe: list[Callable[[], None]] = [subscribe(Log, self._task_output)]
+        self._unsubscribe: list[Callable[[], None]] = [subscribe(events.Log, self._task_output)]
         for kind, kind_level in _LEVELS.items():
             if kind_level >= level:
                 self._unsubscribe.append(subscribe(kind, self._event))
 
-    def _event(self, event: Event) -> None:
+    def _event(self, event: events.Event) -> None:
         level = _LEVELS[type(event)]
-        if isinstance(event, Progress) and not event.finished:
+        if isinstance(event, events.Progress) and not event.finished:
             return
-        if isinstance(event, TaskCompleted) and event.error is not None:
+        if isinstance(event, events.TaskCompleted) and event.error is not None:
             level = logging.WARNING
         self._events.log(level, describe(event), extra=self._extra)
 
-    def _task_output(self, event: Log) -> None:
+    def _task_output(self, event: events.Log) -> None:
         where = f"node {event.node}" + (" stderr" if event.stream == "stderr" else "")
         self._tasks.info("[%s] %s", where, event.line, extra=self._extra)
 

@@ -13,40 +13,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TextIO, get_args
 
+from skyward.observe import events
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe, progress_line
-from skyward.observe.events import (
-    BootstrapPhase,
-    ClusterDestroyed,
-    ClusterProvisioned,
-    ClusterReady,
-    ClusterRequested,
-    ClusterResized,
-    CostFinal,
-    CostUpdate,
-    Error,
-    InstanceBootstrapped,
-    InstancePreempted,
-    InstanceReplaced,
-    Log,
-    Metric,
-    Progress,
-    TaskCompleted,
-)
 from skyward.observe.view import PoolView
 
 PROGRESS_EVERY = 2.0
 LOAD_EVERY = 15.0
 _Line = (
-    ClusterRequested | ClusterProvisioned | BootstrapPhase | ClusterReady | InstanceBootstrapped
-    | InstancePreempted | InstanceReplaced | ClusterResized | Error | CostUpdate | CostFinal
+    events.ClusterRequested | events.ClusterProvisioned | events.BootstrapPhase | events.ClusterReady
+    | events.InstanceBootstrapped | events.InstancePreempted | events.InstanceReplaced
+    | events.ClusterResized | events.Error | events.CostUpdate | events.CostFinal
 )
-_LINES: tuple[type[_Line], ...] = (
-    ClusterRequested, ClusterProvisioned, BootstrapPhase, ClusterReady, InstanceBootstrapped,
-    InstancePreempted, InstanceReplaced, ClusterResized, Error, CostUpdate, CostFinal,
-)
+"""The events written as they come, one ``describe`` line each."""
+_LINES: tuple[type[_Line], ...] = get_args(_Line)
 
 
 def stamp(timestamp: float | None = None) -> str:
@@ -64,11 +46,11 @@ class LogConsole:
         self._load_at = time.monotonic()
         self._unsubscribe: list[Callable[[], None]] = [subscribe(kind, self._line) for kind in _LINES]
         self._unsubscribe += [
-            subscribe(Log, self._task_output),
-            subscribe(TaskCompleted, self._task_completed),
-            subscribe(Progress, self._progress_event),
-            subscribe(Metric, self._metric),
-            subscribe(ClusterDestroyed, self._destroyed),
+            subscribe(events.Log, self._task_output),
+            subscribe(events.TaskCompleted, self._task_completed),
+            subscribe(events.Progress, self._progress_event),
+            subscribe(events.Metric, self._metric),
+            subscribe(events.ClusterDestroyed, self._destroyed),
         ]
 
     def close(self) -> None:
@@ -87,16 +69,16 @@ class LogConsole:
         self.view.apply(event)
         self._write(describe(event), timestamp=event.timestamp)
 
-    def _task_output(self, event: Log) -> None:
+    def _task_output(self, event: events.Log) -> None:
         stream = sys.stderr if event.stream == "stderr" else sys.stdout
         self._write(f"[node {event.node}] {event.line}", stream, event.timestamp)
 
-    def _task_completed(self, event: TaskCompleted) -> None:
+    def _task_completed(self, event: events.TaskCompleted) -> None:
         self.view.apply(event)
         if event.error is not None:
             self._write(describe(event), timestamp=event.timestamp)
 
-    def _progress_event(self, event: Progress) -> None:
+    def _progress_event(self, event: events.Progress) -> None:
         self.view.apply(event)
         now = time.monotonic()
         first, last = self._progress.setdefault(event.batch_id, (now, now))
@@ -110,7 +92,7 @@ class LogConsole:
         per_second = event.done / elapsed if elapsed > 0 and event.done else None
         self._write(progress_line(event, per_second), timestamp=event.timestamp)
 
-    def _metric(self, event: Metric) -> None:
+    def _metric(self, event: events.Metric) -> None:
         self.view.apply(event)
         now = time.monotonic()
         if now - self._load_at < LOAD_EVERY:
@@ -121,7 +103,7 @@ class LogConsole:
         for line in lines:
             self._write(line)
 
-    def _destroyed(self, event: ClusterDestroyed) -> None:
+    def _destroyed(self, event: events.ClusterDestroyed) -> None:
         self.view.apply(event)
         self._write(describe(event), timestamp=event.timestamp)
         self._write(self.view.summary())

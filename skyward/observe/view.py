@@ -8,31 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from skyward.observe import events
 from skyward.observe.describe import cost_line, plural
-from skyward.observe.events import (
-    ClusterDestroyed,
-    ClusterReady,
-    ClusterRequested,
-    ClusterResized,
-    CostFinal,
-    CostUpdate,
-    Event,
-    InstanceBootstrapped,
-    InstanceDestroyed,
-    InstancePreempted,
-    InstanceProvisioned,
-    InstanceReplaced,
-    Metric,
-    Progress,
-    TaskCompleted,
-    TaskStarted,
-)
 
-EVENTS: tuple[type, ...] = (
-    ClusterRequested, ClusterReady, ClusterDestroyed, ClusterResized, InstanceProvisioned, InstanceBootstrapped,
-    InstancePreempted, InstanceReplaced, InstanceDestroyed, TaskStarted, TaskCompleted, Metric,
-    Progress, CostUpdate, CostFinal,
-)
 KEPT_BATCHES = 3
 
 
@@ -67,11 +45,11 @@ class PoolView:
         self.started_at = time.time()
         self.wall: float | None = None
         self.nodes: dict[int, NodeState] = {}
-        self.batches: dict[str, Progress] = {}
+        self.batches: dict[str, events.Progress] = {}
         self.tasks = 0
         self.failures = 0
         self.mapped = 0
-        self.cost: CostUpdate | CostFinal | None = None
+        self.cost: events.CostUpdate | events.CostFinal | None = None
 
     def apply(self, event: object) -> None:
         """Fold one event into the view (other objects are ignored)."""
@@ -99,36 +77,36 @@ class PoolView:
             if self.mapped:
                 parts.append(f"{self.mapped} items mapped")
             parts.append(f"wall {self.elapsed():.1f}s")
-            if isinstance(self.cost, CostFinal):
+            if isinstance(self.cost, events.CostFinal):
                 parts.append(f"cost {cost_line(self.cost, self.provider)}")
             return f"pool {self.pool}: " + ", ".join(parts)
 
-    def _requested(self, event: ClusterRequested) -> None:
+    def _requested(self, event: events.ClusterRequested) -> None:
         self.pool, self.provider, self.wanted = event.pool, event.provider, event.nodes
         self.status, self.started_at = "starting", event.timestamp
 
-    def _ready(self, event: ClusterReady) -> None:
+    def _ready(self, event: events.ClusterReady) -> None:
         self.status = "ready"
         for state in self.nodes.values():
             if state.state == "starting":
                 state.state = "ready"
 
-    def _resized(self, event: ClusterResized) -> None:
+    def _resized(self, event: events.ClusterResized) -> None:
         self.wanted = event.target
 
-    def _destroyed(self, event: ClusterDestroyed) -> None:
+    def _destroyed(self, event: events.ClusterDestroyed) -> None:
         self.status, self.wall = "stopped", event.duration
 
     def _set_state(self, event: _NodeEvent, state: str) -> None:
         self.node(event.node).state = state
 
-    def _started(self, event: TaskStarted) -> None:
+    def _started(self, event: events.TaskStarted) -> None:
         node = self.node(event.node)
         node.running[event.task_id] = event.name
         if node.state in ("replaced", "preempted"):
             node.state = "ready"
 
-    def _completed(self, event: TaskCompleted) -> None:
+    def _completed(self, event: events.TaskCompleted) -> None:
         node = self.node(event.node)
         node.running.pop(event.task_id, None)
         self.tasks += 1
@@ -137,10 +115,10 @@ class PoolView:
             self.failures += 1
             node.failed += 1
 
-    def _metric(self, event: Metric) -> None:
+    def _metric(self, event: events.Metric) -> None:
         self.node(event.node).metrics[event.name] = event.value
 
-    def _progress(self, event: Progress) -> None:
+    def _progress(self, event: events.Progress) -> None:
         self.batches.pop(event.batch_id, None)
         self.batches[event.batch_id] = event
         if event.finished and event.kind == "map":
@@ -149,17 +127,20 @@ class PoolView:
         for key in finished[: max(0, len(self.batches) - KEPT_BATCHES)]:
             del self.batches[key]
 
-    def _cost(self, event: CostUpdate | CostFinal) -> None:
+    def _cost(self, event: events.CostUpdate | events.CostFinal) -> None:
         self.cost = event
 
 
-_NodeEvent = InstanceProvisioned | InstanceBootstrapped | InstancePreempted | InstanceReplaced | InstanceDestroyed
-E = TypeVar("E", bound=Event)
+_NodeEvent = (
+    events.InstanceProvisioned | events.InstanceBootstrapped | events.InstancePreempted
+    | events.InstanceReplaced | events.InstanceDestroyed
+)
+E = TypeVar("E", bound=events.Event)
 
 
 class _Folding(Protocol):
     @property
-    def kind(self) -> type[Event]: ...
+    def kind(self) -> type[events.Event]: ...
 
     def fold(self, view: PoolView, event: object) -> None: ...
 
@@ -179,20 +160,22 @@ class _Fold(Generic[E]):
 
 
 _FOLDING = (
-    _Fold(ClusterRequested, PoolView._requested),
-    _Fold(ClusterReady, PoolView._ready),
-    _Fold(ClusterDestroyed, PoolView._destroyed),
-    _Fold(ClusterResized, PoolView._resized),
-    _Fold(InstanceProvisioned, lambda view, e: view._set_state(e, "starting")),
-    _Fold(InstanceBootstrapped, lambda view, e: view._set_state(e, "ready")),
-    _Fold(InstancePreempted, lambda view, e: view._set_state(e, "preempted")),
-    _Fold(InstanceReplaced, lambda view, e: view._set_state(e, "replaced")),
-    _Fold(InstanceDestroyed, lambda view, e: view._set_state(e, "stopped")),
-    _Fold(TaskStarted, PoolView._started),
-    _Fold(TaskCompleted, PoolView._completed),
-    _Fold(Metric, PoolView._metric),
-    _Fold(Progress, PoolView._progress),
-    _Fold(CostUpdate, PoolView._cost),
-    _Fold(CostFinal, PoolView._cost),
+    _Fold(events.ClusterRequested, PoolView._requested),
+    _Fold(events.ClusterReady, PoolView._ready),
+    _Fold(events.ClusterDestroyed, PoolView._destroyed),
+    _Fold(events.ClusterResized, PoolView._resized),
+    _Fold(events.InstanceProvisioned, lambda view, e: view._set_state(e, "starting")),
+    _Fold(events.InstanceBootstrapped, lambda view, e: view._set_state(e, "ready")),
+    _Fold(events.InstancePreempted, lambda view, e: view._set_state(e, "preempted")),
+    _Fold(events.InstanceReplaced, lambda view, e: view._set_state(e, "replaced")),
+    _Fold(events.InstanceDestroyed, lambda view, e: view._set_state(e, "stopped")),
+    _Fold(events.TaskStarted, PoolView._started),
+    _Fold(events.TaskCompleted, PoolView._completed),
+    _Fold(events.Metric, PoolView._metric),
+    _Fold(events.Progress, PoolView._progress),
+    _Fold(events.CostUpdate, PoolView._cost),
+    _Fold(events.CostFinal, PoolView._cost),
 )
 _FOLDS: dict[type, _Folding] = {fold.kind: fold for fold in _FOLDING}
+EVENTS: tuple[type, ...] = tuple(_FOLDS)
+"""The events a ``PoolView`` takes in."""

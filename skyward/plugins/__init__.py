@@ -7,8 +7,9 @@ that only installs its pool's plugins does not import the frameworks' modules.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from skyward.core.lazy import lazy_names
 
 if TYPE_CHECKING:  # what the names are, for type checkers (imported on first use)
     from skyward.model.cluster import Cluster as Cluster
@@ -44,9 +45,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'skyward.plugins' has no attribute {name!r}")
+__getattr__ = lazy_names(globals(), _LAZY)

@@ -144,10 +144,36 @@ def join(backend: str) -> bool:
                 "group forms on each executor child's first task, so run that task on every node at once "
                 "(f() @ pool)"
             ) from exc
+        _gloo_interface(address)
         _original(dist, "init_process_group")(backend=backend, store=store, rank=rank, world_size=world)
         store.set_timeout(dist.constants.default_pg_timeout)
         _held.set()
         return True
+
+
+def _gloo_interface(address: str) -> None:
+    """Point gloo at the network interface this node reaches the rendezvous ``address``
+    by, unless ``GLOO_SOCKET_IFNAME`` names one already. Left alone, gloo binds to the
+    address the host name resolves to, which on many hosts (Debian's ``127.0.1.1`` line,
+    a VM's or a container's ``127.0.0.1``) is a loopback address: each rank then tells the
+    others to connect to their own loopback and the group never forms."""
+    if os.environ.get("GLOO_SOCKET_IFNAME"):
+        return
+    import socket
+
+    import psutil
+
+    try:
+        family, kind, _, _, target = socket.getaddrinfo(address, 1, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, kind) as probe:
+            probe.connect(target)  # UDP: picks the route, sends nothing
+            local = str(probe.getsockname()[0])
+    except OSError:
+        return
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] == local for a in addresses):
+            os.environ["GLOO_SOCKET_IFNAME"] = name
+            return
 
 
 def leave() -> None:

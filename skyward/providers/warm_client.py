@@ -52,6 +52,7 @@ from skyward.core.messages import (
 from skyward.core.paths import skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.model.spec import Options, Spec
+from skyward.providers.kept.state import kept_by_a_dead_daemon
 
 START_TIMEOUT = 90.0
 """Seconds a new engine has to start Ray and listen."""
@@ -178,7 +179,7 @@ def adopt_pool(name: str, fingerprint: str) -> PoolHeld | None:
     """The kept pool named ``name`` (empty: any defined as ``fingerprint``), held for
     this process; None when no engine runs or it keeps no such pool. RuntimeError (the
     engine's reason) when it is held by another client or defined otherwise."""
-    connection = _connect(engine_dir())
+    connection = _reach(engine_dir())
     if connection is None:
         return None
     with connection:
@@ -269,11 +270,12 @@ def api_endpoint() -> ApiEndpoint:
 
 
 def status() -> list[EngineStatus]:
-    """The engines of this user that answer (every interpreter's)."""
+    """The engines of this user that answer (every interpreter's; a dead one that kept
+    pools is started again, and adopts them)."""
     found = []
     engines = skyward_home() / "engine"
     for directory in sorted(engines.iterdir()) if engines.is_dir() else ():
-        connection = _connect(directory)
+        connection = _reach(directory)
         if connection is None:
             continue
         with connection:
@@ -326,6 +328,17 @@ def _connect(directory: Path) -> socket.socket | None:
         connection.close()
         raise
     return connection
+
+
+def _reach(directory: Path) -> socket.socket | None:
+    """A connection to the engine of ``directory``: the one running, or, where a dead one
+    left kept pools written down (``kept.state``), a new one, which adopts them; None
+    when neither."""
+    connection = _connect(directory)
+    if connection is not None or not kept_by_a_dead_daemon(directory):
+        return connection
+    with _spawn_lock(directory):
+        return _connect(directory) or _start(directory)
 
 
 def _start(directory: Path) -> socket.socket:

@@ -2,13 +2,15 @@
 agents between scripts, so a local pool opens in a fraction of a second
 (``sky.Local(keep_warm=seconds)``; ``python -m skyward.providers.warm_engine DIR``).
 
-Started by the first pool that asks for it (``warm_client``), in its own session, with
-the private Ray instance of ``LocalRay`` (token auth, a private dir, the reaper that
-kills what is left if this process dies). It listens on ``DIR/sock`` (Unix socket; the
-directory is mode 0700 and a peer of another uid is refused) for one JSON request per
-line: "lease" (take up to ``count`` ready spares; the connection then stays open while
-the pool lives, and when it closes the engine kills what is left of those spares),
-"status" and "down". Spares are agents that imported skyward and wait for a pool's
+Started by the first pool that asks for it (``warm_client``), in its own session, on a
+private Ray instance that outlives it (``local.detached_ray``: token auth, a private
+dir, and a reaper that ends it if this process dies, once the kept pools a successor
+could adopt have had their ``keep_alive``; a successor finds the instance and the
+pools in ``kept.state``). It listens on ``DIR/sock`` (Unix socket; the directory is
+mode 0700 and a peer of another uid is refused) for one typed request per connection
+(``core.messages``): a lease (take up to ``count`` ready spares; the connection then
+stays open while the pool lives, and when it closes the engine kills what is left of
+those spares), its status, "stop", and the kept pools' requests. Spares are agents that imported skyward and wait for a pool's
 setup (``NodeAgent.configure``); after each lease the engine starts new ones, as many as
 the largest pool asked for. With no pool open for ``keep_warm`` seconds (the latest
 lease's value) or on "down", it stops its spares and Ray, removes its socket and exits.
@@ -51,10 +53,14 @@ from skyward.core.messages import (
 )
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.node.agent import start_spares
+from skyward.providers.kept import state as kept_state
 from skyward.providers.kept.daemon import KeptPools
 from skyward.providers.kept.http import KeptApi
 from skyward.providers.kept.request import KeptRequest
+from skyward.providers.local import detached_ray
+from skyward.providers.local.detached_ray import DetachedRay
 from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.local.reaper import Reaper, claim, linger_until
 from skyward.providers.warm_client import PID_FILE, SOCKET
 
 if TYPE_CHECKING:
@@ -86,6 +92,9 @@ class WarmEngine:
         self._wanted = threading.Event()
         self._setups = directory / "setups"
         self._kept = KeptPools(directory)
+        self._found = kept_state.load(directory)
+        """What a dead predecessor kept, to adopt (None: nothing)."""
+        self._reaper: Reaper | None = None
         self._api = KeptApi(directory, self._kept)
         self._leased = False
         self._kept_requests = 0
@@ -94,8 +103,10 @@ class WarmEngine:
     def run(self) -> None:
         """Serve until idle for ``keep_warm`` seconds or told "down"; then clean up."""
         self._setups.mkdir(mode=0o700, exist_ok=True)
-        LocalRay.acquire()
+        instance = self._join_ray()
         self.address = ray.get_runtime_context().gcs_address
+        for line in self._kept.resume(instance, self._found):
+            print(f"warm engine: {line}", flush=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         path = self.directory / SOCKET
         with contextlib.suppress(FileNotFoundError):
@@ -130,8 +141,33 @@ class WarmEngine:
             self._kept.close()
             self._stop_spares()
             LocalRay.release()
+            linger_until(instance.temp_dir, 0.0)
+            kept_state.forget(self.directory)
+            instance.stop()
+            if self._reaper is not None:
+                self._reaper.stop()
             shutil.rmtree(self._setups, ignore_errors=True)
             print(f"warm engine {os.getpid()} stopped", flush=True)
+
+    def _join_ray(self) -> DetachedRay:
+        """The Ray instance a dead predecessor left with kept pools (``kept.state``), or
+        a new one: detached from this process (``local.detached_ray``) and joined,
+        claimed from the predecessor's reaper."""
+        found = self._found
+        if found is not None and not found.ray.alive():
+            found.ray.stop()  # what is left of it
+            self._found = found = None
+        instance = found.ray if found is not None else detached_ray.start()
+        claim(instance.temp_dir)
+        self._reaper = Reaper.start(instance.temp_dir, linger=True)  # ends it if this process dies from now on
+        try:
+            LocalRay.acquire(instance)
+        except BaseException:
+            instance.stop()
+            kept_state.forget(self.directory)
+            self._reaper.stop()
+            raise
+        return instance
 
     @staticmethod
     def _clean_up() -> None:

@@ -18,7 +18,7 @@ from terminal import like_a_terminal
 
 import skyward as sky
 from skyward.providers.local.ray_instance import LocalRay
-from skyward.providers.local.reaper import _marked
+from skyward.providers.local.reaper import live_marked
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_ray]
 GONE_WITHIN = 10.0
@@ -60,12 +60,12 @@ def watched_pool(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
     options = sky.Options(console=False, logging=False, worker=sky.Worker(executor=executor))
     with sky.Compute(nodes=2, options=options) as pool:
         temp_dir = LocalRay.temp_dir()
-        assert temp_dir and _marked(temp_dir)
+        assert temp_dir and live_marked(temp_dir)
         yield pool
     deadline = time.monotonic() + GONE_WITHIN
-    while time.monotonic() < deadline and (_marked(temp_dir) or os.path.exists(temp_dir)):
+    while time.monotonic() < deadline and (live_marked(temp_dir) or os.path.exists(temp_dir)):
         time.sleep(0.2)
-    assert _marked(temp_dir) == [], [_title(p) for p in _marked(temp_dir)]
+    assert live_marked(temp_dir) == [], [_title(p) for p in live_marked(temp_dir)]
     assert not os.path.exists(temp_dir)
     assert set(os.listdir("/dev/shm")) <= shm
 
@@ -109,7 +109,7 @@ def test_collection_host_killed(watched_pool: sky.Pool) -> None:
     watched_pool.dict("matrix")["k"] = 1
     temp_dir = LocalRay.temp_dir()
     assert temp_dir is not None
-    hosts = [p for p in _marked(temp_dir) if "CollectionHost" in _title(p)]
+    hosts = [p for p in live_marked(temp_dir) if "CollectionHost" in _title(p)]
     assert hosts
     for host in hosts:
         os.kill(host, signal.SIGKILL)
@@ -143,7 +143,7 @@ def _client_killed(how: signal.Signals) -> dict[str, Any]:
                               preexec_fn=like_a_terminal)
     info = json.loads(client.stdout.readline())
     assert client.stdout.readline().strip() == "READY"
-    marked = _marked(info["temp_dir"])
+    marked = live_marked(info["temp_dir"])
     assert any("CollectionHost" in _title(p) for p in marked)
     assert len(marked) >= 5  # GCS, raylet, 2 agents, hosts, executor children
     client.send_signal(how)
@@ -154,10 +154,10 @@ def _client_killed(how: signal.Signals) -> dict[str, Any]:
         _, stderr = client.communicate()
         raise AssertionError(f"the client did not exit within 90 s of {how.name}; its stderr:\n{stderr}") from None
     died = time.monotonic()
-    while time.monotonic() - died < GONE_WITHIN and (_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
+    while time.monotonic() - died < GONE_WITHIN and (live_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
         time.sleep(0.2)
     return {
-        "left": [_title(p) for p in _marked(info["temp_dir"])],
+        "left": [_title(p) for p in live_marked(info["temp_dir"])],
         "temp_dir": os.path.exists(info["temp_dir"]),
         "shm": set(os.listdir("/dev/shm")) - shm,
     }

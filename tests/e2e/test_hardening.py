@@ -431,10 +431,10 @@ def test_streamed_map_failure_keeps_unread_results(pool: sky.Pool) -> None:
 
 # ------------------------------------------------------------------------- 6: a killed client leaves nothing
 
-def _marked(temp_dir: str) -> list[int]:
-    from skyward.providers.local.reaper import _marked
+def live_marked(temp_dir: str) -> list[int]:
+    from skyward.providers.local.reaper import live_marked
 
-    return _marked(temp_dir)
+    return live_marked(temp_dir)
 
 
 def _start_idle_client() -> tuple[Any, dict[str, Any], set[str]]:
@@ -447,18 +447,18 @@ def _start_idle_client() -> tuple[Any, dict[str, Any], set[str]]:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     info = json.loads(client.stdout.readline())
     assert client.stdout.readline().strip() == "READY"
-    assert _marked(info["temp_dir"])  # the test sees the pool's processes
+    assert live_marked(info["temp_dir"])  # the test sees the pool's processes
     return client, info, shm
 
 
 def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        left = _marked(info["temp_dir"])
+        left = live_marked(info["temp_dir"])
         if not left and not os.path.exists(info["temp_dir"]):
             break
         time.sleep(0.2)
-    assert _marked(info["temp_dir"]) == []
+    assert live_marked(info["temp_dir"]) == []
     assert not os.path.exists(info["temp_dir"])
     assert set(os.listdir("/dev/shm")) <= shm
     for pid in info["agents"]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -148,8 +149,58 @@ def test_another_user_cannot_reach_a_kept_pools_socket(
         assert {path: result for path, result in answer.items() if result != "EACCES"} == {}
         for path in sockets:
             assert os.stat(path).st_mode & 0o777 == 0o600
+        [state] = home.glob("engine/*/kept.json")  # the daemon's Ray token is in it
+        assert os.stat(state).st_mode & 0o777 == 0o600
+        assert probe.run({"op": "read", "paths": [str(state)]}) == {str(state): "EACCES"}  # type: ignore[attr-defined]
     finally:
         assert sky_cli(sandbox, "down", "--all").returncode == 0
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def test_a_killed_daemons_kept_pools_are_adopted_by_the_next_command_and_still_run_tasks(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    seen = {}
+    for name in ("one", "two"):
+        script = run(sandbox, tmp_path / name, "600", name)
+        seen[name] = lines_of(script, "AFTER", KEYS)
+        assert script.wait(30) == 0
+    [daemon] = warm_client.status()
+    os.kill(daemon.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(daemon.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        listed = sky_cli(sandbox, "ls", "--json")  # starts a new daemon, which adopts them
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+        kept = {p["name"]: p["state"] for p in json.loads(listed.stdout) if p["keep_alive"]}
+        logs = "".join(path.read_text() for path in home.glob("engine/*/engine.log"))
+        assert kept == {"one": "kept, idle", "two": "kept, idle"}, listed.stdout + logs
+        [successor] = warm_client.status()
+        assert successor.pid != daemon.pid
+        for name in ("one", "two"):
+            again = run(sandbox, tmp_path / name, "600", name)
+            found = lines_of(again, "AFTER", KEYS)
+            assert again.wait(30) == 0
+            assert found["NODES"] == seen[name]["NODES"], "not the same node processes"
+            assert found["RUNS"] == 2 and found["RAY"] is False, found
+    finally:
+        down = sky_cli(sandbox, "down", "--all")
+    assert down.returncode == 0 and "one" in down.stdout and "two" in down.stdout, down.stdout + down.stderr
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def test_a_killed_daemons_kept_pool_ends_after_keep_alive_when_no_daemon_comes_back(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    script = run(sandbox, tmp_path, "3", "brief")
+    lines_of(script, "AFTER", KEYS)
+    assert script.wait(30) == 0
+    [daemon] = warm_client.status()
+    os.kill(daemon.pid, signal.SIGKILL)
+    assert wait_for_no_processes(sandbox["base"], within=60) == []  # the daemon's reaper ended them
+    listed = sky_cli(sandbox, "ls", "--json")
+    assert listed.returncode == 0 and not [p for p in json.loads(listed.stdout) if p["keep_alive"]], listed.stdout
     assert wait_for_no_processes(sandbox["base"], within=60) == []
 
 

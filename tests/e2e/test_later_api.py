@@ -83,8 +83,9 @@ def test_lazy_nodes_bounds() -> None:
     with pytest.raises(ValueError, match="Nodes.min"):
         sky.Nodes(desired=0, min=1)
     remote = sky.Spec(provider=sky.Local(), nodes=sky.Nodes(desired=0, max=2))
-    with pytest.raises(ValueError, match=r"Nodes.desired=0 .*remote pool keeps its head node"):
-        check_remote_nodes(remote)
+    with pytest.raises(ValueError, match=r"Options.cluster=None .*Nodes\(desired=0\).*cluster=False"):
+        check_remote_nodes(remote, sky.Options())
+    check_remote_nodes(remote, sky.Options(cluster=False))
 
 
 def test_a_node_failing_the_later_form_of_health_check_is_replaced_with_its_reason() -> None:

@@ -29,7 +29,7 @@ from stranger import FRAMINGS, PROBE_USER, Probe, touching
 
 import skyward as sky
 from skyward.providers.local.ray_instance import LocalRay
-from skyward.providers.local.reaper import MARKER, _marked
+from skyward.providers.local.reaper import MARKER, live_marked
 
 SETTLE = 2.0
 """Seconds to wait after the last probe before looking for markers."""
@@ -65,7 +65,7 @@ def _processes(private: str) -> list[psutil.Process]:
     client = psutil.Process()
     found = {client.pid: client}
     found.update((child.pid, child) for child in client.children(recursive=True))
-    for pid in _marked(private):
+    for pid in live_marked(private):
         if pid not in found:
             try:
                 found[pid] = psutil.Process(pid)

@@ -151,7 +151,8 @@ def test_refused_and_disconnected_name_the_cause(harness: Harness) -> None:
     harness.transport.fail_next(0, Disconnected(0, "tunnel closed"))
     harness.driver.closing = True
     with pytest.raises(sky.PoolClosedError):
-        harness.run(harness.driver._execute(0, encode(harness.driver._request(add(1, 2))), harness.driver._request(add(1, 2))))
+        request = harness.driver._request(add(1, 2))
+        harness.run(harness.driver._execute(harness.driver._attempt(0, encode(request), request)))
 
 
 def test_a_call_that_outlives_its_timeout_is_a_timeout_error(harness: Harness) -> None:

@@ -130,7 +130,28 @@ def test_the_autoscaler_grows_for_waiting_work_and_shrinks_idle_nodes_from_the_t
 def test_a_pool_with_no_node_wakes_at_once() -> None:
     scaler = Autoscaler(sky.Nodes(desired=1, min=0, max=4), cooldown=60, idle_timeout=1)
     assert scaler.decide(load(10, 1, idle={0: 0.0})).target == 0
-    assert scaler.decide(load(11, 0, pressure=2, idle={})).target == 2, "no cooldown when nothing could serve"
+    woken = scaler.decide(load(11, 0, pressure=2, idle={}))
+    assert woken.target == 2, "no cooldown when nothing could serve"
+    assert woken.reason == "waking: 2 tasks waiting"
+    scaler.settle()
+    assert scaler.target == 0, "a wake that failed: back to the floor until work waits again"
+
+
+def test_a_pool_that_could_not_wake_fails_the_work_waiting(loop: asyncio.AbstractEventLoop) -> None:
+    scheduler = SlotScheduler([], 1, loop)
+
+    async def go() -> None:
+        waiting = [asyncio.ensure_future(scheduler.acquire(want)) for want in (None, ALL, None)]
+        await asyncio.sleep(0.05)
+        assert scheduler.fail_waiting(sky.WakeError("no machine")) == 3
+        for future in waiting:
+            with pytest.raises(sky.WakeError, match="no machine"):
+                await future
+        assert scheduler.pressure() == 0 and scheduler.waiting() == 0
+        scheduler.add(0)
+        assert await asyncio.wait_for(scheduler.acquire(None), 1) == 0, "later work is served as before"
+
+    on(loop, go())
 
 
 def test_health_checks_replace_a_node_after_failures_in_a_row() -> None:

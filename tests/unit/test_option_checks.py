@@ -59,10 +59,16 @@ def test_ssh_options_still_need_an_ssh_provider() -> None:
         sky.Compute(options=sky.Options(ssh_timeout=5))
 
 
-def test_remote_pools_keep_their_head() -> None:
-    with pytest.raises(ValueError, match=r"Nodes.min=0 is not valid: a remote pool keeps its head node"):
-        check_remote_nodes(sky.Spec(provider=sky.SSH(hosts=["h1", "h2"]), nodes=sky.Nodes(1, min=0, max=2)))
-    check_remote_nodes(sky.Spec(provider=sky.SSH(hosts=["h1", "h2"]), nodes=sky.Nodes(2, min=1)))
+def test_remote_pools_that_scale_to_zero_run_without_collections() -> None:
+    """Their collections would go with the head: the pool says so, naming the fix."""
+    spec = sky.Spec(provider=sky.SSH(hosts=["h1", "h2"]), nodes=sky.Nodes(1, min=0, max=2))
+    with pytest.raises(ValueError, match=r"Options.cluster=None is not valid: .*Nodes\(min=0\).*cluster=False"):
+        check_remote_nodes(spec, sky.Options())
+    lazy = sky.Spec(provider=sky.SSH(hosts=["h1"]), nodes=sky.Nodes(0))
+    with pytest.raises(ValueError, match=r"Options.cluster=True is not valid: .*Nodes\(desired=0\)"):
+        check_remote_nodes(lazy, sky.Options(cluster=True))
+    check_remote_nodes(spec, sky.Options(cluster=False))
+    check_remote_nodes(sky.Spec(provider=sky.SSH(hosts=["h1", "h2"]), nodes=sky.Nodes(2, min=1)), sky.Options())
 
 
 def test_nodes_allow_zero_as_a_floor_and_as_a_lazy_start() -> None:

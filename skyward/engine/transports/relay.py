@@ -47,6 +47,7 @@ from skyward.core.messages import (
     Hello,
     Message,
     Metrics,
+    ReleaseHolds,
     Reply,
     Report,
     Share,
@@ -299,6 +300,12 @@ class RelayTransport:
     def unshare(self, shared: Shared) -> None:
         if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._put, None, Unshare(shared.key))
+
+    def release_holds(self) -> None:
+        """Have the head relay free every collection lock and lease this client holds
+        (from any thread but the loop's; nothing when the stream is gone)."""
+        if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._put, None, ReleaseHolds())
 
     def collection_call(self, request: bytes) -> concurrent.futures.Future[bytes]:
         """Send an encoded collection operation for the head node's agent (from any thread

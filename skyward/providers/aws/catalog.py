@@ -18,6 +18,7 @@ from skyward.core.accelerators import matches
 from skyward.core.paths import skyward_dir
 from skyward.model.spec import Spec
 from skyward.providers.aws.session import client, explain
+from skyward.providers.cloud.api import MachineType
 from skyward.providers.cloud.json import (
     JsonObject,
     as_objects,
@@ -81,13 +82,18 @@ def candidates(types: list[InstanceType], spec: Spec) -> list[InstanceType]:
 
 
 def _fits(kind: InstanceType, spec: Spec) -> bool:
+    return (spec.allocation != "spot" or kind.spot) and hardware_fits(kind, spec)
+
+
+def hardware_fits(kind: InstanceType | MachineType, spec: Spec) -> bool:
+    """Whether one machine of ``kind`` (an EC2 type or another cloud's) has ``spec``'s
+    vCPUs, memory, architecture and accelerator (unset: at least ``MIN_VCPUS`` and
+    ``MIN_MEMORY_GB``, this client's architecture, no accelerator)."""
     if kind.vcpus < (spec.vcpus if spec.vcpus is not None else MIN_VCPUS):
         return False
     if kind.memory_gb < (spec.memory_gb if spec.memory_gb is not None else MIN_MEMORY_GB):
         return False
     if kind.architecture != (spec.architecture or client_architecture()):
-        return False
-    if spec.allocation == "spot" and not kind.spot:
         return False
     if spec.accelerator is None:
         return kind.accelerator is None

@@ -42,7 +42,7 @@ from skyward.providers.cloud.errors import CloudAnswerError
 from skyward.providers.cloud.json import JsonObject, objects, text
 from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
-from skyward.providers.ssh.provider import check_remote_nodes, check_remote_spec
+from skyward.providers.ssh.provider import check_remote_spec
 from skyward.storage.client import Storage
 from skyward.storage.presets import S3
 
@@ -107,7 +107,6 @@ class AWS:
             )
         if spec.region is not None and spec.region != self.region and not isinstance(spec.region, str):
             raise fail("Spec", "region", spec.region, 'give a region name such as "us-west-2"')
-        check_remote_nodes(spec)
         check_remote_spec(spec, options)
 
     def offers(self, spec: Spec) -> list[Offer]:
@@ -126,6 +125,10 @@ class AWS:
         again if anything fails."""
         region = self._region(spec)
         allowed = self._allowed_offers(spec)
+        if spec.node_count.floor == 0:  # an offer fits; no machine until work waits
+            from skyward.providers.ssh.sleeping import sleeping
+
+            return sleeping(self.launch, spec, options, pool_id, None)
         resources = machines.PoolResources(region, pool_id)
         renewer = _ExpiryRenewer(resources)
         known_hosts = tempfile.NamedTemporaryFile(prefix="skyward-hosts-", delete=False)

@@ -57,6 +57,14 @@ def require(cloud: str, sources: Sequence[Source]) -> tuple[str, ...]:
     return tuple(value for value in found if value is not None)
 
 
+def given_or_found(cloud: str, given: str | None, source: Source) -> str:
+    """``given``, else the secret of ``source``; CredentialsError when it is nowhere."""
+    if given is not None:
+        return given
+    (found,) = require(cloud, [source])
+    return found
+
+
 def _from_file(text: str, key: str) -> str | None:
     try:
         table: object = tomllib.loads(text)

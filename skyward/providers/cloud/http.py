@@ -14,12 +14,17 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 import httpx
 
-from skyward.providers.cloud.errors import CloudAPIError, CloudError, CredentialsError
+from skyward.providers.cloud.errors import (
+    CapacityError,
+    CloudAPIError,
+    CloudError,
+    CredentialsError,
+)
 from skyward.providers.cloud.json import Scalar
 from skyward.providers.cloud.urls import check_api_url
 
@@ -150,6 +155,17 @@ class ApiClient:
                 return None
             raise
 
+    def remove(
+        self, path: str, what: str, *, method: str = "DELETE", json: object = None, params: Params | None = None
+    ) -> None:
+        """``call`` for a request that removes something (``DELETE path`` unless ``method``
+        says otherwise): 404 (gone already) is fine. Other errors as ``call``."""
+        try:
+            self.call(method, path, what, json=json, params=params)
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+
     def close(self) -> None:
         self._http.close()
 
@@ -176,6 +192,26 @@ class ApiClient:
             except ValueError:
                 pass
         time.sleep(delay)
+
+
+def bearer_client(cloud: str, cloud_key: str, url: str, token: str, credentials_hint: str) -> ApiClient:
+    """An ``ApiClient`` for ``base_url(cloud_key, url)`` whose calls carry ``token`` as
+    ``Authorization: Bearer``."""
+    return ApiClient(cloud, base_url(cloud_key, url), lambda: {"Authorization": f"Bearer {token}"}, credentials_hint)
+
+
+@contextlib.contextmanager
+def capacity_errors(phrases: Collection[str], shortage: str, statuses: Collection[int] | None = None) -> Iterator[None]:
+    """Inside the block, a CloudAPIError whose message holds one of ``phrases`` (in lower
+    case; with ``statuses``, only of those statuses) is raised as CapacityError
+    ``"{shortage}: {the API's message}"``; any other error passes as it is."""
+    try:
+        yield
+    except CloudAPIError as exc:
+        said = message(exc.body)
+        if (statuses is None or exc.status in statuses) and any(phrase in said.lower() for phrase in phrases):
+            raise CapacityError(f"{shortage}: {said}") from None
+        raise
 
 
 def message(body: object) -> str:

@@ -1,7 +1,8 @@
-"""SSH keys registered with a cloud account through a plain REST collection (``POST``
-and ``GET`` on one path, ``DELETE`` on ``path/{id}``), as several clouds keep them: the
-calls a ``MachineAPI``'s ``add_key``/``remove_key``/``keys`` make, with the cloud's own
-field names."""
+"""The calls a ``MachineAPI``'s ``add_key``/``remove_key``/``keys`` make: for SSH keys
+registered with a cloud account through a plain REST collection (``POST`` and ``GET`` on
+one path, ``DELETE`` on ``path/{id}``), as several clouds keep them, with the cloud's own
+field names (``KeyCollection``); or none at all, for a cloud whose orders carry the key
+(``KeysInOrders``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from skyward.providers.cloud.api import Key
-from skyward.providers.cloud.errors import CloudAPIError, CloudError
+from skyward.providers.cloud.errors import CloudError
 from skyward.providers.cloud.http import ApiClient
 from skyward.providers.cloud.json import text
 
@@ -43,11 +44,7 @@ class KeyCollection:
 
     def remove(self, http: ApiClient, key_id: str) -> None:
         """Delete the key (gone already is fine)."""
-        try:
-            http.call("DELETE", f"{self.path.rstrip('/')}/{key_id}", f"deleting SSH key {key_id}")
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        http.remove(f"{self.path.rstrip('/')}/{key_id}", f"deleting SSH key {key_id}")
 
     def listed(self, http: ApiClient) -> list[Key]:
         """Every key of the account."""
@@ -58,3 +55,20 @@ class KeyCollection:
             for item in (found if isinstance(found, list) else [])
             if isinstance(item, Mapping) and item.get(self.id_field) is not None
         ]
+
+
+class KeysInOrders:
+    """The key calls of a cloud that registers no SSH keys: each machine gets the public
+    key from its order (``Order.public_key``), so there is no key id, nothing to remove
+    and nothing to list."""
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        """None: the key travels in each order."""
+        return None
+
+    def remove_key(self, key_id: str) -> None:
+        """Nothing is registered."""
+
+    def keys(self) -> list[Key]:
+        """Nothing is registered."""
+        return []

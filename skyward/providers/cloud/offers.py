@@ -8,29 +8,19 @@ from __future__ import annotations
 import math
 
 from skyward.core.accelerator_catalog import identify
-from skyward.core.accelerators import matches
 from skyward.core.errors import NoAvailableProviderError
 from skyward.model.spec import Spec
-from skyward.providers.aws.catalog import MIN_MEMORY_GB, MIN_VCPUS, client_architecture
+from skyward.providers.aws.catalog import hardware_fits
 from skyward.providers.base import Offer
 from skyward.providers.cloud.api import MachineType
 
 
 def fits(kind: MachineType, spec: Spec) -> bool:
-    """Whether one machine of ``kind`` satisfies ``spec``'s hardware."""
-    if kind.vcpus < (spec.vcpus if spec.vcpus is not None else MIN_VCPUS):
-        return False
-    if kind.memory_gb < (spec.memory_gb if spec.memory_gb is not None else MIN_MEMORY_GB):
-        return False
+    """Whether one machine of ``kind`` satisfies ``spec``'s hardware (``hardware_fits``)
+    and disk."""
     if spec.disk_gb is not None and kind.disk_gb is not None and kind.disk_gb < spec.disk_gb:
         return False
-    if kind.architecture != (spec.architecture or client_architecture()):
-        return False
-    if spec.accelerator is None:
-        return kind.accelerator is None
-    if kind.accelerator is None:
-        return False
-    return matches(spec.accelerator, kind.accelerator, kind.accelerator_memory_gb, kind.accelerator_count)
+    return hardware_fits(kind, spec)
 
 
 def offers(provider: str, kinds: list[MachineType], spec: Spec) -> list[Offer]:

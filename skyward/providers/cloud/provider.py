@@ -12,7 +12,8 @@ A cloud provider (``sky.RunPod``, ``sky.VastAI``, ``sky.Verda``, ``sky.DigitalOc
   shared remote path (``launch_on_hosts``: bootstrap, Ray, the head relay, a watchdog per
   node that halts the machine when the client vanished); closing terminates the
   machines, confirms through the API that they are gone, and deletes the firewall and
-  the key;
+  the key (a pool with a floor of 0 does all of this each time it wakes and sleeps:
+  ``ssh.sleeping``);
 - ``orphans``/``remove``: what ``sky gc`` finds (machines, keys and firewalls named for a
   pool of this machine that is no longer open here) and deletes.
 """
@@ -132,6 +133,10 @@ class MachineCloud:
         kinds, every = self._every_offer(spec)
         where = f"in {self.region_of(spec)}" if self.region_of(spec) else "in any region"
         chosen = pricing.allowed(self.label, every, spec, where)
+        if spec.node_count.floor == 0:  # an offer fits; no machine until work waits
+            from skyward.providers.ssh.sleeping import sleeping
+
+            return sleeping(self.launch, spec, options, pool_id, None)
         resources = machines.PoolMachines(self.label, pool_id, naming.key_name(pool_id))
         known_hosts = tempfile.NamedTemporaryFile(prefix="skyward-hosts-", delete=False)
         known_hosts.close()

@@ -17,7 +17,6 @@ import httpx
 
 from skyward.providers.cloud.api import (
     Firewall,
-    Key,
     Machine,
     MachineState,
     MachineType,
@@ -38,6 +37,7 @@ from skyward.providers.cloud.json import (
     text,
     to_text,
 )
+from skyward.providers.cloud.keys import KeysInOrders
 from skyward.providers.container.engine import LOCAL_HINT, EngineError
 
 API = "http://engine/v1.41"
@@ -59,7 +59,7 @@ class ContainerFailed(CloudError):
     has its exit code and its last output)."""
 
 
-class ContainerAPI:
+class ContainerAPI(KeysInOrders):
     """Calls the engine at ``socket``. EngineError when it does not answer there."""
 
     def __init__(self, socket: str) -> None:
@@ -84,22 +84,13 @@ class ContainerAPI:
             architecture={"aarch64": "arm64", "amd64": "x86_64"}.get(architecture, architecture),
         )]
 
-    def add_key(self, name: str, public_key: str) -> str | None:
-        return None  # each container gets the key in its environment
-
-    def remove_key(self, key_id: str) -> None:
-        return None
-
-    def keys(self) -> list[Key]:
-        return []
-
     def add_firewall(self, group: str) -> str:
         body = {"Name": group, "Driver": "bridge", "CheckDuplicate": True, "Labels": {LABEL: group}}
         made = self._http.call("POST", "/networks/create", f"creating network {group}", json=body)
         return text(as_object(made), "Id")
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
-        self._gone_ok("DELETE", f"/networks/{firewall_id}", f"removing network {group}")
+        self._http.remove(f"/networks/{firewall_id}", f"removing network {group}")
 
     def firewalls(self) -> list[Firewall]:
         found = as_objects(self._http.call("GET", "/networks", "listing networks", params=_labelled()))
@@ -157,7 +148,7 @@ class ContainerAPI:
         return [_listed(item) for item in as_objects(found)]
 
     def delete(self, machine_id: str) -> None:
-        self._gone_ok("DELETE", f"/containers/{machine_id}", f"removing container {machine_id}", {"force": "true"})
+        self._http.remove(f"/containers/{machine_id}", f"removing container {machine_id}", params={"force": "true"})
 
     def _output(self, machine_id: str) -> str:
         """The last lines the container wrote (empty when they cannot be read)."""
@@ -187,13 +178,6 @@ class ContainerAPI:
                     "(docker pull / podman pull) or give Container(image=...) an image it has"
                 ) from None
         self._images.add(image)
-
-    def _gone_ok(self, method: str, path: str, what: str, params: dict[str, str] | None = None) -> None:
-        try:
-            self._http.call(method, path, what, params=params)
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
 
 
 def _labelled() -> dict[str, str]:

@@ -21,8 +21,7 @@ from skyward.providers.cloud.api import (
     Order,
     epoch,
 )
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import bearer_client, capacity_errors
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -50,9 +49,7 @@ class DigitalOceanAPI:
 
     def __init__(self) -> None:
         (token,) = credentials.require("DigitalOcean", [TOKEN])
-        self._http = ApiClient(
-            "DigitalOcean", base_url("digitalocean", URL), lambda: {"Authorization": f"Bearer {token}"}, TOKEN.describe()
-        )
+        self._http = bearer_client("DigitalOcean", "digitalocean", URL, token, TOKEN.describe())
 
     def machine_types(self, region: str | None) -> list[MachineType]:
         kinds = []
@@ -78,7 +75,7 @@ class DigitalOceanAPI:
         return text(obj(as_object(answer), "ssh_key"), "id")
 
     def remove_key(self, key_id: str) -> None:
-        self._delete(f"/v2/account/keys/{key_id}", f"deleting SSH key {key_id}")
+        self._http.remove(f"/v2/account/keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
         return [Key(text(k, "id"), text(k, "name", "")) for k in self._pages("/v2/account/keys", "ssh_keys", "listing SSH keys")]
@@ -90,14 +87,9 @@ class DigitalOceanAPI:
             "tags": [TAG, order.group] if order.group else [TAG],
             "user_data": order.user_data,
         }
-        try:
+        shortage = f"DigitalOcean has no {order.machine_type.name} in {order.machine_type.region}"
+        with capacity_errors(NO_CAPACITY, shortage, statuses=(422,)):
             answer = self._http.call("POST", "/v2/droplets", f"creating Droplet {order.name}", json=body)
-        except CloudAPIError as exc:
-            if exc.status == 422 and any(text in message(exc.body).lower() for text in NO_CAPACITY):
-                raise CapacityError(
-                    f"DigitalOcean has no {order.machine_type.name} in {order.machine_type.region}: {message(exc.body)}"
-                ) from None
-            raise
         return text(obj(as_object(answer), "droplet"), "id")
 
     def get(self, machine_id: str) -> Machine | None:
@@ -110,7 +102,7 @@ class DigitalOceanAPI:
         return [_machine(d) for d in self._pages(f"/v2/droplets?tag_name={TAG}", "droplets", "listing Droplets")]
 
     def delete(self, machine_id: str) -> None:
-        self._delete(f"/v2/droplets/{machine_id}", f"deleting Droplet {machine_id}")
+        self._http.remove(f"/v2/droplets/{machine_id}", f"deleting Droplet {machine_id}")
 
     def add_firewall(self, group: str) -> str:
         """The tag ``group`` (a rule can only name a tag that exists), then a Cloud Firewall
@@ -133,26 +125,19 @@ class DigitalOceanAPI:
         try:
             answer = self._http.call("POST", "/v2/firewalls", f"creating firewall {group}", json=body)
         except BaseException:
-            self._delete(f"/v2/tags/{group}", f"deleting tag {group}")
+            self._http.remove(f"/v2/tags/{group}", f"deleting tag {group}")
             raise
         return text(obj(as_object(answer), "firewall"), "id")
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
-        self._delete(f"/v2/firewalls/{firewall_id}", f"deleting firewall {group}")
-        self._delete(f"/v2/tags/{group}", f"deleting tag {group}")
+        self._http.remove(f"/v2/firewalls/{firewall_id}", f"deleting firewall {group}")
+        self._http.remove(f"/v2/tags/{group}", f"deleting tag {group}")
 
     def firewalls(self) -> list[Firewall]:
         return [
             Firewall(text(f, "id"), text(f, "name", ""))
             for f in self._pages("/v2/firewalls", "firewalls", "listing firewalls")
         ]
-
-    def _delete(self, path: str, what: str) -> None:
-        try:
-            self._http.call("DELETE", path, what)
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
 
     def _pages(self, path: str, key: str, what: str) -> list[JsonObject]:
         """Every item of a paginated list (bounded: at most 50 pages)."""

@@ -33,7 +33,6 @@ from skyward.providers.base import PriceSnapshotWarning
 from skyward.providers.cloud import naming
 from skyward.providers.cloud.api import (
     Firewall,
-    Key,
     Machine,
     MachineState,
     MachineType,
@@ -43,6 +42,7 @@ from skyward.providers.cloud.api import (
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, Params, base_url, message
 from skyward.providers.cloud.json import JsonObject, as_object, integer, number, obj, objects, text
+from skyward.providers.cloud.keys import KeysInOrders
 from skyward.providers.gcp import prices as pricing
 from skyward.providers.gcp.auth import where
 
@@ -71,7 +71,7 @@ _LABEL_TEXT = re.compile(r"[^a-z0-9_-]")
 _HALT = re.compile(r"shutdown -h \+(\d+)")
 
 
-class GCPAPI:
+class GCPAPI(KeysInOrders):
     """Calls Compute Engine for ``project`` in ``zone`` on ``network``, authenticated by
     ``headers`` (``GoogleToken.headers``). ``operation_timeout``: seconds an operation may
     take before CloudError."""
@@ -213,16 +213,6 @@ class GCPAPI:
 
     # ------------------------------------------------------------------ keys (in each order)
 
-    def add_key(self, name: str, public_key: str) -> str | None:
-        """None: the key travels in each instance's metadata."""
-        return None
-
-    def remove_key(self, key_id: str) -> None:
-        """Nothing is registered."""
-
-    def keys(self) -> list[Key]:
-        return []
-
     # ------------------------------------------------------------------ instances
 
     def create(self, order: Order) -> str:
@@ -296,11 +286,7 @@ class GCPAPI:
 
     def delete(self, machine_id: str) -> None:
         """Ask for the deletion (gone already is fine); ``get`` confirms it."""
-        try:
-            self._http.call("DELETE", f"{self._in_zone}/instances/{machine_id}", f"deleting instance {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._http.remove(f"{self._in_zone}/instances/{machine_id}", f"deleting instance {machine_id}")
 
     # ------------------------------------------------------------------ firewall
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.errors import CloudError
+from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -65,9 +65,7 @@ class HyperstackAPI:
     """Calls Hyperstack in ``region`` with ``api_key`` (None: ``HYPERSTACK_API_KEY``)."""
 
     def __init__(self, region: str, api_key: str | None = None) -> None:
-        if api_key is None:
-            (api_key,) = credentials.require("Hyperstack", [API_KEY])
-        key = api_key
+        key = credentials.given_or_found("Hyperstack", api_key, API_KEY)
         self._region = region
         self._images: dict[str, str] = {}
         self._http = ApiClient(
@@ -130,21 +128,21 @@ class HyperstackAPI:
                 json={"name": name, "environment_name": name, "public_key": public_key},
             )
         except BaseException:
-            self._delete(f"/core/environments/{environment}", f"deleting environment {name}")
+            self._http.remove(f"/core/environments/{environment}", f"deleting environment {name}")
             raise
         return text(obj(as_object(answer), "keypair"), "id")
 
     def remove_key(self, key_id: str) -> None:
         """The keypair, then its environment when that bears the keypair's name (ours)."""
         found = next((k for k in self._keypairs() if text(k, "id") == key_id), None)
-        self._delete(f"/core/keypair/{key_id}", f"deleting keypair {key_id}")
+        self._http.remove(f"/core/keypair/{key_id}", f"deleting keypair {key_id}")
         if found is None:
             return
         name = text(found, "name", "")
         answer = as_object(self._http.call("GET", "/core/environments", "listing environments"))
         for environment in objects(answer, "environments"):
             if environment.get("name") == name == found.get("environment"):
-                self._delete(
+                self._http.remove(
                     f"/core/environments/{text(environment, 'id')}", f"deleting environment {name}"
                 )
 
@@ -166,17 +164,9 @@ class HyperstackAPI:
             "user_data": order.user_data,
             "security_rules": security_rules(),
         }
-        try:
-            answer = self._http.call(
-                "POST", "/core/virtual-machines", f"creating VM {order.name}", json=body
-            )
-        except CloudAPIError as exc:
-            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
-                raise CapacityError(
-                    f"Hyperstack has no {order.machine_type.name} in {order.machine_type.region}: "
-                    f"{message(exc.body)}"
-                ) from None
-            raise
+        kind = order.machine_type
+        with capacity_errors(NO_CAPACITY, f"Hyperstack has no {kind.name} in {kind.region}"):
+            answer = self._http.call("POST", "/core/virtual-machines", f"creating VM {order.name}", json=body)
         instances = objects(as_object(answer), "instances")
         if len(instances) != 1:
             raise CloudError(
@@ -209,7 +199,7 @@ class HyperstackAPI:
         return found
 
     def delete(self, machine_id: str) -> None:
-        self._delete(f"/core/virtual-machines/{machine_id}", f"deleting VM {machine_id}")
+        self._http.remove(f"/core/virtual-machines/{machine_id}", f"deleting VM {machine_id}")
 
     def _keypairs(self) -> list[JsonObject]:
         return objects(as_object(self._http.call("GET", "/core/keypairs", "listing keypairs")), "keypairs")
@@ -240,13 +230,6 @@ class HyperstackAPI:
             )
             self._images[self._region] = text(images[0], "name")
         return self._images[self._region]
-
-    def _delete(self, path: str, what: str) -> None:
-        try:
-            self._http.call("DELETE", path, what)
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
 
 
 def _pricebook(entries: list[JsonObject]) -> dict[str, float]:

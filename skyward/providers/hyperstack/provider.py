@@ -13,17 +13,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.containers import refuse_container
-from skyward.core.validation import check_choice, fail
+from skyward.core.validation import check_choice, check_secret, fail
 from skyward.model.spec import Options, Spec
+from skyward.providers.cloud import root_login
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.hyperstack.api import HyperstackAPI
 
 REGIONS = ("CANADA-1", "NORWAY-1", "US-1")
-SHEBANG = "#!/bin/bash\n"
-ROOT_LOGIN = (
-    "install -d -m 700 /root/.ssh && "
-    "install -m 600 /home/ubuntu/.ssh/authorized_keys /root/.ssh/authorized_keys || true\n"
-)
+ROOT_LOGIN = root_login.keys_of("ubuntu")
 """Hyperstack's Ubuntu images take the keypair for ``ubuntu``; skyward logs in as root."""
 
 
@@ -53,14 +50,7 @@ class Hyperstack(MachineCloud):
                 self.image_name,
                 'give an image name such as "Ubuntu Server 22.04 LTS R535 CUDA 12.2", or None',
             )
-        if self.api_key is not None and (
-            not isinstance(self.api_key, str) or not self.api_key.strip()
-        ):
-            raise ValueError(
-                f"Hyperstack.api_key of type {type(self.api_key).__name__} is not valid: "
-                "give the API key as a "
-                "non-empty str, or leave it out to read $HYPERSTACK_API_KEY"
-            )
+        check_secret("Hyperstack", "api_key", self.api_key, "the API key", "$HYPERSTACK_API_KEY")
 
     def api(self) -> HyperstackAPI:
         return HyperstackAPI(self.region, self.api_key.strip() if self.api_key else None)
@@ -81,5 +71,4 @@ class Hyperstack(MachineCloud):
 
     def boot_script(self, spec: Spec, options: Options) -> str:
         """The shared boot script, after a step that lets the keypair log in as root."""
-        shared = MachineCloud.boot_script(self, spec, options)
-        return SHEBANG + ROOT_LOGIN + shared.removeprefix(SHEBANG)
+        return root_login.before(ROOT_LOGIN, MachineCloud.boot_script(self, spec, options))

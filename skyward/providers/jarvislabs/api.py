@@ -20,7 +20,7 @@ from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors, message
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -72,9 +72,7 @@ class JarvisLabsAPI:
     """Calls JarvisLabs with ``api_key`` (None: ``$JL_API_KEY`` or the jl CLI's config)."""
 
     def __init__(self, template: str, api_key: str | None = None) -> None:
-        if api_key is None:
-            (api_key,) = credentials.require("JarvisLabs", [API_KEY])
-        key = api_key
+        key = credentials.given_or_found("JarvisLabs", api_key, API_KEY)
         self.template = template
         by_address: dict[str, ApiClient] = {}
         self._clients: dict[str, ApiClient] = {}
@@ -159,17 +157,14 @@ class JarvisLabsAPI:
             "arguments": "",
         }
         what = f"creating instance {order.name}"
-        try:
+        shortage = f"JarvisLabs has no {kind.name} free in {region}"
+        with capacity_errors(NO_CAPACITY, shortage, statuses=(400, 409, 503)):
             answer = self._clients[region].call("POST", f"/templates/{order.image}/create", what, json=body)
-        except CloudAPIError as exc:
-            if exc.status in (400, 409, 503) and any(t in message(exc.body).lower() for t in NO_CAPACITY):
-                raise CapacityError(f"JarvisLabs has no {kind.name} free in {region}: {message(exc.body)}") from None
-            raise
         machine_id = text(answer, "machine_id", "") if isinstance(answer, Mapping) else ""
         if not machine_id:
             said = message(answer)
             if any(t in said.lower() for t in NO_CAPACITY):
-                raise CapacityError(f"JarvisLabs has no {kind.name} free in {region}: {said}")
+                raise CapacityError(f"{shortage}: {said}")
             raise CloudError(f"the JarvisLabs API answered {what} without a machine_id: {said}")
         self._regions[machine_id] = region
         return machine_id

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.containers import refuse_container
-from skyward.core.validation import check_choice, fail
+from skyward.core.validation import check_choice, check_secret, fail
 from skyward.model.spec import Spec
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.jarvislabs.api import REGION_URLS, JarvisLabsAPI
@@ -48,11 +48,9 @@ class JarvisLabs(MachineCloud):
                 "JarvisLabs", "template", self.template,
                 'give a template id from `jl templates` such as "pytorch", or "vm" for a virtual machine',
             )
-        if self.api_key is not None and (not isinstance(self.api_key, str) or not self.api_key.strip()):
-            raise ValueError(
-                f"JarvisLabs.api_key of type {type(self.api_key).__name__} is not valid: give the API token as a "
-                "non-empty str, or leave it out to read $JL_API_KEY (or ~/.config/jl/config.toml)"
-            )
+        check_secret(
+            "JarvisLabs", "api_key", self.api_key, "the API token", "$JL_API_KEY (or ~/.config/jl/config.toml)"
+        )
 
     def api(self) -> JarvisLabsAPI:
         return JarvisLabsAPI(self.template, self.api_key.strip() if self.api_key else None)

@@ -13,6 +13,13 @@ A pool nobody held for ``keep_alive`` seconds is torn down as a pool's close tea
 down; ``EndPool`` ends one (or all) at once. The pool's collections keep their contents
 between clients; on a local pool each client's locks and leases are freed when it
 leaves.
+
+Local kept pools outlive the daemon: their agents are detached actors of the daemon's
+detached Ray instance (``local.detached_ray``), and the daemon writes down what it keeps
+(``kept.state``) each time that changes. If it dies, its reaper keeps the instance up to
+the pools' ``keep_alive`` for a successor, which ``resume`` makes adopt every pool whose
+agents still answer (and end the others). A remote kept pool ends with its daemon: its
+relay and SSH connections were the daemon's (a successor removes what it left).
 """
 
 from __future__ import annotations
@@ -30,21 +37,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import cloudpickle
+import ray
 
+from skyward.collections.config import CollectionsConfig, host_count
+from skyward.collections.installed import release as release_collections
 from skyward.core import handshake
+from skyward.core.codec import load_payload
 from skyward.core.messages import PoolHeld
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.engine.death import Death, cause_of_death
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
+from skyward.model.spec import Options, Spec
 from skyward.providers import registry
 from skyward.providers.base import Cluster
+from skyward.providers.kept import state as kept_state
 from skyward.providers.kept.log import LoggedSink
 from skyward.providers.kept.request import ClientContext, KeptRequest
 from skyward.providers.kept.session import ClusterSession, EventForwarder
 from skyward.providers.leftovers import remove_leftovers
-from skyward.providers.local.launch import start
+from skyward.providers.local import reaper
+from skyward.providers.local.detached_ray import DetachedRay
+from skyward.providers.local.launch import kept_agent_name, rejoin, start
 from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.ray.agents import AgentMembership
 from skyward.providers.ssh.head_relay import RaySession
@@ -111,6 +126,8 @@ class KeptPools:
 
     def __init__(self, directory: Path) -> None:
         self._directory = directory
+        self._ray: DetachedRay | None = None
+        """The daemon's Ray instance, once ``resume`` was told it (then what is kept is written down)."""
         self._lock = threading.Lock()
         self._pools: dict[str, KeptPool] = {}
         self._opening: set[str] = set()
@@ -149,16 +166,76 @@ class KeptPools:
                 self._opening.discard(name)
             self._stop(pool)
             raise
-        records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in pool.cluster.nodes]
-        provider = request.spec.provider
-        region = request.spec.region or getattr(provider, "region", None)
-        registry.register(
-            pool.pool_id, provider.name, region, name=name, nodes=records, log_file=str(pool.log), keep_alive=keep_alive
-        )
+        _register(pool, request.spec)
         with self._lock:
             self._opening.discard(name)
             self._pools[name] = pool
-            return self._hold(pool, pid, adopted=False)
+            held = self._hold(pool, pid, adopted=False)
+        self._write_down()
+        return held
+
+    def resume(self, ray: DetachedRay, state: kept_state.DaemonState | None) -> list[str]:
+        """Work on ``ray`` from now on (writing down what is kept), adopting the local
+        kept pools a dead predecessor wrote in ``state`` whose agents still answer and
+        ending the others; what was done, one line each."""
+        self._ray = ray
+        done = []
+        for record in state.pools if state is not None else ():
+            definition: tuple[Spec, Options] | None = None
+            try:
+                definition = load_payload(record.definition)  # written by this user's daemon (kept.state)
+                pool = self._rejoin(record, *definition)
+            except Exception as exc:  # noqa: BLE001 - reported; what is left of it is ended
+                _discard(record, definition)
+                registry.unregister(record.pool_id)
+                done.append(f"kept pool {record.name} of a dead daemon could not be adopted and was ended: {exc}")
+                continue
+            with self._lock:
+                self._pools[pool.name] = pool
+            done.append(f"kept pool {record.name} of a dead daemon adopted ({record.nodes} nodes)")
+        self._write_down()
+        return done
+
+    def _rejoin(self, record: kept_state.KeptRecord, spec: Spec, options: Options) -> KeptPool:
+        """The running pool ``record`` found again, listening on its socket and registered."""
+        cluster = rejoin(spec, options, record.pool_id, record.nodes, HOLD_TIMEOUT)
+        membership = cluster.membership
+        if not isinstance(membership, AgentMembership):
+            cluster.stop()
+            raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
+        temp = LocalRay.temp_dir() or ""
+        log = self._directory / f"pool-{record.pool_id[:12]}.log"
+        log.touch(mode=0o600)
+        pool = KeptPool(
+            record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster,
+            self._directory / f"pool-{record.pool_id[:12]}.sock",
+            os.path.join(temp, f"notes-{record.pool_id[:12]}") if temp else "", agents=dict(membership.agents),
+            opened=record.opened, definition=record.definition, log=log,
+        )
+        pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, record.pool_id, node))}
+        try:
+            self._listen(pool)
+        except BaseException:
+            self._stop(pool)
+            raise
+        _register(pool, spec)
+        return pool
+
+    def _write_down(self) -> None:
+        """Write down the local kept pools (``kept.state``), and tell the daemon's reaper
+        to keep them that long if the daemon dies."""
+        if self._ray is None:
+            return
+        with self._lock:
+            local = [p for p in self._pools.values() if p.forwarder is None]
+        records = tuple(
+            kept_state.KeptRecord(p.name, p.fingerprint, p.keep_alive, p.pool_id, len(p.cluster.nodes), p.opened,
+                                  p.definition)
+            for p in local
+        )
+        kept_state.save(self._directory, kept_state.DaemonState(self._ray, records))
+        longest = max((p.keep_alive for p in local), default=0.0)
+        reaper.linger_until(self._ray.temp_dir, time.time() + longest if longest else 0.0)
 
     def _open(self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest) -> KeptPool:
         """Start the pool ``request`` defines: local agents on this daemon's Ray, or a
@@ -170,7 +247,7 @@ class KeptPools:
             forwarder = EventForwarder()
             cluster.transport.open(self._loop.loop, forwarder)
             return KeptPool(name, fingerprint, keep_alive, request.pool_id, cluster, socket, "", forwarder=forwarder)
-        cluster = start(request.spec, request.options, request.pool_id, context=request.context)
+        cluster = start(request.spec, request.options, request.pool_id, context=request.context, detached=True)
         temp = LocalRay.temp_dir()
         membership = cluster.membership  # a local pool's: its agents are the relay's
         if not isinstance(membership, AgentMembership):
@@ -243,6 +320,7 @@ class KeptPools:
             ended = [self._pools.pop(n) for n in ([name] if name else list(self._pools))]
         for pool in ended:
             self._stop(pool)
+        self._write_down()
         return tuple(pool.name for pool in ended)
 
     def sweep(self) -> None:
@@ -257,6 +335,8 @@ class KeptPools:
                 del self._pools[pool.name]
         for pool in expired:  # on the daemon's main thread, which waits for it
             self._stop(pool)
+        if expired:
+            self._write_down()
 
     @staticmethod
     def clean_up_after_a_dead_daemon() -> list[str]:
@@ -357,6 +437,31 @@ class KeptPools:
             pool.cluster.stop()
         finally:
             registry.unregister(pool.pool_id)
+
+
+def _register(pool: KeptPool, spec: Spec) -> None:
+    """Record ``pool`` as this daemon's (``sky ls``, ``sky gc``)."""
+    records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in pool.cluster.nodes]
+    region = spec.region or getattr(spec.provider, "region", None)
+    registry.register(
+        pool.pool_id, spec.provider.name, region, name=pool.name, nodes=records,
+        log_file=str(pool.log) if pool.log is not None else None, keep_alive=pool.keep_alive,
+    )
+
+
+def _discard(record: kept_state.KeptRecord, definition: tuple[Spec, Options] | None) -> None:
+    """End what is left of a dead daemon's kept pool that could not be adopted: its
+    agents that still exist and, when its ``definition`` could be read, its collections
+    (otherwise they end with the Ray instance)."""
+    for node in range(record.nodes):
+        with contextlib.suppress(Exception):
+            ray.kill(ray.get_actor(kept_agent_name(record.pool_id, node), namespace="skyward"), no_restart=True)
+    if definition is not None:
+        spec, options = definition
+        with contextlib.suppress(Exception):
+            release_collections(
+                CollectionsConfig(record.pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
+            )
 
 
 @contextlib.contextmanager

@@ -5,9 +5,10 @@ operation of the script that holds the pool through it as the bytes they are; th
 pool's event batches go back to that script as the head relay sent them (dropped while
 no script holds the pool).
 
-A kept pool has a fixed size: attaching or detaching a node is refused. Locks and
-leases a script held in the pool's collections stay held after it left (the head relay
-knows only the daemon as its client); docs/kept-pools.md says so.
+A kept pool has a fixed size: attaching or detaching a node is refused. The head relay
+knows only the daemon as its client, and one script at a time holds the pool: when the
+script leaves, the daemon has the head relay free every collection lock and lease its
+client holds, which are that script's.
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ class ClusterSession:
     def set_metrics(self, on: bool) -> None:
         self._forwarder.set_metrics(on)
 
+    def release_holds(self) -> None:
+        self._transport.release_holds()
+
     def end(self) -> None:
-        """The script left: its events stop here; the pool stays."""
+        """The script left: its events stop here, its locks and leases are freed; the pool stays."""
         self._forwarder.to(None)
+        self._transport.release_holds()

@@ -18,7 +18,7 @@ from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import bearer_client, message
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -67,17 +67,10 @@ class LambdaAPI:
     """Calls Lambda with ``api_key`` (None: ``LAMBDA_API_KEY`` or Lambda's key file)."""
 
     def __init__(self, api_key: str | None = None) -> None:
-        if api_key is None:
-            (api_key,) = credentials.require("Lambda", [API_KEY])
-        key = api_key
+        key = credentials.given_or_found("Lambda", api_key, API_KEY)
         self._rulesets: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
-        self._http = ApiClient(
-            "Lambda",
-            base_url("lambda", URL),
-            lambda: {"Authorization": f"Bearer {key}"},
-            f"Lambda(api_key=...) or {API_KEY.describe()}",
-        )
+        self._http = bearer_client("Lambda", "lambda", URL, key, f"Lambda(api_key=...) or {API_KEY.describe()}")
 
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Each instance type in each region that has room for it now (types no region has
@@ -119,7 +112,7 @@ class LambdaAPI:
         return text(obj(as_object(answer), "data"), "id")
 
     def remove_key(self, key_id: str) -> None:
-        self._delete(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
+        self._http.remove(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
         answer = as_object(self._http.call("GET", "/ssh-keys", "listing SSH keys"))
@@ -168,16 +161,12 @@ class LambdaAPI:
         return [_machine(item) for item in objects(answer, "data")]
 
     def delete(self, machine_id: str) -> None:
-        try:
-            self._http.call(
-                "POST",
-                "/instance-operations/terminate",
-                f"terminating instance {machine_id}",
-                json={"instance_ids": [machine_id]},
-            )
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._http.remove(
+            "/instance-operations/terminate",
+            f"terminating instance {machine_id}",
+            method="POST",
+            json={"instance_ids": [machine_id]},
+        )
 
     def add_firewall(self, group: str) -> str:
         """The group itself: its rulesets are made per region by ``create``, each before
@@ -189,9 +178,7 @@ class LambdaAPI:
         """Every ruleset named ``group``, and the one with id ``firewall_id``."""
         for ruleset in self._rulesets_listed():
             if ruleset["name"] == group or ruleset["id"] == firewall_id:
-                self._delete(
-                    f"/firewall-rulesets/{ruleset['id']}", f"deleting firewall ruleset {group}"
-                )
+                self._http.remove(f"/firewall-rulesets/{ruleset['id']}", f"deleting firewall ruleset {group}")
         with self._lock:
             for place in [k for k in self._rulesets if k[0] == group]:
                 del self._rulesets[place]
@@ -215,13 +202,6 @@ class LambdaAPI:
     def _rulesets_listed(self) -> list[dict[str, str]]:
         answer = as_object(self._http.call("GET", "/firewall-rulesets", "listing firewall rulesets"))
         return [{"id": text(r, "id"), "name": text(r, "name", "")} for r in objects(answer, "data")]
-
-    def _delete(self, path: str, what: str) -> None:
-        try:
-            self._http.call("DELETE", path, what)
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
 
 
 def _code(body: object) -> str:

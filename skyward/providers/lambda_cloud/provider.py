@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.containers import refuse_container
-from skyward.core.validation import check_choice, fail
+from skyward.core.validation import check_choice, check_secret, check_text
 from skyward.model.spec import Options, Spec
+from skyward.providers.cloud import root_login
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.lambda_cloud.api import LambdaAPI
 
@@ -38,11 +39,7 @@ REGIONS = (
     "me-west-1",
     "australia-southeast-1",
 )
-SHEBANG = "#!/bin/bash\n"
-ROOT_LOGIN = (
-    "install -d -m 700 /root/.ssh && "
-    "install -m 600 /home/ubuntu/.ssh/authorized_keys /root/.ssh/authorized_keys || true\n"
-)
+ROOT_LOGIN = root_login.keys_of("ubuntu")
 """Lambda's images give the instance's SSH key to ``ubuntu``; skyward logs in as root."""
 
 
@@ -66,23 +63,13 @@ class Lambda(MachineCloud):
         refuse_container("Lambda", "image_family", self.image_family)
         if self.region is not None:
             check_choice("Lambda", "region", self.region, REGIONS)
-        if self.image_family is not None and (
-            not isinstance(self.image_family, str) or not self.image_family.strip()
-        ):
-            raise fail(
-                "Lambda",
-                "image_family",
-                self.image_family,
-                'give an image family such as "lambda-stack-24-04", or None for Lambda Stack',
-            )
-        if self.api_key is not None and (
-            not isinstance(self.api_key, str) or not self.api_key.strip()
-        ):
-            raise ValueError(
-                f"Lambda.api_key of type {type(self.api_key).__name__} is not valid: give the "
-                "API key as a non-empty str, or leave it out to read $LAMBDA_API_KEY "
-                "(or ~/.lambda_cloud/lambda_keys)"
-            )
+        check_text(
+            "Lambda", "image_family", self.image_family,
+            'give an image family such as "lambda-stack-24-04", or None for Lambda Stack', optional=True,
+        )
+        check_secret(
+            "Lambda", "api_key", self.api_key, "the API key", "$LAMBDA_API_KEY (or ~/.lambda_cloud/lambda_keys)"
+        )
 
     def api(self) -> LambdaAPI:
         return LambdaAPI(self.api_key.strip() if self.api_key else None)
@@ -93,8 +80,7 @@ class Lambda(MachineCloud):
 
     def boot_script(self, spec: Spec, options: Options) -> str:
         """The shared boot script, after a step that lets the instance's key log in as root."""
-        shared = MachineCloud.boot_script(self, spec, options)
-        return SHEBANG + ROOT_LOGIN + shared.removeprefix(SHEBANG)
+        return root_login.before(ROOT_LOGIN, MachineCloud.boot_script(self, spec, options))
 
 
 LambdaCloud = Lambda

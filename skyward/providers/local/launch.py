@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -46,14 +46,17 @@ DEFAULT_READY_TIMEOUT = 120.0
 
 
 def start(
-    spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0, context: ClientContext | None = None
+    spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0, context: ClientContext | None = None,
+    detached: bool = False,
 ) -> Cluster:
     """Start (or share) the local Ray instance and one agent per node of the pool's floor;
     blocks until every agent answers or ``Options.provision_timeout`` passes, and undoes
     what it started if a step fails. With ``keep_warm``, Ray and spare agents come from
     this user's warm engine (``warm_engine``), which stays up that long after the last
     pool closed. ``context``: the client the agents work for, when it is not this
-    process (then each agent gets the client's environment under its own)."""
+    process (then each agent gets the client's environment under its own).
+    ``detached``: a kept pool's agents, named and outliving this process (``rejoin``
+    finds them again)."""
     started = time.monotonic()
     client = context or ClientContext.here()
     count = spec.node_count.floor
@@ -99,7 +102,10 @@ def start(
         timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
         spares = _spares(lease, setups)
         agents = adopt(spares, [_with_client_env(setup) for setup in setups[: len(spares)]], timeout)
-        agents += start_agents(setups[len(spares):])
+        agents += start_agents(
+            setups[len(spares):],
+            [_kept_options(pool_id, node) for node in range(len(spares), count)] if detached else (),
+        )
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
     except BaseException:
         stop_agents(agents)
@@ -114,9 +120,67 @@ def start(
         *(PhaseTiming(name, seconds) for name, seconds in built.phases),
         PhaseTiming("agents", time.monotonic() - started - engine - building),
     )
+    return _cluster(
+        agents, [placement.lane for placement in placements], [placement.handle for placement in placements],
+        [placement.setup.info for placement in placements], place, timeout, notes, collections, phases,
+        lease.close if lease is not None else None,
+    )
+
+
+def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: float) -> Cluster:
+    """The kept pool ``pool_id`` of ``count`` nodes that a pool daemon started with
+    ``detached`` agents, found again on the Ray instance this process has joined (a dead
+    daemon's successor adopting it). LookupError naming the node when an agent is gone
+    or does not answer within ``timeout``; nothing is stopped then (the caller decides)."""
+    LocalRay.acquire()
+    try:
+        agents = []
+        for node in range(count):
+            try:
+                agents.append(ray.get_actor(kept_agent_name(pool_id, node), namespace="skyward"))
+            except ValueError:
+                raise LookupError(f"node {node} of the kept pool {pool_id[:12]} is gone") from None
+        try:
+            wait_ready(agents, timeout, "on this machine", "end it with `sky down`")
+        except Exception as exc:
+            raise LookupError(f"the kept pool {pool_id[:12]} does not answer: {exc}") from None
+    except BaseException:
+        LocalRay.release()
+        raise
+    port = _gcs_port()
+    notes = _notes_dir(pool_id)
+
+    def place(node: int) -> Placement:
+        raise NotImplementedError("a kept pool has a fixed size: its nodes cannot be added while it runs")
+
+    collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
+    return _cluster(
+        agents, [lane_path(LocalRay.temp_dir(), pool_id, node) for node in range(count)],
+        [_handle(pool_id, node) for node in range(count)], [_info(node, pool_id, port, count) for node in range(count)],
+        place, timeout, notes, collections, (), None,
+    )
+
+
+def kept_agent_name(pool_id: str, node: int) -> str:
+    """The Ray actor name of node ``node``'s agent of the kept pool ``pool_id``."""
+    return f"skyward-kept-{pool_id[:12]}-{node}"
+
+
+def _kept_options(pool_id: str, node: int) -> dict[str, object]:
+    """A kept pool's agent: named, and outliving the process that started it."""
+    return {"name": kept_agent_name(pool_id, node), "lifetime": "detached"}
+
+
+def _cluster(
+    agents: list[ActorHandle[NodeAgent]], lanes: list[str], nodes: list[NodeHandle], infos: list[InstanceInfo],
+    place: Callable[[int], Placement], timeout: float, notes: str, collections: CollectionsConfig,
+    phases: tuple[PhaseTiming, ...], release_lease: Callable[[], None] | None,
+) -> Cluster:
+    """The running pool of ``agents`` (node i: ``lanes[i]``, ``nodes[i]``, ``infos[i]``):
+    their transport, membership, collections and ``stop`` (the agents, then this
+    process's share of Ray, then the lease)."""
     transport = RayTransport(
-        agents, [placement.lane for placement in placements],
-        postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
+        agents, lanes, postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
     )
     membership = AgentMembership(transport, dict(enumerate(agents)), place, timeout, "on this machine")
 
@@ -125,13 +189,12 @@ def start(
             stop_agents(membership.close())
         finally:
             LocalRay.release()
-            if lease is not None:
-                lease.close()
+            if release_lease is not None:
+                release_lease()
 
-    nodes = tuple(placement.handle for placement in placements)
-    infos = tuple(placement.setup.info for placement in placements)
     return Cluster(
-        nodes, infos, transport, encode, DriverCollections(collections), stop, phases, membership=membership
+        tuple(nodes), tuple(infos), transport, encode, DriverCollections(collections), stop, phases,
+        membership=membership,
     )
 
 

@@ -30,7 +30,7 @@ from skyward.providers.local.reaper import MARKER, Reaper, sweep
 
 _SET_BY_RAY = ("PYTHONBREAKPOINT",)
 """What ``ray.init`` sets in the driver's environment (its debugger hook): put back at close."""
-_ENV = {
+ENVIRONMENT = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_AUTH_MODE": "token",
     "RAY_DEDUP_LOGS": "0",
@@ -48,9 +48,14 @@ limited to 107 bytes)."""
 class Engine(Protocol):
     """A warm engine's Ray instance, as a lease names it (``warm_client.Lease``)."""
 
-    address: str
-    token: str
-    temp_dir: str
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
+
+    @property
+    def temp_dir(self) -> str: ...
 # Set by sky.Ray() (providers/ray/provider.py) while this process is attached to a cluster.
 attached_address: str | None = None
 
@@ -136,7 +141,7 @@ class LocalRay:
             cls._owned = False
             return
         cls._temp_dir = tempfile.mkdtemp(prefix="sky-")  # mode 0700
-        env = {**_ENV, "RAY_AUTH_TOKEN": cls._token, MARKER: cls._temp_dir}
+        env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": cls._token, MARKER: cls._temp_dir}
         cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
         _reload_ray_config()
@@ -166,7 +171,7 @@ class LocalRay:
         first token a process uses)."""
         cls._token = engine.token
         cls._token_used = True
-        env = {**_ENV, "RAY_AUTH_TOKEN": engine.token}
+        env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": engine.token}
         cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
         _reload_ray_config()

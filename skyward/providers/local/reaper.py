@@ -8,6 +8,13 @@ collection hosts, executor children) inherits ``MARKER=TEMP_DIR`` from the clien
 environment. When the pipe closes, the client is gone, in order (``stop``) or not, and
 the reaper kills every process carrying the marker and removes the temp dir, all within
 a few seconds, then exits.
+
+The pool daemon's reaper may **linger** (``Reaper.start(temp_dir, linger=True)``): while
+the daemon keeps local pools it writes, in ``temp_dir/LINGER_FILE``, until when they are
+to be kept if it dies (their ``keep_alive``). When the daemon dies, its reaper waits until
+then for a successor to claim the instance (the successor writes its pid in
+``temp_dir/OWNER_FILE``): claimed, it exits and leaves everything to the successor;
+unclaimed by then, it sweeps as above.
 """
 
 from __future__ import annotations
@@ -22,6 +29,11 @@ import time
 
 MARKER = "SKYWARD_LOCAL_RAY"
 SWEEP_TIMEOUT = 8.0
+LINGER_FILE = "linger"
+"""In a lingering reaper's temp dir: the time (epoch seconds) until which a successor may claim it."""
+OWNER_FILE = "owner"
+"""In a lingering reaper's temp dir: the pid of the daemon that owns the instance now."""
+LINGER_TICK = 1.0
 
 
 class Reaper:
@@ -31,10 +43,11 @@ class Reaper:
         self._process = process
 
     @classmethod
-    def start(cls, temp_dir: str) -> Reaper:
-        """Start the reaper of ``temp_dir`` (set ``MARKER`` before starting Ray)."""
+    def start(cls, temp_dir: str, linger: bool = False) -> Reaper:
+        """Start the reaper of ``temp_dir`` (set ``MARKER`` before starting Ray);
+        ``linger``: the pool daemon's (see the module)."""
         process = subprocess.Popen(
-            [sys.executable, "-m", "skyward.providers.local.reaper", temp_dir],
+            [sys.executable, "-m", "skyward.providers.local.reaper", temp_dir, *(["--linger"] if linger else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -58,7 +71,7 @@ def sweep(temp_dir: str, timeout: float = SWEEP_TIMEOUT) -> int:
     killed: set[int] = set()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = _marked(temp_dir)
+        found = live_marked(temp_dir)
         if not found:
             break
         for pid in found:
@@ -72,7 +85,7 @@ def sweep(temp_dir: str, timeout: float = SWEEP_TIMEOUT) -> int:
     return len(killed)
 
 
-def _marked(temp_dir: str) -> list[int]:
+def live_marked(temp_dir: str) -> list[int]:
     """Live processes (not zombies) whose environment has ``MARKER=temp_dir``."""
     wanted = f"{MARKER}={temp_dir}".encode()
     found = []
@@ -92,16 +105,66 @@ def _marked(temp_dir: str) -> list[int]:
     return found
 
 
-def main(temp_dir: str) -> None:
-    """Wait for the client's end of the pipe to close, then sweep."""
+def linger_until(temp_dir: str, deadline: float) -> None:
+    """Say until when (epoch seconds; 0: not at all) a lingering reaper of ``temp_dir``
+    waits for a successor if its daemon dies."""
+    partial = os.path.join(temp_dir, LINGER_FILE + ".part")
+    with open(partial, "w", encoding="utf-8") as file:
+        file.write(repr(deadline))
+    os.replace(partial, os.path.join(temp_dir, LINGER_FILE))
+
+
+def claim(temp_dir: str) -> None:
+    """Make this process the owner of the instance of ``temp_dir`` (a lingering reaper
+    of a dead predecessor then leaves it alone)."""
+    partial = os.path.join(temp_dir, OWNER_FILE + ".part")
+    with open(partial, "w", encoding="utf-8") as file:
+        file.write(str(os.getpid()))
+    os.replace(partial, os.path.join(temp_dir, OWNER_FILE))
+
+
+def _claimed(temp_dir: str, dead: int) -> bool:
+    """Whether a live process other than ``dead`` owns the instance of ``temp_dir``."""
+    try:
+        with open(os.path.join(temp_dir, OWNER_FILE), encoding="utf-8") as file:
+            owner = int(file.read().strip() or 0)
+    except (OSError, ValueError):
+        return False
+    if owner in (0, dead):
+        return False
+    try:
+        os.kill(owner, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _deadline(temp_dir: str) -> float:
+    try:
+        with open(os.path.join(temp_dir, LINGER_FILE), encoding="utf-8") as file:
+            return float(file.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0.0
+
+
+def main(temp_dir: str, linger: bool) -> None:
+    """Wait for the client's end of the pipe to close; then (lingering: unless a
+    successor claims the instance in time) sweep."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    client = os.getppid()
     try:
         while sys.stdin.buffer.read(4096):
             pass
     except OSError:
         pass
+    while linger and time.time() < _deadline(temp_dir):
+        if _claimed(temp_dir, client):
+            return
+        time.sleep(LINGER_TICK)
+    if linger and _claimed(temp_dir, client):
+        return
     sweep(temp_dir)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], "--linger" in sys.argv[2:])

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.errors import CloudError
+from skyward.providers.cloud.http import bearer_client, capacity_errors, message
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -50,15 +50,10 @@ class MassedComputeAPI:
     """Calls Massed Compute with ``api_key`` (None: ``$MASSED_COMPUTE_API_KEY``)."""
 
     def __init__(self, api_key: str | None = None) -> None:
-        if api_key is None:
-            (api_key,) = credentials.require("Massed Compute", [API_KEY])
-        key = api_key
+        key = credentials.given_or_found("Massed Compute", api_key, API_KEY)
         self._image: str | None = None
-        self._http = ApiClient(
-            "Massed Compute",
-            base_url("massed_compute", URL),
-            lambda: {"Authorization": f"Bearer {key}"},
-            f"MassedCompute(api_key=...) or {API_KEY.describe()}",
+        self._http = bearer_client(
+            "Massed Compute", "massed_compute", URL, key, f"MassedCompute(api_key=...) or {API_KEY.describe()}"
         )
 
     def machine_types(self, region: str | None) -> list[MachineType]:
@@ -116,13 +111,10 @@ class MassedComputeAPI:
             "sshKeys": [order.group],
         }
         what = f"launching instance {order.name}"
-        try:
+        kind = order.machine_type
+        shortage = f"Massed Compute has no {kind.name} in {kind.region}"
+        with capacity_errors(NO_CAPACITY, shortage, statuses=(400, 409, 422, 503)):
             answer = self._http.call("POST", "/instance/launch", what, json=body)
-        except CloudAPIError as exc:
-            if exc.status in (400, 409, 422, 503) and any(t in message(exc.body).lower() for t in NO_CAPACITY):
-                kind = order.machine_type
-                raise CapacityError(f"Massed Compute has no {kind.name} in {kind.region}: {message(exc.body)}") from None
-            raise
         found = _uuid(answer)
         if found is None:
             raise CloudError(f"the Massed Compute API answered {what} without the instance's uuid: {message(answer)}")
@@ -138,14 +130,10 @@ class MassedComputeAPI:
         return [_machine(i) for i in items(answer, "runningInstances") if isinstance(i, Mapping)]
 
     def delete(self, machine_id: str) -> None:
-        try:
-            self._http.call(
-                "POST", "/instance/terminate", f"terminating instance {machine_id}",
-                json={"instanceUuids": [machine_id]},
-            )
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._http.remove(
+            "/instance/terminate", f"terminating instance {machine_id}", method="POST",
+            json={"instanceUuids": [machine_id]},
+        )
 
     def _default_image(self) -> str:
         """The id of the first image whose name says Ubuntu; CloudError when there is none."""

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.containers import refuse_container
-from skyward.core.validation import fail
+from skyward.core.validation import check_secret, fail
 from skyward.model.spec import Options, Spec
+from skyward.providers.cloud import root_login
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.massedcompute.api import MassedComputeAPI
 
 REGION = re.compile(r"^[a-z0-9-]+$")
-SHEBANG = "#!/bin/bash\n"
 ROOT_LOGIN = (
     "for home in /home/*; do [ -s \"$home/.ssh/authorized_keys\" ] && install -d -m 700 /root/.ssh && "
     "cat \"$home/.ssh/authorized_keys\" >> /root/.ssh/authorized_keys; done; chmod 600 /root/.ssh/authorized_keys || true\n"
@@ -50,11 +50,7 @@ class MassedCompute(MachineCloud):
         if self.image_id is not None and (isinstance(self.image_id, bool) or not isinstance(self.image_id, int)
                                           or self.image_id <= 0):
             raise fail("MassedCompute", "image_id", self.image_id, "give a positive image id from GET /images, or None")
-        if self.api_key is not None and (not isinstance(self.api_key, str) or not self.api_key.strip()):
-            raise ValueError(
-                f"MassedCompute.api_key of type {type(self.api_key).__name__} is not valid: give the API key as a "
-                "non-empty str, or leave it out to read $MASSED_COMPUTE_API_KEY"
-            )
+        check_secret("MassedCompute", "api_key", self.api_key, "the API key", "$MASSED_COMPUTE_API_KEY")
 
     def api(self) -> MassedComputeAPI:
         return MassedComputeAPI(self.api_key.strip() if self.api_key else None)
@@ -65,5 +61,4 @@ class MassedCompute(MachineCloud):
 
     def boot_script(self, spec: Spec, options: Options) -> str:
         """The shared boot script, after a step that lets the VM's key log in as root."""
-        shared = MachineCloud.boot_script(self, spec, options)
-        return SHEBANG + ROOT_LOGIN + shared.removeprefix(SHEBANG)
+        return root_login.before(ROOT_LOGIN, MachineCloud.boot_script(self, spec, options))

@@ -8,9 +8,9 @@ exposes port 22 over TCP (``portMappings`` says where it is reached)."""
 from __future__ import annotations
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.errors import CloudAPIError
+from skyward.providers.cloud.http import bearer_client, capacity_errors, message
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -20,6 +20,7 @@ from skyward.providers.cloud.json import (
     objects,
     text,
 )
+from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://api.novita.ai/gpu-instance/openapi/v1"
 KEY = credentials.Source(("NOVITA_API_KEY",))
@@ -32,12 +33,12 @@ STOPPED = ("exited", "failed")
 NOT_FOUND = ("not found", "not exist")
 
 
-class NovitaAPI:
+class NovitaAPI(KeysInOrders):
     """Calls Novita with the key from the environment."""
 
     def __init__(self) -> None:
         (key,) = credentials.require("Novita", [KEY])
-        self._http = ApiClient("Novita", base_url("novita", URL), lambda: {"Authorization": f"Bearer {key}"}, KEY.describe())
+        self._http = bearer_client("Novita", "novita", URL, key, KEY.describe())
 
     def machine_types(self, region: str | None) -> list[MachineType]:
         answer = as_object(self._http.call("GET", "/products", "listing products"))
@@ -64,15 +65,6 @@ class NovitaAPI:
                     ))
         return kinds
 
-    def add_key(self, name: str, public_key: str) -> str | None:
-        return None  # each instance gets the key in its environment
-
-    def remove_key(self, key_id: str) -> None:
-        return None
-
-    def keys(self) -> list[Key]:
-        return []
-
     def create(self, order: Order) -> str:
         body: dict[str, object] = {
             "name": order.name, "productId": order.machine_type.ref, "gpuNum": order.machine_type.accelerator_count,
@@ -83,12 +75,8 @@ class NovitaAPI:
             body["billingMode"] = "spot"
         if order.machine_type.region:
             body["clusterId"] = order.machine_type.region
-        try:
+        with capacity_errors(NO_CAPACITY, f"Novita has no {order.machine_type.name} right now"):
             answer = self._http.call("POST", "/gpu/instance/create", f"creating instance {order.name}", json=body)
-        except CloudAPIError as exc:
-            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
-                raise CapacityError(f"Novita has no {order.machine_type.name} right now: {message(exc.body)}") from None
-            raise
         return text(as_object(answer), "id")
 
     def get(self, machine_id: str) -> Machine | None:

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.http import bearer_client, capacity_errors
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -26,6 +25,7 @@ from skyward.providers.cloud.json import (
     objects,
     text,
 )
+from skyward.providers.cloud.keys import KeysInOrders
 
 REST_URL = "https://rest.runpod.io/v1"
 GRAPHQL_URL = "https://api.runpod.io"
@@ -37,15 +37,13 @@ GPU_TYPES = """query GpuTypes { gpuTypes { id displayName memoryInGb secureCloud
 NO_CAPACITY = ("no longer any instances available", "no instances available", "not enough", "out of stock")
 
 
-class RunPodAPI:
+class RunPodAPI(KeysInOrders):
     """Calls RunPod with the key from the environment (CredentialsError without one)."""
 
     def __init__(self, cloud_type: str) -> None:
         (key,) = credentials.require("RunPod", [KEY])
-        auth = lambda: {"Authorization": f"Bearer {key}"}  # noqa: E731
-        hint = KEY.describe()
-        self._rest = ApiClient("RunPod", base_url("runpod", REST_URL), auth, hint)
-        self._graphql = ApiClient("RunPod", base_url("runpod_graphql", GRAPHQL_URL), auth, hint)
+        self._rest = bearer_client("RunPod", "runpod", REST_URL, key, KEY.describe())
+        self._graphql = bearer_client("RunPod", "runpod_graphql", GRAPHQL_URL, key, KEY.describe())
         self._cloud_type = cloud_type
 
     def machine_types(self, region: str | None) -> list[MachineType]:
@@ -68,15 +66,6 @@ class RunPodAPI:
                 ))
         return kinds
 
-    def add_key(self, name: str, public_key: str) -> str | None:
-        return None  # each pod gets the key in its environment
-
-    def remove_key(self, key_id: str) -> None:
-        return None
-
-    def keys(self) -> list[Key]:
-        return []
-
     def create(self, order: Order) -> str:
         body: dict[str, object] = {
             "name": order.name, "imageName": order.image, "gpuTypeIds": [order.machine_type.ref],
@@ -86,12 +75,8 @@ class RunPodAPI:
         }
         if order.machine_type.region:
             body["dataCenterIds"] = [order.machine_type.region]
-        try:
+        with capacity_errors(NO_CAPACITY, f"RunPod has no {order.machine_type.name} right now"):
             pod = self._rest.call("POST", "/pods", f"creating pod {order.name}", json=body)
-        except CloudAPIError as exc:
-            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
-                raise CapacityError(f"RunPod has no {order.machine_type.name} right now: {message(exc.body)}") from None
-            raise
         return text(as_object(pod), "id")
 
     def get(self, machine_id: str) -> Machine | None:
@@ -102,11 +87,7 @@ class RunPodAPI:
         return [_machine(pod) for pod in as_objects(self._rest.call("GET", "/pods", "listing pods"))]
 
     def delete(self, machine_id: str) -> None:
-        try:
-            self._rest.call("DELETE", f"/pods/{machine_id}", f"terminating pod {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._rest.remove(f"/pods/{machine_id}", f"terminating pod {machine_id}")
 
     def _prices(self, gpu: JsonObject) -> tuple[float | None, float | None]:
         kinds = {"secure": ("secure",), "community": ("community",), "all": ("secure", "community")}[self._cloud_type]

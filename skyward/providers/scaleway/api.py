@@ -25,7 +25,6 @@ from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import (
     Firewall,
-    Key,
     Machine,
     MachineState,
     MachineType,
@@ -44,6 +43,7 @@ from skyward.providers.cloud.json import (
     objects,
     text,
 )
+from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://api.scaleway.com"
 CONFIG = "~/.config/scw/config.yaml"
@@ -79,19 +79,15 @@ def peer_rule(address: str) -> dict[str, object]:
     return {"protocol": "ANY", "direction": "inbound", "action": "accept", "ip_range": f"{address}/32"}
 
 
-class ScalewayAPI:
+class ScalewayAPI(KeysInOrders):
     """Calls Scaleway in ``zone`` with ``secret_key`` in ``project`` (None: found as the scw
     CLI finds them)."""
 
     def __init__(self, zone: str, secret_key: str | None = None, project: str | None = None,
                  usd_per_eur: float = 1.0) -> None:
-        if secret_key is None:
-            (secret_key,) = credentials.require("Scaleway", [SECRET_KEY])
-        if project is None:
-            (project,) = credentials.require("Scaleway", [PROJECT])
-        key = secret_key
+        key = credentials.given_or_found("Scaleway", secret_key, SECRET_KEY)
         self.zone = zone
-        self.project = project
+        self.project = credentials.given_or_found("Scaleway", project, PROJECT)
         self.usd_per_eur = usd_per_eur
         """Dollars per euro: Scaleway's prices are in euros, offers in dollars."""
         self._made: dict[str, str] = {}
@@ -151,16 +147,6 @@ class ScalewayAPI:
                 )
             )
         return kinds
-
-    def add_key(self, name: str, public_key: str) -> str | None:
-        """None: the key travels in each server's ``AUTHORIZED_KEY`` tag."""
-        return None
-
-    def remove_key(self, key_id: str) -> None:
-        """Nothing is registered."""
-
-    def keys(self) -> list[Key]:
-        return []
 
     def create(self, order: Order) -> str:
         """One server of the order's type and image (a label such as ``ubuntu_noble`` or an
@@ -225,7 +211,7 @@ class ScalewayAPI:
                 self._delete_stopped(machine_id, server)
         group_id, rule = self._admitted.pop(machine_id, ("", ""))
         if rule:
-            self._delete(f"{self._zone}/security_groups/{group_id}/rules/{rule}", f"deleting rule {rule}")
+            self._http.remove(f"{self._zone}/security_groups/{group_id}/rules/{rule}", f"deleting rule {rule}")
 
     def add_firewall(self, group: str) -> str:
         """A security group named ``group`` that drops inbound traffic but SSH (its servers'
@@ -250,13 +236,13 @@ class ScalewayAPI:
                 f"adding the SSH rule to security group {group}", json=SSH_RULE,
             )
         except BaseException:
-            self._delete(f"{self._zone}/security_groups/{group_id}", f"deleting security group {group}")
+            self._http.remove(f"{self._zone}/security_groups/{group_id}", f"deleting security group {group}")
             raise
         self._made[group] = group_id
         return group_id
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
-        self._delete(f"{self._zone}/security_groups/{firewall_id}", f"deleting security group {group}")
+        self._http.remove(f"{self._zone}/security_groups/{firewall_id}", f"deleting security group {group}")
         self._made.pop(group, None)
 
     def firewalls(self) -> list[Firewall]:
@@ -286,11 +272,11 @@ class ScalewayAPI:
 
     def _delete_stopped(self, server_id: str, server: JsonObject) -> None:
         """Delete a server that does not run, then the volumes it had."""
-        self._delete(f"{self._zone}/servers/{server_id}", f"deleting server {server_id}")
+        self._http.remove(f"{self._zone}/servers/{server_id}", f"deleting server {server_id}")
         for volume in obj(server, "volumes").values():
             volume_id = text(volume, "id", "") if isinstance(volume, Mapping) else ""
             if volume_id:
-                self._delete(f"{self._zone}/volumes/{volume_id}", f"deleting volume {volume_id}")
+                self._http.remove(f"{self._zone}/volumes/{volume_id}", f"deleting volume {volume_id}")
 
     def _group_of(self, group: str) -> str:
         """The security group made here for ``group``; CloudError when none was (a server
@@ -311,13 +297,6 @@ class ScalewayAPI:
             f"admitting server {server_id} to its pool's security group", json=peer_rule(address),
         )
         self._admitted[server_id] = (group_id, text(obj(as_object(answer), "rule"), "id"))
-
-    def _delete(self, path: str, what: str) -> None:
-        try:
-            self._http.call("DELETE", path, what)
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
 
     def _pages(self, path: str, key: str, what: str, params: Params) -> list[JsonObject]:
         """Every item of the zone's list at ``path``, page by page until an empty one (at

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.containers import refuse_container
-from skyward.core.validation import check_choice, fail
+from skyward.core.validation import check_choice, check_secret, fail
 from skyward.model.spec import Spec
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.provider import MachineCloud
@@ -71,11 +71,10 @@ class Scaleway(MachineCloud):
             )
         if self.project_id is not None and (not isinstance(self.project_id, str) or not PROJECT_ID.match(self.project_id)):
             raise fail("Scaleway", "project_id", self.project_id, "give the project's id (a UUID from the Scaleway console)")
-        if self.secret_key is not None and (not isinstance(self.secret_key, str) or not self.secret_key.strip()):
-            raise ValueError(
-                f"Scaleway.secret_key of type {type(self.secret_key).__name__} is not valid: give the API secret "
-                "key as a non-empty str, or leave it out to read $SCW_SECRET_KEY (or ~/.config/scw/config.yaml)"
-            )
+        check_secret(
+            "Scaleway", "secret_key", self.secret_key, "the API secret key",
+            "$SCW_SECRET_KEY (or ~/.config/scw/config.yaml)",
+        )
 
     @property
     def zone_used(self) -> str:

@@ -269,11 +269,14 @@ class RaySession:
     def set_metrics(self, on: bool) -> None:
         (self._listening.set if on else self._listening.clear)()
 
-    def end(self) -> None:
+    def release_holds(self) -> None:
         try:
             ray.get(relayed(self._relay.agents[0]).end_client.remote(self._client), timeout=15)
         except Exception:
             pass
+
+    def end(self) -> None:
+        self.release_holds()
         self._events.stop()
         self._transport.close()
         if self._relay.ends_with_client:

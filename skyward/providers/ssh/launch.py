@@ -90,8 +90,7 @@ def launch_on_hosts(
     credentials = ExitStack()
     try:
         volumes = credentials.enter_context(pool_volumes.resolved(spec.volumes))
-        roots = tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes)
-        encoder = ByValueEncoder(roots)
+        encoder = encoder_for(spec)
         path = HostPath(
             spec, options, pool_id, cluster, loop, known_hosts, volumes, phases, halt_on_expiry,
             float(options.ssh_timeout or default_ssh_timeout),
@@ -126,6 +125,12 @@ def launch_on_hosts(
         _stop(loop, cluster, credentials, release)
 
     return Cluster(tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership)
+
+
+def encoder_for(spec: Spec) -> ByValueEncoder:
+    """How the client encodes the requests of a pool of ``spec``: the modules under
+    ``Image.includes`` travel by value."""
+    return ByValueEncoder(tuple(os.path.abspath(os.path.expanduser(p)) for p in spec.image.includes))
 
 
 class HostPath:

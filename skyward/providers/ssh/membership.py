@@ -11,8 +11,9 @@ stops the pool's processes there and the provider lets the machine go.
 A host is lost when its watchdog's SSH stream ends without the pool asking (the machine
 or its sshd vanished); the provider says whether it was taken back (a spot
 interruption) and, every reconcile tick, which of its machines are gone. The head node
-(rank 0) holds the Ray head, the relay and the collections: the pool never removes it,
-and losing it ends the pool (its calls fail with ConnectionError).
+(rank 0) holds the Ray head, the relay and the collections: this membership never removes
+it, and losing it ends the pool (its calls fail with ConnectionError). A pool that may
+have no node stops its whole cluster instead when the head leaves last (``sleeping``).
 """
 
 from __future__ import annotations

@@ -61,7 +61,6 @@ class SSH:
         nodes = spec.node_count
         if nodes.ceiling > len(self.addresses):
             raise fail("Spec", "nodes", spec.nodes, f"SSH has {len(self.addresses)} hosts; ask for at most that many")
-        check_remote_nodes(spec)
         if spec.image.python_version != local_python():
             raise fail(
                 "Image", "python", spec.image.python,
@@ -85,7 +84,12 @@ class SSH:
 
     def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
         """Bring the first ``Nodes.floor`` hosts up as the pool; blocks until every agent
-        answers. The hosts after them join (and leave) as the pool grows and shrinks."""
+        answers. The hosts after them join (and leave) as the pool grows and shrinks. A
+        floor of 0 opens with no host in use (``sleeping``: the head starts when work waits)."""
+        if spec.node_count.floor == 0:
+            from skyward.providers.ssh.sleeping import sleeping
+
+            return sleeping(self.launch, spec, options, pool_id, len(self.addresses))
         hosts = SpareHosts(pool_id, self.addresses)
         handles = [hosts.create(node) for node in range(spec.node_count.floor)]
         # Ray loads when a pool launches, not in a script that adopts a kept pool
@@ -137,20 +141,26 @@ class SpareHosts:
         return []
 
 
-def check_remote_nodes(spec: Spec) -> None:
-    """ValueError for a remote pool that could scale to no node: its head (node 0)
-    holds Ray, the relay and the collections, so it always keeps one."""
-    if spec.node_count.floor < 1:
-        lazy = spec.node_count.desired == 0
+def check_remote_nodes(spec: Spec, options: Options) -> None:
+    """ValueError for a remote pool that may have no node (a floor of 0: it sleeps with
+    every node released, head included) with collections on: they live on the head, so
+    their contents would be lost while it sleeps."""
+    nodes = spec.node_count
+    if nodes.floor == 0 and options.collections_enabled:
+        lazy = nodes.desired == 0
+        what = f"Nodes({'desired' if lazy else 'min'}=0)"
         raise fail(
-            "Nodes", "desired" if lazy else "min", 0 if lazy else spec.node_count.min,
-            "a remote pool keeps its head node (Ray, the relay and the collections live there); "
-            "use desired and min of 1 or more",
+            "Options", "cluster", options.cluster,
+            f"a remote pool with {what} releases every node while idle, its head included, and its "
+            "collections (sky.dict() & co.) live on the head: they would be lost. Pass "
+            "options=sky.Options(cluster=False) to run it without collections, or keep min and desired "
+            "at 1 or more to use them",
         )
 
 
 def check_remote_spec(spec: Spec, options: Options) -> None:
     """What the remote path cannot honour yet, refused naming the field."""
+    check_remote_nodes(spec, options)
     if spec.image.skyward_source not in ("auto", "local"):
         raise fail(
             "Image", "skyward_source", spec.image.skyward_source,

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.errors import CloudError
+from skyward.providers.cloud.http import bearer_client, capacity_errors
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -26,6 +26,7 @@ from skyward.providers.cloud.json import (
     text,
     to_integer,
 )
+from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://dashboard.tensordock.com/api/v2"
 TOKEN = credentials.Source(("TENSORDOCK_API_TOKEN",))
@@ -51,18 +52,13 @@ SPELLINGS = {"a6000": "RTX A6000", "rtx6000ada": "RTX 6000 Ada"}
 """TensorDock GPU model ids the catalog does not read once ``geforce``/``rtx`` are split off."""
 
 
-class TensorDockAPI:
+class TensorDockAPI(KeysInOrders):
     """Calls TensorDock with ``api_token`` (None: ``TENSORDOCK_API_TOKEN``)."""
 
     def __init__(self, api_token: str | None = None) -> None:
-        if api_token is None:
-            (api_token,) = credentials.require("TensorDock", [TOKEN])
-        token = api_token
-        self._http = ApiClient(
-            "TensorDock",
-            base_url("tensordock", URL),
-            lambda: {"Authorization": f"Bearer {token}"},
-            f"TensorDock(api_token=...) or {TOKEN.describe()}",
+        token = credentials.given_or_found("TensorDock", api_token, TOKEN)
+        self._http = bearer_client(
+            "TensorDock", "tensordock", URL, token, f"TensorDock(api_token=...) or {TOKEN.describe()}"
         )
 
     def machine_types(self, region: str | None) -> list[MachineType]:
@@ -84,15 +80,6 @@ class TensorDockAPI:
             for gpu in objects(location, "gpus"):
                 kinds.extend(_kinds(text(location, "id"), place, gpu))
         return kinds
-
-    def add_key(self, name: str, public_key: str) -> str | None:
-        return None  # the key travels in each order
-
-    def remove_key(self, key_id: str) -> None:
-        return None
-
-    def keys(self) -> list[Key]:
-        return []
 
     def create(self, order: Order) -> str:
         """One VM of the order's GPU, size and location, its public key in ``ssh_key``,
@@ -119,14 +106,8 @@ class TensorDockAPI:
             },
         }
         body = {"data": {"type": "virtualmachine", "attributes": attributes}}
-        try:
+        with capacity_errors(NO_CAPACITY, f"TensorDock has no {kind.name} in {kind.region}"):
             answer = self._http.call("POST", "/instances", f"creating VM {order.name}", json=body)
-        except CloudAPIError as exc:
-            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
-                raise CapacityError(
-                    f"TensorDock has no {kind.name} in {kind.region}: {message(exc.body)}"
-                ) from None
-            raise
         made = as_object(answer)
         created = _flat(obj(made, "data") or made)
         if not created.get("id"):
@@ -149,11 +130,7 @@ class TensorDockAPI:
         return [_machine(item) for item in objects(obj(answer, "data"), "instances")]
 
     def delete(self, machine_id: str) -> None:
-        try:
-            self._http.call("DELETE", f"/instances/{machine_id}", f"deleting VM {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._http.remove(f"/instances/{machine_id}", f"deleting VM {machine_id}")
 
 
 def accelerator(v0_name: str) -> tuple[str, float | None]:

@@ -13,17 +13,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.containers import refuse_container
-from skyward.core.validation import fail
+from skyward.core.validation import check_secret, check_text
 from skyward.model.spec import Options, Spec
+from skyward.providers.cloud import root_login
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.tensordock.api import TensorDockAPI
 
 DEFAULT_IMAGE = "ubuntu2404_ml_everything"
-SHEBANG = "#!/bin/bash\n"
-ROOT_LOGIN = (
-    "install -d -m 700 /root/.ssh && "
-    "install -m 600 /home/user/.ssh/authorized_keys /root/.ssh/authorized_keys || true\n"
-)
+ROOT_LOGIN = root_login.keys_of("user")
 """TensorDock's images give the order's key to ``user``; skyward logs in as root."""
 
 
@@ -44,32 +41,16 @@ class TensorDock(MachineCloud):
 
     def __post_init__(self) -> None:
         refuse_container("TensorDock", "image_name", self.image_name)
-        if not isinstance(self.image_name, str) or not self.image_name.strip():
-            raise fail(
-                "TensorDock",
-                "image_name",
-                self.image_name,
-                'give a TensorDock image id such as "ubuntu2404", '
-                f'or leave it out for "{DEFAULT_IMAGE}"',
-            )
-        if self.region is not None and (
-            not isinstance(self.region, str) or not self.region.strip()
-        ):
-            raise fail(
-                "TensorDock",
-                "region",
-                self.region,
-                'give part of a location ("United States", "Texas") or a location id, '
-                "or None for anywhere",
-            )
-        if self.api_token is not None and (
-            not isinstance(self.api_token, str) or not self.api_token.strip()
-        ):
-            raise ValueError(
-                f"TensorDock.api_token of type {type(self.api_token).__name__} is not valid: "
-                "give the API token as a non-empty str, or leave it out to read "
-                "$TENSORDOCK_API_TOKEN"
-            )
+        check_text(
+            "TensorDock", "image_name", self.image_name,
+            f'give a TensorDock image id such as "ubuntu2404", or leave it out for "{DEFAULT_IMAGE}"',
+        )
+        check_text(
+            "TensorDock", "region", self.region,
+            'give part of a location ("United States", "Texas") or a location id, or None for anywhere',
+            optional=True,
+        )
+        check_secret("TensorDock", "api_token", self.api_token, "the API token", "$TENSORDOCK_API_TOKEN")
 
     def api(self) -> TensorDockAPI:
         return TensorDockAPI(self.api_token.strip() if self.api_token else None)
@@ -79,5 +60,4 @@ class TensorDock(MachineCloud):
 
     def boot_script(self, spec: Spec, options: Options) -> str:
         """The shared boot script, after a step that lets the order's key log in as root."""
-        shared = MachineCloud.boot_script(self, spec, options)
-        return SHEBANG + ROOT_LOGIN + shared.removeprefix(SHEBANG)
+        return root_login.before(ROOT_LOGIN, MachineCloud.boot_script(self, spec, options))

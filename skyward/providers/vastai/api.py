@@ -16,9 +16,9 @@ import threading
 from collections.abc import Mapping
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import bearer_client, message
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -30,6 +30,7 @@ from skyward.providers.cloud.json import (
     objects,
     text,
 )
+from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://console.vast.ai/api/v0"
 KEY = credentials.Source(("VAST_API_KEY",), "~/.vast_api_key")
@@ -39,12 +40,12 @@ ENDED = ("deleted", "destroyed")
 STOPPED = ("exited", "offline")
 
 
-class VastAPI:
+class VastAPI(KeysInOrders):
     """Calls Vast.ai with the key from the environment (CredentialsError without one)."""
 
     def __init__(self) -> None:
         (key,) = credentials.require("Vast.ai", [KEY])
-        self._http = ApiClient("Vast.ai", base_url("vastai", URL), lambda: {"Authorization": f"Bearer {key}"}, KEY.describe())
+        self._http = bearer_client("Vast.ai", "vastai", URL, key, KEY.describe())
         self._taken: set[str] = set()
         self._lock = threading.Lock()
 
@@ -71,15 +72,6 @@ class VastAPI:
                 disk_gb=min(number(a, "disk_space", 0) for a in asks) or None,
             ))
         return kinds
-
-    def add_key(self, name: str, public_key: str) -> str | None:
-        return None  # attached to each instance
-
-    def remove_key(self, key_id: str) -> None:
-        return None
-
-    def keys(self) -> list[Key]:
-        return []
 
     def create(self, order: Order) -> str:
         body: dict[str, object] = {
@@ -120,11 +112,7 @@ class VastAPI:
         return [_machine(item) for item in objects(as_object(answer), "instances")]
 
     def delete(self, machine_id: str) -> None:
-        try:
-            self._http.call("DELETE", f"/instances/{machine_id}/", f"destroying instance {machine_id}")
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._http.remove(f"/instances/{machine_id}/", f"destroying instance {machine_id}")
 
 
 def _machine(item: JsonObject) -> Machine:

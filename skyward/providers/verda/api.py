@@ -15,8 +15,7 @@ from collections.abc import Mapping
 
 from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError
-from skyward.providers.cloud.http import ApiClient, base_url, message
+from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors
 from skyward.providers.cloud.json import (
     JsonObject,
     as_object,
@@ -95,11 +94,7 @@ class VerdaAPI:
         return _made_id(answer)
 
     def remove_key(self, key_id: str) -> None:
-        try:
-            self._http.call("DELETE", f"/sshkeys/{key_id}", f"deleting SSH key {key_id}")
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._http.remove(f"/sshkeys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
         listed = self._http.call("GET", "/sshkeys", "listing SSH keys")
@@ -113,12 +108,8 @@ class VerdaAPI:
         }
         if order.disk_gb:
             body["os_volume"] = {"name": order.name, "size": order.disk_gb}
-        try:
+        with capacity_errors(NO_CAPACITY, f"Verda has no {order.machine_type.name} in {order.machine_type.region}"):
             answer = self._http.call("POST", "/instances", f"deploying {order.name}", json=body)
-        except CloudAPIError as exc:
-            if any(text in message(exc.body).lower() for text in NO_CAPACITY):
-                raise CapacityError(f"Verda has no {order.machine_type.name} in {order.machine_type.region}: {message(exc.body)}") from None
-            raise
         return _made_id(answer)
 
     def get(self, machine_id: str) -> Machine | None:
@@ -129,11 +120,9 @@ class VerdaAPI:
         return [_machine(item) for item in as_objects(self._http.call("GET", "/instances", "listing instances"))]
 
     def delete(self, machine_id: str) -> None:
-        try:
-            self._http.call("PUT", "/instances", f"deleting instance {machine_id}", json={"action": "delete", "id": [machine_id]})
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
+        self._http.remove(
+            "/instances", f"deleting instance {machine_id}", method="PUT", json={"action": "delete", "id": [machine_id]}
+        )
 
 
 def _made_id(answer: object) -> str:

@@ -26,8 +26,8 @@ from skyward.providers.cloud.api import (
     Order,
     epoch,
 )
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
-from skyward.providers.cloud.http import ApiClient, Params, base_url, message
+from skyward.providers.cloud.errors import CloudError
+from skyward.providers.cloud.http import Params, bearer_client, capacity_errors
 from skyward.providers.cloud.json import JsonObject, as_object, items, number, obj, objects, text
 
 URL = "https://api.vultr.com/v2"
@@ -80,20 +80,13 @@ class VultrAPI:
     """Calls Vultr with ``api_key`` (None: ``$VULTR_API_KEY``, then ``~/.vultr-cli.yaml``)."""
 
     def __init__(self, api_key: str | None = None) -> None:
-        if api_key is None:
-            (api_key,) = credentials.require("Vultr", [API_KEY])
-        key = api_key
+        key = credentials.given_or_found("Vultr", api_key, API_KEY)
         self._regions: list[str] | None = None
         self._made: dict[str, str] = {}
         """The firewall group this client made for each group (``add_firewall``)."""
         self._admitted: dict[str, tuple[str, list[str]]] = {}
         """Per instance: its firewall group and the rules that admit its address."""
-        self._http = ApiClient(
-            "Vultr",
-            base_url("vultr", URL),
-            lambda: {"Authorization": f"Bearer {key}"},
-            f"Vultr(api_key=...) or {API_KEY.describe()}",
-        )
+        self._http = bearer_client("Vultr", "vultr", URL, key, f"Vultr(api_key=...) or {API_KEY.describe()}")
 
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Every plan sold in ``region`` (None: everywhere) at its hourly cost (its monthly
@@ -138,7 +131,7 @@ class VultrAPI:
         return text(obj(as_object(answer), "ssh_key"), "id")
 
     def remove_key(self, key_id: str) -> None:
-        self._delete(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
+        self._http.remove(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
         return [
@@ -164,19 +157,9 @@ class VultrAPI:
             "backups": "disabled",
             "activation_email": False,
         }
-        try:
-            answer = self._http.call(
-                "POST", "/instances", f"creating instance {order.name}", json=body
-            )
-        except CloudAPIError as exc:
-            if exc.status in (400, 406, 412) and any(
-                text in message(exc.body).lower() for text in NO_CAPACITY
-            ):
-                kind = order.machine_type
-                raise CapacityError(
-                    f"Vultr has no {kind.name} in {kind.region}: {message(exc.body)}"
-                ) from None
-            raise
+        kind = order.machine_type
+        with capacity_errors(NO_CAPACITY, f"Vultr has no {kind.name} in {kind.region}", statuses=(400, 406, 412)):
+            answer = self._http.call("POST", "/instances", f"creating instance {order.name}", json=body)
         return text(obj(as_object(answer), "instance"), "id")
 
     def get(self, machine_id: str) -> Machine | None:
@@ -200,10 +183,10 @@ class VultrAPI:
 
     def delete(self, machine_id: str) -> None:
         """The instance, then the rules that admitted its address."""
-        self._delete(f"/instances/{machine_id}", f"deleting instance {machine_id}")
+        self._http.remove(f"/instances/{machine_id}", f"deleting instance {machine_id}")
         group_id, rules = self._admitted.pop(machine_id, ("", []))
         for rule in rules:
-            self._delete(
+            self._http.remove(
                 f"/firewalls/{group_id}/rules/{rule}",
                 f"deleting rule {rule} of firewall group {group_id}",
             )
@@ -224,13 +207,13 @@ class VultrAPI:
                 json=SSH_RULE,
             )
         except BaseException:
-            self._delete(f"/firewalls/{firewall_id}", f"deleting firewall group {group}")
+            self._http.remove(f"/firewalls/{firewall_id}", f"deleting firewall group {group}")
             raise
         self._made[group] = firewall_id
         return firewall_id
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
-        self._delete(f"/firewalls/{firewall_id}", f"deleting firewall group {group}")
+        self._http.remove(f"/firewalls/{firewall_id}", f"deleting firewall group {group}")
         self._made.pop(group, None)
 
     def firewalls(self) -> list[Firewall]:
@@ -271,13 +254,6 @@ class VultrAPI:
             )
         if region not in self._regions:
             raise fail("Vultr", "region", region, f"Vultr's regions are {', '.join(self._regions)}")
-
-    def _delete(self, path: str, what: str) -> None:
-        try:
-            self._http.call("DELETE", path, what)
-        except CloudAPIError as exc:
-            if exc.status != 404:
-                raise
 
     def _pages(
         self, path: str, key: str, what: str, params: Params | None = None

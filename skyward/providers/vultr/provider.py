@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skyward.containers import refuse_container
-from skyward.core.validation import fail
+from skyward.core.validation import check_secret, fail
 from skyward.model.spec import Spec
 from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.vultr.api import MAX_NODES, VultrAPI
@@ -56,14 +56,9 @@ class Vultr(MachineCloud):
                 self.os_id,
                 f"give a positive OS id from GET /v2/os (Ubuntu 24.04 x64 is {UBUNTU_24_04})",
             )
-        if self.api_key is not None and (
-            not isinstance(self.api_key, str) or not self.api_key.strip()
-        ):
-            raise ValueError(
-                f"Vultr.api_key of type {type(self.api_key).__name__} is not valid: give the "
-                "API key as a non-empty str, or leave it out to read $VULTR_API_KEY (or "
-                "api-key in ~/.vultr-cli.yaml)"
-            )
+        check_secret(
+            "Vultr", "api_key", self.api_key, "the API key", "$VULTR_API_KEY (or api-key in ~/.vultr-cli.yaml)"
+        )
 
     def api(self) -> VultrAPI:
         return VultrAPI(self.api_key.strip() if self.api_key else None)

@@ -1,7 +1,8 @@
 """Elastic pools on every machine cloud of the conformance suite (its local fake; every
 machine a real test host): the pool grows under queued work and shrinks back to its floor
 with the idle machine deleted, and, on a cloud that sells spot machines, a spot machine the
-cloud reclaims during a map loses no item while a new machine takes its rank. AWS has its
+cloud reclaims during a map loses no item while a new machine takes its rank, and a pool
+that scales to zero deletes every machine while it sleeps. AWS has its
 own file (test_aws_elastic.py, the same checks against the local EC2). Seconds-scale
 intervals. ``rotated(single=True)``: in CI each commit runs these on one cloud, in turn."""
 
@@ -72,6 +73,17 @@ def test_an_elastic_pool_grows_under_work_and_shrinks_when_idle(cloud: Cloud) ->
         assert {future.result(WAIT) for future in futures} <= {0, 1}
         eventually(lambda: pool.current_nodes() == 1, "shrinking to the floor once idle")
         eventually(lambda: len(machines_of(cloud, pool.id)) == 1, "the idle machine deleted", 60)
+    assert cloud.leftovers(pool.id) == []
+
+
+@pytest.mark.rotated(single=True)
+def test_an_idle_pool_that_scales_to_zero_deletes_every_machine(cloud: Cloud) -> None:
+    """``Nodes(min=0)``: asleep, the pool has no machine, key or firewall on the cloud
+    (waking it is the provider's launch again: tests/e2e/ssh/test_ssh_sleep.py)."""
+    options = OPTIONS.with_(cluster=False, autoscale_idle_timeout=1.0)
+    with sky.Compute(provider=cloud.make(), nodes=sky.Nodes(desired=1, min=0), options=options, **cloud.pool) as pool:
+        assert where() >> pool == (0, 1)
+        eventually(lambda: pool.current_nodes() == 0 and not cloud.leftovers(pool.id), "everything deleted", 90)
     assert cloud.leftovers(pool.id) == []
 
 

@@ -1,6 +1,7 @@
 """A kept pool on 3 SSH hosts (``Options(keep_alive=...)``): the same script run again
 adopts the same node processes on the hosts through the pool daemon, without Ray in the
-script, with the pool's collections as the last run left them; idle past
+script, with the pool's collections as the last run left them and the locks the last
+script held freed; idle past
 ``keep_alive`` it is torn down and leaves nothing on the hosts or on this machine."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ with sky.Compute(provider=provider, nodes=3, keep_alive={keep_alive}, console=Fa
     print("NODES", sorted(where() @ pool), flush=True)
     print("RUNS", runs.value, flush=True)
     print("RAY", "ray" in sys.modules, flush=True)
+    print("LOCKED", pool.lock("left-held").acquire(timeout=10), flush=True)  # never released
 print("AFTER", flush=True)
 """
 
@@ -45,7 +47,7 @@ def run(sandbox: dict, script: Path) -> dict[str, object]:
     found: dict[str, object] = {}
     for line in done.stdout.splitlines():
         key, _, value = line.partition(" ")
-        if key in ("NODES", "RUNS", "RAY"):
+        if key in ("NODES", "RUNS", "RAY", "LOCKED"):
             found[key] = ast.literal_eval(value)
     assert done.returncode == 0 and "AFTER" in done.stdout, (done.stdout + done.stderr)[-3000:]
     return found
@@ -68,6 +70,7 @@ def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_aliv
     took = time.monotonic() - started
     assert second["NODES"] == first["NODES"], "the second run did not adopt the same node processes"
     assert second["RUNS"] == 2 and second["RAY"] is False
+    assert first["LOCKED"] is True and second["LOCKED"] is True, "the first script's lock outlived it"
     assert took < 60, f"adopting took {took:.1f}s"  # a fresh 3-host open takes longer; the benchmark measures it
 
     # idle for keep_alive=8 s: torn down on the hosts, and the daemon leaves too

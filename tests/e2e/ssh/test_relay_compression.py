@@ -1,6 +1,6 @@
 """Large payloads through a real SSH pool's relay: the stream between the client and the
 head relay compresses a large compressible argument and result (lz4, both ways) and
-leaves an incompressible one plain; both arrive whole (docs/benchmarks.md, group P)."""
+leaves an incompressible one plain; both arrive whole (docs/compression.md)."""
 
 from __future__ import annotations
 

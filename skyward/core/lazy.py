@@ -1,0 +1,23 @@
+"""Names a package imports only on first use (a module ``__getattr__``), so importing the
+package does not import the modules behind them."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, MutableMapping
+
+
+def lazy_names(namespace: MutableMapping[str, object], modules: Mapping[str, str]) -> Callable[[str], object]:
+    """The ``__getattr__`` of the module whose globals are ``namespace``: ``name`` is
+    imported from the module ``modules[name]`` on first use and kept in ``namespace``
+    (later uses do not come here). AttributeError for a name ``modules`` does not hold."""
+    package = namespace["__name__"]
+
+    def __getattr__(name: str) -> object:
+        if name not in modules:
+            raise AttributeError(f"module '{package}' has no attribute {name!r}")
+        value = getattr(importlib.import_module(modules[name]), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__

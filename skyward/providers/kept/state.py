@@ -1,0 +1,118 @@
+"""What the pool daemon writes down so that a successor can adopt its local kept pools
+if it dies: its detached Ray instance (``local.detached_ray``) and, for each local kept
+pool, what it was opened as.
+
+One JSON file, ``STATE_FILE`` in the daemon's private directory (mode 0700), written
+whole (a temporary file renamed over it), mode 0600. A pool's definition is pickled
+bytes (the Spec and Options, as ``AdoptPool`` answers carry them); ``load`` reads the
+file only when it and its directory belong to this user and nobody else can write them,
+so only what this user's daemon wrote is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from skyward.core.private_dir import is_private
+from skyward.providers.local.detached_ray import DetachedRay
+
+STATE_FILE = "kept.json"
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRecord:
+    """A local kept pool as its daemon opened it."""
+
+    name: str
+    fingerprint: str
+    keep_alive: float
+    pool_id: str
+    nodes: int
+    opened: float
+    """When it was opened (epoch seconds)."""
+    definition: bytes
+    """The pickled (Spec, Options) it was opened with."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonState:
+    """The daemon's Ray instance and its local kept pools."""
+
+    ray: DetachedRay
+    pools: tuple[KeptRecord, ...] = ()
+
+
+def save(directory: Path, state: DaemonState) -> None:
+    """Write ``state`` (see the module)."""
+    text = json.dumps({
+        "ray": {"address": state.ray.address, "token": state.ray.token, "temp_dir": state.ray.temp_dir},
+        "pools": [
+            {
+                "name": p.name, "fingerprint": p.fingerprint, "keep_alive": p.keep_alive, "pool_id": p.pool_id,
+                "nodes": p.nodes, "opened": p.opened, "definition": base64.b64encode(p.definition).decode(),
+            }
+            for p in state.pools
+        ],
+    })
+    partial = directory / (STATE_FILE + ".part")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(partial, directory / STATE_FILE)
+
+
+def load(directory: Path) -> DaemonState | None:
+    """What a predecessor wrote in ``directory``; None when nothing was, or when the file
+    or its directory is not this user's alone (then it is not read), or it is malformed."""
+    path = directory / STATE_FILE
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not is_private(str(directory)) or not _private_file(found):
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        ray = DetachedRay(str(raw["ray"]["address"]), str(raw["ray"]["token"]), str(raw["ray"]["temp_dir"]))
+        pools = tuple(
+            KeptRecord(
+                str(p["name"]), str(p["fingerprint"]), float(p["keep_alive"]), str(p["pool_id"]), int(p["nodes"]),
+                float(p["opened"]), base64.b64decode(str(p["definition"])),
+            )
+            for p in raw["pools"]
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return DaemonState(ray, pools)
+
+
+def forget(directory: Path) -> None:
+    """Remove the state file (the daemon stopped in order: nothing to adopt)."""
+    with contextlib.suppress(FileNotFoundError):
+        (directory / STATE_FILE).unlink()
+
+
+def kept_by_a_dead_daemon(directory: Path) -> bool:
+    """Whether ``directory`` holds kept pools written down whose Ray instance still runs
+    (a live daemon there serves them; without one, starting a daemon adopts them). A
+    state whose instance is gone is removed: nothing of it can be adopted."""
+    state = load(directory)
+    if state is None or not state.pools:
+        return False
+    if state.ray.alive():
+        return True
+    forget(directory)
+    return False
+
+
+def _private_file(found: os.stat_result) -> bool:
+    return (
+        stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid()
+        and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH | stat.S_IRGRP | stat.S_IROTH)
+    )

@@ -1,0 +1,94 @@
+"""The pool daemon's Ray instance: one that outlives the daemon, so the local pools it
+keeps survive the daemon's death (SIGKILL, an OOM kill) for its successor to adopt.
+
+``ray.init`` binds the processes it starts to the process that called it (the kernel
+kills them with it); ``ray start --head`` does not. So the daemon starts its instance
+with ``ray start`` (127.0.0.1, ports the OS says are free, no dashboard, autoscaler or
+log monitor, token auth with a random token passed through the environment, usage stats
+off) in a private directory (mode 0700, ``LocalRay``'s layout), and then joins it as
+any client joins the warm engine's instance. Every process of the instance carries
+``reaper.MARKER``, so ``stop`` (and the daemon's reaper) end it all by that mark.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from skyward.providers.local.reaper import MARKER, live_marked, sweep
+
+START_TIMEOUT = 90.0
+"""Seconds ``ray start`` may take."""
+
+
+@dataclass(frozen=True, slots=True)
+class DetachedRay:
+    """A running detached instance: what a process needs to join it (``LocalRay``'s
+    ``Engine``) and to stop it."""
+
+    address: str
+    token: str
+    temp_dir: str
+
+    def alive(self) -> bool:
+        """Whether its GCS still answers on its port and its processes still run."""
+        host, _, port = self.address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=2):
+                pass
+        except (OSError, ValueError):
+            return False
+        return bool(live_marked(self.temp_dir))
+
+    def stop(self) -> None:
+        """End every process of the instance and remove its directory."""
+        sweep(self.temp_dir)
+
+
+def start() -> DetachedRay:
+    """Start a detached instance (see the module). RuntimeError with ``ray start``'s
+    output when it fails; nothing of it is left running then."""
+    from skyward.providers.local.ray_instance import ENVIRONMENT, RAY_DIR  # imports Ray: only here
+
+    temp_dir = tempfile.mkdtemp(prefix="sky-")  # mode 0700
+    token = secrets.token_hex(32)
+    gcs, *others = _free_ports(5)
+    env = {**os.environ, **ENVIRONMENT, "RAY_AUTH_TOKEN": token, MARKER: temp_dir}
+    command = [
+        sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={gcs}",
+        "--node-ip-address=127.0.0.1", f"--num-cpus={os.cpu_count() or 1}", f"--temp-dir={temp_dir}/{RAY_DIR}",
+        "--include-dashboard=false", "--no-monitor", "--include-log-monitor=false", "--disable-usage-stats",
+        f"--dashboard-agent-listen-port={others[0]}", f"--dashboard-agent-grpc-port={others[1]}",
+        f"--runtime-env-agent-port={others[2]}", f"--metrics-export-port={others[3]}",
+        "--log-style=record", "--log-color=false",
+    ]
+    try:
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=START_TIMEOUT, start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        sweep(temp_dir)
+        raise RuntimeError(f"`ray start` did not finish within {START_TIMEOUT:g}s") from None
+    if done.returncode != 0:
+        sweep(temp_dir)
+        output = (done.stdout + done.stderr).replace(token, "***")[-3000:]
+        raise RuntimeError(f"`ray start` failed (exit {done.returncode}):\n{output}")
+    return DetachedRay(f"127.0.0.1:{gcs}", token, temp_dir)
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct ports on 127.0.0.1 that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
