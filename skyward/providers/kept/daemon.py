@@ -157,7 +157,7 @@ class KeptPools:
                 self._opening.discard(name)
             raise
         pool.definition = cloudpickle.dumps((request.spec, request.options))
-        pool.log = self._directory / f"pool-{request.pool_id[:12]}.log"
+        pool.log = self._log_path(request.pool_id)
         pool.log.touch(mode=0o600)
         try:
             self._listen(pool)
@@ -199,20 +199,9 @@ class KeptPools:
     def _rejoin(self, record: kept_state.KeptRecord, spec: Spec, options: Options) -> KeptPool:
         """The running pool ``record`` found again, listening on its socket and registered."""
         cluster = rejoin(spec, options, record.pool_id, record.nodes, HOLD_TIMEOUT)
-        membership = cluster.membership
-        if not isinstance(membership, AgentMembership):
-            cluster.stop()
-            raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
-        temp = LocalRay.temp_dir() or ""
-        log = self._directory / f"pool-{record.pool_id[:12]}.log"
-        log.touch(mode=0o600)
-        pool = KeptPool(
-            record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster,
-            self._directory / f"pool-{record.pool_id[:12]}.sock",
-            os.path.join(temp, f"notes-{record.pool_id[:12]}") if temp else "", agents=dict(membership.agents),
-            opened=record.opened, definition=record.definition, log=log,
-        )
-        pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, record.pool_id, node))}
+        pool = self._local_pool(record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster)
+        pool.opened, pool.definition, pool.log = record.opened, record.definition, self._log_path(record.pool_id)
+        pool.log.touch(mode=0o600)
         try:
             self._listen(pool)
         except BaseException:
@@ -240,25 +229,39 @@ class KeptPools:
     def _open(self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest) -> KeptPool:
         """Start the pool ``request`` defines: local agents on this daemon's Ray, or a
         remote pool by its provider (under the client's environment, one at a time)."""
-        socket = self._directory / f"pool-{request.pool_id[:12]}.sock"
         if request.spec.provider.name != "local":
             with self._launching, _client_environment(request.context):
                 cluster = request.spec.provider.launch(request.spec, request.options, request.pool_id)
             forwarder = EventForwarder()
             cluster.transport.open(self._loop.loop, forwarder)
-            return KeptPool(name, fingerprint, keep_alive, request.pool_id, cluster, socket, "", forwarder=forwarder)
+            return KeptPool(
+                name, fingerprint, keep_alive, request.pool_id, cluster, self._socket_path(request.pool_id), "",
+                forwarder=forwarder,
+            )
         cluster = start(request.spec, request.options, request.pool_id, context=request.context, detached=True)
-        temp = LocalRay.temp_dir()
-        membership = cluster.membership  # a local pool's: its agents are the relay's
+        return self._local_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
+
+    def _local_pool(self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: Cluster) -> KeptPool:
+        """The kept pool of a local ``cluster`` on this daemon's Ray: its agents, lanes and
+        post-mortem notes are the relay's. TypeError (the cluster stopped) when the
+        cluster is not a local pool's."""
+        membership = cluster.membership
         if not isinstance(membership, AgentMembership):
             cluster.stop()
             raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
+        temp = LocalRay.temp_dir() or ""
         pool = KeptPool(
-            name, fingerprint, keep_alive, request.pool_id, cluster, socket,
-            os.path.join(temp, f"notes-{request.pool_id[:12]}") if temp else "", agents=dict(membership.agents),
+            name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id),
+            os.path.join(temp, f"notes-{pool_id[:12]}") if temp else "", agents=dict(membership.agents),
         )
-        pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, request.pool_id, node))}
+        pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, pool_id, node))}
         return pool
+
+    def _socket_path(self, pool_id: str) -> Path:
+        return self._directory / f"pool-{pool_id[:12]}.sock"
+
+    def _log_path(self, pool_id: str) -> Path:
+        return self._directory / f"pool-{pool_id[:12]}.log"
 
     def adopt(self, name: str, fingerprint: str, pid: int) -> PoolHeld:
         """Hold a kept pool for client ``pid``: the one named ``name`` (whose definition
