@@ -86,7 +86,7 @@ def kept_runs(runs: int) -> list[tuple[float, bool]]:
             isolated(kept_run)
             return [tuple(isolated(kept_run)) for _ in range(runs)]  # type: ignore[misc]
         finally:
-            from skyward.providers.warm_client import end_pools, stop_all
+            from skyward.providers.daemon_client import end_pools, stop_all
 
             end_pools("")
             stop_all()
@@ -112,14 +112,13 @@ def kept_run() -> tuple[float, bool]:
 
 WARM = "skyward warm open, Local(keep_warm)"
 KEEP_WARM = 60.0
-SPARES_WAIT = 120.0
 
 
 def warm_opens(runs: int) -> list[float]:
-    """Seconds to open a 4-node pool on a warm engine (`sky.Local(keep_warm=...)`), each
-    in a fresh interpreter, with a private $SKYWARD_HOME: the first run starts the engine
-    (not counted), then each run finds the spare agents the previous pool's close left
-    started. The engine is stopped at the end."""
+    """Seconds to open a 4-node `sky.Local(keep_warm=...)` pool, each in a fresh
+    interpreter, with a private $SKYWARD_HOME: the first run opens the pool, which is
+    kept (not counted); each later run adopts it. The pool and its daemon are ended at
+    the end."""
     import tempfile
 
     saved = os.environ.get("SKYWARD_HOME")
@@ -127,14 +126,11 @@ def warm_opens(runs: int) -> list[float]:
         os.environ["SKYWARD_HOME"] = home
         try:
             isolated(warm_open)
-            opens = []
-            for _ in range(runs):
-                _wait_for_spares()
-                opens.append(isolated(warm_open))
-            return opens
+            return [isolated(warm_open) for _ in range(runs)]
         finally:
-            from skyward.providers.warm_client import stop_all
+            from skyward.providers.daemon_client import end_pools, stop_all
 
+            end_pools("")
             stop_all()
             if saved is None:
                 os.environ.pop("SKYWARD_HOME", None)
@@ -143,8 +139,8 @@ def warm_opens(runs: int) -> list[float]:
 
 
 def warm_open() -> float:
-    """One run: import skyward (not counted), open a 4-node pool on the warm engine and
-    have every node answer (counted), close."""
+    """One run: import skyward (not counted), open (or adopt) the 4-node keep_warm pool
+    and have every node answer (counted), leave it."""
     import skyward as sky
 
     started = time.perf_counter()
@@ -153,17 +149,6 @@ def warm_open() -> float:
         assert len(sky.function(os.getpid)() @ pool) == engines.WORKERS
         opened = time.perf_counter() - started
     return opened
-
-
-def _wait_for_spares() -> None:
-    from skyward.providers.warm_client import status
-
-    deadline = time.monotonic() + SPARES_WAIT
-    while time.monotonic() < deadline:
-        if any(engine.spares >= engines.WORKERS for engine in status()):
-            return
-        time.sleep(0.1)
-    raise SubjectFailed(f"the warm engine had no {engines.WORKERS} spare agents ready within {SPARES_WAIT:g}s")
 
 
 def interleaved(fn: Callable[[str], Any], runs: int) -> dict[str, list[Any] | SubjectFailed]:

@@ -134,7 +134,7 @@ def kept_runs(script: str, runs: int, extra_env: dict[str, str] | None = None) -
     import subprocess
     import tempfile
 
-    from skyward.providers.warm_client import end_pools, stop_all
+    from skyward.providers.daemon_client import end_pools, stop_all
 
     with tempfile.TemporaryDirectory(prefix="skybench-kept-") as home:
         env = {**os.environ, **(extra_env or {}), "SKYWARD_HOME": home}

@@ -219,8 +219,8 @@ EXPLANATIONS: dict[str, str] = {
         "Dask's LocalCluster starts 4 plain Python processes with no GCS or raylet in 1.00 s. "
         "Nothing on skyward's side of a cold start is left to cut that would close a 4x gap. "
         "What closes it for the case that matters (a script run again and again while it is "
-        "written) is the warm engine, `sky.Local(keep_warm=...)`: 0.86 s in the same run "
-        "(B4-warm). What would close it cold: a local transport without Ray (the engine "
+        "written) is a kept pool (`Options(keep_alive=...)` or `sky.Local(keep_warm=...)`, "
+        "B4-kept and B4-warm). What would close it cold: a local transport without Ray (the engine "
         "already runs without Ray on the fake transport, tests/fake_cluster.py, and dispatch "
         "already goes over the agents' Unix-socket lanes) for pools that need no Ray feature."
     ),
@@ -238,19 +238,11 @@ EXPLANATIONS: dict[str, str] = {
         "without Ray (see B4-dask); no setting of Ray's brings its daemons under 1%."
     ),
     "B4-warm": (
-        "The warm engine is built (`sky.Local(keep_warm=...)`, docs/guide.md): a script run "
-        "again opens its 4-node pool in 0.86 s against the cold start's 3.77 s (run of "
-        "2026-11-25 14:43; 0.77 against 3.16 s in the run before). cProfile of three warm "
-        "opens (of 0.77 s), each in a fresh interpreter with 4 spare agents waiting: importing "
-        "Ray in the client 0.34 s (`import skyward` no longer loads it; the pool needs it to "
-        "join the engine's Ray instance as a driver), Ray's own lazy imports on the first "
-        "actor call (its serialization context, ray.util, accelerators, pydantic) 0.2 s, the "
-        "4 spares taking the pool's setup (`NodeAgent.configure`) 0.12-0.2 s of waiting, "
-        "the lease from the engine, the join and the first call ~0.1 s. So 0.55 s of the "
-        "0.77 s is Ray's client-side start. Closing it: a client that drives a warm pool "
-        "without Ray: every call already goes over the agents' Unix-socket lanes; moving "
-        "`configure`, the event poll and stop to the lanes (or to the engine's socket) "
-        "leaves Ray inside the engine only, which would put a warm open near 0.2 s."
+        "`sky.Local(keep_warm=...)` now keeps the pool (docs/kept-pools.md), so a script run "
+        "again adopts its node processes as B4-kept does: no Ray in the client, no agent "
+        "start. Before, it kept Ray and spare agents in the pool daemon and the client joined "
+        "that Ray instance as a driver: 0.96 s in the run of 2026-11-26 13:56, 0.55 s of it "
+        "Ray's client-side start."
     ),
     "B3-ratio": (
         "Noise, not the engine: the two engines' figures have the same shape, a minimum of "
@@ -302,7 +294,7 @@ EXPLANATIONS: dict[str, str] = {
         "monitor and log monitors are no longer started on the hosts (skyward resizes pools "
         "itself and its agents capture task output), two Python daemons fewer: an A/B of S1 "
         "measured the `ray start` phase 5.37 s before and 5.21 s after, within this machine's "
-        "spread. Closing it: a remote warm engine, the local one's design on the head host "
+        "spread. Closing it: a remote pool daemon, the local one's design on the head host "
         "(Ray and spare agents kept for an idle period, reached through the pool's SSH "
         "connection), so a second script skips `ray start` and the agents' start; on separate "
         "machines the 3 starts would also run truly in parallel."
@@ -319,7 +311,7 @@ EXPLANATIONS: dict[str, str] = {
         "start --head` took 3.35 s without bytecode and 2.2-2.3 s with it, but compiling it "
         "first took 2.66 s (`compileall` of the environment, 2,928 files) or 1.80 s "
         "(importing the modules Ray's daemons use, once), more than the start saves. Closing "
-        "it: the remote warm engine (see R-warm) for every open after the first; for the "
+        "it: the remote pool daemon (see R-warm) for every open after the first; for the "
         "first, hosts that do not share cores."
     ),
     "B1-actor": (

@@ -17,7 +17,7 @@ import importlib
 import sys
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from skyward import containers, integrations, plugins, storage
 from skyward.api import time
@@ -31,6 +31,7 @@ from skyward.api.accelerator_helpers import (
     select_instance,
 )
 from skyward.api.compute import Compute, ComputePool, MultiPool, pool
+from skyward.api.operands import DispatchOperand
 from skyward.api.pool import Pool
 from skyward.api.sampler import DistributedSampler
 from skyward.api.selection import (
@@ -169,17 +170,14 @@ __all__ = [
 ]
 
 
-class _SkywardModule(types.ModuleType):
+class _SkywardModule(DispatchOperand, types.ModuleType):
     """Lets ``x >> sky`` with a non-pending ``x`` fail with a message that says the fix."""
 
-    def __rrshift__(self, other: object) -> NoReturn:
-        raise _left_side_error(other, ">>")
-
-    def __rmatmul__(self, other: object) -> NoReturn:
-        raise _left_side_error(other, "@")
-
-    def __lt__(self, other: object) -> NoReturn:
-        raise _left_side_error(other, ">")
+    def _wrong_left(self, value: object, operator: str) -> TypeError:
+        return TypeError(
+            f"the left side of `{operator} sky` must be a pending call such as f(x) where f is "
+            f"decorated with @sky.function; got {type(value).__name__} {value!r}"
+        )
 
     def __reduce__(self) -> tuple[Callable[[str], types.ModuleType], tuple[str]]:
         return (importlib.import_module, (self.__name__,))
@@ -236,13 +234,6 @@ if TYPE_CHECKING:  # the lazy names, as type checkers should see them
 
 
 __getattr__ = lazy_names(globals(), _LAZY)
-
-
-def _left_side_error(value: object, operator: str) -> TypeError:
-    return TypeError(
-        f"the left side of `{operator} sky` must be a pending call such as f(x) where f is "
-        f"decorated with @sky.function; got {type(value).__name__} {value!r}"
-    )
 
 
 sys.modules[__name__].__class__ = _SkywardModule

@@ -110,7 +110,7 @@ def _kept_pool(options: sky.Options) -> Iterator[sky.Pool]:
     under a temporary $SKYWARD_HOME, ended afterwards)."""
     import tempfile
 
-    from skyward.providers import warm_client
+    from skyward.providers import daemon_client
 
     saved = os.environ.get("SKYWARD_HOME")
     with tempfile.TemporaryDirectory(prefix="skykept-") as home:
@@ -120,11 +120,11 @@ def _kept_pool(options: sky.Options) -> Iterator[sky.Pool]:
             with sky.Compute(nodes=4, options=kept):
                 pass
             with sky.Compute(nodes=4, options=kept) as pool:
-                assert [state.holder for state in warm_client.kept_pools()] == [os.getpid()], "not adopted"
+                assert [state.holder for state in daemon_client.kept_pools()] == [os.getpid()], "not adopted"
                 yield pool
         finally:
-            warm_client.end_pools("")
-            warm_client.stop_all()
+            daemon_client.end_pools("")
+            daemon_client.stop_all()
             if saved is None:
                 os.environ.pop("SKYWARD_HOME", None)
             else:

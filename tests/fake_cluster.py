@@ -48,7 +48,7 @@ from skyward.engine.transports.relay import RelayTransport, unix_connector
 from skyward.engine.wire import Payload, encode
 from skyward.model.nodes import NodeHandle
 from skyward.node.agent import AgentSetup, NodeRunner
-from skyward.providers.base import Cluster, Offer
+from skyward.providers.base import LaunchedCluster, Offer
 
 POLL_WAIT = 0.05
 
@@ -194,6 +194,9 @@ class FakeMembership:
         self.added.append(node)
         return Joined(NodeHandle(f"{self._pool_id}-{node}-{len(self.added)}", "127.0.0.1", instance_type="fake"), runner.info)
 
+    def lowest(self) -> int:
+        return 0
+
     def remove(self, node: int) -> None:
         runner = self.transport.runners.get(node)
         self.transport.detach(node, f"node {node} was removed")
@@ -222,7 +225,7 @@ class FakeMembership:
 
 
 class _NoCollections:
-    def engine(self) -> Any:
+    def operations(self) -> Any:
         raise NotImplementedError("the fake cluster has no distributed collections")
 
     def membership_changed(self, left: int | None, reason: str) -> None:
@@ -257,7 +260,7 @@ class FakeProvider:
     def default_storage(self, spec: sky.Spec) -> sky.Storage | None:
         return None
 
-    def launch(self, spec: sky.Spec, options: sky.Options, pool_id: str) -> Cluster:
+    def launch(self, spec: sky.Spec, options: sky.Options, pool_id: str) -> LaunchedCluster:
         count = spec.node_count.floor
         worker = options.resolved_worker
         infos = tuple(fake_info(node, count, pool_id) for node in range(count))
@@ -280,8 +283,8 @@ class FakeProvider:
 
         if relay is not None:  # nodes join on the relay's side (its FakeTransport)
             client = RelayTransport(unix_connector(relay.address), relay.address, relay.secret, compress=True)
-            return Cluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
-        return Cluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
+            return LaunchedCluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
+        return LaunchedCluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
 
 
 class TransportBackend:

@@ -20,8 +20,8 @@ from skyward.engine import interruptible
 from skyward.image.image import Image
 from skyward.model.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Nodes, Options, Spec, Worker
 from skyward.observe.events import Event
+from skyward.providers.daemon_client import kept_definition
 from skyward.providers.local.provider import Local
-from skyward.providers.warm_client import kept_definition
 from skyward.storage.volume import Volume
 
 P = ParamSpec("P")

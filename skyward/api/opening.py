@@ -58,7 +58,7 @@ from skyward.observe.events import (
 )
 from skyward.plugins.client import ClientPlugins
 from skyward.providers import registry
-from skyward.providers.base import Cluster, pricing, with_default_storage
+from skyward.providers.base import LaunchedCluster, pricing, with_default_storage
 from skyward.providers.kept.client import open_kept
 
 """How long closing waits for the pool's event loop thread to end."""
@@ -91,13 +91,13 @@ class OpenPool:
     loop: asyncio.AbstractEventLoop
     loop_thread: LoopThread
     """The thread ``loop`` runs on."""
-    cluster: Cluster
+    cluster: LaunchedCluster
     feed: EventFeed
     driver: ClusterDriver
     members: Members
     reconciler: Reconciler | None
     """Keeps the node count while the pool runs; None for a cluster that cannot change
-    (no ``Cluster.membership``: a kept pool's nodes are the daemon's)."""
+    (no ``LaunchedCluster.membership``: a kept pool's nodes are the daemon's)."""
     console: Console
     logging: log_setup.LogSession
     cost: CostMeter
@@ -206,7 +206,7 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         )
 
 
-def _provision_first(request: Launch) -> tuple[Spec, Cluster, float]:
+def _provision_first(request: Launch) -> tuple[Spec, LaunchedCluster, float]:
     """The first spec (in ``Options.selection`` order) whose cluster could be had, that
     cluster, and when its provisioning began (``time.monotonic()``)."""
     failures: list[tuple[Spec, BaseException]] = []
@@ -233,7 +233,7 @@ def _provision_first(request: Launch) -> tuple[Spec, Cluster, float]:
     raise failure from failures[0][1]
 
 
-def _provision(request: Launch, spec: Spec) -> Cluster:
+def _provision(request: Launch, spec: Spec) -> LaunchedCluster:
     """``spec``'s cluster, trying up to ``Options.max_provision_attempts`` times with
     ``provision_retry_delay`` seconds between attempts when provisioning fails for a
     reason that may pass (no capacity, a network error). A ValueError (the spec
@@ -282,7 +282,7 @@ def record(request: Launch, spec: Spec, logging: log_setup.LogSession, nodes: Se
     )
 
 
-def _stop_cluster(bus: EventBus, cluster: Cluster, members: Members) -> None:
+def _stop_cluster(bus: EventBus, cluster: LaunchedCluster, members: Members) -> None:
     """Release the collections and stop the nodes (an error is reported, not raised), then
     report each member gone."""
     try:

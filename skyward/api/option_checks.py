@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from skyward.model.spec import Options, Spec
+from skyward.providers.local.provider import KEEP_WARM_ENV, Local
 
 PROVIDER_SPECIFIC = ("ssh_timeout", "bootstrap_timeout", "ssh_retry_interval")
 NEEDS_MEMBERSHIP = ("autoscale_cooldown", "autoscale_idle_timeout", "reconcile_tick_interval", "health_checker")
@@ -46,6 +47,24 @@ def check_options(specs: tuple[Spec, ...], options: Options) -> None:
                 f"Options.{field.name}={value!r} has no effect on this pool's provider(s) ({names}): they cannot "
                 "add or replace nodes of a running pool; remove it"
             )
+
+
+def with_keep_warm(specs: tuple[Spec, ...], options: Options) -> Options:
+    """``options`` with ``keep_alive`` set to the largest ``sky.Local(keep_warm=...)`` of
+    ``specs`` when it is unset: keep_warm keeps the pool (docs/kept-pools.md). ValueError
+    naming keep_warm when the pool cannot be kept (``check_kept``)."""
+    warm = max((spec.provider.keep_warm for spec in specs if isinstance(spec.provider, Local)), default=0.0)
+    if options.keep_alive is not None or warm <= 0:
+        return options
+    kept = options.with_(keep_alive=warm)
+    try:
+        check_kept(specs, kept)
+    except ValueError as exc:
+        raise ValueError(
+            f"sky.Local(keep_warm={warm:g}) (or ${KEEP_WARM_ENV}) keeps the pool for the next script, as "
+            f"Options.keep_alive does, and the pool cannot be kept: {exc}; or set keep_warm=0 for this pool"
+        ) from None
+    return kept
 
 
 def check_kept(specs: tuple[Spec, ...], options: Options) -> None:

@@ -23,10 +23,11 @@ from typing import Any, Literal, NoReturn, TypeVar, cast, overload
 
 from skyward.api import opening
 from skyward.api.opening import Launch, OpenPool
-from skyward.api.option_checks import check_nodes, check_options, check_resizable
+from skyward.api.operands import DispatchOperand
+from skyward.api.option_checks import check_nodes, check_options, check_resizable, with_keep_warm
 from skyward.collections.config import DISABLED
 from skyward.collections.factories import PoolCollections
-from skyward.collections.operations import Engine
+from skyward.collections.operations import Operations
 from skyward.core import context
 from skyward.core.context import NESTED_DISPATCH, DispatchTarget
 from skyward.core.errors import PoolClosedError
@@ -57,7 +58,7 @@ STOP_TIMEOUT = 30.0
 """How long a request to stop a closed stream's generator may take on its node."""
 
 
-class Pool(PoolCollections):
+class Pool(PoolCollections, DispatchOperand):
     """A pool of nodes; use it as a context manager (``with sky.Compute(...) as pool``).
 
     ``pool.dict(name)``, ``pool.set``, ``pool.counter``, ``pool.queue``, ``pool.barrier``
@@ -69,6 +70,7 @@ class Pool(PoolCollections):
     ) -> None:
         if not specs:
             raise ValueError("a pool needs at least one Spec")
+        options = with_keep_warm(specs, options)
         check_options(specs, options)
         check_nodes(specs)
         self.specs = specs
@@ -161,8 +163,8 @@ class Pool(PoolCollections):
             with self._lock:
                 self._open, self._state = None, "closed"
 
-    def _collections_engine(self) -> Engine:
-        """The client's engine for this pool's collections (see ``PoolCollections``)."""
+    def _collections_operations(self) -> Operations:
+        """The client's operations on this pool's collections (see ``PoolCollections``)."""
         running = self._open
         if running is None or self._state != "open":
             raise PoolClosedError(
@@ -170,7 +172,7 @@ class Pool(PoolCollections):
             )
         if not self.options.collections_enabled:
             raise RuntimeError(DISABLED)
-        return running.cluster.collections.engine()
+        return running.cluster.collections.operations()
 
     # ----------------------------------------------------------------- dispatch
 
@@ -432,14 +434,8 @@ class Pool(PoolCollections):
 
     # ----------------------------------------------------------------- operators
 
-    def __rrshift__(self, other: object) -> NoReturn:
-        raise _not_pending(other, ">>")
-
-    def __rmatmul__(self, other: object) -> NoReturn:
-        raise _not_pending(other, "@")
-
-    def __lt__(self, other: object) -> NoReturn:
-        raise _not_pending(other, ">")
+    def _wrong_left(self, value: object, operator: str) -> TypeError:
+        return _not_pending(value, operator)
 
     def __reduce__(self) -> tuple[type[DetachedPool], tuple[str]]:
         return (DetachedPool, (self.name,))

@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Iterator, Sized
 
-from skyward.core.instance import instance_info
+from skyward.core.instance import place_in_pool
 from skyward.core.validation import check_flag
 
 
@@ -38,19 +38,12 @@ class DistributedSampler:
             raise TypeError(
                 f"DistributedSampler needs a dataset with a length (len(dataset)), got {type(dataset).__name__}"
             ) from None
-        if num_replicas is None or rank is None:
-            info = instance_info()
-            if info is None:
-                raise RuntimeError(
-                    "DistributedSampler outside a task does not know the workers: pass num_replicas= and rank=, "
-                    "or create it inside a @sky.function running on a pool"
-                )
-            num_replicas = info.total_workers if num_replicas is None else num_replicas
-            rank = info.global_worker_index if rank is None else rank
-        if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
-            raise ValueError(f"DistributedSampler(num_replicas={num_replicas!r}) must be an int >= 1")
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < num_replicas:
-            raise ValueError(f"DistributedSampler(rank={rank!r}) must be an int in 0..{num_replicas - 1}")
+        rank, num_replicas = place_in_pool(
+            "DistributedSampler", ("rank", rank), ("num_replicas", num_replicas),
+            lambda info: (info.global_worker_index, info.total_workers),
+            "DistributedSampler outside a task does not know the workers: pass num_replicas= and rank=, "
+            "or create it inside a @sky.function running on a pool",
+        )
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.num_replicas, self.rank = num_replicas, rank
         self.epoch = 0

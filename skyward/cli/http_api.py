@@ -9,7 +9,7 @@ import click
 import httpx
 
 from skyward.cli.output import emit_json
-from skyward.providers.warm_client import api_endpoint
+from skyward.providers.daemon_client import api_endpoint
 
 CHECK_TIMEOUT = 10.0
 """Seconds the API has to answer the check ``sky api`` makes."""

@@ -18,7 +18,7 @@ from skyward.cli.output import console, emit_json
 from skyward.core.function import function
 from skyward.model.spec import Options, Spec
 from skyward.providers import names
-from skyward.providers.warm_client import engine_dir, kept_definition
+from skyward.providers.daemon_client import daemon_dir, kept_definition
 
 DEFAULT_KEEP_ALIVE = 600.0
 
@@ -35,7 +35,7 @@ def up(name: str, provider: str | None, nodes: int | None, keep_alive: float | N
     return once it is ready. A script's ``sky.Compute(name=NAME)``, ``sky run --pool
     NAME`` and ``sky attach NAME`` then use it."""
     if detach:
-        log = engine_dir() / f"up-{name}.log"
+        log = daemon_dir() / f"up-{name}.log"
         arguments = [sys.executable, "-m", "skyward.cli.main", "up", name]
         for flag, value in (("--provider", provider), ("--nodes", nodes), ("--keep-alive", keep_alive)):
             if value is not None:

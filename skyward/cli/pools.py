@@ -15,7 +15,7 @@ import click
 
 from skyward.cli.output import console, emit_json, table
 from skyward.observe.event_log import EVENTS_LOGGER
-from skyward.providers import leftovers, registry, warm_client
+from skyward.providers import daemon_client, leftovers, registry
 from skyward.providers.orphans import Orphan
 
 FOLLOW_POLL = 0.3
@@ -26,7 +26,7 @@ FOLLOW_POLL = 0.3
 def list_pools(as_json: bool) -> None:
     """Pools open on this machine (kept pools included): provider, nodes, state, idle
     time, price per hour and cost so far."""
-    kept = {state.pool_id: state for state in warm_client.kept_pools()}  # first: a dead daemon's are adopted
+    kept = {state.pool_id: state for state in daemon_client.kept_pools()}  # first: a dead daemon's are adopted
     pools = registry.live_pools()
     now = time.time()
     if as_json:
@@ -48,7 +48,7 @@ def list_pools(as_json: bool) -> None:
                           f"{'spot' if node.spot else 'on-demand'} ${node.hourly_price:.4f}/h")
 
 
-def _state(pool: registry.LivePool, kept: dict[str, warm_client.KeptPoolState]) -> str:
+def _state(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState]) -> str:
     """"open" (a script holds it), or for a kept pool "kept, in use by PID" or "kept, idle"."""
     state = kept.get(pool.pool_id)
     if pool.keep_alive is None or state is None:
@@ -56,7 +56,7 @@ def _state(pool: registry.LivePool, kept: dict[str, warm_client.KeptPoolState]) 
     return f"kept, in use by {state.holder}" if state.holder else "kept, idle"
 
 
-def _idle(pool: registry.LivePool, kept: dict[str, warm_client.KeptPoolState]) -> float | None:
+def _idle(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState]) -> float | None:
     """Seconds a kept pool has been idle (None: not kept, or in use)."""
     state = kept.get(pool.pool_id)
     return state.idle if state is not None and not state.holder else None
@@ -64,27 +64,26 @@ def _idle(pool: registry.LivePool, kept: dict[str, warm_client.KeptPoolState]) -
 
 @click.command()
 @click.argument("pool", required=False)
-@click.option("--all", "everything", is_flag=True, help="end every kept pool, then stop the warm engines")
+@click.option("--all", "everything", is_flag=True, help="end every kept pool, then stop the pool daemons")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the pool to close")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> None:
     """Close POOL (its name or id): a kept pool is torn down by the pool daemon, another
     is asked to shut down in order by the process that holds it (SIGTERM); if that
     process is gone, remove what it left in its cloud. Without POOL: stop this user's
-    warm engines (sky.Local(keep_warm=...)) now, which ends their kept pools too; the
-    pools scripts have open on them keep their nodes until they close. ``--all``: the
-    same, naming each kept pool it ended."""
+    pool daemons now, which ends their kept pools too. ``--all``: the same, naming each
+    kept pool it ended."""
     if pool is not None and everything:
         raise click.UsageError("give POOL or --all, not both")
     if pool is None:
         if everything:
-            for name in warm_client.end_pools(""):
+            for name in daemon_client.end_pools(""):
                 _done(as_json, "", name, "kept pool ended")
-        _engines_down(timeout, as_json)
+        _daemons_down(timeout, as_json)
         return
     record = _find(pool, live_only=False)
     if record is not None and record.keep_alive is not None and registry.alive(record):
-        ended = warm_client.end_pools(record.name, timeout)
+        ended = daemon_client.end_pools(record.name, timeout)
         if not ended:
             raise click.ClickException(f"the pool daemon (pid {record.pid}) does not keep pool {record.name!r} now")
         _done(as_json, record.pool_id, record.name, "kept pool ended")
@@ -110,17 +109,17 @@ def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> N
     _done(as_json, record.pool_id if record else pool, record.name if record else "", how, removed)
 
 
-def _engines_down(timeout: float, as_json: bool) -> None:
+def _daemons_down(timeout: float, as_json: bool) -> None:
     try:
-        stopped = warm_client.stop_all(timeout)
+        stopped = daemon_client.stop_all(timeout)
     except TimeoutError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         emit_json(stopped)
     elif not stopped:
-        console.print("no warm engine is running")
-    for engine in stopped if not as_json else ():
-        console.print(f"stopped the warm engine (pid {engine.pid}, {engine.spares} spare agents)")
+        console.print("no pool daemon is running")
+    for daemon in stopped if not as_json else ():
+        console.print(f"stopped the pool daemon (pid {daemon.pid})")
 
 
 @click.command()

@@ -3,9 +3,9 @@ node of a pool, backed by Ray actors (see docs/collections.md).
 
 Layout: ``factories`` (``sky.dict`` & co., ``pool.dict`` & co.) build proxies
 (``shared_dict``, ``shared_set``, ``counter``, ``work_queue``, ``barrier``, ``lock``)
-over an engine (``engine`` in Ray processes, ``bridge`` in executor children, chosen
-by ``runtime``; both are an ``operations.Engine``, whose operations are written once
-as ``steps``, run blocking or awaited). The engine calls the host actors (``actors``,
+over an ``operations.Operations`` (``local_operations`` in Ray processes, ``bridge`` in
+executor children, chosen by ``runtime``; both run operations written once as ``steps``,
+run blocking or awaited). The local operations call the host actors (``actors``,
 holding one ``entities`` object per collection they own, placed by ``placement``;
 ``remote`` types their handles and what travels to them) directly for "strong"
 operations and through the node cache (``cache``, fed by ``subscriptions`` on the

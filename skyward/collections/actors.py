@@ -52,7 +52,7 @@ from skyward.collections.remote import (
     Snapshot,
     WireOp,
 )
-from skyward.collections.subscriptions import Slot, Subscriptions
+from skyward.collections.subscriptions import Subscriptions, WatchedKey
 from skyward.core.codec import load_payload
 
 WAIT_GROUP = "wait"
@@ -190,7 +190,7 @@ class CollectionHost:
         with self._lock:
             self._shard(name).commit(transaction, items)
             self._prepared.pop(transaction, None)
-            slots: list[Slot] = [(("dict", name), key) for key, _ in items]
+            slots: list[WatchedKey] = [(("dict", name), key) for key, _ in items]
             if subscriber is not None:
                 for slot in slots:
                     self._subscriptions.watch(subscriber, slot)
@@ -225,7 +225,7 @@ class CollectionHost:
 
     def _exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Exchanged:
         outcomes: list[Outcome] = []
-        slots: list[Slot] = []
+        slots: list[WatchedKey] = []
         for kind, name, op, args, slot in ops:
             if kind == SYNC:
                 outcomes.append((True, None))
@@ -307,7 +307,7 @@ class CollectionHost:
     def _changed(self, key: EntityKey, slot: Hashable) -> None:
         self._subscriptions.changed((key, slot))
 
-    def _snapshots(self, slots: Iterable[Slot]) -> list[Snapshot]:
+    def _snapshots(self, slots: Iterable[WatchedKey]) -> list[Snapshot]:
         snapshots: list[Snapshot] = []
         for slot in dict.fromkeys(slots):
             (kind, name), inner = slot

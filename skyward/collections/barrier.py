@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from skyward.collections.config import check_timeout
 from skyward.collections.leases import holder_id
-from skyward.collections.operations import Engine, Reduced
+from skyward.collections.operations import Operations, Reduced
 from skyward.collections.steps import Steps, async_twin, steps
 
 
@@ -20,17 +20,17 @@ class SharedBarrier:
     instead of hanging.
     """
 
-    __slots__ = ("name", "parties", "_engine", "_member")
+    __slots__ = ("name", "parties", "_operations", "_member")
 
-    def __init__(self, engine: Engine, name: str, parties: int) -> None:
+    def __init__(self, operations: Operations, name: str, parties: int) -> None:
         self.name = name
         self.parties = parties
-        self._engine = engine
+        self._operations = operations
         self._member: str | None = None
 
     def _join(self) -> Steps[None]:
         holder = holder_id()
-        yield from self._engine.barrier_join(self.name, self.parties, holder)
+        yield from self._operations.barrier_join(self.name, self.parties, holder)
         self._member = holder
 
     join = steps(_join)
@@ -45,13 +45,13 @@ class SharedBarrier:
         timeout = check_timeout(f"sky.barrier({self.name!r}).wait", timeout)
         if self._member != holder_id():
             yield from self._join()
-        return (yield from self._engine.barrier_wait(self.name, self.parties, timeout))
+        return (yield from self._operations.barrier_wait(self.name, self.parties, timeout))
 
     @steps
     def reset(self) -> Steps[None]:
         """Break the current round (its waiters get BrokenBarrierError) and start afresh;
         also what makes a broken barrier usable again."""
-        yield from self._engine.barrier_reset(self.name)
+        yield from self._operations.barrier_reset(self.name)
 
     join_async = async_twin(join)
     wait_async = async_twin(wait)

@@ -1,6 +1,6 @@
 """The IPC bridge: collections inside ``executor="process"`` children.
 
-A child is not part of the Ray cluster, so its proxies use a ``ForwardingEngine`` (see
+A child is not part of the Ray cluster, so its proxies use a ``ForwardingOperations`` (see
 ``gateway``) whose operations travel as ``("call", id, request)`` frames on the child's
 pipe to its node agent. The agent's ``Gateway`` runs each and answers with a reply
 frame: ``REPLY``, the call id in 8 bytes, then the encoded answer. The leading byte
@@ -18,7 +18,12 @@ import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from skyward.collections.gateway import ForwardingEngine, Gateway, decode_answer, encode_operation
+from skyward.collections.gateway import (
+    ForwardingOperations,
+    Gateway,
+    decode_answer,
+    encode_operation,
+)
 
 REPLY = b"\x00"
 PIPE_CLOSED = "the node agent closed the pipe to this worker process"
@@ -38,9 +43,9 @@ class ChildBridge:
         self._closed = False
         threading.Thread(target=self._read, name="skyward-bridge", daemon=True).start()
 
-    def engine(self) -> ForwardingEngine:
-        """The collections engine of this child."""
-        return ForwardingEngine(self.call, "the node agent")
+    def operations(self) -> ForwardingOperations:
+        """This child's collection operations."""
+        return ForwardingOperations(self.call, "the node agent")
 
     def next_frame(self) -> bytes | None:
         """The next frame for the child's main loop (pickled), or None once the agent
@@ -48,7 +53,7 @@ class ChildBridge:
         return self._frames.get()
 
     def call(self, op: str, args: tuple[object, ...]) -> concurrent.futures.Future[object]:
-        """Ask the agent to run engine operation ``op(*args)``; a Future of its result."""
+        """Ask the agent to run operation ``op(*args)``; a Future of its result."""
         request = encode_operation(op, args)
         future: concurrent.futures.Future[object] = concurrent.futures.Future()
         with self._lock:

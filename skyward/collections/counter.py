@@ -21,26 +21,26 @@ class SharedCounter(NamedCollection):
     @property
     def value(self) -> int:
         """The current value."""
-        return int(run(self._engine.counter_get(self.name, self._strong, self._fresh())))
+        return int(run(self._operations.counter_get(self.name, self._strong, self._fresh())))
 
     async def value_async(self) -> int:
         """The current value, awaitable."""
-        return int(await run_async(self._engine.counter_get(self.name, self._strong, self._fresh())))
+        return int(await run_async(self._operations.counter_get(self.name, self._strong, self._fresh())))
 
     @steps
     def increment(self, n: int = 1) -> Steps[int]:
         """Add ``n``; returns the new value."""
-        return (yield from self._engine.counter_add(self.name, _amount(self.name, "increment", n), self._strong))
+        return (yield from self._operations.counter_add(self.name, _amount(self.name, "increment", n), self._strong))
 
     @steps
     def decrement(self, n: int = 1) -> Steps[int]:
         """Subtract ``n``; returns the new value."""
-        return (yield from self._engine.counter_add(self.name, -_amount(self.name, "decrement", n), self._strong))
+        return (yield from self._operations.counter_add(self.name, -_amount(self.name, "decrement", n), self._strong))
 
     @steps
     def reset(self, value: int = 0) -> Steps[None]:
         """Set the value to ``value``, atomically."""
-        yield from self._engine.counter_reset(self.name, _amount(self.name, "reset", value), self._strong)
+        yield from self._operations.counter_reset(self.name, _amount(self.name, "reset", value), self._strong)
 
     increment_async = async_twin(increment)
     decrement_async = async_twin(decrement)

@@ -52,14 +52,27 @@ class Hooks:
     condition: threading.Condition
 
 
-class DictShard:
+class DataEntity:
+    """Base of the data entities (a dict shard, a set, a counter): ``version`` grows
+    with every write, which ``_changed(slot)`` counts and reports through
+    ``Hooks.changed`` (``slot``: the key or member written, ``None`` for the counter)."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.version = 0
+        self._hooks = hooks
+
+    def _changed(self, slot: Hashable) -> None:
+        self.version += 1
+        self._hooks.changed(slot)
+
+
+class DictShard(DataEntity):
     """The keys of one dict that hash to this host. A multi-shard ``update`` first
     ``prepare``s its keys on every shard (operations on them wait), then ``commit``s."""
 
     def __init__(self, hooks: Hooks) -> None:
-        self.version = 0
+        super().__init__(hooks)
         self._data: dict[Hashable, object] = {}
-        self._hooks = hooks
         self._locked: dict[Hashable, str] = {}
         self._transactions: dict[str, tuple[Hashable, ...]] = {}
 
@@ -127,18 +140,13 @@ class DictShard:
             self._locked.pop(key, None)
         self._hooks.condition.notify_all()
 
-    def _changed(self, key: Hashable) -> None:
-        self.version += 1
-        self._hooks.changed(key)
 
-
-class SetStore:
+class SetStore(DataEntity):
     """A whole set (not sharded, so ``size`` is exact)."""
 
     def __init__(self, hooks: Hooks) -> None:
-        self.version = 0
+        super().__init__(hooks)
         self._members: set[Hashable] = set()
-        self._hooks = hooks
 
     def read(self, slot: Hashable) -> bool:
         return slot in self._members
@@ -159,18 +167,13 @@ class SetStore:
     def size(self) -> int:
         return len(self._members)
 
-    def _changed(self, value: Hashable) -> None:
-        self.version += 1
-        self._hooks.changed(value)
 
-
-class CounterStore:
+class CounterStore(DataEntity):
     """An integer; every operation is applied whole, so none is lost or split."""
 
     def __init__(self, hooks: Hooks) -> None:
-        self.version = 0
+        super().__init__(hooks)
         self._value = 0
-        self._hooks = hooks
 
     def read(self, slot: Hashable) -> int:
         return self._value
@@ -181,16 +184,12 @@ class CounterStore:
     def add(self, amount: int) -> int:
         """Add ``amount`` (negative to subtract); returns the new value."""
         self._value += amount
-        self._changed()
+        self._changed(None)
         return self._value
 
     def reset(self, value: int) -> None:
         self._value = value
-        self._changed()
-
-    def _changed(self) -> None:
-        self.version += 1
-        self._hooks.changed(None)
+        self._changed(None)
 
 
 class QueueState:

@@ -1,11 +1,11 @@
 """Collections for processes outside the Ray cluster, served by a node agent.
 
 An executor child (``Worker(executor="process")``) and the client of a remote pool are
-not Ray drivers, so their proxies get a ``ForwardingEngine``: each engine operation is
+not Ray drivers, so their proxies get a ``ForwardingOperations``: each operation is
 encoded as ``(op, args)`` and sent to a node agent, which runs it with its own
-``LocalEngine`` (and so its node's cache) through a ``Gateway`` and answers with the
+``LocalOperations`` (and so its node's cache) through a ``Gateway`` and answers with the
 encoded ``(ok, value)``. The proxies are the same classes as everywhere else; only
-their engine differs. The child reaches its agent over its pipe (``bridge``); a remote
+their operations differ. The child reaches its agent over its pipe (``bridge``); a remote
 client reaches the head node's agent through the head relay, which forwards the bytes
 unopened.
 
@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import cloudpickle
 
-from skyward.collections.operations import Engine
+from skyward.collections.operations import Operations
 from skyward.collections.steps import Steps, Wait
 from skyward.core.codec import load_payload
 from skyward.core.validation import shown
@@ -45,18 +45,18 @@ DRAIN_TIMEOUT = 8.0
 _HOLDER_ARG = {"barrier_join": 2, "lock_acquire": 1, "lock_release": 1}
 
 Forward = Callable[[str, tuple[object, ...]], concurrent.futures.Future[object]]
-"""``forward(op, args)``: send engine operation ``op(*args)``; a Future of its result."""
+"""``forward(op, args)``: send operation ``op(*args)``; a Future of its result."""
 
 
 @runtime_checkable
 class EndsTasks(Protocol):
-    """An engine that can end a task's holders (a ``LocalEngine``)."""
+    """Operations that can end a task's holders (a ``LocalOperations``)."""
 
     def end_task(self, task_id: str, ok: bool) -> None: ...
 
 
-class ForwardingEngine:
-    """Every ``LocalEngine`` operation, run by a node agent: ``forward(op, args)`` sends
+class ForwardingOperations:
+    """Every ``LocalOperations`` operation, run by a node agent: ``forward(op, args)`` sends
     one operation and returns a Future of its result. ``where`` names the way in errors."""
 
     def __init__(self, forward: Forward, where: str) -> None:
@@ -64,8 +64,8 @@ class ForwardingEngine:
         self._where = where
 
     def __getattr__(self, op: str) -> Callable[..., Steps[Any]]:
-        """Operation ``op`` (see ``operations.Engine``); its result is whatever the
-        agent's engine returned for it."""
+        """Operation ``op`` (see ``operations.Operations``); its result is whatever the
+        agent's operations returned for it."""
         if not op.startswith(OPERATION_PREFIXES):
             raise AttributeError(op)
         return lambda *args: self._forward(op, args)
@@ -110,10 +110,10 @@ def decode_answer(data: bytes) -> object:
 
 
 class Gateway:
-    """In a node agent: runs forwarded operations with ``engine()``, the node's engine."""
+    """In a node agent: runs forwarded operations with ``operations()``, the node's operations."""
 
-    def __init__(self, engine: Callable[[], Engine], node: int) -> None:
-        self._engine = engine
+    def __init__(self, operations: Callable[[], Operations], node: int) -> None:
+        self._operations = operations
         self._node = node
         self._lock = threading.Lock()
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
@@ -153,11 +153,11 @@ class Gateway:
             stop.set()
         concurrent.futures.wait([future for _, future in running], timeout=DRAIN_TIMEOUT)
         if holders:
-            engine = self._engine()
-            if not isinstance(engine, EndsTasks):
-                raise TypeError(f"the gateway's engine {engine!r} cannot end the tasks of client {client}")
+            operations = self._operations()
+            if not isinstance(operations, EndsTasks):
+                raise TypeError(f"the gateway's operations {operations!r} cannot end the tasks of client {client}")
             for task in holders:
-                engine.end_task(task, False)
+                operations.end_task(task, False)
 
     def _finished(self, client: str, call_id: int) -> None:
         with self._lock:
@@ -173,7 +173,7 @@ class Gateway:
                 raise ValueError(f"{op!r} is not a collection operation")
             if client:
                 args = self._as_client_holder(op, args, client)
-            answer: tuple[bool, object] = (True, run(getattr(self._engine(), op)(*args), stop))
+            answer: tuple[bool, object] = (True, run(getattr(self._operations(), op)(*args), stop))
         except BaseException as exc:  # sent back to the caller, raised there
             answer = (False, exc)
         try:

@@ -1,13 +1,13 @@
-"""Which engine serves collections in this process.
+"""Whose operations serve collections in this process.
 
 - A node agent installs its pool's ``CollectionsConfig`` (``install_node``); its tasks
-  then use a ``LocalEngine`` of this process.
+  then use a ``LocalOperations`` of this process.
 - An executor child installs the config and its ``ChildBridge`` (``install_child``); its
-  tasks use a ``ForwardingEngine`` that forwards to the agent (``gateway``).
+  tasks use a ``ForwardingOperations`` that forwards to the agent (``gateway``).
 - A client that is a Ray driver of its pool (local and ``sky.Ray`` pools) gets a
-  ``LocalEngine`` per open pool through ``DriverCollections``, stopped when the pool
+  ``LocalOperations`` per open pool through ``DriverCollections``, stopped when the pool
   closes, which also kills the pool's host actors. The client of a remote pool gets a
-  ``ForwardingEngine`` to the head node's agent instead (see the SSH provider).
+  ``ForwardingOperations`` to the head node's agent instead (see the SSH provider).
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING
 from skyward.collections import lineage
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
 from skyward.collections.lock import forget_task
-from skyward.collections.operations import Engine
+from skyward.collections.operations import Operations
 from skyward.core.errors import NoActivePoolError
 from skyward.core.instance import instance_info
 
 if TYPE_CHECKING:
     from skyward.collections.bridge import ChildBridge
-    from skyward.collections.engine import LocalEngine
+    from skyward.collections.local_operations import LocalOperations
 
 _node: CollectionsConfig | None = None
-_child_engine: Engine | None = None
-_engines: dict[str, LocalEngine] = {}
+_child_operations: Operations | None = None
+_operations_by_pool: dict[str, LocalOperations] = {}
 _lock = threading.Lock()
 
 
@@ -40,9 +40,9 @@ def install_node(config: CollectionsConfig | None) -> None:
 
 def install_child(config: CollectionsConfig | None, bridge: ChildBridge) -> None:
     """Called by an executor child: its collections go through ``bridge`` to its agent."""
-    global _node, _child_engine
+    global _node, _child_operations
     _node = config
-    _child_engine = bridge.engine()
+    _child_operations = bridge.operations()
 
 
 def on_node() -> bool:
@@ -50,17 +50,17 @@ def on_node() -> bool:
     return _node is not None
 
 
-def node_engine() -> Engine:
-    """The engine of this node process. RuntimeError when the pool runs with
+def node_operations() -> Operations:
+    """The operations of this node process. RuntimeError when the pool runs with
     ``Options(cluster=False)``; NoActivePoolError off a node."""
     config = _node
     if config is None:
         raise NoActivePoolError("this process is not a node of a pool")
     if not config.enabled:
         raise RuntimeError(DISABLED)
-    if _child_engine is not None:
-        return _child_engine
-    return _local_engine(config, str(_node_rank()))
+    if _child_operations is not None:
+        return _child_operations
+    return _local_operations(config, str(_node_rank()))
 
 
 class DriverCollections:
@@ -69,21 +69,21 @@ class DriverCollections:
     def __init__(self, config: CollectionsConfig) -> None:
         self.config = config
 
-    def engine(self) -> LocalEngine:
-        """This process's engine for the pool (RuntimeError with ``cluster=False``)."""
+    def operations(self) -> LocalOperations:
+        """This process's operations for the pool (RuntimeError with ``cluster=False``)."""
         if not self.config.enabled:
             raise RuntimeError(DISABLED)
-        return _local_engine(self.config, "client")
+        return _local_operations(self.config, "client")
 
     def membership_changed(self, left: int | None, reason: str) -> None:
         """The pool's nodes changed (see ``CollectionHost.membership_changed``)."""
         if self.config.enabled:
             from skyward.collections.steps import run
 
-            run(self.engine().pool_membership_changed(left, reason))
+            run(self.operations().pool_membership_changed(left, reason))
 
     def release(self) -> None:
-        """The pool closes: stop this process's engine, kill the pool's host actors."""
+        """The pool closes: stop this process's operations, kill the pool's host actors."""
         release(self.config)
 
 
@@ -93,17 +93,17 @@ def end_task(task_id: str, ok: bool) -> None:
     if config is None or not config.enabled:
         return
     forget_task(task_id)
-    engine = _engines.get(config.pool_id)
-    if engine is not None:
-        engine.end_task(task_id, ok)
+    operations = _operations_by_pool.get(config.pool_id)
+    if operations is not None:
+        operations.end_task(task_id, ok)
 
 
 def release(config: CollectionsConfig) -> None:
-    """Called when a pool closes, in the client: stop its engine, kill its host actors."""
+    """Called when a pool closes, in the client: stop its operations, kill its host actors."""
     with _lock:
-        engine = _engines.pop(config.pool_id, None)
-    if engine is not None:
-        engine.close()
+        operations = _operations_by_pool.pop(config.pool_id, None)
+    if operations is not None:
+        operations.close()
     import ray
 
     if not ray.is_initialized():
@@ -116,16 +116,16 @@ def release(config: CollectionsConfig) -> None:
     lineage.forget(config)
 
 
-def _local_engine(config: CollectionsConfig, where: str) -> LocalEngine:
-    engine = _engines.get(config.pool_id)
-    if engine is None:
-        from skyward.collections.engine import LocalEngine
+def _local_operations(config: CollectionsConfig, where: str) -> LocalOperations:
+    operations = _operations_by_pool.get(config.pool_id)
+    if operations is None:
+        from skyward.collections.local_operations import LocalOperations
 
         with _lock:
-            engine = _engines.get(config.pool_id)
-            if engine is None:
-                engine = _engines[config.pool_id] = LocalEngine(config, where)
-    return engine
+            operations = _operations_by_pool.get(config.pool_id)
+            if operations is None:
+                operations = _operations_by_pool[config.pool_id] = LocalOperations(config, where)
+    return operations
 
 
 def _node_rank() -> int:

@@ -8,7 +8,7 @@ from types import TracebackType
 
 from skyward.collections.config import check_timeout
 from skyward.collections.leases import holder_id, holder_task
-from skyward.collections.operations import Engine, Reduced
+from skyward.collections.operations import Operations, Reduced
 from skyward.collections.steps import Steps, async_twin, steps
 
 _held: Counter[str] = Counter()
@@ -44,12 +44,12 @@ class SharedLock:
     ``with lock:`` (None: no limit).
     """
 
-    __slots__ = ("name", "timeout", "_engine")
+    __slots__ = ("name", "timeout", "_operations")
 
-    def __init__(self, engine: Engine, name: str, timeout: float | None) -> None:
+    def __init__(self, operations: Operations, name: str, timeout: float | None) -> None:
         self.name = name
         self.timeout = timeout
-        self._engine = engine
+        self._operations = operations
 
     @steps
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> Steps[bool]:
@@ -60,7 +60,7 @@ class SharedLock:
         wait = 0.0 if not blocking else (self.timeout if timeout is None else timeout)
         wait = check_timeout(f"sky.lock({self.name!r}).acquire", wait)
         holder = holder_id()
-        acquired = yield from self._engine.lock_acquire(self.name, holder, wait)
+        acquired = yield from self._operations.lock_acquire(self.name, holder, wait)
         if acquired:
             with _held_lock:
                 _held[holder] += 1
@@ -72,7 +72,7 @@ class SharedLock:
         the caller does not hold the lock."""
         holder = holder_id()
         try:
-            yield from self._engine.lock_release(self.name, holder)
+            yield from self._operations.lock_release(self.name, holder)
         finally:
             with _held_lock:
                 _held[holder] -= 1
@@ -82,7 +82,7 @@ class SharedLock:
     @steps
     def locked(self) -> Steps[bool]:
         """True if someone holds the lock now."""
-        return (yield from self._engine.lock_locked(self.name))
+        return (yield from self._operations.lock_locked(self.name))
 
     acquire_async = async_twin(acquire)
     release_async = async_twin(release)

@@ -1,26 +1,26 @@
 """What ``sky.counter``, ``sky.dict`` and ``sky.set`` share: a name, a consistency
-("strong" or "eventual"), the engine that serves them, and how they pickle and show."""
+("strong" or "eventual"), the operations that serves them, and how they pickle and show."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from skyward.collections.lock import holds_lock
-from skyward.collections.operations import Engine, Reduced
+from skyward.collections.operations import Operations, Reduced
 
 
 class NamedCollection:
     """The collection ``name`` of kind ``KIND`` ("counter", "dict", "set"), served by
-    ``engine``; it pickles as its name and consistency, and is rebuilt on the other side
-    against that process's engine."""
+    ``operations``; it pickles as its name and consistency, and is rebuilt on the other side
+    against that process's operations."""
 
     KIND: ClassVar[str]
-    __slots__ = ("name", "consistency", "_engine", "_strong")
+    __slots__ = ("name", "consistency", "_operations", "_strong")
 
-    def __init__(self, engine: Engine, name: str, consistency: str) -> None:
+    def __init__(self, operations: Operations, name: str, consistency: str) -> None:
         self.name = name
         self.consistency = consistency
-        self._engine = engine
+        self._operations = operations
         self._strong = consistency == "strong"
 
     def _fresh(self) -> bool:

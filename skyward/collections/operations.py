@@ -1,7 +1,7 @@
-"""``Engine``: the operations the collection proxies call, whoever runs them.
+"""``Operations``: the operations the collection proxies call, whoever runs them.
 
-A ``LocalEngine`` (``engine``) runs them in a process of the Ray cluster; a
-``ForwardingEngine`` (``gateway``) sends them to a node agent that does. Keys and set
+A ``LocalOperations`` (``local_operations``) runs them in a process of the Ray cluster; a
+``ForwardingOperations`` (``gateway``) sends them to a node agent that does. Keys and set
 members are hashable user values, dict values and queue items any picklable user value.
 """
 
@@ -17,7 +17,7 @@ Reduced: TypeAlias = tuple[Callable[[str, str, tuple[object, ...]], object], tup
 """What a proxy's ``__reduce__`` returns: ``factories.rebuild`` and its arguments."""
 
 
-class Engine(Protocol):
+class Operations(Protocol):
     """The collection operations of one pool, as seen from one process. Each returns the
     operation's steps (see ``steps``); dict reads give ``MISSING`` for a missing key."""
 

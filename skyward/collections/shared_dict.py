@@ -42,24 +42,24 @@ class SharedDict(NamedCollection, Generic[K, V]):
     @steps
     def get(self, key: K, default: V | None = None) -> Steps[V | None]:
         """The value of ``key``, or ``default`` when the key is missing."""
-        value = yield from self._engine.dict_get(self.name, key, self._strong, self._fresh())
+        value = yield from self._operations.dict_get(self.name, key, self._strong, self._fresh())
         return default if value is MISSING else cast(V, value)
 
     @steps
     def set(self, key: K, value: V) -> Steps[None]:
         """``d[key] = value``."""
-        yield from self._engine.dict_set(self.name, key, value, self._strong)
+        yield from self._operations.dict_set(self.name, key, value, self._strong)
 
     @steps
     def delete(self, key: K) -> Steps[None]:
         """``del d[key]``; KeyError if the key is missing."""
-        if not (yield from self._engine.dict_delete(self.name, key, self._strong, self._fresh())):
+        if not (yield from self._operations.dict_delete(self.name, key, self._strong, self._fresh())):
             raise KeyError(key)
 
     @steps
     def contains(self, key: K) -> Steps[bool]:
         """``key in d``."""
-        return (yield from self._engine.dict_contains(self.name, key, self._strong, self._fresh()))
+        return (yield from self._operations.dict_contains(self.name, key, self._strong, self._fresh()))
 
     @steps
     def update(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = (), **kwargs: V) -> Steps[None]:
@@ -75,12 +75,12 @@ class SharedDict(NamedCollection, Generic[K, V]):
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise TypeError(f"sky.dict({self.name!r}).update() takes a mapping or (key, value) pairs, got {pair!r}")
         if pairs:
-            yield from self._engine.dict_update(self.name, pairs, self._strong)
+            yield from self._operations.dict_update(self.name, pairs, self._strong)
 
     @steps
     def pop(self, key: K, default: V | None = None) -> Steps[V | None]:
         """Remove ``key`` and return its value (``default`` if missing), atomically."""
-        value = yield from self._engine.dict_pop(self.name, key, self._strong)
+        value = yield from self._operations.dict_pop(self.name, key, self._strong)
         return default if value is MISSING else cast(V, value)
 
     get_async = async_twin(get)
@@ -91,19 +91,19 @@ class SharedDict(NamedCollection, Generic[K, V]):
     pop_async = async_twin(pop)
 
     def __getitem__(self, key: K) -> V:
-        value = run(self._engine.dict_get(self.name, key, self._strong, self._fresh()))
+        value = run(self._operations.dict_get(self.name, key, self._strong, self._fresh()))
         if value is MISSING:
             raise KeyError(key)
         return cast(V, value)
 
     def __setitem__(self, key: K, value: V) -> None:
-        run(self._engine.dict_set(self.name, key, value, self._strong))
+        run(self._operations.dict_set(self.name, key, value, self._strong))
 
     def __delitem__(self, key: K) -> None:
         self.delete(key)
 
     def __contains__(self, key: K) -> bool:
-        return bool(run(self._engine.dict_contains(self.name, key, self._strong, self._fresh())))
+        return bool(run(self._operations.dict_contains(self.name, key, self._strong, self._fresh())))
 
     def keys(self) -> NoReturn:
         raise TypeError(NO_ENUMERATION.format(name=self.name, what="keys()"))

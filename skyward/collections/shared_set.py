@@ -26,22 +26,22 @@ class SharedSet(NamedCollection, Generic[T]):
     @steps
     def add(self, value: T) -> Steps[None]:
         """Add ``value`` (no effect if present)."""
-        yield from self._engine.set_add(self.name, value, self._strong)
+        yield from self._operations.set_add(self.name, value, self._strong)
 
     @steps
     def discard(self, value: T) -> Steps[None]:
         """Remove ``value`` if present."""
-        yield from self._engine.set_discard(self.name, value, self._strong)
+        yield from self._operations.set_discard(self.name, value, self._strong)
 
     @steps
     def contains(self, value: T) -> Steps[bool]:
         """``value in s``."""
-        return (yield from self._engine.set_contains(self.name, value, self._strong, self._fresh()))
+        return (yield from self._operations.set_contains(self.name, value, self._strong, self._fresh()))
 
     @steps
     def len(self) -> Steps[int]:
         """``len(s)``."""
-        return (yield from self._engine.set_size(self.name, self._strong))
+        return (yield from self._operations.set_size(self.name, self._strong))
 
     add_async = async_twin(add)
     discard_async = async_twin(discard)
@@ -49,7 +49,7 @@ class SharedSet(NamedCollection, Generic[T]):
     len_async = async_twin(len)
 
     def __contains__(self, value: T) -> bool:
-        return bool(run(self._engine.set_contains(self.name, value, self._strong, self._fresh())))
+        return bool(run(self._operations.set_contains(self.name, value, self._strong, self._fresh())))
 
     def __len__(self) -> int:
-        return int(run(self._engine.set_size(self.name, self._strong)))
+        return int(run(self._operations.set_size(self.name, self._strong)))

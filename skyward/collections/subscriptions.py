@@ -17,16 +17,16 @@ from skyward.collections.remote import EntityKey
 
 IDLE_FORGET = 120.0
 
-Slot = tuple[EntityKey, Hashable]
-"""A watched slot: (the entity, the slot within it)."""
+WatchedKey = tuple[EntityKey, Hashable]
+"""A watched key: (the entity, the key or slot within it)."""
 
 
 class _Subscriber:
     __slots__ = ("dirty", "watched", "polling", "seen")
 
     def __init__(self) -> None:
-        self.dirty: set[Slot] = set()
-        self.watched: set[Slot] = set()
+        self.dirty: set[WatchedKey] = set()
+        self.watched: set[WatchedKey] = set()
         self.polling = False
         self.seen = time.monotonic()
 
@@ -36,17 +36,17 @@ class Subscriptions:
 
     def __init__(self, condition: threading.Condition) -> None:
         self._condition = condition
-        self._watchers: dict[Slot, set[str]] = {}
+        self._watchers: dict[WatchedKey, set[str]] = {}
         self._subscribers: dict[str, _Subscriber] = {}
 
-    def watch(self, subscriber: str, slot: Slot) -> None:
+    def watch(self, subscriber: str, slot: WatchedKey) -> None:
         """From now on, tell ``subscriber`` when ``slot`` changes."""
         state = self._subscriber(subscriber)
         if slot not in state.watched:
             state.watched.add(slot)
             self._watchers.setdefault(slot, set()).add(subscriber)
 
-    def changed(self, slot: Slot) -> None:
+    def changed(self, slot: WatchedKey) -> None:
         """``slot`` was written: mark it dirty for its watchers and wake their polls."""
         woken = False
         for subscriber in self._watchers.get(slot, ()):
@@ -56,7 +56,7 @@ class Subscriptions:
         if woken:
             self._condition.notify_all()
 
-    def poll(self, subscriber: str, wait: float) -> set[Slot]:
+    def poll(self, subscriber: str, wait: float) -> set[WatchedKey]:
         """The slots changed for ``subscriber`` since its last poll, waiting up to ``wait``
         seconds for one if there are none yet."""
         state = self._subscriber(subscriber)

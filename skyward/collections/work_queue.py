@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Generic, TypeVar, cast
 
 from skyward.collections.config import check_timeout
-from skyward.collections.operations import Engine, Reduced
+from skyward.collections.operations import Operations, Reduced
 from skyward.collections.steps import Steps, async_twin, run, steps
 
 T = TypeVar("T")
@@ -21,33 +21,33 @@ class SharedQueue(Generic[T]):
     open); items are the putters' word, not checked at runtime.
     """
 
-    __slots__ = ("name", "_engine")
+    __slots__ = ("name", "_operations")
 
-    def __init__(self, engine: Engine, name: str) -> None:
+    def __init__(self, operations: Operations, name: str) -> None:
         self.name = name
-        self._engine = engine
+        self._operations = operations
 
     @steps
     def put(self, value: T) -> Steps[None]:
         """Append ``value``."""
-        yield from self._engine.queue_put(self.name, value)
+        yield from self._operations.queue_put(self.name, value)
 
     @steps
     def get(self, timeout: float | None = None) -> Steps[T | None]:
         """The oldest item, or None if none came within ``timeout`` seconds."""
         timeout = check_timeout(f"sky.queue({self.name!r}).get", timeout)
-        _, item = yield from self._engine.queue_get(self.name, timeout)
+        _, item = yield from self._operations.queue_get(self.name, timeout)
         return cast("T | None", item)
 
     @steps
     def empty(self) -> Steps[bool]:
         """True if the queue holds no item now."""
-        return (yield from self._engine.queue_size(self.name)) == 0
+        return (yield from self._operations.queue_size(self.name)) == 0
 
     @steps
     def len(self) -> Steps[int]:
         """``len(q)``: items waiting now."""
-        return (yield from self._engine.queue_size(self.name))
+        return (yield from self._operations.queue_size(self.name))
 
     put_async = async_twin(put)
     get_async = async_twin(get)
@@ -55,7 +55,7 @@ class SharedQueue(Generic[T]):
     len_async = async_twin(len)
 
     def __len__(self) -> int:
-        return int(run(self._engine.queue_size(self.name)))
+        return int(run(self._operations.queue_size(self.name)))
 
     def __reduce__(self) -> Reduced:
         from skyward.collections.factories import rebuild

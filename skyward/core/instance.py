@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import socket
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Callable, Mapping, Sequence, Sized
 from collections.abc import Set as AbstractSet
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -167,7 +167,11 @@ def shard(
     check_flag("shard", "drop_last", drop_last)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise TypeError(f"shard(seed={seed!r}): use an int (the same on every node) or None")
-    node, total_nodes = _position(node, total_nodes)
+    node, total_nodes = place_in_pool(
+        "shard", ("node", node), ("total_nodes", total_nodes), lambda info: (info.node, info.total_nodes),
+        "shard() outside a task does not know the node: pass node= and total_nodes=, "
+        "or call it inside a @sky.function running on a pool",
+    )
     length = _length(data[0])
     for other in data[1:]:
         if _length(other) != length:
@@ -198,21 +202,31 @@ def _shared_seed(seed: int | None) -> int | str:
     return info.job_id
 
 
-def _position(node: int | None, total_nodes: int | None) -> tuple[int, int]:
-    if node is None or total_nodes is None:
+def place_in_pool(
+    caller: str,
+    index: tuple[str, int | None],
+    count: tuple[str, int | None],
+    default: Callable[[InstanceInfo], tuple[int, int]],
+    outside: str,
+) -> tuple[int, int]:
+    """A validated ``(index, count)``: one place among ``count`` (a node among the pool's
+    nodes, a worker among its workers), each given as (parameter name, value); a None value
+    is taken from ``default(instance_info())``. Raises RuntimeError(``outside``) when a value
+    is None outside a task, and ValueError naming ``caller(name=value)`` unless the count is
+    an int >= 1 and the index an int in 0..count-1."""
+    (index_name, place), (count_name, total) = index, count
+    if place is None or total is None:
         info = instance_info()
         if info is None:
-            raise RuntimeError(
-                "shard() outside a task does not know the node: pass node= and total_nodes=, "
-                "or call it inside a @sky.function running on a pool"
-            )
-        node = info.node if node is None else node
-        total_nodes = info.total_nodes if total_nodes is None else total_nodes
-    if isinstance(total_nodes, bool) or not isinstance(total_nodes, int) or total_nodes < 1:
-        raise ValueError(f"shard(total_nodes={total_nodes!r}) must be an int >= 1")
-    if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < total_nodes:
-        raise ValueError(f"shard(node={node!r}) must be an int in 0..{total_nodes - 1}")
-    return node, total_nodes
+            raise RuntimeError(outside)
+        own_place, own_total = default(info)
+        place = own_place if place is None else place
+        total = own_total if total is None else total
+    if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+        raise ValueError(f"{caller}({count_name}={total!r}) must be an int >= 1")
+    if isinstance(place, bool) or not isinstance(place, int) or not 0 <= place < total:
+        raise ValueError(f"{caller}({index_name}={place!r}) must be an int in 0..{total - 1}")
+    return place, total
 
 
 def _length(seq: object) -> int:

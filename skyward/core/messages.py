@@ -1,5 +1,5 @@
 """Every message skyward's processes exchange as control: the relay protocol (between a
-remote pool's client and its head relay) and the warm engine's (below).
+remote pool's client and its head relay) and the pool daemon's (below).
 
 One frozen class a message, dispatched by type (``match``) at either end, encoded by
 ``codec.encode_message`` (a msgpack array: the class name, then the fields in order) and
@@ -180,28 +180,8 @@ class Closed:
     """The relay stopped the agents; nothing follows."""
 
 
-# The warm engine of local pools (``providers/warm_engine``), over its private Unix socket:
+# The pool daemon of local pools (``providers/pool_daemon``), over its private Unix socket:
 # one request a connection, answered by one message (``Refusal`` when it cannot be served).
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseSpares:
-    """Up to ``count`` spare agents for a pool; stay up ``keep_warm`` seconds after the
-    last pool closed. The connection stays open while the pool lives."""
-
-    count: int
-    keep_warm: float
-
-
-@dataclass(frozen=True, slots=True)
-class Leased:
-    """The spares taken (their actor names) and how to join the engine's Ray instance."""
-
-    pid: int
-    address: str
-    token: str
-    temp_dir: str
-    spares: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,16 +190,15 @@ class AskStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class EngineState:
+class DaemonRunning:
+    """The answer to ``AskStatus``: the daemon's pid and its Ray instance's address."""
+
     pid: int
     address: str
-    spares: int
-    pools: int
-    keep_warm: float
 
 
 @dataclass(frozen=True, slots=True)
-class StopEngine:
+class StopDaemon:
     pass
 
 
@@ -308,12 +287,12 @@ class Refusal:
     error: str
 
 
-ToEngine = LeaseSpares | AskStatus | StopEngine | KeepPool | AdoptPool | ListPools | EndPool
-FromEngine = Leased | EngineState | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
+ToDaemon = AskStatus | StopDaemon | KeepPool | AdoptPool | ListPools | EndPool
+FromDaemon = DaemonRunning | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
 ToRelay = (
     Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | ReleaseHolds | Close
 )
 ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Closed
-Message = ToRelay | ToClient | ToEngine | FromEngine
+Message = ToRelay | ToClient | ToDaemon | FromDaemon
 MESSAGES: tuple[type[Message], ...] = get_args(Message)
 """Every message class, each once (what ``codec`` decodes into)."""

@@ -40,6 +40,10 @@ class Membership(Protocol):
     def capacity(self) -> int | None:
         """The most nodes the cluster can have at once (None: no limit known)."""
 
+    def lowest(self) -> int:
+        """The fewest nodes the cluster can shrink to while it runs (1 where node 0 holds
+        what the others need and never leaves)."""
+
     def add(self, node: int) -> Joined:
         """Start a node at rank ``node`` with its agent, attach the agent to the
         cluster's transport and return once it answers. Raises (naming the node and the

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Never, Protocol
 
 from skyward.core import handshake
 from skyward.core.codec import (
@@ -60,7 +60,7 @@ from skyward.core.messages import (
     Share,
     Unshare,
 )
-from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
+from skyward.engine.transport import NodeLost, NoReply, Shared, Transport, TransportError
 from skyward.engine.wire import Payload
 
 MAX_UNPROVEN = 16
@@ -105,6 +105,23 @@ class RelayBackend(Protocol):
     def end(self) -> None:
         """The client is gone (blocking): free what it held, pass on the last events, stop
         the agents."""
+
+
+class TransportBackend:
+    """The part of a ``RelayBackend`` that its transport serves as is: ``call``, ``share``
+    and ``unshare`` are ``_transport``'s (set by the subclass's ``__init__``), and so are
+    their errors (``TransportError``)."""
+
+    _transport: Transport[Never]
+
+    async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
+        return await self._transport.call(node, payload, timeout)
+
+    async def share(self, payload: Payload) -> Shared:
+        return await self._transport.share(payload)
+
+    def unshare(self, shared: Shared) -> None:
+        self._transport.unshare(shared)
 
 
 def failure_kind(error: TransportError) -> FailureKind:

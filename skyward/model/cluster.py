@@ -1,4 +1,5 @@
-"""``Cluster``: what plugin hooks see of a pool's nodes (not the provider's own Cluster).
+"""``Cluster``: what plugin hooks see of a pool's nodes (not ``providers.base.LaunchedCluster``,
+which is what a provider hands the pool).
 
 A small frozen, picklable record: the nodes as the provider handed them, their
 ``InstanceInfo`` (with the GPUs each host reported: ``info.accelerator`` comes from

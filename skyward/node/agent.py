@@ -30,7 +30,6 @@ from ray.actor import ActorHandle
 from skyward.collections import installed as collections_installed
 from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import GATEWAY_THREADS, Gateway
-from skyward.core.codec import load_payload
 from skyward.core.instance import InstanceInfo, MembershipView, current_task, install_node_info
 from skyward.core.output import TaskStream
 from skyward.core.validation import wait_limit
@@ -51,9 +50,6 @@ from skyward.plugins.hooks import ray_options
 
 EXTRA_THREADS = 40
 """Actor threads beyond the task slots, for event polls, readiness checks and shutdown."""
-SPARE_SLOTS = 32
-"""Task slots a spare agent of the warm engine is made for (a pool asking for more
-starts its own agents)."""
 COLLECTIONS_GROUP = "collections"
 
 
@@ -109,7 +105,7 @@ class NodeRunner:
         self._sampler = MetricSampler(setup.metrics, setup.info.node, self.outbox.put).start()
         self._printed: set[str] = set()
         self._running = threading.BoundedSemaphore(setup.worker.concurrency)
-        self.gateway = Gateway(collections_installed.node_engine, setup.info.node)
+        self.gateway = Gateway(collections_installed.node_operations, setup.info.node)
         self._task_ended_hooks: list[Callable[[str], object]] = []
         self._info_hooks: list[Callable[[InstanceInfo], object]] = []
         self._epoch = 0
@@ -209,37 +205,11 @@ class NodeRunner:
 
 class NodeAgent:
     """One node's agent process (a Ray actor created by ``start_agents``): sets the
-    process up for the pool and serves its ``NodeRunner``.
+    process up for the pool and serves its ``NodeRunner``. Ray restarts it with the same
+    ``setup`` after a crash."""
 
-    A spare (``setup`` None, made by the warm engine: providers/warm_engine.py) has only
-    imported skyward; ``configure`` sets it up for a pool later and saves that setup at
-    ``saved_setup``, so a restart after a crash sets itself up the same way."""
-
-    def __init__(self, setup: AgentSetup | None, saved_setup: str = "") -> None:
-        self._saved_setup = saved_setup
+    def __init__(self, setup: AgentSetup) -> None:
         self._lane: LaneServer | None = None
-        self._configured = False
-        self._notes, self._node = "", -1
-        if setup is None and saved_setup and os.path.exists(saved_setup):
-            with open(saved_setup, "rb") as file:
-                setup = load_payload(file.read())
-        if setup is not None:
-            self._set_up(setup)
-
-    def configure(self, setup: AgentSetup) -> int:
-        """Set a spare up for a pool (see the class); returns its process id."""
-        if self._configured:
-            raise RuntimeError("this agent already serves a pool")
-        if self._saved_setup:
-            partial = f"{self._saved_setup}.partial"
-            with open(partial, "wb") as file:
-                cloudpickle.dump(setup, file)
-            os.replace(partial, self._saved_setup)
-        self._set_up(setup)
-        return os.getpid()
-
-    def _set_up(self, setup: AgentSetup) -> None:
-        self._configured = True
         self._notes = setup.notes
         self._node = setup.info.node
         os.chdir(setup.cwd)
@@ -318,8 +288,6 @@ class NodeAgent:
 
     def shutdown(self) -> None:
         """Stop sampling and executor children; ``stop_agents`` then kills the actor."""
-        if not self._configured:
-            return
         if self._lane is not None:
             self._lane.close()
         self._runner.shutdown()
@@ -386,7 +354,7 @@ class _AgentClass(Protocol):
 
     def options(self, **options: object) -> _AgentClass: ...
 
-    def remote(self, setup: AgentSetup | None, saved_setup: str = "") -> ActorHandle[NodeAgent]: ...
+    def remote(self, setup: AgentSetup) -> ActorHandle[NodeAgent]: ...
 
 
 def _agent_class(slots: int) -> _AgentClass:
@@ -397,30 +365,6 @@ def _agent_class(slots: int) -> _AgentClass:
         max_concurrency=slots + EXTRA_THREADS,
         concurrency_groups={COLLECTIONS_GROUP: GATEWAY_THREADS},
     )(NodeAgent)
-
-
-def start_spares(names: Sequence[str], saved_setups: Sequence[str]) -> list[ActorHandle[NodeAgent]]:
-    """One spare ``NodeAgent`` per name (a named actor in this namespace, for up to
-    ``SPARE_SLOTS`` task slots), each saving its setup at ``saved_setups[i]``."""
-    remote_agent = _agent_class(SPARE_SLOTS)
-    return [remote_agent.options(name=name).remote(None, path) for name, path in zip(names, saved_setups)]
-
-
-def adoptable(setup: AgentSetup) -> bool:
-    """Whether a spare can serve ``setup``: it runs in the spare's interpreter with no
-    launch options of its own, and needs at most ``SPARE_SLOTS`` slots."""
-    return setup.launch is None and setup.worker.slots <= SPARE_SLOTS
-
-
-def adopt(
-    spares: Sequence[ActorHandle[NodeAgent]], setups: Sequence[AgentSetup], timeout: float
-) -> list[ActorHandle[NodeAgent]]:
-    """Set each spare up with its setup (``configure``); returns the spares. Raises
-    what a spare raised, or GetTimeoutError after ``timeout`` seconds."""
-    refs: list[ObjectRef[int]] = [spare.configure.remote(setup) for spare, setup in zip(spares, setups)]
-    if refs:
-        ray.get(refs, timeout=timeout)
-    return list(spares)
 
 
 def wait_ready(agents: Sequence[AgentHandle], timeout: float, where: str, hint: str) -> None:

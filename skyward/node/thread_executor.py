@@ -1,7 +1,7 @@
 """Runs tasks on threads of the agent process, with a deadline per call (per item for maps).
 
-A call runs inline on the Ray thread that received it (no thread hop: lowest latency). A
-watchdog fires at its deadline: it frees the task's slot at once and sends the thread a
+A call runs inline on the Ray thread that received it (no thread hop: lowest latency). At the
+call's deadline a timer fires: it frees the task's slot at once and sends the thread a
 TimeoutError, which stops pure-Python code at its next bytecode and a blocking call when
 it returns; the client stops waiting at the deadline too. A map chunk runs on a pool
 thread so each item gets its own deadline and the caller can answer as soon as one passes.
@@ -34,7 +34,7 @@ def _interrupt(thread_id: int, exception: type[BaseException] | None) -> None:
     )
 
 
-class Watchdog:
+class DeadlineTimer:
     """One thread that calls callbacks at their deadlines unless cancelled first."""
 
     def __init__(self) -> None:
@@ -42,7 +42,7 @@ class Watchdog:
         self._cancelled: set[int] = set()
         self._ids = itertools.count()
         self._wake = threading.Condition()
-        threading.Thread(target=self._loop, name="skyward-watchdog", daemon=True).start()
+        threading.Thread(target=self._loop, name="skyward-deadlines", daemon=True).start()
 
     def watch(self, seconds: float, callback: Callable[[], None]) -> int:
         """Call ``callback`` in ``seconds`` unless ``cancel`` is called with the returned id."""
@@ -104,7 +104,7 @@ class ThreadExecutor:
     def __init__(self, info: InstanceInfo, concurrency: int, on_task_end: Callable[[str], None]) -> None:
         self._info = info
         self._on_task_end = on_task_end
-        self._watchdog = Watchdog()
+        self._deadlines = DeadlineTimer()
         self._threads = ThreadPoolExecutor(concurrency + SPARE_THREADS, thread_name_prefix="skyward-task")
 
     def set_info(self, info: InstanceInfo) -> None:
@@ -130,7 +130,7 @@ class ThreadExecutor:
                 _interrupt(thread_id, TimeoutError)
             release_slot()
 
-        entry = self._watchdog.watch(request.timeout, expire) if request.timeout else None
+        entry = self._deadlines.watch(request.timeout, expire) if request.timeout else None
         token = task_scope().set(TaskContext(request.task_id, request.name, self._info))
         try:
             try:
@@ -141,7 +141,7 @@ class ThreadExecutor:
                     if state["fired"]:
                         _interrupt(thread_id, None)
                 if entry is not None:
-                    self._watchdog.cancel(entry)
+                    self._deadlines.cancel(entry)
         except BaseException as exc:  # the interrupt landed outside the user's code
             outcome = False, TaskFailure.from_exception(exc, self._info.node)
         finally:

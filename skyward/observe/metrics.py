@@ -65,7 +65,9 @@ class Collector:
         misconfigured for this node."""
         raise NotImplementedError
 
-    def _check(self) -> None:
+    def __post_init__(self) -> None:
+        """Check ``interval`` (run by each dataclass subclass; one with fields of its own
+        checks them and then calls this); ValueError naming the class and the value."""
         check_number(type(self).__name__, "interval", self.interval, strictly_positive=True)
 
 
@@ -76,9 +78,6 @@ class CPU(Collector):
     interval: float = 1.0
     unit: ClassVar[str] = "%"
     name: ClassVar[str] = "cpu"
-
-    def __post_init__(self) -> None:
-        self._check()
 
     def probe(self) -> Probe:
         psutil.cpu_percent(None)
@@ -93,9 +92,6 @@ class Memory(Collector):
     unit: ClassVar[str] = "%"
     name: ClassVar[str] = "memory"
 
-    def __post_init__(self) -> None:
-        self._check()
-
     def probe(self) -> Probe:
         return lambda: psutil.virtual_memory().percent
 
@@ -107,9 +103,6 @@ class MemoryUsed(Collector):
     interval: float = 1.0
     unit: ClassVar[str] = "MB"
     name: ClassVar[str] = "memory_used"
-
-    def __post_init__(self) -> None:
-        self._check()
 
     def probe(self) -> Probe:
         def read() -> float:
@@ -127,9 +120,6 @@ class MemoryTotal(Collector):
     unit: ClassVar[str] = "MB"
     name: ClassVar[str] = "memory_total"
 
-    def __post_init__(self) -> None:
-        self._check()
-
     def probe(self) -> Probe:
         return lambda: psutil.virtual_memory().total / MB
 
@@ -142,9 +132,6 @@ class GPU(Collector):
     unit: ClassVar[str] = "%"
     name: ClassVar[str] = "gpu"
 
-    def __post_init__(self) -> None:
-        self._check()
-
     def probe(self) -> Probe | None:
         return gpu.utilization if gpu.devices() else None
 
@@ -156,9 +143,6 @@ class GPUMemory(Collector):
     interval: float = 1.0
     unit: ClassVar[str] = "%"
     name: ClassVar[str] = "gpu_memory"
-
-    def __post_init__(self) -> None:
-        self._check()
 
     def probe(self) -> Probe | None:
         def read() -> float:
@@ -176,9 +160,6 @@ class GPUMemoryTotal(Collector):
     unit: ClassVar[str] = "MB"
     name: ClassVar[str] = "gpu_memory_total"
 
-    def __post_init__(self) -> None:
-        self._check()
-
     def probe(self) -> Probe | None:
         return (lambda: gpu.memory()[1]) if gpu.devices() else None
 
@@ -190,9 +171,6 @@ class GPUTemp(Collector):
     interval: float = 5.0
     unit: ClassVar[str] = "C"
     name: ClassVar[str] = "gpu_temp"
-
-    def __post_init__(self) -> None:
-        self._check()
 
     def probe(self) -> Probe | None:
         return gpu.temperature if gpu.devices() else None
@@ -209,7 +187,7 @@ class Disk(Collector):
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
             raise fail("Disk", "path", self.path, "give a directory, e.g. sky.metrics.Disk(\"/data\")")
-        self._check()
+        Collector.__post_init__(self)
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -230,9 +208,6 @@ class NetworkRx(Collector):
     unit: ClassVar[str] = "B/s"
     name: ClassVar[str] = "network_rx"
 
-    def __post_init__(self) -> None:
-        self._check()
-
     def probe(self) -> Probe:
         return _rate(lambda: psutil.net_io_counters().bytes_recv)
 
@@ -244,9 +219,6 @@ class NetworkTx(Collector):
     interval: float = 1.0
     unit: ClassVar[str] = "B/s"
     name: ClassVar[str] = "network_tx"
-
-    def __post_init__(self) -> None:
-        self._check()
 
     def probe(self) -> Probe:
         return _rate(lambda: psutil.net_io_counters().bytes_sent)
@@ -267,7 +239,7 @@ class Custom(Collector):
             raise fail("Custom", "name", self.name, "give the metric a name")
         if not isinstance(self.command, str) or not self.command.strip():
             raise fail("Custom", "command", self.command, "give a shell command that prints a number")
-        self._check()
+        Collector.__post_init__(self)
 
     def probe(self) -> Probe:
         def read() -> float:

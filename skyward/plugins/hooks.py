@@ -43,6 +43,12 @@ def blame(plugin: Plugin, hook: str) -> Iterator[None]:
         raise
 
 
+def _wrong_result(plugin: Plugin, hook: str, returned: str, must: str) -> TypeError:
+    """The TypeError for ``plugin``'s ``hook`` having returned ``returned`` (as the message
+    shows it) where ``must`` says what it has to return."""
+    return TypeError(f"the {hook} hook of plugin {plugin.name!r} returned {returned}; {must}")
+
+
 def transform_image(plugins: Sequence[Plugin], image: Image, cluster: Cluster) -> Image:
     """``image`` after every plugin's ``transform``; TypeError when one returns no Image."""
     for plugin in plugins:
@@ -51,10 +57,8 @@ def transform_image(plugins: Sequence[Plugin], image: Image, cluster: Cluster) -
         with blame(plugin, "transform"):
             changed = plugin.transform(image, cluster)
         if not isinstance(changed, Image):
-            raise TypeError(
-                f"the transform hook of plugin {plugin.name!r} returned {type(changed).__name__}; "
-                "it must return a sky.Image (e.g. dataclasses.replace(image, pip=...))"
-            )
+            must = "it must return a sky.Image (e.g. dataclasses.replace(image, pip=...))"
+            raise _wrong_result(plugin, "transform", type(changed).__name__, must)
         image = changed
     return image
 
@@ -75,10 +79,8 @@ def bootstrap_ops(plugins: Sequence[Plugin], cluster: Cluster) -> tuple[Bootstra
         with blame(plugin, "bootstrap"):
             commands = plugin.bootstrap(cluster)
         if isinstance(commands, str) or not all(isinstance(c, str) for c in commands):
-            raise TypeError(
-                f"the bootstrap hook of plugin {plugin.name!r} returned {commands!r}; "
-                'it must return a tuple of shell commands, e.g. ("echo hi",)'
-            )
+            must = 'it must return a tuple of shell commands, e.g. ("echo hi",)'
+            raise _wrong_result(plugin, "bootstrap", repr(commands), must)
         ops.extend(BootstrapOp(plugin.name, command) for command in commands)
     return tuple(ops)
 
@@ -91,10 +93,11 @@ def launch_command(plugins: Sequence[Plugin], command: LaunchCommand, context: L
         with blame(plugin, "launcher"):
             changed = plugin.launcher(command, context)
         if not isinstance(changed, LaunchCommand) or not changed.python:
-            raise TypeError(
-                f"the launcher hook of plugin {plugin.name!r} returned {changed!r}; it must return a "
-                "LaunchCommand with a non-empty python command (dataclasses.replace(command, python=...))"
+            must = (
+                "it must return a LaunchCommand with a non-empty python command "
+                "(dataclasses.replace(command, python=...))"
             )
+            raise _wrong_result(plugin, "launcher", repr(changed), must)
         command = changed
     return command
 

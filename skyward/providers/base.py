@@ -1,7 +1,7 @@
 """The contract between a pool and its providers.
 
 A provider checks a Spec against what it can give (``validate``, before anything is
-started), prices it (``offers``), and turns it into a running ``Cluster`` (``launch``):
+started), prices it (``offers``), and turns it into a running ``LaunchedCluster`` (``launch``):
 typed node handles, one transport to their agents, the nodes' ``InstanceInfo``, how the
 client reaches the pool's collections, and ``stop``, which confirms that everything it
 started is gone (or raises ``TeardownError`` naming what is left).
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from skyward.collections.operations import Engine
+from skyward.collections.operations import Operations
 from skyward.core.errors import SkywardError
 from skyward.core.instance import InstanceInfo
 from skyward.core.validation import fail
@@ -70,8 +70,8 @@ class PhaseTiming:
 class ClientCollections(Protocol):
     """How the client reaches the pool's distributed collections."""
 
-    def engine(self) -> Engine:
-        """The client's collections engine (RuntimeError with ``Options(cluster=False)``)."""
+    def operations(self) -> Operations:
+        """The client's collection operations (RuntimeError with ``Options(cluster=False)``)."""
 
     def membership_changed(self, left: int | None, reason: str) -> None:
         """The pool's nodes changed (``left``: the rank of a node that left or was lost,
@@ -83,7 +83,7 @@ class ClientCollections(Protocol):
 
 
 @dataclass(eq=False)
-class Cluster:
+class LaunchedCluster:
     """A running pool's nodes, as a provider hands them over."""
 
     nodes: tuple[NodeHandle, ...]
@@ -133,9 +133,9 @@ class Provider(Protocol):
     def offers(self, spec: Spec) -> list[Offer]:
         """The priced machines that satisfy ``spec``, cheapest first (empty: unpriced)."""
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Start ``spec``'s nodes and their agents (``spec.node_count.floor`` of them for
-        a resizable provider, which adds the rest through ``Cluster.membership``, else
+        a resizable provider, which adds the rest through ``LaunchedCluster.membership``, else
         ``desired``), with ``spec.volumes`` mounted on every node (each with its storage
         filled in by ``with_default_storage``); blocks until every agent answers."""
 

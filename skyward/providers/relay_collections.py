@@ -7,7 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 
 from skyward.collections.config import DISABLED
-from skyward.collections.gateway import ForwardingEngine, decode_answer, encode_operation
+from skyward.collections.gateway import ForwardingOperations, decode_answer, encode_operation
 from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 
@@ -21,10 +21,10 @@ class RelayCollections:
         self._encoder = encoder
         self._enabled = enabled
 
-    def engine(self) -> ForwardingEngine:
+    def operations(self) -> ForwardingOperations:
         if not self._enabled:
             raise RuntimeError(DISABLED)
-        return ForwardingEngine(self._forward, "the head node")
+        return ForwardingOperations(self._forward, "the head node")
 
     def release(self) -> None:
         """Nothing here: the head relay frees what this client held when it disconnects."""
@@ -34,7 +34,7 @@ class RelayCollections:
         if self._enabled:
             from skyward.collections.steps import run
 
-            run(self.engine().pool_membership_changed(left, reason))
+            run(self.operations().pool_membership_changed(left, reason))
 
     def _forward(self, op: str, args: tuple[object, ...]) -> concurrent.futures.Future[object]:
         answer = self._transport.collection_call(encode_operation(op, args, self._encoder.dumps))

@@ -23,10 +23,10 @@ import pytest
 from sandbox import wait_for_no_processes
 
 from skyward.api.compute import ADOPT_ENV
+from skyward.providers.daemon_client import API_FILE, API_TOKEN_FILE
 from skyward.providers.kept import runs as kept_runs
 from skyward.providers.kept.daemon import KeptPools
 from skyward.providers.kept.http import KeptApi
-from skyward.providers.warm_client import API_FILE, API_TOKEN_FILE
 
 SKY = os.path.join(os.path.dirname(sys.executable), "sky")
 SCRIPT = """

@@ -15,7 +15,7 @@ import pytest
 from nbclient import NotebookClient
 from sandbox import wait_for_no_processes
 
-from skyward.providers import warm_client
+from skyward.providers import daemon_client
 
 ROOT = Path(__file__).resolve().parents[2]
 SKY = os.path.join(os.path.dirname(sys.executable), "sky")
@@ -48,7 +48,7 @@ def test_a_notebook_adopts_a_kept_pool_by_name(
         NotebookClient(notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
         seen = outputs(notebook)
         nodes = json.loads(seen["NODES"])
-        [kept] = warm_client.kept_pools()
+        [kept] = daemon_client.kept_pools()
         assert (kept.name, kept.nodes, kept.holder) == ("nb", 2, 0)  # still kept, and let go
         assert len(set(nodes)) == 2
         assert seen["COUNTER"] == "1"

@@ -21,7 +21,7 @@ import pytest
 from sandbox import lines_of, wait_for_no_processes
 
 import skyward as sky
-from skyward.providers import warm_client
+from skyward.providers import daemon_client
 
 SCRIPT = """
 import os, sys, time
@@ -85,7 +85,7 @@ def test_a_script_run_again_adopts_the_same_nodes_without_ray_and_the_pool_ends_
     # idle for keep_alive=3 s: torn down, and the daemon, kept only for it, leaves too
     assert wait_for_no_processes(sandbox["base"], within=60) == []
     assert not any(psutil.pid_exists(pid) for pid in pids)
-    assert warm_client.kept_pools() == []
+    assert daemon_client.kept_pools() == []
 
 
 def test_one_script_at_a_time_holds_a_kept_pool_and_sky_down_ends_it(
@@ -113,7 +113,7 @@ def test_one_script_at_a_time_holds_a_kept_pool_and_sky_down_ends_it(
         while any(psutil.pid_exists(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not [pid for pid in pids if psutil.pid_exists(pid)], "sky down left the kept pool's agents"
-        assert warm_client.kept_pools() == []
+        assert daemon_client.kept_pools() == []
     finally:
         holder.kill()
         holder.wait(30)
@@ -130,7 +130,7 @@ def test_a_kept_pool_of_that_name_defined_otherwise_is_refused_naming_the_way_ou
     other = run(sandbox, tmp_path / "b", "600", "named")  # another working directory: another definition
     out, _ = other.communicate(timeout=120)
     assert other.returncode != 0 and "was defined otherwise" in out and "sky down named" in out, out[-2000:]
-    assert [pool.name for pool in warm_client.kept_pools()] == ["named"]
+    assert [pool.name for pool in daemon_client.kept_pools()] == ["named"]
     down = sky_cli(sandbox, "down", "--all")
     assert down.returncode == 0 and "named" in down.stdout, down.stdout + down.stderr
     assert wait_for_no_processes(sandbox["base"], within=60) == []
@@ -143,13 +143,13 @@ def test_another_user_cannot_reach_a_kept_pools_socket(
     lines_of(first, "AFTER", KEYS)
     assert first.wait(30) == 0
     try:
-        sockets = sorted(str(path) for path in home.glob("engine/*/pool-*.sock"))
+        sockets = sorted(str(path) for path in home.glob("daemon/*/pool-*.sock"))
         assert sockets, list(home.rglob("*"))
         answer = probe.run({"op": "unix", "paths": sockets})  # type: ignore[attr-defined]
         assert {path: result for path, result in answer.items() if result != "EACCES"} == {}
         for path in sockets:
             assert os.stat(path).st_mode & 0o777 == 0o600
-        [state] = home.glob("engine/*/kept.json")  # the daemon's Ray token is in it
+        [state] = home.glob("daemon/*/kept.json")  # the daemon's Ray token is in it
         assert os.stat(state).st_mode & 0o777 == 0o600
         assert probe.run({"op": "read", "paths": [str(state)]}) == {str(state): "EACCES"}  # type: ignore[attr-defined]
     finally:
@@ -165,7 +165,7 @@ def test_a_killed_daemons_kept_pools_are_adopted_by_the_next_command_and_still_r
         script = run(sandbox, tmp_path / name, "600", name)
         seen[name] = lines_of(script, "AFTER", KEYS)
         assert script.wait(30) == 0
-    [daemon] = warm_client.status()
+    [daemon] = daemon_client.status()
     os.kill(daemon.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while psutil.pid_exists(daemon.pid) and time.monotonic() < deadline:
@@ -174,9 +174,9 @@ def test_a_killed_daemons_kept_pools_are_adopted_by_the_next_command_and_still_r
         listed = sky_cli(sandbox, "ls", "--json")  # starts a new daemon, which adopts them
         assert listed.returncode == 0, listed.stdout + listed.stderr
         kept = {p["name"]: p["state"] for p in json.loads(listed.stdout) if p["keep_alive"]}
-        logs = "".join(path.read_text() for path in home.glob("engine/*/engine.log"))
+        logs = "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
         assert kept == {"one": "kept, idle", "two": "kept, idle"}, listed.stdout + logs
-        [successor] = warm_client.status()
+        [successor] = daemon_client.status()
         assert successor.pid != daemon.pid
         for name in ("one", "two"):
             again = run(sandbox, tmp_path / name, "600", name)
@@ -196,7 +196,7 @@ def test_a_killed_daemons_kept_pool_ends_after_keep_alive_when_no_daemon_comes_b
     script = run(sandbox, tmp_path, "3", "brief")
     lines_of(script, "AFTER", KEYS)
     assert script.wait(30) == 0
-    [daemon] = warm_client.status()
+    [daemon] = daemon_client.status()
     os.kill(daemon.pid, signal.SIGKILL)
     assert wait_for_no_processes(sandbox["base"], within=60) == []  # the daemon's reaper ended them
     listed = sky_cli(sandbox, "ls", "--json")
@@ -239,7 +239,7 @@ def test_sky_up_run_attach_and_down_drive_a_kept_pool_from_the_command_line(
     up = sky_cli(sandbox, "up", "exp", "--nodes", "2", "--keep-alive", "120", "--json")
     assert up.returncode == 0, up.stdout + up.stderr
     assert json.loads(up.stdout)[0]["state"] == "kept"
-    [kept] = warm_client.kept_pools()
+    [kept] = daemon_client.kept_pools()
     assert (kept.name, kept.nodes, kept.holder) == ("exp", 2, 0)
 
     script = tmp_path / "work.py"
@@ -264,9 +264,9 @@ def test_sky_up_run_attach_and_down_drive_a_kept_pool_from_the_command_line(
     detached = sky_cli(sandbox, "up", "bg", "--nodes", "1", "--detach", "--json")
     assert detached.returncode == 0 and json.loads(detached.stdout)[0]["state"] == "opening", detached.stdout
     deadline = time.monotonic() + 120
-    while "bg" not in {pool.name for pool in warm_client.kept_pools()} and time.monotonic() < deadline:
+    while "bg" not in {pool.name for pool in daemon_client.kept_pools()} and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert {pool.name for pool in warm_client.kept_pools()} == {"exp", "bg"}
+    assert {pool.name for pool in daemon_client.kept_pools()} == {"exp", "bg"}
 
     down = sky_cli(sandbox, "down", "--all")
     assert down.returncode == 0 and "exp" in down.stdout and "bg" in down.stdout, down.stdout + down.stderr

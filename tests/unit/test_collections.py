@@ -335,8 +335,8 @@ def test_a_closed_pools_collection_error_is_both_documented_types() -> None:
 
 
 def test_an_unpicklable_key_names_the_collection_the_operation_and_the_fix() -> None:
-    from skyward.collections.engine import _dict_shard
     from skyward.collections.gateway import encode_operation
+    from skyward.collections.local_operations import _dict_shard
 
     key = threading.Lock()
     with pytest.raises(TypeError, match=r"sky\.dict\('d'\)\.set\(key=<unlocked _thread\.lock.*cannot be pickled.*use a str, int"):

@@ -15,7 +15,7 @@ RECORD = state.KeptRecord("exp", "f" * 24, 600.0, "9" * 32, 2, 1_700_000_000.5, 
 
 
 def private(tmp_path: Path) -> Path:
-    directory = tmp_path / "engine"
+    directory = tmp_path / "daemon"
     directory.mkdir(mode=0o700)
     return directory
 

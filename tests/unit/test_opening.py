@@ -21,7 +21,7 @@ from skyward.engine.events import EventFeed
 from skyward.engine.reconciler import Reconciler
 from skyward.model.plugin import Plugin
 from skyward.providers import registry
-from skyward.providers.base import Cluster
+from skyward.providers.base import LaunchedCluster
 
 QUIET = sky.Options(console=False, logging=False)
 
@@ -56,7 +56,7 @@ class _Recorded(FakeProvider):
     steps: list[str] = dataclasses.field(default_factory=list, compare=False, hash=False)
     fail_open: bool = False
 
-    def launch(self, spec: sky.Spec, options: sky.Options, pool_id: str) -> Cluster:
+    def launch(self, spec: sky.Spec, options: sky.Options, pool_id: str) -> LaunchedCluster:
         cluster = FakeProvider.launch(self, spec, options, pool_id)
         steps = self.steps
 

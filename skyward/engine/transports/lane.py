@@ -28,13 +28,14 @@ text (tag ``E``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import msgpack
 
@@ -179,20 +180,10 @@ class LaneClient:
         except OSError:
             self._drop(connection)
             return None  # never reached the agent: nothing ran
-        try:
+        with _awaiting_reply(lambda: self._drop(connection), timeout):
             frame = _receive(connection, _patience(connection, timeout))
-        except TimeoutError:
-            self._drop(connection)
-            raise
-        except OSError as exc:
-            self._drop(connection)
-            raise LaneBroken(str(exc)) from None
-        except BaseException:
-            self._drop(connection)  # interrupted: the reply would confuse the next caller
-            raise
-        if frame is None:
-            self._drop(connection)
-            raise LaneBroken("the agent closed the connection")
+            if frame is None:
+                raise LaneBroken("the agent closed the connection")
         self._release(connection)
         return _reply(frame)
 
@@ -210,20 +201,10 @@ class LaneClient:
         except OSError:
             self._drop_stream(writer)
             return None  # never reached the agent: nothing ran
-        try:
+        with _awaiting_reply(lambda: self._drop_stream(writer), timeout):
             frame = await asyncio.wait_for(_receive_async(reader), timeout)
-        except asyncio.TimeoutError:
-            self._drop_stream(writer)
-            raise TimeoutError(f"no reply within {timeout}s") from None
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            self._drop_stream(writer)
-            raise LaneBroken(str(exc) or "the agent closed the connection") from None
-        except BaseException:
-            self._drop_stream(writer)  # cancelled: the reply would confuse the next caller
-            raise
-        if frame is None:
-            self._drop_stream(writer)
-            raise LaneBroken("the agent closed the connection")
+            if frame is None:
+                raise LaneBroken("the agent closed the connection")
         self._busy_streams.discard(writer)
         if self._closed:
             writer.close()
@@ -359,6 +340,24 @@ class LaneClient:
         with self._lock:
             self._busy.discard(connection)
         connection.close()
+
+
+@contextlib.contextmanager
+def _awaiting_reply(drop: Callable[[], None], timeout: float | None) -> Iterator[None]:
+    """Run the block that waits for the reply to a request the agent received. When it
+    raises, ``drop()`` the connection (a late reply would confuse its next caller) and
+    raise: a timeout as ``TimeoutError("no reply within ...")``, a broken or closed
+    connection (``OSError``, ``asyncio.IncompleteReadError``) as ``LaneBroken``, anything
+    else (``LaneBroken`` itself, an interrupt, a cancellation) as it is."""
+    try:
+        yield
+    except BaseException as exc:
+        drop()
+        if isinstance(exc, TimeoutError):
+            raise TimeoutError(f"no reply within {timeout}s") from None
+        if isinstance(exc, (OSError, asyncio.IncompleteReadError)) and not isinstance(exc, LaneBroken):
+            raise LaneBroken(str(exc) or "the agent closed the connection") from None
+        raise
 
 
 def _host_port(address: str) -> tuple[str, int]:

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from skyward.core.paths import skyward_dir
 from skyward.providers.aws.session import EC2, AWSError, client, error_code, explain
-from skyward.providers.base import TeardownError
 from skyward.providers.cloud.json import JsonObject, obj, objects, text
+from skyward.providers.cloud.machines import confirm_released
 
 TAG_POOL = "skyward:pool"
 TAG_OWNER = "skyward:owner"
@@ -214,13 +214,7 @@ def release(resources: PoolResources, on_progress: Callable[[str], None] = lambd
     if resources.key_name:
         if not _retry(lambda: ec2.delete_key_pair(KeyName=resources.key_name)):
             left.append(f"key pair {resources.key_name}")
-    if resources.key_path is not None:
-        resources.key_path.unlink(missing_ok=True)
-    if left:
-        raise TeardownError(
-            f"could not confirm the deletion of {'; '.join(left)} in {resources.region} for pool "
-            f"{resources.pool_id}; `sky gc` finds and removes them"
-        )
+    confirm_released(left, resources.key_path, f"in {resources.region}", resources.pool_id, "sky gc")
 
 
 def instances_of(reservations: list[JsonObject]) -> list[JsonObject]:

@@ -4,7 +4,6 @@ instance that ends without the pool asking was interrupted)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from skyward.engine.membership import Loss
@@ -12,29 +11,25 @@ from skyward.model.nodes import NodeHandle
 from skyward.providers.aws.machines import instances_of, state_of
 from skyward.providers.aws.session import client, error_code
 from skyward.providers.cloud.json import obj, objects, text
+from skyward.providers.machine_source import MachineSource
 
 ENDED = ("shutting-down", "terminated", "stopping", "stopped")
 
 
-class EC2Machines:
+class EC2Machines(MachineSource):
     """See the module. ``launch_one()`` starts one instance and returns its handle once
     it runs (it registers the instance with the pool's resources, so closing the pool
     terminates it whatever happens)."""
 
+    _noun = "instance"
+
     def __init__(self, region: str, launch_one: Callable[[], NodeHandle]) -> None:
+        super().__init__()
         self._region = region
         self._launch_one = launch_one
-        self._lock = threading.Lock()
-        self._closed = False
 
-    def capacity(self) -> int | None:
-        return None
-
-    def create(self, node: int) -> NodeHandle:
-        with self._lock:  # closing waits for an instance being created, then terminates it too
-            if self._closed:
-                raise RuntimeError(f"no instance was started for node {node}: the pool is closing")
-            return self._launch_one()
+    def _start(self, node: int) -> NodeHandle:
+        return self._launch_one()
 
     def release(self, handle: NodeHandle) -> None:
         try:
@@ -56,11 +51,6 @@ class EC2Machines:
             for node, handle in handles.items()
             if handle.id in states and states[handle.id][0] in ENDED
         ]
-
-    def close(self) -> None:
-        """The pool is closing: no instance starts any more (waits for one starting)."""
-        with self._lock:
-            self._closed = True
 
     def _states(self, ids: list[str]) -> dict[str, tuple[str, str, bool]]:
         """``(state, reason, spot)`` by instance id."""

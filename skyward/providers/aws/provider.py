@@ -37,7 +37,7 @@ from skyward.providers.aws.images import find_image, root_device
 from skyward.providers.aws.membership import EC2Machines
 from skyward.providers.aws.prices import LIVE, prices
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
-from skyward.providers.base import Cluster, Offer
+from skyward.providers.base import LaunchedCluster, Offer
 from skyward.providers.cloud.errors import CloudAnswerError
 from skyward.providers.cloud.json import JsonObject, objects, text
 from skyward.providers.orphans import Orphan
@@ -120,7 +120,7 @@ class AWS:
         to AWS's S3 only): ``Volume(storage=None)`` needs no keys of its own."""
         return S3(region=self._region(spec), ship_client_credentials=True)
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Create the pool's instances and bring them up; everything created is removed
         again if anything fails."""
         region = self._region(spec)

@@ -1,14 +1,22 @@
 """The typed face every machine cloud's API module gives the shared launch: what it
 sells (``MachineType``), what to create (``Order``), what it has (``Machine``, ``Key``,
 ``Firewall``), and the calls (``MachineAPI``, and ``FirewallAPI`` for a cloud that
-filters its machines' traffic). No untyped dict crosses this line."""
+filters its machines' traffic). No untyped dict crosses this line. Two parts several
+clouds share: ``KeysInCollection`` (the key calls over a ``KeyCollection``) and
+``MadeFirewalls`` (the firewalls one client made)."""
 
 from __future__ import annotations
 
 import datetime
 import re
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
+
+from skyward.providers.cloud.errors import CloudError
+
+if TYPE_CHECKING:
+    from skyward.providers.cloud.http import ApiClient
+    from skyward.providers.cloud.keys import KeyCollection
 
 MachineState = Literal["starting", "running", "stopped", "ended"]
 """``stopped``: halted but still there (and billed, for its disk at least) until deleted;
@@ -121,6 +129,62 @@ class MachineAPI(Protocol):
 
     def delete(self, machine_id: str) -> None:
         """Terminate a machine (gone already is fine)."""
+
+
+class KeysInCollection:
+    """The key calls of a ``MachineAPI`` whose cloud keeps SSH keys in one REST collection:
+    the class's ``KEYS`` says where and under which field names, ``_http`` is the client
+    they go through. Errors as ``KeyCollection``'s (CloudError when a key added is not
+    shown)."""
+
+    KEYS: ClassVar[KeyCollection]
+    _http: ApiClient
+
+    def add_key(self, name: str, public_key: str) -> str | None:
+        """Register ``public_key`` as ``name``; its id."""
+        return self.KEYS.add(self._http, name, public_key)
+
+    def remove_key(self, key_id: str) -> None:
+        """Delete the key (gone already is fine)."""
+        self.KEYS.remove(self._http, key_id)
+
+    def keys(self) -> list[Key]:
+        """Every key of the account."""
+        return self.KEYS.listed(self._http)
+
+
+class MadeFirewalls:
+    """The firewalls one ``FirewallAPI`` client made, by group, so that a machine is only
+    ever created inside its own pool's: ``of`` raises CloudError for a group none was made
+    for. ``cloud``, ``kind`` ("security group") and ``machine`` ("a server") word it."""
+
+    def __init__(self, cloud: str, kind: str, machine: str) -> None:
+        self._cloud = cloud
+        self._kind = kind
+        self._machine = machine
+        self._made: dict[str, str] = {}
+
+    def add(self, group: str, firewall_id: str) -> str:
+        """Keep ``firewall_id`` as the one made for ``group``; the id."""
+        self._made[group] = firewall_id
+        return firewall_id
+
+    def forget(self, group: str) -> None:
+        """``group``'s firewall is gone (none kept is fine)."""
+        self._made.pop(group, None)
+
+    def __contains__(self, firewall_id: object) -> bool:
+        """Whether this client made the firewall with this id."""
+        return firewall_id in self._made.values()
+
+    def of(self, group: str) -> str:
+        """The id of the firewall made for ``group``; CloudError when none was."""
+        if group not in self._made:
+            raise CloudError(
+                f"no {self._cloud} {self._kind} was made for {group!r} by this client; "
+                f"{self._machine} is never created outside its pool's {self._kind}"
+            )
+        return self._made[group]
 
 
 @runtime_checkable

@@ -166,6 +166,17 @@ class ApiClient:
             if exc.status != 404:
                 raise
 
+    @contextlib.contextmanager
+    def removed_on_error(self, path: str, what: str) -> Iterator[None]:
+        """Inside the block, any exception (an interrupt too) first removes what was just
+        made at ``path`` (``remove``: 404 is fine), then passes on; an error of that
+        removal is raised instead, chained to the first."""
+        try:
+            yield
+        except BaseException:
+            self.remove(path, what)
+            raise
+
     def close(self) -> None:
         self._http.close()
 

@@ -83,12 +83,21 @@ def release(api: MachineAPI, resources: PoolMachines) -> None:
             api.remove_key(resources.key_id)
         except CloudError as exc:
             left.append(f"SSH key {resources.key_name} ({exc})")
-    if resources.key_path is not None:
-        resources.key_path.unlink(missing_ok=True)
+    gc = f"sky gc --provider {resources.cloud.lower()}"
+    confirm_released(left, resources.key_path, f"on {resources.cloud}", resources.pool_id, gc)
+
+
+def confirm_released(left: Sequence[str], key_path: Path | None, where: str, pool_id: str, gc: str) -> None:
+    """The end of a pool's release: its private key file deleted (``key_path``; None: it
+    has none), then TeardownError when ``left`` describes anything not confirmed gone,
+    naming it, ``where`` it is ("on Vultr", "in us-east-1") and the ``gc`` command that
+    finds and removes it; nothing when ``left`` is empty."""
+    if key_path is not None:
+        key_path.unlink(missing_ok=True)
     if left:
         raise TeardownError(
-            f"could not confirm the deletion of {'; '.join(left)} on {resources.cloud} for pool "
-            f"{resources.pool_id}; `sky gc --provider {resources.cloud.lower()}` finds and removes them"
+            f"could not confirm the deletion of {'; '.join(left)} {where} for pool {pool_id}; "
+            f"`{gc}` finds and removes them"
         )
 
 

@@ -5,7 +5,6 @@ preemption)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from skyward.engine.membership import Loss
@@ -13,9 +12,10 @@ from skyward.model.nodes import NodeHandle
 from skyward.providers.base import TeardownError
 from skyward.providers.cloud import machines
 from skyward.providers.cloud.api import Machine, MachineAPI
+from skyward.providers.machine_source import MachineSource
 
 
-class CloudMachines:
+class CloudMachines(MachineSource):
     """See the module. ``create_one(node)`` creates one machine and returns its handle once
     it runs; it records the machine in ``resources``, so the pool's teardown deletes it
     whatever happens."""
@@ -23,20 +23,13 @@ class CloudMachines:
     def __init__(
         self, api: MachineAPI, resources: machines.PoolMachines, create_one: Callable[[int], NodeHandle]
     ) -> None:
+        super().__init__()
         self._api = api
         self._resources = resources
         self._create_one = create_one
-        self._lock = threading.Lock()
-        self._closed = False
 
-    def capacity(self) -> int | None:
-        return None
-
-    def create(self, node: int) -> NodeHandle:
-        with self._lock:  # closing waits for a machine being created, then deletes it too
-            if self._closed:
-                raise RuntimeError(f"no machine was created for node {node}: the pool is closing")
-            return self._create_one(node)
+    def _start(self, node: int) -> NodeHandle:
+        return self._create_one(node)
 
     def release(self, handle: NodeHandle) -> None:
         """Delete ``handle``'s machine and confirm it; TeardownError when it is still there."""
@@ -60,11 +53,6 @@ class CloudMachines:
             for node, handle in handles.items()
             if handle.id not in present or present[handle.id].state in ("stopped", "ended")
         ]
-
-    def close(self) -> None:
-        """The pool is closing: no machine is created any more (waits for one being created)."""
-        with self._lock:
-            self._closed = True
 
     def _loss(self, node: int, handle: NodeHandle, machine: Machine | None) -> Loss:
         state = "gone" if machine is None else machine.state

@@ -33,7 +33,7 @@ from skyward.image.image import local_python
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.model.spec import Options, Spec
 from skyward.providers import registry
-from skyward.providers.base import Cluster, Offer, TeardownError
+from skyward.providers.base import LaunchedCluster, Offer, TeardownError
 from skyward.providers.cloud import machines, naming
 from skyward.providers.cloud import offers as pricing
 from skyward.providers.cloud.api import FirewallAPI, Machine, MachineAPI, MachineType, Order
@@ -126,7 +126,7 @@ class MachineCloud:
         """None: give each Volume its own storage (an S3-compatible store)."""
         return None
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Create the pool's machines and bring them up; everything created is removed
         again if anything fails."""
         api = self.api()

@@ -15,14 +15,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from skyward.providers.cloud.api import (
-    Firewall,
-    Machine,
-    MachineState,
-    MachineType,
-    Order,
-    epoch,
-)
+from skyward.providers.cloud.api import Firewall, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, message
 from skyward.providers.cloud.json import (

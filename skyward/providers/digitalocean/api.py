@@ -122,11 +122,8 @@ class DigitalOceanAPI:
                 for protocol in ("tcp", "udp", "icmp")
             ],
         }
-        try:
+        with self._http.removed_on_error(f"/v2/tags/{group}", f"deleting tag {group}"):
             answer = self._http.call("POST", "/v2/firewalls", f"creating firewall {group}", json=body)
-        except BaseException:
-            self._http.remove(f"/v2/tags/{group}", f"deleting tag {group}")
-            raise
         return text(obj(as_object(answer), "firewall"), "id")
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:

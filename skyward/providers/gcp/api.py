@@ -31,14 +31,7 @@ from skyward.core.validation import fail
 from skyward.providers.aws.machines import owner
 from skyward.providers.base import PriceSnapshotWarning
 from skyward.providers.cloud import naming
-from skyward.providers.cloud.api import (
-    Firewall,
-    Machine,
-    MachineState,
-    MachineType,
-    Order,
-    epoch,
-)
+from skyward.providers.cloud.api import Firewall, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, Params, base_url, message
 from skyward.providers.cloud.json import JsonObject, as_object, integer, number, obj, objects, text

@@ -120,16 +120,13 @@ class HyperstackAPI:
             json={"name": name, "region": self._region},
         )
         environment = text(obj(as_object(answer), "environment"), "id")
-        try:
+        with self._http.removed_on_error(f"/core/environments/{environment}", f"deleting environment {name}"):
             answer = self._http.call(
                 "POST",
                 "/core/keypairs",
                 f"importing keypair {name}",
                 json={"name": name, "environment_name": name, "public_key": public_key},
             )
-        except BaseException:
-            self._http.remove(f"/core/environments/{environment}", f"deleting environment {name}")
-            raise
         return text(obj(as_object(answer), "keypair"), "id")
 
     def remove_key(self, key_id: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.api import KeysInCollection, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors, message
 from skyward.providers.cloud.json import (
@@ -43,7 +43,6 @@ REGION_URLS = {
 READS = "india-01"
 """The backend that lists instances, keys and GPU types for every region."""
 API_KEY = credentials.Source(("JL_API_KEY",), "~/.config/jl/config.toml", "auth.token")
-KEYS = KeyCollection("/ssh/", "key_id", "key_name", "ssh_key")
 COUNTS = (1, 2, 4, 8)
 """The GPUs per instance offered (at most the region's free GPUs of the type)."""
 EUROPE_COUNTS = (1, 8)
@@ -68,8 +67,10 @@ MIN_DISK_GB = 40
 """The storage the CLI orders by default, and the least skyward orders."""
 
 
-class JarvisLabsAPI:
+class JarvisLabsAPI(KeysInCollection):
     """Calls JarvisLabs with ``api_key`` (None: ``$JL_API_KEY`` or the jl CLI's config)."""
+
+    KEYS = KeyCollection("/ssh/", "key_id", "key_name", "ssh_key")
 
     def __init__(self, template: str, api_key: str | None = None) -> None:
         key = credentials.given_or_found("JarvisLabs", api_key, API_KEY)
@@ -124,15 +125,6 @@ class JarvisLabsAPI:
                     )
                 )
         return kinds
-
-    def add_key(self, name: str, public_key: str) -> str | None:
-        return KEYS.add(self._http, name, public_key)
-
-    def remove_key(self, key_id: str) -> None:
-        KEYS.remove(self._http, key_id)
-
-    def keys(self) -> list[Key]:
-        return KEYS.listed(self._http)
 
     def create(self, order: Order) -> str:
         """One instance of the order's GPUs (``ref`` the GPU type, ``accelerator_count`` how

@@ -30,8 +30,8 @@ from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
-from skyward.providers import warm_client
-from skyward.providers.base import Cluster, PhaseTiming
+from skyward.providers import daemon_client
+from skyward.providers.base import LaunchedCluster, PhaseTiming
 from skyward.providers.kept.request import ClientContext, KeptRequest
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh.loop import LoopThread
@@ -56,7 +56,7 @@ def fingerprint(spec: Spec, options: Options, context: ClientContext) -> str:
     return hashlib.sha256(repr(definition).encode()).hexdigest()[:24]
 
 
-def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: bool = False) -> Cluster:
+def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: bool = False) -> LaunchedCluster:
     """The kept pool for ``spec``: the one named ``name`` when ``named`` (else any idle
     one defined the same), adopted; else a new one named ``name`` that the daemon keeps
     ``options.keep_alive`` seconds after its last client left (with an id of its own:
@@ -70,14 +70,14 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
     context = ClientContext.here()
     spec = _absolute_includes(spec, context.cwd)
     mark = fingerprint(spec, options, context)
-    held = warm_client.adopt_pool(name if named else "", "" if as_defined else mark)
+    held = daemon_client.adopt_pool(name if named else "", "" if as_defined else mark)
     if held is None and as_defined:
         raise LookupError(f"no pool named {name!r} is kept now (sky ls lists the kept pools)")
     if held is None:
         request = cloudpickle.dumps(KeptRequest(spec, options, uuid.uuid4().hex, context))
         default = DEFAULT_READY_TIMEOUT if spec.provider.name == "local" else DEFAULT_REMOTE_TIMEOUT
         timeout = float(options.provision_timeout or default)
-        held = warm_client.keep_pool(name, mark, options.keep_alive, request, timeout)
+        held = daemon_client.keep_pool(name, mark, options.keep_alive, request, timeout)
     infos: tuple[InstanceInfo, ...] = load_payload(held.infos)  # from this user's daemon (peer checked)
     loop = LoopThread(f"skyward-kept-{held.name}")
     socket_path = held.socket
@@ -89,7 +89,7 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     nodes: tuple[NodeHandle, ...] = load_payload(held.nodes)
     phase = PhaseTiming("adopted" if held.adopted else "kept", time.monotonic() - started)
-    return Cluster(nodes, infos, transport, encoder, collections, loop.stop, (phase,))
+    return LaunchedCluster(nodes, infos, transport, encoder, collections, loop.stop, (phase,))
 
 
 def _absolute_includes(spec: Spec, cwd: str) -> Spec:

@@ -1,4 +1,4 @@
-"""Kept pools, in the pool daemon (the process of ``warm_engine``): local pools that
+"""Kept pools, in the pool daemon (the process of ``pool_daemon``): local pools that
 outlive the script that opened them (``Options(keep_alive=seconds)``).
 
 A kept pool is started here, on the daemon's Ray instance, for the client that asked
@@ -51,7 +51,7 @@ from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
 from skyward.model.spec import Options, Spec
 from skyward.providers import registry
-from skyward.providers.base import Cluster
+from skyward.providers.base import LaunchedCluster
 from skyward.providers.kept import state as kept_state
 from skyward.providers.kept.log import LoggedSink
 from skyward.providers.kept.request import ClientContext, KeptRequest
@@ -82,7 +82,7 @@ class KeptPool:
     fingerprint: str
     keep_alive: float
     pool_id: str
-    cluster: Cluster
+    cluster: LaunchedCluster
     socket: Path
     notes: str
     agents: dict[int, ActorHandle[NodeAgent]] = field(default_factory=dict)
@@ -241,7 +241,7 @@ class KeptPools:
         cluster = start(request.spec, request.options, request.pool_id, context=request.context, detached=True)
         return self._local_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
 
-    def _local_pool(self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: Cluster) -> KeptPool:
+    def _local_pool(self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster) -> KeptPool:
         """The kept pool of a local ``cluster`` on this daemon's Ray: its agents, lanes and
         post-mortem notes are the relay's. TypeError (the cluster stopped) when the
         cluster is not a local pool's."""

@@ -2,7 +2,7 @@
 agents): list, open and end kept pools, run scripts on them and follow their output
 (docs/kept-pools.md, "The HTTP API"; ``kept.openapi`` describes every route).
 
-Served by the daemon (``warm_engine``) from its start, in a thread of its own (Starlette
+Served by the daemon (``pool_daemon``) from its start, in a thread of its own (Starlette
 on uvicorn), on 127.0.0.1 at a port the OS picks. The daemon writes ``api.json`` (URL
 and pid) and ``api.token`` (a fresh 32-byte token in hex, mode 0600) into its private
 directory; a request without ``Authorization: Bearer <token>`` is answered 401 before
@@ -42,12 +42,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from skyward.core.codec import load_payload
 from skyward.model.spec import Options, Spec
 from skyward.providers import names
+from skyward.providers.daemon_client import API_FILE, API_TOKEN_FILE
 from skyward.providers.kept.client import fingerprint
 from skyward.providers.kept.daemon import KeptPools
 from skyward.providers.kept.openapi import OPENAPI
 from skyward.providers.kept.request import ClientContext, KeptRequest
 from skyward.providers.kept.runs import Runs
-from skyward.providers.warm_client import API_FILE, API_TOKEN_FILE
 
 API_IDLE = 600.0
 """Seconds the daemon stays up after the last request its API served."""

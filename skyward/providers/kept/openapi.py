@@ -20,6 +20,36 @@ _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "str
 _RUN = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}, "description": "the run's id"}
 _UNAUTHORIZED = _error("no `Authorization: Bearer <token>` header, or the wrong token")
 
+
+def _bodiless(
+    summary: str, ok: dict[str, object], missing: str | None = None, description: str | None = None
+) -> dict[str, object]:
+    """An operation without a request body, answering 200 with ``ok``, 401 without the
+    token and, where ``missing`` says why (an ``Error``'s description), 404."""
+    responses = {"200": ok, "401": _UNAUTHORIZED}
+    if missing is not None:
+        responses["404"] = _error(missing)
+    return {"summary": summary, **({"description": description} if description else {}), "responses": responses}
+
+
+def _post(summary: str, body: str, created: dict[str, object], errors: dict[str, object]) -> dict[str, object]:
+    """A POST taking a JSON body of schema ``body`` and answering 201 with ``created``;
+    its error responses are ``errors`` and those of every JSON body (400: not JSON, 401,
+    413: too large, 422: a field not valid), in the order of their codes."""
+    responses = {
+        "201": created,
+        "400": _error("the body is not JSON"),
+        "401": _UNAUTHORIZED,
+        "413": _error("the body is too large"),
+        "422": _error("a field is not valid (`field` names it)"),
+        **errors,
+    }
+    return {
+        "summary": summary,
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(body)}}},
+        "responses": dict(sorted(responses.items())),
+    }
+
 SCHEMAS: dict[str, object] = {
     "Error": {
         "type": "object", "required": ["error"],
@@ -91,81 +121,49 @@ OPENAPI: dict[str, object] = {
     "security": [{"token": []}],
     "paths": {
         "/openapi.json": {
-            "get": {"summary": "This description", "responses": {
-                "200": {"description": "an OpenAPI 3 document", "content": {"application/json": {}}},
-                "401": _UNAUTHORIZED,
-            }},
+            "get": _bodiless(
+                "This description", {"description": "an OpenAPI 3 document", "content": {"application/json": {}}}
+            ),
         },
         "/pools": {
-            "get": {"summary": "The kept pools", "responses": {
-                "200": _json({"type": "array", "items": _ref("Pool")}, "every kept pool"),
-                "401": _UNAUTHORIZED,
-            }},
-            "post": {
-                "summary": "Open a pool and keep it; returns once it is ready, idle for scripts to adopt",
-                "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("NewPool")}}},
-                "responses": {
-                    "201": _json(_ref("Pool"), "the pool, kept"),
-                    "400": _error("the body is not JSON"),
-                    "401": _UNAUTHORIZED,
-                    "409": _error("a pool of that name is kept already"),
-                    "413": _error("the body is too large"),
-                    "422": _error("a field is not valid (`field` names it)"),
-                    "500": _error("the pool did not open"),
-                },
-            },
+            "get": _bodiless("The kept pools", _json({"type": "array", "items": _ref("Pool")}, "every kept pool")),
+            "post": _post(
+                "Open a pool and keep it; returns once it is ready, idle for scripts to adopt",
+                "NewPool", _json(_ref("Pool"), "the pool, kept"),
+                {"409": _error("a pool of that name is kept already"), "500": _error("the pool did not open")},
+            ),
         },
         "/pools/{name}": {
             "parameters": [_NAME],
-            "get": {"summary": "One kept pool", "responses": {
-                "200": _json(_ref("Pool"), "the pool"),
-                "401": _UNAUTHORIZED,
-                "404": _error("no pool of that name is kept"),
-            }},
-            "delete": {"summary": "End a kept pool now (even while a script uses it); returns once it is torn down",
-                       "responses": {
-                           "200": _json({"type": "object", "properties": {
-                               "ended": {"type": "array", "items": {"type": "string"}}}}, "the pool ended"),
-                           "401": _UNAUTHORIZED,
-                           "404": _error("no pool of that name is kept"),
-                       }},
+            "get": _bodiless("One kept pool", _json(_ref("Pool"), "the pool"), "no pool of that name is kept"),
+            "delete": _bodiless(
+                "End a kept pool now (even while a script uses it); returns once it is torn down",
+                _json({"type": "object", "properties": {"ended": {"type": "array", "items": {"type": "string"}}}},
+                      "the pool ended"),
+                "no pool of that name is kept",
+            ),
         },
         "/pools/{name}/runs": {
             "parameters": [_NAME],
-            "post": {
-                "summary": "Run a script on the kept pool: `python script args` with $SKYWARD_POOL=name",
-                "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("NewRun")}}},
-                "responses": {
-                    "201": _json(_ref("Run"), "the run, started"),
-                    "400": _error("the body is not JSON"),
-                    "401": _UNAUTHORIZED,
-                    "404": _error("no pool of that name is kept"),
-                    "413": _error("the body is too large"),
-                    "422": _error("a field is not valid (`field` names it)"),
-                },
-            },
+            "post": _post(
+                "Run a script on the kept pool: `python script args` with $SKYWARD_POOL=name",
+                "NewRun", _json(_ref("Run"), "the run, started"), {"404": _error("no pool of that name is kept")},
+            ),
         },
         "/runs/{id}": {
             "parameters": [_RUN],
-            "get": {"summary": "A run's state and exit code", "responses": {
-                "200": _json(_ref("Run"), "the run"),
-                "401": _UNAUTHORIZED,
-                "404": _error("no run of that id"),
-            }},
+            "get": _bodiless("A run's state and exit code", _json(_ref("Run"), "the run"), "no run of that id"),
         },
         "/runs/{id}/output": {
             "parameters": [_RUN],
-            "get": {
-                "summary": "The run's output as server-sent events, from its first line",
-                "description": "Each line of stdout or stderr is one `data:` event; when the script has exited, "
-                               "an `exit` event whose data is the exit code ends the stream. Comment lines "
-                               "keep the connection alive while the script is quiet.",
-                "responses": {
-                    "200": {"description": "the event stream", "content": {"text/event-stream": {}}},
-                    "401": _UNAUTHORIZED,
-                    "404": _error("no run of that id"),
-                },
-            },
+            "get": _bodiless(
+                "The run's output as server-sent events, from its first line",
+                {"description": "the event stream", "content": {"text/event-stream": {}}},
+                "no run of that id",
+                "Each line of stdout or stderr is one `data:` event; when the script has exited, an `exit` "
+                "event whose data is the exit code ends the stream. Comment lines keep the connection alive "
+                "while the script is quiet.",
+            ),
         },
     },
 }

@@ -17,10 +17,8 @@ import asyncio
 import threading
 
 from skyward.engine.events import EventBatch
-from skyward.engine.relay_server import Sink
-from skyward.engine.transport import Shared
+from skyward.engine.relay_server import Sink, TransportBackend
 from skyward.engine.transports.relay import RelayTransport
-from skyward.engine.wire import Payload
 
 
 class EventForwarder:
@@ -59,23 +57,16 @@ class EventForwarder:
             return self._metrics
 
 
-class ClusterSession:
+class ClusterSession(TransportBackend):
     """The backend (``engine.relay_server.RelayBackend``) serving one script a kept
     remote pool through the daemon's stream to its head relay."""
+
+    _transport: RelayTransport
 
     def __init__(self, transport: RelayTransport, forwarder: EventForwarder, sink: Sink) -> None:
         self._transport = transport
         self._forwarder = forwarder
         forwarder.to(sink)
-
-    async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
-        return await self._transport.call(node, payload, timeout)
-
-    async def share(self, payload: Payload) -> Shared:
-        return await self._transport.share(payload)
-
-    def unshare(self, shared: Shared) -> None:
-        self._transport.unshare(shared)
 
     async def collection(self, call_id: int, request: bytes) -> bytes:
         return await asyncio.wrap_future(self._transport.collection_call(request))

@@ -16,7 +16,14 @@ from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, Order
+from skyward.providers.cloud.api import (
+    Firewall,
+    KeysInCollection,
+    Machine,
+    MachineState,
+    MachineType,
+    Order,
+)
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import bearer_client, message
 from skyward.providers.cloud.json import (
@@ -30,6 +37,7 @@ from skyward.providers.cloud.json import (
     objects,
     text,
 )
+from skyward.providers.cloud.keys import KeyCollection
 
 URL = "https://cloud.lambda.ai/api/v1"
 API_KEY = credentials.Source(("LAMBDA_API_KEY",), "~/.lambda_cloud/lambda_keys", "api_key")
@@ -63,8 +71,10 @@ def firewall_rules() -> list[dict[str, object]]:
     return [ssh, *peers]
 
 
-class LambdaAPI:
+class LambdaAPI(KeysInCollection):
     """Calls Lambda with ``api_key`` (None: ``LAMBDA_API_KEY`` or Lambda's key file)."""
+
+    KEYS = KeyCollection("/ssh-keys", "id", "name", "public_key", items="data", created="data")
 
     def __init__(self, api_key: str | None = None) -> None:
         key = credentials.given_or_found("Lambda", api_key, API_KEY)
@@ -101,22 +111,6 @@ class LambdaAPI:
                     )
                 )
         return kinds
-
-    def add_key(self, name: str, public_key: str) -> str | None:
-        answer = self._http.call(
-            "POST",
-            "/ssh-keys",
-            f"adding SSH key {name}",
-            json={"name": name, "public_key": public_key},
-        )
-        return text(obj(as_object(answer), "data"), "id")
-
-    def remove_key(self, key_id: str) -> None:
-        self._http.remove(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
-
-    def keys(self) -> list[Key]:
-        answer = as_object(self._http.call("GET", "/ssh-keys", "listing SSH keys"))
-        return [Key(text(k, "id"), text(k, "name", "")) for k in objects(answer, "data")]
 
     def create(self, order: Order) -> str:
         """One instance of the order's type in its region, with the SSH key named

@@ -6,7 +6,7 @@ kills them with it); ``ray start --head`` does not. So the daemon starts its ins
 with ``ray start`` (127.0.0.1, ports the OS says are free, no dashboard, autoscaler or
 log monitor, token auth with a random token passed through the environment, usage stats
 off) in a private directory (mode 0700, ``LocalRay``'s layout), and then joins it as
-any client joins the warm engine's instance. Every process of the instance carries
+any client joins the pool daemon's instance. Every process of the instance carries
 ``reaper.MARKER``, so ``stop`` (and the daemon's reaper) end it all by that mark.
 """
 

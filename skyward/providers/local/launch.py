@@ -21,15 +21,14 @@ from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.ray_actors import RayTransport
 from skyward.engine.wire import encode
 from skyward.image.image import Image
-from skyward.model.cluster import Cluster as PluginCluster
+from skyward.model.cluster import Cluster
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
-from skyward.node.agent import AgentSetup, adopt, adoptable, start_agents, stop_agents, wait_ready
+from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
-from skyward.providers import warm_client
-from skyward.providers.base import Cluster, PhaseTiming
+from skyward.providers.base import LaunchedCluster, PhaseTiming
 from skyward.providers.kept.request import ClientContext
 from skyward.providers.local import env as local_env
 from skyward.providers.local.env import client_site_dirs
@@ -46,34 +45,26 @@ DEFAULT_READY_TIMEOUT = 120.0
 
 
 def start(
-    spec: Spec, options: Options, pool_id: str, keep_warm: float = 0.0, context: ClientContext | None = None,
-    detached: bool = False,
-) -> Cluster:
+    spec: Spec, options: Options, pool_id: str, context: ClientContext | None = None, detached: bool = False,
+) -> LaunchedCluster:
     """Start (or share) the local Ray instance and one agent per node of the pool's floor;
     blocks until every agent answers or ``Options.provision_timeout`` passes, and undoes
-    what it started if a step fails. With ``keep_warm``, Ray and spare agents come from
-    this user's warm engine (``warm_engine``), which stays up that long after the last
-    pool closed. ``context``: the client the agents work for, when it is not this
-    process (then each agent gets the client's environment under its own).
+    what it started if a step fails. ``context``: the client the agents work for, when
+    it is not this process (the pool daemon's kept pools; then each agent gets the
+    client's environment under its own).
     ``detached``: a kept pool's agents, named and outliving this process (``rejoin``
     finds them again)."""
     started = time.monotonic()
     client = context or ClientContext.here()
     count = spec.node_count.floor
-    lease = warm_client.lease(count, keep_warm) if keep_warm > 0 else None
-    try:
-        LocalRay.acquire(lease)
-    except BaseException:
-        if lease is not None:
-            lease.close()
-        raise
+    LocalRay.acquire()
     engine = time.monotonic() - started
     agents: list[ActorHandle[NodeAgent]] = []
     try:
         port = _gcs_port()
         worker = options.resolved_worker
         first = [_info(node, pool_id, port, count) for node in range(count)]
-        view = PluginCluster(tuple(_handle(pool_id, n) for n in range(count)), tuple(first), Local.name, spec, worker)
+        view = Cluster(tuple(_handle(pool_id, n) for n in range(count)), tuple(first), Local.name, spec, worker)
         spec = with_plugins_image(spec, view)
         check_image(spec.image)
         built = local_env.prepare(
@@ -100,18 +91,11 @@ def start(
         placements = [place(node) for node in range(count)]
         setups = [placement.setup for placement in placements]
         timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
-        spares = _spares(lease, setups)
-        agents = adopt(spares, [_with_client_env(setup) for setup in setups[: len(spares)]], timeout)
-        agents += start_agents(
-            setups[len(spares):],
-            [_kept_options(pool_id, node) for node in range(len(spares), count)] if detached else (),
-        )
+        agents = start_agents(setups, [_kept_options(pool_id, node) for node in range(count)] if detached else ())
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
     except BaseException:
         stop_agents(agents)
         LocalRay.release()
-        if lease is not None:
-            lease.close()
         raise
 
     building = sum(seconds for _, seconds in built.phases)
@@ -123,11 +107,10 @@ def start(
     return _cluster(
         agents, [placement.lane for placement in placements], [placement.handle for placement in placements],
         [placement.setup.info for placement in placements], place, timeout, notes, collections, phases,
-        lease.close if lease is not None else None,
     )
 
 
-def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: float) -> Cluster:
+def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: float) -> LaunchedCluster:
     """The kept pool ``pool_id`` of ``count`` nodes that a pool daemon started with
     ``detached`` agents, found again on the Ray instance this process has joined (a dead
     daemon's successor adopting it). LookupError naming the node when an agent is gone
@@ -157,7 +140,7 @@ def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: floa
     return _cluster(
         agents, [lane_path(LocalRay.temp_dir(), pool_id, node) for node in range(count)],
         [_handle(pool_id, node) for node in range(count)], [_info(node, pool_id, port, count) for node in range(count)],
-        place, timeout, notes, collections, (), None,
+        place, timeout, notes, collections, (),
     )
 
 
@@ -174,11 +157,11 @@ def _kept_options(pool_id: str, node: int) -> dict[str, object]:
 def _cluster(
     agents: list[ActorHandle[NodeAgent]], lanes: list[str], nodes: list[NodeHandle], infos: list[InstanceInfo],
     place: Callable[[int], Placement], timeout: float, notes: str, collections: CollectionsConfig,
-    phases: tuple[PhaseTiming, ...], release_lease: Callable[[], None] | None,
-) -> Cluster:
+    phases: tuple[PhaseTiming, ...],
+) -> LaunchedCluster:
     """The running pool of ``agents`` (node i: ``lanes[i]``, ``nodes[i]``, ``infos[i]``):
     their transport, membership, collections and ``stop`` (the agents, then this
-    process's share of Ray, then the lease)."""
+    process's share of Ray)."""
     transport = RayTransport(
         agents, lanes, postmortem=lambda node: death.cause_of_death(notes, node) if notes else None,
     )
@@ -189,27 +172,11 @@ def _cluster(
             stop_agents(membership.close())
         finally:
             LocalRay.release()
-            if release_lease is not None:
-                release_lease()
 
-    return Cluster(
+    return LaunchedCluster(
         tuple(nodes), tuple(infos), transport, encode, DriverCollections(collections), stop, phases,
         membership=membership,
     )
-
-
-def _spares(lease: warm_client.Lease | None, setups: list[AgentSetup]) -> list[ActorHandle[NodeAgent]]:
-    """The leased spare agents that can serve the first ``setups`` (none when this
-    process is not joined to the engine, or the setups need their own interpreter)."""
-    if lease is None or LocalRay.engine_address() != lease.address or not all(map(adoptable, setups)):
-        return []
-    return [ray.get_actor(name, namespace="skyward") for name in lease.spares[: len(setups)]]
-
-
-def _with_client_env(setup: AgentSetup) -> AgentSetup:
-    """``setup`` with this client's environment under its own: a spare was started
-    with the engine's (a pool's own agents inherit the client's)."""
-    return replace(setup, env={**_client_env(os.environ), **setup.env})
 
 
 def _client_env(environ: Mapping[str, str]) -> dict[str, str]:

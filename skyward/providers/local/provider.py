@@ -23,7 +23,7 @@ from skyward.core.allocation import minimum_spot
 from skyward.core.validation import check_number, fail
 from skyward.image.image import Image, local_python
 from skyward.model.spec import DEFAULT_TTL, Options, Spec
-from skyward.providers.base import Cluster, Offer, PhaseTiming
+from skyward.providers.base import LaunchedCluster, Offer, PhaseTiming
 from skyward.storage.client import Storage
 from skyward.storage.pool_volumes import mounted
 
@@ -44,11 +44,10 @@ def _keep_warm_default() -> float:
 class Local:
     """Run the pool's nodes as processes on this machine (the default provider).
 
-    ``keep_warm``: seconds this user's warm engine (a Ray instance and spare agents)
-    stays up after the last pool that used it closed, so the next script's pool opens
-    in a fraction of a second (docs/local.md). 0, the default unless
-    ``$SKYWARD_KEEP_WARM`` says otherwise, starts nothing that outlives the pool;
-    ``sky down`` stops the engine at once."""
+    ``keep_warm``: seconds the pool is kept after its script, for the next run of a
+    script that defines it the same way to adopt: the pool of ``Options(keep_alive=
+    keep_warm)`` when that is unset (docs/kept-pools.md). 0, the default unless
+    ``$SKYWARD_KEEP_WARM`` says otherwise, keeps nothing; ``sky down`` ends kept pools."""
 
     keep_warm: float = field(default_factory=_keep_warm_default)
 
@@ -76,7 +75,7 @@ class Local:
         """None: this machine has no object storage of its own."""
         return None
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Mount ``spec.volumes`` on this machine (the nodes share it), start (or share)
         the local Ray instance and one agent per node; blocks until every agent answers
         or ``Options.provision_timeout`` passes. Everything is undone if a step fails."""
@@ -88,7 +87,7 @@ class Local:
                 start,  # Ray and the agents load when a pool opens
             )
 
-            cluster = start(spec, options, pool_id, self.keep_warm)
+            cluster = start(spec, options, pool_id)
             held = volumes.pop_all()
         stop = cluster.stop
 

@@ -45,8 +45,8 @@ RAY_DIR = "ray"
 limited to 107 bytes)."""
 
 
-class Engine(Protocol):
-    """A warm engine's Ray instance, as a lease names it (``warm_client.Lease``)."""
+class DaemonRay(Protocol):
+    """A pool daemon's Ray instance, as a lease names it (``daemon_client.Lease``)."""
 
     @property
     def address(self) -> str: ...
@@ -75,20 +75,20 @@ class LocalRay:
     # Ray caches the first token it sees in the process, so every start reuses this one.
     _token = secrets.token_hex(32)
     _token_used = False
-    _engine_address: str | None = None
+    _daemon_address: str | None = None
 
     # Ray must be stopped by the thread that started it (otherwise the process can die
     # in ray.shutdown), and pools open from any thread: one owner thread does both.
     _owner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skyward-ray")
 
     @classmethod
-    def acquire(cls, engine: Engine | None = None) -> None:
-        """Start Ray if this is the first local pool (or join the warm ``engine``'s
+    def acquire(cls, daemon: DaemonRay | None = None) -> None:
+        """Start Ray if this is the first local pool (or join the pool ``daemon``'s
         instance, when given and this process has used no other); otherwise share the
         running one."""
         with cls._lock:
             if cls._users == 0:
-                started = cls._owner.submit(cls._start, engine)
+                started = cls._owner.submit(cls._start, daemon)
                 try:
                     interruptible.result(started)
                 except KeyboardInterrupt:  # Ray stops once the start it interrupted is done
@@ -97,9 +97,9 @@ class LocalRay:
             cls._users += 1
 
     @classmethod
-    def engine_address(cls) -> str | None:
-        """The warm engine's Ray address while this process is joined to it, else None."""
-        return cls._engine_address
+    def daemon_address(cls) -> str | None:
+        """The pool daemon's Ray address while this process is joined to it, else None."""
+        return cls._daemon_address
 
     @classmethod
     def token(cls) -> str:
@@ -126,9 +126,9 @@ class LocalRay:
         return cls._temp_dir
 
     @classmethod
-    def _start(cls, engine: Engine | None = None) -> None:
-        if engine is not None and not ray.is_initialized() and (not cls._token_used or cls._token == engine.token):
-            cls._join(engine)
+    def _start(cls, daemon: DaemonRay | None = None) -> None:
+        if daemon is not None and not ray.is_initialized() and (not cls._token_used or cls._token == daemon.token):
+            cls._join(daemon)
             return
         cls._token_used = True
         if attached_address is not None:
@@ -166,12 +166,12 @@ class LocalRay:
         _stop_unused_daemons()
 
     @classmethod
-    def _join(cls, engine: Engine) -> None:
-        """Join the warm engine's Ray instance (its token from now on, as Ray keeps the
+    def _join(cls, daemon: DaemonRay) -> None:
+        """Join the pool daemon's Ray instance (its token from now on, as Ray keeps the
         first token a process uses)."""
-        cls._token = engine.token
+        cls._token = daemon.token
         cls._token_used = True
-        env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": engine.token}
+        env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": daemon.token}
         cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
         _reload_ray_config()
@@ -179,25 +179,25 @@ class LocalRay:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
             _without_error_listener(lambda: ray.init(
-                address=engine.address, log_to_driver=False, logging_level=logging.ERROR, namespace="skyward"
+                address=daemon.address, log_to_driver=False, logging_level=logging.ERROR, namespace="skyward"
             ))
         except BaseException:
             restore_environment(cls._saved_env)
             cls._saved_env = {}
             raise
-        cls._engine_address = engine.address
-        cls._temp_dir = engine.temp_dir
+        cls._daemon_address = daemon.address
+        cls._temp_dir = daemon.temp_dir
 
     @classmethod
     def _stop(cls) -> None:
-        if cls._engine_address is not None:
+        if cls._daemon_address is not None:
             try:
-                ray.shutdown()  # leaves the engine's instance; it stays up
+                ray.shutdown()  # leaves the daemon's instance; it stays up
             finally:
                 restore_environment(cls._saved_env)
                 cls._saved_env = {}
                 _reload_ray_config()
-                cls._engine_address = None
+                cls._daemon_address = None
                 cls._temp_dir = None
             return
         if cls._owned:

@@ -14,7 +14,14 @@ from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.api import (
+    KeysInCollection,
+    Machine,
+    MachineState,
+    MachineType,
+    Order,
+    epoch,
+)
 from skyward.providers.cloud.errors import CloudError
 from skyward.providers.cloud.http import bearer_client, capacity_errors, message
 from skyward.providers.cloud.json import (
@@ -32,7 +39,6 @@ from skyward.providers.cloud.keys import KeyCollection
 
 URL = "https://vm.massedcompute.com/api/v1"
 API_KEY = credentials.Source(("MASSED_COMPUTE_API_KEY",))
-KEYS = KeyCollection("/ssh-keys", "id", "name", "publicKey", items="sshKeys", created="sshKey")
 PRODUCT = re.compile(r"^gpu_(?P<count>\d+)x_(?P<model>[a-z0-9_]+)$")
 """A product name such as ``gpu_1x_l40`` or ``gpu_8x_a100_80gb``."""
 MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*GB", re.IGNORECASE)
@@ -46,8 +52,10 @@ STOPPED = ("stopped", "shutdown", "shut down", "paused")
 ENDED = ("terminated", "terminating", "deleted", "returned")
 
 
-class MassedComputeAPI:
+class MassedComputeAPI(KeysInCollection):
     """Calls Massed Compute with ``api_key`` (None: ``$MASSED_COMPUTE_API_KEY``)."""
+
+    KEYS = KeyCollection("/ssh-keys", "id", "name", "publicKey", items="sshKeys", created="sshKey")
 
     def __init__(self, api_key: str | None = None) -> None:
         key = credentials.given_or_found("Massed Compute", api_key, API_KEY)
@@ -88,15 +96,6 @@ class MassedComputeAPI:
                     )
                 )
         return kinds
-
-    def add_key(self, name: str, public_key: str) -> str | None:
-        return KEYS.add(self._http, name, public_key)
-
-    def remove_key(self, key_id: str) -> None:
-        KEYS.remove(self._http, key_id)
-
-    def keys(self) -> list[Key]:
-        return KEYS.listed(self._http)
 
     def create(self, order: Order) -> str:
         """One instance of the order's product in its region, of image ``order.image`` (an

@@ -83,6 +83,10 @@ class AgentMembership:
         self._transport.attach(node, RayAgent(agents[0], placement.lane))
         return Joined(placement.handle, placement.setup.info)
 
+    def lowest(self) -> int:
+        """0: every agent, node 0's included, can leave."""
+        return 0
+
     def remove(self, node: int) -> None:
         self._transport.detach(node, f"node {node} was removed from the pool")
         with self._lock:

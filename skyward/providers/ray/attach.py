@@ -32,7 +32,7 @@ from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
-from skyward.providers.base import Cluster, PhaseTiming
+from skyward.providers.base import LaunchedCluster, PhaseTiming
 from skyward.providers.local import ray_instance as local_ray
 from skyward.providers.ray.agents import AgentMembership, Placement
 from skyward.providers.ray.provider import Ray
@@ -67,7 +67,7 @@ class RayNode:
         return _HEAD_RESOURCE in self.resources
 
 
-def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster:
+def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
     """Connect ``provider``'s cluster (or share this process's connection), pin one
     agent per chosen node; blocks until every agent answers or
     ``Options.provision_timeout`` passes."""
@@ -147,7 +147,7 @@ def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> Cluster
 
     phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
     nodes = tuple(NodeHandle(n.id, n.address, instance_type="ray-node") for n in chosen)
-    return Cluster(
+    return LaunchedCluster(
         nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases, membership
     )
 

@@ -29,7 +29,7 @@ from skyward.core.allocation import minimum_spot
 from skyward.core.validation import check_number, fail
 from skyward.image.image import local_python
 from skyward.model.spec import DEFAULT_TTL, Options, Spec
-from skyward.providers.base import Cluster, Offer
+from skyward.providers.base import LaunchedCluster, Offer
 from skyward.storage.client import Storage
 
 DEFAULT_PORT = 6379
@@ -122,7 +122,7 @@ class Ray:
         """None: an attached cluster has no object storage skyward knows of."""
         return None
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Connect (or share this process's connection), pin one agent per chosen node;
         blocks until every agent answers or ``Options.provision_timeout`` passes."""
         from skyward.providers.ray.attach import attach  # Ray loads when a pool opens

@@ -28,10 +28,11 @@ from skyward.providers.cloud.api import (
     Machine,
     MachineState,
     MachineType,
+    MadeFirewalls,
     Order,
     epoch,
 )
-from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, Params, base_url, message
 from skyward.providers.cloud.json import (
     JsonObject,
@@ -90,7 +91,7 @@ class ScalewayAPI(KeysInOrders):
         self.project = credentials.given_or_found("Scaleway", project, PROJECT)
         self.usd_per_eur = usd_per_eur
         """Dollars per euro: Scaleway's prices are in euros, offers in dollars."""
-        self._made: dict[str, str] = {}
+        self._made = MadeFirewalls("Scaleway", "security group", "a server")
         """The security group this client made for each group (``add_firewall``)."""
         self._admitted: dict[str, tuple[str, str]] = {}
         """Per server: its security group and the rule that admits its address."""
@@ -159,7 +160,7 @@ class ScalewayAPI(KeysInOrders):
             "image": order.image,
             "project": self.project,
             "tags": [TAG, order.group, KEY_TAG + order.public_key.strip().replace(" ", "_")],
-            "security_group": self._group_of(order.group),
+            "security_group": self._made.of(order.group),
             "dynamic_ip_required": True,
             "enable_ipv6": False,
         }
@@ -190,7 +191,7 @@ class ScalewayAPI(KeysInOrders):
             return None
         machine = _machine(server)
         group_id = text(obj(server, "security_group"), "id", "")
-        if machine.state == "running" and machine.ssh_host and group_id in self._made.values():
+        if machine.state == "running" and machine.ssh_host and group_id in self._made:
             self._admit(machine_id, group_id, machine.ssh_host)
         return machine
 
@@ -230,20 +231,16 @@ class ScalewayAPI(KeysInOrders):
             },
         )
         group_id = text(obj(as_object(answer), "security_group"), "id")
-        try:
+        with self._http.removed_on_error(f"{self._zone}/security_groups/{group_id}", f"deleting security group {group}"):
             self._http.call(
                 "POST", f"{self._zone}/security_groups/{group_id}/rules",
                 f"adding the SSH rule to security group {group}", json=SSH_RULE,
             )
-        except BaseException:
-            self._http.remove(f"{self._zone}/security_groups/{group_id}", f"deleting security group {group}")
-            raise
-        self._made[group] = group_id
-        return group_id
+        return self._made.add(group, group_id)
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
         self._http.remove(f"{self._zone}/security_groups/{firewall_id}", f"deleting security group {group}")
-        self._made.pop(group, None)
+        self._made.forget(group)
 
     def firewalls(self) -> list[Firewall]:
         return [
@@ -277,16 +274,6 @@ class ScalewayAPI(KeysInOrders):
             volume_id = text(volume, "id", "") if isinstance(volume, Mapping) else ""
             if volume_id:
                 self._http.remove(f"{self._zone}/volumes/{volume_id}", f"deleting volume {volume_id}")
-
-    def _group_of(self, group: str) -> str:
-        """The security group made here for ``group``; CloudError when none was (a server
-        is never created outside its pool's security group)."""
-        if group not in self._made:
-            raise CloudError(
-                f"no Scaleway security group was made for {group!r} by this client; "
-                "a server is never created outside its pool's security group"
-            )
-        return self._made[group]
 
     def _admit(self, server_id: str, group_id: str, address: str) -> None:
         """Add ``peer_rule(address)`` to the group, once per server."""

@@ -40,8 +40,7 @@ import ray
 from skyward.core import handshake
 from skyward.core.codec import load_payload
 from skyward.engine.death import Death
-from skyward.engine.relay_server import RelayServer, Sink
-from skyward.engine.transport import Shared
+from skyward.engine.relay_server import RelayServer, Sink, TransportBackend
 from skyward.engine.transports.lane import TCP, lane_path
 from skyward.engine.transports.ray_actors import (
     AgentHandle,
@@ -50,7 +49,6 @@ from skyward.engine.transports.ray_actors import (
     RayTransport,
     RemoteMethod,
 )
-from skyward.engine.wire import Payload
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 
 if TYPE_CHECKING:
@@ -221,8 +219,10 @@ class HeadRelay:
         return RaySession(self, f"{os.getpid()}-{self._clients}", sink)
 
 
-class RaySession:
+class RaySession(TransportBackend):
     """The relay's backend for its client: the agents as Ray actors and lanes."""
+
+    _transport: RayTransport
 
     def __init__(self, relay: RelayedAgents, client: str, sink: Sink) -> None:
         self._relay = relay
@@ -236,15 +236,6 @@ class RaySession:
         self._listening = threading.Event()  # the client says at once whether it listens for metrics
         self._listening.set()
         self._events = RayEventSource(relay.agents, sink.events, sink.report, self._listening.is_set)
-
-    async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
-        return await self._transport.call(node, payload, timeout)
-
-    async def share(self, payload: Payload) -> Shared:
-        return await self._transport.share(payload)
-
-    def unshare(self, shared: Shared) -> None:
-        self._transport.unshare(shared)
 
     async def collection(self, call_id: int, request: bytes) -> bytes:
         ref = relayed(self._relay.agents[0]).collection.remote(self._client, call_id, request)

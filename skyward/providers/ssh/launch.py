@@ -6,7 +6,7 @@ host reports, ships this client's skyward (and, when the hosts cannot reach the 
 indexes ``Image.pip`` needs, wheels resolved here for their platform), bootstraps the
 Image, checks versions, starts a watchdog per host (which mounts ``Spec.volumes`` there
 with credentials the client resolved and holds for the pool's life), Ray, and the head
-relay, and hands the pool a ``Cluster`` whose transport is the relay. Its ``stop`` stops
+relay, and hands the pool a ``LaunchedCluster`` whose transport is the relay. Its ``stop`` stops
 all of it on every host (unmounting the volumes), releases the volumes' credentials,
 then calls the provider's ``release`` (terminating a cloud's machines).
 """
@@ -29,14 +29,14 @@ from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 from skyward.image.image import Image
 from skyward.image.script import Artifacts, BootstrapOp, index_urls, render, requirement_name
-from skyward.model.cluster import Cluster as PluginCluster
+from skyward.model.cluster import Cluster
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.node.agent import AgentSetup
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
-from skyward.providers.base import Cluster, PhaseTiming, TeardownError
+from skyward.providers.base import LaunchedCluster, PhaseTiming, TeardownError
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
@@ -75,7 +75,7 @@ def launch_on_hosts(
     halt_on_expiry: bool = False,
     default_ssh_timeout: float = DEFAULT_SSH_TIMEOUT,
     default_retry_interval: float | None = None,
-) -> Cluster:
+) -> LaunchedCluster:
     """Bring ``handles`` up as the pool's nodes (node 0 is the head); blocks until every
     agent answers. On failure everything started is stopped and ``release`` called.
     ``machines`` gives more hosts while the pool runs (then the cluster has a
@@ -124,7 +124,7 @@ def launch_on_hosts(
             membership.close()
         _stop(loop, cluster, credentials, release)
 
-    return Cluster(tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership)
+    return LaunchedCluster(tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership)
 
 
 def encoder_for(spec: Spec) -> ByValueEncoder:
@@ -174,7 +174,7 @@ class HostPath:
         loop.run(cluster.gather_facts(index_urls(spec.image), self._ssh_timeout, nodes), self._ssh_timeout * 3 + 60)
         check_hardware(spec, nodes)
         if self._plugin_ops is None:  # the plugins see the opening hosts and may change the Image
-            view = PluginCluster(
+            view = Cluster(
                 tuple(handles), tuple(self._info(node) for node in nodes), spec.provider.name, spec,
                 self.options.resolved_worker,
             )

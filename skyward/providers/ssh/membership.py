@@ -74,6 +74,10 @@ class RemoteMembership:
     def capacity(self) -> int | None:
         return self._machines.capacity()
 
+    def lowest(self) -> int:
+        """1: node 0 is the head and never leaves (``sleeping`` pools can have none)."""
+        return 1
+
     def add(self, node: int) -> Joined:
         self._check_open(node)
         handle = self._machines.create(node)

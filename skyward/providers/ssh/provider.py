@@ -21,7 +21,7 @@ from skyward.engine.membership import Loss
 from skyward.image.image import local_python
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.model.spec import Options, Spec
-from skyward.providers.base import Cluster, Offer
+from skyward.providers.base import LaunchedCluster, Offer
 from skyward.providers.ssh.connection import KnownHosts, parse_host
 from skyward.storage.client import Storage
 
@@ -82,7 +82,7 @@ class SSH:
         """None: your hosts come with no object storage; give each Volume its own."""
         return None
 
-    def launch(self, spec: Spec, options: Options, pool_id: str) -> Cluster:
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Bring the first ``Nodes.floor`` hosts up as the pool; blocks until every agent
         answers. The hosts after them join (and leave) as the pool grows and shrinks. A
         floor of 0 opens with no host in use (``sleeping``: the head starts when work waits)."""

@@ -3,7 +3,7 @@ the machine clouds and ``sky.AWS``). Everything a remote pool runs (Ray, the hea
 the agents) lives on its nodes, head included, so with no node it has nothing at all: it
 sleeps, and costs nothing.
 
-``sleeping`` gives the pool a ``Cluster`` that opens with no node. Its membership starts
+``sleeping`` gives the pool a ``LaunchedCluster`` that opens with no node. Its membership starts
 the whole remote cluster through the provider (a launch of one node, the head) when node
 0 joins, adds the other ranks through that cluster's own membership, and stops the whole
 cluster, the way closing the pool does (processes ended, machines deleted, confirmed),
@@ -19,42 +19,42 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from skyward.collections.config import DISABLED
-from skyward.collections.operations import Engine
+from skyward.collections.operations import Operations
 from skyward.core.errors import PoolClosedError
 from skyward.engine.membership import Joined, Loss, Membership
 from skyward.engine.transports.relay import RemoteAgent
 from skyward.engine.transports.switch import TransportSwitch
 from skyward.model.spec import Nodes, Options, Spec
-from skyward.providers.base import Cluster, TeardownError
+from skyward.providers.base import LaunchedCluster, TeardownError
 from skyward.providers.ssh.launch import encoder_for
 
 WAKE_WAIT = 1800.0
 """The longest a node joining waits for the head to start (the launch itself is bounded
 by the provisioning, SSH, bootstrap and readiness timeouts)."""
 
-Launch = Callable[[Spec, Options, str], Cluster]
+Launch = Callable[[Spec, Options, str], LaunchedCluster]
 """A provider's ``launch``."""
 
 
-def sleeping(launch: Launch, spec: Spec, options: Options, pool_id: str, capacity: int | None) -> Cluster:
-    """The ``Cluster`` of a remote pool of ``spec`` whose floor is 0: no node yet; node 0
+def sleeping(launch: Launch, spec: Spec, options: Options, pool_id: str, capacity: int | None) -> LaunchedCluster:
+    """The ``LaunchedCluster`` of a remote pool of ``spec`` whose floor is 0: no node yet; node 0
     joining runs ``launch`` for one node (``capacity``: the most nodes the provider has
     room for, None: no limit known)."""
     head = replace(spec, nodes=Nodes(desired=1, max=spec.node_count.ceiling))
     switch: TransportSwitch[RemoteAgent] = TransportSwitch()
     membership = SleepingMembership(lambda: launch(head, options, pool_id), switch, capacity)
-    return Cluster((), (), switch, encoder_for(spec), NoCollections(), membership.stop, membership=membership)
+    return LaunchedCluster((), (), switch, encoder_for(spec), NoCollections(), membership.stop, membership=membership)
 
 
 class SleepingMembership:
     """The ``Membership`` of a remote pool that may have no node (see the module):
     ``wake`` launches its cluster with the head alone."""
 
-    def __init__(self, wake: Callable[[], Cluster], switch: TransportSwitch[RemoteAgent], capacity: int | None) -> None:
+    def __init__(self, wake: Callable[[], LaunchedCluster], switch: TransportSwitch[RemoteAgent], capacity: int | None) -> None:
         self._wake = wake
         self._switch = switch
         self._capacity = capacity
-        self._cluster: Cluster | None = None
+        self._cluster: LaunchedCluster | None = None
         self._ranks: set[int] = set()
         self._changing = threading.Lock()
         """Held while the cluster starts or stops."""
@@ -66,6 +66,10 @@ class SleepingMembership:
 
     def capacity(self) -> int | None:
         return self._capacity
+
+    def lowest(self) -> int:
+        """0: the whole cluster stops when its last node leaves."""
+        return 0
 
     def add(self, node: int) -> Joined:
         """Node 0 of a pool with no node starts the cluster; any other rank waits for the
@@ -157,7 +161,7 @@ class SleepingMembership:
             self._switch.disconnect()
             _stop(cluster)
 
-    def _awake(self, node: int) -> Cluster:
+    def _awake(self, node: int) -> LaunchedCluster:
         """The running cluster, once the head is up; RuntimeError naming ``node`` when the
         head's start failed, the pool closes, or ``WAKE_WAIT`` passes."""
         with self._state:
@@ -173,7 +177,7 @@ class SleepingMembership:
 class NoCollections:
     """The client's collections of a pool that has none (``Options(cluster=False)``)."""
 
-    def engine(self) -> Engine:
+    def operations(self) -> Operations:
         raise RuntimeError(DISABLED)
 
     def membership_changed(self, left: int | None, reason: str) -> None:
@@ -183,13 +187,13 @@ class NoCollections:
         """Nothing to release."""
 
 
-def _members(cluster: Cluster) -> Membership:
+def _members(cluster: LaunchedCluster) -> Membership:
     """The running cluster's own membership (a remote launch always has one)."""
     assert cluster.membership is not None, "a remote pool's cluster has a membership"
     return cluster.membership
 
 
-def _stop(cluster: Cluster) -> None:
+def _stop(cluster: LaunchedCluster) -> None:
     """Stop ``cluster`` as closing a pool does: its transport is closed already."""
     try:
         cluster.collections.release()

@@ -23,10 +23,10 @@ from skyward.providers.cloud.api import (
     Machine,
     MachineState,
     MachineType,
+    MadeFirewalls,
     Order,
     epoch,
 )
-from skyward.providers.cloud.errors import CloudError
 from skyward.providers.cloud.http import Params, bearer_client, capacity_errors
 from skyward.providers.cloud.json import JsonObject, as_object, items, number, obj, objects, text
 
@@ -82,7 +82,7 @@ class VultrAPI:
     def __init__(self, api_key: str | None = None) -> None:
         key = credentials.given_or_found("Vultr", api_key, API_KEY)
         self._regions: list[str] | None = None
-        self._made: dict[str, str] = {}
+        self._made = MadeFirewalls("Vultr", "firewall group", "an instance")
         """The firewall group this client made for each group (``add_firewall``)."""
         self._admitted: dict[str, tuple[str, list[str]]] = {}
         """Per instance: its firewall group and the rules that admit its address."""
@@ -151,7 +151,7 @@ class VultrAPI:
             "hostname": order.name,
             "sshkey_id": [order.key_id] if order.key_id else [],
             "tags": [TAG, order.group],
-            "firewall_group_id": self._firewall_of(order.group),
+            "firewall_group_id": self._made.of(order.group),
             "user_scheme": "root",
             "user_data": base64.b64encode(order.user_data.encode()).decode(),
             "backups": "disabled",
@@ -171,7 +171,7 @@ class VultrAPI:
             return None
         machine = _machine(instance)
         group_id = text(instance, "firewall_group_id", "")
-        if machine.state == "running" and machine.ssh_host and group_id in self._made.values():
+        if machine.state == "running" and machine.ssh_host and group_id in self._made:
             self._admit(machine_id, group_id, machine.ssh_host)
         return machine
 
@@ -199,38 +199,24 @@ class VultrAPI:
             "POST", "/firewalls", f"creating firewall group {group}", json={"description": group}
         )
         firewall_id = text(obj(as_object(answer), "firewall_group"), "id")
-        try:
+        with self._http.removed_on_error(f"/firewalls/{firewall_id}", f"deleting firewall group {group}"):
             self._http.call(
                 "POST",
                 f"/firewalls/{firewall_id}/rules",
                 f"adding the SSH rule to firewall group {group}",
                 json=SSH_RULE,
             )
-        except BaseException:
-            self._http.remove(f"/firewalls/{firewall_id}", f"deleting firewall group {group}")
-            raise
-        self._made[group] = firewall_id
-        return firewall_id
+        return self._made.add(group, firewall_id)
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
         self._http.remove(f"/firewalls/{firewall_id}", f"deleting firewall group {group}")
-        self._made.pop(group, None)
+        self._made.forget(group)
 
     def firewalls(self) -> list[Firewall]:
         return [
             Firewall(text(f, "id"), text(f, "description", ""))
             for f in self._pages("/firewalls", "firewall_groups", "listing firewall groups")
         ]
-
-    def _firewall_of(self, group: str) -> str:
-        """The id of the firewall group made here for ``group``; CloudError when none was
-        (an instance is never created outside its pool's firewall group)."""
-        if group not in self._made:
-            raise CloudError(
-                f"no Vultr firewall group was made for {group!r} by this client; "
-                "an instance is never created outside its pool's firewall group"
-            )
-        return self._made[group]
 
     def _admit(self, machine_id: str, group_id: str, address: str) -> None:
         """Add ``peer_rules(address)`` to the group, once per instance."""

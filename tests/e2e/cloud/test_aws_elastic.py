@@ -137,6 +137,9 @@ def test_partial_readiness_autoscaling_and_resize(aws: AWSEmulator, machines: Ma
         assert {future.result(WAIT) for future in futures} <= {0, 1, 2}
         eventually(lambda: pool.current_nodes() == 1, "scaling down to the floor once idle")
         eventually(lambda: len(live(machines, pool)) == 1, "the idle instances terminated", 60)
+        with pytest.raises(ValueError, match=r"min=0 is below this pool's lowest size, 1.*Nodes\(min=0\)"):
+            pool.resize(sky.Nodes(desired=1, min=0, max=3))  # its head never leaves: refused, not ignored
+        assert pool.current_nodes() == 1
         pool.resize(2)
         assert pool.map(slow_cube, range(40)) == [x**3 for x in range(40)]
         eventually(lambda: pool.current_nodes() == 2, "resized to 2")

@@ -22,7 +22,7 @@ from cloud.machines import Harness
 from e2e.cloud.conftest import environment
 from sandbox import wait_for_no_processes
 
-from skyward.providers import warm_client
+from skyward.providers import daemon_client
 
 pytestmark = pytest.mark.slow
 SCRIPT = """
@@ -74,7 +74,7 @@ def test_a_script_run_again_adopts_the_kept_cloud_pool_which_ends_after_keep_ali
     env = {**os.environ, "HOME": sandbox["home"], "TMPDIR": sandbox["tmp"], "SKYWARD_HOME": home}
     first = run(env)
     assert first["RAY"] is False
-    [kept] = warm_client.kept_pools()
+    [kept] = daemon_client.kept_pools()
     machines = [m.id for m in cloud.live(kept.pool_id[:12])]
     assert len(machines) == 2
 
@@ -90,7 +90,7 @@ def test_a_script_run_again_adopts_the_kept_cloud_pool_which_ends_after_keep_ali
         time.sleep(0.5)
     assert left() == [], "the kept pool outlived keep_alive in the cloud"
     assert wait_for_no_processes(sandbox["base"], within=60) == []
-    assert warm_client.kept_pools() == []
+    assert daemon_client.kept_pools() == []
 
 
 def test_a_new_daemon_removes_what_a_killed_daemons_kept_pool_left_in_the_cloud(
@@ -100,9 +100,9 @@ def test_a_new_daemon_removes_what_a_killed_daemons_kept_pool_left_in_the_cloud(
     monkeypatch.setenv("SKYWARD_HOME", home)
     env = {**os.environ, "HOME": sandbox["home"], "TMPDIR": sandbox["tmp"], "SKYWARD_HOME": home}
     run(env)
-    [kept] = warm_client.kept_pools()
+    [kept] = daemon_client.kept_pools()
     assert len(cloud.live(kept.pool_id[:12])) == 2
-    os.kill(kept.engine_pid, signal.SIGKILL)  # the daemon dies; its kept pool's Droplets stay (and bill)
+    os.kill(kept.daemon_pid, signal.SIGKILL)  # the daemon dies; its kept pool's Droplets stay (and bill)
 
     again = run(env)  # the next kept script starts a new daemon, which cleans up after the dead one
     assert again["RAY"] is False
@@ -110,8 +110,8 @@ def test_a_new_daemon_removes_what_a_killed_daemons_kept_pool_left_in_the_cloud(
     while cloud.live(kept.pool_id[:12]) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert cloud.live(kept.pool_id[:12]) == [], "a dead daemon's kept pool was left in the cloud"
-    assert [pool.pool_id for pool in warm_client.kept_pools()] != [kept.pool_id]
-    assert warm_client.end_pools("") and warm_client.kept_pools() == []
-    warm_client.stop_all()
+    assert [pool.pool_id for pool in daemon_client.kept_pools()] != [kept.pool_id]
+    assert daemon_client.end_pools("") and daemon_client.kept_pools() == []
+    daemon_client.stop_all()
     assert not cloud.keys and not cloud.firewalls
     assert wait_for_no_processes(sandbox["base"], within=60) == []

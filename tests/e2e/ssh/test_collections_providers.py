@@ -246,8 +246,8 @@ def test_client_end_frees_what_the_client_held(any_pool: sky.Pool) -> None:
 
     from skyward.collections.gateway import Gateway, decode_answer, encode_operation
 
-    engine = any_pool._collections_engine()
-    gateway = Gateway(lambda: engine, 0)
+    operations = any_pool._collections_operations()
+    gateway = Gateway(lambda: operations, 0)
     lock_name, barrier_name, queue_name = unique("lease"), unique("lease-barrier"), unique("lease-queue")
     holder = "client/4242/thread-1"
 
@@ -281,7 +281,7 @@ def test_forwarding_engine_sends_operations_and_proxies_need_a_pool_to_load() ->
     import pickle
 
     from skyward.collections import SharedCounter
-    from skyward.collections.gateway import ForwardingEngine
+    from skyward.collections.gateway import ForwardingOperations
 
     sent: list[tuple[str, tuple[Any, ...]]] = []
 
@@ -291,12 +291,12 @@ def test_forwarding_engine_sends_operations_and_proxies_need_a_pool_to_load() ->
         future.set_result(41 + len(sent))
         return future
 
-    counter = SharedCounter(ForwardingEngine(call, "a test"), "c", "strong")
+    counter = SharedCounter(ForwardingOperations(call, "a test"), "c", "strong")
     assert counter.increment(2) == 42
     assert asyncio.run(counter.value_async()) == 43
     assert sent == [("counter_add", ("c", 2, True)), ("counter_get", ("c", True, False))]
     with pytest.raises(AttributeError):
-        ForwardingEngine(call, "a test").not_an_operation  # noqa: B018
+        ForwardingOperations(call, "a test").not_an_operation  # noqa: B018
 
     # In a fresh interpreter no pool is open (here a session fixture's pool may be).
     probe = (

@@ -16,7 +16,7 @@ from conftest import pool_traces, wait_for
 from hosts import HostLab
 from sandbox import wait_for_no_processes
 
-from skyward.providers import warm_client
+from skyward.providers import daemon_client
 
 SCRIPT = """
 import os, socket, sys, time
@@ -60,7 +60,7 @@ def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_aliv
     script.write_text(SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts, keep_alive=8))
     first = run(sandbox, script)
     assert first["RUNS"] == 1 and first["RAY"] is False
-    kept = warm_client.kept_pools()
+    kept = daemon_client.kept_pools()
     assert [(pool.nodes, pool.holder) for pool in kept] == [(3, 0)], kept
     pool_id = kept[0].pool_id
     assert pool_traces(lab, pool_id)["processes"], "the kept pool runs nothing on the hosts"
@@ -77,4 +77,4 @@ def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_aliv
     gone = wait_for(lambda: not any(pool_traces(lab, pool_id).values()), timeout=90)
     assert gone, f"left on the hosts after keep_alive: {pool_traces(lab, pool_id)}"
     assert wait_for_no_processes(sandbox["base"], within=60) == []
-    assert warm_client.kept_pools() == []
+    assert daemon_client.kept_pools() == []

@@ -1,4 +1,4 @@
-"""``LocalEngine``: the operations of every collection, for a process that is part of the
+"""``LocalOperations``: the operations of every collection, for a process that is part of the
 Ray cluster (the client, or a node agent and the tasks on its threads).
 
 Each operation is a generator of steps (see ``steps``): the proxies run it blocking or
@@ -48,19 +48,19 @@ _remote_host: HostClass | None = None
 _remote_lock = threading.Lock()
 
 
-def _while_open(method: Callable[Concatenate[LocalEngine, P], Steps[T]]) -> Callable[Concatenate[LocalEngine, P], Steps[T]]:
-    """An operation of ``LocalEngine`` that raises CollectionClosedError, before its first
-    step, once the engine is closed (no stale cached value, no write into the void)."""
+def _while_open(method: Callable[Concatenate[LocalOperations, P], Steps[T]]) -> Callable[Concatenate[LocalOperations, P], Steps[T]]:
+    """An operation of ``LocalOperations`` that raises CollectionClosedError, before its first
+    step, once they are closed (no stale cached value, no write into the void)."""
 
     @functools.wraps(method)
-    def guarded(self: LocalEngine, /, *args: P.args, **kwargs: P.kwargs) -> Steps[T]:
+    def guarded(self: LocalOperations, /, *args: P.args, **kwargs: P.kwargs) -> Steps[T]:
         self.check_open()
         return (yield from method(self, *args, **kwargs))
 
     return guarded
 
 
-class LocalEngine:
+class LocalOperations:
     """Collections of the pool ``config`` as seen from this process."""
 
     def __init__(self, config: CollectionsConfig, where: str) -> None:

@@ -1,0 +1,225 @@
+"""The pool daemon: a per-user process that keeps pools between scripts (``kept.daemon``,
+docs/kept-pools.md: ``Options(keep_alive=...)``, ``sky.Local(keep_warm=...)``) and serves
+their HTTP API (``kept.http``); ``python -m skyward.providers.pool_daemon DIR``.
+
+Started by the first pool that asks for it (``daemon_client``), in its own session, on a
+private Ray instance that outlives it (``local.detached_ray``: token auth, a private
+dir, and a reaper that ends it if this process dies, once the kept pools a successor
+could adopt have had their ``keep_alive``; a successor finds the instance and the
+pools in ``kept.state``). It listens on ``DIR/sock`` (Unix socket; the directory is
+mode 0700 and a peer of another uid is refused) for one typed request per connection
+(``core.messages``): its status, "stop", and the kept pools' requests. Once it keeps no
+pool, serves no request and its HTTP API is idle, or on "down", it stops Ray, removes
+its socket and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import ray
+
+from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
+from skyward.core.messages import (
+    AdoptPool,
+    AskStatus,
+    DaemonRunning,
+    EndPool,
+    KeepPool,
+    ListPools,
+    Message,
+    NotKept,
+    PoolsEnded,
+    PoolsKept,
+    Refusal,
+    StopDaemon,
+    Stopping,
+)
+from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
+from skyward.providers.daemon_client import PID_FILE, SOCKET
+from skyward.providers.kept import state as kept_state
+from skyward.providers.kept.daemon import KeptPools
+from skyward.providers.kept.http import KeptApi
+from skyward.providers.kept.request import KeptRequest
+from skyward.providers.local import detached_ray
+from skyward.providers.local.detached_ray import DetachedRay
+from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.local.reaper import Reaper, claim, linger_until
+
+TICK = 0.2
+"""Seconds between looks at the idle time."""
+FIRST_REQUEST_WAIT = 30.0
+"""Seconds a new daemon waits for the first request of the client that started it."""
+
+
+class PoolDaemon:
+    """The daemon of one directory (see the module)."""
+
+    def __init__(self, directory: Path, first_wait: float = FIRST_REQUEST_WAIT) -> None:
+        self.directory = directory
+        self._lock = threading.Lock()
+        self._linger = first_wait  # until the first request: then the daemon lives while it keeps pools
+        self._idle_since = time.monotonic()
+        self._down = threading.Event()
+        self._kept = KeptPools(directory)
+        self._found = kept_state.load(directory)
+        """What a dead predecessor kept, to adopt (None: nothing)."""
+        self._reaper: Reaper | None = None
+        self._api = KeptApi(directory, self._kept)
+        self._kept_requests = 0
+        """Requests about kept pools being served (the daemon stays until each is answered)."""
+
+    def run(self) -> None:
+        """Serve until no pool is kept and no request is being served, or told "down";
+        then clean up."""
+        instance = self._join_ray()
+        self.address = ray.get_runtime_context().gcs_address
+        for line in self._kept.resume(instance, self._found):
+            print(f"pool daemon: {line}", flush=True)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = self.directory / SOCKET
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        try:  # before the socket: a client that reached the daemon finds api.json
+            print(f"pool daemon {os.getpid()}: HTTP API at {self._api.start()}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - logged; the daemon serves scripts without it
+            print(f"pool daemon: the HTTP API did not start: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        try:
+            server.bind(str(path))
+            os.chmod(path, 0o600)
+            server.listen(16)
+            threading.Thread(target=self._accept, args=(server,), name="daemon-accept", daemon=True).start()
+            threading.Thread(target=self._clean_up, name="daemon-cleanup", daemon=True).start()
+            print(f"pool daemon {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
+            while not self._down.wait(TICK):
+                self._kept.sweep()
+                with self._lock:
+                    idle = (
+                        self._kept_requests == 0 and time.monotonic() - self._idle_since > self._linger
+                    )
+                if idle and not self._kept and not self._api.busy():
+                    break
+        finally:
+            self._down.set()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            server.close()
+            self._api.stop()
+            self._kept.close()
+            LocalRay.release()
+            linger_until(instance.temp_dir, 0.0)
+            kept_state.forget(self.directory)
+            instance.stop()
+            if self._reaper is not None:
+                self._reaper.stop()
+            print(f"pool daemon {os.getpid()} stopped", flush=True)
+
+    def _join_ray(self) -> DetachedRay:
+        """The Ray instance a dead predecessor left with kept pools (``kept.state``), or
+        a new one: detached from this process (``local.detached_ray``) and joined,
+        claimed from the predecessor's reaper."""
+        found = self._found
+        if found is not None and not found.ray.alive():
+            found.ray.stop()  # what is left of it
+            self._found = found = None
+        instance = found.ray if found is not None else detached_ray.start()
+        claim(instance.temp_dir)
+        self._reaper = Reaper.start(instance.temp_dir, linger=True)  # ends it if this process dies from now on
+        try:
+            LocalRay.acquire(instance)
+        except BaseException:
+            instance.stop()
+            kept_state.forget(self.directory)
+            self._reaper.stop()
+            raise
+        return instance
+
+    @staticmethod
+    def _clean_up() -> None:
+        """What a dead predecessor's kept pools left (``KeptPools.clean_up_after_a_dead_daemon``)."""
+        for line in KeptPools.clean_up_after_a_dead_daemon():
+            print(f"pool daemon: {line}", flush=True)
+
+    def _accept(self, server: socket.socket) -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(connection,), name="daemon-client", daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                require_same_user(connection, "a client of the pool daemon")
+            except ForeignPeer as refused:
+                _answer(connection, Refusal(str(refused)))
+                return
+            try:
+                request = read_frame(connection)
+            except (MalformedFrame, OSError) as exc:
+                _answer(connection, Refusal(f"not a request: {exc}"))
+                return
+            match request:
+                case AskStatus():
+                    _answer(connection, DaemonRunning(os.getpid(), self.address))
+                case StopDaemon():
+                    _answer(connection, Stopping(os.getpid()))
+                    self._down.set()
+                case KeepPool() | AdoptPool() | ListPools() | EndPool():
+                    self._kept_request(connection, request)
+                case _:
+                    _answer(connection, Refusal(f"not a request of the pool daemon: {type(request).__name__}"))
+
+    def _kept_request(self, connection: socket.socket, request: KeepPool | AdoptPool | ListPools | EndPool) -> None:
+        """Serve a request about kept pools (``kept.daemon``)."""
+        with self._lock:
+            self._linger = 0.0  # from now on the daemon leaves with the last kept pool
+            self._kept_requests += 1
+        try:
+            match request:
+                case KeepPool(name, fingerprint, keep_alive, body) if keep_alive > 0:
+                    kept: KeptRequest = load_payload(body)  # from a process of this user (checked above)
+                    _answer(connection, self._kept.keep(name, fingerprint, keep_alive, kept, peer_pid(connection)))
+                case AdoptPool(name, fingerprint):
+                    _answer(connection, self._kept.adopt(name, fingerprint, peer_pid(connection)))
+                case ListPools():
+                    _answer(connection, PoolsKept(tuple(self._kept.states())))
+                case EndPool(name):
+                    _answer(connection, PoolsEnded(self._kept.end(name)))
+                case _:
+                    _answer(connection, Refusal(f"not a valid request: {request!r}"))
+        except LookupError as exc:
+            _answer(connection, NotKept(str(exc.args[0]) if exc.args else str(exc)))
+        except Exception as exc:  # the client gets the reason; the daemon serves on
+            _answer(connection, Refusal(f"{type(exc).__name__}: {exc}"))
+        finally:
+            with self._lock:
+                self._kept_requests -= 1
+                self._idle_since = time.monotonic()
+
+
+def _answer(connection: socket.socket, answer: Message) -> None:
+    with contextlib.suppress(OSError):
+        connection.sendall(frame(answer))
+
+
+def main(directory: Path) -> None:
+    """Detach (fork; the parent returns at once, so the daemon is no child of the client
+    that started it and a tool that reaps the client's children leaves it alone), then
+    serve."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    (directory / PID_FILE).write_text(str(os.getpid()))
+    PoolDaemon(directory).run()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
