@@ -270,7 +270,11 @@ EXPLANATIONS: dict[str, str] = {
         "on its connection's loop instead of a forwarded local port, the relay calls lanes "
         "from its loop instead of through a thread, and the by-value encoder stopped walking "
         "sys.modules on every call (~50-80 us). What is left is Python's SSH (asyncssh) "
-        "both ways and the hop into its loop."
+        "both ways and the hop into its loop. Not a regression of skyward's: an A/B on 3 test "
+        "hosts on 2026-11-26 (600 `>>` each, the two trees alternating twice, a quiet machine) "
+        "gave this tree 1.09 and 1.06 ms (p10 0.97 and 0.96 ms) against 1.05 and 1.05 ms (p10 "
+        "0.95 and 0.95 ms) for commit 45d5152, the tree of the 1.19x run; the ratio moves with "
+        "Ray's own call (0.66-1.05 ms across runs) and the machine's load."
     ),
     "R-broadcast": (
         "Ray's driver already holds the 100 MB on host 0 and pays only `ray.put` plus 3 "
