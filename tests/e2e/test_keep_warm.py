@@ -100,8 +100,9 @@ def test_bad_keep_warm_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> 
         sky.Local()
     monkeypatch.setenv("SKYWARD_KEEP_WARM", "5")
     assert sky.Local().keep_warm == 5.0
-    # a kept pool has a fixed size: keep_warm on an elastic pool is refused, not ignored
-    with pytest.raises(ValueError, match=r"keep_warm=5\b.*SKYWARD_KEEP_WARM.*fixed size.*keep_warm=0"):
-        sky.Compute(provider=sky.Local(), nodes=sky.Nodes(desired=1, min=1, max=2))
+    # a kept pool keeps node 0: keep_warm on a pool that may scale to zero is refused, not ignored
+    with pytest.raises(ValueError, match=r"keep_warm=5\b.*SKYWARD_KEEP_WARM.*node 0.*keep_warm=0"):
+        sky.Compute(provider=sky.Local(), nodes=sky.Nodes(desired=1, min=0, max=2))
+    assert sky.Compute(provider=sky.Local(), nodes=sky.Nodes(desired=1, max=2)).options.keep_alive == 5.0
     assert sky.Compute(provider=sky.Local(keep_warm=5), nodes=2).options.keep_alive == 5.0
     assert sky.Compute(provider=sky.Local(keep_warm=5), nodes=2, keep_alive=9).options.keep_alive == 9.0

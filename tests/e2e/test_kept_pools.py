@@ -210,13 +210,76 @@ def test_a_killed_daemons_kept_pool_ends_after_keep_alive_when_no_daemon_comes_b
         (lambda: sky.Options(keep_alive=0), "keep_alive"),
         (lambda: sky.Options(keep_alive=float("inf")), "keep_alive"),
         (lambda: sky.Compute(provider=sky.Ray(), keep_alive=60), "keep_alive"),
-        (lambda: sky.Compute(nodes=sky.Nodes(desired=1, max=3), keep_alive=60), "nodes"),
-        (lambda: sky.Compute(nodes=1, keep_alive=60, autoscale_cooldown=5), "autoscale_cooldown"),
+        (lambda: sky.Compute(nodes=sky.Nodes(desired=1, min=0, max=3), keep_alive=60), "nodes.*node 0"),
+        (lambda: sky.Compute(provider=sky.SSH(hosts=["10.0.0.1", "10.0.0.2"]), nodes=sky.Nodes(desired=1, max=2), keep_alive=60), "nodes.*fixed size"),
+        (lambda: sky.Compute(provider=sky.SSH(hosts=["10.0.0.1"]), nodes=1, keep_alive=60, autoscale_cooldown=5), "autoscale_cooldown"),
     ],
 )
 def test_what_a_kept_pool_cannot_be_is_refused_naming_the_field(make: object, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         make()  # type: ignore[operator]
+
+
+ELASTIC_SCRIPT = """
+import os, sys, time
+import skyward as sky
+
+@sky.function
+def nap(seconds):
+    time.sleep(seconds)
+    return os.getpid()
+
+def until(check, what):
+    deadline = time.monotonic() + 90
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+fast = dict(reconcile_tick_interval=0.2, autoscale_cooldown=0.5, autoscale_idle_timeout=float(sys.argv[2]))
+with sky.Compute(nodes=sky.Nodes(desired=1, min=1, max=3), keep_alive=600, console=False, logging=False, **fast) as pool:
+    print("START", pool.current_nodes(), flush=True)
+    if sys.argv[1] == "grow":
+        futures = [nap(0.2) > pool for _ in range(80)]
+        until(lambda: pool.current_nodes() == 3, "growing to 3 under the queue")
+        assert len([future.result(90) for future in futures]) == 80
+        print("PIDS", sorted(nap(0) @ pool), flush=True)
+    else:
+        print("PIDS", sorted(nap(0) @ pool), flush=True)
+        until(lambda: pool.current_nodes() == 1, "shrinking to 1 once idle")
+    print("NOW", (pool.current_nodes(), "ray" in sys.modules), flush=True)
+print("AFTER", flush=True)
+"""
+
+
+def test_an_elastic_local_kept_pool_grows_and_shrinks_and_is_adopted_at_its_size(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "script.py").write_text(ELASTIC_SCRIPT)
+
+    def elastic(*args: str) -> dict[str, object]:
+        script = subprocess.Popen(
+            [sys.executable, "script.py", *args], cwd=tmp_path, env=sandbox["env"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        found = lines_of(script, "AFTER", ("START", "PIDS", "NOW"), timeout=240)
+        assert script.wait(30) == 0
+        return found
+
+    grown = elastic("grow", "600")  # leaves before it would shrink: the pool is kept with 3 nodes
+    assert grown["START"] == 1 and grown["NOW"] == (3, False)
+    [kept] = daemon_client.kept_pools()
+    assert kept.nodes == 3
+    adopted = elastic("shrink", "1")  # adopts all 3, then goes back to min=1 once idle
+    assert adopted["START"] == 3 and adopted["PIDS"] == grown["PIDS"], "not the same 3 node processes"
+    assert adopted["NOW"] == (1, False)
+    [kept] = daemon_client.kept_pools()
+    assert kept.nodes == 1
+    deadline = time.monotonic() + 30
+    while [psutil.pid_exists(pid) for pid in grown["PIDS"]].count(True) > 1 and time.monotonic() < deadline:  # type: ignore[union-attr]
+        time.sleep(0.2)
+    assert [psutil.pid_exists(pid) for pid in grown["PIDS"]].count(True) == 1, "the 2 nodes that left still run"  # type: ignore[union-attr]
+    assert daemon_client.end_pools("") == [kept.name]
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
 
 
 RUN_SCRIPT = """

@@ -20,19 +20,22 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 import cloudpickle
 
 from skyward.core.codec import load_payload
 from skyward.core.instance import InstanceInfo
-from skyward.engine.transports.relay import RelayTransport
+from skyward.engine.membership import Joined, Loss
+from skyward.engine.transports.relay import RelayTransport, RemoteAgent
 from skyward.engine.wire import ByValueEncoder
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.providers import daemon_client
 from skyward.providers.base import LaunchedCluster, PhaseTiming
 from skyward.providers.kept.request import ClientContext, KeptRequest
+from skyward.providers.local.provider import local_handle
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh.loop import LoopThread
 
@@ -89,7 +92,46 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     nodes: tuple[NodeHandle, ...] = load_payload(held.nodes)
     phase = PhaseTiming("adopted" if held.adopted else "kept", time.monotonic() - started)
-    return LaunchedCluster(nodes, infos, transport, encoder, collections, loop.stop, (phase,))
+    membership = None
+    if spec.provider.name == "local":
+        ready = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
+        membership = KeptMembership(transport, held.pool_id, infos[0], ready)
+    return LaunchedCluster(nodes, infos, transport, encoder, collections, loop.stop, (phase,), membership)
+
+
+class KeptMembership:
+    """How a script grows and shrinks the local kept pool it holds: the pool daemon starts
+    and stops the agents (``KeptPool.attach``/``detach``, over the relay's Attach and
+    Detach), so they are the pool's and stay when the script leaves. Node 0 never leaves:
+    the relay serves the collections through it. ``first`` is node 0's InstanceInfo (a
+    new node's, but for its rank; the engine sends the membership with its first task)."""
+
+    def __init__(self, transport: RelayTransport, pool_id: str, first: InstanceInfo, ready_timeout: float) -> None:
+        self._transport = transport
+        self._pool_id = pool_id
+        self._first = first
+        self._ready_timeout = ready_timeout
+
+    def capacity(self) -> int | None:
+        return None
+
+    def lowest(self) -> int:
+        """1: node 0 serves the pool's collections."""
+        return 1
+
+    def add(self, node: int) -> Joined:
+        """RuntimeError naming the node and the daemon's reason when its agent does not start."""
+        self._transport.attach(node, RemoteAgent(0, None, self._ready_timeout))
+        return Joined(local_handle(self._pool_id, node), replace(self._first, node=node))
+
+    def remove(self, node: int) -> None:
+        self._transport.detach(node, f"node {node} was removed from the pool")
+
+    def watch(self, lost: Callable[[Loss], None]) -> None:
+        """Nothing to watch: Ray restarts a dead agent in place."""
+
+    def check(self) -> list[Loss]:
+        return []
 
 
 def _absolute_includes(spec: Spec, cwd: str) -> Spec:

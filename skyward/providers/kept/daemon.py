@@ -12,7 +12,8 @@ the client proves before its first frame is read, and the peer must run as this 
 A pool nobody held for ``keep_alive`` seconds is torn down as a pool's close tears it
 down; ``EndPool`` ends one (or all) at once. The pool's collections keep their contents
 between clients; on a local pool each client's locks and leases are freed when it
-leaves.
+leaves. A local pool's client may add and remove nodes (``KeptPool.attach``/``detach``,
+asked through its relay): the daemon places them as it placed the first ones.
 
 Local kept pools outlive the daemon: their agents are detached actors of the daemon's
 detached Ray instance (``local.detached_ray``), and the daemon writes down what it keeps
@@ -31,8 +32,8 @@ import os
 import pickle
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -43,12 +44,14 @@ from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import release as release_collections
 from skyward.core import handshake
 from skyward.core.codec import load_payload
+from skyward.core.instance import InstanceInfo
 from skyward.core.messages import PoolHeld
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.engine.death import Death, cause_of_death
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
+from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.providers import registry
 from skyward.providers.base import LaunchedCluster
@@ -105,16 +108,56 @@ class KeptPool:
     """The pickled (Spec, Options) it was opened with."""
     forwarder: EventForwarder | None = None
     """Where a remote pool's events go (None: a local pool, served by ``RaySession``)."""
+    resized: Callable[[], None] = lambda: None
+    """Told when a node joined or left (the daemon writes down what it keeps)."""
 
     def postmortem(self, node: int) -> Death | None:
         """Why node ``node``'s agent died, from the note it left."""
         return cause_of_death(self.notes, node) if self.notes else None
 
     def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
-        raise NotImplementedError("a kept pool has a fixed size: its nodes cannot be added while it runs")
+        """Start node ``node``'s agent on a local pool, placed as its first nodes were (the
+        client's ``serial`` and ``setup`` are not used: the daemon places its nodes) and
+        detached like them; returns it once it answers. NotImplementedError for a remote
+        kept pool, or a local one a successor daemon adopted: their size is fixed."""
+        membership = self._local_membership(node, "join")
+        joined = membership.add(node)
+        agent = membership.agents[node]
+        self.agents[node] = agent
+        if path := lane_path(LocalRay.temp_dir() or "", self.pool_id, node):
+            self.lanes[node] = path
+        members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
+        members[node] = (joined.handle, joined.info)
+        self._members(members)
+        return agent
 
     def detach(self, node: int) -> None:
-        raise NotImplementedError("a kept pool has a fixed size: its nodes cannot be removed while it runs")
+        """Stop node ``node``'s agent (the client's pool let it go). ValueError for node 0,
+        whose agent serves the collections; NotImplementedError as for ``attach``."""
+        if node == 0:
+            raise ValueError("node 0 of a kept pool serves its collections: it never leaves")
+        self._local_membership(node, "leave").remove(node)
+        self.agents.pop(node, None)
+        self.lanes.pop(node, None)
+        members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
+        members.pop(node, None)
+        self._members(members)
+
+    def _local_membership(self, node: int, what: str) -> AgentMembership:
+        membership = self.cluster.membership
+        if self.forwarder is not None or not isinstance(membership, AgentMembership):
+            raise NotImplementedError(
+                f"node {node} cannot {what} the kept pool {self.name}: a remote kept pool has a fixed size"
+            )
+        return membership
+
+    def _members(self, members: dict[int, tuple[NodeHandle, InstanceInfo]]) -> None:
+        """The pool's nodes are ``members`` (by rank) from now on; the daemon is told."""
+        ranks = sorted(members)
+        self.cluster = replace(
+            self.cluster, nodes=tuple(members[r][0] for r in ranks), infos=tuple(members[r][1] for r in ranks),
+        )
+        self.resized()
 
     def idle_for(self, now: float) -> float:
         """Seconds since its last client left (0 while held)."""
@@ -253,6 +296,7 @@ class KeptPools:
         pool = KeptPool(
             name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id),
             os.path.join(temp, f"notes-{pool_id[:12]}") if temp else "", agents=dict(membership.agents),
+            resized=self._write_down,
         )
         pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, pool_id, node))}
         return pool

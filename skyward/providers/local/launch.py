@@ -32,7 +32,7 @@ from skyward.providers.base import LaunchedCluster, PhaseTiming
 from skyward.providers.kept.request import ClientContext
 from skyward.providers.local import env as local_env
 from skyward.providers.local.env import client_site_dirs
-from skyward.providers.local.provider import Local, check_image
+from skyward.providers.local.provider import Local, check_image, local_handle
 from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.ray.agents import AgentMembership, Placement
 
@@ -64,7 +64,7 @@ def start(
         port = _gcs_port()
         worker = options.resolved_worker
         first = [_info(node, pool_id, port, count) for node in range(count)]
-        view = Cluster(tuple(_handle(pool_id, n) for n in range(count)), tuple(first), Local.name, spec, worker)
+        view = Cluster(tuple(local_handle(pool_id, n) for n in range(count)), tuple(first), Local.name, spec, worker)
         spec = with_plugins_image(spec, view)
         check_image(spec.image)
         built = local_env.prepare(
@@ -86,12 +86,13 @@ def start(
                 info, worker, client.cwd, sys_path, env, metrics, collections, lane=lane, notes=notes,
                 plugins=plugins, launch=agent_launch(spec.plugins, built.python, info),
             )
-            return Placement(setup, _handle(pool_id, node), lane=lane)
+            kept = _kept_options(pool_id, node) if detached else {}
+            return Placement(setup, local_handle(pool_id, node), options=kept, lane=lane)
 
         placements = [place(node) for node in range(count)]
         setups = [placement.setup for placement in placements]
         timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
-        agents = start_agents(setups, [_kept_options(pool_id, node) for node in range(count)] if detached else ())
+        agents = start_agents(setups, [placement.options for placement in placements])
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
     except BaseException:
         stop_agents(agents)
@@ -134,12 +135,15 @@ def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: floa
     notes = _notes_dir(pool_id)
 
     def place(node: int) -> Placement:
-        raise NotImplementedError("a kept pool has a fixed size: its nodes cannot be added while it runs")
+        raise NotImplementedError(
+            f"node {node} cannot join the kept pool {pool_id[:12]}: a pool adopted by a new pool daemon after its "
+            "own died keeps its size until it ends"
+        )
 
     collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
     return _cluster(
         agents, [lane_path(LocalRay.temp_dir(), pool_id, node) for node in range(count)],
-        [_handle(pool_id, node) for node in range(count)], [_info(node, pool_id, port, count) for node in range(count)],
+        [local_handle(pool_id, node) for node in range(count)], [_info(node, pool_id, port, count) for node in range(count)],
         place, timeout, notes, collections, (),
     )
 
@@ -182,10 +186,6 @@ def _cluster(
 def _client_env(environ: Mapping[str, str]) -> dict[str, str]:
     """A client's environment as its agents take it (Ray's own variables left out)."""
     return {key: value for key, value in environ.items() if not key.startswith("RAY_")}
-
-
-def _handle(pool_id: str, node: int) -> NodeHandle:
-    return NodeHandle(f"{pool_id}-{node}", "127.0.0.1", instance_type="local")
 
 
 def _notes_dir(pool_id: str) -> str:

@@ -22,6 +22,7 @@ import psutil
 from skyward.core.allocation import minimum_spot
 from skyward.core.validation import check_number, fail
 from skyward.image.image import Image, local_python
+from skyward.model.nodes import NodeHandle
 from skyward.model.spec import DEFAULT_TTL, Options, Spec
 from skyward.providers.base import LaunchedCluster, Offer, PhaseTiming
 from skyward.storage.client import Storage
@@ -97,6 +98,11 @@ class Local:
 
         phases = ((PhaseTiming("volumes", mounting),) if spec.volumes else ()) + cluster.phases
         return replace(cluster, stop=stop_then_unmount, phases=phases)
+
+
+def local_handle(pool_id: str, node: int) -> NodeHandle:
+    """Node ``node`` of the local pool ``pool_id``."""
+    return NodeHandle(f"{pool_id}-{node}", "127.0.0.1", instance_type="local")
 
 
 def _check_machine(spec: Spec) -> None:
