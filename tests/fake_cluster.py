@@ -41,7 +41,7 @@ from skyward.core.instance import InstanceInfo, NetworkInfo, PeerInfo, current_t
 from skyward.core.output import TaskStream
 from skyward.engine import publish
 from skyward.engine.events import EventBatch, EventFeed
-from skyward.engine.membership import Joined, Loss
+from skyward.engine.membership import NO_FLOOR, Floor, Joined, Loss
 from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
 from skyward.engine.transports.relay import RelayTransport, unix_connector
@@ -194,8 +194,8 @@ class FakeMembership:
         self.added.append(node)
         return Joined(NodeHandle(f"{self._pool_id}-{node}-{len(self.added)}", "127.0.0.1", instance_type="fake"), runner.info)
 
-    def lowest(self) -> int:
-        return 0
+    def lowest(self) -> Floor:
+        return NO_FLOOR
 
     def remove(self, node: int) -> None:
         runner = self.transport.runners.get(node)

@@ -12,6 +12,19 @@ from skyward.model.nodes import NodeHandle
 
 
 @dataclass(frozen=True, slots=True)
+class Floor:
+    """The fewest nodes a running cluster can shrink to, and ``why`` not fewer (with what
+    to do instead; empty when ``nodes`` is 0)."""
+
+    nodes: int
+    why: str = ""
+
+
+NO_FLOOR = Floor(0)
+"""Every node, node 0's included, can leave."""
+
+
+@dataclass(frozen=True, slots=True)
 class Joined:
     """A node a provider added to a running cluster: its handle and its ``InstanceInfo``
     (whose ``peers`` name at least the node itself; the engine fills in the others)."""
@@ -40,9 +53,9 @@ class Membership(Protocol):
     def capacity(self) -> int | None:
         """The most nodes the cluster can have at once (None: no limit known)."""
 
-    def lowest(self) -> int:
+    def lowest(self) -> Floor:
         """The fewest nodes the cluster can shrink to while it runs (1 where node 0 holds
-        what the others need and never leaves)."""
+        what the others need and never leaves), and why."""
 
     def add(self, node: int) -> Joined:
         """Start a node at rank ``node`` with its agent, attach the agent to the

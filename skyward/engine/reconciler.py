@@ -145,12 +145,9 @@ class Reconciler:
         """Run with ``nodes`` from now on; the target becomes ``nodes.desired``. ValueError
         when ``nodes.floor`` is below what the membership can shrink to."""
         lowest = self._membership.lowest()
-        if nodes.floor < lowest:
+        if nodes.floor < lowest.nodes:
             raise ValueError(
-                f"pool.resize(): min={nodes.floor} is below this pool's lowest size, {lowest}: node 0 of a "
-                "remote pool holds Ray, the relay and the collections and never leaves; resize to "
-                f"min={lowest} or more, or open the pool with sky.Nodes(min=0) and "
-                "sky.Options(cluster=False) to let it sleep with no node"
+                f"pool.resize(): min={nodes.floor} is below this pool's lowest size, {lowest.nodes}: {lowest.why}"
             )
         self._loop.call_soon_threadsafe(self._resize, nodes)
 

@@ -27,7 +27,7 @@ import cloudpickle
 
 from skyward.core.codec import load_payload
 from skyward.core.instance import InstanceInfo
-from skyward.engine.membership import Joined, Loss
+from skyward.engine.membership import Floor, Joined, Loss
 from skyward.engine.transports.relay import RelayTransport, RemoteAgent
 from skyward.engine.wire import ByValueEncoder
 from skyward.model.nodes import NodeHandle
@@ -115,9 +115,9 @@ class KeptMembership:
     def capacity(self) -> int | None:
         return None
 
-    def lowest(self) -> int:
+    def lowest(self) -> Floor:
         """1: node 0 serves the pool's collections."""
-        return 1
+        return Floor(1, "node 0 of a kept pool serves its collections and never leaves; resize to min=1 or more")
 
     def add(self, node: int) -> Joined:
         """RuntimeError naming the node and the daemon's reason when its agent does not start."""

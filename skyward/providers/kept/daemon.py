@@ -126,9 +126,7 @@ class KeptPool:
         self.agents[node] = agent
         if path := lane_path(LocalRay.temp_dir() or "", self.pool_id, node):
             self.lanes[node] = path
-        members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
-        members[node] = (joined.handle, joined.info)
-        self._members(members)
+        self._members(node, (joined.handle, joined.info))
         return agent
 
     def detach(self, node: int) -> None:
@@ -139,9 +137,7 @@ class KeptPool:
         self._local_membership(node, "leave").remove(node)
         self.agents.pop(node, None)
         self.lanes.pop(node, None)
-        members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
-        members.pop(node, None)
-        self._members(members)
+        self._members(node, None)
 
     def _local_membership(self, node: int, what: str) -> AgentMembership:
         membership = self.cluster.membership
@@ -151,8 +147,14 @@ class KeptPool:
             )
         return membership
 
-    def _members(self, members: dict[int, tuple[NodeHandle, InstanceInfo]]) -> None:
-        """The pool's nodes are ``members`` (by rank) from now on; the daemon is told."""
+    def _members(self, node: int, joined: tuple[NodeHandle, InstanceInfo] | None) -> None:
+        """Rank ``node`` of the pool's nodes is ``joined`` from now on (None: it left); the
+        daemon is told."""
+        members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
+        if joined is None:
+            members.pop(node, None)
+        else:
+            members[node] = joined
         ranks = sorted(members)
         self.cluster = replace(
             self.cluster, nodes=tuple(members[r][0] for r in ranks), infos=tuple(members[r][1] for r in ranks),

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from skyward.engine.membership import Joined, Loss
+from skyward.engine.membership import NO_FLOOR, Floor, Joined, Loss
 from skyward.engine.transports.ray_actors import RayAgent, RayTransport
 from skyward.model.nodes import NodeHandle
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
@@ -83,9 +83,9 @@ class AgentMembership:
         self._transport.attach(node, RayAgent(agents[0], placement.lane))
         return Joined(placement.handle, placement.setup.info)
 
-    def lowest(self) -> int:
-        """0: every agent, node 0's included, can leave."""
-        return 0
+    def lowest(self) -> Floor:
+        """None: every agent, node 0's included, can leave."""
+        return NO_FLOOR
 
     def remove(self, node: int) -> None:
         self._transport.detach(node, f"node {node} was removed from the pool")

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from skyward.engine.membership import Joined, Loss
+from skyward.engine.membership import Floor, Joined, Loss
 from skyward.engine.transports.relay import RelayTransport, RemoteAgent
 from skyward.model.nodes import NodeHandle
 from skyward.providers.ssh.cluster import RemoteNode
@@ -74,9 +74,12 @@ class RemoteMembership:
     def capacity(self) -> int | None:
         return self._machines.capacity()
 
-    def lowest(self) -> int:
+    def lowest(self) -> Floor:
         """1: node 0 is the head and never leaves (``sleeping`` pools can have none)."""
-        return 1
+        return Floor(1, (
+            "node 0 of a remote pool holds Ray, the relay and the collections and never leaves; resize to min=1 or "
+            "more, or open the pool with sky.Nodes(min=0) and sky.Options(cluster=False) to let it sleep with no node"
+        ))
 
     def add(self, node: int) -> Joined:
         self._check_open(node)

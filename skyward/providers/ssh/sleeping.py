@@ -21,7 +21,7 @@ from dataclasses import replace
 from skyward.collections.config import DISABLED
 from skyward.collections.operations import Operations
 from skyward.core.errors import PoolClosedError
-from skyward.engine.membership import Joined, Loss, Membership
+from skyward.engine.membership import NO_FLOOR, Floor, Joined, Loss, Membership
 from skyward.engine.transports.relay import RemoteAgent
 from skyward.engine.transports.switch import TransportSwitch
 from skyward.model.spec import Nodes, Options, Spec
@@ -67,9 +67,9 @@ class SleepingMembership:
     def capacity(self) -> int | None:
         return self._capacity
 
-    def lowest(self) -> int:
-        """0: the whole cluster stops when its last node leaves."""
-        return 0
+    def lowest(self) -> Floor:
+        """None: the whole cluster stops when its last node leaves."""
+        return NO_FLOOR
 
     def add(self, node: int) -> Joined:
         """Node 0 of a pool with no node starts the cluster; any other rank waits for the
