@@ -44,14 +44,7 @@ from skyward.api.selection import (
     select_first,
 )
 from skyward.api.session import Session
-from skyward.collections import (
-    BrokenBarrierError,
-    CollectionUnavailableError,
-    barrier,
-    counter,
-    lock,
-    queue,
-)
+from skyward.collections import BrokenBarrierError, CollectionUnavailableError, barrier, counter, lock, queue
 from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
 from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
 from skyward.containers import DockerImage
@@ -74,24 +67,9 @@ from skyward.core.errors import (
     TaskExitError,
     WakeError,
 )
-from skyward.core.function import (
-    PendingFunction,
-    PendingFunctionGroup,
-    SkywardFunction,
-    compute,
-    function,
-    gather,
-)
+from skyward.core.function import PendingFunction, PendingFunctionGroup, SkywardFunction, compute, function, gather
 from skyward.core.health import HealthChecker
-from skyward.core.instance import (
-    AcceleratorInfo,
-    InstanceInfo,
-    NetworkInfo,
-    PeerInfo,
-    instance_info,
-    is_head,
-    shard,
-)
+from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo, instance_info, is_head, shard
 from skyward.core.lazy import lazy_names
 from skyward.core.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.image.image import Image, PipIndex

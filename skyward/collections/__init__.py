@@ -19,15 +19,7 @@ from skyward.collections.barrier import SharedBarrier
 from skyward.collections.config import DISABLED, CollectionsConfig
 from skyward.collections.counter import SharedCounter
 from skyward.collections.errors import BrokenBarrierError, CollectionUnavailableError
-from skyward.collections.factories import (
-    PoolCollections,
-    barrier,
-    counter,
-    lock,
-    queue,
-    shared_dict,
-    shared_set,
-)
+from skyward.collections.factories import PoolCollections, barrier, counter, lock, queue, shared_dict, shared_set
 from skyward.collections.lock import SharedLock
 from skyward.collections.shared_dict import SharedDict
 from skyward.collections.shared_set import SharedSet

@@ -33,25 +33,9 @@ import cloudpickle
 
 from skyward.collections import lineage
 from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, CollectionsConfig
-from skyward.collections.entities import (
-    BarrierState,
-    CounterStore,
-    DictShard,
-    Hooks,
-    LockState,
-    QueueState,
-    SetStore,
-)
+from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
 from skyward.collections.markers import BUSY, NO_SLOT, Marker
-from skyward.collections.remote import (
-    EntityKey,
-    Exchanged,
-    HostHandle,
-    Items,
-    Outcome,
-    Snapshot,
-    WireOp,
-)
+from skyward.collections.remote import EntityKey, Exchanged, HostHandle, Items, Outcome, Snapshot, WireOp
 from skyward.collections.subscriptions import Subscriptions, WatchedKey
 from skyward.core.codec import load_payload
 

@@ -18,12 +18,7 @@ import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from skyward.collections.gateway import (
-    ForwardingOperations,
-    Gateway,
-    decode_answer,
-    encode_operation,
-)
+from skyward.collections.gateway import ForwardingOperations, Gateway, decode_answer, encode_operation
 
 REPLY = b"\x00"
 PIPE_CLOSED = "the node agent closed the pipe to this worker process"

@@ -23,11 +23,7 @@ from skyward.collections import lineage
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
-from skyward.collections.errors import (
-    BrokenBarrierError,
-    CollectionClosedError,
-    CollectionUnavailableError,
-)
+from skyward.collections.errors import BrokenBarrierError, CollectionClosedError, CollectionUnavailableError
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN

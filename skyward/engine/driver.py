@@ -26,35 +26,12 @@ from skyward.core.instance import MembershipView
 from skyward.core.validation import wait_limit
 from skyward.engine.retry import Interrupted, exhausted
 from skyward.engine.scheduler import ALL, SlotScheduler
-from skyward.engine.transport import (
-    Disconnected,
-    NodeLost,
-    NoReply,
-    Shared,
-    Transport,
-    TransportError,
-)
+from skyward.engine.transport import Disconnected, NodeLost, NoReply, Shared, Transport, TransportError
 from skyward.engine.views import ViewTracker
 from skyward.engine.window import ChunkWindow
-from skyward.engine.wire import (
-    CALL,
-    MAP,
-    PROBE,
-    Payload,
-    TaskFailure,
-    TaskRequest,
-    decode,
-    describe_unpicklable,
-)
+from skyward.engine.wire import CALL, MAP, PROBE, Payload, TaskFailure, TaskRequest, decode, describe_unpicklable
 from skyward.model.spec import Worker
-from skyward.observe.events import (
-    BroadcastStarted,
-    Error,
-    Event,
-    InstanceReplaced,
-    TaskCompleted,
-    TaskStarted,
-)
+from skyward.observe.events import BroadcastStarted, Error, Event, InstanceReplaced, TaskCompleted, TaskStarted
 
 BACKSTOP_GRACE = 60.0
 CALL_GRACE = 0.1

@@ -48,14 +48,7 @@ from skyward.engine.membership import Joined, Loss, Membership
 from skyward.engine.transport import Transport
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Nodes, Options
-from skyward.observe.events import (
-    ClusterResized,
-    Error,
-    Event,
-    InstanceDestroyed,
-    InstancePreempted,
-    InstanceReplaced,
-)
+from skyward.observe.events import ClusterResized, Error, Event, InstanceDestroyed, InstancePreempted, InstanceReplaced
 
 JOIN_RETRY = 5.0
 """Seconds before a node that failed to join is tried again (at least one tick)."""

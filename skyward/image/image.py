@@ -8,14 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from skyward.core.validation import (
-    as_str_tuple,
-    as_tuple,
-    check_choice,
-    check_number,
-    check_str_dict,
-    fail,
-)
+from skyward.core.validation import as_str_tuple, as_tuple, check_choice, check_number, check_str_dict, fail
 from skyward.image.script import Artifacts, render
 from skyward.observe.metrics import Collector, Default
 from skyward.observe.metrics import normalize as normalize_metrics

@@ -11,11 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from skyward.core.accelerators import Accelerator
 from skyward.core.allocation import normalize as normalize_allocation
 from skyward.core.health import HealthChecker
-from skyward.core.validation import (
-    check_choice,
-    check_number,
-    fail,
-)
+from skyward.core.validation import check_choice, check_number, fail
 from skyward.image.image import Image
 from skyward.model.plugin import Plugin, check_plugins
 from skyward.observe.log_config import LogConfig

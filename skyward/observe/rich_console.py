@@ -40,9 +40,7 @@ from skyward.observe.events import (
     Log,
     TaskCompleted,
 )
-from skyward.observe.events import (
-    Progress as ProgressEvent,
-)
+from skyward.observe.events import Progress as ProgressEvent
 from skyward.observe.view import EVENTS, NodeState, PoolView
 
 MAX_ROWS = 16

@@ -24,12 +24,7 @@ from skyward.storage.errors import (
     VolumeMountError,
 )
 from skyward.storage.presets import GCS, R2, S3, Backblaze, Hyperstack, Wasabi
-from skyward.storage.progress import (
-    RichTransferBar,
-    TransferProgress,
-    TransferUpdate,
-    use_progress,
-)
+from skyward.storage.progress import RichTransferBar, TransferProgress, TransferUpdate, use_progress
 from skyward.storage.volume import FORBIDDEN_MOUNTS, S3Volume, Volume
 
 __all__ = [

@@ -13,12 +13,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Literal, Protocol, Self, TypedDict, TypeVar
 
 from skyward.core.validation import fail
-from skyward.storage.credentials import (
-    Credential,
-    check_credential,
-    release_credential,
-    resolve_pair,
-)
+from skyward.storage.credentials import Credential, check_credential, release_credential, resolve_pair
 from skyward.storage.endpoint import check_endpoint, is_aws_s3, signing_region
 from skyward.storage.errors import ObjectNotFoundError
 from skyward.storage.progress import Direction, TransferTracker, current_progress

@@ -13,11 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from skyward.storage.errors import (
-    EndpointUnreachableError,
-    StorageCredentialsError,
-    StorageError,
-)
+from skyward.storage.errors import EndpointUnreachableError, StorageCredentialsError, StorageError
 
 API_URL = "https://infrahub-api.nexgencloud.com/v1"
 ACCESS_KEYS_PATH = "/object-storage/access-keys"

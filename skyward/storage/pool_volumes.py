@@ -19,11 +19,7 @@ from dataclasses import asdict, dataclass, replace
 
 from skyward.storage.client import ResolvedStorage, Storage
 from skyward.storage.endpoint import is_aws_s3
-from skyward.storage.errors import (
-    StorageCredentialsError,
-    VolumeCredentialsError,
-    VolumeMountError,
-)
+from skyward.storage.errors import StorageCredentialsError, VolumeCredentialsError, VolumeMountError
 from skyward.storage.mount import MOUNT_TIMEOUT_S, MountedVolume, mount_volume, unmount
 from skyward.storage.volume import Volume
 

@@ -18,13 +18,7 @@ from storage_server import MotoServer
 
 import skyward as sky
 from skyward.storage import VolumeMountError
-from skyward.storage.mount import (
-    MountedVolume,
-    fuse_tool_available,
-    is_mounted,
-    mount_volume,
-    unmount,
-)
+from skyward.storage.mount import MountedVolume, fuse_tool_available, is_mounted, mount_volume, unmount
 
 _missing = fuse_tool_available()
 pytestmark = pytest.mark.skipif(_missing is not None, reason=f"no FUSE mounts here: {_missing}")

@@ -15,34 +15,11 @@ from typing import Any
 import pytest
 
 import skyward as sky
-from skyward.collections import (
-    SharedBarrier,
-    SharedCounter,
-    SharedDict,
-    SharedLock,
-    SharedQueue,
-    SharedSet,
-)
+from skyward.collections import SharedBarrier, SharedCounter, SharedDict, SharedLock, SharedQueue, SharedSet
 from skyward.collections.actors import LeaseTable, pack
 from skyward.collections.cache import Replica
-from skyward.collections.config import (
-    LEASE_TTL,
-    MAX_HOSTS,
-    MIN_HOSTS,
-    check_name,
-    check_timeout,
-    host_count,
-    resolve,
-)
-from skyward.collections.entities import (
-    BarrierState,
-    CounterStore,
-    DictShard,
-    Hooks,
-    LockState,
-    QueueState,
-    SetStore,
-)
+from skyward.collections.config import LEASE_TTL, MAX_HOSTS, MIN_HOSTS, check_name, check_timeout, host_count, resolve
+from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
 from skyward.collections.errors import BrokenBarrierError
 from skyward.collections.markers import MISSING, UNKNOWN
 from skyward.collections.placement import home_of, shard_of

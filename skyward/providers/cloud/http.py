@@ -19,12 +19,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from skyward.providers.cloud.errors import (
-    CapacityError,
-    CloudAPIError,
-    CloudError,
-    CredentialsError,
-)
+from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError, CredentialsError
 from skyward.providers.cloud.json import Scalar
 from skyward.providers.cloud.urls import check_api_url
 

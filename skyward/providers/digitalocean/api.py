@@ -12,15 +12,7 @@ the tag its pool's firewall guards and admits. The token is ``DIGITALOCEAN_TOKEN
 from __future__ import annotations
 
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import (
-    Firewall,
-    Key,
-    Machine,
-    MachineState,
-    MachineType,
-    Order,
-    epoch,
-)
+from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.http import bearer_client, capacity_errors
 from skyward.providers.cloud.json import (
     JsonObject,

@@ -15,16 +15,7 @@ from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CloudError
 from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    as_objects,
-    integer,
-    number,
-    obj,
-    objects,
-    text,
-)
+from skyward.providers.cloud.json import JsonObject, as_object, as_objects, integer, number, obj, objects, text
 
 URL = "https://infrahub-api.nexgencloud.com/v1"
 API_KEY = credentials.Source(("HYPERSTACK_API_KEY",))
@@ -263,14 +254,6 @@ def _machine(vm: JsonObject) -> Machine:
     )
     created = epoch(vm.get("created_at"))
     return Machine(
-        text(vm, "id"),
-        text(vm, "name", ""),
-        state,
-        public,
-        22,
-        text(vm, "fixed_ip", "") or None,
-        None,
-        False,
-        text(obj(vm, "flavor"), "name", ""),
-        created,
+        text(vm, "id"), text(vm, "name", ""), state, ssh_host=public, private_ip=text(vm, "fixed_ip", "") or None,
+        machine_type=text(obj(vm, "flavor"), "name", ""), created=created,
     )

@@ -219,15 +219,7 @@ def _machine(instance: JsonObject) -> Machine:
         else ("running" if status == RUNNING and host else "starting")
     )
     return Machine(
-        text(instance, "machine_id"),
-        text(instance, "name", "") or text(instance, "instance_name", ""),
-        state,
-        host if state == "running" else None,
-        port,
-        None,
-        None,
-        flag(instance, "is_spot"),
-        f"{instance.get('num_gpus') or 1}x {instance.get('gpu_type') or ''}",
-        None,
-        user,
+        text(instance, "machine_id"), text(instance, "name", "") or text(instance, "instance_name", ""), state,
+        ssh_host=host if state == "running" else None, ssh_port=port, spot=flag(instance, "is_spot"),
+        machine_type=f"{instance.get('num_gpus') or 1}x {instance.get('gpu_type') or ''}", ssh_user=user,
     )

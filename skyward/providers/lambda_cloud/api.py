@@ -16,14 +16,7 @@ from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import (
-    Firewall,
-    KeysInCollection,
-    Machine,
-    MachineState,
-    MachineType,
-    Order,
-)
+from skyward.providers.cloud.api import Firewall, KeysInCollection, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
 from skyward.providers.cloud.http import bearer_client, message
 from skyward.providers.cloud.json import (
@@ -230,14 +223,7 @@ def _machine(instance: JsonObject) -> Machine:
     kind = obj(instance, "instance_type")
     cents = number_or_none(kind, "price_cents_per_hour")
     return Machine(
-        text(instance, "id"),
-        text(instance, "name", ""),
-        state,
-        public,
-        22,
-        text(instance, "private_ip", "") or None,
-        cents / 100 if cents is not None else None,
-        False,
-        text(kind, "name", ""),
-        None,
+        text(instance, "id"), text(instance, "name", ""), state, ssh_host=public,
+        private_ip=text(instance, "private_ip", "") or None, hourly_price=cents / 100 if cents is not None else None,
+        machine_type=text(kind, "name", ""),
     )

@@ -84,9 +84,7 @@ class Local:
         with ExitStack() as volumes:
             volumes.enter_context(mounted(spec.volumes))
             mounting = time.monotonic() - started
-            from skyward.providers.local.launch import (
-                start,  # Ray and the agents load when a pool opens
-            )
+            from skyward.providers.local.launch import start  # Ray and the agents load when a pool opens
 
             cluster = start(spec, options, pool_id)
             held = volumes.pop_all()

@@ -14,14 +14,7 @@ from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import (
-    KeysInCollection,
-    Machine,
-    MachineState,
-    MachineType,
-    Order,
-    epoch,
-)
+from skyward.providers.cloud.api import KeysInCollection, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CloudError
 from skyward.providers.cloud.http import bearer_client, capacity_errors, message
 from skyward.providers.cloud.json import (
@@ -195,14 +188,7 @@ def _machine(instance: JsonObject) -> Machine:
     product: JsonObject = sold if isinstance(sold, Mapping) else {}
     cents = number_or_none(product, "price_cents_per_hour")
     return Machine(
-        text(instance, "uuid"),
-        text(instance, "name", ""),
-        state,
-        address if state == "running" else None,
-        22,
-        None,
-        cents / 100 if cents is not None else None,
-        False,
-        text(product, "name", ""),
-        epoch(instance.get("created")),
+        text(instance, "uuid"), text(instance, "name", ""), state, ssh_host=address if state == "running" else None,
+        hourly_price=cents / 100 if cents is not None else None, machine_type=text(product, "name", ""),
+        created=epoch(instance.get("created")),
     )

@@ -11,15 +11,7 @@ from skyward.providers.cloud import credentials
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CloudAPIError
 from skyward.providers.cloud.http import bearer_client, capacity_errors, message
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    integer,
-    items,
-    number,
-    objects,
-    text,
-)
+from skyward.providers.cloud.json import JsonObject, as_object, integer, items, number, objects, text
 from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://api.novita.ai/gpu-instance/openapi/v1"

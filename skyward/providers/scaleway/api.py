@@ -23,27 +23,10 @@ from typing import TypeVar
 
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import (
-    Firewall,
-    Machine,
-    MachineState,
-    MachineType,
-    MadeFirewalls,
-    Order,
-    epoch,
-)
+from skyward.providers.cloud.api import Firewall, Machine, MachineState, MachineType, MadeFirewalls, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.http import ApiClient, Params, base_url, message
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    integer,
-    items,
-    number,
-    obj,
-    objects,
-    text,
-)
+from skyward.providers.cloud.json import JsonObject, as_object, integer, items, number, obj, objects, text
 from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://api.scaleway.com"
@@ -331,14 +314,6 @@ def _machine(server: JsonObject) -> Machine:
         "stopped" if status in STOPPED else ("running" if status == "running" and address else "starting")
     )
     return Machine(
-        text(server, "id"),
-        text(server, "name", ""),
-        state,
-        address,
-        22,
-        None,
-        None,
-        False,
-        text(server, "commercial_type", ""),
-        epoch(server.get("creation_date")),
+        text(server, "id"), text(server, "name", ""), state, ssh_host=address,
+        machine_type=text(server, "commercial_type", ""), created=epoch(server.get("creation_date")),
     )

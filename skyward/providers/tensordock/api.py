@@ -230,15 +230,8 @@ def _machine(raw: JsonObject) -> Machine:
         else ("running" if status == "running" and host and port else "starting")
     )
     return Machine(
-        text(vm, "id"),
-        text(vm, "name", ""),
-        state,
-        host,
-        port or SSH_PORT,
-        None,
-        number_or_none(vm, "rateHourly"),
-        False,
-        _gpus(obj(vm, "resources").get("gpus")),
+        text(vm, "id"), text(vm, "name", ""), state, ssh_host=host, ssh_port=port or SSH_PORT,
+        hourly_price=number_or_none(vm, "rateHourly"), machine_type=_gpus(obj(vm, "resources").get("gpus")),
     )
 
 

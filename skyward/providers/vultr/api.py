@@ -17,16 +17,7 @@ import base64
 from skyward.core.accelerator_catalog import identify
 from skyward.core.validation import fail
 from skyward.providers.cloud import credentials
-from skyward.providers.cloud.api import (
-    Firewall,
-    Key,
-    Machine,
-    MachineState,
-    MachineType,
-    MadeFirewalls,
-    Order,
-    epoch,
-)
+from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, MadeFirewalls, Order, epoch
 from skyward.providers.cloud.http import Params, bearer_client, capacity_errors
 from skyward.providers.cloud.json import JsonObject, as_object, items, number, obj, objects, text
 
@@ -301,14 +292,6 @@ def _machine(instance: JsonObject) -> Machine:
     )
     created = epoch(instance.get("date_created"))
     return Machine(
-        text(instance, "id"),
-        text(instance, "label", ""),
-        state,
-        public if public not in NO_ADDRESS else None,
-        22,
-        None,
-        None,
-        False,
-        text(instance, "plan", ""),
-        created,
+        text(instance, "id"), text(instance, "label", ""), state, ssh_host=public if public not in NO_ADDRESS else None,
+        machine_type=text(instance, "plan", ""), created=created,
     )

@@ -17,16 +17,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import (
-    QUIET,
-    env_locks,
-    host_processes,
-    make_image,
-    pool_traces,
-    ssh_provider,
-    strays,
-    wait_for,
-)
+from conftest import QUIET, env_locks, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from hosts import HostLab
 
 import skyward as sky
