@@ -14,11 +14,13 @@ fi
 # The whole suite: every test on local pools, then the shared-pool tests again on four
 # throwaway SSH hosts (tests/hosts.py), on the in-process fake cluster (the one engine
 # without Ray), on that cluster behind the head relay's server (the relay protocol
-# in-process) and on sky.Container() against a local Docker Engine API fake, so every
-# transport runs the same dispatch tests. --durations lists the slowest
-# tests, to keep the whole run within CI's budget.
+# in-process), on sky.Container() against a local Docker Engine API fake and on an
+# adopted kept pool (the pool daemon's relay; the metrics-interval tests, ~90 s there,
+# run on the other providers), so every transport runs the same dispatch tests.
+# --durations lists the slowest tests, to keep the whole run within CI's budget.
 .venv/bin/python -m pytest -q --durations=15
 .venv/bin/python -m pytest -q --durations=10 --provider ssh
 .venv/bin/python -m pytest -q --durations=10 --provider fake
 .venv/bin/python -m pytest -q --durations=10 --provider relay
 .venv/bin/python -m pytest -q --durations=10 --provider container
+.venv/bin/python -m pytest -q --durations=10 --provider kept -k "not test_observe_metrics"

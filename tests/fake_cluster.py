@@ -311,7 +311,7 @@ class TransportBackend:
     def forget_collection(self, call_id: int) -> None:
         pass
 
-    async def attach(self, node: int, serial: int, setup: bytes) -> None:
+    async def attach(self, node: int, serial: int, setup: bytes) -> bytes:
         raise NotImplementedError("the relayed fake cluster's nodes do not change")
 
     def detach(self, node: int, reason: str) -> None:

@@ -68,30 +68,19 @@ def with_keep_warm(specs: tuple[Spec, ...], options: Options) -> Options:
 
 
 def check_kept(specs: tuple[Spec, ...], options: Options) -> None:
-    """ValueError for what a kept pool cannot be in this version: a pool on an existing
-    Ray cluster; a local one with no node 0 (``min=0``: node 0 serves its collections);
-    a remote one whose nodes change while it runs, or options that need that."""
+    """ValueError for what a kept pool cannot be: a pool on an existing Ray cluster; one
+    with no node 0 (``min=0``: node 0 serves its collections, and a remote pool's head
+    holds its Ray and relay)."""
     for spec in specs:
         if spec.provider.name == "ray":
             raise ValueError(
                 f"Options.keep_alive={options.keep_alive!r} does not apply to sky.Ray() pools: the Ray cluster "
                 "outlives the script already (connect to it again); remove it"
             )
-        if spec.provider.name == "local" and spec.node_count.floor == 0:
+        if spec.node_count.floor == 0:
             raise ValueError(
                 f"Spec.nodes={spec.nodes!r} is not valid with Options.keep_alive: a kept pool keeps node 0, which "
                 "serves its collections; give min=1 or more"
-            )
-        if spec.provider.name != "local" and (spec.node_count.elastic or spec.node_count.desired == 0):
-            raise ValueError(
-                f"Spec.nodes={spec.nodes!r} is not valid with Options.keep_alive on sky.{type(spec.provider).__name__}(): "
-                "a remote kept pool has a fixed size; give a fixed count (local kept pools may be elastic)"
-            )
-    for name in NEEDS_MEMBERSHIP:
-        if getattr(options, name) != getattr(_DEFAULTS, name) and any(s.provider.name != "local" for s in specs):
-            raise ValueError(
-                f"Options.{name}={getattr(options, name)!r} has no effect on a remote kept pool (Options.keep_alive): "
-                "its nodes are not added or replaced while it runs; remove it"
             )
 
 

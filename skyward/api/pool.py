@@ -404,11 +404,10 @@ class Pool(PoolCollections, DispatchOperand):
             raise PoolClosedError(f"pool {self.name} is not open: resize it inside `with sky.Compute(...) as pool:`")
         check_resizable(running.spec, "pool.resize()")
         reconciler = running.reconciler
-        if reconciler is None:  # a remote kept pool: its nodes are the daemon's
+        if reconciler is None:  # a cluster its provider made without a membership
             _resized(running.spec.node_count, nodes)  # a wrong argument is named first
             raise NotImplementedError(
-                f"pool.resize(): the remote kept pool {self.name} has a fixed size (Options.keep_alive); "
-                "open a new pool with the count you need"
+                f"pool.resize(): pool {self.name} has a fixed size; open a new pool with the count you need"
             )
         reconciler.resize(_resized(reconciler.nodes, nodes))
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-PROTOCOL = 3
+PROTOCOL = 4
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
-may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``)."""
+may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``; 4:
+``Attached.joined``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]
@@ -169,10 +170,14 @@ class CollectionAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Attached:
-    """Node ``call_id``'s attach finished: ``error`` is None once its agent answers."""
+    """Node ``call_id``'s attach finished: ``error`` is None once its agent answers.
+    ``joined``: the node as the relay's side placed it, its pickled ``(NodeHandle,
+    InstanceInfo)`` (a kept remote pool's daemon adds its machines itself); empty when
+    the client placed it."""
 
     call_id: int
     error: str | None
+    joined: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,10 @@ is the in-process fake cluster). Per connection:
 3. the first proven client is served; a second one is refused while it is. When the
    served client says ``Close`` or its stream ends, the backend frees what it held and
    stops the agents, ``Closed`` is sent, and ``finished`` is set (the relay exits).
+   A ``successive`` server (a kept pool's relay) serves its clients one after another
+   instead: a newly proven client ends the session being served (only a holder of the
+   secret gets that far: its client died and the end of its stream has not arrived) and
+   is served once that one ended; ``finished`` is never set.
 
 Calls, collection operations and attaches run as tasks, answered in the order they end;
 ``Forget`` cancels one. Everything the client is sent goes through one ordered queue.
@@ -91,8 +95,9 @@ class RelayBackend(Protocol):
     def forget_collection(self, call_id: int) -> None:
         """Stop waiting on collection operation ``call_id`` (the client gave up)."""
 
-    async def attach(self, node: int, serial: int, setup: bytes) -> None:
-        """Start the agent of node ``node`` (joined) and wait until it answers; raises why not."""
+    async def attach(self, node: int, serial: int, setup: bytes) -> bytes:
+        """Start the agent of node ``node`` (joined) and wait until it answers; raises why
+        not. Returns ``Attached.joined``: the node as this side placed it, or empty."""
 
     def detach(self, node: int, reason: str) -> None:
         """Node ``node`` left: fail its calls, stop its events, kill its agent."""
@@ -207,23 +212,41 @@ class RelayServer:
     """Serves the one client that proves ``secret``, with the backend ``open_backend``
     makes for it; ``finished`` is set once that client is gone and the backend ended.
     ``compress``: large messages to the client travel compressed where that pays (a
-    remote pool's relay, whose client is across an SSH channel)."""
+    remote pool's relay, whose client is across an SSH channel). ``successive``: serves
+    one client after another instead (see the module)."""
 
-    def __init__(self, secret: bytes, open_backend: Callable[[Sink], RelayBackend], compress: bool = False) -> None:
+    def __init__(
+        self, secret: bytes, open_backend: Callable[[Sink], RelayBackend], compress: bool = False,
+        successive: bool = False,
+    ) -> None:
         self._secret = secret
         self._open_backend = open_backend
         self._compress = compress
+        self._successive = successive
         self._unproven = 0
-        self._serving = False
+        self._served: asyncio.StreamWriter | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
         self.finished = asyncio.Event()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one connection (an ``asyncio.start_server`` callback)."""
         try:
-            if not await self._proven(reader, writer) or self._serving:
+            if not await self._proven(reader, writer):
                 return
-            self._serving = True
-            await self._serve(reader, writer)
+            if self._served is not None and self._successive:
+                self._served.close()  # its session ends as if its stream had
+                await self._idle.wait()
+            if self._served is not None:
+                return
+            self._served = writer
+            self._idle.clear()
+            try:
+                await self._serve(reader, writer)
+            finally:
+                if self._successive:
+                    self._served = None
+                self._idle.set()
         finally:
             writer.close()
 
@@ -278,7 +301,8 @@ class RelayServer:
             finally:
                 out.put(Closed())
                 await out.close()
-                self.finished.set()
+                if not self._successive:
+                    self.finished.set()
 
     async def _take(
         self, message: Message, backend: RelayBackend, out: Outgoing, shared: dict[int, Shared | str],
@@ -344,8 +368,8 @@ class RelayServer:
     @staticmethod
     async def _attach(backend: RelayBackend, out: Outgoing, call_id: int, node: int, serial: int, setup: bytes) -> None:
         try:
-            await backend.attach(node, serial, setup)
+            joined = await backend.attach(node, serial, setup)
         except Exception as exc:
             out.put(Attached(call_id, f"{type(exc).__name__}: {exc}"))
             return
-        out.put(Attached(call_id, None))
+        out.put(Attached(call_id, None, joined))

@@ -82,6 +82,17 @@ class ClientCollections(Protocol):
         """The pool closes: stop what the client runs for its collections."""
 
 
+class Holdings(Protocol):
+    """What a pool holds at its provider, as a process that took the pool over from one
+    that died keeps and releases it (``ssh.handover``); picklable."""
+
+    def keep(self) -> None:
+        """Keep it while the pool lives (AWS: renew its expiry tag)."""
+
+    def release(self) -> None:
+        """Remove it, confirmed; ``TeardownError`` naming what is not."""
+
+
 @dataclass(eq=False)
 class LaunchedCluster:
     """A running pool's nodes, as a provider hands them over."""
@@ -97,6 +108,9 @@ class LaunchedCluster:
     phases: tuple[PhaseTiming, ...] = ()
     membership: Membership | None = None
     """How nodes are added and removed while the pool runs (None: a fixed cluster)."""
+    handover: Callable[[], bytes] | None = None
+    """A kept remote pool, as it is now, as another process takes it over if this one
+    dies: a pickled ``ssh.handover.Handover`` (None: it cannot be)."""
 
     @property
     def pricing(self) -> Pricing:

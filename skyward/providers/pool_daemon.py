@@ -54,6 +54,8 @@ from skyward.providers.local.reaper import Reaper, claim, linger_until
 
 TICK = 0.2
 """Seconds between looks at the idle time."""
+ALIVE_EVERY = 5.0
+"""Seconds between marks that the daemon runs (``kept.state.mark_alive``)."""
 FIRST_REQUEST_WAIT = 30.0
 """Seconds a new daemon waits for the first request of the client that started it."""
 
@@ -70,6 +72,8 @@ class PoolDaemon:
         self._kept = KeptPools(directory)
         self._found = kept_state.load(directory)
         """What a dead predecessor kept, to adopt (None: nothing)."""
+        self._silent = kept_state.silent_for(directory)
+        """Seconds since that predecessor last ran."""
         self._reaper: Reaper | None = None
         self._api = KeptApi(directory, self._kept)
         self._kept_requests = 0
@@ -80,7 +84,8 @@ class PoolDaemon:
         then clean up."""
         instance = self._join_ray()
         self.address = ray.get_runtime_context().gcs_address
-        for line in self._kept.resume(instance, self._found):
+        kept_state.mark_alive(self.directory)
+        for line in self._kept.resume(instance, self._found, self._silent):
             print(f"pool daemon: {line}", flush=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         path = self.directory / SOCKET
@@ -97,7 +102,11 @@ class PoolDaemon:
             threading.Thread(target=self._accept, args=(server,), name="daemon-accept", daemon=True).start()
             threading.Thread(target=self._clean_up, name="daemon-cleanup", daemon=True).start()
             print(f"pool daemon {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
+            marked = time.monotonic()
             while not self._down.wait(TICK):
+                if time.monotonic() - marked > ALIVE_EVERY:
+                    kept_state.mark_alive(self.directory)
+                    marked = time.monotonic()
                 self._kept.sweep()
                 with self._lock:
                     idle = (
@@ -125,10 +134,10 @@ class PoolDaemon:
         a new one: detached from this process (``local.detached_ray``) and joined,
         claimed from the predecessor's reaper."""
         found = self._found
-        if found is not None and not found.ray.alive():
-            found.ray.stop()  # what is left of it
-            self._found = found = None
-        instance = found.ray if found is not None else detached_ray.start()
+        if found is not None and found.ray is not None and not found.ray.alive():
+            found.ray.stop()  # what is left of it; its local pools are gone with it
+            self._found = found = found.without_ray()
+        instance = found.ray if found is not None and found.ray is not None else detached_ray.start()
         claim(instance.temp_dir)
         self._reaper = Reaper.start(instance.temp_dir, linger=True)  # ends it if this process dies from now on
         try:

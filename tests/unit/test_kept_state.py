@@ -5,6 +5,7 @@ written or can read."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from skyward.providers.kept import state
@@ -53,3 +54,27 @@ def test_pools_whose_ray_instance_is_gone_are_forgotten(tmp_path: Path) -> None:
     state.save(directory, state.DaemonState(gone, (RECORD,)))
     assert state.kept_by_a_dead_daemon(directory) is False
     assert not (directory / state.STATE_FILE).exists()
+
+
+def test_remote_pools_outlive_the_ray_instance_and_survive_a_round_trip(tmp_path: Path) -> None:
+    """A remote pool's handover is kept when the daemon's Ray instance is gone (a reboot):
+    its hosts may still run it, so a new daemon is started to take it over."""
+    directory = private(tmp_path)
+    gone = DetachedRay("127.0.0.1:1", "cd" * 32, str(tmp_path / "no-such-instance"))
+    remote = state.KeptRecord("far", "e" * 24, 60.0, "8" * 32, 3, 1_700_000_001.0, b"definition", b"handover")
+    state.save(directory, state.DaemonState(gone, (RECORD, remote)))
+    assert state.load(directory) == state.DaemonState(gone, (RECORD, remote))
+    assert state.kept_by_a_dead_daemon(directory) is True
+    assert state.DaemonState(gone, (RECORD, remote)).without_ray() == state.DaemonState(None, (remote,))
+    state.save(directory, state.DaemonState(None, (remote,)))
+    assert state.load(directory) == state.DaemonState(None, (remote,))
+
+
+def test_how_long_a_daemon_has_been_silent(tmp_path: Path) -> None:
+    directory = private(tmp_path)
+    assert state.silent_for(directory) == float("inf")
+    state.mark_alive(directory)
+    assert state.silent_for(directory) < 5
+    then = time.time() - 700
+    os.utime(directory / state.ALIVE_FILE, (then, then))
+    assert 699 < state.silent_for(directory) < 710

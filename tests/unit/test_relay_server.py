@@ -189,3 +189,50 @@ def test_a_relay_of_another_protocol_is_named(relayed: tuple[sky.Pool, FakeProvi
 
     assert asyncio.run(old_client()) == Hello(PROTOCOL)
     assert not relay.server.finished.is_set()
+
+
+class _Ended:
+    """A backend that only counts its clients' ends (the successive server's own logic
+    is what is tested)."""
+
+    def __init__(self, ends: list[int], client: int) -> None:
+        self._ends, self._client = ends, client
+
+    def end(self) -> None:
+        self._ends.append(self._client)
+
+
+def test_a_successive_server_serves_a_new_proven_client_after_ending_the_last_one(tmp_path: Path) -> None:
+    """A kept pool's relay: the daemon that held it died and the end of its stream has
+    not arrived; its successor, proving the secret, ends that session and is served."""
+    from skyward.core.messages import Closed
+    from skyward.engine.relay_server import RelayServer
+
+    secret = handshake.new_secret()
+    ends: list[int] = []
+    clients = iter(range(1, 10))
+    path = str(tmp_path / "relay.sock")
+
+    async def scenario() -> tuple[object, object, object]:
+        server = RelayServer(secret, lambda sink: _Ended(ends, next(clients)), successive=True)  # type: ignore[arg-type, return-value]
+        listener = await asyncio.start_unix_server(server.handle, path)
+
+        async def client() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            reader, writer = await asyncio.open_unix_connection(path)
+            assert await handshake.prove_to_server_async(reader, writer, secret)
+            await write_message(writer, Hello(PROTOCOL))
+            assert await read_message(reader) == Hello(PROTOCOL)
+            return reader, writer
+
+        async with listener:
+            first_reader, _ = await client()
+            await asyncio.sleep(0.2)  # the first is being served
+            second_reader, second_writer = await client()
+            first_end = await asyncio.wait_for(read_message(first_reader), 5)  # its session was ended
+            await write_message(second_writer, Close())
+            second_end = await asyncio.wait_for(read_message(second_reader), 5)
+            return first_end, second_end, server.finished.is_set()
+
+    first_end, second_end, finished = asyncio.run(scenario())
+    assert first_end is None and second_end == Closed()  # the first stream was ended, the second served
+    assert ends == [1, 2] and finished is False

@@ -4,8 +4,10 @@ its command line or in its environment goes, with its descendants; another pool'
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +93,82 @@ def test_a_process_that_ended_unreaped_does_not_hold_the_sweep(tmp_path: Path) -
     finally:
         keeper.kill()
         keeper.wait()
+
+
+def test_a_client_that_rejoins_before_ttl_keeps_the_pool_and_stops_it(tmp_path: Path) -> None:
+    """The pool daemon's successor rejoins a watchdog whose client died (``--rejoin``):
+    the countdown stops while it heartbeats, and its "stop" ends the pool, said back to it."""
+    from skyward.providers.ssh import watchdog
+
+    pool_dir = tmp_path / "skyward-abc-n0"
+    pool_dir.mkdir(mode=0o700)
+    script = watchdog.__file__
+    dog = subprocess.Popen(
+        [sys.executable, "-u", script, str(pool_dir), "2", "0.5", "stay"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )
+    proxy: subprocess.Popen[str] | None = None
+    try:
+        assert dog.stdout is not None and dog.stdin is not None
+        assert dog.stdout.readline().startswith("::watching")
+        dog.stdin.close()  # the client died: ttl=2 s from now
+        proxy = subprocess.Popen(
+            [sys.executable, "-u", script, watchdog.REJOIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert proxy.stdin is not None and proxy.stdout is not None
+        proxy.stdin.write(f"{pool_dir}\n")
+        proxy.stdin.flush()
+        assert proxy.stdout.readline().startswith("::watching")
+        for _ in range(10):  # 5 s: past ttl and the silence limit
+            proxy.stdin.write("beat\n")
+            proxy.stdin.flush()
+            time.sleep(0.5)
+        assert dog.poll() is None and pool_dir.is_dir(), "the rejoined pool was stopped"
+        proxy.stdin.write("stop\n")
+        proxy.stdin.flush()
+        assert proxy.stdout.readline().startswith("::stopped")
+        assert dog.wait(10) == 0 and proxy.wait(10) == 0
+        assert not pool_dir.exists()
+    finally:
+        for process in (dog, proxy):
+            if process is not None and process.poll() is None:
+                process.kill()
+
+
+def test_rejoining_a_pool_whose_watchdog_is_gone_says_so(tmp_path: Path) -> None:
+    from skyward.providers.ssh import watchdog
+
+    done = subprocess.run(
+        [sys.executable, watchdog.__file__, watchdog.REJOIN], input=f"{tmp_path}\n", capture_output=True, text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1 and done.stdout.startswith("::gone"), done.stdout + done.stderr
+
+
+def test_another_account_cannot_rejoin_a_watchdog() -> None:
+    """The rejoin socket is this user's alone (mode 0600, peer uid checked), even in a
+    pool directory another account can enter."""
+    from stranger import stranger
+
+    from skyward.providers.ssh import watchdog
+
+    base = tempfile.mkdtemp(prefix="skyward-dog-", dir="/tmp")
+    pool_dir = os.path.join(base, "skyward-abc-n0")
+    os.mkdir(pool_dir)
+    os.chmod(base, 0o755)
+    os.chmod(pool_dir, 0o755)  # open, as a misconfigured host's would be: the socket still refuses
+    dog = subprocess.Popen(
+        [sys.executable, "-u", watchdog.__file__, pool_dir, "0", "5", "stay"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert dog.stdout is not None and dog.stdout.readline().startswith("::watching")
+        socket_path = os.path.join(pool_dir, watchdog.SOCKET)
+        assert os.stat(socket_path).st_mode & 0o777 == 0o600
+        with stranger() as probe:
+            assert probe.run({"op": "unix", "paths": [socket_path]}) == {socket_path: "EACCES"}
+        assert dog.poll() is None, "a stranger's attempt ended the watchdog"
+    finally:
+        dog.kill()
+        dog.wait()
+        shutil.rmtree(base, ignore_errors=True)

@@ -55,21 +55,8 @@ from skyward.core.messages import (
 )
 from skyward.engine import interruptible
 from skyward.engine.events import EventBatch
-from skyward.engine.relay_server import (
-    payload_of,
-    put_message,
-    read_message,
-    wire_body,
-    write_message,
-)
-from skyward.engine.transport import (
-    Disconnected,
-    NodeLost,
-    NoReply,
-    Refused,
-    Shared,
-    TransportError,
-)
+from skyward.engine.relay_server import payload_of, put_message, read_message, wire_body, write_message
+from skyward.engine.transport import Disconnected, NodeLost, NoReply, Refused, Shared, TransportError
 from skyward.engine.wire import Payload
 
 if TYPE_CHECKING:
@@ -123,7 +110,7 @@ class RelayTransport:
         self._io_loop = io_loop
         self._compress = compress
         self._left: dict[int, str] = {}
-        self._attaching: dict[int, asyncio.Future[str | None]] = {}
+        self._attaching: dict[int, asyncio.Future[tuple[str | None, bytes]]] = {}
         self._ids = itertools.count()
         self._keys = itertools.count()
         self._pending: dict[int, tuple[int, Waiter]] = {}
@@ -232,25 +219,31 @@ class RelayTransport:
         """Have the relay start node ``node``'s agent and wait until it answers (from a
         thread other than the loop's). RuntimeError naming the node with the relay's
         reason when it does not."""
+        self.join(node, agent)
+
+    def join(self, node: int, agent: RemoteAgent) -> bytes:
+        """``attach``, returning ``Attached.joined``: the node as the relay's side placed
+        it (a kept remote pool's daemon), or empty."""
         if self._loop is None:
             raise PoolClosedError("the pool is closed: no node joins it")
         attaching = self._attach(node, agent.serial, cloudpickle.dumps(agent.setup))
-        error = asyncio.run_coroutine_threadsafe(attaching, self._loop).result(agent.timeout + CONNECT_TIMEOUT)
+        error, joined = asyncio.run_coroutine_threadsafe(attaching, self._loop).result(agent.timeout + CONNECT_TIMEOUT)
         if error is not None:
             raise RuntimeError(f"the agent of node {node} did not start: {error}")
+        return joined
 
-    async def _attach(self, node: int, serial: int, setup: bytes) -> str | None:
+    async def _attach(self, node: int, serial: int, setup: bytes) -> tuple[str | None, bytes]:
         call_id = next(self._ids)
-        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[tuple[str | None, bytes]] = asyncio.get_running_loop().create_future()
         self._attaching[call_id] = answer
         try:
             await self._send(Attach(call_id, node, serial, setup))
-            error = await answer
+            error, joined = await answer
         finally:
             self._attaching.pop(call_id, None)
         if error is None:
             self._left.pop(node, None)
-        return error
+        return error, joined
 
     def detach(self, node: int, reason: str) -> None:
         if self._loop is not None and not self._loop.is_closed():
@@ -369,7 +362,7 @@ class RelayTransport:
                     collection.set_exception(self._lost)
             for answer in list(self._attaching.values()):
                 if not answer.done():
-                    answer.set_result(str(self._lost))
+                    answer.set_result((str(self._lost), b""))
             if self._closed is not None and not self._closed.done():
                 self._closed.set_result(None)
 
@@ -393,10 +386,10 @@ class RelayTransport:
             case Failed(call_id, kind, node, detail):
                 error = NodeLost(node, detail, by_task=True) if kind == "crashed" else FAILURES[kind](node, detail)
                 _resolve(self._pending.get(call_id), error)
-            case Attached(call_id, problem):
+            case Attached(call_id, problem, joined):
                 answer = self._attaching.get(call_id)
                 if answer is not None and not answer.done():
-                    answer.set_result(problem)
+                    answer.set_result((problem, joined))
             case CollectionAnswer(call_id, answer_bytes):
                 collection = self._collections.pop(call_id, None)
                 if collection is not None and not collection.done():

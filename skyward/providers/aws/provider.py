@@ -172,6 +172,7 @@ class AWS:
         return launch_on_hosts(
             handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
             halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,
+            owned_files=(known_hosts.name,), holdings=EC2Holdings(resources),
         )
 
     # ------------------------------------------------------------------ gc
@@ -444,6 +445,25 @@ def boot_script(spec: Spec, options: Options) -> str:
     budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + DEFAULT_SSH_TIMEOUT + spec.ttl + 600
     minutes = max(10, math.ceil(budget / 60))
     return f"#!/bin/bash\nshutdown -h +{minutes} 'skyward: no client took this instance over' || true\n"
+
+
+@dataclass
+class EC2Holdings:
+    """A kept pool's instances, security group and key pair, as the pool daemon's
+    successor keeps them (renewing their expiry tag) and releases them."""
+
+    resources: machines.PoolResources
+    renewer: _ExpiryRenewer | None = None
+    """Set by ``keep`` (then it no longer pickles)."""
+
+    def keep(self) -> None:
+        self.renewer = _ExpiryRenewer(self.resources)
+        self.renewer.start()
+
+    def release(self) -> None:
+        if self.renewer is not None:
+            self.renewer.stop()
+        machines.release(self.resources)
 
 
 class _ExpiryRenewer:

@@ -180,6 +180,7 @@ class MachineCloud:
         return launch_on_hosts(
             handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
             halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,
+            owned_files=(known_hosts.name, str(resources.key_path)),
         )
 
     # ------------------------------------------------------------------ gc

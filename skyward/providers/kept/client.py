@@ -78,8 +78,7 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
         raise LookupError(f"no pool named {name!r} is kept now (sky ls lists the kept pools)")
     if held is None:
         request = cloudpickle.dumps(KeptRequest(spec, options, uuid.uuid4().hex, context))
-        default = DEFAULT_READY_TIMEOUT if spec.provider.name == "local" else DEFAULT_REMOTE_TIMEOUT
-        timeout = float(options.provision_timeout or default)
+        timeout = float(options.provision_timeout or default_timeout(spec))
         held = daemon_client.keep_pool(name, mark, options.keep_alive, request, timeout)
     infos: tuple[InstanceInfo, ...] = load_payload(held.infos)  # from this user's daemon (peer checked)
     loop = LoopThread(f"skyward-kept-{held.name}")
@@ -92,19 +91,25 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     nodes: tuple[NodeHandle, ...] = load_payload(held.nodes)
     phase = PhaseTiming("adopted" if held.adopted else "kept", time.monotonic() - started)
-    membership = None
-    if spec.provider.name == "local":
-        ready = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
-        membership = KeptMembership(transport, held.pool_id, infos[0], ready)
+    ready = float(options.provision_timeout or default_timeout(spec))
+    membership = KeptMembership(transport, held.pool_id, infos[0], ready)
     return LaunchedCluster(nodes, infos, transport, encoder, collections, loop.stop, (phase,), membership)
 
 
+def default_timeout(spec: Spec) -> float:
+    """How long a pool of ``spec`` may take to open, or to add a node, without
+    ``Options.provision_timeout``."""
+    return DEFAULT_READY_TIMEOUT if spec.provider.name == "local" else DEFAULT_REMOTE_TIMEOUT
+
+
 class KeptMembership:
-    """How a script grows and shrinks the local kept pool it holds: the pool daemon starts
-    and stops the agents (``KeptPool.attach``/``detach``, over the relay's Attach and
-    Detach), so they are the pool's and stay when the script leaves. Node 0 never leaves:
-    the relay serves the collections through it. ``first`` is node 0's InstanceInfo (a
-    new node's, but for its rank; the engine sends the membership with its first task)."""
+    """How a script grows and shrinks the kept pool it holds: the pool daemon adds and
+    removes the nodes (over the relay's Attach and Detach: a local pool's agents placed
+    as its first ones, ``KeptPool.attach``/``detach``; a remote pool's hosts through its
+    own membership, ``KeptPool.add_node``/``remove_node``), so they are the pool's and stay
+    when the script leaves. Node 0 never leaves: the relay serves the collections through
+    it. ``first`` is node 0's InstanceInfo (a local node's, but for its rank; a remote
+    node's comes from the daemon; the engine sends the membership with its first task)."""
 
     def __init__(self, transport: RelayTransport, pool_id: str, first: InstanceInfo, ready_timeout: float) -> None:
         self._transport = transport
@@ -121,8 +126,11 @@ class KeptMembership:
 
     def add(self, node: int) -> Joined:
         """RuntimeError naming the node and the daemon's reason when its agent does not start."""
-        self._transport.attach(node, RemoteAgent(0, None, self._ready_timeout))
-        return Joined(local_handle(self._pool_id, node), replace(self._first, node=node))
+        joined = self._transport.join(node, RemoteAgent(0, None, self._ready_timeout))
+        if not joined:  # a local node, placed as the first ones
+            return Joined(local_handle(self._pool_id, node), replace(self._first, node=node))
+        handle, info = load_payload(joined)  # from this user's daemon (peer checked, secret proven)
+        return Joined(handle, info)
 
     def remove(self, node: int) -> None:
         self._transport.detach(node, f"node {node} was removed from the pool")

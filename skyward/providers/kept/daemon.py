@@ -12,15 +12,20 @@ the client proves before its first frame is read, and the peer must run as this 
 A pool nobody held for ``keep_alive`` seconds is torn down as a pool's close tears it
 down; ``EndPool`` ends one (or all) at once. The pool's collections keep their contents
 between clients; on a local pool each client's locks and leases are freed when it
-leaves. A local pool's client may add and remove nodes (``KeptPool.attach``/``detach``,
-asked through its relay): the daemon places them as it placed the first ones.
+leaves. A client may add and remove nodes, asked through its relay: the daemon places
+a local pool's as it placed the first ones (``KeptPool.attach``/``detach``) and has a
+remote pool's membership add and remove its hosts (``KeptPool.add_node``/``remove_node``).
 
-Local kept pools outlive the daemon: their agents are detached actors of the daemon's
-detached Ray instance (``local.detached_ray``), and the daemon writes down what it keeps
-(``kept.state``) each time that changes. If it dies, its reaper keeps the instance up to
-the pools' ``keep_alive`` for a successor, which ``resume`` makes adopt every pool whose
-agents still answer (and end the others). A remote kept pool ends with its daemon: its
-relay and SSH connections were the daemon's (a successor removes what it left).
+Kept pools outlive the daemon, which writes down what it keeps (``kept.state``) each
+time that changes. A local pool's agents are detached actors of the daemon's detached
+Ray instance (``local.detached_ray``): if the daemon dies, its reaper keeps the instance
+up to the pools' ``keep_alive`` for a successor. A remote pool's nodes wait ``Spec.ttl``
+for one (their watchdogs count it down once the daemon's SSH connections closed, and
+their head relays serve the next client that proves the pool's secret). The successor's
+``resume`` adopts every pool whose agents still answer, taking the remote ones over
+(``ssh.launch.take_over``), and ends the others, removing what they hold in a cloud;
+what is left of a pool it did not find written down is removed
+(``clean_up_after_a_dead_daemon``).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from skyward.core.instance import InstanceInfo
 from skyward.core.messages import PoolHeld
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.engine.death import Death, cause_of_death
+from skyward.engine.membership import Membership
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
@@ -65,7 +71,10 @@ from skyward.providers.local.detached_ray import DetachedRay
 from skyward.providers.local.launch import kept_agent_name, rejoin, start
 from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.ray.agents import AgentMembership
+from skyward.providers.ssh.handover import Handover
+from skyward.providers.ssh.handover import release as release_handover
 from skyward.providers.ssh.head_relay import RaySession
+from skyward.providers.ssh.launch import take_over
 from skyward.providers.ssh.loop import LoopThread
 
 if TYPE_CHECKING:
@@ -110,6 +119,9 @@ class KeptPool:
     """Where a remote pool's events go (None: a local pool, served by ``RaySession``)."""
     resized: Callable[[], None] = lambda: None
     """Told when a node joined or left (the daemon writes down what it keeps)."""
+    placing: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
+    """Held while a remote pool's node is added (the client's environment: credentials,
+    SSH agent)."""
 
     def postmortem(self, node: int) -> Death | None:
         """Why node ``node``'s agent died, from the note it left."""
@@ -118,8 +130,8 @@ class KeptPool:
     def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
         """Start node ``node``'s agent on a local pool, placed as its first nodes were (the
         client's ``serial`` and ``setup`` are not used: the daemon places its nodes) and
-        detached like them; returns it once it answers. NotImplementedError for a remote
-        kept pool, or a local one a successor daemon adopted: their size is fixed."""
+        detached like them; returns it once it answers. NotImplementedError for a pool
+        a successor daemon adopted (its size is fixed) or a remote one (``add_node``)."""
         membership = self._local_membership(node, "join")
         joined = membership.add(node)
         agent = membership.agents[node]
@@ -139,12 +151,38 @@ class KeptPool:
         self.lanes.pop(node, None)
         self._members(node, None)
 
+    def add_node(self, node: int) -> bytes:
+        """Add node ``node`` to a remote pool as its membership places it (its provider's
+        machines, under the environment of the client that opened it); its pickled
+        ``(NodeHandle, InstanceInfo)``. NotImplementedError for a pool taken over from a
+        daemon that died: its size is fixed."""
+        membership = self._remote_membership(node, "join")
+        with self.placing():
+            joined = membership.add(node)
+        self._members(node, (joined.handle, joined.info))
+        return pickle.dumps((joined.handle, joined.info))
+
+    def remove_node(self, node: int) -> None:
+        """Remove node ``node`` from a remote pool (stopped on its host, its machine
+        released); NotImplementedError as for ``add_node``."""
+        membership = self._remote_membership(node, "leave")
+        with self.placing():
+            membership.remove(node)
+        self._members(node, None)
+
+    def _remote_membership(self, node: int, what: str) -> Membership:
+        membership = self.cluster.membership
+        if membership is None:
+            raise NotImplementedError(
+                f"node {node} cannot {what} the kept pool {self.name}: it was taken over from a pool daemon that "
+                "died and keeps its size until it ends"
+            )
+        return membership
+
     def _local_membership(self, node: int, what: str) -> AgentMembership:
         membership = self.cluster.membership
-        if self.forwarder is not None or not isinstance(membership, AgentMembership):
-            raise NotImplementedError(
-                f"node {node} cannot {what} the kept pool {self.name}: a remote kept pool has a fixed size"
-            )
+        if not isinstance(membership, AgentMembership):
+            raise NotImplementedError(f"node {node} cannot {what} the kept pool {self.name}: it is not a local pool")
         return membership
 
     def _members(self, node: int, joined: tuple[NodeHandle, InstanceInfo] | None) -> None:
@@ -219,21 +257,29 @@ class KeptPools:
         self._write_down()
         return held
 
-    def resume(self, ray: DetachedRay, state: kept_state.DaemonState | None) -> list[str]:
-        """Work on ``ray`` from now on (writing down what is kept), adopting the local
-        kept pools a dead predecessor wrote in ``state`` whose agents still answer and
-        ending the others; what was done, one line each."""
+    def resume(self, ray: DetachedRay, state: kept_state.DaemonState | None, silent: float) -> list[str]:
+        """Work on ``ray`` from now on (writing down what is kept), adopting the kept pools
+        a dead predecessor, last seen ``silent`` seconds ago, wrote in ``state`` whose
+        agents still answer and ending the others; what was done, one line each."""
         self._ray = ray
         done = []
         for record in state.pools if state is not None else ():
             definition: tuple[Spec, Options] | None = None
             try:
                 definition = load_payload(record.definition)  # written by this user's daemon (kept.state)
-                pool = self._rejoin(record, *definition)
+                spec, options = definition
+                if record.handover:
+                    pool = self._take_over(record, spec, options, silent)
+                else:
+                    pool = self._rejoin(record, spec, options)
             except Exception as exc:  # noqa: BLE001 - reported; what is left of it is ended
-                _discard(record, definition)
-                registry.unregister(record.pool_id)
-                done.append(f"kept pool {record.name} of a dead daemon could not be adopted and was ended: {exc}")
+                if not record.handover:  # a remote pool closed itself (or is left to clean_up_after_a_dead_daemon)
+                    _discard(record, definition)
+                    registry.unregister(record.pool_id)
+                done.append(
+                    f"kept pool {record.name} of a dead daemon could not be adopted and was ended: "
+                    f"{type(exc).__name__}: {exc}"
+                )
                 continue
             with self._lock:
                 self._pools[pool.name] = pool
@@ -242,9 +288,28 @@ class KeptPools:
         return done
 
     def _rejoin(self, record: kept_state.KeptRecord, spec: Spec, options: Options) -> KeptPool:
-        """The running pool ``record`` found again, listening on its socket and registered."""
+        """The running local pool ``record`` found again, listening on its socket and registered."""
         cluster = rejoin(spec, options, record.pool_id, record.nodes, HOLD_TIMEOUT)
         pool = self._local_pool(record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster)
+        return self._resumed(pool, record, spec)
+
+    def _take_over(self, record: kept_state.KeptRecord, spec: Spec, options: Options, silent: float) -> KeptPool:
+        """The remote pool ``record`` taken over (``ssh.launch.take_over``), listening on
+        its socket and registered; raises why not, after closing it (without trying when
+        its nodes' ``Spec.ttl`` ran out ``silent`` seconds after the daemon died)."""
+        handover: Handover = load_payload(record.handover)  # written by this user's daemon (kept.state)
+        if silent > handover.ttl:
+            release_handover(handover)
+            raise TimeoutError(
+                f"its daemon died about {silent:.0f}s ago and its nodes stop their pool {handover.ttl}s after "
+                "that (Spec.ttl); what it held in its cloud was removed"
+            )
+        cluster = take_over(handover, spec, options)
+        pool = self._remote_pool(record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster)
+        return self._resumed(pool, record, spec)
+
+    def _resumed(self, pool: KeptPool, record: kept_state.KeptRecord, spec: Spec) -> KeptPool:
+        """``pool``, found again from ``record``, listening on its socket and registered."""
         pool.opened, pool.definition, pool.log = record.opened, record.definition, self._log_path(record.pool_id)
         pool.log.touch(mode=0o600)
         try:
@@ -256,16 +321,17 @@ class KeptPools:
         return pool
 
     def _write_down(self) -> None:
-        """Write down the local kept pools (``kept.state``), and tell the daemon's reaper
-        to keep them that long if the daemon dies."""
+        """Write down the kept pools a successor can adopt (``kept.state``), and tell the
+        daemon's reaper to keep the local ones that long if the daemon dies."""
         if self._ray is None:
             return
         with self._lock:
-            local = [p for p in self._pools.values() if p.forwarder is None]
+            pools = [p for p in self._pools.values() if p.forwarder is None or p.cluster.handover is not None]
+        local = [p for p in pools if p.forwarder is None]
         records = tuple(
             kept_state.KeptRecord(p.name, p.fingerprint, p.keep_alive, p.pool_id, len(p.cluster.nodes), p.opened,
-                                  p.definition)
-            for p in local
+                                  p.definition, p.cluster.handover() if p.cluster.handover is not None else b"")
+            for p in pools
         )
         kept_state.save(self._directory, kept_state.DaemonState(self._ray, records))
         longest = max((p.keep_alive for p in local), default=0.0)
@@ -275,16 +341,34 @@ class KeptPools:
         """Start the pool ``request`` defines: local agents on this daemon's Ray, or a
         remote pool by its provider (under the client's environment, one at a time)."""
         if request.spec.provider.name != "local":
-            with self._launching, _client_environment(request.context):
+            with self._as_client(request.context):
                 cluster = request.spec.provider.launch(request.spec, request.options, request.pool_id)
-            forwarder = EventForwarder()
-            cluster.transport.open(self._loop.loop, forwarder)
-            return KeptPool(
-                name, fingerprint, keep_alive, request.pool_id, cluster, self._socket_path(request.pool_id), "",
-                forwarder=forwarder,
-            )
+            pool = self._remote_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
+            pool.placing = lambda: self._as_client(request.context)
+            return pool
         cluster = start(request.spec, request.options, request.pool_id, context=request.context, detached=True)
         return self._local_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
+
+    def _remote_pool(self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster) -> KeptPool:
+        """The kept pool of a remote ``cluster``, its transport open (its events go to
+        the client in session); the cluster is stopped if that fails."""
+        forwarder = EventForwarder()
+        try:
+            cluster.transport.open(self._loop.loop, forwarder)
+        except BaseException:
+            cluster.stop()
+            raise
+        return KeptPool(
+            name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id), "", forwarder=forwarder,
+            resized=self._write_down,
+        )
+
+    @contextlib.contextmanager
+    def _as_client(self, context: ClientContext) -> Iterator[None]:
+        """This process as the client of ``context`` while a remote pool launches or adds
+        a node (``_client_environment``), one at a time."""
+        with self._launching, _client_environment(context):
+            yield
 
     def _local_pool(self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster) -> KeptPool:
         """The kept pool of a local ``cluster`` on this daemon's Ray: its agents, lanes and
@@ -389,10 +473,10 @@ class KeptPools:
 
     @staticmethod
     def clean_up_after_a_dead_daemon() -> list[str]:
-        """Remove what the kept pools of a daemon that died (SIGKILL, a reboot) left in
-        their clouds, and their records (this daemon cannot adopt them: their relays died
-        with it, and their remote nodes end by themselves after ``Spec.ttl``); what was
-        done, one line each. A pool whose removal fails keeps its record, for ``sky down``."""
+        """Remove what the kept pools of a daemon that died (SIGKILL, a reboot) and that
+        ``resume`` did not adopt left in their clouds, and their records (their remote
+        nodes end by themselves after ``Spec.ttl``); what was done, one line each. A pool
+        whose removal fails keeps its record, for ``sky down``."""
         done = []
         for record in registry.records():
             if record.keep_alive is None or registry.alive(record):
@@ -461,7 +545,7 @@ class KeptPools:
         if pool.log is not None:
             sink = LoggedSink(sink, pool.log, pool.log_lock)
         if pool.forwarder is not None:
-            return ClusterSession(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink)
+            return ClusterSession(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink, pool)
         return RaySession(pool, client, sink)
 
     def _stop(self, pool: KeptPool) -> None:

@@ -5,16 +5,19 @@ operation of the script that holds the pool through it as the bytes they are; th
 pool's event batches go back to that script as the head relay sent them (dropped while
 no script holds the pool).
 
-A kept pool has a fixed size: attaching or detaching a node is refused. The head relay
-knows only the daemon as its client, and one script at a time holds the pool: when the
-script leaves, the daemon has the head relay free every collection lock and lease its
-client holds, which are that script's.
+The script's pool grows and shrinks it as any elastic pool (``kept.client.KeptMembership``):
+its Attach and Detach ask the daemon, which adds and removes the node through the pool's
+own membership (its provider's machines, its head relay) and answers with the node as
+placed. The head relay knows only the daemon as its client, and one script at a time
+holds the pool: when the script leaves, the daemon has the head relay free every
+collection lock and lease its client holds, which are that script's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Protocol
 
 from skyward.engine.events import EventBatch
 from skyward.engine.relay_server import Sink, TransportBackend
@@ -57,15 +60,25 @@ class EventForwarder:
             return self._metrics
 
 
+class Resizable(Protocol):
+    """A kept remote pool as its scripts grow and shrink it (``kept.daemon.KeptPool``)."""
+
+    def add_node(self, node: int) -> bytes:
+        """Add node ``node``; its pickled ``(NodeHandle, InstanceInfo)``. Raises why not."""
+
+    def remove_node(self, node: int) -> None: ...
+
+
 class ClusterSession(TransportBackend):
     """The backend (``engine.relay_server.RelayBackend``) serving one script a kept
     remote pool through the daemon's stream to its head relay."""
 
     _transport: RelayTransport
 
-    def __init__(self, transport: RelayTransport, forwarder: EventForwarder, sink: Sink) -> None:
+    def __init__(self, transport: RelayTransport, forwarder: EventForwarder, sink: Sink, pool: Resizable) -> None:
         self._transport = transport
         self._forwarder = forwarder
+        self._pool = pool
         forwarder.to(sink)
 
     async def collection(self, call_id: int, request: bytes) -> bytes:
@@ -74,11 +87,21 @@ class ClusterSession(TransportBackend):
     def forget_collection(self, call_id: int) -> None:
         """Nothing to do: the answer, when it comes, is dropped with the call."""
 
-    async def attach(self, node: int, serial: int, setup: bytes) -> None:
-        raise NotImplementedError("a kept pool has a fixed size: nodes cannot join it while it runs")
+    async def attach(self, node: int, serial: int, setup: bytes) -> bytes:
+        """Node ``node`` added by the daemon (the script's ``serial`` and ``setup`` are
+        not used: the pool places its own nodes); the node as placed."""
+        return await asyncio.get_running_loop().run_in_executor(None, self._pool.add_node, node)
 
     def detach(self, node: int, reason: str) -> None:
-        """Ignored: a kept pool's nodes are not removed by its scripts."""
+        """Node ``node`` removed by the daemon (in the background; why it failed, if it
+        did, is reported to the script)."""
+        removing = asyncio.get_running_loop().run_in_executor(None, self._pool.remove_node, node)
+        removing.add_done_callback(lambda done: self._failed(node, done))
+
+    def _failed(self, node: int, done: asyncio.Future[None]) -> None:
+        error = None if done.cancelled() else done.exception()
+        if error is not None:
+            self._forwarder.report(f"node {node} could not be removed from the kept pool: {type(error).__name__}: {error}")
 
     def set_metrics(self, on: bool) -> None:
         self._forwarder.set_metrics(on)

@@ -1,12 +1,13 @@
-"""What the pool daemon writes down so that a successor can adopt its local kept pools
-if it dies: its detached Ray instance (``local.detached_ray``) and, for each local kept
-pool, what it was opened as.
+"""What the pool daemon writes down so that a successor can adopt its kept pools if it
+dies: its detached Ray instance (``local.detached_ray``) and, for each kept pool, what
+it was opened as and, for a remote one, its ``ssh.handover.Handover``.
 
 One JSON file, ``STATE_FILE`` in the daemon's private directory (mode 0700), written
-whole (a temporary file renamed over it), mode 0600. A pool's definition is pickled
-bytes (the Spec and Options, as ``AdoptPool`` answers carry them); ``load`` reads the
-file only when it and its directory belong to this user and nobody else can write them,
-so only what this user's daemon wrote is ever unpickled.
+whole (a temporary file renamed over it), mode 0600: it holds the Ray token and the
+remote pools' secrets. A pool's definition is pickled bytes (the Spec and Options, as
+``AdoptPool`` answers carry them), and so is a handover; ``load`` reads the file only
+when it and its directory belong to this user and nobody else can write them, so only
+what this user's daemon wrote is ever unpickled.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import json
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,11 +25,13 @@ from skyward.core.private_dir import is_private
 from skyward.providers.local.detached_ray import DetachedRay
 
 STATE_FILE = "kept.json"
+ALIVE_FILE = "alive"
+"""Touched by the running daemon every few seconds (``mark_alive``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class KeptRecord:
-    """A local kept pool as its daemon opened it."""
+    """A kept pool as its daemon opened it."""
 
     name: str
     fingerprint: str
@@ -38,24 +42,32 @@ class KeptRecord:
     """When it was opened (epoch seconds)."""
     definition: bytes
     """The pickled (Spec, Options) it was opened with."""
+    handover: bytes = b""
+    """A remote pool's pickled ``Handover`` (empty: a local pool, on the daemon's Ray)."""
 
 
 @dataclass(frozen=True, slots=True)
 class DaemonState:
-    """The daemon's Ray instance and its local kept pools."""
+    """The daemon's Ray instance (None: it is gone) and its kept pools."""
 
-    ray: DetachedRay
+    ray: DetachedRay | None
     pools: tuple[KeptRecord, ...] = ()
+
+    def without_ray(self) -> DaemonState:
+        """What is left once the Ray instance is gone: the remote pools."""
+        return DaemonState(None, tuple(p for p in self.pools if p.handover))
 
 
 def save(directory: Path, state: DaemonState) -> None:
     """Write ``state`` (see the module)."""
+    ray = state.ray
     text = json.dumps({
-        "ray": {"address": state.ray.address, "token": state.ray.token, "temp_dir": state.ray.temp_dir},
+        "ray": {"address": ray.address, "token": ray.token, "temp_dir": ray.temp_dir} if ray is not None else None,
         "pools": [
             {
                 "name": p.name, "fingerprint": p.fingerprint, "keep_alive": p.keep_alive, "pool_id": p.pool_id,
                 "nodes": p.nodes, "opened": p.opened, "definition": base64.b64encode(p.definition).decode(),
+                "handover": base64.b64encode(p.handover).decode(),
             }
             for p in state.pools
         ],
@@ -79,17 +91,32 @@ def load(directory: Path) -> DaemonState | None:
         return None
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        ray = DetachedRay(str(raw["ray"]["address"]), str(raw["ray"]["token"]), str(raw["ray"]["temp_dir"]))
+        found = raw["ray"]
+        ray = DetachedRay(str(found["address"]), str(found["token"]), str(found["temp_dir"])) if found else None
         pools = tuple(
             KeptRecord(
                 str(p["name"]), str(p["fingerprint"]), float(p["keep_alive"]), str(p["pool_id"]), int(p["nodes"]),
-                float(p["opened"]), base64.b64decode(str(p["definition"])),
+                float(p["opened"]), base64.b64decode(str(p["definition"])), base64.b64decode(str(p["handover"])),
             )
             for p in raw["pools"]
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return DaemonState(ray, pools)
+
+
+def mark_alive(directory: Path) -> None:
+    """Say that the daemon of ``directory`` runs now (``silent_for`` reads it)."""
+    (directory / ALIVE_FILE).touch(mode=0o600)
+
+
+def silent_for(directory: Path) -> float:
+    """Seconds since the daemon of ``directory`` last said it ran (a dead one: about how
+    long ago it died); infinite when none ever did."""
+    try:
+        return max(0.0, time.time() - os.stat(directory / ALIVE_FILE).st_mtime)
+    except FileNotFoundError:
+        return float("inf")
 
 
 def forget(directory: Path) -> None:
@@ -99,13 +126,14 @@ def forget(directory: Path) -> None:
 
 
 def kept_by_a_dead_daemon(directory: Path) -> bool:
-    """Whether ``directory`` holds kept pools written down whose Ray instance still runs
-    (a live daemon there serves them; without one, starting a daemon adopts them). A
-    state whose instance is gone is removed: nothing of it can be adopted."""
+    """Whether ``directory`` holds kept pools written down that may still run: remote
+    ones, and local ones whose Ray instance still runs (a live daemon there serves them;
+    without one, starting a daemon adopts them). A state with neither is removed:
+    nothing of it can be adopted."""
     state = load(directory)
     if state is None or not state.pools:
         return False
-    if state.ray.alive():
+    if (state.ray is not None and state.ray.alive()) or state.without_ray().pools:
         return True
     forget(directory)
     return False

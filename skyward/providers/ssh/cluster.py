@@ -26,7 +26,7 @@ from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers.ssh import bootstrap as runner
 from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect
 from skyward.providers.ssh.versions import mismatches
-from skyward.providers.ssh.watchdog import POOL_ENV
+from skyward.providers.ssh.watchdog import POOL_ENV, REJOIN
 from skyward.providers.ssh.wheels import NodePlatform
 from skyward.storage.errors import VolumeMountError
 from skyward.storage.mount import MOUNT_TIMEOUT_S, UNMOUNT_TIMEOUT_S
@@ -142,10 +142,11 @@ class RemoteCluster:
 
     async def connect(
         self, handles: Sequence[NodeHandle], known: KnownHosts, timeout: float, retry_interval: float | None,
-        ranks: Sequence[int] | None = None,
+        ranks: Sequence[int] | None = None, serials: Sequence[int] | None = None,
     ) -> list[RemoteNode]:
-        """Connect to every host (at ``ranks``, default 0, 1, ...); ConnectionError
-        naming the first that fails. Returns the new nodes."""
+        """Connect to every host (at ``ranks``, default 0, 1, ...; with ``serials``, the
+        hosts of a pool taken over, default new ones); ConnectionError naming the first
+        that fails. Returns the new nodes."""
         started = time.monotonic()
         endpoints = [handle.ssh for handle in handles]
         if any(endpoint is None for endpoint in endpoints):
@@ -155,11 +156,12 @@ class RemoteCluster:
             return_exceptions=True,
         )
         added = []
+        given = iter(serials) if serials is not None else self._serials
         for index, handle, result in zip(ranks if ranks is not None else range(len(handles)), handles, results):
+            serial = next(given)
             if isinstance(result, asyncssh.SSHClientConnection):
                 assert handle.ssh is not None
                 files = RemoteFiles(result, handle.ssh)
-                serial = next(self._serials)
                 added.append(RemoteNode(index, serial, handle, result, files, self.pool_dir(serial)))
         self.nodes.extend(added)
         failures = [r for r in results if isinstance(r, BaseException)]
@@ -242,6 +244,26 @@ class RemoteCluster:
                     output.append(line)
 
         await _all(one(node) for node in (self.nodes if nodes is None else nodes))
+        if self._heartbeat is None:
+            self._heartbeat = asyncio.ensure_future(self._beat())
+
+    async def rejoin_watchdogs(self) -> None:
+        """Become the client of every node's running watchdog (``watchdog.REJOIN``: the pool
+        is taken over from a client that died) and heartbeat them. RuntimeError naming the
+        node whose watchdog is gone."""
+
+        async def one(node: RemoteNode) -> None:
+            assert node.ready is not None
+            python = posixpath.join(node.ready.env_dir, "venv/bin/python")
+            script = shlex.quote(posixpath.join(node.ready.site, "providers", "ssh", "watchdog.py"))
+            command = f"exec {shlex.quote(python)} -u {script} {REJOIN}"
+            watchdog = node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
+            watchdog.stdin.write(node.pool_dir + "\n")
+            line = await asyncio.wait_for(watchdog.stdout.readline(), START_TIMEOUT)
+            if not line.startswith("::watching"):
+                raise RuntimeError(f"the pool's watchdog on node {node.index} ({node.address}) is gone: {line.strip()}")
+
+        await _all(one(node) for node in self.nodes)
         if self._heartbeat is None:
             self._heartbeat = asyncio.ensure_future(self._beat())
 

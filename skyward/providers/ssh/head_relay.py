@@ -17,7 +17,10 @@ that left ("detach"); when an agent died, its successor on the same host reads t
 it left (``NodeAgent.postmortem``), so the client learns whether the task ended it. When
 the client closes the connection (or it breaks) the relay stops the agents, frees what
 the client held in the collections and exits; the node's watchdog stops it too if the
-client vanished.
+client vanished. A kept pool's relay (``RelayConfig.kept``: its client is the pool
+daemon) outlives its client instead: its agents keep running and it serves the next
+client that proves the secret (the daemon's successor, if the daemon died), until the
+node's watchdog ends it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import logging
 import os
 import pickle
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -42,13 +46,7 @@ from skyward.core.codec import load_payload
 from skyward.engine.death import Death
 from skyward.engine.relay_server import RelayServer, Sink, TransportBackend
 from skyward.engine.transports.lane import TCP, lane_path
-from skyward.engine.transports.ray_actors import (
-    AgentHandle,
-    RayAgent,
-    RayEventSource,
-    RayTransport,
-    RemoteMethod,
-)
+from skyward.engine.transports.ray_actors import AgentHandle, RayAgent, RayEventSource, RayTransport, RemoteMethod
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 
 if TYPE_CHECKING:
@@ -76,6 +74,8 @@ class RelayConfig:
     compress: bool = True
     """Whether large messages to the client travel compressed where that pays (lz4:
     ``codec.relay_frame``, docs/benchmarks.md's payload compression)."""
+    kept: bool = False
+    """Whether the pool outlives its client (a kept pool: see the module)."""
 
 
 def placement(serial: int) -> dict[str, object]:
@@ -126,10 +126,9 @@ class RelayedAgents(Protocol):
 class HeadRelay:
     """Owns the Ray side of the remote pool and relays its one client."""
 
-    ends_with_client = True
-
     def __init__(self, config: RelayConfig) -> None:
         self.config = config
+        self.ends_with_client = not config.kept
         self.agents: dict[int, ActorHandle[NodeAgent]] = {}
         self.lanes: dict[int, str] = {}
         """The lane address of each node whose agent has one."""
@@ -207,8 +206,9 @@ class HeadRelay:
 
     async def serve(self) -> None:
         """Listen on 127.0.0.1 (reached over a channel of the client's SSH connection) and
-        serve the client that proves the pool's secret; return once it is gone."""
-        server = RelayServer(self.config.secret, self._session, self.config.compress)
+        serve the client that proves the pool's secret; return once it is gone (a kept
+        pool's relay serves the next one instead, and never returns)."""
+        server = RelayServer(self.config.secret, self._session, self.config.compress, successive=self.config.kept)
         listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
         print(f"::listening {listener.sockets[0].getsockname()[1]}", flush=True)
         async with listener:
@@ -247,10 +247,11 @@ class RaySession(TransportBackend):
     def forget_collection(self, call_id: int) -> None:
         relayed(self._relay.agents[0]).cancel_collection.remote(self._client, call_id)
 
-    async def attach(self, node: int, serial: int, setup: bytes) -> None:
+    async def attach(self, node: int, serial: int, setup: bytes) -> bytes:
         agent = await self._loop.run_in_executor(None, self._relay.attach, node, serial, setup)
         self._transport.attach(node, RayAgent(agent, self._relay.lanes.get(node, "")))
         self._events.add(node, agent)
+        return b""  # the client placed it
 
     def detach(self, node: int, reason: str) -> None:
         self._transport.detach(node, reason)
@@ -277,6 +278,8 @@ class RaySession(TransportBackend):
 def main() -> None:
     size = int.from_bytes(sys.stdin.buffer.read(8), "big")
     config: RelayConfig = load_payload(sys.stdin.buffer.read(size))  # from the client, over SSH
+    if config.kept:  # its client's SSH connection may end before it does
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     relay = HeadRelay(config)
     started = time.monotonic()
     try:

@@ -36,12 +36,14 @@ from skyward.node.agent import AgentSetup
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
-from skyward.providers.base import LaunchedCluster, PhaseTiming, TeardownError
+from skyward.providers.base import Holdings, LaunchedCluster, PhaseTiming, TeardownError
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
-from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteCluster, RemoteNode
+from skyward.providers.ssh.cluster import HEAD_RESOURCE, START_TIMEOUT, RemoteCluster, RemoteNode
 from skyward.providers.ssh.connection import KnownHosts
+from skyward.providers.ssh.handover import Handover, HostState
+from skyward.providers.ssh.handover import release as release_handover
 from skyward.providers.ssh.head_relay import RelayConfig
 from skyward.providers.ssh.loop import LoopThread
 from skyward.providers.ssh.membership import Machines, RemoteMembership
@@ -51,6 +53,8 @@ from skyward.storage.mount import MOUNT_TIMEOUT_S
 from skyward.storage.pool_volumes import NodeVolume
 
 DEFAULT_SSH_TIMEOUT = 30.0
+TAKE_OVER_SSH_TIMEOUT = 10.0
+"""Seconds to reach each host of a pool taken over again (it answered minutes ago)."""
 DEFAULT_READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 90.0
 HOST_SHARE = 0.01
@@ -75,6 +79,8 @@ def launch_on_hosts(
     halt_on_expiry: bool = False,
     default_ssh_timeout: float = DEFAULT_SSH_TIMEOUT,
     default_retry_interval: float | None = None,
+    owned_files: Sequence[str] = (),
+    holdings: Holdings | None = None,
 ) -> LaunchedCluster:
     """Bring ``handles`` up as the pool's nodes (node 0 is the head); blocks until every
     agent answers. On failure everything started is stopped and ``release`` called.
@@ -82,7 +88,10 @@ def launch_on_hosts(
     ``RemoteMembership``). ``halt_on_expiry``: a node whose client vanished shuts its
     machine down after the cleanup (machines created for the pool). The defaults apply
     where Options leave ``ssh_timeout``/``ssh_retry_interval`` unset (a machine that is
-    still booting)."""
+    still booting). A kept pool (``Options.keep_alive``) outlives its client's leaving on
+    the hosts, and its cluster carries the ``Handover`` another process takes it over
+    from: ``owned_files`` and ``holdings`` are what ``release`` removes, for that process
+    to remove (``holdings`` None: what the pool's cloud tags find)."""
     phases: list[PhaseTiming] = []
     loop = LoopThread(f"skyward-ssh-{pool_id[:8]}")
     cluster = RemoteCluster(pool_id, spec.ttl, lambda name, s, node: phases.append(PhaseTiming(name, s, node)))
@@ -101,12 +110,12 @@ def launch_on_hosts(
         setups = tuple(path.setup(node) for node in cluster.nodes)
         config = RelayConfig(
             f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
-            handshake.new_secret(), COMPRESS,
+            handshake.new_secret(), COMPRESS, kept=options.keep_alive is not None,
         )
         relay_port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
-        _stop(loop, cluster, credentials, release)
+        stop_hosts(loop, cluster, credentials, release)
         raise
 
     transport = RelayTransport(
@@ -122,9 +131,80 @@ def launch_on_hosts(
     def stop() -> None:
         if membership is not None:
             membership.close()
-        _stop(loop, cluster, credentials, release)
+        stop_hosts(loop, cluster, credentials, release)
 
-    return LaunchedCluster(tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership)
+    def handover() -> bytes:
+        return pickle.dumps(handover_of(path, known_hosts, relay_port, config, owned_files, holdings))
+
+    return LaunchedCluster(
+        tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership,
+        handover if config.kept else None,
+    )
+
+
+def handover_of(
+    path: HostPath, known_hosts: KnownHosts, relay_port: int, config: RelayConfig, owned_files: Sequence[str],
+    holdings: Holdings | None,
+) -> Handover:
+    """What another process needs to take the pool over as its hosts are now (``take_over``)."""
+    cluster, spec = path.cluster, path.spec
+    nodes = sorted(cluster.nodes, key=lambda node: node.index)
+    hosts = []
+    for node in nodes:
+        assert node.facts is not None and node.ready is not None
+        hosts.append(HostState(node.index, node.serial, node.handle, node.pool_dir, node.facts, node.ready))
+    infos = tuple(path.info(node) for node in nodes)
+    return Handover(
+        cluster.pool_id, spec.provider.name, spec.region or getattr(spec.provider, "region", None), tuple(hosts),
+        infos, known_hosts.path, cluster.ttl, cluster.token, cluster.gcs_port, cluster.halt, cluster.volume_count,
+        relay_port, config.secret, config.compress, tuple(owned_files), holdings,
+    )
+
+
+def take_over(handover: Handover, spec: Spec, options: Options) -> LaunchedCluster:
+    """The remote pool ``handover`` describes, held by this process from now on
+    (``ssh.handover``); its transport is not open yet. Raises why it cannot be taken
+    over, after closing what is left of it (stopping it where a host is reached,
+    removing what it holds in its cloud)."""
+    loop = LoopThread(f"skyward-ssh-{handover.pool_id[:8]}")
+    cluster = RemoteCluster(handover.pool_id, handover.ttl, lambda *_: None)
+    cluster.token, cluster.gcs_port = handover.ray_token, handover.gcs_port
+    cluster.halt, cluster.volume_count = handover.halt, handover.volume_count
+    hosts = {host.serial: host for host in handover.hosts}
+
+    def close() -> None:
+        stop_hosts(loop, cluster, ExitStack(), lambda: release_handover(handover))
+
+    try:
+        try:
+            loop.run(
+                cluster.connect(
+                    [host.handle for host in handover.hosts], KnownHosts(handover.known_hosts), TAKE_OVER_SSH_TIMEOUT,
+                    None, [host.index for host in handover.hosts], [host.serial for host in handover.hosts],
+                ),
+                TAKE_OVER_SSH_TIMEOUT * 2 + 10,
+            )
+        finally:  # the hosts reached are told to stop through their watchdogs if it fails
+            for node in cluster.nodes:
+                node.facts, node.ready = hosts[node.serial].facts, hosts[node.serial].ready
+            loop.run(cluster.rejoin_watchdogs(), START_TIMEOUT + 10)
+    except BaseException:
+        close()
+        raise
+    port = handover.relay_port
+    transport = RelayTransport(
+        lambda: cluster.open_relay(port), f"node 0's port {port}", handover.relay_secret, loop.loop,
+        compress=handover.compress,
+    )
+    encoder = encoder_for(spec)
+    collections = RelayCollections(transport, encoder, options.collections_enabled)
+    written = pickle.dumps(handover)
+    if handover.holdings is not None:
+        handover.holdings.keep()
+    return LaunchedCluster(
+        tuple(host.handle for host in handover.hosts), handover.infos, transport, encoder, collections, close,
+        handover=lambda: written,
+    )
 
 
 def encoder_for(spec: Spec) -> ByValueEncoder:
@@ -175,7 +255,7 @@ class HostPath:
         check_hardware(spec, nodes)
         if self._plugin_ops is None:  # the plugins see the opening hosts and may change the Image
             view = Cluster(
-                tuple(handles), tuple(self._info(node) for node in nodes), spec.provider.name, spec,
+                tuple(handles), tuple(self.info(node) for node in nodes), spec.provider.name, spec,
                 self.options.resolved_worker,
             )
             spec = self.spec = with_plugins_image(spec, view)
@@ -200,7 +280,7 @@ class HostPath:
         """What ``node``'s agent starts with (a node that joins later gets the pool's
         real membership with its first task)."""
         assert node.ready is not None
-        info = self._info(node)
+        info = self.info(node)
         plugins = self.spec.plugins
         python = f"{node.ready.env_dir}/venv/bin/python"
         return AgentSetup(
@@ -211,7 +291,7 @@ class HostPath:
             launch=agent_launch(plugins, python, info) if any(p.launcher for p in plugins) else None,
         )
 
-    def _info(self, node: RemoteNode) -> InstanceInfo:
+    def info(self, node: RemoteNode) -> InstanceInfo:
         """``node``'s place among the pool's current hosts, from their facts (``head_port``
         0 before Ray runs)."""
         members = self.cluster.nodes
@@ -264,7 +344,7 @@ def check_hardware(spec: Spec, nodes: Sequence[RemoteNode]) -> None:
             )
 
 
-def _stop(loop: LoopThread, cluster: RemoteCluster, credentials: ExitStack, release: Callable[[], None]) -> None:
+def stop_hosts(loop: LoopThread, cluster: RemoteCluster, credentials: ExitStack, release: Callable[[], None]) -> None:
     """Stop the pool on every host, then release the volumes' credentials and the machines."""
     try:
         try:

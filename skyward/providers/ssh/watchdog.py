@@ -17,6 +17,13 @@ it cancels the shutdown the machine scheduled at boot for a client that never ca
 and when the client vanished it shuts the machine down after the cleanup (a cloud then
 terminates it). Run as a script:
 ``python watchdog.py POOL_DIR TTL HEARTBEAT stay|halt [mount]``.
+
+A client that takes the pool over from one that died (the pool daemon's successor, for
+a kept pool) rejoins it before ``ttl`` runs out: ``python watchdog.py --rejoin`` with the
+pool directory as the first line of its stdin connects to the watchdog's Unix socket
+(``SOCKET`` in the private pool directory; a peer of another user is refused) and
+carries its stdin there and what the watchdog says back, so the new client heartbeats,
+stops and hears it exactly as the first one did; the countdown stops while it is there.
 """
 
 from __future__ import annotations
@@ -25,12 +32,13 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import psutil
 
@@ -40,6 +48,9 @@ if TYPE_CHECKING:
 TERM_GRACE = 3.0
 TICK = 0.2
 RAY_STORE = "gcs_server"
+SOCKET = "watchdog.sock"
+"""The watchdog's socket in the pool directory, for a client that rejoins."""
+REJOIN = "--rejoin"
 POOL_ENV = "SKYWARD_POOL_DIR"
 """Set to the pool directory in the environment of what the pool starts on a host (Ray,
 the head relay); what they start inherits it (a daemon a task spawned, say)."""
@@ -176,21 +187,80 @@ def unmount_volumes(mounted: list[MountedVolume]) -> None:
 
 
 def report(marker: str, **fields: str) -> None:
-    """Print ``marker`` and ``fields`` as JSON on one line, if the client still listens."""
+    """Say ``marker`` and ``fields`` as JSON on one line, if the client still listens."""
+    say(f"{marker} {json.dumps(fields)}")
+
+
+_said_to: list[TextIO] = [sys.stdout]
+"""Where the watchdog speaks: stdout, or the stream of the client that rejoined last."""
+
+
+def say(line: str) -> None:
+    """Write ``line`` to the client, if it still listens."""
     try:
-        print(f"{marker} {json.dumps(fields)}", flush=True)
-    except OSError:  # the client is gone
+        print(line, file=_said_to[-1], flush=True)
+    except (OSError, ValueError):  # the client is gone
         pass
 
 
 @dataclass(slots=True)
 class _Contact:
     """What the watchdog knows of its client: when it last heard from it, whether it
-    asked to stop, and when its stream ended (None: still open)."""
+    asked to stop, when its stream ended (None: still open), and which stream is the
+    client's (``stream``: each rejoin starts a new one)."""
 
     seen: float
     stop: bool = False
     ended: float | None = None
+    stream: int = 0
+
+    def listen(self, lines: TextIO, stream: int) -> None:
+        """Read the client's ``lines``: heartbeats and "stop"; its end, when ``stream``
+        is still the client's, starts the countdown."""
+        for line in lines:
+            self.seen = time.monotonic()
+            if line.strip() == "stop":
+                self.stop = True
+                return
+        if self.stream == stream:
+            self.ended = time.monotonic()
+
+    def take_rejoins(self, server: socket.socket) -> None:
+        """Accept on ``server`` (``rejoin_socket``; a thread's life): each connection of
+        this user becomes the client's stream and stops the countdown."""
+        from skyward.core.peers import ForeignPeer, require_same_user
+
+        while True:
+            connection, _ = server.accept()
+            try:
+                require_same_user(connection, "a client rejoining the watchdog")
+            except ForeignPeer:
+                connection.close()
+                continue
+            self.stream += 1
+            self.seen, self.ended = time.monotonic(), None
+            _said_to.append(connection.makefile("w", encoding="utf-8"))
+            say("::watching")
+            lines = connection.makefile("r", encoding="utf-8")
+            threading.Thread(target=self.listen, args=(lines, self.stream), daemon=True).start()
+
+
+def rejoin_socket(pool_dir: str) -> socket.socket | None:
+    """``SOCKET`` in ``pool_dir``, listening (mode 0600 in the private pool directory);
+    None, said to the client, when it cannot be made (the pool runs on, not rejoinable)."""
+    path = os.path.join(pool_dir, SOCKET)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        if os.path.lexists(path):
+            os.unlink(path)
+        server.bind(path)
+        os.chmod(path, 0o600)
+        server.listen(4)
+    except OSError as exc:
+        server.close()
+        say(f"::no-rejoin {exc}")
+        return None
+    return server
 
 
 def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = False) -> None:
@@ -204,19 +274,13 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = 
             raise SystemExit(1)
         mounted = done
     state = _Contact(seen=time.monotonic())
-
-    def listen() -> None:
-        for line in sys.stdin:
-            state.seen = time.monotonic()
-            if line.strip() == "stop":
-                state.stop = True
-                return
-        state.ended = time.monotonic()
-
-    threading.Thread(target=listen, daemon=True).start()
+    threading.Thread(target=state.listen, args=(sys.stdin, 0), daemon=True).start()
+    server = rejoin_socket(pool_dir)
+    if server is not None:
+        threading.Thread(target=state.take_rejoins, args=(server,), daemon=True).start()
     if halt:
         shut_down("-c")  # a client has come: the boot-time shutdown is this watchdog's job now
-    print("::watching", flush=True)
+    say("::watching")
     silence = max(ttl, 3 * heartbeat)
     while not state.stop:
         now = time.monotonic()
@@ -227,14 +291,39 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = 
         time.sleep(TICK)
     stop_pool(pool_dir)
     unmount_volumes(mounted)
-    try:
-        print("::stopped", flush=True)
-    except OSError:
-        pass
+    say("::stopped")
     if halt and not state.stop:
         shut_down("-h", "now")
 
 
+def rejoin() -> None:
+    """Carry stdin to the watchdog of the pool directory named by its first line, and
+    what it says to stdout, until it closes (see the module); ``::gone WHY`` and exit
+    status 1 when no watchdog listens there."""
+    pool_dir = sys.stdin.readline().strip()
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(os.path.join(pool_dir, SOCKET))
+    except OSError as exc:
+        print(f"::gone no watchdog of {pool_dir} listens: {exc}", flush=True)
+        raise SystemExit(1) from None
+
+    def forward() -> None:
+        try:
+            for line in sys.stdin:
+                connection.sendall(line.encode())
+            connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    threading.Thread(target=forward, daemon=True).start()
+    for line in connection.makefile("r", encoding="utf-8"):
+        print(line, end="", flush=True)
+
+
 if __name__ == "__main__":
     del sys.path[0]  # this file's directory: its siblings must not shadow what mounting imports
-    main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "halt", sys.argv[5:] == ["mount"])
+    if sys.argv[1:] == [REJOIN]:
+        rejoin()
+    else:
+        main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "halt", sys.argv[5:] == ["mount"])

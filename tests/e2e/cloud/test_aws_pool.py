@@ -195,3 +195,39 @@ def run_cli(*args: str) -> Any:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout) if "--json" in args else result.stdout
+
+
+@sky.function
+def node_pid() -> int:
+    return os.getpid()
+
+
+def test_a_killed_daemons_kept_pool_is_taken_over_and_ends_leaving_nothing(
+    aws: AWSEmulator, machines: Machines, subnet: str
+) -> None:
+    """The pool daemon dies while it keeps an AWS pool; the next script's daemon takes the
+    pool over (the same instances and node processes), and
+    `sky down` removes it, confirmed."""
+    import psutil
+
+    from skyward.providers import daemon_client
+
+    kept = OPTIONS.with_(keep_alive=600.0)
+    pool = sky.Compute(provider=provider(subnet), nodes=2, region="us-east-1", options=kept)
+    with pool:
+        first = sorted(node_pid() @ pool)
+    try:
+        [held] = daemon_client.kept_pools()
+        instances = [i["InstanceId"] for i in machines.running(**{"skyward:pool": held.pool_id})]
+        os.kill(held.daemon_pid, signal.SIGKILL)
+        machines.wait_for(lambda: not psutil.pid_exists(held.daemon_pid), 10, "the daemon's death")
+        again = sky.Compute(provider=provider(subnet), nodes=2, region="us-east-1", options=kept)
+        with again:
+            assert sorted(node_pid() @ again) == first, "not the same node processes"
+        [taken] = daemon_client.kept_pools()
+        assert taken.pool_id == held.pool_id and taken.daemon_pid != held.daemon_pid
+        assert [i["InstanceId"] for i in machines.running(**{"skyward:pool": held.pool_id})] == instances
+    finally:
+        daemon_client.end_pools("")
+        daemon_client.stop_all()
+    assert leftovers(aws, held.pool_id) == NOTHING

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from cloud.fake_digitalocean import FakeDigitalOcean
 from cloud.machines import Harness
@@ -33,7 +34,8 @@ import skyward as sky
 def where():
     return socket.gethostname(), os.getpid()
 
-options = sky.Options(console=False, logging=False, ssh_retry_interval=1, keep_alive=6)
+keep_alive = float(os.environ.get("SCRIPT_KEEP_ALIVE", "6"))
+options = sky.Options(console=False, logging=False, ssh_retry_interval=1, keep_alive=keep_alive)
 with sky.Compute(provider=sky.DigitalOcean(), vcpus=2, nodes=2, options=options) as pool:
     print("NODES", sorted(where() @ pool), flush=True)
     print("RAY", "ray" in sys.modules, flush=True)
@@ -93,25 +95,62 @@ def test_a_script_run_again_adopts_the_kept_cloud_pool_which_ends_after_keep_ali
     assert daemon_client.kept_pools() == []
 
 
-def test_a_new_daemon_removes_what_a_killed_daemons_kept_pool_left_in_the_cloud(
+def kill_daemon(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)  # its SSH connections close: the machines count Spec.ttl down, and bill
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_a_killed_daemons_kept_cloud_pool_is_taken_over_and_removed_once_it_cannot_be(
     cloud: FakeDigitalOcean, sandbox: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = str(Path(sandbox["home"]) / ".skyward")
     monkeypatch.setenv("SKYWARD_HOME", home)
     env = {**os.environ, "HOME": sandbox["home"], "TMPDIR": sandbox["tmp"], "SKYWARD_HOME": home}
-    run(env)
+    env["SCRIPT_KEEP_ALIVE"] = "600"
+    first = run(env)
     [kept] = daemon_client.kept_pools()
-    assert len(cloud.live(kept.pool_id[:12])) == 2
-    os.kill(kept.daemon_pid, signal.SIGKILL)  # the daemon dies; its kept pool's Droplets stay (and bill)
+    machines = [m.id for m in cloud.live(kept.pool_id[:12])]
+    assert len(machines) == 2
+    kill_daemon(kept.daemon_pid)
 
-    again = run(env)  # the next kept script starts a new daemon, which cleans up after the dead one
-    assert again["RAY"] is False
+    again = run(env)  # the next kept script starts a new daemon, which takes the pool over
+    assert again["NODES"] == first["NODES"] and again["RAY"] is False, "not the same node processes"
+    assert [m.id for m in cloud.live(kept.pool_id[:12])] == machines, "the new daemon made new machines"
+    [taken] = daemon_client.kept_pools()
+    assert taken.pool_id == kept.pool_id and taken.daemon_pid != kept.daemon_pid
+
+    # its head relay dies with the daemon: the next daemon cannot take the pool over and
+    # removes it, confirmed, from the cloud and from the hosts
+    kill_daemon(taken.daemon_pid)
+    for process in psutil.process_iter(["cmdline"]):
+        line = " ".join(process.info["cmdline"] or ())
+        if "head_relay" in line and kept.pool_id[:12] in line:
+            process.kill()
+    listed = daemon_client.kept_pools()  # starts the successor
+    logs = "".join(path.read_text() for path in Path(home).glob("daemon/*/daemon.log"))
+    assert [pool.pool_id for pool in listed] == [], listed
+    assert f"kept pool {kept.name} of a dead daemon could not be adopted and was ended" in logs, logs
     deadline = time.monotonic() + 120
     while cloud.live(kept.pool_id[:12]) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert cloud.live(kept.pool_id[:12]) == [], "a dead daemon's kept pool was left in the cloud"
-    assert [pool.pool_id for pool in daemon_client.kept_pools()] != [kept.pool_id]
-    assert daemon_client.end_pools("") and daemon_client.kept_pools() == []
+    assert cloud.live(kept.pool_id[:12]) == [], "a kept pool that could not be taken over was left in the cloud"
+
+    # a daemon dead for longer than the nodes' Spec.ttl: its successor does not try
+    run(env)
+    [late] = daemon_client.kept_pools()
+    kill_daemon(late.daemon_pid)
+    [alive] = Path(home).glob("daemon/*/alive")
+    then = time.time() - 601  # Spec.ttl is 600 s
+    os.utime(alive, (then, then))
+    assert daemon_client.kept_pools() == []
+    logs = "".join(path.read_text() for path in Path(home).glob("daemon/*/daemon.log"))
+    assert f"kept pool {late.name} of a dead daemon could not be adopted" in logs and "Spec.ttl" in logs, logs
+    deadline = time.monotonic() + 120
+    while cloud.live(late.pool_id[:12]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert cloud.live(late.pool_id[:12]) == [], "a kept pool past its Spec.ttl was left in the cloud"
     daemon_client.stop_all()
     assert not cloud.keys and not cloud.firewalls
     assert wait_for_no_processes(sandbox["base"], within=60) == []

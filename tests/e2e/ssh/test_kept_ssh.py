@@ -1,17 +1,22 @@
 """A kept pool on 3 SSH hosts (``Options(keep_alive=...)``): the same script run again
 adopts the same node processes on the hosts through the pool daemon, without Ray in the
 script, with the pool's collections as the last run left them and the locks the last
-script held freed; idle past
-``keep_alive`` it is torn down and leaves nothing on the hosts or on this machine."""
+script held freed; idle past ``keep_alive`` it is torn down and leaves nothing on the
+hosts or on this machine. When the daemon is killed, the next command's daemon takes the
+pool over from what its predecessor wrote down, and it still runs tasks."""
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 from conftest import pool_traces, wait_for
 from hosts import HostLab
 from sandbox import wait_for_no_processes
@@ -78,3 +83,100 @@ def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_aliv
     assert gone, f"left on the hosts after keep_alive: {pool_traces(lab, pool_id)}"
     assert wait_for_no_processes(sandbox["base"], within=60) == []
     assert daemon_client.kept_pools() == []
+
+
+def test_a_killed_daemons_kept_ssh_pool_is_taken_over_by_the_next_command_and_still_runs_tasks(
+    lab: HostLab, sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts, keep_alive=600))
+    first = run(sandbox, script)
+    [kept] = daemon_client.kept_pools()
+    [daemon] = daemon_client.status()
+    os.kill(daemon.pid, signal.SIGKILL)  # its SSH connections close: the hosts count Spec.ttl down
+    assert wait_for(lambda: not psutil.pid_exists(daemon.pid), timeout=10)
+    sky = os.path.join(os.path.dirname(sys.executable), "sky")
+    try:
+        listed = subprocess.run([sky, "ls", "--json"], env=sandbox["env"], capture_output=True, text=True, timeout=180)
+        logs = "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
+        assert listed.returncode == 0, listed.stdout + listed.stderr + logs
+        found = {p["name"]: p["state"] for p in json.loads(listed.stdout) if p["keep_alive"]}
+        assert found == {kept.name: "kept, idle"}, listed.stdout + logs
+        assert "adopted (3 nodes)" in logs, logs
+
+        second = run(sandbox, script)
+        assert second["NODES"] == first["NODES"], "the new daemon did not take over the same node processes"
+        assert second["RUNS"] == 2 and second["RAY"] is False and second["LOCKED"] is True, second
+    finally:
+        down = subprocess.run([sky, "down", "--all"], env=sandbox["env"], capture_output=True, text=True, timeout=180)
+    assert down.returncode == 0 and kept.name in down.stdout, down.stdout + down.stderr
+    gone = wait_for(lambda: not any(pool_traces(lab, kept.pool_id).values()), timeout=60)
+    assert gone, f"left on the hosts after `sky down`: {pool_traces(lab, kept.pool_id)}"
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+ELASTIC_SCRIPT = """
+import os, sys, time
+import skyward as sky
+
+@sky.function
+def nap(seconds):
+    time.sleep(seconds)
+    return os.getpid()
+
+def until(check, what):
+    deadline = time.monotonic() + 240
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+provider = sky.SSH(hosts={hosts!r}, key_path={key!r}, known_hosts={known!r})
+fast = dict(reconcile_tick_interval=0.2, autoscale_cooldown=0.5, autoscale_idle_timeout=float(sys.argv[2]))
+nodes = sky.Nodes(desired=1, min=1, max=3)
+with sky.Compute(provider=provider, nodes=nodes, keep_alive=600, console=False, logging=False, **fast) as pool:
+    print("START", pool.current_nodes(), flush=True)
+    if sys.argv[1] == "grow":
+        futures = [nap(0.5) > pool for _ in range(120)]
+        until(lambda: pool.current_nodes() == 3, "growing to 3 under the queue")
+        assert len([future.result(300) for future in futures]) == 120
+    print("PIDS", sorted(nap(0) @ pool), flush=True)
+    if sys.argv[1] == "shrink":
+        until(lambda: pool.current_nodes() == 1, "shrinking to 1 once idle")
+    print("NOW", (pool.current_nodes(), "ray" in sys.modules), flush=True)
+print("AFTER", flush=True)
+"""
+
+
+def test_an_elastic_kept_ssh_pool_grows_and_shrinks_and_is_adopted_at_its_size(
+    lab: HostLab, sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "elastic.py"
+    script.write_text(ELASTIC_SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts))
+
+    def elastic(*args: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, str(script), *args], cwd=tmp_path, env=sandbox["env"], capture_output=True, text=True,
+            timeout=500,
+        )
+        assert done.returncode == 0 and "AFTER" in done.stdout, (done.stdout + done.stderr)[-3000:]
+        return {
+            key: ast.literal_eval(value)
+            for key, _, value in (line.partition(" ") for line in done.stdout.splitlines())
+            if key in ("START", "PIDS", "NOW")
+        }
+
+    grown = elastic("grow", "600")  # leaves before it would shrink: the pool is kept with 3 hosts
+    assert grown["START"] == 1 and grown["NOW"] == (3, False), grown
+    [kept] = daemon_client.kept_pools()
+    assert kept.nodes == 3
+    head = lab.hosts[0].name
+    assert {d.split(":")[0] for d in pool_traces(lab, kept.pool_id)["dirs"]} == {h.name for h in lab.hosts}
+    adopted = elastic("shrink", "1")  # adopts all 3, then goes back to min=1 once idle
+    assert adopted["START"] == 3 and adopted["PIDS"] == grown["PIDS"], "not the same 3 node processes"
+    assert adopted["NOW"] == (1, False), adopted
+    assert wait_for(lambda: [pool.nodes for pool in daemon_client.kept_pools()] == [1], 60), daemon_client.kept_pools()
+    left = wait_for(lambda: {d.split(":")[0] for d in pool_traces(lab, kept.pool_id)["dirs"]} == {head}, 60)
+    assert left, f"the 2 hosts that left still hold the pool: {pool_traces(lab, kept.pool_id)}"
+    assert daemon_client.end_pools("") == [kept.name]
+    assert wait_for(lambda: not any(pool_traces(lab, kept.pool_id).values()), timeout=60)
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
