@@ -97,7 +97,7 @@ class OpenPool:
     members: Members
     reconciler: Reconciler | None
     """Keeps the node count while the pool runs; None for a cluster that cannot change
-    (no ``LaunchedCluster.membership``: a remote kept pool's nodes are the daemon's)."""
+    (no ``LaunchedCluster.membership``)."""
     console: Console
     logging: log_setup.LogSession
     cost: CostMeter

@@ -15,7 +15,8 @@ is the in-process fake cluster). Per connection:
    A ``successive`` server (a kept pool's relay) serves its clients one after another
    instead: a newly proven client ends the session being served (only a holder of the
    secret gets that far: its client died and the end of its stream has not arrived) and
-   is served once that one ended; ``finished`` is never set.
+   is served once that one ended, unless a newer one came meanwhile; ``finished`` is
+   never set.
 
 Calls, collection operations and attaches run as tasks, answered in the order they end;
 ``Forget`` cancels one. Everything the client is sent goes through one ordered queue.
@@ -69,6 +70,9 @@ from skyward.engine.wire import Payload
 
 MAX_UNPROVEN = 16
 """Connections that may wait in the handshake at once; more are closed at once."""
+TURN_WAIT = 60.0
+"""Seconds a successive server's newest client waits for the session it ended to finish
+(the backend frees what its client held)."""
 
 
 class Sink(Protocol):
@@ -225,6 +229,7 @@ class RelayServer:
         self._successive = successive
         self._unproven = 0
         self._served: asyncio.StreamWriter | None = None
+        self._newest: asyncio.StreamWriter | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self.finished = asyncio.Event()
@@ -234,9 +239,8 @@ class RelayServer:
         try:
             if not await self._proven(reader, writer):
                 return
-            if self._served is not None and self._successive:
-                self._served.close()  # its session ends as if its stream had
-                await self._idle.wait()
+            if self._successive and not await self._turn(writer):
+                return
             if self._served is not None:
                 return
             self._served = writer
@@ -249,6 +253,19 @@ class RelayServer:
                 self._idle.set()
         finally:
             writer.close()
+
+    async def _turn(self, writer: asyncio.StreamWriter) -> bool:
+        """Whether ``writer``, the newest proven client, gets served: the session being
+        served is aborted (its stream dropped at once, written or not) and, once it ended
+        (within ``TURN_WAIT``), the newest client waiting is served; an older one is not."""
+        self._newest = writer
+        while self._served is not None and self._newest is writer:
+            self._served.transport.abort()
+            try:
+                await asyncio.wait_for(self._idle.wait(), TURN_WAIT)
+            except asyncio.TimeoutError:
+                return False
+        return self._newest is writer
 
     async def _proven(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Whether the peer proved the secret and speaks our protocol."""

@@ -108,9 +108,10 @@ class LaunchedCluster:
     phases: tuple[PhaseTiming, ...] = ()
     membership: Membership | None = None
     """How nodes are added and removed while the pool runs (None: a fixed cluster)."""
-    handover: Callable[[], bytes] | None = None
-    """A kept remote pool, as it is now, as another process takes it over if this one
-    dies: a pickled ``ssh.handover.Handover`` (None: it cannot be)."""
+    handover: Callable[[tuple[NodeHandle, ...]], bytes] | None = None
+    """A kept remote pool with the given member nodes (those that have fully joined), as
+    another process takes it over if this one dies: a pickled ``ssh.handover.Handover``
+    (None: it cannot be)."""
 
     @property
     def pricing(self) -> Pricing:

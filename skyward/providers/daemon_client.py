@@ -48,9 +48,12 @@ from skyward.core.messages import (
 from skyward.core.paths import skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.model.spec import Options, Spec
-from skyward.providers.kept.state import kept_by_a_dead_daemon
+from skyward.providers.kept.state import kept_by_a_dead_daemon, remote_pools
 
 START_TIMEOUT = 90.0
+TAKE_OVER_TIMEOUT = 90.0
+"""Seconds more a new daemon may take to answer for each remote kept pool of a dead one
+it takes over first (``ssh.launch.take_over``: reconnect, rejoin, reach the relay)."""
 """Seconds a new daemon has to start Ray and listen."""
 ANSWER_TIMEOUT = 30.0
 """Seconds to wait for the daemon's answer to one request."""
@@ -312,7 +315,8 @@ def _start(directory: Path) -> socket.socket:
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
             cwd=str(directory), timeout=START_TIMEOUT, check=True,
         )
-    deadline = time.monotonic() + START_TIMEOUT
+    waiting = START_TIMEOUT + TAKE_OVER_TIMEOUT * remote_pools(directory)
+    deadline = time.monotonic() + waiting
     pid = 0
     while time.monotonic() < deadline:
         connection = _connect(directory)
@@ -327,7 +331,7 @@ def _start(directory: Path) -> socket.socket:
         os.kill(pid, signal.SIGKILL)
     tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
     raise RuntimeError(
-        f"the pool daemon did not start within {START_TIMEOUT:g}s; its log, {log}, ends with:\n{tail}\n"
+        f"the pool daemon did not start within {waiting:g}s; its log, {log}, ends with:\n{tail}\n"
         "open the pool without Options.keep_alive (and sky.Local() without keep_warm) to run it without the daemon"
     )
 

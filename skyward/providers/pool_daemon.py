@@ -84,7 +84,7 @@ class PoolDaemon:
         then clean up."""
         instance = self._join_ray()
         self.address = ray.get_runtime_context().gcs_address
-        kept_state.mark_alive(self.directory)
+        threading.Thread(target=self._mark_alive, name="daemon-alive", daemon=True).start()
         for line in self._kept.resume(instance, self._found, self._silent):
             print(f"pool daemon: {line}", flush=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -102,11 +102,7 @@ class PoolDaemon:
             threading.Thread(target=self._accept, args=(server,), name="daemon-accept", daemon=True).start()
             threading.Thread(target=self._clean_up, name="daemon-cleanup", daemon=True).start()
             print(f"pool daemon {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
-            marked = time.monotonic()
             while not self._down.wait(TICK):
-                if time.monotonic() - marked > ALIVE_EVERY:
-                    kept_state.mark_alive(self.directory)
-                    marked = time.monotonic()
                 self._kept.sweep()
                 with self._lock:
                     idle = (
@@ -148,6 +144,14 @@ class PoolDaemon:
             self._reaper.stop()
             raise
         return instance
+
+    def _mark_alive(self) -> None:
+        """Mark the daemon alive every ``ALIVE_EVERY`` seconds until it stops (a successor
+        reads how long ago it died: ``kept.state.silent_for``)."""
+        while True:
+            kept_state.mark_alive(self.directory)
+            if self._down.wait(ALIVE_EVERY):
+                return
 
     @staticmethod
     def _clean_up() -> None:

@@ -136,7 +136,9 @@ class KeptMembership:
         self._transport.detach(node, f"node {node} was removed from the pool")
 
     def watch(self, lost: Callable[[Loss], None]) -> None:
-        """Nothing to watch: Ray restarts a dead agent in place."""
+        """Nothing to watch: a local pool's dead agent is restarted in place by Ray; a
+        remote pool's lost host shows as its calls failing (the daemon does not watch
+        its hosts for the script)."""
 
     def check(self) -> list[Loss]:
         return []

@@ -84,6 +84,9 @@ if TYPE_CHECKING:
 
 HOLD_TIMEOUT = 30.0
 """Seconds a client that was given a pool has to open its relay session."""
+SILENCE_MARGIN = 15.0
+"""Seconds a dead daemon's silence may overstate how long ago it died (it marks itself
+alive every few seconds)."""
 
 
 @dataclass(eq=False)
@@ -122,6 +125,8 @@ class KeptPool:
     placing: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
     """Held while a remote pool's node is added (the client's environment: credentials,
     SSH agent)."""
+    members_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while its nodes change (``_members``)."""
 
     def postmortem(self, node: int) -> Death | None:
         """Why node ``node``'s agent died, from the note it left."""
@@ -157,6 +162,10 @@ class KeptPool:
         ``(NodeHandle, InstanceInfo)``. NotImplementedError for a pool taken over from a
         daemon that died: its size is fixed."""
         membership = self._remote_membership(node, "join")
+        with self.members_lock:
+            present = [(h, i) for h, i in zip(self.cluster.nodes, self.cluster.infos) if i.node == node]
+        if present:  # the script asked again after giving up waiting: it has joined meanwhile
+            return pickle.dumps(present[0])
         with self.placing():
             joined = membership.add(node)
         self._members(node, (joined.handle, joined.info))
@@ -188,15 +197,16 @@ class KeptPool:
     def _members(self, node: int, joined: tuple[NodeHandle, InstanceInfo] | None) -> None:
         """Rank ``node`` of the pool's nodes is ``joined`` from now on (None: it left); the
         daemon is told."""
-        members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
-        if joined is None:
-            members.pop(node, None)
-        else:
-            members[node] = joined
-        ranks = sorted(members)
-        self.cluster = replace(
-            self.cluster, nodes=tuple(members[r][0] for r in ranks), infos=tuple(members[r][1] for r in ranks),
-        )
+        with self.members_lock:
+            members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
+            if joined is None:
+                members.pop(node, None)
+            else:
+                members[node] = joined
+            ranks = sorted(members)
+            self.cluster = replace(
+                self.cluster, nodes=tuple(members[r][0] for r in ranks), infos=tuple(members[r][1] for r in ranks),
+            )
         self.resized()
 
     def idle_for(self, now: float) -> float:
@@ -217,6 +227,8 @@ class KeptPools:
         self._loop = LoopThread("skyward-kept-pools")
         self._launching = threading.Lock()
         """Held while a remote pool launches under a client's environment."""
+        self._writing = threading.Lock()
+        """Held while what is kept is written down."""
         self._sessions = itertools.count(1)
 
     def __bool__(self) -> bool:
@@ -298,14 +310,18 @@ class KeptPools:
         its socket and registered; raises why not, after closing it (without trying when
         its nodes' ``Spec.ttl`` ran out ``silent`` seconds after the daemon died)."""
         handover: Handover = load_payload(record.handover)  # written by this user's daemon (kept.state)
-        if silent > handover.ttl:
-            release_handover(handover)
+        if silent > handover.ttl + SILENCE_MARGIN:
+            threading.Thread(target=_release_quietly, args=(handover,), name="skyward-release", daemon=False).start()
             raise TimeoutError(
                 f"its daemon died about {silent:.0f}s ago and its nodes stop their pool {handover.ttl}s after "
-                "that (Spec.ttl); what it held in its cloud was removed"
+                "that (Spec.ttl); what it holds in its cloud is being removed"
             )
-        cluster = take_over(handover, spec, options)
-        pool = self._remote_pool(record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster)
+        forwarder = EventForwarder()
+        cluster = take_over(handover, spec, options, self._loop.loop, forwarder)
+        pool = KeptPool(
+            record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster,
+            self._socket_path(record.pool_id), "", forwarder=forwarder, resized=self._write_down,
+        )
         return self._resumed(pool, record, spec)
 
     def _resumed(self, pool: KeptPool, record: kept_state.KeptRecord, spec: Spec) -> KeptPool:
@@ -314,28 +330,36 @@ class KeptPools:
         pool.log.touch(mode=0o600)
         try:
             self._listen(pool)
+            _register(pool, spec)
         except BaseException:
             self._stop(pool)
             raise
-        _register(pool, spec)
         return pool
 
     def _write_down(self) -> None:
         """Write down the kept pools a successor can adopt (``kept.state``), and tell the
-        daemon's reaper to keep the local ones that long if the daemon dies."""
+        daemon's reaper to keep the local ones that long if the daemon dies; one writer
+        at a time, each writing what is kept when it writes. A failure is logged (the
+        pools run on; the next change writes again)."""
         if self._ray is None:
             return
-        with self._lock:
-            pools = [p for p in self._pools.values() if p.forwarder is None or p.cluster.handover is not None]
-        local = [p for p in pools if p.forwarder is None]
-        records = tuple(
-            kept_state.KeptRecord(p.name, p.fingerprint, p.keep_alive, p.pool_id, len(p.cluster.nodes), p.opened,
-                                  p.definition, p.cluster.handover() if p.cluster.handover is not None else b"")
-            for p in pools
-        )
-        kept_state.save(self._directory, kept_state.DaemonState(self._ray, records))
-        longest = max((p.keep_alive for p in local), default=0.0)
-        reaper.linger_until(self._ray.temp_dir, time.time() + longest if longest else 0.0)
+        with self._writing:
+            with self._lock:
+                pools = [p for p in self._pools.values() if p.forwarder is None or p.cluster.handover is not None]
+            local = [p for p in pools if p.forwarder is None]
+            try:
+                records = tuple(
+                    kept_state.KeptRecord(
+                        p.name, p.fingerprint, p.keep_alive, p.pool_id, len(p.cluster.nodes), p.opened, p.definition,
+                        p.cluster.handover(p.cluster.nodes) if p.cluster.handover is not None else b"",
+                    )
+                    for p in pools
+                )
+                kept_state.save(self._directory, kept_state.DaemonState(self._ray, records))
+                longest = max((p.keep_alive for p in local), default=0.0)
+                reaper.linger_until(self._ray.temp_dir, time.time() + longest if longest else 0.0)
+            except Exception as exc:  # noqa: BLE001 - logged; nothing kept is lost by it
+                print(f"pool daemon: could not write down the kept pools: {type(exc).__name__}: {exc}", flush=True)
 
     def _open(self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest) -> KeptPool:
         """Start the pool ``request`` defines: local agents on this daemon's Ray, or a
@@ -582,6 +606,16 @@ def _register(pool: KeptPool, spec: Spec) -> None:
     )
 
 
+def _release_quietly(handover: Handover) -> None:
+    """Remove what a remote pool past its ``Spec.ttl`` holds in its cloud; a failure is
+    logged (``sky gc`` finds what is left)."""
+    try:
+        release_handover(handover)
+    except Exception as exc:  # noqa: BLE001 - logged; nobody waits for this thread
+        print(f"pool daemon: the pool {handover.pool_id[:12]} could not be removed: {type(exc).__name__}: {exc}",
+              flush=True)
+
+
 def _discard(record: kept_state.KeptRecord, definition: tuple[Spec, Options] | None) -> None:
     """End what is left of a dead daemon's kept pool that could not be adopted: its
     agents that still exist and, when its ``definition`` could be read, its collections
@@ -600,8 +634,10 @@ def _discard(record: kept_state.KeptRecord, definition: tuple[Spec, Options] | N
 @contextlib.contextmanager
 def _client_environment(context: ClientContext) -> Iterator[None]:
     """This process's environment and working directory as the client's while a remote
-    pool launches (credentials, SSH agent, relative paths are the client's); restored
-    after. The caller holds the launch lock: nothing else reads them meanwhile."""
+    pool launches or adds a node (credentials, SSH agent, relative paths are the
+    client's); restored after. The caller holds the launch lock, so no two clients'
+    overlap; the daemon's other threads (other pools' sessions, the HTTP API) see the
+    client's environment meanwhile, which is this same user's."""
     saved, cwd = dict(os.environ), os.getcwd()
     os.environ.clear()
     os.environ.update(context.environ)

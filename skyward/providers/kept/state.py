@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import stat
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,11 +73,15 @@ def save(directory: Path, state: DaemonState) -> None:
             for p in state.pools
         ],
     })
-    partial = directory / (STATE_FILE + ".part")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(partial, directory / STATE_FILE)
+    descriptor, partial = tempfile.mkstemp(prefix=STATE_FILE + ".", dir=directory)  # mode 0600, a name of its own
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(partial, directory / STATE_FILE)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        raise
 
 
 def load(directory: Path) -> DaemonState | None:
@@ -96,7 +101,7 @@ def load(directory: Path) -> DaemonState | None:
         pools = tuple(
             KeptRecord(
                 str(p["name"]), str(p["fingerprint"]), float(p["keep_alive"]), str(p["pool_id"]), int(p["nodes"]),
-                float(p["opened"]), base64.b64decode(str(p["definition"])), base64.b64decode(str(p["handover"])),
+                float(p["opened"]), base64.b64decode(str(p["definition"])), base64.b64decode(str(p.get("handover", ""))),
             )
             for p in raw["pools"]
         )
@@ -117,6 +122,13 @@ def silent_for(directory: Path) -> float:
         return max(0.0, time.time() - os.stat(directory / ALIVE_FILE).st_mtime)
     except FileNotFoundError:
         return float("inf")
+
+
+def remote_pools(directory: Path) -> int:
+    """How many remote kept pools are written down in ``directory`` (a new daemon takes
+    each over before it answers)."""
+    state = load(directory)
+    return sum(1 for pool in state.pools if pool.handover) if state is not None else 0
 
 
 def forget(directory: Path) -> None:

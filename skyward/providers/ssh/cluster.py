@@ -247,10 +247,11 @@ class RemoteCluster:
         if self._heartbeat is None:
             self._heartbeat = asyncio.ensure_future(self._beat())
 
-    async def rejoin_watchdogs(self) -> None:
-        """Become the client of every node's running watchdog (``watchdog.REJOIN``: the pool
-        is taken over from a client that died) and heartbeat them. RuntimeError naming the
-        node whose watchdog is gone."""
+    async def rejoin_watchdogs(self, timeout: float, nodes: Sequence[RemoteNode] | None = None) -> None:
+        """Become the client of every node's (or ``nodes``') running watchdog
+        (``watchdog.REJOIN``: the pool is taken over from a client that died) and heartbeat
+        them. RuntimeError naming the node whose watchdog is gone; TimeoutError after
+        ``timeout`` seconds."""
 
         async def one(node: RemoteNode) -> None:
             assert node.ready is not None
@@ -259,11 +260,11 @@ class RemoteCluster:
             command = f"exec {shlex.quote(python)} -u {script} {REJOIN}"
             watchdog = node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
             watchdog.stdin.write(node.pool_dir + "\n")
-            line = await asyncio.wait_for(watchdog.stdout.readline(), START_TIMEOUT)
+            line = await asyncio.wait_for(watchdog.stdout.readline(), timeout)
             if not line.startswith("::watching"):
                 raise RuntimeError(f"the pool's watchdog on node {node.index} ({node.address}) is gone: {line.strip()}")
 
-        await _all(one(node) for node in self.nodes)
+        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
         if self._heartbeat is None:
             self._heartbeat = asyncio.ensure_future(self._beat())
 
@@ -406,6 +407,16 @@ class RemoteCluster:
                 node.files.close()
                 node.conn.close()
             await asyncio.gather(*(n.conn.wait_closed() for n in self.nodes), return_exceptions=True)
+
+    async def disconnect(self) -> None:
+        """Let go of every host without stopping the pool there: its watchdogs count
+        ``ttl`` down from now, as when a client vanishes."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        for node in self.nodes:
+            node.files.close()
+            node.conn.close()
+        await asyncio.gather(*(node.conn.wait_closed() for node in self.nodes), return_exceptions=True)
 
     async def stop_node(self, node: RemoteNode) -> None:
         """Stop the pool on ``node`` alone (it leaves the pool) and let go of it; a host

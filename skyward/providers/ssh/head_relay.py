@@ -48,6 +48,7 @@ from skyward.engine.relay_server import RelayServer, Sink, TransportBackend
 from skyward.engine.transports.lane import TCP, lane_path
 from skyward.engine.transports.ray_actors import AgentHandle, RayAgent, RayEventSource, RayTransport, RemoteMethod
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+from skyward.providers.ssh.watchdog import POOL_ENV
 
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
@@ -132,7 +133,9 @@ class HeadRelay:
         self.agents: dict[int, ActorHandle[NodeAgent]] = {}
         self.lanes: dict[int, str] = {}
         """The lane address of each node whose agent has one."""
-        self._lanes_dir = tempfile.mkdtemp(prefix="skyward-lanes-")  # mode 0700: this user only
+        # mode 0700: this user only; in the pool's directory, which the watchdog removes
+        # (a kept pool's relay ends only when the watchdog stops it)
+        self._lanes_dir = tempfile.mkdtemp(prefix="lanes-", dir=os.environ.get(POOL_ENV) or None)
         self.lane_secret = handshake.new_secret()
         self._clients = 0
 

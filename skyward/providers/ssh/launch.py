@@ -13,8 +13,12 @@ then calls the provider's ``release`` (terminating a cloud's machines).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import pickle
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -25,6 +29,7 @@ from skyward.collections.config import CollectionsConfig, host_count
 from skyward.core import handshake
 from skyward.core.accelerator_catalog import identify
 from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
+from skyward.engine.events import EventSink
 from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 from skyward.image.image import Image
@@ -40,7 +45,7 @@ from skyward.providers.base import Holdings, LaunchedCluster, PhaseTiming, Teard
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
-from skyward.providers.ssh.cluster import HEAD_RESOURCE, START_TIMEOUT, RemoteCluster, RemoteNode
+from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteCluster, RemoteNode
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.handover import Handover, HostState
 from skyward.providers.ssh.handover import release as release_handover
@@ -55,6 +60,8 @@ from skyward.storage.pool_volumes import NodeVolume
 DEFAULT_SSH_TIMEOUT = 30.0
 TAKE_OVER_SSH_TIMEOUT = 10.0
 """Seconds to reach each host of a pool taken over again (it answered minutes ago)."""
+TAKE_OVER_WAIT = 30.0
+"""Seconds for each watchdog of a pool taken over to take its new client."""
 DEFAULT_READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 90.0
 HOST_SHARE = 0.01
@@ -133,8 +140,8 @@ def launch_on_hosts(
             membership.close()
         stop_hosts(loop, cluster, credentials, release)
 
-    def handover() -> bytes:
-        return pickle.dumps(handover_of(path, known_hosts, relay_port, config, owned_files, holdings))
+    def handover(members: tuple[NodeHandle, ...]) -> bytes:
+        return pickle.dumps(handover_of(path, members, known_hosts, relay_port, config, owned_files, holdings))
 
     return LaunchedCluster(
         tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership,
@@ -143,15 +150,17 @@ def launch_on_hosts(
 
 
 def handover_of(
-    path: HostPath, known_hosts: KnownHosts, relay_port: int, config: RelayConfig, owned_files: Sequence[str],
-    holdings: Holdings | None,
+    path: HostPath, members: Sequence[NodeHandle], known_hosts: KnownHosts, relay_port: int, config: RelayConfig,
+    owned_files: Sequence[str], holdings: Holdings | None,
 ) -> Handover:
-    """What another process needs to take the pool over as its hosts are now (``take_over``)."""
+    """What another process needs to take the pool of the nodes ``members`` over
+    (``take_over``): their hosts as they are now (a host still joining is none of them)."""
     cluster, spec = path.cluster, path.spec
-    nodes = sorted(cluster.nodes, key=lambda node: node.index)
+    ids = {handle.id for handle in members}
+    nodes = sorted((node for node in cluster.nodes if node.handle.id in ids), key=lambda node: node.index)
     hosts = []
     for node in nodes:
-        assert node.facts is not None and node.ready is not None
+        assert node.facts is not None and node.ready is not None  # a member has joined: both are known
         hosts.append(HostState(node.index, node.serial, node.handle, node.pool_dir, node.facts, node.ready))
     infos = tuple(path.info(node) for node in nodes)
     return Handover(
@@ -161,50 +170,72 @@ def handover_of(
     )
 
 
-def take_over(handover: Handover, spec: Spec, options: Options) -> LaunchedCluster:
+def take_over(
+    handover: Handover, spec: Spec, options: Options, loop: asyncio.AbstractEventLoop, events: EventSink,
+) -> LaunchedCluster:
     """The remote pool ``handover`` describes, held by this process from now on
-    (``ssh.handover``); its transport is not open yet. Raises why it cannot be taken
-    over, after closing what is left of it (stopping it where a host is reached,
-    removing what it holds in its cloud)."""
-    loop = LoopThread(f"skyward-ssh-{handover.pool_id[:8]}")
+    (``ssh.handover``), its transport open (opened on ``loop``, its events to
+    ``events``). Raises why it cannot be taken over; what is left of it is then
+    abandoned in a thread of its own (``abandon``), which the process waits for at exit."""
+    ssh = LoopThread(f"skyward-ssh-{handover.pool_id[:8]}")
     cluster = RemoteCluster(handover.pool_id, handover.ttl, lambda *_: None)
     cluster.token, cluster.gcs_port = handover.ray_token, handover.gcs_port
     cluster.halt, cluster.volume_count = handover.halt, handover.volume_count
     hosts = {host.serial: host for host in handover.hosts}
-
-    def close() -> None:
-        stop_hosts(loop, cluster, ExitStack(), lambda: release_handover(handover))
-
+    port = handover.relay_port
     try:
         try:
-            loop.run(
+            ssh.run(
                 cluster.connect(
                     [host.handle for host in handover.hosts], KnownHosts(handover.known_hosts), TAKE_OVER_SSH_TIMEOUT,
-                    None, [host.index for host in handover.hosts], [host.serial for host in handover.hosts],
+                    1.0, [host.index for host in handover.hosts], [host.serial for host in handover.hosts],
                 ),
                 TAKE_OVER_SSH_TIMEOUT * 2 + 10,
             )
-        finally:  # the hosts reached are told to stop through their watchdogs if it fails
+        finally:
             for node in cluster.nodes:
                 node.facts, node.ready = hosts[node.serial].facts, hosts[node.serial].ready
-            loop.run(cluster.rejoin_watchdogs(), START_TIMEOUT + 10)
+        ssh.run(cluster.rejoin_watchdogs(TAKE_OVER_WAIT), TAKE_OVER_WAIT + 10)
+        transport = RelayTransport(
+            lambda: cluster.open_relay(port), f"node 0's port {port}", handover.relay_secret, ssh.loop,
+            compress=handover.compress,
+        )
+        transport.open(loop, events)
     except BaseException:
-        close()
+        threading.Thread(target=abandon, args=(ssh, cluster, handover), name="skyward-abandon", daemon=False).start()
         raise
-    port = handover.relay_port
-    transport = RelayTransport(
-        lambda: cluster.open_relay(port), f"node 0's port {port}", handover.relay_secret, loop.loop,
-        compress=handover.compress,
-    )
     encoder = encoder_for(spec)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     written = pickle.dumps(handover)
     if handover.holdings is not None:
         handover.holdings.keep()
     return LaunchedCluster(
-        tuple(host.handle for host in handover.hosts), handover.infos, transport, encoder, collections, close,
-        handover=lambda: written,
+        tuple(host.handle for host in handover.hosts), handover.infos, transport, encoder, collections,
+        lambda: stop_hosts(ssh, cluster, ExitStack(), lambda: release_handover(handover)),
+        handover=lambda _: written,  # its size is fixed
     )
+
+
+def abandon(ssh: LoopThread, cluster: RemoteCluster, handover: Handover) -> None:
+    """Close a pool that could not be taken over. Machines created for it (``halt``) are
+    removed from their cloud first and their watchdogs left counting ``Spec.ttl`` down
+    (they halt what the removal missed); on other hosts the pool is stopped through the
+    watchdogs reached. What fails is printed (the pool daemon's log)."""
+    try:
+        if handover.halt:
+            try:
+                release_handover(handover)
+            finally:
+                ssh.run(cluster.disconnect(), STOP_TIMEOUT)
+                ssh.stop()
+        else:
+            with contextlib.suppress(Exception):
+                unwatched = [node for node in cluster.nodes if node.watchdog is None]
+                ssh.run(cluster.rejoin_watchdogs(TAKE_OVER_WAIT, unwatched), TAKE_OVER_WAIT + 10)
+            stop_hosts(ssh, cluster, ExitStack(), lambda: release_handover(handover))
+    except Exception as exc:  # noqa: BLE001 - printed: nobody waits for this thread
+        print(f"skyward: the pool {handover.pool_id[:12]} could not be closed: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
 
 
 def encoder_for(spec: Spec) -> ByValueEncoder:

@@ -28,6 +28,8 @@ stops and hears it exactly as the first one did; the countdown stops while it is
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -37,7 +39,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 import psutil
@@ -191,43 +194,65 @@ def report(marker: str, **fields: str) -> None:
     say(f"{marker} {json.dumps(fields)}")
 
 
-_said_to: list[TextIO] = [sys.stdout]
-"""Where the watchdog speaks: stdout, or the stream of the client that rejoined last."""
+_said_to: dict[int, TextIO] = {0: sys.stdout}
+"""The open streams of the watchdog's clients by number: stdout (0), then one a rejoin;
+it speaks to the newest."""
+_saying = threading.Lock()
 
 
 def say(line: str) -> None:
-    """Write ``line`` to the client, if it still listens."""
-    try:
-        print(line, file=_said_to[-1], flush=True)
-    except (OSError, ValueError):  # the client is gone
-        pass
+    """Write ``line`` to the newest client, if it still listens."""
+    with _saying:
+        try:
+            out = _said_to[max(_said_to)]
+            out.write(line + "\n")
+            out.flush()
+        except (OSError, ValueError):  # the client is gone
+            pass
+
+
+def _forget(stream: int) -> None:
+    """Stop speaking to ``stream`` (it ended); closed unless it is stdout."""
+    with _saying:
+        out = _said_to.pop(stream, None)
+    if out is not None and stream:
+        with contextlib.suppress(OSError):
+            out.close()
 
 
 @dataclass(slots=True)
 class _Contact:
-    """What the watchdog knows of its client: when it last heard from it, whether it
-    asked to stop, when its stream ended (None: still open), and which stream is the
-    client's (``stream``: each rejoin starts a new one)."""
+    """What the watchdog knows of its clients, under ``lock``: when it last heard from
+    one, whether one asked to stop, which streams are open (stdin is 0, each rejoin adds
+    one), when the last of them ended (None: one is open), and whether it is stopping
+    (then no rejoin is taken)."""
 
     seen: float
     stop: bool = False
     ended: float | None = None
-    stream: int = 0
+    open: set[int] = field(default_factory=lambda: {0})
+    stopping: bool = False
+    streams: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def listen(self, lines: TextIO, stream: int) -> None:
-        """Read the client's ``lines``: heartbeats and "stop"; its end, when ``stream``
-        is still the client's, starts the countdown."""
+        """Read the ``lines`` of client ``stream``: heartbeats and "stop"; when the last
+        open stream ends, the countdown starts."""
         for line in lines:
-            self.seen = time.monotonic()
-            if line.strip() == "stop":
-                self.stop = True
-                return
-        if self.stream == stream:
-            self.ended = time.monotonic()
+            with self.lock:
+                self.seen = time.monotonic()
+                if line.strip() == "stop":
+                    self.stop = True
+                    return
+        with self.lock:
+            self.open.discard(stream)
+            if not self.open:
+                self.ended = time.monotonic()
+        _forget(stream)
 
     def take_rejoins(self, server: socket.socket) -> None:
         """Accept on ``server`` (``rejoin_socket``; a thread's life): each connection of
-        this user becomes the client's stream and stops the countdown."""
+        this user, until the watchdog stops, is a client's stream and stops the countdown."""
         from skyward.core.peers import ForeignPeer, require_same_user
 
         while True:
@@ -237,12 +262,28 @@ class _Contact:
             except ForeignPeer:
                 connection.close()
                 continue
-            self.stream += 1
-            self.seen, self.ended = time.monotonic(), None
-            _said_to.append(connection.makefile("w", encoding="utf-8"))
+            with self.lock:
+                if self.stopping:
+                    connection.close()
+                    continue
+                stream = next(self.streams)
+                self.open.add(stream)
+                self.seen, self.ended = time.monotonic(), None
+                with _saying:
+                    _said_to[stream] = connection.makefile("w", encoding="utf-8")
             say("::watching")
             lines = connection.makefile("r", encoding="utf-8")
-            threading.Thread(target=self.listen, args=(lines, self.stream), daemon=True).start()
+            threading.Thread(target=self.listen, args=(lines, stream), daemon=True).start()
+
+    def over(self, ttl: float, silence: float) -> bool:
+        """Whether to stop the pool now: told to, the last stream ended ``ttl`` seconds
+        ago, or nothing heard for ``silence`` seconds; from then on it is stopping."""
+        with self.lock:
+            now = time.monotonic()
+            self.stopping = (
+                self.stop or (self.ended is not None and now - self.ended >= ttl) or now - self.seen > silence
+            )
+            return self.stopping
 
 
 def rejoin_socket(pool_dir: str) -> socket.socket | None:
@@ -282,12 +323,7 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = 
         shut_down("-c")  # a client has come: the boot-time shutdown is this watchdog's job now
     say("::watching")
     silence = max(ttl, 3 * heartbeat)
-    while not state.stop:
-        now = time.monotonic()
-        if state.ended is not None and now - state.ended >= ttl:
-            break
-        if now - state.seen > silence:
-            break
+    while not state.over(ttl, silence):
         time.sleep(TICK)
     stop_pool(pool_dir)
     unmount_volumes(mounted)
@@ -300,19 +336,23 @@ def rejoin() -> None:
     """Carry stdin to the watchdog of the pool directory named by its first line, and
     what it says to stdout, until it closes (see the module); ``::gone WHY`` and exit
     status 1 when no watchdog listens there."""
+    from skyward.core.peers import ForeignPeer, require_same_user
+
     pool_dir = sys.stdin.readline().strip()
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(os.path.join(pool_dir, SOCKET))
-    except OSError as exc:
+        require_same_user(connection, "the watchdog")
+    except (OSError, ForeignPeer) as exc:
         print(f"::gone no watchdog of {pool_dir} listens: {exc}", flush=True)
         raise SystemExit(1) from None
 
     def forward() -> None:
+        """Stdin to the watchdog; once it ends (the client is gone), the proxy ends too."""
         try:
             for line in sys.stdin:
                 connection.sendall(line.encode())
-            connection.shutdown(socket.SHUT_WR)
+            connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
 

@@ -87,11 +87,11 @@ def test_collections_inside_tasks(any_pool: sky.Pool) -> None:
 
 @sky.function
 def lane_sockets() -> list[str]:
+    """The relay's Unix-socket lanes in this host's pool directory (``SKYWARD_POOL_DIR``)."""
     import glob
     import os
-    import tempfile
 
-    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(tempfile.gettempdir(), "skyward-lanes-*", "*.sock")))
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(os.environ["SKYWARD_POOL_DIR"], "lanes-*", "*.sock")))
 
 
 @sky.function
