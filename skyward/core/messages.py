@@ -15,7 +15,7 @@ client -> relay                          relay -> client
 Call, CallShared, Share, Unshare         Reply, Failed
 Forget (a call given up on)              Events, Report
 CollectionOp                             CollectionAnswer
-Attach (a node joined), Detach           Attached
+Attach (a node joined), Detach           Attached, Lost
 Metrics (whether anyone listens)
 ReleaseHolds (the client's locks, leases)
 Close                                    Closed
@@ -29,7 +29,7 @@ from typing import Literal, get_args
 PROTOCOL = 4
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
 may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``; 4:
-``Attached.joined``)."""
+``Attached.joined``, ``Lost``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]
@@ -181,6 +181,17 @@ class Attached:
 
 
 @dataclass(frozen=True, slots=True)
+class Lost:
+    """Node ``node`` was lost to its provider, as the relay's side saw it (a kept remote
+    pool's daemon watches its hosts for the script): ``preempted`` when the provider
+    took the machine back."""
+
+    node: int
+    reason: str
+    preempted: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Closed:
     """The relay stopped the agents; nothing follows."""
 
@@ -297,7 +308,7 @@ FromDaemon = DaemonRunning | Stopping | Refusal | PoolHeld | NotKept | PoolsKept
 ToRelay = (
     Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | ReleaseHolds | Close
 )
-ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Closed
+ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 Message = ToRelay | ToClient | ToDaemon | FromDaemon
 MESSAGES: tuple[type[Message], ...] = get_args(Message)
 """Every message class, each once (what ``codec`` decodes into)."""

@@ -57,6 +57,7 @@ from skyward.core.messages import (
     FailureKind,
     Forget,
     Hello,
+    Lost,
     Message,
     Metrics,
     ReleaseHolds,
@@ -81,6 +82,8 @@ class Sink(Protocol):
     def events(self, node: int, batch: bytes) -> None: ...
 
     def report(self, message: str) -> None: ...
+
+    def lost(self, node: int, reason: str, preempted: bool) -> None: ...
 
 
 class RelayBackend(Protocol):
@@ -202,6 +205,9 @@ class Outgoing:
 
     def report(self, message: str) -> None:
         self._loop.call_soon_threadsafe(self.put, Report(message))
+
+    def lost(self, node: int, reason: str, preempted: bool) -> None:
+        self._loop.call_soon_threadsafe(self.put, Lost(node, reason, preempted))
 
     async def close(self) -> None:
         """Send what is buffered (bounded), then stop."""

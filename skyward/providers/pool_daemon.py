@@ -101,6 +101,7 @@ class PoolDaemon:
             server.listen(16)
             threading.Thread(target=self._accept, args=(server,), name="daemon-accept", daemon=True).start()
             threading.Thread(target=self._clean_up, name="daemon-cleanup", daemon=True).start()
+            threading.Thread(target=self._kept.check_hosts, args=(self._down,), name="daemon-hosts", daemon=True).start()
             print(f"pool daemon {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
             while not self._down.wait(TICK):
                 self._kept.sweep()

@@ -45,6 +45,7 @@ from skyward.core.messages import (
     Failed,
     Forget,
     Hello,
+    Lost,
     Message,
     Metrics,
     ReleaseHolds,
@@ -55,6 +56,7 @@ from skyward.core.messages import (
 )
 from skyward.engine import interruptible
 from skyward.engine.events import EventBatch
+from skyward.engine.membership import Loss
 from skyward.engine.relay_server import payload_of, put_message, read_message, wire_body, write_message
 from skyward.engine.transport import Disconnected, NodeLost, NoReply, Refused, Shared, TransportError
 from skyward.engine.wire import Payload
@@ -111,6 +113,7 @@ class RelayTransport:
         self._compress = compress
         self._left: dict[int, str] = {}
         self._attaching: dict[int, asyncio.Future[tuple[str | None, bytes]]] = {}
+        self._on_lost: Callable[[Loss], None] = lambda loss: None
         self._ids = itertools.count()
         self._keys = itertools.count()
         self._pending: dict[int, tuple[int, Waiter]] = {}
@@ -214,6 +217,11 @@ class RelayTransport:
             if call_id is not None:
                 pending = self._pending.get(call_id)
                 _resolve(pending, Disconnected(pending[0] if pending else -1, str(exc)))
+
+    def watch_losses(self, lost: Callable[[Loss], None]) -> None:
+        """Call ``lost`` (on the I/O loop) for each node the relay's side reports lost
+        (``Lost``: a kept remote pool's daemon watches its hosts)."""
+        self._on_lost = lost
 
     def attach(self, node: int, agent: RemoteAgent) -> None:
         """Have the relay start node ``node``'s agent and wait until it answers (from a
@@ -377,6 +385,8 @@ class RelayTransport:
                     self._feed.report(f"events of node {node} could not be read here: {type(exc).__name__}: {exc}")
             case Report(text):
                 self._feed.report(text)
+            case Lost(node, reason, preempted):
+                self._on_lost(Loss(node, reason, preempted))
             case Reply(call_id, body):
                 _resolve(self._pending.get(call_id), payload_of(body))
             case Failed(call_id, kind, node, detail) if call_id in self._collections:

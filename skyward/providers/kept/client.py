@@ -136,9 +136,9 @@ class KeptMembership:
         self._transport.detach(node, f"node {node} was removed from the pool")
 
     def watch(self, lost: Callable[[Loss], None]) -> None:
-        """Nothing to watch: a local pool's dead agent is restarted in place by Ray; a
-        remote pool's lost host shows as its calls failing (the daemon does not watch
-        its hosts for the script)."""
+        """``lost`` for each host of a remote pool the daemon reports lost (``Lost``: it
+        watches them); a local pool's dead agent is restarted in place by Ray."""
+        self._transport.watch_losses(lost)
 
     def check(self) -> list[Loss]:
         return []

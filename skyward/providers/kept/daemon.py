@@ -53,7 +53,7 @@ from skyward.core.instance import InstanceInfo
 from skyward.core.messages import PoolHeld
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.engine.death import Death, cause_of_death
-from skyward.engine.membership import Membership
+from skyward.engine.membership import Loss, Membership
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
@@ -84,6 +84,8 @@ if TYPE_CHECKING:
 
 HOLD_TIMEOUT = 30.0
 """Seconds a client that was given a pool has to open its relay session."""
+CHECK_EVERY = 5.0
+"""Seconds between asking the providers of remote kept pools for hosts they took back."""
 SILENCE_MARGIN = 15.0
 """Seconds a dead daemon's silence may overstate how long ago it died (it marks itself
 alive every few seconds)."""
@@ -178,6 +180,18 @@ class KeptPool:
         with self.placing():
             membership.remove(node)
         self._members(node, None)
+
+    def lost(self, loss: Loss) -> None:
+        """A host of this remote pool was lost (its watchdog's stream ended): it leaves
+        the pool (its machine released), then the script holding the pool, if any, is
+        told, and its autoscaler replaces it (``Lost``)."""
+        try:
+            self.remove_node(loss.node)
+        except Exception as exc:  # noqa: BLE001 - logged; the script is told all the same
+            print(f"pool daemon: node {loss.node} of {self.name} could not be removed: {type(exc).__name__}: {exc}",
+                  flush=True)
+        if self.forwarder is not None:
+            self.forwarder.lost(loss)
 
     def _remote_membership(self, node: int, what: str) -> Membership:
         membership = self.cluster.membership
@@ -382,10 +396,13 @@ class KeptPools:
         except BaseException:
             cluster.stop()
             raise
-        return KeptPool(
+        pool = KeptPool(
             name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id), "", forwarder=forwarder,
             resized=self._write_down,
         )
+        if cluster.membership is not None:
+            cluster.membership.watch(pool.lost)
+        return pool
 
     @contextlib.contextmanager
     def _as_client(self, context: ClientContext) -> Iterator[None]:
@@ -494,6 +511,24 @@ class KeptPools:
             self._stop(pool)
         if expired:
             self._write_down()
+
+    def check_hosts(self, stop: threading.Event) -> None:
+        """Until ``stop``, ask each remote pool's provider every ``CHECK_EVERY`` seconds for
+        hosts it took back (a spot machine reclaimed: ``Membership.check``), which leave
+        the pool as a lost one does (``KeptPool.lost``); a thread's life."""
+        while not stop.wait(CHECK_EVERY):
+            with self._lock:
+                pools = [p for p in self._pools.values() if p.forwarder is not None and p.cluster.membership is not None]
+            for pool in pools:
+                membership = pool.cluster.membership
+                try:
+                    losses = membership.check() if membership is not None else []
+                except Exception as exc:  # noqa: BLE001 - asked again next time
+                    print(f"pool daemon: could not check the hosts of {pool.name}: {type(exc).__name__}: {exc}",
+                          flush=True)
+                    continue
+                for loss in losses:
+                    pool.lost(loss)
 
     @staticmethod
     def clean_up_after_a_dead_daemon() -> list[str]:

@@ -35,6 +35,10 @@ class LoggedSink:
         self._sink.report(message)
         self._write([f"error: {message}"])
 
+    def lost(self, node: int, reason: str, preempted: bool) -> None:
+        self._sink.lost(node, reason, preempted)
+        self._write([f"node {node} was {'preempted' if preempted else 'lost'}: {reason}"])
+
     def _write(self, lines: list[str]) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         text = "".join(f"{stamp} {line}\n" for line in lines if line)

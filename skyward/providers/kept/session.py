@@ -20,6 +20,7 @@ import threading
 from typing import Protocol
 
 from skyward.engine.events import EventBatch
+from skyward.engine.membership import Loss
 from skyward.engine.relay_server import Sink, TransportBackend
 from skyward.engine.transports.relay import RelayTransport
 
@@ -58,6 +59,15 @@ class EventForwarder:
     def wants_metrics(self) -> bool:
         with self._lock:
             return self._metrics
+
+    def lost(self, loss: Loss) -> bool:
+        """Tell the script holding the pool that a node was lost (its autoscaler replaces
+        it); False when none holds it."""
+        with self._lock:
+            sink = self._sink
+        if sink is not None:
+            sink.lost(loss.node, loss.reason, loss.preempted)
+        return sink is not None
 
 
 class Resizable(Protocol):

@@ -154,3 +154,65 @@ def test_a_killed_daemons_kept_cloud_pool_is_taken_over_and_removed_once_it_cann
     daemon_client.stop_all()
     assert not cloud.keys and not cloud.firewalls
     assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+LOSS_SCRIPT = """
+import os, sys, time
+import skyward as sky
+
+@sky.function
+def where():
+    return sky.instance_info().node, os.getpid()
+
+options = sky.Options(console=False, logging=False, ssh_retry_interval=1, keep_alive=600)
+with sky.Compute(provider=sky.DigitalOcean(), vcpus=2, nodes=2, options=options) as pool:
+    first = sorted(where() @ pool)
+    print("FIRST", first, flush=True)
+    open(sys.argv[1], "w").close()  # the test reclaims node 1's Droplet now
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        try:
+            now = sorted(where() @ pool)
+        except Exception:
+            now = None
+        if now is not None and len(now) == 2 and now != first:
+            break
+        time.sleep(1)
+    print("THEN", now, flush=True)
+"""
+
+
+def test_a_kept_cloud_pool_replaces_a_lost_machine_for_the_script_holding_it(
+    cloud: FakeDigitalOcean, sandbox: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon watches a kept pool's hosts: a Droplet the cloud takes back leaves the
+    pool, the script is told (``Lost``) and its autoscaler brings a new one to rank 1."""
+    home = str(Path(sandbox["home"]) / ".skyward")
+    monkeypatch.setenv("SKYWARD_HOME", home)
+    env = {**os.environ, "HOME": sandbox["home"], "TMPDIR": sandbox["tmp"], "SKYWARD_HOME": home}
+    ready = tmp_path / "ready"
+    script = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(LOSS_SCRIPT), str(ready)], env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not ready.exists() and script.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [kept] = daemon_client.kept_pools()
+        first, second = cloud.live(kept.pool_id[:12])
+        cloud.reclaim(second.id)
+        output, _ = script.communicate(timeout=300)
+    finally:
+        if script.poll() is None:
+            script.kill()
+    found = {key: ast.literal_eval(value) for key, _, value in (line.partition(" ") for line in output.splitlines())
+             if key in ("FIRST", "THEN")}
+    assert script.returncode == 0 and "FIRST" in found and found.get("THEN"), output[-3000:]
+    (_, pid0), (_, pid1) = found["FIRST"]
+    assert found["THEN"][0] == (0, pid0) and found["THEN"][1][0] == 1 and found["THEN"][1][1] != pid1, found
+    assert [m.id for m in cloud.live(kept.pool_id[:12])][0] == first.id and len(cloud.live(kept.pool_id[:12])) == 2
+    assert daemon_client.end_pools("") == [kept.name]
+    daemon_client.stop_all()
+    assert cloud.live(kept.pool_id[:12]) == [] and not cloud.keys and not cloud.firewalls
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
