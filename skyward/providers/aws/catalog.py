@@ -18,19 +18,9 @@ from skyward.core.accelerators import matches
 from skyward.core.paths import skyward_dir
 from skyward.model.spec import Spec
 from skyward.providers.aws.session import client, explain
+from skyward.providers.cloud import fields
 from skyward.providers.cloud.api import MachineType
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_objects,
-    integer,
-    items,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-    to_text,
-)
+from skyward.providers.cloud.fields import JsonObject
 
 TYPES_TTL = 7 * 24 * 3600.0
 MIN_VCPUS = 2
@@ -59,12 +49,12 @@ def instance_types(region: str) -> list[InstanceType]:
     path = cache_path(region, "types")
     cached = read_cache(path, TYPES_TTL)
     if cached is not None:
-        return [_cached(item) for item in as_objects(cached, "the cached instance types")]
+        return [_cached(item) for item in fields.as_objects(cached, "the cached instance types")]
     ec2 = client("ec2", region)
     found: list[InstanceType] = []
     try:
         for page in ec2.get_paginator("describe_instance_types").paginate():
-            found.extend(_parse(item) for item in objects(page, "InstanceTypes"))
+            found.extend(_parse(item) for item in fields.objects(page, "InstanceTypes"))
     except Exception as exc:
         raise explain(exc, "listing instance types", region) from exc
     write_cache(path, [asdict(t) for t in found])
@@ -113,18 +103,20 @@ def _parse(item: JsonObject) -> InstanceType:
     accelerator: str | None = None
     count = 0
     memory: float | None = None
-    devices = objects(obj(item, "GpuInfo"), "Gpus") or objects(obj(item, "NeuronInfo"), "NeuronDevices")
+    gpus, neurons = fields.obj(item, "GpuInfo"), fields.obj(item, "NeuronInfo")
+    devices = fields.objects(gpus, "Gpus") or fields.objects(neurons, "NeuronDevices")
     if devices:
-        accelerator, count = text(devices[0], "Name"), integer(devices[0], "Count", 1)
-        memory = number(obj(devices[0], "MemoryInfo"), "SizeInMiB", 0) / 1024 or None
-    architectures = [to_text(a, "SupportedArchitectures") for a in items(obj(item, "ProcessorInfo"), "SupportedArchitectures")]
+        accelerator, count = fields.text(devices[0], "Name"), fields.integer(devices[0], "Count", 1)
+        memory = fields.number(fields.obj(devices[0], "MemoryInfo"), "SizeInMiB", 0) / 1024 or None
+    listed = fields.items(fields.obj(item, "ProcessorInfo"), "SupportedArchitectures")
+    architectures = [fields.to_text(a, "SupportedArchitectures") for a in listed]
     architectures = architectures or ["x86_64"]
     architecture = next((ARCHITECTURES[a] for a in architectures if a in ARCHITECTURES), architectures[0])
     classes = item.get("SupportedUsageClasses", ["spot"])
     return InstanceType(
-        name=text(item, "InstanceType"),
-        vcpus=integer(obj(item, "VCpuInfo"), "DefaultVCpus"),
-        memory_gb=number(obj(item, "MemoryInfo"), "SizeInMiB") / 1024,
+        name=fields.text(item, "InstanceType"),
+        vcpus=fields.integer(fields.obj(item, "VCpuInfo"), "DefaultVCpus"),
+        memory_gb=fields.number(fields.obj(item, "MemoryInfo"), "SizeInMiB") / 1024,
         architecture=architecture,
         accelerator=accelerator,
         accelerator_count=count,
@@ -137,13 +129,13 @@ def _parse(item: JsonObject) -> InstanceType:
 def _cached(item: JsonObject) -> InstanceType:
     """An instance type as ``instance_types`` wrote it to its cache (``asdict``)."""
     return InstanceType(
-        name=text(item, "name"),
-        vcpus=integer(item, "vcpus"),
-        memory_gb=number(item, "memory_gb"),
-        architecture=text(item, "architecture"),
-        accelerator=text(item, "accelerator", "") or None,
-        accelerator_count=integer(item, "accelerator_count", 0),
-        accelerator_memory_gb=number_or_none(item, "accelerator_memory_gb"),
+        name=fields.text(item, "name"),
+        vcpus=fields.integer(item, "vcpus"),
+        memory_gb=fields.number(item, "memory_gb"),
+        architecture=fields.text(item, "architecture"),
+        accelerator=fields.text(item, "accelerator", "") or None,
+        accelerator_count=fields.integer(item, "accelerator_count", 0),
+        accelerator_memory_gb=fields.number_or_none(item, "accelerator_memory_gb"),
         spot=bool(item.get("spot", True)),
         current=bool(item.get("current", True)),
     )

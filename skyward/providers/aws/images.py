@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from skyward.providers.aws.catalog import InstanceType
 from skyward.providers.aws.session import AWSError, client, explain
-from skyward.providers.cloud.json import obj, objects, text
+from skyward.providers.cloud import fields
 
 CANONICAL = "099720109477"
 AMAZON = "amazon"
@@ -50,11 +50,11 @@ def find_image(region: str, kind: InstanceType) -> str:
     """The AMI id for ``kind`` in ``region``; AWSError naming what was searched if none."""
     query = query_for(kind)
     try:
-        return text(obj(client("ssm", region).get_parameter(Name=query.parameter), "Parameter"), "Value")
+        return fields.text(fields.obj(client("ssm", region).get_parameter(Name=query.parameter), "Parameter"), "Value")
     except Exception:  # not readable here (permissions, an emulator): search the images
         pass
     try:
-        images = objects(client("ec2", region).describe_images(
+        images = fields.objects(client("ec2", region).describe_images(
             Owners=[query.owner], Filters=[{"Name": "name", "Values": [query.name]}, {"Name": "state", "Values": ["available"]}]
         ), "Images")
     except Exception as exc:
@@ -64,15 +64,15 @@ def find_image(region: str, kind: InstanceType) -> str:
             f"no image of {query.label} was found in {region} (SSM parameter {query.parameter}, or owner "
             f"{query.owner}'s images named {query.name!r}); pass sky.AWS(ami='ami-...')"
         )
-    return text(max(images, key=lambda image: text(image, "CreationDate", "")), "ImageId")
+    return fields.text(max(images, key=lambda image: fields.text(image, "CreationDate", "")), "ImageId")
 
 
 def root_device(region: str, image: str) -> str:
     """The name of ``image``'s root device (where ``Spec.disk_gb`` applies)."""
     try:
-        images = objects(client("ec2", region).describe_images(ImageIds=[image]), "Images")
+        images = fields.objects(client("ec2", region).describe_images(ImageIds=[image]), "Images")
     except Exception as exc:
         raise explain(exc, f"describing image {image}", region) from exc
     if not images:
         raise AWSError(f"image {image} does not exist in {region}; check AWS(ami=...)")
-    return text(images[0], "RootDeviceName", "/dev/sda1")
+    return fields.text(images[0], "RootDeviceName", "/dev/sda1")

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from skyward.core.paths import skyward_dir
 from skyward.providers.aws.session import EC2, AWSError, client, error_code, explain
-from skyward.providers.cloud.json import JsonObject, obj, objects, text
+from skyward.providers.cloud import fields
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.machines import confirm_released
 
 TAG_POOL = "skyward:pool"
@@ -103,7 +104,7 @@ def create_access(resources: PoolResources, vpc_id: str, ssh_cidr: str) -> None:
             GroupName=name, Description=f"skyward pool {resources.pool_id}: SSH from the client only", VpcId=vpc_id,
             TagSpecifications=[resources.tag_spec("security-group", name)],
         )
-        resources.group_id = text(group, "GroupId")
+        resources.group_id = fields.text(group, "GroupId")
         ec2.authorize_security_group_ingress(
             GroupId=resources.group_id,
             IpPermissions=[{
@@ -146,10 +147,10 @@ def run_instances(
         }
     market = "spot" if spot else "on-demand"
     try:
-        started = objects(ec2.run_instances(**request), "Instances")
+        started = fields.objects(ec2.run_instances(**request), "Instances")
     except Exception as exc:
         raise explain(exc, f"starting {count} {market} {instance_type}", resources.region) from exc
-    ids = [text(item, "InstanceId") for item in started]
+    ids = [fields.text(item, "InstanceId") for item in started]
     resources.instances.extend(ids)
     return ids
 
@@ -161,23 +162,24 @@ def wait_running(region: str, ids: list[str], timeout: float) -> list[Launched]:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            reservations = objects(ec2.describe_instances(InstanceIds=ids), "Reservations")
+            reservations = fields.objects(ec2.describe_instances(InstanceIds=ids), "Reservations")
         except Exception as exc:
             if error_code(exc) != "InvalidInstanceID.NotFound":  # not visible yet: ask again
                 raise explain(exc, "waiting for the instances", region) from exc
             reservations = []
-        found = {text(i, "InstanceId"): i for i in instances_of(reservations)}
+        found = {fields.text(i, "InstanceId"): i for i in instances_of(reservations)}
         ended = [i for i in found.values() if state_of(i) in ("shutting-down", "terminated", "stopped")]
         if ended:
-            reason = text(obj(ended[0], "StateReason"), "Message", "") or state_of(ended[0])
-            raise AWSError(f"instance {text(ended[0], 'InstanceId')} ended while starting: {reason}")
+            reason = fields.text(fields.obj(ended[0], "StateReason"), "Message", "") or state_of(ended[0])
+            raise AWSError(f"instance {fields.text(ended[0], 'InstanceId')} ended while starting: {reason}")
         running = [i for i in found.values() if state_of(i) == "running" and i.get("PrivateIpAddress")]
         if len(running) == len(ids):
             order = {instance_id: index for index, instance_id in enumerate(ids)}
-            running.sort(key=lambda i: order[text(i, "InstanceId")])
+            running.sort(key=lambda i: order[fields.text(i, "InstanceId")])
             return [
                 Launched(
-                    text(i, "InstanceId"), text(i, "PrivateIpAddress"), text(i, "PublicIpAddress", "") or None,
+                    fields.text(i, "InstanceId"), fields.text(i, "PrivateIpAddress"),
+                    fields.text(i, "PublicIpAddress", "") or None,
                     i.get("InstanceLifecycle") == "spot",
                 )
                 for i in running
@@ -219,18 +221,18 @@ def release(resources: PoolResources, on_progress: Callable[[str], None] = lambd
 
 def instances_of(reservations: list[JsonObject]) -> list[JsonObject]:
     """The instances of ``describe_instances``' reservations."""
-    return [instance for reservation in reservations for instance in objects(reservation, "Instances")]
+    return [instance for reservation in reservations for instance in fields.objects(reservation, "Instances")]
 
 
 def state_of(instance: JsonObject) -> str:
     """An instance's state name ("pending", "running", ...)."""
-    return text(obj(instance, "State"), "Name")
+    return fields.text(fields.obj(instance, "State"), "Name")
 
 
 def _wait_terminated(ec2: EC2, ids: list[str]) -> None:
     deadline = time.monotonic() + TERMINATE_TIMEOUT
     while True:
-        reservations = objects(ec2.describe_instances(InstanceIds=ids), "Reservations")
+        reservations = fields.objects(ec2.describe_instances(InstanceIds=ids), "Reservations")
         states = [state_of(i) for i in instances_of(reservations)]
         if all(state == "terminated" for state in states):
             return

@@ -10,7 +10,7 @@ from skyward.engine.membership import Loss
 from skyward.model.nodes import NodeHandle
 from skyward.providers.aws.machines import instances_of, state_of
 from skyward.providers.aws.session import client, error_code
-from skyward.providers.cloud.json import obj, objects, text
+from skyward.providers.cloud import fields
 from skyward.providers.machine_source import MachineSource
 
 ENDED = ("shutting-down", "terminated", "stopping", "stopped")
@@ -56,10 +56,10 @@ class EC2Machines(MachineSource):
         """``(state, reason, spot)`` by instance id."""
         if not ids:
             return {}
-        reservations = objects(client("ec2", self._region).describe_instances(InstanceIds=ids), "Reservations")
+        reservations = fields.objects(client("ec2", self._region).describe_instances(InstanceIds=ids), "Reservations")
         return {
-            text(item, "InstanceId"): (
-                state_of(item), text(obj(item, "StateReason"), "Message", ""),
+            fields.text(item, "InstanceId"): (
+                state_of(item), fields.text(fields.obj(item, "StateReason"), "Message", ""),
                 item.get("InstanceLifecycle") == "spot",
             )
             for item in instances_of(reservations)

@@ -21,8 +21,8 @@ from pathlib import Path
 from skyward.providers.aws.catalog import cache_path, read_cache, write_cache
 from skyward.providers.aws.session import client, explain
 from skyward.providers.base import PriceSnapshotWarning
+from skyward.providers.cloud import fields
 from skyward.providers.cloud.errors import CloudAnswerError
-from skyward.providers.cloud.json import as_object, items, number, obj, objects, text, to_number
 
 ONDEMAND_TTL = 24 * 3600.0
 SPOT_TTL = 600.0
@@ -75,9 +75,9 @@ def _price_list(region: str) -> dict[str, float]:
         ServiceCode="AmazonEC2", Filters=_filters(region), PaginationConfig={"PageSize": 100}
     )
     for page in pages:
-        for entry in items(page, "PriceList"):
-            item = as_object(json.loads(entry) if isinstance(entry, str) else entry, "a Price List entry")
-            name = text(obj(obj(item, "product"), "attributes"), "instanceType", "")
+        for entry in fields.items(page, "PriceList"):
+            item = fields.as_object(json.loads(entry) if isinstance(entry, str) else entry, "a Price List entry")
+            name = fields.text(fields.obj(fields.obj(item, "product"), "attributes"), "instanceType", "")
             price = _hourly([item])
             if name and price is not None:
                 known[name] = min(price, known.get(name, price))
@@ -119,11 +119,11 @@ def _hourly(price_list: list[object]) -> float | None:
     """The lowest positive hourly USD price in Price List entries (JSON strings)."""
     found = []
     for entry in price_list:
-        item = as_object(json.loads(entry) if isinstance(entry, str) else entry, "a Price List entry")
-        for term in obj(obj(item, "terms"), "OnDemand").values():
-            for listed in obj(as_object(term, "a price term"), "priceDimensions").values():
-                dimension = as_object(listed, "a price dimension")
-                usd = number(obj(dimension, "pricePerUnit"), "USD", 0)
+        item = fields.as_object(json.loads(entry) if isinstance(entry, str) else entry, "a Price List entry")
+        for term in fields.obj(fields.obj(item, "terms"), "OnDemand").values():
+            for listed in fields.obj(fields.as_object(term, "a price term"), "priceDimensions").values():
+                dimension = fields.as_object(listed, "a price dimension")
+                usd = fields.number(fields.obj(dimension, "pricePerUnit"), "USD", 0)
                 if usd > 0 and str(dimension.get("unit", "Hrs")).lower().startswith("hr"):
                     found.append(usd)
     return min(found) if found else None
@@ -133,7 +133,7 @@ def _price_map(cached: object) -> dict[str, float] | None:
     """Prices by instance type as a cache holds them (None: no cache)."""
     if not isinstance(cached, dict):
         return None
-    return {str(name): to_number(price, str(name)) for name, price in cached.items()}
+    return {str(name): fields.to_number(price, str(name)) for name, price in cached.items()}
 
 
 def _spot(region: str, types: list[str]) -> dict[str, float]:
@@ -149,9 +149,9 @@ def _spot(region: str, types: list[str]) -> dict[str, float]:
                 StartTime=datetime.datetime.now(datetime.timezone.utc),
             )
             for page in pages:
-                for entry in objects(page, "SpotPriceHistory"):
-                    key = (text(entry, "InstanceType"), text(entry, "AvailabilityZone"))
-                    stamp, price = entry.get("Timestamp"), number(entry, "SpotPrice")
+                for entry in fields.objects(page, "SpotPriceHistory"):
+                    key = (fields.text(entry, "InstanceType"), fields.text(entry, "AvailabilityZone"))
+                    stamp, price = entry.get("Timestamp"), fields.number(entry, "SpotPrice")
                     if not isinstance(stamp, datetime.datetime):
                         raise CloudAnswerError(f"a spot price's Timestamp is {stamp!r:.100}, not a time")
                     if key not in latest or stamp > latest[key][0]:

@@ -38,8 +38,9 @@ from skyward.providers.aws.membership import EC2Machines
 from skyward.providers.aws.prices import LIVE, prices
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
 from skyward.providers.base import LaunchedCluster, Offer
+from skyward.providers.cloud import fields
 from skyward.providers.cloud.errors import CloudAnswerError
-from skyward.providers.cloud.json import JsonObject, objects, text
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.orphans import Orphan
 from skyward.providers.ssh.connection import KnownHosts
 from skyward.providers.ssh.provider import check_remote_spec
@@ -186,21 +187,21 @@ class AWS:
         found: list[Orphan] = []
         has_tag = [{"Name": "tag-key", "Values": [machines.TAG_POOL]}]
         try:
-            reservations = objects(ec2.describe_instances(
+            reservations = fields.objects(ec2.describe_instances(
                 Filters=[*has_tag, {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
             ), "Reservations")
-            groups = objects(ec2.describe_security_groups(Filters=has_tag), "SecurityGroups")
-            keys = objects(ec2.describe_key_pairs(Filters=has_tag), "KeyPairs")
+            groups = fields.objects(ec2.describe_security_groups(Filters=has_tag), "SecurityGroups")
+            keys = fields.objects(ec2.describe_key_pairs(Filters=has_tag), "KeyPairs")
         except Exception as exc:
             raise explain(exc, "looking for skyward's resources", self.region) from exc
         instances = machines.instances_of(reservations)
-        costs = prices(self.region, sorted({text(i, "InstanceType") for i in instances})) if instances else {}
+        costs = prices(self.region, sorted({fields.text(i, "InstanceType") for i in instances})) if instances else {}
         for item, kind, key in (
             *((i, "instance", "InstanceId") for i in instances),
             *((g, "security-group", "GroupId") for g in groups),
             *((k, "key-pair", "KeyName") for k in keys),
         ):
-            tags = {text(t, "Key"): text(t, "Value", "") for t in objects(item, "Tags")}
+            tags = {fields.text(t, "Key"): fields.text(t, "Value", "") for t in fields.objects(item, "Tags")}
             pool = tags.get(machines.TAG_POOL, "")
             reason = _orphan_reason(tags, pool, now, me)
             if reason is None:
@@ -208,10 +209,10 @@ class AWS:
             launched, price = None, 0.0
             if kind == "instance":
                 launched = _launched(item)
-                cost = costs.get(text(item, "InstanceType"))
+                cost = costs.get(fields.text(item, "InstanceType"))
                 spot = item.get("InstanceLifecycle") == "spot"
                 price = ((cost.spot if spot else cost.ondemand) or 0.0) if cost else 0.0
-            found.append(Orphan(self.name, self.region, kind, text(item, key), pool, reason, launched, price))
+            found.append(Orphan(self.name, self.region, kind, fields.text(item, key), pool, reason, launched, price))
         return found
 
     def remove(self, orphans: Sequence[Orphan]) -> None:
@@ -317,15 +318,16 @@ class AWS:
         ec2 = client("ec2", region)
         try:
             if self.subnet_id is not None:
-                subnets = objects(ec2.describe_subnets(SubnetIds=[self.subnet_id]), "Subnets")
+                subnets = fields.objects(ec2.describe_subnets(SubnetIds=[self.subnet_id]), "Subnets")
             else:
-                subnets = objects(ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}]), "Subnets")
+                defaults = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])
+                subnets = fields.objects(defaults, "Subnets")
         except Exception as exc:
             raise explain(exc, "looking up the subnet", region) from exc
         if not subnets:
             raise AWSError(f"no default subnet in {region}: create a default VPC or pass sky.AWS(subnet_id=...)")
-        subnet = sorted(subnets, key=lambda s: text(s, "AvailabilityZone"))[0]
-        return text(subnet, "SubnetId"), text(subnet, "VpcId")
+        subnet = sorted(subnets, key=lambda s: fields.text(s, "AvailabilityZone"))[0]
+        return fields.text(subnet, "SubnetId"), fields.text(subnet, "VpcId")
 
     def _ssh_cidr(self, region: str, subnet: str) -> str:
         """Who may SSH to the nodes: ``ssh_cidr``, else this machine's address as the
@@ -333,10 +335,10 @@ class AWS:
         if self.ssh_cidr is not None:
             return self.ssh_cidr
         if self.use_private_ip:
-            described = objects(client("ec2", region).describe_subnets(SubnetIds=[subnet]), "Subnets")
+            described = fields.objects(client("ec2", region).describe_subnets(SubnetIds=[subnet]), "Subnets")
             if not described:
                 raise AWSError(f"subnet {subnet} does not exist in {region}; check AWS(subnet_id=...)")
-            block = text(described[0], "CidrBlock")
+            block = fields.text(described[0], "CidrBlock")
             probe = str(next(ipaddress.ip_network(block).hosts()))
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.connect((probe, 22))  # no packet is sent: this only picks the route

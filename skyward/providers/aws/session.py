@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 from skyward.core.errors import SkywardError
-from skyward.providers.cloud.json import JsonObject
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.urls import check_api_url
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Paginator(Protocol):
 class EC2(Protocol):
     """boto3's EC2 client (its operations are made at run time) as skyward calls it:
     each operation takes the API's parameters and answers its response as a dict (read
-    it with ``cloud.json``)."""
+    it with ``cloud.fields``)."""
 
     @property
     def meta(self) -> ClientMeta: ...

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import httpx
 
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError, CredentialsError
-from skyward.providers.cloud.json import Scalar
+from skyward.providers.cloud.fields import Scalar
 from skyward.providers.cloud.urls import check_api_url
 
 CONNECT_TIMEOUT = 10.0
@@ -104,7 +104,7 @@ class ApiClient:
         form: Mapping[str, str] | None = None, text: str | None = None,
     ) -> object:
         """The parsed JSON answer (None for an empty body, the text for a body that is not
-        JSON; read it with ``cloud.json``). CredentialsError for 401/403, CloudAPIError for
+        JSON; read it with ``cloud.fields``). CredentialsError for 401/403, CloudAPIError for
         another error status, CloudError when the API cannot be reached after the
         retries. ``what`` says what the call does, for the messages; ``json`` a body of
         JSON values; ``text`` a plain-text body (``text/plain``) instead of JSON or a form."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from skyward.providers.cloud import fields
 from skyward.providers.cloud.api import Key
 from skyward.providers.cloud.errors import CloudError
 from skyward.providers.cloud.http import ApiClient
-from skyward.providers.cloud.json import text
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class KeyCollection:
         )
         made = answer.get(self.created) if self.created and isinstance(answer, Mapping) else answer
         if isinstance(made, Mapping) and made.get(self.id_field) is not None:
-            return text(made, self.id_field)
+            return fields.text(made, self.id_field)
         for key in self.listed(http):
             if key.name == name:
                 return key.id
@@ -51,7 +51,7 @@ class KeyCollection:
         answer = http.call("GET", self.path, "listing SSH keys")
         found = answer.get(self.items) if self.items is not None and isinstance(answer, Mapping) else answer
         return [
-            Key(text(item, self.id_field), text(item, self.name_field, ""))
+            Key(fields.text(item, self.id_field), fields.text(item, self.name_field, ""))
             for item in (found if isinstance(found, list) else [])
             if isinstance(item, Mapping) and item.get(self.id_field) is not None
         ]

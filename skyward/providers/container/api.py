@@ -15,21 +15,11 @@ from collections.abc import Mapping
 
 import httpx
 
+from skyward.providers.cloud import fields
 from skyward.providers.cloud.api import Firewall, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CloudAPIError, CloudError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import ApiClient, message
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    as_objects,
-    integer,
-    items,
-    number,
-    obj,
-    objects,
-    text,
-    to_text,
-)
 from skyward.providers.cloud.keys import KeysInOrders
 from skyward.providers.container.engine import LOCAL_HINT, EngineError
 
@@ -70,24 +60,25 @@ class ContainerAPI(KeysInOrders):
             raise EngineError(f"the container engine at {socket} does not answer ({exc}); {LOCAL_HINT}") from None
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        info = as_object(self._http.call("GET", "/info", "reading the engine's CPUs and memory"))
-        architecture = text(info, "Architecture", "x86_64")
+        info = fields.as_object(self._http.call("GET", "/info", "reading the engine's CPUs and memory"))
+        architecture = fields.text(info, "Architecture", "x86_64")
         return [MachineType(
-            KIND, number(info, "NCPU", 1), number(info, "MemTotal", 0) / 2**30, 0.0,
+            KIND, fields.number(info, "NCPU", 1), fields.number(info, "MemTotal", 0) / 2**30, 0.0,
             architecture={"aarch64": "arm64", "amd64": "x86_64"}.get(architecture, architecture),
         )]
 
     def add_firewall(self, group: str) -> str:
         body = {"Name": group, "Driver": "bridge", "CheckDuplicate": True, "Labels": {LABEL: group}}
         made = self._http.call("POST", "/networks/create", f"creating network {group}", json=body)
-        return text(as_object(made), "Id")
+        return fields.text(fields.as_object(made), "Id")
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
         self._http.remove(f"/networks/{firewall_id}", f"removing network {group}")
 
     def firewalls(self) -> list[Firewall]:
-        found = as_objects(self._http.call("GET", "/networks", "listing networks", params=_labelled()))
-        return [Firewall(text(n, "Id"), text(n, "Name", "")) for n in found if LABEL in obj(n, "Labels")]
+        found = fields.as_objects(self._http.call("GET", "/networks", "listing networks", params=_labelled()))
+        ours = [n for n in found if LABEL in fields.obj(n, "Labels")]
+        return [Firewall(fields.text(n, "Id"), fields.text(n, "Name", "")) for n in ours]
 
     def create(self, order: Order) -> str:
         self._ensure_image(order.image)
@@ -103,7 +94,7 @@ class ContainerAPI(KeysInOrders):
         made = self._http.call(
             "POST", "/containers/create", f"creating container {order.name}", json=body, params={"name": order.name},
         )
-        container = text(as_object(made), "Id")
+        container = fields.text(fields.as_object(made), "Id")
         try:
             self._http.call("POST", f"/containers/{container}/start", f"starting container {order.name}")
         except CloudError:
@@ -116,7 +107,7 @@ class ContainerAPI(KeysInOrders):
         """The container, or None once removed. ContainerFailed when one started here
         stopped before it was ever reachable."""
         try:
-            found = as_object(
+            found = fields.as_object(
                 self._http.call("GET", f"/containers/{machine_id}/json", f"reading container {machine_id}")
             )
         except CloudAPIError as exc:
@@ -128,7 +119,7 @@ class ContainerAPI(KeysInOrders):
             self._starting.discard(machine_id)
         elif machine.state == "stopped" and machine_id in self._starting:
             self._starting.discard(machine_id)
-            code = obj(found, "State").get("ExitCode")
+            code = fields.obj(found, "State").get("ExitCode")
             raise ContainerFailed(
                 f"container {machine.name} exited with code {code} before sshd was reachable; its last output: "
                 f"{self._output(machine_id)!r}. Its image needs /bin/sh and sshd, or apt-get or apk and a "
@@ -138,7 +129,7 @@ class ContainerAPI(KeysInOrders):
 
     def machines(self) -> list[Machine]:
         found = self._http.call("GET", "/containers/json", "listing containers", params={"all": "true", **_labelled()})
-        return [_listed(item) for item in as_objects(found)]
+        return [_listed(item) for item in fields.as_objects(found)]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(f"/containers/{machine_id}", f"removing container {machine_id}", params={"force": "true"})
@@ -193,21 +184,22 @@ def _pull_error(answer: object) -> str | None:
 
 def _inspected(found: JsonObject) -> Machine:
     """A container as ``GET /containers/{id}/json`` shows it."""
-    status = text(obj(found, "State"), "Status", "")
-    settings = obj(found, "NetworkSettings")
-    port = _published(objects(obj(settings, "Ports"), SSH_PORT))
-    address = _address(obj(settings, "Networks"))
-    return _machine(text(found, "Id"), text(found, "Name", ""), status, port, address, epoch(found.get("Created")))
+    status = fields.text(fields.obj(found, "State"), "Status", "")
+    settings = fields.obj(found, "NetworkSettings")
+    port = _published(fields.objects(fields.obj(settings, "Ports"), SSH_PORT))
+    address = _address(fields.obj(settings, "Networks"))
+    created = epoch(found.get("Created"))
+    return _machine(fields.text(found, "Id"), fields.text(found, "Name", ""), status, port, address, created)
 
 
 def _listed(item: JsonObject) -> Machine:
     """A container as ``GET /containers/json`` lists it."""
-    ports = [p for p in objects(item, "Ports") if p.get("PrivatePort") == 22 and p.get("PublicPort")]
-    port = integer(ports[0], "PublicPort") if ports else None
-    address = _address(obj(obj(item, "NetworkSettings"), "Networks"))
-    names = items(item, "Names") or [""]
-    created = number(item, "Created", 0) or None
-    return _machine(text(item, "Id"), to_text(names[0], "Names"), text(item, "State", ""), port, address, created)
+    ports = [p for p in fields.objects(item, "Ports") if p.get("PrivatePort") == 22 and p.get("PublicPort")]
+    port = fields.integer(ports[0], "PublicPort") if ports else None
+    address = _address(fields.obj(fields.obj(item, "NetworkSettings"), "Networks"))
+    name = fields.to_text((fields.items(item, "Names") or [""])[0], "Names")
+    created = fields.number(item, "Created", 0) or None
+    return _machine(fields.text(item, "Id"), name, fields.text(item, "State", ""), port, address, created)
 
 
 def _machine(container: str, name: str, status: str, port: int | None, address: str | None, created: float | None) -> Machine:
@@ -221,11 +213,11 @@ def _machine(container: str, name: str, status: str, port: int | None, address: 
 
 
 def _published(bindings: list[JsonObject]) -> int | None:
-    ports = [int(port) for port in (text(b, "HostPort", "") for b in bindings) if port.isdigit()]
+    ports = [int(port) for port in (fields.text(b, "HostPort", "") for b in bindings) if port.isdigit()]
     return ports[0] if ports else None
 
 
 def _address(networks: JsonObject) -> str | None:
-    found = (as_object(n, "a network") for n in networks.values())
-    addresses = [text(n, "IPAddress") for n in found if n.get("IPAddress")]
+    found = (fields.as_object(n, "a network") for n in networks.values())
+    addresses = [fields.text(n, "IPAddress") for n in found if n.get("IPAddress")]
     return addresses[0] if addresses else None

@@ -11,20 +11,10 @@ the tag its pool's firewall guards and admits. The token is ``DIGITALOCEAN_TOKEN
 
 from __future__ import annotations
 
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, capacity_errors
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    integer,
-    items,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-)
 
 URL = "https://api.digitalocean.com"
 TOKEN = credentials.Source(("DIGITALOCEAN_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN"), "~/.config/doctl/config.yaml", "access-token")
@@ -48,29 +38,31 @@ class DigitalOceanAPI:
         for size in self._pages("/v2/sizes", "sizes", "listing sizes"):
             if not size.get("available", True):
                 continue
-            gpu = obj(size, "gpu_info")
-            vram = obj(gpu, "vram")
-            for place in items(size, "regions"):
+            gpu = fields.obj(size, "gpu_info")
+            vram = fields.obj(gpu, "vram")
+            for place in fields.items(size, "regions"):
                 if region is not None and place != region:
                     continue
                 kinds.append(MachineType(
-                    name=text(size, "slug"), vcpus=number(size, "vcpus"), memory_gb=number(size, "memory") / 1024,
-                    price=number(size, "price_hourly"), region=str(place), accelerator=text(gpu, "model", "") or None,
-                    accelerator_count=integer(gpu, "count", 0),
-                    accelerator_memory_gb=number(vram, "amount", 0) or None,
-                    disk_gb=number(size, "disk", 0) or None,
+                    name=fields.text(size, "slug"), vcpus=fields.number(size, "vcpus"),
+                    memory_gb=fields.number(size, "memory") / 1024, price=fields.number(size, "price_hourly"),
+                    region=str(place), accelerator=fields.text(gpu, "model", "") or None,
+                    accelerator_count=fields.integer(gpu, "count", 0),
+                    accelerator_memory_gb=fields.number(vram, "amount", 0) or None,
+                    disk_gb=fields.number(size, "disk", 0) or None,
                 ))
         return kinds
 
     def add_key(self, name: str, public_key: str) -> str | None:
         answer = self._http.call("POST", "/v2/account/keys", f"adding SSH key {name}", json={"name": name, "public_key": public_key})
-        return text(obj(as_object(answer), "ssh_key"), "id")
+        return fields.text(fields.obj(fields.as_object(answer), "ssh_key"), "id")
 
     def remove_key(self, key_id: str) -> None:
         self._http.remove(f"/v2/account/keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
-        return [Key(text(k, "id"), text(k, "name", "")) for k in self._pages("/v2/account/keys", "ssh_keys", "listing SSH keys")]
+        listed = self._pages("/v2/account/keys", "ssh_keys", "listing SSH keys")
+        return [Key(fields.text(k, "id"), fields.text(k, "name", "")) for k in listed]
 
     def create(self, order: Order) -> str:
         body: dict[str, object] = {
@@ -82,13 +74,13 @@ class DigitalOceanAPI:
         shortage = f"DigitalOcean has no {order.machine_type.name} in {order.machine_type.region}"
         with capacity_errors(NO_CAPACITY, shortage, statuses=(422,)):
             answer = self._http.call("POST", "/v2/droplets", f"creating Droplet {order.name}", json=body)
-        return text(obj(as_object(answer), "droplet"), "id")
+        return fields.text(fields.obj(fields.as_object(answer), "droplet"), "id")
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/v2/droplets/{machine_id}", f"reading Droplet {machine_id}")
         if answer is None:
             return None
-        return _machine(obj(as_object(answer), "droplet"))
+        return _machine(fields.obj(fields.as_object(answer), "droplet"))
 
     def machines(self) -> list[Machine]:
         return [_machine(d) for d in self._pages(f"/v2/droplets?tag_name={TAG}", "droplets", "listing Droplets")]
@@ -116,7 +108,7 @@ class DigitalOceanAPI:
         }
         with self._http.removed_on_error(f"/v2/tags/{group}", f"deleting tag {group}"):
             answer = self._http.call("POST", "/v2/firewalls", f"creating firewall {group}", json=body)
-        return text(obj(as_object(answer), "firewall"), "id")
+        return fields.text(fields.obj(fields.as_object(answer), "firewall"), "id")
 
     def remove_firewall(self, firewall_id: str, group: str) -> None:
         self._http.remove(f"/v2/firewalls/{firewall_id}", f"deleting firewall {group}")
@@ -124,7 +116,7 @@ class DigitalOceanAPI:
 
     def firewalls(self) -> list[Firewall]:
         return [
-            Firewall(text(f, "id"), text(f, "name", ""))
+            Firewall(fields.text(f, "id"), fields.text(f, "name", ""))
             for f in self._pages("/v2/firewalls", "firewalls", "listing firewalls")
         ]
 
@@ -133,22 +125,22 @@ class DigitalOceanAPI:
         found: list[JsonObject] = []
         for page in range(1, 51):
             separator = "&" if "?" in path else "?"
-            answer = as_object(self._http.call("GET", f"{path}{separator}page={page}&per_page={PAGE}", what))
-            found.extend(objects(answer, key))
-            if not obj(obj(answer, "links"), "pages").get("next"):
+            answer = fields.as_object(self._http.call("GET", f"{path}{separator}page={page}&per_page={PAGE}", what))
+            found.extend(fields.objects(answer, key))
+            if not fields.obj(fields.obj(answer, "links"), "pages").get("next"):
                 break
         return found
 
 
 def _machine(droplet: JsonObject) -> Machine:
-    status = text(droplet, "status", "")
-    addresses = objects(obj(droplet, "networks"), "v4")
-    public = next((text(a, "ip_address") for a in addresses if a.get("type") == "public"), None)
-    private = next((text(a, "ip_address") for a in addresses if a.get("type") == "private"), None)
+    status = fields.text(droplet, "status", "")
+    addresses = fields.objects(fields.obj(droplet, "networks"), "v4")
+    public = next((fields.text(a, "ip_address") for a in addresses if a.get("type") == "public"), None)
+    private = next((fields.text(a, "ip_address") for a in addresses if a.get("type") == "private"), None)
     state: MachineState = "ended" if status == "archive" else "stopped" if status == "off" else "running" if status == "active" and public else "starting"
     created = epoch(droplet.get("created_at"))
-    price = number_or_none(obj(droplet, "size"), "price_hourly")
+    price = fields.number_or_none(fields.obj(droplet, "size"), "price_hourly")
     return Machine(
-        text(droplet, "id"), text(droplet, "name", ""), state, public, 22, private,
-        price, False, text(droplet, "size_slug", ""), created,
+        fields.text(droplet, "id"), fields.text(droplet, "name", ""), state, public, 22, private,
+        price, False, fields.text(droplet, "size_slug", ""), created,
     )

@@ -30,11 +30,11 @@ from dataclasses import replace
 from skyward.core.validation import fail
 from skyward.providers.aws.machines import owner
 from skyward.providers.base import PriceSnapshotWarning
-from skyward.providers.cloud import naming
+from skyward.providers.cloud import fields, naming
 from skyward.providers.cloud.api import Firewall, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import ApiClient, Params, base_url, message
-from skyward.providers.cloud.json import JsonObject, as_object, integer, number, obj, objects, text
 from skyward.providers.cloud.keys import KeysInOrders
 from skyward.providers.gcp import prices as pricing
 from skyward.providers.gcp.auth import where
@@ -121,7 +121,8 @@ class GCPAPI(KeysInOrders):
                 missing.add(" + ".join([family, *(gpu for gpu, _ in gpus)]))
             return snapshot_price, f"snapshot {date}"
 
-        listed = {text(t, "name"): t for t in self._pages(f"{self._in_zone}/machineTypes", "listing machine types")}
+        types = self._pages(f"{self._in_zone}/machineTypes", "listing machine types")
+        listed = {fields.text(t, "name"): t for t in types}
         kinds: list[MachineType] = []
         for name in pricing.offered():
             if name not in listed or listed[name].get("deprecated"):
@@ -134,11 +135,11 @@ class GCPAPI(KeysInOrders):
                 (price, spot), source = found
                 kinds.append(replace(base, price=price, spot_price=spot, price_source=source))
         for gpu in self._pages(f"{self._in_zone}/acceleratorTypes", "listing accelerator types"):
-            name = text(gpu, "name", "")
+            name = fields.text(gpu, "name", "")
             if name not in pricing.ATTACHABLE:
                 continue
             for count, machine in pricing.ATTACHED:
-                if machine not in listed or count > integer(gpu, "maximumCardsPerInstance", 0):
+                if machine not in listed or count > fields.integer(gpu, "maximumCardsPerInstance", 0):
                     continue
                 base = self._kind(listed[machine], machine)
                 both = None
@@ -184,10 +185,10 @@ class GCPAPI(KeysInOrders):
         token = ""
         for _ in range(MAX_BILLING_PAGES):
             query: Params = {"pageSize": pricing.PAGE_SIZE, **({"pageToken": token} if token else {})}
-            answer = as_object(self._billing.call("GET", pricing.SKUS_PATH, "reading Compute Engine prices",
+            answer = fields.as_object(self._billing.call("GET", pricing.SKUS_PATH, "reading Compute Engine prices",
                                                   params=query))
-            yield from objects(answer, "skus")
-            token = text(answer, "nextPageToken", "")
+            yield from fields.objects(answer, "skus")
+            token = fields.text(answer, "nextPageToken", "")
             if not token:
                 return
         raise CloudError(f"the Cloud Billing Catalog had more than {MAX_BILLING_PAGES} pages of Compute Engine SKUs")
@@ -199,7 +200,8 @@ class GCPAPI(KeysInOrders):
         for kind, count in _accelerators(listed):
             accelerator, memory = pricing.GPUS.get(kind, (kind, None))
         return MachineType(
-            name=name, vcpus=number(listed, "guestCpus", 0), memory_gb=number(listed, "memoryMb", 0) / 1024,
+            name=name, vcpus=fields.number(listed, "guestCpus", 0),
+            memory_gb=fields.number(listed, "memoryMb", 0) / 1024,
             price=None, region=self._zone, accelerator=accelerator, accelerator_count=count,
             accelerator_memory_gb=memory,
         )
@@ -227,7 +229,7 @@ class GCPAPI(KeysInOrders):
         except CloudError:
             self.delete(order.name)
             raise
-        return text(done, "targetId", order.name)
+        return fields.text(done, "targetId", order.name)
 
     def _instance_body(self, order: Order) -> dict[str, object]:
         kind = order.machine_type
@@ -269,13 +271,14 @@ class GCPAPI(KeysInOrders):
 
     def get(self, machine_id: str) -> Machine | None:
         """The instance by its id (or name); None once Compute Engine no longer has it."""
-        found = as_object(self._http.read(f"{self._in_zone}/instances/{machine_id}", f"reading instance {machine_id}"))
+        answer = self._http.read(f"{self._in_zone}/instances/{machine_id}", f"reading instance {machine_id}")
+        found = fields.as_object(answer)
         return _machine(found) if found else None
 
     def machines(self) -> list[Machine]:
         """The zone's instances labelled ``skyward-pool``."""
         return [_machine(i) for i in self._pages(f"{self._in_zone}/instances", "listing instances")
-                if LABEL_POOL in obj(i, "labels")]
+                if LABEL_POOL in fields.obj(i, "labels")]
 
     def delete(self, machine_id: str) -> None:
         """Ask for the deletion (gone already is fine); ``get`` confirms it."""
@@ -317,7 +320,7 @@ class GCPAPI(KeysInOrders):
         """One per group that has a skyward rule (its id and name: the group)."""
         groups: set[str] = set()
         for rule in self._pages(f"{self._base}/global/firewalls", "listing firewall rules"):
-            name = text(rule, "name", "")
+            name = fields.text(rule, "name", "")
             for suffix in RULE_SUFFIXES:
                 if name.endswith(suffix) and naming.parse(name.removesuffix(suffix)) is not None:
                     groups.add(name.removesuffix(suffix))
@@ -350,10 +353,10 @@ class GCPAPI(KeysInOrders):
                     "check it in the console (gcloud compute operations describe)"
                 )
             time.sleep(OPERATION_POLL)
-            zone = text(operation, "zone", "")
+            zone = fields.text(operation, "zone", "")
             where = f"{self._base}/zones/{zone.rsplit('/', 1)[-1]}" if zone else f"{self._base}/global"
             operation = self._http.call("GET", f"{where}/operations/{operation['name']}", f"waiting for {what}")
-        errors = objects(obj(operation, "error"), "errors")
+        errors = fields.objects(fields.obj(operation, "error"), "errors")
         if errors:
             said = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors)
             if _capacity(operation.get("error")):
@@ -367,9 +370,9 @@ class GCPAPI(KeysInOrders):
         token = ""
         for _ in range(50):
             query: Params = {"maxResults": PAGE, **({"pageToken": token} if token else {})}
-            answer = as_object(self._http.call("GET", path, what, params=query))
-            found.extend(objects(answer, "items"))
-            token = text(answer, "nextPageToken", "")
+            answer = fields.as_object(self._http.call("GET", path, what, params=query))
+            found.extend(fields.objects(answer, "items"))
+            token = fields.text(answer, "nextPageToken", "")
             if not token:
                 break
         return found
@@ -377,8 +380,8 @@ class GCPAPI(KeysInOrders):
 
 def _accelerators(listed: JsonObject) -> list[tuple[str, int]]:
     """The GPUs a machine type comes with: (accelerator type, count)."""
-    return [(text(a, "guestAcceleratorType", ""), integer(a, "guestAcceleratorCount", 0))
-            for a in objects(listed, "accelerators")]
+    return [(fields.text(a, "guestAcceleratorType", ""), fields.integer(a, "guestAcceleratorCount", 0))
+            for a in fields.objects(listed, "accelerators")]
 
 
 def _parts(kind: MachineType) -> tuple[str, str, int]:
@@ -419,14 +422,15 @@ def _first(found: list[JsonObject]) -> JsonObject:
 
 
 def _machine(instance: JsonObject) -> Machine:
-    interface = _first(objects(instance, "networkInterfaces"))
-    public = text(_first(objects(interface, "accessConfigs")), "natIP", "") or None
-    state = STATES.get(text(instance, "status", ""), "starting")
+    interface = _first(fields.objects(instance, "networkInterfaces"))
+    public = fields.text(_first(fields.objects(interface, "accessConfigs")), "natIP", "") or None
+    state = STATES.get(fields.text(instance, "status", ""), "starting")
     if state == "running" and public is None:
         state = "starting"
-    scheduling = obj(instance, "scheduling")
+    scheduling = fields.obj(instance, "scheduling")
     return Machine(
-        text(instance, "id"), text(instance, "name"), state, public, 22, text(interface, "networkIP", "") or None,
-        None, scheduling.get("provisioningModel") == "SPOT", text(instance, "machineType", "").rsplit("/", 1)[-1],
+        fields.text(instance, "id"), fields.text(instance, "name"), state, public, 22,
+        fields.text(interface, "networkIP", "") or None, None, scheduling.get("provisioningModel") == "SPOT",
+        fields.text(instance, "machineType", "").rsplit("/", 1)[-1],
         epoch(instance.get("creationTimestamp")),
     )

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skyward.core.paths import skyward_dir
-from skyward.providers.cloud.json import JsonObject, items, number, obj, objects, text, to_number
+from skyward.providers.cloud import fields
+from skyward.providers.cloud.fields import JsonObject
 
 SNAPSHOT = Path(__file__).with_name("price_snapshot.json")
 LIVE = "live"
@@ -158,15 +159,15 @@ def read_catalog(skus: Iterable[JsonObject]) -> Catalog:
     Billing Catalog's Compute Engine SKUs (the lowest where several SKUs price one thing)."""
     found: Catalog = {}
     for sku in skus:
-        category = obj(sku, "category")
-        slot = USAGE.get(text(category, "usageType", ""))
-        if slot is None or text(category, "resourceFamily", "Compute") != "Compute":
+        category = fields.obj(sku, "category")
+        slot = USAGE.get(fields.text(category, "usageType", ""))
+        if slot is None or fields.text(category, "resourceFamily", "Compute") != "Compute":
             continue
-        key, unit = _key(text(sku, "description", ""))
+        key, unit = _key(fields.text(sku, "description", ""))
         price = _unit_price(sku, unit) if key else None
         if key is None or price is None:
             continue
-        for region in items(sku, "serviceRegions"):
+        for region in fields.items(sku, "serviceRegions"):
             pair = found.setdefault(str(region), {}).setdefault(key, [None, None])
             known = pair[slot]
             pair[slot] = price if known is None else min(known, price)
@@ -188,17 +189,17 @@ def _key(description: str) -> tuple[str | None, str]:
 def _unit_price(sku: JsonObject, unit: str) -> float | None:
     """The SKU's current USD price per ``unit`` (its last tier: the price past any free
     allowance); None when it is priced otherwise or at nothing."""
-    info = objects(sku, "pricingInfo")
+    info = fields.objects(sku, "pricingInfo")
     if not info:
         return None
-    expression = obj(info[0], "pricingExpression")
-    tiers = objects(expression, "tieredRates")
-    if text(expression, "usageUnit", "") != unit or not tiers:
+    expression = fields.obj(info[0], "pricingExpression")
+    tiers = fields.objects(expression, "tieredRates")
+    if fields.text(expression, "usageUnit", "") != unit or not tiers:
         return None
-    price = obj(tiers[-1], "unitPrice")
-    if text(price, "currencyCode", "USD") != "USD":
+    price = fields.obj(tiers[-1], "unitPrice")
+    if fields.text(price, "currencyCode", "USD") != "USD":
         return None
-    value = number(price, "units", 0) + number(price, "nanos", 0) / 1e9
+    value = fields.number(price, "units", 0) + fields.number(price, "nanos", 0) / 1e9
     return value if value > 0 else None
 
 
@@ -247,7 +248,7 @@ def cached(url: str) -> Catalog | None:
         if not isinstance(rates, dict):
             return None
         catalog[str(region)] = {
-            str(key): [None if v is None else to_number(v, str(key)) for v in pair]
+            str(key): [None if v is None else fields.to_number(v, str(key)) for v in pair]
             for key, pair in rates.items() if isinstance(pair, list) and len(pair) == 2
         }
     return catalog

@@ -11,11 +11,11 @@ in the ``api_key`` header: ``api_key=`` or ``HYPERSTACK_API_KEY``."""
 from __future__ import annotations
 
 from skyward.core.accelerator_catalog import identify
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CloudError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors
-from skyward.providers.cloud.json import JsonObject, as_object, as_objects, integer, number, obj, objects, text
 
 URL = "https://infrahub-api.nexgencloud.com/v1"
 API_KEY = credentials.Source(("HYPERSTACK_API_KEY",))
@@ -71,32 +71,34 @@ class HyperstackAPI:
         GPU count; a flavor whose GPU ends in ``-spot`` is sold as spot only. Flavors the
         pricebook gives no price (CPU-only ones) are not offered."""
         params = {"region": region} if region else None
-        groups = objects(
-            as_object(self._http.call("GET", "/core/flavors", "listing flavors", params=params)), "data"
+        groups = fields.objects(
+            fields.as_object(self._http.call("GET", "/core/flavors", "listing flavors", params=params)), "data"
         )
-        prices = _pricebook(as_objects(self._http.call("GET", "/pricebook", "reading the pricebook"), "the pricebook"))
+        book = self._http.call("GET", "/pricebook", "reading the pricebook")
+        prices = _pricebook(fields.as_objects(book, "the pricebook"))
         kinds = []
         for group in groups:
-            for flavor in objects(group, "flavors"):
-                gpu, count = text(flavor, "gpu", ""), integer(flavor, "gpu_count", 0)
+            for flavor in fields.objects(group, "flavors"):
+                gpu, count = fields.text(flavor, "gpu", ""), fields.integer(flavor, "gpu_count", 0)
                 hourly = prices.get(gpu.upper(), 0.0) * count
                 if not flavor.get("stock_available", True) or not gpu or hourly <= 0:
                     continue
                 spot = gpu.lower().endswith(SPOT_SUFFIX)
                 accelerator = _accelerator(gpu)
                 seen = identify(accelerator)
+                where = fields.text(flavor, "region_name", "") or fields.text(group, "region_name", "") or region
                 kinds.append(
                     MachineType(
-                        name=text(flavor, "name"),
-                        vcpus=number(flavor, "cpu", 0),
-                        memory_gb=number(flavor, "ram", 0),
+                        name=fields.text(flavor, "name"),
+                        vcpus=fields.number(flavor, "cpu", 0),
+                        memory_gb=fields.number(flavor, "ram", 0),
                         price=None if spot else hourly,
                         spot_price=hourly if spot else None,
-                        region=text(flavor, "region_name", "") or text(group, "region_name", "") or region or "",
+                        region=where or "",
                         accelerator=accelerator,
                         accelerator_count=count,
                         accelerator_memory_gb=seen.memory_gb if seen is not None else None,
-                        disk_gb=number(flavor, "disk", 0) or None,
+                        disk_gb=fields.number(flavor, "disk", 0) or None,
                     )
                 )
         return kinds
@@ -110,7 +112,7 @@ class HyperstackAPI:
             f"creating environment {name}",
             json={"name": name, "region": self._region},
         )
-        environment = text(obj(as_object(answer), "environment"), "id")
+        environment = fields.text(fields.obj(fields.as_object(answer), "environment"), "id")
         with self._http.removed_on_error(f"/core/environments/{environment}", f"deleting environment {name}"):
             answer = self._http.call(
                 "POST",
@@ -118,24 +120,24 @@ class HyperstackAPI:
                 f"importing keypair {name}",
                 json={"name": name, "environment_name": name, "public_key": public_key},
             )
-        return text(obj(as_object(answer), "keypair"), "id")
+        return fields.text(fields.obj(fields.as_object(answer), "keypair"), "id")
 
     def remove_key(self, key_id: str) -> None:
         """The keypair, then its environment when that bears the keypair's name (ours)."""
-        found = next((k for k in self._keypairs() if text(k, "id") == key_id), None)
+        found = next((k for k in self._keypairs() if fields.text(k, "id") == key_id), None)
         self._http.remove(f"/core/keypair/{key_id}", f"deleting keypair {key_id}")
         if found is None:
             return
-        name = text(found, "name", "")
-        answer = as_object(self._http.call("GET", "/core/environments", "listing environments"))
-        for environment in objects(answer, "environments"):
+        name = fields.text(found, "name", "")
+        answer = fields.as_object(self._http.call("GET", "/core/environments", "listing environments"))
+        for environment in fields.objects(answer, "environments"):
             if environment.get("name") == name == found.get("environment"):
                 self._http.remove(
-                    f"/core/environments/{text(environment, 'id')}", f"deleting environment {name}"
+                    f"/core/environments/{fields.text(environment, 'id')}", f"deleting environment {name}"
                 )
 
     def keys(self) -> list[Key]:
-        return [Key(text(k, "id"), text(k, "name", "")) for k in self._keypairs()]
+        return [Key(fields.text(k, "id"), fields.text(k, "name", "")) for k in self._keypairs()]
 
     def create(self, order: Order) -> str:
         """One VM of the order's flavor in the pool's environment (``order.group``), with
@@ -155,24 +157,24 @@ class HyperstackAPI:
         kind = order.machine_type
         with capacity_errors(NO_CAPACITY, f"Hyperstack has no {kind.name} in {kind.region}"):
             answer = self._http.call("POST", "/core/virtual-machines", f"creating VM {order.name}", json=body)
-        instances = objects(as_object(answer), "instances")
+        instances = fields.objects(fields.as_object(answer), "instances")
         if len(instances) != 1:
             raise CloudError(
                 f"Hyperstack answered creating VM {order.name} with {len(instances)} VMs "
                 "instead of one"
             )
-        return text(instances[0], "id")
+        return fields.text(instances[0], "id")
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/core/virtual-machines/{machine_id}", f"reading VM {machine_id}")
-        instance = obj(as_object(answer), "instance")
+        instance = fields.obj(fields.as_object(answer), "instance")
         return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
         """Every VM of the account (pages of ``PAGE``, at most 50 pages)."""
         found: list[Machine] = []
         for page in range(1, 51):
-            answer = as_object(
+            answer = fields.as_object(
                 self._http.call(
                     "GET",
                     "/core/virtual-machines",
@@ -180,7 +182,7 @@ class HyperstackAPI:
                     params={"page": page, "pageSize": PAGE},
                 )
             )
-            listed = objects(answer, "instances")
+            listed = fields.objects(answer, "instances")
             found.extend(_machine(item) for item in listed)
             if len(listed) < PAGE:
                 break
@@ -190,22 +192,23 @@ class HyperstackAPI:
         self._http.remove(f"/core/virtual-machines/{machine_id}", f"deleting VM {machine_id}")
 
     def _keypairs(self) -> list[JsonObject]:
-        return objects(as_object(self._http.call("GET", "/core/keypairs", "listing keypairs")), "keypairs")
+        answer = self._http.call("GET", "/core/keypairs", "listing keypairs")
+        return fields.objects(fields.as_object(answer), "keypairs")
 
     def _newest_image(self) -> str:
         """The newest Ubuntu image with CUDA in the region (any Ubuntu when none has CUDA);
         CloudError when the region lists no Ubuntu image."""
         if self._region not in self._images:
-            answer = as_object(
+            answer = fields.as_object(
                 self._http.call(
                     "GET", "/core/images", "listing images", params={"region": self._region}
                 )
             )
             images = [
                 i
-                for group in objects(answer, "images")
-                for i in objects(group, "images")
-                if "ubuntu" in text(i, "name", "").lower()
+                for group in fields.objects(answer, "images")
+                for i in fields.objects(group, "images")
+                if "ubuntu" in fields.text(i, "name", "").lower()
             ]
             if not images:
                 raise CloudError(
@@ -213,10 +216,10 @@ class HyperstackAPI:
                     "give sky.Hyperstack(image_name=...)"
                 )
             images.sort(
-                key=lambda i: ("cuda" in text(i, "name").lower(), text(i, "created_at", "")),
+                key=lambda i: ("cuda" in fields.text(i, "name").lower(), fields.text(i, "created_at", "")),
                 reverse=True,
             )
-            self._images[self._region] = text(images[0], "name")
+            self._images[self._region] = fields.text(images[0], "name")
         return self._images[self._region]
 
 
@@ -225,8 +228,8 @@ def _pricebook(entries: list[JsonObject]) -> dict[str, float]:
     prices = {}
     for entry in entries:
         try:
-            value = number(entry, "value", 0)
-            name = text(entry, "name", "")
+            value = fields.number(entry, "value", 0)
+            name = fields.text(entry, "name", "")
         except ValueError:  # CloudAnswerError: a price or name that is not one
             continue
         if name and value > 0:
@@ -243,8 +246,8 @@ def _accelerator(gpu: str) -> str:
 
 
 def _machine(vm: JsonObject) -> Machine:
-    status = text(vm, "status", "").upper()
-    public = text(vm, "floating_ip", "") or None
+    status = fields.text(vm, "status", "").upper()
+    public = fields.text(vm, "floating_ip", "") or None
     state: MachineState = (
         "ended"
         if status in ENDED
@@ -254,6 +257,7 @@ def _machine(vm: JsonObject) -> Machine:
     )
     created = epoch(vm.get("created_at"))
     return Machine(
-        text(vm, "id"), text(vm, "name", ""), state, ssh_host=public, private_ip=text(vm, "fixed_ip", "") or None,
-        machine_type=text(obj(vm, "flavor"), "name", ""), created=created,
+        fields.text(vm, "id"), fields.text(vm, "name", ""), state, ssh_host=public,
+        private_ip=fields.text(vm, "fixed_ip", "") or None,
+        machine_type=fields.text(fields.obj(vm, "flavor"), "name", ""), created=created,
     )

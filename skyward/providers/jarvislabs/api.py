@@ -17,22 +17,11 @@ import re
 from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import KeysInCollection, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors, message
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    flag,
-    integer,
-    items,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-)
 from skyward.providers.cloud.keys import KeyCollection
 
 REGION_URLS = {
@@ -93,28 +82,28 @@ class JarvisLabsAPI(KeysInCollection):
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Each GPU type of each region (of ``region``) at 1, 2, 4 and 8 GPUs (Europe: 1
         and 8), as many as the region has free, at its per-GPU hourly and spot prices."""
-        answer = as_object(self._http.call("GET", "/misc/server_meta", "listing GPU types"))
+        answer = fields.as_object(self._http.call("GET", "/misc/server_meta", "listing GPU types"))
         kinds = []
-        for item in objects(answer, "server_meta"):
-            place = text(item, "region", "")
+        for item in fields.objects(answer, "server_meta"):
+            place = fields.text(item, "region", "")
             workload = item.get("workload_type")
             if place not in REGION_URLS or (region is not None and place != region):
                 continue
             if workload not in (None, "vm" if self.template == "vm" else "container"):
                 continue
-            price = number(item, "price_per_hour", 0)
-            spot = number_or_none(item, "spot_price") if self.template != "vm" else None
-            free = integer(item, "num_free_devices", 0)
-            name = text(item, "gpu_type", "")
-            accelerator, memory = _accelerator(name, text(item, "vram", ""))
+            price = fields.number(item, "price_per_hour", 0)
+            spot = fields.number_or_none(item, "spot_price") if self.template != "vm" else None
+            free = fields.integer(item, "num_free_devices", 0)
+            name = fields.text(item, "gpu_type", "")
+            accelerator, memory = _accelerator(name, fields.text(item, "vram", ""))
             for count in EUROPE_COUNTS if place == "europe-01" else COUNTS:
                 if count > free or price <= 0:
                     continue
                 kinds.append(
                     MachineType(
                         name=f"{count}x {name}",
-                        vcpus=number(item, "cpus_per_gpu", 0) * count,
-                        memory_gb=number(item, "ram_per_gpu", 0) * count,
+                        vcpus=fields.number(item, "cpus_per_gpu", 0) * count,
+                        memory_gb=fields.number(item, "ram_per_gpu", 0) * count,
                         price=price * count,
                         spot_price=spot * count if spot else None,
                         region=place,
@@ -152,7 +141,7 @@ class JarvisLabsAPI(KeysInCollection):
         shortage = f"JarvisLabs has no {kind.name} free in {region}"
         with capacity_errors(NO_CAPACITY, shortage, statuses=(400, 409, 503)):
             answer = self._clients[region].call("POST", f"/templates/{order.image}/create", what, json=body)
-        machine_id = text(answer, "machine_id", "") if isinstance(answer, Mapping) else ""
+        machine_id = fields.text(answer, "machine_id", "") if isinstance(answer, Mapping) else ""
         if not machine_id:
             said = message(answer)
             if any(t in said.lower() for t in NO_CAPACITY):
@@ -163,21 +152,21 @@ class JarvisLabsAPI(KeysInCollection):
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/users/fetch/{machine_id}", f"reading instance {machine_id}")
-        instance = obj(answer, "instance") if isinstance(answer, Mapping) else {}
+        instance = fields.obj(answer, "instance") if isinstance(answer, Mapping) else {}
         return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
-        answer = as_object(self._http.call("GET", "/users/fetch", "listing instances"))
-        return [_machine(i) for i in items(answer, "instances") if isinstance(i, Mapping)]
+        answer = fields.as_object(self._http.call("GET", "/users/fetch", "listing instances"))
+        return [_machine(i) for i in fields.items(answer, "instances") if isinstance(i, Mapping)]
 
     def delete(self, machine_id: str) -> None:
         """Destroy the instance (VMs and containers have their own call) at its region's
         backend; one already gone is fine."""
         answer = self._http.read(f"/users/fetch/{machine_id}", f"reading instance {machine_id}")
-        instance = obj(answer, "instance") if isinstance(answer, Mapping) else {}
-        if not instance or text(instance, "status", "").lower() in ENDED:
+        instance = fields.obj(answer, "instance") if isinstance(answer, Mapping) else {}
+        if not instance or fields.text(instance, "status", "").lower() in ENDED:
             return
-        region = text(instance, "region", "") or self._regions.get(machine_id) or READS
+        region = fields.text(instance, "region", "") or self._regions.get(machine_id) or READS
         path = "/templates/vm/destroy" if instance.get("template") == "vm" else "/misc/destroy"
         client = self._clients.get(region, self._http)
         try:
@@ -212,14 +201,15 @@ def _endpoint(ssh: str) -> tuple[str | None, int, str | None]:
 
 
 def _machine(instance: JsonObject) -> Machine:
-    status = text(instance, "status", "").lower()
-    host, port, user = _endpoint(text(instance, "ssh_str", "") or text(instance, "ssh_command", ""))
+    status = fields.text(instance, "status", "").lower()
+    host, port, user = _endpoint(fields.text(instance, "ssh_str", "") or fields.text(instance, "ssh_command", ""))
     state: MachineState = (
         "ended" if status in ENDED else "stopped" if status in STOPPED
         else ("running" if status == RUNNING and host else "starting")
     )
     return Machine(
-        text(instance, "machine_id"), text(instance, "name", "") or text(instance, "instance_name", ""), state,
-        ssh_host=host if state == "running" else None, ssh_port=port, spot=flag(instance, "is_spot"),
+        fields.text(instance, "machine_id"),
+        fields.text(instance, "name", "") or fields.text(instance, "instance_name", ""), state,
+        ssh_host=host if state == "running" else None, ssh_port=port, spot=fields.flag(instance, "is_spot"),
         machine_type=f"{instance.get('num_gpus') or 1}x {instance.get('gpu_type') or ''}", ssh_user=user,
     )

@@ -15,21 +15,11 @@ import threading
 from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Firewall, KeysInCollection, Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError, CloudError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, message
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    integer,
-    items,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-)
 from skyward.providers.cloud.keys import KeyCollection
 
 URL = "https://cloud.lambda.ai/api/v1"
@@ -78,29 +68,29 @@ class LambdaAPI(KeysInCollection):
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Each instance type in each region that has room for it now (types no region has
         room for are not offered), at its hourly price."""
-        answer = as_object(self._http.call("GET", "/instance-types", "listing instance types"))
+        answer = fields.as_object(self._http.call("GET", "/instance-types", "listing instance types"))
         kinds = []
-        for listed in obj(answer, "data").values():
-            item = as_object(listed, "an instance type")
-            kind = obj(item, "instance_type")
-            specs = obj(kind, "specs")
-            count = integer(specs, "gpus", 0)
-            accelerator, memory = _accelerator(text(kind, "gpu_description", ""))
-            for place in objects(item, "regions_with_capacity_available"):
-                name = text(place, "name", "")
+        for listed in fields.obj(answer, "data").values():
+            item = fields.as_object(listed, "an instance type")
+            kind = fields.obj(item, "instance_type")
+            specs = fields.obj(kind, "specs")
+            count = fields.integer(specs, "gpus", 0)
+            accelerator, memory = _accelerator(fields.text(kind, "gpu_description", ""))
+            for place in fields.objects(item, "regions_with_capacity_available"):
+                name = fields.text(place, "name", "")
                 if region is not None and name != region:
                     continue
                 kinds.append(
                     MachineType(
-                        name=text(kind, "name"),
-                        vcpus=number(specs, "vcpus", 0),
-                        memory_gb=number(specs, "memory_gib", 0),
-                        price=number(kind, "price_cents_per_hour", 0) / 100 or None,
+                        name=fields.text(kind, "name"),
+                        vcpus=fields.number(specs, "vcpus", 0),
+                        memory_gb=fields.number(specs, "memory_gib", 0),
+                        price=fields.number(kind, "price_cents_per_hour", 0) / 100 or None,
                         region=name,
                         accelerator=accelerator if count else None,
                         accelerator_count=count,
                         accelerator_memory_gb=memory if count else None,
-                        disk_gb=number(specs, "storage_gib", 0) or None,
+                        disk_gb=fields.number(specs, "storage_gib", 0) or None,
                     )
                 )
         return kinds
@@ -130,7 +120,7 @@ class LambdaAPI(KeysInCollection):
                     f"Lambda has no {order.machine_type.name} in {region}: {message(exc.body)}"
                 ) from None
             raise
-        ids = items(obj(as_object(answer), "data"), "instance_ids")
+        ids = fields.items(fields.obj(fields.as_object(answer), "data"), "instance_ids")
         if len(ids) != 1:
             raise CloudError(
                 f"Lambda answered launching instance {order.name} with {len(ids)} instances "
@@ -140,12 +130,12 @@ class LambdaAPI(KeysInCollection):
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}")
-        data = obj(as_object(answer), "data")
+        data = fields.obj(fields.as_object(answer), "data")
         return _machine(data) if data else None
 
     def machines(self) -> list[Machine]:
-        answer = as_object(self._http.call("GET", "/instances", "listing instances"))
-        return [_machine(item) for item in objects(answer, "data")]
+        answer = fields.as_object(self._http.call("GET", "/instances", "listing instances"))
+        return [_machine(item) for item in fields.objects(answer, "data")]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(
@@ -183,12 +173,13 @@ class LambdaAPI(KeysInCollection):
                     f"creating firewall ruleset {group} in {region}",
                     json={"name": group, "region": region, "rules": firewall_rules()},
                 )
-                self._rulesets[(group, region)] = text(obj(as_object(answer), "data"), "id")
+                self._rulesets[(group, region)] = fields.text(fields.obj(fields.as_object(answer), "data"), "id")
             return self._rulesets[(group, region)]
 
     def _rulesets_listed(self) -> list[dict[str, str]]:
-        answer = as_object(self._http.call("GET", "/firewall-rulesets", "listing firewall rulesets"))
-        return [{"id": text(r, "id"), "name": text(r, "name", "")} for r in objects(answer, "data")]
+        answer = fields.as_object(self._http.call("GET", "/firewall-rulesets", "listing firewall rulesets"))
+        listed = fields.objects(answer, "data")
+        return [{"id": fields.text(r, "id"), "name": fields.text(r, "name", "")} for r in listed]
 
 
 def _code(body: object) -> str:
@@ -211,8 +202,8 @@ def _accelerator(description: str) -> tuple[str | None, float | None]:
 
 
 def _machine(instance: JsonObject) -> Machine:
-    status = text(instance, "status", "")
-    public = text(instance, "ip", "") or None
+    status = fields.text(instance, "status", "")
+    public = fields.text(instance, "ip", "") or None
     state: MachineState = (
         "ended"
         if status in ENDED
@@ -220,10 +211,11 @@ def _machine(instance: JsonObject) -> Machine:
         if status == "unhealthy"
         else ("running" if status == "active" and public else "starting")
     )
-    kind = obj(instance, "instance_type")
-    cents = number_or_none(kind, "price_cents_per_hour")
+    kind = fields.obj(instance, "instance_type")
+    cents = fields.number_or_none(kind, "price_cents_per_hour")
     return Machine(
-        text(instance, "id"), text(instance, "name", ""), state, ssh_host=public,
-        private_ip=text(instance, "private_ip", "") or None, hourly_price=cents / 100 if cents is not None else None,
-        machine_type=text(kind, "name", ""),
+        fields.text(instance, "id"), fields.text(instance, "name", ""), state, ssh_host=public,
+        private_ip=fields.text(instance, "private_ip", "") or None,
+        hourly_price=cents / 100 if cents is not None else None,
+        machine_type=fields.text(kind, "name", ""),
     )

@@ -13,21 +13,11 @@ import re
 from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import KeysInCollection, Machine, MachineState, MachineType, Order, epoch
 from skyward.providers.cloud.errors import CloudError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, capacity_errors, message
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    integer,
-    items,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-)
 from skyward.providers.cloud.keys import KeyCollection
 
 URL = "https://vm.massedcompute.com/api/v1"
@@ -60,32 +50,32 @@ class MassedComputeAPI(KeysInCollection):
     def machine_types(self, region: str | None) -> list[MachineType]:
         """Each product in each region that has room for it now, at its hourly price; GPUs
         read from the product name and description (``gpu_2x_h100``, "2x H100 (80 GB)")."""
-        answer = as_object(self._http.call("GET", "/gpu-inventory", "listing the GPU inventory"))
+        answer = fields.as_object(self._http.call("GET", "/gpu-inventory", "listing the GPU inventory"))
         kinds = []
-        for listed in obj(answer, "gpu_inventory").values():
-            item = as_object(listed, "a GPU inventory item")
-            kind = obj(item, "instance_type")
-            specs = obj(kind, "specs")
-            name = text(kind, "name", "")
-            accelerator, count, memory = _gpus(name, text(kind, "description", ""))
-            cents = number(kind, "price_cents_per_hour", 0)
+        for listed in fields.obj(answer, "gpu_inventory").values():
+            item = fields.as_object(listed, "a GPU inventory item")
+            kind = fields.obj(item, "instance_type")
+            specs = fields.obj(kind, "specs")
+            name = fields.text(kind, "name", "")
+            accelerator, count, memory = _gpus(name, fields.text(kind, "description", ""))
+            cents = fields.number(kind, "price_cents_per_hour", 0)
             if cents <= 0 or not name:
                 continue
-            for place in items(item, "regions_with_capacity_available"):
-                where = text(as_object(place, "a region with capacity"), "name", "")
+            for place in fields.items(item, "regions_with_capacity_available"):
+                where = fields.text(fields.as_object(place, "a region with capacity"), "name", "")
                 if not where or (region is not None and where != region):
                     continue
                 kinds.append(
                     MachineType(
                         name=name,
-                        vcpus=number(specs, "vcpu_count", 0),
-                        memory_gb=number(specs, "memory_gib", 0),
+                        vcpus=fields.number(specs, "vcpu_count", 0),
+                        memory_gb=fields.number(specs, "memory_gib", 0),
                         price=cents / 100,
                         region=where,
                         accelerator=accelerator,
                         accelerator_count=count,
                         accelerator_memory_gb=memory,
-                        disk_gb=number(specs, "storage_gb", 0) or None,
+                        disk_gb=fields.number(specs, "storage_gb", 0) or None,
                     )
                 )
         return kinds
@@ -114,12 +104,12 @@ class MassedComputeAPI(KeysInCollection):
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/instance/{machine_id}", f"reading instance {machine_id}")
-        instance = obj(answer, "runningInstance") if isinstance(answer, Mapping) else {}
+        instance = fields.obj(answer, "runningInstance") if isinstance(answer, Mapping) else {}
         return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
-        answer = as_object(self._http.call("GET", "/instance", "listing instances"))
-        return [_machine(i) for i in items(answer, "runningInstances") if isinstance(i, Mapping)]
+        answer = fields.as_object(self._http.call("GET", "/instance", "listing instances"))
+        return [_machine(i) for i in fields.items(answer, "runningInstances") if isinstance(i, Mapping)]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(
@@ -130,16 +120,16 @@ class MassedComputeAPI(KeysInCollection):
     def _default_image(self) -> str:
         """The id of the first image whose name says Ubuntu; CloudError when there is none."""
         if self._image is None:
-            answer = as_object(self._http.call("GET", "/images", "listing images"))
+            answer = fields.as_object(self._http.call("GET", "/images", "listing images"))
             images = sorted(
-                (i for i in objects(answer, "images") if UBUNTU in text(i, "name", "").lower()),
-                key=lambda i: integer(i, "id", 0),
+                (i for i in fields.objects(answer, "images") if UBUNTU in fields.text(i, "name", "").lower()),
+                key=lambda i: fields.integer(i, "id", 0),
             )
             if not images:
                 raise CloudError(
                     "Massed Compute lists no Ubuntu image; give MassedCompute(image_id=...) from GET /images"
                 )
-            self._image = text(images[0], "id")
+            self._image = fields.text(images[0], "id")
         return self._image
 
 
@@ -167,7 +157,7 @@ def _uuid(answer: object) -> str | None:
         return None
     made = answer.get("instance")
     instance: JsonObject = made if isinstance(made, Mapping) else {}
-    listed = [*items(answer, "instances"), *items(answer, "instanceUuids")]
+    listed = [*fields.items(answer, "instances"), *fields.items(answer, "instanceUuids")]
     first = listed[0] if listed else None
     for value in (answer.get("uuid"), instance.get("uuid"), first.get("uuid") if isinstance(first, Mapping) else first):
         if value:
@@ -176,8 +166,8 @@ def _uuid(answer: object) -> str | None:
 
 
 def _machine(instance: JsonObject) -> Machine:
-    status = text(instance, "status", "").lower()
-    address = text(instance, "ip", "") or None
+    status = fields.text(instance, "status", "").lower()
+    address = fields.text(instance, "ip", "") or None
     booted = bool(instance.get("os_booted"))
     state: MachineState = (
         "ended" if status in ENDED or instance.get("active") == 0
@@ -186,9 +176,10 @@ def _machine(instance: JsonObject) -> Machine:
     )
     sold = instance.get("product")
     product: JsonObject = sold if isinstance(sold, Mapping) else {}
-    cents = number_or_none(product, "price_cents_per_hour")
+    cents = fields.number_or_none(product, "price_cents_per_hour")
     return Machine(
-        text(instance, "uuid"), text(instance, "name", ""), state, ssh_host=address if state == "running" else None,
-        hourly_price=cents / 100 if cents is not None else None, machine_type=text(product, "name", ""),
+        fields.text(instance, "uuid"), fields.text(instance, "name", ""), state,
+        ssh_host=address if state == "running" else None,
+        hourly_price=cents / 100 if cents is not None else None, machine_type=fields.text(product, "name", ""),
         created=epoch(instance.get("created")),
     )

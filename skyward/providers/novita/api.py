@@ -7,11 +7,11 @@ exposes port 22 over TCP (``portMappings`` says where it is reached)."""
 
 from __future__ import annotations
 
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CloudAPIError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, capacity_errors, message
-from skyward.providers.cloud.json import JsonObject, as_object, integer, items, number, objects, text
 from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://api.novita.ai/gpu-instance/openapi/v1"
@@ -33,27 +33,27 @@ class NovitaAPI(KeysInOrders):
         self._http = bearer_client("Novita", "novita", URL, key, KEY.describe())
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        answer = as_object(self._http.call("GET", "/products", "listing products"))
+        answer = fields.as_object(self._http.call("GET", "/products", "listing products"))
         kinds = []
-        for product in objects(answer, "data"):
+        for product in fields.objects(answer, "data"):
             if not product.get("availableDeploy", True):
                 continue
-            places: list[object] = items(product, "regions") or [None]
-            name = text(product, "name")
+            places: list[object] = fields.items(product, "regions") or [None]
+            name = fields.text(product, "name")
             for place in places:
                 if region is not None and place != region:
                     continue
                 for count in GPU_COUNTS:
-                    if count > integer(product, "maxGpuNum", 8):
+                    if count > fields.integer(product, "maxGpuNum", 8):
                         continue
                     kinds.append(MachineType(
-                        name=f"{count}x {name}", ref=text(product, "id"),
-                        vcpus=number(product, "cpuPerGpu", 0) * count,
-                        memory_gb=number(product, "memoryPerGpu", 0) * count,
+                        name=f"{count}x {name}", ref=fields.text(product, "id"),
+                        vcpus=fields.number(product, "cpuPerGpu", 0) * count,
+                        memory_gb=fields.number(product, "memoryPerGpu", 0) * count,
                         price=_dollars(product, "price", count), spot_price=_dollars(product, "spotPrice", count),
                         region=None if place is None else str(place), accelerator=_gpu(name), accelerator_count=count,
                         accelerator_memory_gb=_memory(name),
-                        disk_gb=number(product, "diskPerGpu", 0) * count or None,
+                        disk_gb=fields.number(product, "diskPerGpu", 0) * count or None,
                     ))
         return kinds
 
@@ -69,7 +69,7 @@ class NovitaAPI(KeysInOrders):
             body["clusterId"] = order.machine_type.region
         with capacity_errors(NO_CAPACITY, f"Novita has no {order.machine_type.name} right now"):
             answer = self._http.call("POST", "/gpu/instance/create", f"creating instance {order.name}", json=body)
-        return text(as_object(answer), "id")
+        return fields.text(fields.as_object(answer), "id")
 
     def get(self, machine_id: str) -> Machine | None:
         try:
@@ -78,12 +78,12 @@ class NovitaAPI(KeysInOrders):
             if exc.status == 404 or any(text in message(exc.body).lower() for text in NOT_FOUND):
                 return None
             raise
-        found = as_object(item)
+        found = fields.as_object(item)
         return _machine(found) if found else None
 
     def machines(self) -> list[Machine]:
         answer = self._http.call("GET", "/gpu/instances", "listing instances", params={"pageSize": 100, "pageNum": 1})
-        return [_machine(item) for item in objects(as_object(answer), "instances")]
+        return [_machine(item) for item in fields.objects(fields.as_object(answer), "instances")]
 
     def delete(self, machine_id: str) -> None:
         try:
@@ -94,7 +94,7 @@ class NovitaAPI(KeysInOrders):
 
 
 def _dollars(product: JsonObject, key: str, count: int) -> float | None:
-    value = number(product, key, 0)
+    value = fields.number(product, key, 0)
     return round(value * count / PRICE_UNIT, 6) if value else None
 
 
@@ -111,14 +111,16 @@ def _memory(name: str) -> float | None:
 
 
 def _machine(item: JsonObject) -> Machine:
-    status = text(item, "status", "").lower()
-    endpoint = next((text(m, "endpoint", "") for m in objects(item, "portMappings") if integer(m, "port", 0) == 22), "")
+    status = fields.text(item, "status", "").lower()
+    ssh = [m for m in fields.objects(item, "portMappings") if fields.integer(m, "port", 0) == 22]
+    endpoint = fields.text(ssh[0], "endpoint", "") if ssh else ""
     host, _, port = endpoint.rpartition(":")
     state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
-    price = number(item, "gpuPrice", 0) or number(item, "price", 0)
-    created = text(item, "createdAt", "")
+    price = fields.number(item, "gpuPrice", 0) or fields.number(item, "price", 0)
+    created = fields.text(item, "createdAt", "")
     return Machine(
-        text(item, "id"), text(item, "name", ""), state, host or None, int(port) if port.isdigit() else 22, None,
-        price / PRICE_UNIT if price else None, text(item, "billingMode", "") == "spot",
-        text(item, "productName", ""), float(created) if created.isdigit() else None,
+        fields.text(item, "id"), fields.text(item, "name", ""), state, host or None,
+        int(port) if port.isdigit() else 22, None,
+        price / PRICE_UNIT if price else None, fields.text(item, "billingMode", "") == "spot",
+        fields.text(item, "productName", ""), float(created) if created.isdigit() else None,
     )

@@ -10,21 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, capacity_errors
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    as_objects,
-    flag,
-    integer,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-)
 from skyward.providers.cloud.keys import KeysInOrders
 
 REST_URL = "https://rest.runpod.io/v1"
@@ -49,20 +38,21 @@ class RunPodAPI(KeysInOrders):
     def machine_types(self, region: str | None) -> list[MachineType]:
         answer = self._graphql.call("POST", "/graphql", "listing GPU types and prices", json={"query": GPU_TYPES})
         kinds = []
-        for gpu in objects(obj(as_object(answer), "data"), "gpuTypes"):
+        for gpu in fields.objects(fields.obj(fields.as_object(answer), "data"), "gpuTypes"):
             price, spot = self._prices(gpu)
-            lowest = obj(gpu, "lowestPrice")
-            gpu_id = text(gpu, "id")
+            lowest = fields.obj(gpu, "lowestPrice")
+            gpu_id = fields.text(gpu, "id")
             for count in GPU_COUNTS:
-                if count > integer(gpu, "maxGpuCount", 8) or (price is None and spot is None):
+                if count > fields.integer(gpu, "maxGpuCount", 8) or (price is None and spot is None):
                     continue
                 kinds.append(MachineType(
                     name=f"{count}x {gpu_id}", ref=gpu_id,
-                    vcpus=number(lowest, "minVcpu", 4) * count, memory_gb=number(lowest, "minMemory", 16) * count,
+                    vcpus=fields.number(lowest, "minVcpu", 4) * count,
+                    memory_gb=fields.number(lowest, "minMemory", 16) * count,
                     price=None if price is None else round(price * count, 6),
                     spot_price=None if spot is None else round(spot * count, 6), region=region,
-                    accelerator=text(gpu, "displayName", "") or gpu_id, accelerator_count=count,
-                    accelerator_memory_gb=number(gpu, "memoryInGb", 0) or None,
+                    accelerator=fields.text(gpu, "displayName", "") or gpu_id, accelerator_count=count,
+                    accelerator_memory_gb=fields.number(gpu, "memoryInGb", 0) or None,
                 ))
         return kinds
 
@@ -77,14 +67,14 @@ class RunPodAPI(KeysInOrders):
             body["dataCenterIds"] = [order.machine_type.region]
         with capacity_errors(NO_CAPACITY, f"RunPod has no {order.machine_type.name} right now"):
             pod = self._rest.call("POST", "/pods", f"creating pod {order.name}", json=body)
-        return text(as_object(pod), "id")
+        return fields.text(fields.as_object(pod), "id")
 
     def get(self, machine_id: str) -> Machine | None:
-        pod = as_object(self._rest.read(f"/pods/{machine_id}", f"reading pod {machine_id}"))
+        pod = fields.as_object(self._rest.read(f"/pods/{machine_id}", f"reading pod {machine_id}"))
         return _machine(pod) if pod else None
 
     def machines(self) -> list[Machine]:
-        return [_machine(pod) for pod in as_objects(self._rest.call("GET", "/pods", "listing pods"))]
+        return [_machine(pod) for pod in fields.as_objects(self._rest.call("GET", "/pods", "listing pods"))]
 
     def delete(self, machine_id: str) -> None:
         self._rest.remove(f"/pods/{machine_id}", f"terminating pod {machine_id}")
@@ -92,8 +82,8 @@ class RunPodAPI(KeysInOrders):
     def _prices(self, gpu: JsonObject) -> tuple[float | None, float | None]:
         kinds = {"secure": ("secure",), "community": ("community",), "all": ("secure", "community")}[self._cloud_type]
         offered = [kind for kind in kinds if gpu.get(f"{kind}Cloud")]
-        price = _lowest(number(gpu, f"{kind}Price", 0) for kind in offered)
-        spot = _lowest(number(gpu, f"{kind}SpotPrice", 0) for kind in offered)
+        price = _lowest(fields.number(gpu, f"{kind}Price", 0) for kind in offered)
+        spot = _lowest(fields.number(gpu, f"{kind}SpotPrice", 0) for kind in offered)
         return price, spot
 
 
@@ -103,13 +93,13 @@ def _lowest(values: Iterable[float]) -> float | None:
 
 
 def _machine(pod: JsonObject) -> Machine:
-    status = text(pod, "desiredStatus", "")
-    port = integer(obj(pod, "portMappings"), "22", 0) or None
-    host = text(pod, "publicIp", "") or None
+    status = fields.text(pod, "desiredStatus", "")
+    port = fields.integer(fields.obj(pod, "portMappings"), "22", 0) or None
+    host = fields.text(pod, "publicIp", "") or None
     state: MachineState = "ended" if status == "TERMINATED" else "stopped" if status == "EXITED" else "running" if status == "RUNNING" and host and port else "starting"
     created = pod.get("createdAt")
     return Machine(
-        text(pod, "id"), text(pod, "name", ""), state, host, port or 22, None,
-        number_or_none(pod, "costPerHr"), flag(pod, "interruptible"),
-        text(pod, "gpuTypeId", ""), epoch(created),
+        fields.text(pod, "id"), fields.text(pod, "name", ""), state, host, port or 22, None,
+        fields.number_or_none(pod, "costPerHr"), fields.flag(pod, "interruptible"),
+        fields.text(pod, "gpuTypeId", ""), epoch(created),
     )

@@ -22,11 +22,11 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from skyward.core.accelerator_catalog import identify
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Firewall, Machine, MachineState, MachineType, MadeFirewalls, Order, epoch
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import ApiClient, Params, base_url, message
-from skyward.providers.cloud.json import JsonObject, as_object, integer, items, number, obj, objects, text
 from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://api.scaleway.com"
@@ -94,40 +94,40 @@ class ScalewayAPI(KeysInOrders):
         but those Scaleway reports in shortage; GPU types with their GPUs read into the catalog."""
         products: dict[str, JsonObject] = {}
         for page in range(1, MAX_PAGES + 1):
-            answer = as_object(self._http.call(
+            answer = fields.as_object(self._http.call(
                 "GET", f"{self._zone}/products/servers", "listing server types",
                 params={"per_page": PAGE, "page": page},
             ))
-            found = obj(answer, "servers")
+            found = fields.obj(answer, "servers")
             if not found or found.keys() <= products.keys():
                 break
-            products.update({name: as_object(product, f"server type {name}") for name, product in found.items()})
-        available = as_object(self._http.call(
+            products.update({name: fields.as_object(product, f"server type {name}") for name, product in found.items()})
+        available = fields.as_object(self._http.call(
             "GET", f"{self._zone}/products/servers/availability", "reading server type availability"
         ))
         stock = {
-            name: text(as_object(v, f"the availability of {name}"), "availability", "")
-            for name, v in obj(available, "servers").items()
+            name: fields.text(fields.as_object(v, f"the availability of {name}"), "availability", "")
+            for name, v in fields.obj(available, "servers").items()
         }
         kinds = []
         for name, product in products.items():
-            price = number(product, "hourly_price", 0)
+            price = fields.number(product, "hourly_price", 0)
             if price <= 0 or stock.get(name) == SHORTAGE or product.get("baremetal"):
                 continue
-            gpus = integer(product, "gpu", 0)
-            info = obj(product, "gpu_info")
+            gpus = fields.integer(product, "gpu", 0)
+            info = fields.obj(product, "gpu_info")
             accelerator, memory = _accelerator(info) if gpus else (None, None)
             kinds.append(
                 MachineType(
                     name=str(name),
-                    vcpus=number(product, "ncpus", 0),
-                    memory_gb=number(product, "ram", 0) / GIB,
+                    vcpus=fields.number(product, "ncpus", 0),
+                    memory_gb=fields.number(product, "ram", 0) / GIB,
                     price=round(price * self.usd_per_eur, 6),
                     region=self.zone,
                     accelerator=accelerator,
                     accelerator_count=gpus,
                     accelerator_memory_gb=memory,
-                    architecture=_architecture(text(product, "arch", "x86_64")),
+                    architecture=_architecture(fields.text(product, "arch", "x86_64")),
                 )
             )
         return kinds
@@ -152,8 +152,8 @@ class ScalewayAPI(KeysInOrders):
         answer = self._capacity(order, lambda: self._http.call(
             "POST", f"{self._zone}/servers", f"creating server {order.name}", json=body
         ))
-        server = obj(as_object(answer), "server")
-        server_id = text(server, "id")
+        server = fields.obj(fields.as_object(answer), "server")
+        server_id = fields.text(server, "id")
         try:
             self._http.call(
                 "PATCH", f"{self._zone}/servers/{server_id}/user_data/cloud-init",
@@ -169,11 +169,11 @@ class ScalewayAPI(KeysInOrders):
         """The server; one in a security group made here is reported running only once that
         group admits its address (``peer_rule``, added on the first such read)."""
         answer = self._http.read(f"{self._zone}/servers/{machine_id}", f"reading server {machine_id}")
-        server = obj(as_object(answer), "server")
+        server = fields.obj(fields.as_object(answer), "server")
         if not server:
             return None
         machine = _machine(server)
-        group_id = text(obj(server, "security_group"), "id", "")
+        group_id = fields.text(fields.obj(server, "security_group"), "id", "")
         if machine.state == "running" and machine.ssh_host and group_id in self._made:
             self._admit(machine_id, group_id, machine.ssh_host)
         return machine
@@ -186,9 +186,9 @@ class ScalewayAPI(KeysInOrders):
         address), delete one that is stopped with its volumes; then the rule that
         admitted its address."""
         answer = self._http.read(f"{self._zone}/servers/{machine_id}", f"reading server {machine_id}")
-        server = obj(as_object(answer), "server")
+        server = fields.obj(fields.as_object(answer), "server")
         if server:
-            state = text(server, "state", "")
+            state = fields.text(server, "state", "")
             if state in ("running", "starting"):
                 self._action(machine_id, "terminate")
             elif state in ("stopped", "stopped in place"):
@@ -213,7 +213,7 @@ class ScalewayAPI(KeysInOrders):
                 "tags": [TAG],
             },
         )
-        group_id = text(obj(as_object(answer), "security_group"), "id")
+        group_id = fields.text(fields.obj(fields.as_object(answer), "security_group"), "id")
         with self._http.removed_on_error(f"{self._zone}/security_groups/{group_id}", f"deleting security group {group}"):
             self._http.call(
                 "POST", f"{self._zone}/security_groups/{group_id}/rules",
@@ -227,7 +227,7 @@ class ScalewayAPI(KeysInOrders):
 
     def firewalls(self) -> list[Firewall]:
         return [
-            Firewall(text(g, "id"), text(g, "name", ""))
+            Firewall(fields.text(g, "id"), fields.text(g, "name", ""))
             for g in self._pages("/security_groups", "security_groups", "listing security groups", {})
         ]
 
@@ -253,8 +253,8 @@ class ScalewayAPI(KeysInOrders):
     def _delete_stopped(self, server_id: str, server: JsonObject) -> None:
         """Delete a server that does not run, then the volumes it had."""
         self._http.remove(f"{self._zone}/servers/{server_id}", f"deleting server {server_id}")
-        for volume in obj(server, "volumes").values():
-            volume_id = text(volume, "id", "") if isinstance(volume, Mapping) else ""
+        for volume in fields.obj(server, "volumes").values():
+            volume_id = fields.text(volume, "id", "") if isinstance(volume, Mapping) else ""
             if volume_id:
                 self._http.remove(f"{self._zone}/volumes/{volume_id}", f"deleting volume {volume_id}")
 
@@ -266,18 +266,18 @@ class ScalewayAPI(KeysInOrders):
             "POST", f"{self._zone}/security_groups/{group_id}/rules",
             f"admitting server {server_id} to its pool's security group", json=peer_rule(address),
         )
-        self._admitted[server_id] = (group_id, text(obj(as_object(answer), "rule"), "id"))
+        self._admitted[server_id] = (group_id, fields.text(fields.obj(fields.as_object(answer), "rule"), "id"))
 
     def _pages(self, path: str, key: str, what: str, params: Params) -> list[JsonObject]:
         """Every item of the zone's list at ``path``, page by page until an empty one (at
         most ``MAX_PAGES``: a page may hold fewer than ``per_page`` asked)."""
         listed: list[JsonObject] = []
         for page in range(1, MAX_PAGES + 1):
-            answer = as_object(self._http.call(
+            answer = fields.as_object(self._http.call(
                 "GET", f"{self._zone}{path}", what,
                 params={**params, "project": self.project, "per_page": PAGE, "page": page},
             ))
-            found = objects(answer, key)
+            found = fields.objects(answer, key)
             if not found:
                 break
             listed.extend(found)
@@ -288,8 +288,8 @@ def _accelerator(info: JsonObject) -> tuple[str | None, float | None]:
     """A GPU type's ``gpu_info`` as the catalog reads it (``RTX-3070`` -> ``RTX_3070``) and
     one GPU's memory in GB (the API gives bytes); a name the catalog does not know is
     passed on as it is."""
-    name = text(info, "gpu_name", "").strip()
-    memory = number(info, "gpu_memory", 0) / GIB or None
+    name = fields.text(info, "gpu_name", "").strip()
+    memory = fields.number(info, "gpu_memory", 0) / GIB or None
     seen = identify(name) if name else None
     return (seen.model.name if seen is not None else (name or None)), (float(round(memory)) if memory else None)
 
@@ -300,20 +300,20 @@ def _architecture(arch: str) -> str:
 
 def _address(server: JsonObject) -> str | None:
     """The server's public IPv4 address: ``public_ips`` (routed IPs), else ``public_ip``."""
-    for ip in items(server, "public_ips"):
-        if isinstance(ip, Mapping) and ip.get("address") and text(ip, "family", "inet") == "inet":
-            return text(ip, "address")
+    for ip in fields.items(server, "public_ips"):
+        if isinstance(ip, Mapping) and ip.get("address") and fields.text(ip, "family", "inet") == "inet":
+            return fields.text(ip, "address")
     public = server.get("public_ip")
-    return text(public, "address") if isinstance(public, Mapping) and public.get("address") else None
+    return fields.text(public, "address") if isinstance(public, Mapping) and public.get("address") else None
 
 
 def _machine(server: JsonObject) -> Machine:
-    status = text(server, "state", "")
+    status = fields.text(server, "state", "")
     address = _address(server)
     state: MachineState = (
         "stopped" if status in STOPPED else ("running" if status == "running" and address else "starting")
     )
     return Machine(
-        text(server, "id"), text(server, "name", ""), state, ssh_host=address,
-        machine_type=text(server, "commercial_type", ""), created=epoch(server.get("creation_date")),
+        fields.text(server, "id"), fields.text(server, "name", ""), state, ssh_host=address,
+        machine_type=fields.text(server, "commercial_type", ""), created=epoch(server.get("creation_date")),
     )

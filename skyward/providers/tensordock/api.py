@@ -11,21 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from skyward.core.accelerator_catalog import identify
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CloudError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, capacity_errors
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    integer,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-    to_integer,
-)
 from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://dashboard.tensordock.com/api/v2"
@@ -67,9 +57,9 @@ class TensorDockAPI(KeysInOrders):
         up to what the location can deploy, in the sizes of ``VCPUS_PER_GPU`` that fit,
         priced as TensorDock bills: the GPUs, the vCPUs, the memory and a
         ``MIN_STORAGE_GB`` disk. GPUs whose location forwards no ports are left out."""
-        answer = as_object(self._http.call("GET", "/locations", "listing locations"))
+        answer = fields.as_object(self._http.call("GET", "/locations", "listing locations"))
         kinds: list[MachineType] = []
-        for location in objects(obj(answer, "data"), "locations"):
+        for location in fields.objects(fields.obj(answer, "data"), "locations"):
             place = _place(location)
             if (
                 region is not None
@@ -77,8 +67,8 @@ class TensorDockAPI(KeysInOrders):
                 and region != location.get("id")
             ):
                 continue
-            for gpu in objects(location, "gpus"):
-                kinds.extend(_kinds(text(location, "id"), place, gpu))
+            for gpu in fields.objects(location, "gpus"):
+                kinds.extend(_kinds(fields.text(location, "id"), place, gpu))
         return kinds
 
     def create(self, order: Order) -> str:
@@ -108,11 +98,11 @@ class TensorDockAPI(KeysInOrders):
         body = {"data": {"type": "virtualmachine", "attributes": attributes}}
         with capacity_errors(NO_CAPACITY, f"TensorDock has no {kind.name} in {kind.region}"):
             answer = self._http.call("POST", "/instances", f"creating VM {order.name}", json=body)
-        made = as_object(answer)
-        created = _flat(obj(made, "data") or made)
+        made = fields.as_object(answer)
+        created = _flat(fields.obj(made, "data") or made)
         if not created.get("id"):
             raise CloudError(f"TensorDock answered creating VM {order.name} without an instance id")
-        return text(created, "id")
+        return fields.text(created, "id")
 
     def get(self, machine_id: str) -> Machine | None:
         """The VM (flat or in a ``data`` envelope), None on 404; CloudError for an answer
@@ -126,8 +116,8 @@ class TensorDockAPI(KeysInOrders):
         return _machine({"id": machine_id, **item})
 
     def machines(self) -> list[Machine]:
-        answer = as_object(self._http.call("GET", "/instances", "listing VMs"))
-        return [_machine(item) for item in objects(obj(answer, "data"), "instances")]
+        answer = fields.as_object(self._http.call("GET", "/instances", "listing VMs"))
+        return [_machine(item) for item in fields.objects(fields.obj(answer, "data"), "instances")]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(f"/instances/{machine_id}", f"deleting VM {machine_id}")
@@ -155,29 +145,29 @@ def accelerator(v0_name: str) -> tuple[str, float | None]:
 
 def _place(location: JsonObject) -> str:
     parts = (location.get("city"), location.get("stateprovince"), location.get("country"))
-    return ", ".join(str(p) for p in parts if p) or text(location, "id", "")
+    return ", ".join(str(p) for p in parts if p) or fields.text(location, "id", "")
 
 
 def _kinds(location: str, place: str, gpu: JsonObject) -> list[MachineType]:
-    v0_name = text(gpu, "v0Name", "")
-    features = obj(gpu, "network_features")
+    v0_name = fields.text(gpu, "v0Name", "")
+    features = fields.obj(gpu, "network_features")
     if not v0_name or not features.get("port_forwarding_available", True):
         return []
-    limits, rates = obj(gpu, "resources"), obj(gpu, "pricing")
-    max_vcpus, max_ram = integer(limits, "max_vcpus", 0), integer(limits, "max_ram_gb", 0)
+    limits, rates = fields.obj(gpu, "resources"), fields.obj(gpu, "pricing")
+    max_vcpus, max_ram = fields.integer(limits, "max_vcpus", 0), fields.integer(limits, "max_ram_gb", 0)
     name, memory = accelerator(v0_name)
     kinds = []
-    for count in (n for n in GPU_COUNTS if n <= integer(gpu, "max_count", 0)):
+    for count in (n for n in GPU_COUNTS if n <= fields.integer(gpu, "max_count", 0)):
         sizes = sorted({min(per * count, max_vcpus - max_vcpus % 2) for per in VCPUS_PER_GPU})
         for vcpus in (v for v in sizes if v >= 2):
             ram = min(4 * vcpus, max_ram - max_ram % RAM_STEP_GB)
             if ram < RAM_STEP_GB:
                 continue
             hourly = (
-                number(gpu, "price_per_hr", 0) * count
-                + number(rates, "per_vcpu_hr", 0) * vcpus
-                + number(rates, "per_gb_ram_hr", 0) * ram
-                + number(rates, "per_gb_storage_hr", 0) * MIN_STORAGE_GB
+                fields.number(gpu, "price_per_hr", 0) * count
+                + fields.number(rates, "per_vcpu_hr", 0) * vcpus
+                + fields.number(rates, "per_gb_ram_hr", 0) * ram
+                + fields.number(rates, "per_gb_storage_hr", 0) * MIN_STORAGE_GB
             )
             if hourly <= 0:
                 continue
@@ -191,7 +181,7 @@ def _kinds(location: str, place: str, gpu: JsonObject) -> list[MachineType]:
                     accelerator=name,
                     accelerator_count=count,
                     accelerator_memory_gb=memory,
-                    disk_gb=number(limits, "max_storage_gb", 0) or None,
+                    disk_gb=fields.number(limits, "max_storage_gb", 0) or None,
                     ref=f"{location} {v0_name}",
                 )
             )
@@ -209,18 +199,18 @@ def ssh_port(forwards: object) -> int | None:
     external_port}`` or a map of internal port to external port; None when there is none."""
     if isinstance(forwards, Mapping):
         found = forwards.get(str(SSH_PORT)) or forwards.get(SSH_PORT)
-        return to_integer(found, "portForwards") if found else None
+        return fields.to_integer(found, "portForwards") if found else None
     for forward in forwards if isinstance(forwards, list) else []:
-        if isinstance(forward, Mapping) and integer(forward, "internal_port", 0) == SSH_PORT:
-            external = integer(forward, "external_port", 0)
+        if isinstance(forward, Mapping) and fields.integer(forward, "internal_port", 0) == SSH_PORT:
+            external = fields.integer(forward, "external_port", 0)
             return external or None
     return None
 
 
 def _machine(raw: JsonObject) -> Machine:
     vm = _flat(raw)
-    status = text(vm, "status", "").lower().replace("_", "").replace(" ", "")
-    host = text(vm, "ipAddress", "") or None
+    status = fields.text(vm, "status", "").lower().replace("_", "").replace(" ", "")
+    host = fields.text(vm, "ipAddress", "") or None
     port = ssh_port(vm.get("portForwards"))
     state: MachineState = (
         "ended"
@@ -230,8 +220,9 @@ def _machine(raw: JsonObject) -> Machine:
         else ("running" if status == "running" and host and port else "starting")
     )
     return Machine(
-        text(vm, "id"), text(vm, "name", ""), state, ssh_host=host, ssh_port=port or SSH_PORT,
-        hourly_price=number_or_none(vm, "rateHourly"), machine_type=_gpus(obj(vm, "resources").get("gpus")),
+        fields.text(vm, "id"), fields.text(vm, "name", ""), state, ssh_host=host, ssh_port=port or SSH_PORT,
+        hourly_price=fields.number_or_none(vm, "rateHourly"),
+        machine_type=_gpus(fields.obj(vm, "resources").get("gpus")),
     )
 
 
@@ -240,4 +231,4 @@ def _gpus(gpus: object) -> str:
     if isinstance(gpus, Mapping):
         return ",".join(str(name) for name in gpus)
     listed = gpus if isinstance(gpus, list) else []
-    return ",".join(text(g, "gpuV0Name", "") for g in listed if isinstance(g, Mapping))
+    return ",".join(fields.text(g, "gpuV0Name", "") for g in listed if isinstance(g, Mapping))

@@ -15,21 +15,11 @@ import json
 import threading
 from collections.abc import Mapping
 
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, message
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    flag,
-    integer,
-    number,
-    number_or_none,
-    obj,
-    objects,
-    text,
-)
 from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://console.vast.ai/api/v0"
@@ -52,24 +42,24 @@ class VastAPI(KeysInOrders):
     def machine_types(self, region: str | None) -> list[MachineType]:
         answer = self._http.call("GET", "/bundles/", "searching offers", params={"q": json.dumps(QUERY)})
         groups: dict[tuple[str, int, str], list[JsonObject]] = {}
-        for ask in objects(as_object(answer), "offers"):
-            place = text(ask, "geolocation", "")
+        for ask in fields.objects(fields.as_object(answer), "offers"):
+            place = fields.text(ask, "geolocation", "")
             if region is not None and region.lower() not in place.lower():
                 continue
-            groups.setdefault((text(ask, "gpu_name"), integer(ask, "num_gpus"), place), []).append(ask)
+            groups.setdefault((fields.text(ask, "gpu_name"), fields.integer(ask, "num_gpus"), place), []).append(ask)
         kinds = []
         for (gpu, count, place), asks in groups.items():
-            asks.sort(key=lambda a: number(a, "dph_total"))
-            bids = [bid for bid in (number(a, "min_bid", 0) for a in asks) if bid]
+            asks.sort(key=lambda a: fields.number(a, "dph_total"))
+            bids = [bid for bid in (fields.number(a, "min_bid", 0) for a in asks) if bid]
             kinds.append(MachineType(
-                name=f"{count}x {gpu} ({place or 'anywhere'})", ref=",".join(text(a, "id") for a in asks),
-                vcpus=min(number(a, "cpu_cores_effective", 0) for a in asks),
-                memory_gb=min(number(a, "cpu_ram", 0) for a in asks) / 1024,
-                price=number(asks[0], "dph_total"), spot_price=min(bids) if bids else None, region=place or None,
+                name=f"{count}x {gpu} ({place or 'anywhere'})", ref=",".join(fields.text(a, "id") for a in asks),
+                vcpus=min(fields.number(a, "cpu_cores_effective", 0) for a in asks),
+                memory_gb=min(fields.number(a, "cpu_ram", 0) for a in asks) / 1024,
+                price=fields.number(asks[0], "dph_total"), spot_price=min(bids) if bids else None, region=place or None,
                 accelerator=gpu.replace("_", " "), accelerator_count=count,
-                accelerator_memory_gb=min(number(a, "gpu_ram", 0) for a in asks) / 1024 or None,
+                accelerator_memory_gb=min(fields.number(a, "gpu_ram", 0) for a in asks) / 1024 or None,
                 architecture="arm64" if asks[0].get("cpu_arch") in ("arm64", "aarch64") else "x86_64",
-                disk_gb=min(number(a, "disk_space", 0) for a in asks) or None,
+                disk_gb=min(fields.number(a, "disk_space", 0) for a in asks) or None,
             ))
         return kinds
 
@@ -91,10 +81,10 @@ class VastAPI(KeysInOrders):
                 if any(text in message(exc.body).lower() for text in GONE):
                     continue
                 raise
-            made = as_object(answer)
+            made = fields.as_object(answer)
             if not made.get("success", True) or "new_contract" not in made:
                 continue
-            instance = text(made, "new_contract")
+            instance = fields.text(made, "new_contract")
             self._http.call(
                 "POST", f"/instances/{instance}/ssh/", f"attaching the pool's key to {instance}",
                 json={"ssh_key": order.public_key},
@@ -104,33 +94,33 @@ class VastAPI(KeysInOrders):
 
     def get(self, machine_id: str) -> Machine | None:
         answer = self._http.read(f"/instances/{machine_id}/", f"reading instance {machine_id}")
-        instance = as_object(answer).get("instances")
+        instance = fields.as_object(answer).get("instances")
         return _machine(instance) if isinstance(instance, Mapping) and instance else None
 
     def machines(self) -> list[Machine]:
         answer = self._http.call("GET", "/instances/", "listing instances")
-        return [_machine(item) for item in objects(as_object(answer), "instances")]
+        return [_machine(item) for item in fields.objects(fields.as_object(answer), "instances")]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(f"/instances/{machine_id}/", f"destroying instance {machine_id}")
 
 
 def _machine(item: JsonObject) -> Machine:
-    status = text(item, "actual_status", "")
-    host = text(item, "public_ipaddr", "") or text(item, "ssh_host", "") or None
+    status = fields.text(item, "actual_status", "")
+    host = fields.text(item, "public_ipaddr", "") or fields.text(item, "ssh_host", "") or None
     port = _ssh_port(item)
     state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host and port else "starting"
     return Machine(
-        text(item, "id"), text(item, "label", ""), state, host, port or 22, None,
-        number_or_none(item, "dph_total"), flag(item, "is_bid"),
+        fields.text(item, "id"), fields.text(item, "label", ""), state, host, port or 22, None,
+        fields.number_or_none(item, "dph_total"), fields.flag(item, "is_bid"),
         f"{item.get('num_gpus', '')}x {item.get('gpu_name', '')}",
-        number(item, "start_date", 0) or None,
+        fields.number(item, "start_date", 0) or None,
     )
 
 
 def _ssh_port(item: JsonObject) -> int | None:
     """The host port that reaches the container's port 22 (direct SSH)."""
-    mapped = objects(obj(item, "ports"), "22/tcp")
+    mapped = fields.objects(fields.obj(item, "ports"), "22/tcp")
     if mapped:
-        return integer(mapped[0], "HostPort")
-    return integer(item, "ssh_port", 0) or None
+        return fields.integer(mapped[0], "HostPort")
+    return fields.integer(item, "ssh_port", 0) or None

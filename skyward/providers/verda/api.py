@@ -13,22 +13,10 @@ import threading
 import time
 from collections.abc import Mapping
 
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors
-from skyward.providers.cloud.json import (
-    JsonObject,
-    as_object,
-    as_objects,
-    flag,
-    integer,
-    items,
-    number,
-    obj,
-    text,
-    to_number,
-    to_text,
-)
 
 URL = "https://api.datacrunch.io/v1"
 CLIENT_ID = credentials.Source(("VERDA_CLIENT_ID", "DATACRUNCH_CLIENT_ID"))
@@ -55,37 +43,38 @@ class VerdaAPI:
     def _auth(self) -> dict[str, str]:
         with self._lock:
             if self._token is None or time.monotonic() > self._token[1]:
-                answer = as_object(
+                answer = fields.as_object(
                     self._login.call("POST", "/oauth2/token", "getting an access token", json=self._credentials)
                 )
-                self._token = (text(answer, "access_token"), time.monotonic() + number(answer, "expires_in", 3600) - 60)
+                expires = time.monotonic() + fields.number(answer, "expires_in", 3600) - 60
+                self._token = (fields.text(answer, "access_token"), expires)
             return {"Authorization": f"Bearer {self._token[0]}"}
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        types = as_objects(self._http.call("GET", "/instance-types", "listing instance types"))
+        types = fields.as_objects(self._http.call("GET", "/instance-types", "listing instance types"))
         where: dict[str, list[str]] = {}
         for spot in (False, True):
             params = {"is_spot": str(spot).lower()} | ({"location_code": region} if region else {})
             listed = self._http.call("GET", "/instance-availability", "reading availability", params=params)
-            for place in as_objects(listed):
-                code = text(place, "location_code")
-                for name in items(place, "availabilities"):
-                    if code not in where.setdefault(to_text(name, "availabilities"), []):
-                        where[to_text(name, "availabilities")].append(code)
+            for place in fields.as_objects(listed):
+                code = fields.text(place, "location_code")
+                for name in fields.items(place, "availabilities"):
+                    if code not in where.setdefault(fields.to_text(name, "availabilities"), []):
+                        where[fields.to_text(name, "availabilities")].append(code)
         kinds = []
         for item in types:
-            name = text(item, "instance_type")
-            gpu = obj(item, "gpu")
-            count = integer(gpu, "number_of_gpus", 0)
-            accelerator = _COUNT.sub("", text(gpu, "description", "")).strip() or None if count else None
+            name = fields.text(item, "instance_type")
+            gpu = fields.obj(item, "gpu")
+            count = fields.integer(gpu, "number_of_gpus", 0)
+            accelerator = _COUNT.sub("", fields.text(gpu, "description", "")).strip() or None if count else None
             for location in where.get(name, []):
                 kinds.append(MachineType(
-                    name=name, vcpus=number(obj(item, "cpu"), "number_of_cores", 0),
-                    memory_gb=number(obj(item, "memory"), "size_in_gigabytes", 0),
+                    name=name, vcpus=fields.number(fields.obj(item, "cpu"), "number_of_cores", 0),
+                    memory_gb=fields.number(fields.obj(item, "memory"), "size_in_gigabytes", 0),
                     price=_price(item, "price_per_hour"), spot_price=_price(item, "spot_price"),
                     region=location, accelerator=accelerator, accelerator_count=count,
                     accelerator_memory_gb=_per_gpu(item, count),
-                    architecture="arm64" if "arm" in text(obj(item, "cpu"), "description", "").lower() else "x86_64",
+                    architecture=_architecture(item),
                 ))
         return kinds
 
@@ -98,7 +87,7 @@ class VerdaAPI:
 
     def keys(self) -> list[Key]:
         listed = self._http.call("GET", "/sshkeys", "listing SSH keys")
-        return [Key(text(k, "id"), text(k, "name", "")) for k in as_objects(listed)]
+        return [Key(fields.text(k, "id"), fields.text(k, "name", "")) for k in fields.as_objects(listed)]
 
     def create(self, order: Order) -> str:
         body: dict[str, object] = {
@@ -113,11 +102,11 @@ class VerdaAPI:
         return _made_id(answer)
 
     def get(self, machine_id: str) -> Machine | None:
-        item = as_object(self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}"))
+        item = fields.as_object(self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}"))
         return _machine(item) if item else None
 
     def machines(self) -> list[Machine]:
-        return [_machine(item) for item in as_objects(self._http.call("GET", "/instances", "listing instances"))]
+        return [_machine(item) for item in fields.as_objects(self._http.call("GET", "/instances", "listing instances"))]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(
@@ -127,26 +116,31 @@ class VerdaAPI:
 
 def _made_id(answer: object) -> str:
     """The id a create answers: the id itself (as text), or an object holding it."""
-    found = text(answer, "id") if isinstance(answer, Mapping) else str(answer)
+    found = fields.text(answer, "id") if isinstance(answer, Mapping) else str(answer)
     return found.strip('"')
 
 
 def _price(item: JsonObject, key: str) -> float | None:
     value = item.get(key)
-    return to_number(value, key) if value not in (None, "", 0, "0") else None
+    return fields.to_number(value, key) if value not in (None, "", 0, "0") else None
 
 
 def _per_gpu(item: JsonObject, count: int) -> float | None:
-    total = number(obj(item, "gpu_memory"), "size_in_gigabytes", 0)
+    total = fields.number(fields.obj(item, "gpu_memory"), "size_in_gigabytes", 0)
     return total / count if total and count else None
 
 
+def _architecture(item: JsonObject) -> str:
+    return "arm64" if "arm" in fields.text(fields.obj(item, "cpu"), "description", "").lower() else "x86_64"
+
+
 def _machine(item: JsonObject) -> Machine:
-    status = text(item, "status", "")
-    host = text(item, "ip", "") or None
+    status = fields.text(item, "status", "")
+    host = fields.text(item, "ip", "") or None
     state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host else "starting"
     created = epoch(item.get("created_at"))
     return Machine(
-        text(item, "id"), text(item, "hostname", ""), state, host, 22, None, _price(item, "price_per_hour"),
-        flag(item, "is_spot"), text(item, "instance_type", ""), created,
+        fields.text(item, "id"), fields.text(item, "hostname", ""), state, host, 22, None,
+        _price(item, "price_per_hour"),
+        fields.flag(item, "is_spot"), fields.text(item, "instance_type", ""), created,
     )

@@ -16,10 +16,10 @@ import base64
 
 from skyward.core.accelerator_catalog import identify
 from skyward.core.validation import fail
-from skyward.providers.cloud import credentials
+from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Firewall, Key, Machine, MachineState, MachineType, MadeFirewalls, Order, epoch
+from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import Params, bearer_client, capacity_errors
-from skyward.providers.cloud.json import JsonObject, as_object, items, number, obj, objects, text
 
 URL = "https://api.vultr.com/v2"
 API_KEY = credentials.Source(("VULTR_API_KEY",), "~/.vultr-cli.yaml", "api-key")
@@ -94,20 +94,20 @@ class VultrAPI:
             if gpu is not None and gpu[1] < 1:
                 continue
             accelerator, count, memory = gpu if gpu is not None else (None, 0, None)
-            for place in items(plan, "locations"):
+            for place in fields.items(plan, "locations"):
                 if region is not None and place != region:
                     continue
                 kinds.append(
                     MachineType(
-                        name=text(plan, "id"),
-                        vcpus=number(plan, "vcpu_count", 0),
-                        memory_gb=number(plan, "ram", 0) / 1024,
+                        name=fields.text(plan, "id"),
+                        vcpus=fields.number(plan, "vcpu_count", 0),
+                        memory_gb=fields.number(plan, "ram", 0) / 1024,
                         price=hourly,
                         region=str(place),
                         accelerator=accelerator,
                         accelerator_count=count,
                         accelerator_memory_gb=memory,
-                        disk_gb=number(plan, "disk", 0) or None,
+                        disk_gb=fields.number(plan, "disk", 0) or None,
                     )
                 )
         return kinds
@@ -119,14 +119,14 @@ class VultrAPI:
             f"adding SSH key {name}",
             json={"name": name, "ssh_key": public_key},
         )
-        return text(obj(as_object(answer), "ssh_key"), "id")
+        return fields.text(fields.obj(fields.as_object(answer), "ssh_key"), "id")
 
     def remove_key(self, key_id: str) -> None:
         self._http.remove(f"/ssh-keys/{key_id}", f"deleting SSH key {key_id}")
 
     def keys(self) -> list[Key]:
         return [
-            Key(text(k, "id"), text(k, "name", ""))
+            Key(fields.text(k, "id"), fields.text(k, "name", ""))
             for k in self._pages("/ssh-keys", "ssh_keys", "listing SSH keys")
         ]
 
@@ -151,17 +151,17 @@ class VultrAPI:
         kind = order.machine_type
         with capacity_errors(NO_CAPACITY, f"Vultr has no {kind.name} in {kind.region}", statuses=(400, 406, 412)):
             answer = self._http.call("POST", "/instances", f"creating instance {order.name}", json=body)
-        return text(obj(as_object(answer), "instance"), "id")
+        return fields.text(fields.obj(fields.as_object(answer), "instance"), "id")
 
     def get(self, machine_id: str) -> Machine | None:
         """The instance; one in a firewall group made here is reported running only once
         that group admits its address (``peer_rules``, added on the first such read)."""
         answer = self._http.read(f"/instances/{machine_id}", f"reading instance {machine_id}")
-        instance = obj(as_object(answer), "instance")
+        instance = fields.obj(fields.as_object(answer), "instance")
         if not instance:
             return None
         machine = _machine(instance)
-        group_id = text(instance, "firewall_group_id", "")
+        group_id = fields.text(instance, "firewall_group_id", "")
         if machine.state == "running" and machine.ssh_host and group_id in self._made:
             self._admit(machine_id, group_id, machine.ssh_host)
         return machine
@@ -189,7 +189,7 @@ class VultrAPI:
         answer = self._http.call(
             "POST", "/firewalls", f"creating firewall group {group}", json={"description": group}
         )
-        firewall_id = text(obj(as_object(answer), "firewall_group"), "id")
+        firewall_id = fields.text(fields.obj(fields.as_object(answer), "firewall_group"), "id")
         with self._http.removed_on_error(f"/firewalls/{firewall_id}", f"deleting firewall group {group}"):
             self._http.call(
                 "POST",
@@ -205,7 +205,7 @@ class VultrAPI:
 
     def firewalls(self) -> list[Firewall]:
         return [
-            Firewall(text(f, "id"), text(f, "description", ""))
+            Firewall(fields.text(f, "id"), fields.text(f, "description", ""))
             for f in self._pages("/firewalls", "firewall_groups", "listing firewall groups")
         ]
 
@@ -222,12 +222,12 @@ class VultrAPI:
                 f"admitting instance {machine_id} to its pool's firewall group",
                 json=rule,
             )
-            rules.append(text(obj(as_object(answer), "firewall_rule"), "id"))
+            rules.append(fields.text(fields.obj(fields.as_object(answer), "firewall_rule"), "id"))
 
     def _check_region(self, region: str) -> None:
         if self._regions is None:
             self._regions = sorted(
-                text(r, "id") for r in self._pages("/regions", "regions", "listing regions")
+                fields.text(r, "id") for r in self._pages("/regions", "regions", "listing regions")
             )
         if region not in self._regions:
             raise fail("Vultr", "region", region, f"Vultr's regions are {', '.join(self._regions)}")
@@ -240,9 +240,9 @@ class VultrAPI:
         cursor = ""
         for _ in range(50):
             query = {**(params or {}), "per_page": PAGE, **({"cursor": cursor} if cursor else {})}
-            answer = as_object(self._http.call("GET", path, what, params=query))
-            found.extend(objects(answer, key))
-            cursor = text(obj(obj(answer, "meta"), "links"), "next", "")
+            answer = fields.as_object(self._http.call("GET", path, what, params=query))
+            found.extend(fields.objects(answer, key))
+            cursor = fields.text(fields.obj(fields.obj(answer, "meta"), "links"), "next", "")
             if not cursor:
                 break
         return found
@@ -268,10 +268,10 @@ def _gpu(plan: JsonObject) -> tuple[str, int, float | None] | None:
     how many whole GPUs its ``gpu_vram_gb`` holds (0 for a vGPU share of one) and each
     one's memory; None for a plan without a GPU. A GPU the catalog does not know counts
     as one, with all the plan's memory."""
-    kind = text(plan, "gpu_type", "")
+    kind = fields.text(plan, "gpu_type", "")
     if not kind or kind.lower() == "none":
         return None
-    total = number(plan, "gpu_vram_gb", 0)
+    total = fields.number(plan, "gpu_vram_gb", 0)
     seen = identify(kind.replace("_", " ").replace("HGX ", ""))
     if seen is None:
         return kind, 1, total or None
@@ -280,9 +280,9 @@ def _gpu(plan: JsonObject) -> tuple[str, int, float | None] | None:
 
 
 def _machine(instance: JsonObject) -> Machine:
-    status = text(instance, "status", "")
-    power = text(instance, "power_status", "")
-    public = text(instance, "main_ip", "")
+    status = fields.text(instance, "status", "")
+    power = fields.text(instance, "power_status", "")
+    public = fields.text(instance, "main_ip", "")
     state: MachineState = (
         "stopped"
         if power == "stopped" and status == "active"
@@ -292,6 +292,7 @@ def _machine(instance: JsonObject) -> Machine:
     )
     created = epoch(instance.get("date_created"))
     return Machine(
-        text(instance, "id"), text(instance, "label", ""), state, ssh_host=public if public not in NO_ADDRESS else None,
-        machine_type=text(instance, "plan", ""), created=created,
+        fields.text(instance, "id"), fields.text(instance, "label", ""), state,
+        ssh_host=public if public not in NO_ADDRESS else None,
+        machine_type=fields.text(instance, "plan", ""), created=created,
     )
