@@ -44,7 +44,7 @@ from skyward.engine.events import EventBatch, EventFeed
 from skyward.engine.membership import NO_FLOOR, Floor, Joined, Loss
 from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import NodeLost, NoReply, Shared, TransportError
-from skyward.engine.transports.relay import RelayTransport, unix_connector
+from skyward.engine.transports.relay import RelayEndpoint, RelayTransport
 from skyward.engine.wire import Payload, encode
 from skyward.model.nodes import NodeHandle
 from skyward.node.agent import AgentSetup, NodeRunner
@@ -282,7 +282,7 @@ class FakeProvider:
             streams.restore()
 
         if relay is not None:  # nodes join on the relay's side (its FakeTransport)
-            client = RelayTransport(unix_connector(relay.address), relay.address, relay.secret, compress=True)
+            client = RelayTransport(RelayEndpoint.on_unix_socket(relay.address, relay.secret, compress=True))
             return LaunchedCluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
         return LaunchedCluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
 

@@ -92,7 +92,7 @@ class Pool(PoolCollections, DispatchOperand):
         self._progress = ProgressTracker(self._bus)
         self._futures: set[concurrent.futures.Future[Any]] = set()
         """Work in flight, of every result type (closing waits for it, or cancels it)."""
-        self._streams = StreamRouter(self.on)
+        self._streams = StreamRouter(self.on, self._stop_stream)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -267,9 +267,8 @@ class Pool(PoolCollections, DispatchOperand):
         """Start a generator function's call on one node (``target`` as for ``run``): its
         values, as a stream the caller iterates as it would the generator."""
         node = self._require_open().driver.target_node(target)
-        stream = value_stream.start(
-            pending, self._streams, lambda call: self._submit(lambda d: d.run(call, node)), self._stop_stream, node
-        )
+        submit: value_stream.Submit = lambda call: self._submit(lambda d: d.run(call, node))
+        stream = value_stream.start(pending, self._streams, submit, node)
         # R is the generator the function returns; the stream is iterated in its place
         return cast(R, stream)
 

@@ -303,7 +303,9 @@ class Refusal:
     error: str
 
 
-ToDaemon = AskStatus | StopDaemon | KeepPool | AdoptPool | ListPools | EndPool
+AboutKeptPools = KeepPool | AdoptPool | ListPools | EndPool
+"""The daemon's requests that its kept pools serve."""
+ToDaemon = AskStatus | StopDaemon | AboutKeptPools
 FromDaemon = DaemonRunning | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
 ToRelay = (
     Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | ReleaseHolds | Close

@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 from skyward.core.codec import load_payload
 from skyward.core.function import PendingFunction
@@ -36,23 +37,25 @@ Stop = Callable[[str, int], None]
 
 
 class StreamRouter:
-    """Hands each ``Yielded`` event to its stream (one subscription for all)."""
+    """Hands each ``Yielded`` event to its stream (one subscription for all); ``stop``
+    asks a node to stop a stream's generator."""
 
-    def __init__(self, subscribe: Subscribe) -> None:
+    def __init__(self, subscribe: Subscribe, stop: Stop) -> None:
         self._subscribe = subscribe
+        self.stop = stop
         self._sinks: dict[str, Callable[[Yielded], None]] = {}
         self._subscribed = False
         self._lock = threading.Lock()
 
-    def open(self, stream: str) -> queue.SimpleQueue[Yielded | None]:
-        """The queue that receives the values of ``stream`` from now on."""
+    def open(self, stream: str) -> Route:
+        """The route of ``stream``, whose queue receives its values from now on."""
         with self._lock:
             if not self._subscribed:
                 self._subscribe(Yielded, self._route)
                 self._subscribed = True
             arrived: queue.SimpleQueue[Yielded | None] = queue.SimpleQueue()
             self._sinks[stream] = arrived.put
-            return arrived
+            return Route(stream, arrived, self)
 
     def close(self, stream: str, on_next: Callable[[int], None] | None = None) -> None:
         """Drop the values of ``stream`` from now on; ``on_next(node)`` is called once, with
@@ -73,42 +76,46 @@ class StreamRouter:
             sink(event)
 
 
-def start(
-    pending: PendingFunction[object], router: StreamRouter, submit: Submit, stop: Stop, node: int | None
-) -> ValueStream:
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One stream's way from the router: the queue its values arrive on (then None once
+    its task has ended), and the calls that close it and stop its generator."""
+
+    stream: str
+    arrived: queue.SimpleQueue[Yielded | None]
+    router: StreamRouter
+
+    def close(self, on_next: Callable[[int], None] | None = None) -> None:
+        """As ``StreamRouter.close`` for this stream."""
+        self.router.close(self.stream, on_next)
+
+    def stop(self, node: int) -> None:
+        """Ask ``node`` to stop this stream's generator."""
+        self.router.stop(self.stream, node)
+
+
+def start(pending: PendingFunction[object], router: StreamRouter, submit: Submit, node: int | None) -> ValueStream:
     """Start ``pending`` (a generator function's call) with ``submit`` and return its stream;
     ``node``: the node it is pinned to, if any."""
-    stream = uuid.uuid4().hex
-    arrived = router.open(stream)
+    route = router.open(uuid.uuid4().hex)
     try:
-        future = submit(PendingFunction(Generate(pending.callable, stream), pending.args, pending.kwargs, pending.timeout))
+        call = Generate(pending.callable, route.stream)
+        future = submit(PendingFunction(call, pending.args, pending.kwargs, pending.timeout))
     except BaseException:
-        router.close(stream)
+        route.close()
         raise
-    future.add_done_callback(lambda _: arrived.put(None))
-    return ValueStream(pending.name, stream, arrived, future, router, stop, node)
+    future.add_done_callback(lambda _: route.arrived.put(None))
+    return ValueStream(pending.name, route, future, node)
 
 
 class ValueStream(Iterator[object]):
     """The values one generator call yields, in order, as its node produces them; after
     them, the generator's own error if it raised one (noted with its node)."""
 
-    def __init__(
-        self,
-        name: str,
-        stream: str,
-        arrived: queue.SimpleQueue[Yielded | None],
-        future: Future[int],
-        router: StreamRouter,
-        stop: Stop,
-        node: int | None,
-    ) -> None:
+    def __init__(self, name: str, route: Route, future: Future[int], node: int | None) -> None:
         self.name = name
-        self._stream = stream
-        self._arrived = arrived
+        self._route = route
         self._future = future
-        self._router = router
-        self._stop = stop
         self._node = node
         self._received = 0
         self._expected: int | None = None
@@ -144,16 +151,16 @@ class ValueStream(Iterator[object]):
         if self._closed:
             return
         self._closed = True
-        stream, stop, router = self._stream, self._stop, self._router
+        route = self._route
         if self._future.done():
-            router.close(stream)
+            route.close()
         elif self._node is not None:
-            router.close(stream)
+            route.close()
             self._future.cancel()
-            stop(stream, self._node)
+            route.stop(self._node)
         else:  # the call may be running already: stop it once it shows where
-            router.close(stream, lambda node: stop(stream, node))
-            self._future.add_done_callback(lambda _: router.close(stream))
+            route.close(route.stop)
+            self._future.add_done_callback(lambda _: route.close())
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # a dropped stream must not raise at collection
@@ -166,7 +173,7 @@ class ValueStream(Iterator[object]):
     def _take(self, wait: float) -> Yielded | None | bool:
         """The next event, None once the task has ended, or False after ``wait`` seconds."""
         try:
-            return self._arrived.get(timeout=wait)
+            return self._route.arrived.get(timeout=wait)
         except queue.Empty:
             return False
 

@@ -117,7 +117,7 @@ class NodeRunner:
                 "collections": setup.collections, "plugins": setup.plugins,
             }
             self._executor: ProcessExecutor | ThreadExecutor = ProcessExecutor(
-                setup.info, setup.worker.reuse_processes, self.line, child_setup, self.gateway, self.publish
+                child_setup, setup.worker.reuse_processes, self.line, self.gateway, self.publish
             )
         else:
             self._executor = ThreadExecutor(setup.info, setup.worker.concurrency, self._task_ended)

@@ -151,23 +151,16 @@ class _Child:
 
 
 class ProcessExecutor:
-    """Hands each request to an idle child (or a new one) and returns the outcome."""
+    """Hands each request to an idle child (or a new one, set up with ``setup``) and
+    returns the outcome; ``reuse``: a child runs one task after another."""
 
-    def __init__(
-        self,
-        info: InstanceInfo,
-        reuse: bool,
-        sink: LineSink,
-        setup: ChildSetup,
-        gateway: Gateway,
-        publish: EventSink,
-    ) -> None:
-        self._info = info
-        self._publish = publish
+    def __init__(self, setup: ChildSetup, reuse: bool, sink: LineSink, gateway: Gateway, publish: EventSink) -> None:
+        self._info = setup["info"]
+        self._setup = setup
         self._reuse = reuse
         self._sink = sink
         self._gateway = gateway
-        self._setup: ChildSetup = {**setup, "info": info}
+        self._publish = publish
         self._idle: list[_Child] = []
         self._all: set[_Child] = set()
         self._workers: set[int] = set()

@@ -27,24 +27,8 @@ from typing import TypeVar
 
 import psutil
 
+from skyward.core import messages
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
-from skyward.core.messages import (
-    AdoptPool,
-    AskStatus,
-    DaemonRunning,
-    EndPool,
-    KeepPool,
-    ListPools,
-    Message,
-    NotKept,
-    PoolHeld,
-    PoolsEnded,
-    PoolsKept,
-    Refusal,
-    StopDaemon,
-    Stopping,
-    ToDaemon,
-)
 from skyward.core.paths import skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.model.spec import Options, Spec
@@ -63,7 +47,7 @@ API_FILE = "api.json"
 """The daemon's HTTP API (``kept.http``): ``{"url": ..., "pid": ...}``."""
 API_TOKEN_FILE = "api.token"
 """The HTTP API's bearer token (hex, mode 0600)."""
-A = TypeVar("A", bound=Message)
+A = TypeVar("A", bound=messages.Message)
 
 
 class DaemonGone(RuntimeError):
@@ -108,7 +92,7 @@ class KeptPoolState:
     daemon_pid: int
 
 
-def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, timeout: float) -> PoolHeld:
+def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, timeout: float) -> messages.PoolHeld:
     """Open a kept pool on this user's daemon (starting the daemon when none runs),
     held for this process; waits up to ``timeout`` seconds for its agents. RuntimeError
     with the daemon's reason when it cannot."""
@@ -119,7 +103,7 @@ def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, ti
         with connection:
             connection.settimeout(timeout + ANSWER_TIMEOUT)
             try:
-                return _ask(connection, KeepPool(name, fingerprint, keep_alive, request), PoolHeld)
+                return _ask(connection, messages.KeepPool(name, fingerprint, keep_alive, request), messages.PoolHeld)
             except DaemonGone:
                 if attempt:
                     raise
@@ -137,7 +121,7 @@ def _wait_gone(directory: Path, timeout: float = START_TIMEOUT) -> None:
         time.sleep(0.05)
 
 
-def adopt_pool(name: str, fingerprint: str) -> PoolHeld | None:
+def adopt_pool(name: str, fingerprint: str) -> messages.PoolHeld | None:
     """The kept pool named ``name`` (empty: any defined as ``fingerprint``), held for
     this process; None when no daemon runs or it keeps no such pool. RuntimeError (the
     daemon's reason) when it is held by another client or defined otherwise."""
@@ -146,10 +130,10 @@ def adopt_pool(name: str, fingerprint: str) -> PoolHeld | None:
         return None
     with connection:
         try:
-            answer = _ask(connection, AdoptPool(name, fingerprint), (PoolHeld, NotKept))
+            answer = _ask(connection, messages.AdoptPool(name, fingerprint), (messages.PoolHeld, messages.NotKept))
         except DaemonGone:  # exiting: it keeps nothing
             return None
-    return answer if isinstance(answer, PoolHeld) else None
+    return answer if isinstance(answer, messages.PoolHeld) else None
 
 
 def kept_pools() -> list[KeptPoolState]:
@@ -181,10 +165,10 @@ def end_pools(name: str, timeout: float = 300.0) -> list[str]:
         with connection:
             connection.settimeout(timeout)
             try:
-                answer = _ask(connection, EndPool(name), (PoolsEnded, NotKept))
+                answer = _ask(connection, messages.EndPool(name), (messages.PoolsEnded, messages.NotKept))
             except DaemonGone:  # exiting: it keeps nothing
                 continue
-        if isinstance(answer, PoolsEnded):
+        if isinstance(answer, messages.PoolsEnded):
             ended += answer.names
     return ended
 
@@ -197,7 +181,7 @@ def _kept_of(directory: Path) -> tuple[tuple[str, str, int, float, int, float, f
         return ()
     with connection:
         try:
-            return _ask(connection, ListPools(), PoolsKept).pools
+            return _ask(connection, messages.ListPools(), messages.PoolsKept).pools
         except DaemonGone:
             return ()
 
@@ -218,7 +202,7 @@ def api_endpoint() -> ApiEndpoint:
     with _spawn_lock(directory):
         connection = _connect(directory) or _start(directory)
     with connection:
-        state = _ask(connection, AskStatus(), DaemonRunning)
+        state = _ask(connection, messages.AskStatus(), messages.DaemonRunning)
     try:  # written before the daemon listens on its socket
         found = json.loads((directory / API_FILE).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
@@ -242,7 +226,7 @@ def status() -> list[DaemonStatus]:
             continue
         with connection:
             try:
-                state = _ask(connection, AskStatus(), DaemonRunning)
+                state = _ask(connection, messages.AskStatus(), messages.DaemonRunning)
             except DaemonGone:  # exiting as we asked: not running
                 continue
         found.append(DaemonStatus(state.pid, state.address, str(directory)))
@@ -259,7 +243,7 @@ def stop_all(timeout: float = 60.0) -> list[DaemonStatus]:
         if connection is None:
             continue
         with connection, contextlib.suppress(DaemonGone):  # gone already: exiting on its own
-            _ask(connection, StopDaemon(), Stopping)
+            _ask(connection, messages.StopDaemon(), messages.Stopping)
     deadline = time.monotonic() + timeout
     for daemon in stopped:
         while _alive(daemon.pid):
@@ -336,7 +320,7 @@ def _start(directory: Path) -> socket.socket:
     )
 
 
-def _ask(connection: socket.socket, request: ToDaemon, expected: type[A] | tuple[type[A], ...]) -> A:
+def _ask(connection: socket.socket, request: messages.ToDaemon, expected: type[A] | tuple[type[A], ...]) -> A:
     """Send one request, read its one answer (RuntimeError if the daemon refused, or
     answered something else)."""
     try:
@@ -348,7 +332,7 @@ def _ask(connection: socket.socket, request: ToDaemon, expected: type[A] | tuple
         raise DaemonGone(f"the pool daemon closed the connection without answering ({exc}); see its daemon.log") from None
     if answer is None:
         raise DaemonGone("the pool daemon closed the connection without answering; see its daemon.log")
-    if isinstance(answer, Refusal):
+    if isinstance(answer, messages.Refusal):
         raise RuntimeError(f"the pool daemon refused the request: {answer.error}")
     if not isinstance(answer, expected):
         raise RuntimeError(f"the pool daemon answered {type(answer).__name__} to {type(request).__name__}")

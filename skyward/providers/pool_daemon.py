@@ -25,22 +25,8 @@ from pathlib import Path
 
 import ray
 
+from skyward.core import messages
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
-from skyward.core.messages import (
-    AdoptPool,
-    AskStatus,
-    DaemonRunning,
-    EndPool,
-    KeepPool,
-    ListPools,
-    Message,
-    NotKept,
-    PoolsEnded,
-    PoolsKept,
-    Refusal,
-    StopDaemon,
-    Stopping,
-)
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.providers.daemon_client import PID_FILE, SOCKET
 from skyward.providers.kept import state as kept_state
@@ -173,53 +159,53 @@ class PoolDaemon:
             try:
                 require_same_user(connection, "a client of the pool daemon")
             except ForeignPeer as refused:
-                _answer(connection, Refusal(str(refused)))
+                _answer(connection, messages.Refusal(str(refused)))
                 return
             try:
                 request = read_frame(connection)
             except (MalformedFrame, OSError) as exc:
-                _answer(connection, Refusal(f"not a request: {exc}"))
+                _answer(connection, messages.Refusal(f"not a request: {exc}"))
                 return
             match request:
-                case AskStatus():
-                    _answer(connection, DaemonRunning(os.getpid(), self.address))
-                case StopDaemon():
-                    _answer(connection, Stopping(os.getpid()))
+                case messages.AskStatus():
+                    _answer(connection, messages.DaemonRunning(os.getpid(), self.address))
+                case messages.StopDaemon():
+                    _answer(connection, messages.Stopping(os.getpid()))
                     self._down.set()
-                case KeepPool() | AdoptPool() | ListPools() | EndPool():
+                case messages.KeepPool() | messages.AdoptPool() | messages.ListPools() | messages.EndPool():
                     self._kept_request(connection, request)
                 case _:
-                    _answer(connection, Refusal(f"not a request of the pool daemon: {type(request).__name__}"))
+                    _answer(connection, messages.Refusal(f"not a request of the pool daemon: {type(request).__name__}"))
 
-    def _kept_request(self, connection: socket.socket, request: KeepPool | AdoptPool | ListPools | EndPool) -> None:
+    def _kept_request(self, connection: socket.socket, request: messages.AboutKeptPools) -> None:
         """Serve a request about kept pools (``kept.daemon``)."""
         with self._lock:
             self._linger = 0.0  # from now on the daemon leaves with the last kept pool
             self._kept_requests += 1
         try:
             match request:
-                case KeepPool(name, fingerprint, keep_alive, body) if keep_alive > 0:
+                case messages.KeepPool(name, fingerprint, keep_alive, body) if keep_alive > 0:
                     kept: KeptRequest = load_payload(body)  # from a process of this user (checked above)
                     _answer(connection, self._kept.keep(name, fingerprint, keep_alive, kept, peer_pid(connection)))
-                case AdoptPool(name, fingerprint):
+                case messages.AdoptPool(name, fingerprint):
                     _answer(connection, self._kept.adopt(name, fingerprint, peer_pid(connection)))
-                case ListPools():
-                    _answer(connection, PoolsKept(tuple(self._kept.states())))
-                case EndPool(name):
-                    _answer(connection, PoolsEnded(self._kept.end(name)))
+                case messages.ListPools():
+                    _answer(connection, messages.PoolsKept(tuple(self._kept.states())))
+                case messages.EndPool(name):
+                    _answer(connection, messages.PoolsEnded(self._kept.end(name)))
                 case _:
-                    _answer(connection, Refusal(f"not a valid request: {request!r}"))
+                    _answer(connection, messages.Refusal(f"not a valid request: {request!r}"))
         except LookupError as exc:
-            _answer(connection, NotKept(str(exc.args[0]) if exc.args else str(exc)))
+            _answer(connection, messages.NotKept(str(exc.args[0]) if exc.args else str(exc)))
         except Exception as exc:  # the client gets the reason; the daemon serves on
-            _answer(connection, Refusal(f"{type(exc).__name__}: {exc}"))
+            _answer(connection, messages.Refusal(f"{type(exc).__name__}: {exc}"))
         finally:
             with self._lock:
                 self._kept_requests -= 1
                 self._idle_since = time.monotonic()
 
 
-def _answer(connection: socket.socket, answer: Message) -> None:
+def _answer(connection: socket.socket, answer: messages.Message) -> None:
     with contextlib.suppress(OSError):
         connection.sendall(frame(answer))
 

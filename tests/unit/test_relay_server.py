@@ -23,7 +23,7 @@ from skyward.core.codec import FRAME_HEADER, encode_message
 from skyward.core.messages import PROTOCOL, Call, Close, Hello
 from skyward.engine.relay_server import read_message, write_message
 from skyward.engine.transport import NodeLost
-from skyward.engine.transports.relay import RelayRefused, RelayTransport, unix_connector
+from skyward.engine.transports.relay import RelayEndpoint, RelayRefused, RelayTransport
 
 
 @sky.function
@@ -141,7 +141,7 @@ def test_a_stranger_gets_nothing_and_changes_nothing(relayed: tuple[sky.Pool, Fa
 def test_a_client_with_the_wrong_secret_is_refused(relayed: tuple[sky.Pool, FakeProvider]) -> None:
     pool, provider = relayed
     relay = provider.relays[0]
-    impostor = RelayTransport(unix_connector(relay.address), relay.address, handshake.new_secret())
+    impostor = RelayTransport(RelayEndpoint.on_unix_socket(relay.address, handshake.new_secret()))
     loop = asyncio.new_event_loop()
     try:
         with pytest.raises(RelayRefused, match="did not prove"):

@@ -96,21 +96,31 @@ class RelayRefused(ConnectionError):
     another protocol version."""
 
 
-class RelayTransport:
-    """The client's end of the stream to a head relay, opened by ``connect`` on
-    ``io_loop`` (None: the driver's loop); ``where`` names the relay in errors; ``secret``
-    is the pool's relay secret; ``compress``: large messages travel compressed where that
-    pays (``codec.relay_frame``: an SSH channel to a remote relay, not a local socket)."""
+@dataclass(frozen=True, slots=True)
+class RelayEndpoint:
+    """A pool's head relay as its client reaches it: ``connect`` opens the stream,
+    ``where`` names the relay in errors, ``secret`` is the pool's relay secret (each side
+    proves it), ``compress``: large messages travel compressed where that pays
+    (``codec.relay_frame``: an SSH channel to a remote relay, not a local socket)."""
 
-    def __init__(
-        self, connect: Connector, where: str, secret: bytes, io_loop: asyncio.AbstractEventLoop | None = None,
-        compress: bool = False,
-    ) -> None:
-        self._connect_stream = connect
-        self._where = where
-        self._secret = secret
+    connect: Connector
+    where: str
+    secret: bytes
+    compress: bool = False
+
+    @classmethod
+    def on_unix_socket(cls, path: str, secret: bytes, where: str = "", compress: bool = False) -> RelayEndpoint:
+        """A relay listening on the Unix socket ``path`` (``where`` defaults to the path)."""
+        return cls(lambda: asyncio.open_unix_connection(path), where or path, secret, compress)
+
+
+class RelayTransport:
+    """The client's end of the stream to the head relay at ``endpoint``, driven on
+    ``io_loop`` (None: the driver's loop)."""
+
+    def __init__(self, endpoint: RelayEndpoint, io_loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._endpoint = endpoint
         self._io_loop = io_loop
-        self._compress = compress
         self._left: dict[int, str] = {}
         self._attaching: dict[int, asyncio.Future[tuple[str | None, bytes]]] = {}
         self._on_lost: Callable[[Loss], None] = lambda loss: None
@@ -144,10 +154,11 @@ class RelayTransport:
     async def _connect(self) -> None:
         """Connect, prove the secret both ways, exchange ``Hello``. ``RelayRefused`` when
         the other end is not the pool's relay."""
-        reader, writer = await asyncio.wait_for(self._connect_stream(), CONNECT_TIMEOUT)
-        if not await handshake.prove_to_server_async(reader, writer, self._secret):
+        endpoint = self._endpoint
+        reader, writer = await asyncio.wait_for(endpoint.connect(), CONNECT_TIMEOUT)
+        if not await handshake.prove_to_server_async(reader, writer, endpoint.secret):
             writer.close()
-            raise RelayRefused(f"what answers at {self._where} did not prove the pool's secret: not its head relay")
+            raise RelayRefused(f"what answers at {endpoint.where} did not prove the pool's secret: not its head relay")
         await write_message(writer, Hello(PROTOCOL))
         try:
             hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
@@ -212,7 +223,7 @@ class RelayTransport:
         try:
             if self._lost is not None or self._writer is None:
                 raise ConnectionError(str(self._lost or "the pool is closed"))
-            put_message(self._writer, message, self._compress)
+            put_message(self._writer, message, self._endpoint.compress)
         except (ConnectionError, OSError, RuntimeError) as exc:
             if call_id is not None:
                 pending = self._pending.get(call_id)
@@ -345,7 +356,7 @@ class RelayTransport:
         if self._writer is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
         try:
-            await write_message(self._writer, message, self._compress)
+            await write_message(self._writer, message, self._endpoint.compress)
         except Exception as exc:  # an OSError, or the SSH library's own errors of a lost channel
             raise ConnectionError(f"lost the connection to the cluster's head relay: {exc}") from None
 
@@ -440,11 +451,6 @@ def _outcome(reply: Outcome) -> Payload:
     if isinstance(reply, TransportError):
         raise reply
     return reply
-
-
-def unix_connector(path: str) -> Connector:
-    """A ``Connector`` to a relay listening on the Unix socket ``path``."""
-    return lambda: asyncio.open_unix_connection(path)
 
 
 def _resolve(pending: tuple[int, Waiter] | None, outcome: Outcome) -> None:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import math
-import os
 import socket
-import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -42,14 +41,12 @@ from skyward.providers.cloud import fields
 from skyward.providers.cloud.errors import CloudAnswerError
 from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.orphans import Orphan
-from skyward.providers.ssh.connection import KnownHosts
+from skyward.providers.ssh.connection import BOOTING_SSH_TIMEOUT, KnownHosts
 from skyward.providers.ssh.provider import check_remote_spec
 from skyward.storage.client import Storage
 from skyward.storage.presets import S3
 
 DEFAULT_PROVISION_TIMEOUT = 600.0
-DEFAULT_SSH_TIMEOUT = 300.0
-SSH_RETRY_INTERVAL = 5.0
 MAX_OFFERS_TRIED = 6
 PUBLIC_ADDRESS_URL = "https://checkip.amazonaws.com"
 
@@ -132,25 +129,12 @@ class AWS:
             return sleeping(self.launch, spec, options, pool_id, None)
         resources = machines.PoolResources(region, pool_id)
         renewer = _ExpiryRenewer(resources)
-        known_hosts = tempfile.NamedTemporaryFile(prefix="skyward-hosts-", delete=False)
-        known_hosts.close()
-        released = threading.Event()
-        grow: EC2Machines | None = None
-
-        def release() -> None:
-            if released.is_set():
-                return
-            released.set()
-            if grow is not None:
-                grow.close()
-            renewer.stop()
-            try:
-                machines.release(resources)
-            finally:
-                registry.unregister(pool_id)
-                os.unlink(known_hosts.name)
-
+        held = ExitStack()  # what the pool holds; closing it releases all, the newest first
+        known_hosts = KnownHosts.for_pool(held)
         registry.register(pool_id, self.name, region)
+        held.callback(registry.unregister, pool_id)
+        held.callback(machines.release, resources)
+        held.callback(renewer.stop)
         try:
             subnet, vpc = self._subnet(region)
             machines.create_access(resources, vpc, self._ssh_cidr(region, subnet))
@@ -164,17 +148,15 @@ class AWS:
                 return self._handle(resources, offer, started)
 
             grow = EC2Machines(region, launch_one)
+            held.callback(grow.close)
         except BaseException:
-            release()
+            held.close()
             raise
         # Ray loads when a pool launches, not in a script that adopts a kept pool
-        from skyward.providers.ssh.launch import launch_on_hosts
+        from skyward.providers.ssh.launch import launch_on_created
 
-        return launch_on_hosts(
-            handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
-            halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,
-            owned_files=(known_hosts.name,), holdings=EC2Holdings(resources),
-        )
+        holdings = EC2Holdings(resources)
+        return launch_on_created(handles, spec, options, pool_id, known_hosts, held, grow, (known_hosts.path,), holdings)
 
     # ------------------------------------------------------------------ gc
 
@@ -444,7 +426,7 @@ def _orphan_reason(tags: dict[str, str], pool: str, now: str, me: str) -> str | 
 
 def boot_script(spec: Spec, options: Options) -> str:
     """User data: a machine no client takes over shuts itself down (and so terminates)."""
-    budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + DEFAULT_SSH_TIMEOUT + spec.ttl + 600
+    budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + BOOTING_SSH_TIMEOUT + spec.ttl + 600
     minutes = max(10, math.ceil(budget / 60))
     return f"#!/bin/bash\nshutdown -h +{minutes} 'skyward: no client took this instance over' || true\n"
 

@@ -21,10 +21,8 @@ A cloud provider (``sky.RunPod``, ``sky.VastAI``, ``sky.Verda``, ``sky.DigitalOc
 from __future__ import annotations
 
 import itertools
-import os
-import tempfile
-import threading
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import replace
 from typing import ClassVar
 
@@ -45,8 +43,6 @@ from skyward.providers.ssh.provider import check_remote_spec
 from skyward.storage.client import Storage
 
 DEFAULT_PROVISION_TIMEOUT = 900.0
-DEFAULT_SSH_TIMEOUT = 300.0
-SSH_RETRY_INTERVAL = 5.0
 MAX_OFFERS_TRIED = 6
 SSH_USER = "root"
 """Who skyward logs in as on a machine whose cloud does not name a user (``Machine.ssh_user``)."""
@@ -138,24 +134,11 @@ class MachineCloud:
 
             return sleeping(self.launch, spec, options, pool_id, None)
         resources = machines.PoolMachines(self.label, pool_id, naming.key_name(pool_id))
-        known_hosts = tempfile.NamedTemporaryFile(prefix="skyward-hosts-", delete=False)
-        known_hosts.close()
-        released = threading.Event()
-        grow: CloudMachines | None = None
-
-        def release() -> None:
-            if released.is_set():
-                return
-            released.set()
-            try:
-                if grow is not None:
-                    grow.close()  # waits for a machine being created: it is deleted below too
-                machines.release(api, resources)
-            finally:
-                registry.unregister(pool_id)
-                os.unlink(known_hosts.name)
-
+        held = ExitStack()  # what the pool holds; closing it releases all, the newest first
+        known_hosts = KnownHosts.for_pool(held)
         registry.register(pool_id, self.name, self.region_of(spec))
+        held.callback(registry.unregister, pool_id)
+        held.callback(machines.release, api, resources)
         try:
             public_key = machines.make_key(resources)
             resources.key_id = api.add_key(resources.key_name, public_key)
@@ -171,17 +154,15 @@ class MachineCloud:
                 return self._handle(machine, offer, resources)
 
             grow = CloudMachines(api, resources, create_one)
+            held.callback(grow.close)  # waits for a machine being created: it is deleted after
         except BaseException:
-            release()
+            held.close()
             raise
         # Ray loads when a pool launches, not in a script that adopts a kept pool
-        from skyward.providers.ssh.launch import launch_on_hosts
+        from skyward.providers.ssh.launch import launch_on_created
 
-        return launch_on_hosts(
-            handles, spec, options, pool_id, KnownHosts(known_hosts.name), release, machines=grow,
-            halt_on_expiry=True, default_ssh_timeout=DEFAULT_SSH_TIMEOUT, default_retry_interval=SSH_RETRY_INTERVAL,
-            owned_files=(known_hosts.name, str(resources.key_path)),
-        )
+        owned = (known_hosts.path, str(resources.key_path))
+        return launch_on_created(handles, spec, options, pool_id, known_hosts, held, grow, owned)
 
     # ------------------------------------------------------------------ gc
 

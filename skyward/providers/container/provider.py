@@ -20,9 +20,10 @@ from skyward.containers import DockerImage, image_field
 from skyward.core.validation import fail
 from skyward.image.image import local_python
 from skyward.model.spec import Options, Spec
-from skyward.providers.cloud.provider import DEFAULT_SSH_TIMEOUT, MachineCloud
+from skyward.providers.cloud.provider import MachineCloud
 from skyward.providers.container.api import ContainerAPI
 from skyward.providers.container.engine import find_socket
+from skyward.providers.ssh.connection import BOOTING_SSH_TIMEOUT
 
 DEADLINE_FILE = "/run/skyward-deadline"
 
@@ -70,7 +71,7 @@ class Container(MachineCloud):
         """The container's command: sshd with the pool's key (installed first when the
         image lacks it), a ``shutdown`` that stops the container for the watchdog, and a
         deadline that stops it when no client takes it over."""
-        budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + DEFAULT_SSH_TIMEOUT + spec.ttl + 600
+        budget = float(options.bootstrap_timeout or spec.image.bootstrap_timeout) + BOOTING_SSH_TIMEOUT + spec.ttl + 600
         return BOOT.format(deadline=math.ceil(budget), file=shlex.quote(DEADLINE_FILE))
 
 

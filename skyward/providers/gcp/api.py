@@ -73,9 +73,9 @@ class GCPAPI(KeysInOrders):
         self, project: str, zone: str, network: str, headers: Callable[[], dict[str, str]],
         operation_timeout: float = OPERATION_TIMEOUT,
     ) -> None:
-        self._project = project
         self._zone = zone
-        self._network = network
+        self._network = f"projects/{project}/global/networks/{network}"
+        """The network's resource name (Compute Engine takes it where a URL goes)."""
         self._timeout = operation_timeout
         self._headers = headers
         self._http = ApiClient("GCP", base_url("gcp", URL), headers, where())
@@ -259,7 +259,7 @@ class GCPAPI(KeysInOrders):
                                      "diskType": f"zones/{self._zone}/diskTypes/pd-balanced"},
             }],
             "networkInterfaces": [{
-                "network": f"global/networks/{self._network}",
+                "network": self._network,
                 "accessConfigs": [{"type": "ONE_TO_ONE_NAT", "name": "External NAT"}],
             }],
             "scheduling": scheduling,
@@ -290,12 +290,11 @@ class GCPAPI(KeysInOrders):
         """The rules ``<group>-ssh`` (tcp:22 from anywhere) and ``<group>-peers`` (every
         protocol from instances tagged ``group``), both for instances tagged ``group``; the
         first is deleted again when the second cannot be made. Its id is ``group``."""
-        network = f"projects/{self._project}/global/networks/{self._network}"
         rules: list[dict[str, object]] = [
-            {"name": f"{group}-ssh", "network": network, "direction": "INGRESS", "priority": 1000,
+            {"name": f"{group}-ssh", "network": self._network, "direction": "INGRESS", "priority": 1000,
              "sourceRanges": ["0.0.0.0/0"], "targetTags": [group], "allowed": [{"IPProtocol": "tcp", "ports": ["22"]}],
              "description": "skyward: SSH to the pool's instances"},
-            {"name": f"{group}-peers", "network": network, "direction": "INGRESS", "priority": 1000,
+            {"name": f"{group}-peers", "network": self._network, "direction": "INGRESS", "priority": 1000,
              "sourceTags": [group], "targetTags": [group], "allowed": [{"IPProtocol": "all"}],
              "description": "skyward: the pool's instances to each other"},
         ]

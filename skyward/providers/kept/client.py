@@ -13,7 +13,6 @@ script's until the pool ends.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib.metadata
 import os
@@ -28,7 +27,7 @@ import cloudpickle
 from skyward.core.codec import load_payload
 from skyward.core.instance import InstanceInfo
 from skyward.engine.membership import Floor, Joined, Loss
-from skyward.engine.transports.relay import RelayTransport, RemoteAgent
+from skyward.engine.transports.relay import RelayEndpoint, RelayTransport, RemoteAgent
 from skyward.engine.wire import ByValueEncoder
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
@@ -83,10 +82,8 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
     infos: tuple[InstanceInfo, ...] = load_payload(held.infos)  # from this user's daemon (peer checked)
     loop = LoopThread(f"skyward-kept-{held.name}")
     socket_path = held.socket
-    transport = RelayTransport(
-        lambda: asyncio.open_unix_connection(socket_path), f"the kept pool {held.name} ({socket_path})",
-        held.secret, loop.loop,
-    )
+    where = f"the kept pool {held.name} ({socket_path})"
+    transport = RelayTransport(RelayEndpoint.on_unix_socket(socket_path, held.secret, where), loop.loop)
     encoder = ByValueEncoder(spec.image.includes)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     nodes: tuple[NodeHandle, ...] = load_payload(held.nodes)

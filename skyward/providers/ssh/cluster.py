@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 import asyncssh
 
+from skyward.engine.transports.relay import RelayEndpoint
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers.ssh import bootstrap as runner
-from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect
+from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect
 from skyward.providers.ssh.versions import mismatches
 from skyward.providers.ssh.watchdog import POOL_ENV, REJOIN
 from skyward.providers.ssh.wheels import NodePlatform
@@ -123,7 +124,7 @@ class RemoteCluster:
         self.gcs_port = 0
         self.volume_count = 0
         self.halt = False
-        self._on_phase = on_phase
+        self.on_phase = on_phase
         self._heartbeat: asyncio.Task[None] | None = None
         self._serials = itertools.count()
         self._stopping: set[int] = set()
@@ -141,8 +142,8 @@ class RemoteCluster:
         return next((node for node in self.nodes if node.handle is handle), None)
 
     async def connect(
-        self, handles: Sequence[NodeHandle], known: KnownHosts, timeout: float, retry_interval: float | None,
-        ranks: Sequence[int] | None = None, serials: Sequence[int] | None = None,
+        self, handles: Sequence[NodeHandle], reach: SSHReach, ranks: Sequence[int] | None = None,
+        serials: Sequence[int] | None = None,
     ) -> list[RemoteNode]:
         """Connect to every host (at ``ranks``, default 0, 1, ...; with ``serials``, the
         hosts of a pool taken over, default new ones); ConnectionError naming the first
@@ -152,7 +153,10 @@ class RemoteCluster:
         if any(endpoint is None for endpoint in endpoints):
             raise ValueError("every node of a remote pool needs an SSH endpoint")
         results = await asyncio.gather(
-            *(connect(endpoint, known, timeout, retry_interval) for endpoint in endpoints if endpoint is not None),
+            *(
+                connect(endpoint, reach.known, reach.timeout, reach.retry_interval)
+                for endpoint in endpoints if endpoint is not None
+            ),
             return_exceptions=True,
         )
         added = []
@@ -167,7 +171,7 @@ class RemoteCluster:
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]
-        self._on_phase("ssh", time.monotonic() - started, None if ranks is None else ranks[0])
+        self.on_phase("ssh", time.monotonic() - started, None if ranks is None else ranks[0])
         return added
 
     async def gather_facts(self, indexes: Sequence[str], timeout: float, nodes: Sequence[RemoteNode] | None = None) -> None:
@@ -190,10 +194,10 @@ class RemoteCluster:
         async def one(node: RemoteNode) -> None:
             started = time.monotonic()
             await runner.ship(node.files, shipments[node.index])
-            self._on_phase("ship", time.monotonic() - started, node.index)
+            self.on_phase("ship", time.monotonic() - started, node.index)
             node.ready = await runner.bootstrap(
                 node.conn, node.files, str(node.address), script_for(node), node.pool_dir, timeout,
-                lambda phase, seconds: self._on_phase(phase, seconds, node.index),
+                lambda phase, seconds: self.on_phase(phase, seconds, node.index),
             )
 
         await _all(one(node) for node in (self.nodes if nodes is None else nodes))
@@ -235,7 +239,7 @@ class RemoteCluster:
                 if line.startswith("::watching"):
                     return
                 if line.startswith("::volumes "):
-                    self._on_phase("volumes", float(line.split()[1]), node.index)
+                    self.on_phase("volumes", float(line.split()[1]), node.index)
                 elif line.startswith("::mount-failed "):
                     raise _volume_error(node, line)
                 elif not line:
@@ -320,7 +324,7 @@ class RemoteCluster:
         # Workers start alongside the head: `ray start --address` waits for the GCS.
         head_resources = {**resources(head), HEAD_RESOURCE: HEAD_CAPACITY}
         await _all([self._ray_start(head, head_args, head_resources, env), *(worker(n) for n in self.nodes[1:])])
-        self._on_phase("ray", time.monotonic() - started, None)
+        self.on_phase("ray", time.monotonic() - started, None)
 
     async def join_ray(self, node: RemoteNode, resources: dict[str, float], env: dict[str, str]) -> None:
         """Start Ray on ``node``, joining the head's cluster."""
@@ -333,7 +337,7 @@ class RemoteCluster:
             f"--metrics-export-port={ports[3]}",
         ]
         await self._ray_start(node, args, resources, env)
-        self._on_phase("ray", time.monotonic() - started, node.index)
+        self.on_phase("ray", time.monotonic() - started, node.index)
 
     async def _ray_start(self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]) -> None:
         assert node.ready is not None
@@ -385,6 +389,10 @@ class RemoteCluster:
         """A stream to the relay on node 0's loopback ``port``: a channel of the pool's SSH
         connection (on this loop), so nothing listens on the client's machine."""
         return await self.nodes[0].conn.open_connection("127.0.0.1", port, encoding=None)
+
+    def relay(self, port: int, secret: bytes, compress: bool) -> RelayEndpoint:
+        """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it."""
+        return RelayEndpoint(lambda: self.open_relay(port), f"node 0's port {port}", secret, compress)
 
     async def _stream_logs(self, process: asyncssh.SSHClientProcess[bytes]) -> None:
         try:

@@ -10,7 +10,10 @@ import functools
 import os
 import secrets
 import shlex
+import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
@@ -57,6 +60,24 @@ def parse_host(text: str, user: str, port: int, key_path: str | None = None) -> 
     return SSHEndpoint(host, int(port_text), user, key_path)
 
 
+BOOTING_SSH_TIMEOUT = 300.0
+"""Seconds a machine created for a pool (still booting) has to answer SSH, where
+``Options.ssh_timeout`` is unset."""
+BOOTING_RETRY_INTERVAL = 5.0
+"""Seconds between tries to reach such a machine, where ``Options.ssh_retry_interval`` is unset."""
+
+
+@dataclass(frozen=True, slots=True)
+class SSHReach:
+    """How the client reaches a pool's hosts: host keys checked against ``known``, each
+    host given ``timeout`` seconds to answer, one that is unreachable tried again every
+    ``retry_interval`` seconds (None: once)."""
+
+    known: KnownHosts
+    timeout: float
+    retry_interval: float | None = None
+
+
 class KnownHosts:
     """A known_hosts file in OpenSSH's format, read by asyncssh: hashed names
     (``|1|salt|hash``), several names a line, ``[host]:port``, wildcards,
@@ -68,6 +89,15 @@ class KnownHosts:
 
     def __init__(self, path: str | None = None) -> None:
         self.path = os.path.expanduser(path) if path else str(skyward_home() / "known_hosts")
+
+    @classmethod
+    def for_pool(cls, held: ExitStack) -> KnownHosts:
+        """A new, empty file of this user's for the hosts of one pool (machines created for
+        it), deleted when ``held`` closes."""
+        fd, path = tempfile.mkstemp(prefix="skyward-hosts-")
+        os.close(fd)
+        held.callback(os.unlink, path)
+        return cls(path)
 
     def entries(self) -> asyncssh.SSHKnownHosts:
         """What the file says now (nothing when it does not exist). ValueError naming the

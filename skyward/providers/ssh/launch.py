@@ -46,7 +46,7 @@ from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
 from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteCluster, RemoteNode
-from skyward.providers.ssh.connection import KnownHosts
+from skyward.providers.ssh.connection import BOOTING_RETRY_INTERVAL, BOOTING_SSH_TIMEOUT, KnownHosts, SSHReach
 from skyward.providers.ssh.handover import Handover, HostState
 from skyward.providers.ssh.handover import release as release_handover
 from skyward.providers.ssh.head_relay import RelayConfig
@@ -106,12 +106,10 @@ def launch_on_hosts(
     credentials = ExitStack()
     try:
         volumes = credentials.enter_context(pool_volumes.resolved(spec.volumes))
-        encoder = encoder_for(spec)
-        path = HostPath(
-            spec, options, pool_id, cluster, loop, known_hosts, volumes, phases, halt_on_expiry,
-            float(options.ssh_timeout or default_ssh_timeout),
-            float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval, encoder,
-        )
+        retry = float(options.ssh_retry_interval) if options.ssh_retry_interval else default_retry_interval
+        reach = SSHReach(known_hosts, float(options.ssh_timeout or default_ssh_timeout), retry)
+        path = HostPath(spec, options, cluster, loop, reach, volumes, halt_on_expiry)
+        encoder = path.encoder
         path.up(handles, range(len(handles)))
         loop.run(cluster.start_ray(resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
         setups = tuple(path.setup(node) for node in cluster.nodes)
@@ -125,10 +123,7 @@ def launch_on_hosts(
         stop_hosts(loop, cluster, credentials, release)
         raise
 
-    transport = RelayTransport(
-        lambda: cluster.open_relay(relay_port), f"node 0's port {relay_port}", config.secret, loop.loop,
-        compress=config.compress,
-    )
+    transport = RelayTransport(cluster.relay(relay_port, config.secret, config.compress), loop.loop)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
     membership = None
@@ -146,6 +141,20 @@ def launch_on_hosts(
     return LaunchedCluster(
         tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership,
         handover if config.kept else None,
+    )
+
+
+def launch_on_created(
+    handles: Sequence[NodeHandle], spec: Spec, options: Options, pool_id: str, known_hosts: KnownHosts,
+    held: ExitStack, machines: Machines, owned_files: Sequence[str], holdings: Holdings | None = None,
+) -> LaunchedCluster:
+    """``launch_on_hosts`` for machines a cloud created for the pool: each may still be
+    booting (``BOOTING_SSH_TIMEOUT``) and halts once its client has vanished, and closing
+    ``held`` (what the pool holds at its cloud) is the pool's release."""
+    return launch_on_hosts(
+        handles, spec, options, pool_id, known_hosts, held.close, machines=machines, halt_on_expiry=True,
+        default_ssh_timeout=BOOTING_SSH_TIMEOUT, default_retry_interval=BOOTING_RETRY_INTERVAL,
+        owned_files=owned_files, holdings=holdings,
     )
 
 
@@ -187,8 +196,9 @@ def take_over(
         try:
             ssh.run(
                 cluster.connect(
-                    [host.handle for host in handover.hosts], KnownHosts(handover.known_hosts), TAKE_OVER_SSH_TIMEOUT,
-                    1.0, [host.index for host in handover.hosts], [host.serial for host in handover.hosts],
+                    [host.handle for host in handover.hosts],
+                    SSHReach(KnownHosts(handover.known_hosts), TAKE_OVER_SSH_TIMEOUT, 1.0),
+                    [host.index for host in handover.hosts], [host.serial for host in handover.hosts],
                 ),
                 TAKE_OVER_SSH_TIMEOUT * 2 + 10,
             )
@@ -196,10 +206,7 @@ def take_over(
             for node in cluster.nodes:
                 node.facts, node.ready = hosts[node.serial].facts, hosts[node.serial].ready
         ssh.run(cluster.rejoin_watchdogs(TAKE_OVER_WAIT), TAKE_OVER_WAIT + 10)
-        transport = RelayTransport(
-            lambda: cluster.open_relay(port), f"node 0's port {port}", handover.relay_secret, ssh.loop,
-            compress=handover.compress,
-        )
+        transport = RelayTransport(cluster.relay(port, handover.relay_secret, handover.compress), ssh.loop)
         transport.open(loop, events)
     except BaseException:
         threading.Thread(target=abandon, args=(ssh, cluster, handover), name="skyward-abandon", daemon=False).start()
@@ -251,38 +258,32 @@ class HostPath:
     ``Spec.volumes``); and the ``AgentSetup`` of its agent."""
 
     def __init__(
-        self, spec: Spec, options: Options, pool_id: str, cluster: RemoteCluster, loop: LoopThread,
-        known_hosts: KnownHosts, volumes: Sequence[NodeVolume], phases: list[PhaseTiming], halt: bool,
-        ssh_timeout: float, retry_interval: float | None, encoder: ByValueEncoder,
+        self, spec: Spec, options: Options, cluster: RemoteCluster, loop: LoopThread, reach: SSHReach,
+        volumes: Sequence[NodeVolume], halt: bool,
     ) -> None:
         self.spec = spec
         self.options = options
-        self.pool_id = pool_id
         self.cluster = cluster
         self.loop = loop
-        self._known_hosts = known_hosts
+        self.encoder = encoder_for(spec)
+        self._reach = reach
         self._volumes = volumes
-        self._phases = phases
         self._halt = halt
-        self._ssh_timeout = ssh_timeout
-        self._retry = retry_interval
-        self._encoder = encoder
         self._plugin_ops: tuple[BootstrapOp, ...] | None = None
         """The plugins' bootstrap steps, fixed by the hosts the pool opens with."""
         self._bootstrap_timeout = float(options.bootstrap_timeout or spec.image.bootstrap_timeout)
         self._collections = CollectionsConfig(
-            pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, ((HEAD_RESOURCE, HOST_SHARE),)
+            cluster.pool_id, host_count(spec.node_count.ceiling), options.collections_enabled,
+            ((HEAD_RESOURCE, HOST_SHARE),),
         )
 
     def up(self, handles: Sequence[NodeHandle], ranks: Sequence[int]) -> list[RemoteNode]:
         """Bring ``handles`` (at ``ranks``) as far as a running watchdog; the new nodes.
         Whatever fails is raised (the caller stops what was started)."""
         spec, cluster, loop = self.spec, self.cluster, self.loop
-        nodes = loop.run(
-            cluster.connect(handles, self._known_hosts, self._ssh_timeout, self._retry, list(ranks)),
-            self._ssh_timeout * 2 + 10,
-        )
-        loop.run(cluster.gather_facts(index_urls(spec.image), self._ssh_timeout, nodes), self._ssh_timeout * 3 + 60)
+        timeout = self._reach.timeout
+        nodes = loop.run(cluster.connect(handles, self._reach, list(ranks)), timeout * 2 + 10)
+        loop.run(cluster.gather_facts(index_urls(spec.image), timeout, nodes), timeout * 3 + 60)
         check_hardware(spec, nodes)
         if self._plugin_ops is None:  # the plugins see the opening hosts and may change the Image
             view = Cluster(
@@ -292,7 +293,7 @@ class HostPath:
             spec = self.spec = with_plugins_image(spec, view)
             self._plugin_ops = tuple(bootstrap_ops(spec.plugins, replace(view, spec=spec)))
         ops = self._plugin_ops
-        shipments = _shipments(spec.image, nodes, self._phases)
+        shipments = _shipments(spec.image, nodes, cluster.on_phase)
         points = tuple(item.volume.mount for item in self._volumes)
 
         def script_for(node: RemoteNode) -> str:
@@ -318,7 +319,7 @@ class HostPath:
             info=info, worker=self.options.resolved_worker, cwd=f"{node.pool_dir}/work",
             sys_path=(includes_path(node),), env={**self.spec.image.env, **node.ready.shell_vars},
             metrics=resolve_metrics(self.spec.image.metrics), collections=self._collections,
-            notes=f"{node.pool_dir}/notes", plugins=pack(plugins, self._encoder.dumps),
+            notes=f"{node.pool_dir}/notes", plugins=pack(plugins, self.encoder.dumps),
             launch=agent_launch(plugins, python, info) if any(p.launcher for p in plugins) else None,
         )
 
@@ -333,7 +334,7 @@ class HostPath:
             node=node.index, worker=0, total_nodes=len(members), workers_per_node=1,
             accelerators=device.count if device is not None else 0.0,
             total_accelerators=sum(found.count for found in devices if found is not None),
-            head_addr=head.private_ip, head_port=self.cluster.gcs_port, job_id=self.pool_id,
+            head_addr=head.private_ip, head_port=self.cluster.gcs_port, job_id=self.cluster.pool_id,
             peers=[PeerInfo(member.index, member.private_ip, member.address.host) for member in members],
             accelerator=device, network=NetworkInfo("eth0", None),
         )
@@ -391,7 +392,9 @@ def stop_hosts(loop: LoopThread, cluster: RemoteCluster, credentials: ExitStack,
             release()
 
 
-def _shipments(image: Image, nodes: Sequence[RemoteNode], phases: list[PhaseTiming]) -> dict[int, Shipment]:
+def _shipments(
+    image: Image, nodes: Sequence[RemoteNode], on_phase: Callable[[str, float, int | None], None]
+) -> dict[int, Shipment]:
     """What each node gets: this skyward's wheel, its dependencies for the node's
     platform, the includes archive, and Image.pip's wheels when a node cannot reach an
     index it needs (then every node of that platform installs them without an index)."""
@@ -416,7 +419,7 @@ def _shipments(image: Image, nodes: Sequence[RemoteNode], phases: list[PhaseTimi
                 for pip_wheels in _pip_wheels(image, target):
                     files += sorted(pip_wheels.glob("*.whl"))
                     key += f"+{pip_wheels.name}"
-                phases.append(PhaseTiming("pip-resolved-on-client", time.monotonic() - resolved))
+                on_phase("pip-resolved-on-client", time.monotonic() - resolved, None)
             artifacts = Artifacts(
                 skyward_wheel=wheel.name,
                 wheels_key=key,
@@ -426,7 +429,7 @@ def _shipments(image: Image, nodes: Sequence[RemoteNode], phases: list[PhaseTimi
             )
             by_platform[target.tag] = Shipment(tuple(files), archive, artifacts, wheels.wheel_digest(wheel))
         shipments[node.index] = by_platform[target.tag]
-    phases.append(PhaseTiming("wheels", time.monotonic() - started))
+    on_phase("wheels", time.monotonic() - started, None)
     return shipments
 
 
