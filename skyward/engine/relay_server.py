@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Never, Protocol
 
-from skyward.core import handshake
+from skyward.core import handshake, messages
 from skyward.core.codec import (
     EXPANDED_LIMIT,
     FRAME_HEADER,
@@ -40,32 +40,6 @@ from skyward.core.codec import (
     relay_frame,
 )
 from skyward.core.handshake import StreamIn, StreamOut
-from skyward.core.messages import (
-    PROTOCOL,
-    Attach,
-    Attached,
-    Body,
-    Call,
-    CallShared,
-    Close,
-    Closed,
-    CollectionAnswer,
-    CollectionOp,
-    Detach,
-    Events,
-    Failed,
-    FailureKind,
-    Forget,
-    Hello,
-    Lost,
-    Message,
-    Metrics,
-    ReleaseHolds,
-    Reply,
-    Report,
-    Share,
-    Unshare,
-)
 from skyward.engine.transport import NodeLost, NoReply, Shared, Transport, TransportError
 from skyward.engine.wire import Payload
 
@@ -136,13 +110,13 @@ class TransportBackend:
         self._transport.unshare(shared)
 
 
-def failure_kind(error: TransportError) -> FailureKind:
+def failure_kind(error: TransportError) -> messages.FailureKind:
     if isinstance(error, NodeLost):
         return "crashed" if error.by_task else "lost"
     return "no_reply" if isinstance(error, NoReply) else "refused"
 
 
-def put_message(writer: StreamOut, message: Message, compress: bool = False) -> None:
+def put_message(writer: StreamOut, message: messages.Message, compress: bool = False) -> None:
     """Queue one framed message on ``writer`` (on its loop; frames never interleave, as
     nothing awaits between the writes); ``compress``: a large one compressed where that
     pays (``codec.relay_frame``; the remote path's streams, not a local socket's)."""
@@ -150,13 +124,13 @@ def put_message(writer: StreamOut, message: Message, compress: bool = False) -> 
         writer.write(part)
 
 
-async def write_message(writer: StreamOut, message: Message, compress: bool = False) -> None:
+async def write_message(writer: StreamOut, message: messages.Message, compress: bool = False) -> None:
     """Write one framed message (waiting while the stream's buffer is full)."""
     put_message(writer, message, compress)
     await writer.drain()
 
 
-async def read_message(reader: StreamIn, limit: int = EXPANDED_LIMIT) -> Message | None:
+async def read_message(reader: StreamIn, limit: int = EXPANDED_LIMIT) -> messages.Message | None:
     """The next message, or None at the end of the stream. ``MalformedFrame`` when the
     bytes are not a message, or a compressed one that would expand beyond ``limit``
     bytes. Called only once the peer proved the secret: a compressed frame is expanded
@@ -169,7 +143,7 @@ async def read_message(reader: StreamIn, limit: int = EXPANDED_LIMIT) -> Message
     return decode_message(expand(body, limit) if flags else body)
 
 
-def wire_body(payload: Payload) -> Body:
+def wire_body(payload: Payload) -> messages.Body:
     """``payload`` with its out-of-band buffers as bytes, ready for a message."""
     if isinstance(payload, bytes):
         return payload
@@ -177,7 +151,7 @@ def wire_body(payload: Payload) -> Body:
     return header, tuple(bytes(memoryview(b)) for b in buffers)
 
 
-def payload_of(body: Body) -> Payload:
+def payload_of(body: messages.Body) -> Payload:
     return body if isinstance(body, bytes) else (body[0], list(body[1]))
 
 
@@ -191,7 +165,7 @@ class Outgoing:
         self._loop = asyncio.get_running_loop()
         self._open = True
 
-    def put(self, message: Message) -> None:
+    def put(self, message: messages.Message) -> None:
         """Send ``message`` (on the loop); nothing once the stream broke or closed."""
         if not self._open:
             return
@@ -201,13 +175,13 @@ class Outgoing:
             self._open = False
 
     def events(self, node: int, batch: bytes) -> None:
-        self._loop.call_soon_threadsafe(self.put, Events(node, batch))
+        self._loop.call_soon_threadsafe(self.put, messages.Events(node, batch))
 
     def report(self, message: str) -> None:
-        self._loop.call_soon_threadsafe(self.put, Report(message))
+        self._loop.call_soon_threadsafe(self.put, messages.Report(message))
 
     def lost(self, node: int, reason: str, preempted: bool) -> None:
-        self._loop.call_soon_threadsafe(self.put, Lost(node, reason, preempted))
+        self._loop.call_soon_threadsafe(self.put, messages.Lost(node, reason, preempted))
 
     async def close(self) -> None:
         """Send what is buffered (bounded), then stop."""
@@ -282,8 +256,8 @@ class RelayServer:
             if not await handshake.answer_caller_async(reader, writer, self._secret):
                 return False
             hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
-            await write_message(writer, Hello(PROTOCOL))
-            return isinstance(hello, Hello) and hello.protocol == PROTOCOL
+            await write_message(writer, messages.Hello(messages.PROTOCOL))
+            return isinstance(hello, messages.Hello) and hello.protocol == messages.PROTOCOL
         except (asyncio.TimeoutError, MalformedFrame, ConnectionError, OSError):
             return False
         finally:
@@ -313,7 +287,8 @@ class RelayServer:
                 except MalformedFrame:
                     raise
                 except Exception as exc:  # the backend failed this one message: say so, serve the next
-                    out.put(Report(f"the head relay could not handle {type(message).__name__}: {type(exc).__name__}: {exc}"))
+                    why = f"{type(exc).__name__}: {exc}"
+                    out.put(messages.Report(f"the head relay could not handle {type(message).__name__}: {why}"))
         except MalformedFrame:
             pass  # a proven client sent garbage: end as if it closed
         finally:
@@ -322,49 +297,50 @@ class RelayServer:
             try:
                 await loop.run_in_executor(None, backend.end)
             finally:
-                out.put(Closed())
+                out.put(messages.Closed())
                 await out.close()
                 if not self._successive:
                     self.finished.set()
 
     async def _take(
-        self, message: Message, backend: RelayBackend, out: Outgoing, shared: dict[int, Shared | str],
+        self, message: messages.Message, backend: RelayBackend, out: Outgoing, shared: dict[int, Shared | str],
         start: Callable[[int, Awaitable[None]], None], tasks: dict[int, asyncio.Task[None]],
     ) -> bool:
         """Act on one message of the client; False once it said ``Close`` (or something
         only the relay sends)."""
         match message:
-            case Close():
+            case messages.Close():
                 return False
-            case Call(call_id, node, body, timeout):
+            case messages.Call(call_id, node, body, timeout):
                 start(call_id, self._call(backend, out, call_id, node, payload_of(body), timeout))
-            case CallShared(call_id, node, key, timeout) if isinstance(shared.get(key), Shared):
+            case messages.CallShared(call_id, node, key, timeout) if isinstance(shared.get(key), Shared):
                 start(call_id, self._call(backend, out, call_id, node, shared[key], timeout))  # type: ignore[arg-type]
-            case CallShared(call_id, node, key, _):
-                out.put(Failed(call_id, "refused", node, str(shared.get(key, f"no payload is shared as {key}"))))
-            case Share(key, body):
+            case messages.CallShared(call_id, node, key, _):
+                why = str(shared.get(key, f"no payload is shared as {key}"))
+                out.put(messages.Failed(call_id, "refused", node, why))
+            case messages.Share(key, body):
                 try:
                     shared[key] = await backend.share(payload_of(body))
                 except Exception as exc:
                     shared[key] = f"the payload could not be stored on the head node: {type(exc).__name__}: {exc}"
-            case Unshare(key):
+            case messages.Unshare(key):
                 dropped = shared.pop(key, None)
                 if isinstance(dropped, Shared):
                     backend.unshare(dropped)
-            case Forget(call_id):
+            case messages.Forget(call_id):
                 task = tasks.pop(call_id, None)
                 if task is not None:
                     task.cancel()
                 backend.forget_collection(call_id)
-            case CollectionOp(call_id, request):
+            case messages.CollectionOp(call_id, request):
                 start(call_id, self._collection(backend, out, call_id, request))
-            case Attach(call_id, node, serial, setup):
+            case messages.Attach(call_id, node, serial, setup):
                 start(call_id, self._attach(backend, out, call_id, node, serial, setup))
-            case Detach(node, reason):
+            case messages.Detach(node, reason):
                 backend.detach(node, reason)
-            case Metrics(on):
+            case messages.Metrics(on):
                 backend.set_metrics(on)
-            case ReleaseHolds():
+            case messages.ReleaseHolds():
                 await asyncio.get_running_loop().run_in_executor(None, backend.release_holds)
             case _:
                 return False  # a message only the relay sends: the client is confused
@@ -375,24 +351,24 @@ class RelayServer:
         backend: RelayBackend, out: Outgoing, call_id: int, node: int, payload: Payload | Shared, timeout: float | None
     ) -> None:
         try:
-            out.put(Reply(call_id, wire_body(await backend.call(node, payload, timeout))))
+            out.put(messages.Reply(call_id, wire_body(await backend.call(node, payload, timeout))))
         except TransportError as exc:
-            out.put(Failed(call_id, failure_kind(exc), node, exc.detail))
+            out.put(messages.Failed(call_id, failure_kind(exc), node, exc.detail))
         except Exception as exc:  # never leave the client waiting
-            out.put(Failed(call_id, "refused", node, f"{type(exc).__name__}: {exc}"))
+            out.put(messages.Failed(call_id, "refused", node, f"{type(exc).__name__}: {exc}"))
 
     @staticmethod
     async def _collection(backend: RelayBackend, out: Outgoing, call_id: int, request: bytes) -> None:
         try:
-            out.put(CollectionAnswer(call_id, await backend.collection(call_id, request)))
+            out.put(messages.CollectionAnswer(call_id, await backend.collection(call_id, request)))
         except Exception as exc:  # never leave the client waiting
-            out.put(Failed(call_id, "refused", 0, f"{type(exc).__name__}: {exc}"))
+            out.put(messages.Failed(call_id, "refused", 0, f"{type(exc).__name__}: {exc}"))
 
     @staticmethod
     async def _attach(backend: RelayBackend, out: Outgoing, call_id: int, node: int, serial: int, setup: bytes) -> None:
         try:
             joined = await backend.attach(node, serial, setup)
         except Exception as exc:
-            out.put(Attached(call_id, f"{type(exc).__name__}: {exc}"))
+            out.put(messages.Attached(call_id, f"{type(exc).__name__}: {exc}"))
             return
-        out.put(Attached(call_id, None, joined))
+        out.put(messages.Attached(call_id, None, joined))

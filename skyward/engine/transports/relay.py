@@ -26,34 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import cloudpickle
 
-from skyward.core import handshake
+from skyward.core import handshake, messages
 from skyward.core.codec import MalformedFrame
 from skyward.core.errors import CollectionClosedError, PoolClosedError
 from skyward.core.handshake import StreamIn, StreamOut
-from skyward.core.messages import (
-    PROTOCOL,
-    Attach,
-    Attached,
-    Call,
-    CallShared,
-    Close,
-    Closed,
-    CollectionAnswer,
-    CollectionOp,
-    Detach,
-    Events,
-    Failed,
-    Forget,
-    Hello,
-    Lost,
-    Message,
-    Metrics,
-    ReleaseHolds,
-    Reply,
-    Report,
-    Share,
-    Unshare,
-)
 from skyward.engine import interruptible
 from skyward.engine.events import EventBatch
 from skyward.engine.membership import Loss
@@ -159,16 +135,16 @@ class RelayTransport:
         if not await handshake.prove_to_server_async(reader, writer, endpoint.secret):
             writer.close()
             raise RelayRefused(f"what answers at {endpoint.where} did not prove the pool's secret: not its head relay")
-        await write_message(writer, Hello(PROTOCOL))
+        await write_message(writer, messages.Hello(messages.PROTOCOL))
         try:
             hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
         except (asyncio.TimeoutError, MalformedFrame):
             hello = None
-        if not isinstance(hello, Hello) or hello.protocol != PROTOCOL:
+        if not isinstance(hello, messages.Hello) or hello.protocol != messages.PROTOCOL:
             writer.close()
-            theirs = hello.protocol if isinstance(hello, Hello) else "none"
+            theirs = hello.protocol if isinstance(hello, messages.Hello) else "none"
             raise RelayRefused(
-                f"the head relay speaks protocol {theirs}, this client {PROTOCOL}: "
+                f"the head relay speaks protocol {theirs}, this client {messages.PROTOCOL}: "
                 "the head node runs another skyward version than the client"
             )
         self._writer = writer
@@ -185,7 +161,7 @@ class RelayTransport:
             wanted = bool(self._feed.wants_metrics())
             if wanted != told:
                 told = wanted
-                await self._send_quietly(Metrics(wanted))
+                await self._send_quietly(messages.Metrics(wanted))
             await asyncio.sleep(LISTENER_TICK)
 
     def call_now(self, node: int, payload: Payload, timeout: float | None) -> Payload:
@@ -202,22 +178,22 @@ class RelayTransport:
         self._pending[call_id] = (node, waiter)
         try:
             try:
-                loop.call_soon_threadsafe(self._put, call_id, Call(call_id, node, wire_body(payload), timeout))
+                loop.call_soon_threadsafe(self._put, call_id, messages.Call(call_id, node, wire_body(payload), timeout))
             except RuntimeError:  # the loop closed: the pool is closing
                 raise Disconnected(node, "the connection to the head relay is closed") from None
             try:
                 reply = interruptible.result(waiter, timeout)
             except TimeoutError:
-                loop.call_soon_threadsafe(self._put, None, Forget(call_id))
+                loop.call_soon_threadsafe(self._put, None, messages.Forget(call_id))
                 raise NoReply(node, "no answer in time") from None
             except BaseException:
-                loop.call_soon_threadsafe(self._put, None, Forget(call_id))
+                loop.call_soon_threadsafe(self._put, None, messages.Forget(call_id))
                 raise
         finally:
             self._pending.pop(call_id, None)
         return _outcome(reply)
 
-    def _put(self, call_id: int | None, message: Message) -> None:
+    def _put(self, call_id: int | None, message: messages.Message) -> None:
         """Write ``message`` now (on the loop); if the stream is gone, call ``call_id``
         fails with ``Disconnected``."""
         try:
@@ -256,7 +232,7 @@ class RelayTransport:
         answer: asyncio.Future[tuple[str | None, bytes]] = asyncio.get_running_loop().create_future()
         self._attaching[call_id] = answer
         try:
-            await self._send(Attach(call_id, node, serial, setup))
+            await self._send(messages.Attach(call_id, node, serial, setup))
             error, joined = await answer
         finally:
             self._attaching.pop(call_id, None)
@@ -274,7 +250,7 @@ class RelayTransport:
             if target == node:
                 _resolve((target, future), NodeLost(node, reason))
         if self._writer is not None and not self._lost and not self._closing:
-            asyncio.ensure_future(self._send_quietly(Detach(node, reason)))
+            asyncio.ensure_future(self._send_quietly(messages.Detach(node, reason)))
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         return await self._on_io(self._call(node, payload, timeout))
@@ -287,9 +263,9 @@ class RelayTransport:
         self._pending[call_id] = (node, future)
         try:
             await self._send(
-                CallShared(call_id, node, payload.key, timeout)
+                messages.CallShared(call_id, node, payload.key, timeout)
                 if isinstance(payload, Shared)
-                else Call(call_id, node, wire_body(payload), timeout)
+                else messages.Call(call_id, node, wire_body(payload), timeout)
             )
             reply = await asyncio.wait_for(asyncio.shield(future), timeout)
         except ConnectionError as exc:
@@ -306,18 +282,18 @@ class RelayTransport:
 
     async def share(self, payload: Payload) -> Shared:
         key = next(self._keys)
-        await self._on_io(self._send(Share(key, wire_body(payload))))
+        await self._on_io(self._send(messages.Share(key, wire_body(payload))))
         return Shared(key, None)
 
     def unshare(self, shared: Shared) -> None:
         if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._put, None, Unshare(shared.key))
+            self._loop.call_soon_threadsafe(self._put, None, messages.Unshare(shared.key))
 
     def release_holds(self) -> None:
         """Have the head relay free every collection lock and lease this client holds
         (from any thread but the loop's; nothing when the stream is gone)."""
         if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._put, None, ReleaseHolds())
+            self._loop.call_soon_threadsafe(self._put, None, messages.ReleaseHolds())
 
     def collection_call(self, request: bytes) -> concurrent.futures.Future[bytes]:
         """Send an encoded collection operation for the head node's agent (from any thread
@@ -329,7 +305,7 @@ class RelayTransport:
         call_id = next(self._ids)
         future: concurrent.futures.Future[bytes] = concurrent.futures.Future()
         self._collections[call_id] = future
-        sent = asyncio.run_coroutine_threadsafe(self._send(CollectionOp(call_id, request)), self._loop)
+        sent = asyncio.run_coroutine_threadsafe(self._send(messages.CollectionOp(call_id, request)), self._loop)
 
         def unsent(done: concurrent.futures.Future[None]) -> None:
             if done.exception() is not None and not future.done():
@@ -342,15 +318,15 @@ class RelayTransport:
 
     async def _forget(self, call_id: int) -> None:
         if not self._closing:
-            await self._send_quietly(Forget(call_id))
+            await self._send_quietly(messages.Forget(call_id))
 
-    async def _send_quietly(self, message: Message) -> None:
+    async def _send_quietly(self, message: messages.Message) -> None:
         try:
             await self._send(message)
         except ConnectionError:
             pass
 
-    async def _send(self, message: Message) -> None:
+    async def _send(self, message: messages.Message) -> None:
         if self._lost is not None:
             raise ConnectionError(str(self._lost))
         if self._writer is None:
@@ -385,37 +361,37 @@ class RelayTransport:
             if self._closed is not None and not self._closed.done():
                 self._closed.set_result(None)
 
-    def _take(self, message: Message) -> bool:
+    def _take(self, message: messages.Message) -> bool:
         """Act on one message from the relay; False once nothing more will come."""
         assert self._feed is not None
         match message:
-            case Events(node, batch):
+            case messages.Events(node, batch):
                 try:
                     self._feed.submit(node, EventBatch.decode(batch))
                 except Exception as exc:  # an event of a class this client cannot load
                     self._feed.report(f"events of node {node} could not be read here: {type(exc).__name__}: {exc}")
-            case Report(text):
+            case messages.Report(text):
                 self._feed.report(text)
-            case Lost(node, reason, preempted):
+            case messages.Lost(node, reason, preempted):
                 self._on_lost(Loss(node, reason, preempted))
-            case Reply(call_id, body):
+            case messages.Reply(call_id, body):
                 _resolve(self._pending.get(call_id), payload_of(body))
-            case Failed(call_id, kind, node, detail) if call_id in self._collections:
+            case messages.Failed(call_id, kind, node, detail) if call_id in self._collections:
                 future = self._collections.pop(call_id)
                 if not future.done():
                     future.set_exception(ConnectionError(f"the head relay could not run the operation: {detail}"))
-            case Failed(call_id, kind, node, detail):
+            case messages.Failed(call_id, kind, node, detail):
                 error = NodeLost(node, detail, by_task=True) if kind == "crashed" else FAILURES[kind](node, detail)
                 _resolve(self._pending.get(call_id), error)
-            case Attached(call_id, problem, joined):
+            case messages.Attached(call_id, problem, joined):
                 answer = self._attaching.get(call_id)
                 if answer is not None and not answer.done():
                     answer.set_result((problem, joined))
-            case CollectionAnswer(call_id, answer_bytes):
+            case messages.CollectionAnswer(call_id, answer_bytes):
                 collection = self._collections.pop(call_id, None)
                 if collection is not None and not collection.done():
                     collection.set_result(answer_bytes)
-            case Closed():
+            case messages.Closed():
                 return False
             case _:
                 raise MalformedFrame(f"the head relay sent {type(message).__name__}, which only a client sends")
@@ -436,7 +412,7 @@ class RelayTransport:
 
     async def _close(self) -> None:
         try:
-            await self._send(Close())
+            await self._send(messages.Close())
             assert self._closed is not None
             await asyncio.wait_for(asyncio.shield(self._closed), CLOSE_TIMEOUT)
         finally:
