@@ -35,6 +35,7 @@ import datetime
 import itertools
 import json
 import re
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -225,6 +226,12 @@ class FakeGCP(FakeCloud):
     @property
     def token_uri(self) -> str:
         return self.url.removesuffix(self.prefix) + "/oauth2/token"
+
+    def stop(self) -> None:
+        super().stop()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
 
     def env(self) -> dict[str, str]:
         import tempfile

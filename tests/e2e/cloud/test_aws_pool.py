@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,10 +122,13 @@ with sky.Compute(provider=provider, nodes=2, ttl={ttl}, options=options) as pool
 """
 
 
-def start_client(subnet: str, ttl: int) -> tuple[subprocess.Popen[str], str]:
+def start_client(subnet: str, ttl: int, tmp: Path | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The client script, its temporary files under ``tmp`` when given (one that is killed
+    leaves its pool's known_hosts file there)."""
+    env = {**os.environ, "TMPDIR": str(tmp)} if tmp is not None else os.environ.copy()
     process = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(SCRIPT.format(subnet=subnet, ttl=ttl))],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=os.environ.copy(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
         preexec_fn=like_a_terminal,
     )
     assert process.stdout is not None
@@ -150,9 +154,9 @@ def test_ctrl_c_tears_everything_down(aws: AWSEmulator, machines: Machines, subn
 
 
 def test_a_killed_client_leaves_machines_that_shut_themselves_down(
-    aws: AWSEmulator, machines: Machines, subnet: str
+    aws: AWSEmulator, machines: Machines, subnet: str, tmp_path: Path
 ) -> None:
-    process, pool_id = start_client(subnet, ttl=2)
+    process, pool_id = start_client(subnet, ttl=2, tmp=tmp_path)
     ids = [i["InstanceId"] for i in machines.running(**{"skyward:pool": pool_id})]
     process.kill()
     process.wait(10)
