@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,11 +50,13 @@ def cloud(lab: Any) -> Iterator[tuple[FakeDigitalOcean, Harness]]:
         fake.stop()
 
 
-def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(cloud: tuple[FakeDigitalOcean, Harness]) -> None:
+def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(
+    cloud: tuple[FakeDigitalOcean, Harness], tmp_path: Path
+) -> None:
     fake, harness = cloud
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # its temporary files in the test's directory: killed, it leaves its known_hosts
         [sys.executable, "-c", textwrap.dedent(SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=os.environ.copy(),
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert process.stdout is not None
     lines = []
