@@ -17,10 +17,32 @@ fi
 # in-process), on sky.Container() against a local Docker Engine API fake and on an
 # adopted kept pool (the pool daemon's relay; the metrics-interval tests, ~90 s there,
 # run on the other providers), so every transport runs the same dispatch tests.
+# It runs as two streams side by side: each waits on pools, SSH hosts and emulators for
+# about half its time, so on two cores the pair takes about 30 minutes where one after
+# the other took 48. The cloud stream (tests/e2e/cloud, then the kept, container and
+# relay passes) writes to a log printed once the other stream (everything else, then the
+# ssh and fake passes) is done; the run fails if either does.
 # --durations lists the slowest tests, to keep the whole run within CI's budget.
-.venv/bin/python -m pytest -q --durations=15
-.venv/bin/python -m pytest -q --durations=10 --provider ssh
-.venv/bin/python -m pytest -q --durations=10 --provider fake
-.venv/bin/python -m pytest -q --durations=10 --provider relay
-.venv/bin/python -m pytest -q --durations=10 --provider container
-.venv/bin/python -m pytest -q --durations=10 --provider kept -k "not test_observe_metrics"
+pytest=(.venv/bin/python -m pytest -q)
+cloud_log="$(mktemp -t skyward-cloud-stream-XXXXXX)"
+# each stream stops at its first failing pass (&&: set -e does not reach into a subshell
+# whose status is tested)
+{
+    "${pytest[@]}" --durations=15 tests/e2e/cloud &&
+    "${pytest[@]}" --durations=10 --provider kept -k "not test_observe_metrics" &&
+    "${pytest[@]}" --durations=10 --provider container &&
+    "${pytest[@]}" --durations=10 --provider relay
+} >"$cloud_log" 2>&1 &
+cloud_stream=$!
+trap 'pkill -P "$cloud_stream" 2>/dev/null; kill "$cloud_stream" 2>/dev/null; rm -f "$cloud_log"' EXIT
+status=0
+{
+    "${pytest[@]}" --durations=15 --ignore=tests/e2e/cloud &&
+    "${pytest[@]}" --durations=10 --provider ssh &&
+    "${pytest[@]}" --durations=10 --provider fake
+} || status=$?
+wait "$cloud_stream" || status=$?
+trap 'rm -f "$cloud_log"' EXIT
+echo "=== the cloud stream: tests/e2e/cloud, then --provider kept, container, relay ==="
+cat "$cloud_log"
+exit "$status"

@@ -35,8 +35,8 @@ INSTALL_HINT = "install it with `apt-get install -y s3fs` (Debian/Ubuntu)"
 
 _LOG_PREFIX = re.compile(r"^\S+Z \[(?:CRT|ERR|WAN)\] (?:[\w.]+:[\w:~]+\(\d+\): )?")
 _NOISE = ("change debug level", "Exiting FUSE event loop", "### giving up")
-#: What s3fs logs when its start-up check (bucket, credentials) failed; written before
-#: it answers FUSE's INIT, so before any listing of the mount point can succeed.
+#: What s3fs logs when its start-up check (bucket, credentials) failed; its log reaches
+#: the file when it flushes, at the latest when it exits.
 _GAVE_UP = "Exiting FUSE event loop due to errors"
 _HINTS = {
     "NoSuchBucket": "check the bucket name and the endpoint",
@@ -233,8 +233,9 @@ def _prepare_mount_point(volume: Volume) -> tuple[str, ...]:
 
 
 def _wait_until_mounted(mounted: MountedVolume, timeout: float) -> None:
-    """Until the mount is in /proc/mounts and lists; a listing can succeed before s3fs
-    quits over a failed start-up check, so its log decides after that."""
+    """Until the mount is in /proc/mounts and lists through s3fs. s3fs unmounts when its
+    start-up check fails, and a listing that lands after that lists the bare directory:
+    it counts only if the mount is still there once the listing has returned."""
     deadline = time.monotonic() + timeout
     while True:
         code = mounted.process.poll()
@@ -244,7 +245,7 @@ def _wait_until_mounted(mounted: MountedVolume, timeout: float) -> None:
         if is_mounted(mounted.mount):
             listed = _list(mounted.mount, max(remaining, 0.1))
             if listed is True:
-                if _GAVE_UP not in _log_text(mounted.log_path):
+                if is_mounted(mounted.mount) and _GAVE_UP not in _log_text(mounted.log_path):
                     return
                 raise _failure(mounted, "s3fs gave up after mounting")
             if isinstance(listed, OSError) and listed.errno in (errno.EPERM, errno.EACCES):
