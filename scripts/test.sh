@@ -18,31 +18,31 @@ fi
 # adopted kept pool (the pool daemon's relay; the metrics-interval tests, ~90 s there,
 # run on the other providers), so every transport runs the same dispatch tests.
 # It runs as two streams side by side: each waits on pools, SSH hosts and emulators for
-# about half its time, so on two cores the pair takes about 30 minutes where one after
-# the other took 48. The cloud stream (tests/e2e/cloud, then the kept, container and
-# relay passes) writes to a log printed once the other stream (everything else, then the
-# ssh and fake passes) is done; the run fails if either does.
+# part of its time, so on two cores the pair took 41 minutes where one after the other
+# took 48. The remote stream (tests/e2e/cloud and tests/e2e/ssh: pools on test hosts,
+# then the ssh pass) writes to a log printed once the local stream (everything else,
+# then the fake, relay, container and kept passes) is done; the run fails if either does.
 # --durations lists the slowest tests, to keep the whole run within CI's budget.
 pytest=(.venv/bin/python -m pytest -q)
-cloud_log="$(mktemp -t skyward-cloud-stream-XXXXXX)"
+remote_log="$(mktemp -t skyward-remote-stream-XXXXXX)"
 # each stream stops at its first failing pass (&&: set -e does not reach into a subshell
 # whose status is tested)
 {
-    "${pytest[@]}" --durations=15 tests/e2e/cloud &&
-    "${pytest[@]}" --durations=10 --provider kept -k "not test_observe_metrics" &&
-    "${pytest[@]}" --durations=10 --provider container &&
-    "${pytest[@]}" --durations=10 --provider relay
-} >"$cloud_log" 2>&1 &
-cloud_stream=$!
-trap 'pkill -P "$cloud_stream" 2>/dev/null; kill "$cloud_stream" 2>/dev/null; rm -f "$cloud_log"' EXIT
+    "${pytest[@]}" --durations=15 tests/e2e/cloud tests/e2e/ssh &&
+    "${pytest[@]}" --durations=10 --provider ssh
+} >"$remote_log" 2>&1 &
+remote_stream=$!
+trap 'pkill -P "$remote_stream" 2>/dev/null; kill "$remote_stream" 2>/dev/null; rm -f "$remote_log"' EXIT
 status=0
 {
-    "${pytest[@]}" --durations=15 --ignore=tests/e2e/cloud &&
-    "${pytest[@]}" --durations=10 --provider ssh &&
-    "${pytest[@]}" --durations=10 --provider fake
+    "${pytest[@]}" --durations=15 --ignore=tests/e2e/cloud --ignore=tests/e2e/ssh &&
+    "${pytest[@]}" --durations=10 --provider fake &&
+    "${pytest[@]}" --durations=10 --provider relay &&
+    "${pytest[@]}" --durations=10 --provider container &&
+    "${pytest[@]}" --durations=10 --provider kept -k "not test_observe_metrics"
 } || status=$?
-wait "$cloud_stream" || status=$?
-trap 'rm -f "$cloud_log"' EXIT
-echo "=== the cloud stream: tests/e2e/cloud, then --provider kept, container, relay ==="
-cat "$cloud_log"
+wait "$remote_stream" || status=$?
+trap 'rm -f "$remote_log"' EXIT
+echo "=== the remote stream: tests/e2e/cloud and tests/e2e/ssh, then --provider ssh ==="
+cat "$remote_log"
 exit "$status"

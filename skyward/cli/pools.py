@@ -102,7 +102,7 @@ def down(pool: str | None, everything: bool, timeout: float, as_json: bool) -> N
         return
     removed = _remove_leftovers(record.provider if record else None, record.pool_id if record else pool, record)
     if record is not None:
-        registry.unregister(record.pool_id)
+        registry.forget(record.pool_id)
     if record is None and not removed:
         raise click.ClickException(f"no pool {pool!r} is open on this machine, and no cloud holds anything of it")
     how = "its process was gone: removed what it left" if removed else "its process was gone and it left nothing"

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from skyward.providers import registry
+
 
 @dataclass(frozen=True, slots=True)
 class Orphan:
@@ -69,8 +71,9 @@ def gc(
     confirm: Callable[[list[Orphan]], bool] | None = None,
 ) -> list[Orphan]:
     """The orphans of ``providers`` (default: ``sky.AWS()``). With ``delete=True`` they are
-    deleted once ``confirm(orphans)`` says yes (no ``confirm``: at once). Returns what was
-    found."""
+    deleted once ``confirm(orphans)`` says yes (no ``confirm``: at once), and so are the
+    records and files of their pools that a dead process left on this machine
+    (``registry.forget_dead``). Returns what was found."""
     if providers is None:
         from skyward.providers.aws.provider import AWS
 
@@ -82,4 +85,5 @@ def gc(
             mine = [orphan for orphan in found if orphan.provider == provider.name]
             if mine:
                 provider.remove(mine)
+        registry.forget_dead(orphan.pool for orphan in found)
     return found

@@ -1,6 +1,9 @@
 """The pools open on this machine: one small file each in ``$SKYWARD_HOME/pools``,
 written when a pool opens (a cloud provider writes one as soon as it starts creating
-machines, so ``sky gc`` never takes them for orphans) and removed when it closes.
+machines, so ``sky gc`` never takes them for orphans) and removed when it closes. Beside
+it, a pool whose machines were created for it keeps their SSH key and known_hosts in a
+private directory of its own (``files_of``): the pool removes it when it closes, and
+``forget`` when its process died (``sky down``, ``sky gc``, the pool daemon).
 
 ``sky ls`` lists them (provider, nodes, prices, cost so far), ``sky down`` finds the
 process that holds one, ``sky logs`` its log file, and ``sky gc`` treats a cloud
@@ -11,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -94,6 +98,44 @@ def unregister(pool_id: str) -> None:
     path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # another pool's record is still there
         path.parent.rmdir()
+
+
+def files_of(pool_id: str) -> Path:
+    """The pool's private directory (mode 0700) for the files it keeps on this machine,
+    made if missing."""
+    for _ in range(3):  # another process may remove the emptied records' directory in between
+        path = skyward_dir("pools") / pool_id
+        try:
+            path.mkdir(mode=0o700, exist_ok=True)
+            return path
+        except FileNotFoundError:
+            continue
+    raise OSError(f"could not make the directory of pool {pool_id} in {path.parent}")
+
+
+def remove_files(pool_id: str) -> None:
+    """Delete the pool's directory (``files_of``), and the records' directory once it is
+    empty."""
+    path = skyward_dir("pools") / pool_id
+    shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another pool's record is still there
+        path.parent.rmdir()
+
+
+def forget(pool_id: str) -> None:
+    """Remove what a pool whose process died left on this machine: its files and its
+    record."""
+    remove_files(pool_id)
+    unregister(pool_id)
+
+
+def forget_dead(pools: Iterable[str]) -> None:
+    """``forget`` each recorded pool whose process is gone and whose id is or starts with
+    one of ``pools`` (a cloud's names carry a pool id's first characters)."""
+    wanted = [pool for pool in pools if pool]
+    for record in records():
+        if not alive(record) and any(record.pool_id.startswith(pool) for pool in wanted):
+            forget(record.pool_id)
 
 
 def is_live(pool: str) -> bool:

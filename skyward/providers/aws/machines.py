@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skyward.core.paths import skyward_dir
+from skyward.providers import registry
 from skyward.providers.aws.session import EC2, AWSError, client, error_code, explain
 from skyward.providers.cloud import fields
 from skyward.providers.cloud.fields import JsonObject
@@ -91,7 +91,7 @@ def create_access(resources: PoolResources, vpc_id: str, ssh_cidr: str) -> None:
     ec2 = client("ec2", resources.region)
     name = f"skyward-{resources.pool_id[:12]}"
     key = asyncssh.generate_private_key("ssh-ed25519")
-    path = skyward_dir("keys") / f"{name}.pem"
+    path = registry.files_of(resources.pool_id) / f"{name}.pem"
     key.write_private_key(str(path))
     os.chmod(path, 0o600)
     resources.key_path = path

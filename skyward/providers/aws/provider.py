@@ -130,7 +130,9 @@ class AWS:
         resources = machines.PoolResources(region, pool_id)
         renewer = _ExpiryRenewer(resources)
         held = ExitStack()  # what the pool holds; closing it releases all, the newest first
-        known_hosts = KnownHosts.for_pool(held)
+        files = registry.files_of(pool_id)  # its SSH key and known_hosts
+        held.callback(registry.remove_files, pool_id)
+        known_hosts = KnownHosts(str(files / "known_hosts"))
         registry.register(pool_id, self.name, region)
         held.callback(registry.unregister, pool_id)
         held.callback(machines.release, resources)
@@ -156,7 +158,7 @@ class AWS:
         from skyward.providers.ssh.launch import launch_on_created
 
         holdings = EC2Holdings(resources)
-        return launch_on_created(handles, spec, options, pool_id, known_hosts, held, grow, (known_hosts.path,), holdings)
+        return launch_on_created(handles, spec, options, pool_id, known_hosts, held, grow, holdings)
 
     # ------------------------------------------------------------------ gc
 

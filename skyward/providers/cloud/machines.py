@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skyward.core.paths import skyward_dir
+from skyward.providers import registry
 from skyward.providers.base import TeardownError
 from skyward.providers.cloud.api import FirewallAPI, Machine, MachineAPI, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudError
@@ -34,12 +34,12 @@ class PoolMachines:
 
 
 def make_key(resources: PoolMachines) -> str:
-    """A fresh ed25519 key for the pool: the private half in ``$SKYWARD_HOME/keys``
-    (mode 0600), the public half (OpenSSH text) returned."""
+    """A fresh ed25519 key for the pool: the private half in the pool's directory
+    (``registry.files_of``, mode 0600), the public half (OpenSSH text) returned."""
     import asyncssh
 
     key = asyncssh.generate_private_key("ssh-ed25519")
-    path = skyward_dir("keys") / f"{resources.key_name}.pem"
+    path = registry.files_of(resources.pool_id) / f"{resources.key_name}.pem"
     key.write_private_key(str(path))
     os.chmod(path, 0o600)
     resources.key_path = path

@@ -135,7 +135,9 @@ class MachineCloud:
             return sleeping(self.launch, spec, options, pool_id, None)
         resources = machines.PoolMachines(self.label, pool_id, naming.key_name(pool_id))
         held = ExitStack()  # what the pool holds; closing it releases all, the newest first
-        known_hosts = KnownHosts.for_pool(held)
+        files = registry.files_of(pool_id)  # its SSH key and known_hosts
+        held.callback(registry.remove_files, pool_id)
+        known_hosts = KnownHosts(str(files / "known_hosts"))
         registry.register(pool_id, self.name, self.region_of(spec))
         held.callback(registry.unregister, pool_id)
         held.callback(machines.release, api, resources)
@@ -161,8 +163,7 @@ class MachineCloud:
         # Ray loads when a pool launches, not in a script that adopts a kept pool
         from skyward.providers.ssh.launch import launch_on_created
 
-        owned = (known_hosts.path, str(resources.key_path))
-        return launch_on_created(handles, spec, options, pool_id, known_hosts, held, grow, owned)
+        return launch_on_created(handles, spec, options, pool_id, known_hosts, held, grow)
 
     # ------------------------------------------------------------------ gc
 

@@ -533,7 +533,7 @@ class KeptPools:
     @staticmethod
     def clean_up_after_a_dead_daemon() -> list[str]:
         """Remove what the kept pools of a daemon that died (SIGKILL, a reboot) and that
-        ``resume`` did not adopt left in their clouds, and their records (their remote
+        ``resume`` did not adopt left in their clouds, and their records and files (their remote
         nodes end by themselves after ``Spec.ttl``); what was done, one line each. A pool
         whose removal fails keeps its record, for ``sky down``."""
         done = []
@@ -545,7 +545,7 @@ class KeptPools:
             except Exception as exc:  # noqa: BLE001 - reported; `sky down NAME` retries
                 done.append(f"kept pool {record.name}: could not remove what it left: {type(exc).__name__}: {exc}")
                 continue
-            registry.unregister(record.pool_id)
+            registry.forget(record.pool_id)
             done.append(f"kept pool {record.name} of a dead daemon: removed {len(removed)} resources")
         return done
 

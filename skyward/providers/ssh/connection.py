@@ -10,9 +10,7 @@ import functools
 import os
 import secrets
 import shlex
-import tempfile
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
@@ -89,15 +87,6 @@ class KnownHosts:
 
     def __init__(self, path: str | None = None) -> None:
         self.path = os.path.expanduser(path) if path else str(skyward_home() / "known_hosts")
-
-    @classmethod
-    def for_pool(cls, held: ExitStack) -> KnownHosts:
-        """A new, empty file of this user's for the hosts of one pool (machines created for
-        it), deleted when ``held`` closes."""
-        fd, path = tempfile.mkstemp(prefix="skyward-hosts-")
-        os.close(fd)
-        held.callback(os.unlink, path)
-        return cls(path)
 
     def entries(self) -> asyncssh.SSHKnownHosts:
         """What the file says now (nothing when it does not exist). ValueError naming the

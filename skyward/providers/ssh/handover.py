@@ -12,17 +12,16 @@ reaches the head relay, which serves a kept pool's next client once it proves th
 pool's secret. Ray, the agents, the collections' contents and the volumes' mounts are
 the hosts' and carry on untouched.
 
-A pool taken over closes as it would have: its processes stopped on every host, then
-what it holds in its cloud removed and confirmed gone (its ``Holdings``, or what the
-tags and names every cloud gives a pool find, ``leftovers``), then the files its first client made for it (the
-cloud's SSH key, its known_hosts). A pool that cannot be taken over (a host or its
-watchdog is gone, the relay does not answer) is closed so at once.
+A pool taken over closes as it would have: its processes stopped on every host, its
+record and files on this machine removed (the cloud's SSH key, its known_hosts:
+``registry.files_of``), then what it holds in its cloud removed and confirmed gone (its
+``Holdings``, or what the tags and names every cloud gives a pool find, ``leftovers``).
+A pool that cannot be taken over (a host or its watchdog is gone, the relay does not
+answer) is closed so at once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 
 from skyward.core.instance import InstanceInfo
@@ -66,23 +65,16 @@ class Handover:
     relay_port: int
     relay_secret: bytes
     compress: bool
-    owned_files: tuple[str, ...] = ()
-    """Files the first client made for the pool, removed once it is released."""
     holdings: Holdings | None = None
     """What it holds at its provider, kept while the pool lives and released with it
     (None: found by the tags and names every cloud gives a pool, ``leftovers``)."""
 
 
 def release(handover: Handover) -> None:
-    """Remove what the pool holds in its cloud, confirmed (``TeardownError`` naming what
-    is not), then the files its first client made for it."""
-    registry.unregister(handover.pool_id)  # a live record would keep its cloud resources from removal
-    try:
-        if handover.holdings is not None:
-            handover.holdings.release()
-        else:
-            remove_leftovers(handover.provider, handover.region, handover.pool_id)
-    finally:
-        for path in handover.owned_files:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+    """Remove the pool's record and files on this machine (``registry.forget``), then what
+    it holds in its cloud, confirmed (``TeardownError`` naming what is not)."""
+    registry.forget(handover.pool_id)  # a live record would keep its cloud resources from removal
+    if handover.holdings is not None:
+        handover.holdings.release()
+    else:
+        remove_leftovers(handover.provider, handover.region, handover.pool_id)

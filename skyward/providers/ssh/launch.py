@@ -86,7 +86,6 @@ def launch_on_hosts(
     halt_on_expiry: bool = False,
     default_ssh_timeout: float = DEFAULT_SSH_TIMEOUT,
     default_retry_interval: float | None = None,
-    owned_files: Sequence[str] = (),
     holdings: Holdings | None = None,
 ) -> LaunchedCluster:
     """Bring ``handles`` up as the pool's nodes (node 0 is the head); blocks until every
@@ -97,8 +96,8 @@ def launch_on_hosts(
     where Options leave ``ssh_timeout``/``ssh_retry_interval`` unset (a machine that is
     still booting). A kept pool (``Options.keep_alive``) outlives its client's leaving on
     the hosts, and its cluster carries the ``Handover`` another process takes it over
-    from: ``owned_files`` and ``holdings`` are what ``release`` removes, for that process
-    to remove (``holdings`` None: what the pool's cloud tags find)."""
+    from: ``holdings`` is what ``release`` removes, for that process to remove (None:
+    what the pool's cloud tags find), with the pool's files (``registry.files_of``)."""
     phases: list[PhaseTiming] = []
     loop = LoopThread(f"skyward-ssh-{pool_id[:8]}")
     cluster = RemoteCluster(pool_id, spec.ttl, lambda name, s, node: phases.append(PhaseTiming(name, s, node)))
@@ -136,7 +135,7 @@ def launch_on_hosts(
         stop_hosts(loop, cluster, credentials, release)
 
     def handover(members: tuple[NodeHandle, ...]) -> bytes:
-        return pickle.dumps(handover_of(path, members, known_hosts, relay_port, config, owned_files, holdings))
+        return pickle.dumps(handover_of(path, members, known_hosts, relay_port, config, holdings))
 
     return LaunchedCluster(
         tuple(handles), infos, transport, encoder, collections, stop, tuple(phases), membership,
@@ -146,7 +145,7 @@ def launch_on_hosts(
 
 def launch_on_created(
     handles: Sequence[NodeHandle], spec: Spec, options: Options, pool_id: str, known_hosts: KnownHosts,
-    held: ExitStack, machines: Machines, owned_files: Sequence[str], holdings: Holdings | None = None,
+    held: ExitStack, machines: Machines, holdings: Holdings | None = None,
 ) -> LaunchedCluster:
     """``launch_on_hosts`` for machines a cloud created for the pool: each may still be
     booting (``BOOTING_SSH_TIMEOUT``) and halts once its client has vanished, and closing
@@ -154,13 +153,13 @@ def launch_on_created(
     return launch_on_hosts(
         handles, spec, options, pool_id, known_hosts, held.close, machines=machines, halt_on_expiry=True,
         default_ssh_timeout=BOOTING_SSH_TIMEOUT, default_retry_interval=BOOTING_RETRY_INTERVAL,
-        owned_files=owned_files, holdings=holdings,
+        holdings=holdings,
     )
 
 
 def handover_of(
     path: HostPath, members: Sequence[NodeHandle], known_hosts: KnownHosts, relay_port: int, config: RelayConfig,
-    owned_files: Sequence[str], holdings: Holdings | None,
+    holdings: Holdings | None,
 ) -> Handover:
     """What another process needs to take the pool of the nodes ``members`` over
     (``take_over``): their hosts as they are now (a host still joining is none of them)."""
@@ -175,7 +174,7 @@ def handover_of(
     return Handover(
         cluster.pool_id, spec.provider.name, spec.region or getattr(spec.provider, "region", None), tuple(hosts),
         infos, known_hosts.path, cluster.ttl, cluster.token, cluster.gcs_port, cluster.halt, cluster.volume_count,
-        relay_port, config.secret, config.compress, tuple(owned_files), holdings,
+        relay_port, config.secret, config.compress, holdings,
     )
 
 

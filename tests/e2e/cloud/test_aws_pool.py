@@ -123,8 +123,7 @@ with sky.Compute(provider=provider, nodes=2, ttl={ttl}, options=options) as pool
 
 
 def start_client(subnet: str, ttl: int, tmp: Path | None = None) -> tuple[subprocess.Popen[str], str]:
-    """The client script, its temporary files under ``tmp`` when given (one that is killed
-    leaves its pool's known_hosts file there)."""
+    """The client script, its temporary files under ``tmp`` when given."""
     env = {**os.environ, "TMPDIR": str(tmp)} if tmp is not None else os.environ.copy()
     process = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(SCRIPT.format(subnet=subnet, ttl=ttl))],
@@ -158,6 +157,8 @@ def test_a_killed_client_leaves_machines_that_shut_themselves_down(
 ) -> None:
     process, pool_id = start_client(subnet, ttl=2, tmp=tmp_path)
     ids = [i["InstanceId"] for i in machines.running(**{"skyward:pool": pool_id})]
+    files = Path(os.environ["SKYWARD_HOME"]) / "pools" / pool_id
+    assert {path.suffix or path.name for path in files.iterdir()} == {".pem", "known_hosts"}
     process.kill()
     process.wait(10)
     machines.wait_for(lambda: not machines.running(**{"skyward:pool": pool_id}), 90, "the dead-man switch")
@@ -166,6 +167,7 @@ def test_a_killed_client_leaves_machines_that_shut_themselves_down(
     mine = {(o.kind, o.pool) for o in found}
     assert ("security-group", pool_id) in mine and ("key-pair", pool_id) in mine
     assert leftovers(aws, pool_id) == NOTHING
+    assert not files.exists() and not files.with_suffix(".json").exists(), "sky.gc left the dead pool's files"
 
 
 def test_gc_finds_and_removes_a_planted_orphan(aws: AWSEmulator, machines: Machines, subnet: str) -> None:

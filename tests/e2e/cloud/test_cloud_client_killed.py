@@ -1,7 +1,8 @@
 """A client killed with SIGKILL on a machine cloud (DigitalOcean's fake): each node's
 watchdog halts its machine after ``Spec.ttl`` (the dead-man switch through the shared
 remote path), and ``sky down POOL`` (the installed command), finding the pool's process
-gone, removes what it left: the stopped Droplets, the SSH key and the pool's firewall."""
+gone, removes what it left: the stopped Droplets, the SSH key and the pool's firewall,
+and on this machine the pool's record and files (its private key, its known_hosts)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(
     cloud: tuple[FakeDigitalOcean, Harness], tmp_path: Path
 ) -> None:
     fake, harness = cloud
-    process = subprocess.Popen(  # its temporary files in the test's directory: killed, it leaves its known_hosts
+    process = subprocess.Popen(  # its temporary files in the test's directory
         [sys.executable, "-c", textwrap.dedent(SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
@@ -69,6 +70,8 @@ def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(
     pool_id = line.split()[1]
     ids = [m.id for m in fake.live(pool_id[:12])]
     assert len(ids) == 2 and fake.keys and fake.firewalls
+    files = Path(os.environ["SKYWARD_HOME"]) / "pools" / pool_id
+    assert {path.suffix or path.name for path in files.iterdir()} == {".pem", "known_hosts"}
     process.kill()
     process.wait(10)
     harness.wait_for(lambda: set(ids) <= set(harness.halted), 90, "the dead-man switch")
@@ -80,3 +83,4 @@ def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(
     assert done["how"].startswith("its process was gone")
     assert sorted(o["kind"] for o in done["removed"]) == ["firewall", "instance", "instance", "ssh-key"]
     assert fake.live(pool_id[:12]) == [] and not fake.keys and not fake.firewalls and not fake.tags - {"skyward"}
+    assert not files.exists() and not files.with_suffix(".json").exists(), "the pool's files outlived sky down"
