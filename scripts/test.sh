@@ -18,7 +18,7 @@ fi
 # adopted kept pool (the pool daemon's relay; the metrics-interval tests, ~90 s there,
 # run on the other providers), so every transport runs the same dispatch tests.
 # It runs as two streams side by side: each waits on pools, SSH hosts and emulators for
-# part of its time, so on two cores the pair took 41 minutes where one after the other
+# part of its time, so on two cores the pair took 35 minutes where one after the other
 # took 48. The remote stream (tests/e2e/cloud and tests/e2e/ssh: pools on test hosts,
 # then the ssh pass) writes to a log printed once the local stream (everything else,
 # then the fake, relay, container and kept passes) is done; the run fails if either does.

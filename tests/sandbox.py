@@ -1,11 +1,14 @@
 """The processes that still name a path (a sandbox of tests/e2e/conftest.py): what the
-lifecycle tests count as left behind."""
+lifecycle tests count as left behind; and an environment with a skyward home of its own
+for a client a test kills."""
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 
@@ -68,3 +71,15 @@ def lines_of(process: subprocess.Popen[str], until: str, keys: tuple[str, ...], 
         if key == until:
             return found
     raise AssertionError(f"never saw {until}; output: {''.join(output)[-3000:]}")
+
+
+def own_home(root: str | Path) -> dict[str, str]:
+    """This process's environment with ``SKYWARD_HOME`` at ``root``/skyward (its wheel
+    cache the user's, so nothing is built again): a client killed with it leaves its
+    pool's record there, in the test's directory, not in the user's home."""
+    home = Path(root) / "skyward"
+    home.mkdir(mode=0o700, exist_ok=True)
+    shared = Path("~/.skyward/wheels").expanduser()
+    shared.mkdir(parents=True, exist_ok=True)
+    (home / "wheels").symlink_to(shared)
+    return {**os.environ, "SKYWARD_HOME": str(home)}

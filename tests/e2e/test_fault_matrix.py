@@ -11,9 +11,11 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox import own_home
 from terminal import like_a_terminal
 
 import skyward as sky
@@ -131,7 +133,7 @@ def _name_on_host_of_queue(queue: str, pool: sky.Pool) -> str:
     return next(f"fresh-{n}" for n in range(1000) if home_of("counter", f"fresh-{n}", hosts) == wanted)
 
 
-def _client_killed(how: signal.Signals) -> dict[str, Any]:
+def _client_killed(how: signal.Signals, home: Path) -> dict[str, Any]:
     import json
     import subprocess
     import sys
@@ -140,7 +142,7 @@ def _client_killed(how: signal.Signals) -> dict[str, Any]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=like_a_terminal)
+                              preexec_fn=like_a_terminal, env=own_home(home))
     info = json.loads(client.stdout.readline())
     assert client.stdout.readline().strip() == "READY"
     marked = live_marked(info["temp_dir"])
@@ -164,5 +166,5 @@ def _client_killed(how: signal.Signals) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
-def test_client_killed(how: signal.Signals) -> None:
-    assert _client_killed(how) == {"left": [], "temp_dir": False, "shm": set()}
+def test_client_killed(how: signal.Signals, tmp_path: Path) -> None:
+    assert _client_killed(how, tmp_path) == {"left": [], "temp_dir": False, "shm": set()}

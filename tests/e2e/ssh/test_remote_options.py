@@ -15,10 +15,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from conftest import QUIET, env_locks, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from hosts import HostLab
+from sandbox import own_home
 
 import skyward as sky
 
@@ -75,7 +77,7 @@ def test_ttl_zero_keeps_a_live_pool_and_closes_cleanly(lab: HostLab, index: str)
 
 
 @pytest.mark.slow
-def test_killed_client_leaves_nothing_after_ttl(lab: HostLab) -> None:
+def test_killed_client_leaves_nothing_after_ttl(lab: HostLab, tmp_path: Path) -> None:
     """A client killed with SIGKILL (no teardown runs) leaves nothing on the hosts
     ``ttl`` seconds later: the watchdogs notice the closed connection and clean up."""
     ttl = 2
@@ -89,7 +91,7 @@ def test_killed_client_leaves_nothing_after_ttl(lab: HostLab) -> None:
         time.sleep(600)
     """)
     before = host_processes(lab)
-    client = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    client = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=own_home(tmp_path))
     try:
         line = wait_for_line(client, timeout=240)
         assert line.startswith("OPEN"), f"the client did not open its pool: {line!r}"

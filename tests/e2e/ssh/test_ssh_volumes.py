@@ -12,10 +12,12 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import QUIET, pool_traces, ssh_provider, wait_for
 from hosts import HostLab
+from sandbox import own_home
 from storage_server import MotoServer
 from test_remote_options import wait_for_line
 
@@ -157,7 +159,7 @@ def test_a_storage_without_keys_is_refused_before_anything_reaches_the_hosts(
 
 
 @pytest.mark.slow
-def test_a_vanished_clients_volumes_are_unmounted_after_ttl(lab: HostLab, s3: MotoServer) -> None:
+def test_a_vanished_clients_volumes_are_unmounted_after_ttl(lab: HostLab, s3: MotoServer, tmp_path: Path) -> None:
     """A client killed with SIGKILL runs no teardown: each host's watchdog notices the
     closed connection and, ``ttl`` seconds later, stops the pool and unmounts."""
     bucket = s3.new_bucket()
@@ -173,7 +175,7 @@ def test_a_vanished_clients_volumes_are_unmounted_after_ttl(lab: HostLab, s3: Mo
         print("OPEN", pool.id, flush=True)
         time.sleep(600)
     """)
-    client = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    client = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=own_home(tmp_path))
     try:
         line = wait_for_line(client, timeout=240)
         assert line.startswith("OPEN"), f"the client did not open its pool: {line!r}"
