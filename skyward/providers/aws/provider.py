@@ -130,9 +130,7 @@ class AWS:
         resources = machines.PoolResources(region, pool_id)
         renewer = _ExpiryRenewer(resources)
         held = ExitStack()  # what the pool holds; closing it releases all, the newest first
-        files = registry.files_of(pool_id)  # its SSH key and known_hosts
-        held.callback(registry.remove_files, pool_id)
-        known_hosts = KnownHosts(str(files / "known_hosts"))
+        known_hosts = KnownHosts.for_pool(pool_id, held)  # in the pool's directory, with its SSH key
         registry.register(pool_id, self.name, region)
         held.callback(registry.unregister, pool_id)
         held.callback(machines.release, resources)

@@ -135,9 +135,7 @@ class MachineCloud:
             return sleeping(self.launch, spec, options, pool_id, None)
         resources = machines.PoolMachines(self.label, pool_id, naming.key_name(pool_id))
         held = ExitStack()  # what the pool holds; closing it releases all, the newest first
-        files = registry.files_of(pool_id)  # its SSH key and known_hosts
-        held.callback(registry.remove_files, pool_id)
-        known_hosts = KnownHosts(str(files / "known_hosts"))
+        known_hosts = KnownHosts.for_pool(pool_id, held)  # in the pool's directory, with its SSH key
         registry.register(pool_id, self.name, self.region_of(spec))
         held.callback(registry.unregister, pool_id)
         held.callback(machines.release, api, resources)

@@ -11,6 +11,7 @@ import os
 import secrets
 import shlex
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
@@ -20,6 +21,7 @@ import asyncssh
 from skyward.core.paths import skyward_home
 from skyward.core.validation import fail
 from skyward.model.nodes import SSHEndpoint
+from skyward.providers import registry
 
 KEEPALIVE_SECONDS = 5
 Listed: TypeAlias = tuple[list[asyncssh.SSHKey], list[asyncssh.SSHKey], list[asyncssh.SSHKey]]
@@ -87,6 +89,15 @@ class KnownHosts:
 
     def __init__(self, path: str | None = None) -> None:
         self.path = os.path.expanduser(path) if path else str(skyward_home() / "known_hosts")
+
+    @classmethod
+    def for_pool(cls, pool_id: str, held: ExitStack) -> KnownHosts:
+        """The file for the hosts of one pool (machines created for it), in the pool's
+        directory (``registry.files_of``), which is removed with everything in it when
+        ``held`` closes."""
+        files = registry.files_of(pool_id)
+        held.callback(registry.remove_files, pool_id)
+        return cls(str(files / "known_hosts"))
 
     def entries(self) -> asyncssh.SSHKnownHosts:
         """What the file says now (nothing when it does not exist). ValueError naming the
