@@ -10,9 +10,11 @@ import re
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox import own_home
 
 import skyward as sky
 
@@ -437,14 +439,16 @@ def live_marked(temp_dir: str) -> list[int]:
     return live_marked(temp_dir)
 
 
-def _start_idle_client() -> tuple[Any, dict[str, Any], set[str]]:
+def _start_idle_client(home: Path) -> tuple[Any, dict[str, Any], set[str]]:
+    """A client with an idle 2-node pool (its skyward home in ``home``: a killed one leaves
+    its pool's record there)."""
     import json
     import subprocess
 
     shm = set(os.listdir("/dev/shm"))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=own_home(home))
     info = json.loads(client.stdout.readline())
     assert client.stdout.readline().strip() == "READY"
     assert live_marked(info["temp_dir"])  # the test sees the pool's processes
@@ -465,15 +469,15 @@ def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z"
 
 
-def test_sigkill_of_the_client_leaves_nothing_after_10s() -> None:
-    client, info, shm = _start_idle_client()
+def test_sigkill_of_the_client_leaves_nothing_after_10s(tmp_path: Path) -> None:
+    client, info, shm = _start_idle_client(tmp_path)
     client.kill()
     client.wait(timeout=10)
     _nothing_left(info, shm, within=10.0)
 
 
-def test_sigterm_of_the_client_shuts_down_like_ctrl_c() -> None:
-    client, info, shm = _start_idle_client()
+def test_sigterm_of_the_client_shuts_down_like_ctrl_c(tmp_path: Path) -> None:
+    client, info, shm = _start_idle_client(tmp_path)
     client.terminate()
     _, stderr = client.communicate(timeout=30)
     assert "KeyboardInterrupt: signal SIGTERM" in stderr
