@@ -241,8 +241,13 @@ class NodeAgent:
         self._runner.sample_metrics(on)
 
     def wake_events(self) -> None:
-        """End a pending ``take_events`` at once: the client is closing the pool."""
+        """End a pending ``take_events`` at once, and do not wait in later ones until
+        ``resume_events``: the client is closing the pool."""
         self._runner.outbox.wake()
+
+    def resume_events(self) -> None:
+        """Wait in ``take_events`` again: a new client polls (a kept pool's next script)."""
+        self._runner.outbox.resume()
 
     def ready(self) -> int:
         """Answer once started; returns the agent's process id."""

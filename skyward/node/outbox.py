@@ -49,7 +49,14 @@ class Outbox:
             return events, dropped, self._published
 
     def wake(self) -> None:
-        """End a waiting ``take`` now; later takes no longer wait (the client is leaving)."""
+        """End a waiting ``take`` now; later takes no longer wait until ``resume`` (the
+        client is leaving)."""
         with self._changed:
             self._woken = True
             self._changed.notify_all()
+
+    def resume(self) -> None:
+        """Let takes wait again: a client polls after the last one left (a kept pool's
+        next script)."""
+        with self._changed:
+            self._woken = False

@@ -121,6 +121,34 @@ def test_one_script_at_a_time_holds_a_kept_pool_and_sky_down_ends_it(
     assert wait_for_no_processes(sandbox["base"], within=60) == []
 
 
+def test_a_kept_pool_held_by_its_next_script_idles(sandbox: dict, home: Path, tmp_path: Path) -> None:
+    """The first script's leaving woke the agents' event polls; the next script's polls
+    wait for events again (they used to return at once: about two cores busy while the
+    pool sat idle, and everything else on the machine slowed down)."""
+    first = run(sandbox, tmp_path, "600", "idle")
+    lines_of(first, "AFTER", KEYS)
+    assert first.wait(30) == 0
+    holder = run(sandbox, tmp_path, "600", "idle", "hold")
+    held = lines_of(holder, "RAY", KEYS)
+    try:
+        pids = [pid for pid, _ in held["NODES"]] + [daemon.pid for daemon in daemon_client.status()]  # type: ignore[union-attr]
+        processes = [psutil.Process(pid) for pid in pids]
+
+        def cpu_seconds() -> float:
+            return sum(sum(process.cpu_times()[:2]) for process in processes)
+
+        time.sleep(1)
+        before = cpu_seconds()
+        time.sleep(3)
+        used = cpu_seconds() - before
+        assert used < 0.75, f"the idle kept pool's daemon and agents used {used:.2f} s of CPU in 3 s"
+    finally:
+        holder.kill()
+        holder.wait(30)
+    assert sky_cli(sandbox, "down", "--all").returncode == 0
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
 def test_a_kept_pool_of_that_name_defined_otherwise_is_refused_naming_the_way_out(
     sandbox: dict, home: Path, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""A node's Outbox: order, long-poll wake-up, dropping past the cap, waking at close."""
+"""A node's Outbox: order, long-poll wake-up, dropping past the cap, waking at close and resuming for the next client."""
 
 from __future__ import annotations
 
@@ -42,3 +42,14 @@ def test_wake_ends_a_waiting_take_and_later_takes_do_not_wait() -> None:
     assert box.take(5.0) == ([], 0, 0)
     assert box.take(5.0) == ([], 0, 0)
     assert time.monotonic() - started < 1.0
+
+
+def test_resume_after_wake_makes_takes_wait_again() -> None:
+    box = Outbox()
+    box.wake()
+    assert box.take(5.0) == ([], 0, 0)
+    box.resume()
+    threading.Timer(0.3, box.put, ("next",)).start()
+    started = time.monotonic()
+    assert box.take(5.0) == (["next"], 0, 1)
+    assert time.monotonic() - started >= 0.25

@@ -73,6 +73,9 @@ class AgentHandle(Protocol):
     def wake_events(self) -> RemoteMethod[[], None]: ...
 
     @property
+    def resume_events(self) -> RemoteMethod[[], None]: ...
+
+    @property
     def sample_metrics(self) -> RemoteMethod[[bool], None]: ...
 
     @property
@@ -313,7 +316,9 @@ class RayEventSource:
     passes each encoded batch to ``sink(node, data)``; ``on_error`` gets a message when a
     node's stream ended. An agent being replaced after a crash is polled again once back;
     ``add`` and ``remove`` change the nodes polled (from any thread). The agents sample
-    metrics only while ``wants_metrics()`` is true (looked at every ``LOOP_TICK``)."""
+    metrics only while ``wants_metrics()`` is true (looked at every ``LOOP_TICK``).
+    ``stop`` wakes the agents' pending polls and a later source on the same agents (a
+    kept pool's next script) resumes them, so its polls wait for events again."""
 
     def __init__(
         self,
@@ -347,15 +352,12 @@ class RayEventSource:
             self._removed.add(node)
 
     def stop(self) -> None:
-        """Stop polling, then pass on what the agents still hold (bounded)."""
+        """Stop polling, then pass on what the agents still hold (bounded); returns once
+        the agents were woken (a later source's resume comes after)."""
         self._stop.set()
         self._thread.join(STOP_TIMEOUT)
         self._changes({})
-        for agent in self._agents.values():
-            try:
-                agent.wake_events.remote()
-            except Exception:
-                pass
+        woken = [wake for agent in self._agents.values() if (wake := _tell(agent.wake_events)) is not None]
         refs = {}
         for node, agent in self._agents.items():
             try:
@@ -368,6 +370,8 @@ class RayEventSource:
                 self._sink(node, ray.get(ref, timeout=max(0.0, deadline - time.monotonic())))
             except Exception:
                 continue
+        if woken:  # an agent's actor runs its calls on several threads, in no set order
+            ray.wait(woken, num_returns=len(woken), timeout=max(0.0, deadline - time.monotonic()))
 
     def _changes(self, polls: dict[ObjectRef[bytes], int]) -> None:
         """Apply the nodes added and removed since the last call to ``polls``."""
@@ -384,7 +388,7 @@ class RayEventSource:
                 del polls[ref]
             if not self._stop.is_set():
                 if self._sampling is not None:
-                    _tell_sampling(agent, self._sampling)
+                    _tell(agent.sample_metrics, self._sampling)
                 polls[agent.take_events.remote(AGENT_HOLD)] = node
 
     def _follow_listeners(self) -> None:
@@ -393,9 +397,11 @@ class RayEventSource:
         if wanted != self._sampling:
             self._sampling = wanted
             for agent in self._agents.values():
-                _tell_sampling(agent, wanted)
+                _tell(agent.sample_metrics, wanted)
 
     def _loop(self) -> None:
+        for agent in self._agents.values():  # the last source's stop woke them: wait in takes again
+            _tell(agent.resume_events)
         polls = {agent.take_events.remote(AGENT_HOLD): node for node, agent in self._agents.items()}
         failures: dict[int, int] = {}
         retry_at: dict[int, float] = {}  # nodes whose agent is being replaced: poll again then
@@ -419,7 +425,7 @@ class RayEventSource:
                 try:
                     self._sink(node, ray.get(ref))
                     if failures.get(node) and self._sampling is not None and node in self._agents:
-                        _tell_sampling(self._agents[node], self._sampling)  # a restarted agent samples
+                        _tell(self._agents[node].sample_metrics, self._sampling)  # a restarted agent samples
                     failures[node] = 0
                 except Exception as exc:  # the agent crashed (and is being replaced) or is gone
                     if self._stop.is_set():
@@ -434,10 +440,10 @@ class RayEventSource:
                     polls[self._agents[node].take_events.remote(AGENT_HOLD)] = node
 
 
-def _tell_sampling(agent: AgentHandle, on: bool) -> None:
-    """Ask ``agent`` to sample its metrics or not (fire and forget: an agent being
-    replaced starts sampling and is told again when it is added back)."""
+def _tell(method: RemoteMethod[P, None], *args: P.args, **kwargs: P.kwargs) -> ObjectRef[None] | None:
+    """Call an agent's ``method`` without waiting for its answer; None for a dead handle
+    (an agent being replaced is told what it must know when it is added back)."""
     try:
-        agent.sample_metrics.remote(on)
-    except Exception:  # noqa: BLE001 - a dead handle; its successor is told on add
-        pass
+        return method.remote(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - a dead handle
+        return None
