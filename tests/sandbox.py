@@ -74,12 +74,17 @@ def lines_of(process: subprocess.Popen[str], until: str, keys: tuple[str, ...], 
 
 
 def own_home(root: str | Path) -> dict[str, str]:
-    """This process's environment with ``SKYWARD_HOME`` at ``root``/skyward (its wheel
-    cache the user's, so nothing is built again): a client killed with it leaves its
-    pool's record there, in the test's directory, not in the user's home."""
+    """This process's environment with ``SKYWARD_HOME`` at ``root``/skyward: a client
+    killed with it leaves its pool's record there, in the test's directory, not in the
+    user's home."""
     home = Path(root) / "skyward"
     home.mkdir(mode=0o700, exist_ok=True)
+    share_wheels(home)
+    return {**os.environ, "SKYWARD_HOME": str(home)}
+
+
+def share_wheels(home: Path) -> None:
+    """Give the skyward home ``home`` the user's wheel cache, so nothing is built again."""
     shared = Path("~/.skyward/wheels").expanduser()
     shared.mkdir(parents=True, exist_ok=True)
     (home / "wheels").symlink_to(shared)
-    return {**os.environ, "SKYWARD_HOME": str(home)}

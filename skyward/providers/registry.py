@@ -17,7 +17,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -80,37 +80,26 @@ def register(
         log_file or (previous.log_file if previous else None), now, keep_alive,
     )
     text = json.dumps(asdict(record))
-    for _ in range(3):  # another process may remove the emptied directory in between
-        path = _path(pool_id)
+
+    def write(path: Path) -> None:
         partial = path.with_suffix(".part")
-        try:
-            partial.write_text(text)
-            partial.replace(path)
-            return
-        except FileNotFoundError:
-            continue
-    raise OSError(f"could not record pool {pool_id} in {path.parent}")
+        partial.write_text(text)
+        partial.replace(path)
+
+    _in_records(f"{pool_id}.json", write)
 
 
 def unregister(pool_id: str) -> None:
     """Remove the pool's record, and the records' directory once it is empty."""
     path = _path(pool_id)
     path.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):  # another pool's record is still there
-        path.parent.rmdir()
+    _remove_if_empty(path.parent)
 
 
 def files_of(pool_id: str) -> Path:
     """The pool's private directory (mode 0700) for the files it keeps on this machine,
     made if missing."""
-    for _ in range(3):  # another process may remove the emptied records' directory in between
-        path = skyward_dir("pools") / pool_id
-        try:
-            path.mkdir(mode=0o700, exist_ok=True)
-            return path
-        except FileNotFoundError:
-            continue
-    raise OSError(f"could not make the directory of pool {pool_id} in {path.parent}")
+    return _in_records(pool_id, lambda path: path.mkdir(mode=0o700, exist_ok=True))
 
 
 def remove_files(pool_id: str) -> None:
@@ -118,8 +107,7 @@ def remove_files(pool_id: str) -> None:
     empty."""
     path = skyward_dir("pools") / pool_id
     shutil.rmtree(path, ignore_errors=True)
-    with contextlib.suppress(OSError):  # another pool's record is still there
-        path.parent.rmdir()
+    _remove_if_empty(path.parent)
 
 
 def forget(pool_id: str) -> None:
@@ -173,6 +161,26 @@ def find(reference: str, live_only: bool = True) -> LivePool | None:
 
 def _path(pool_id: str) -> Path:
     return skyward_dir("pools") / f"{pool_id}.json"
+
+
+def _in_records(name: str, make: Callable[[Path], object]) -> Path:
+    """``make(path)`` for ``name`` in the records' directory, again if another process
+    removed that directory, emptied, in between; returns the path. OSError after three
+    tries."""
+    for _ in range(3):
+        path = skyward_dir("pools") / name
+        try:
+            make(path)
+            return path
+        except FileNotFoundError:
+            continue
+    raise OSError(f"could not make {path}: another process kept removing {path.parent}")
+
+
+def _remove_if_empty(records: Path) -> None:
+    """Remove the records' directory once it is empty."""
+    with contextlib.suppress(OSError):  # another pool's record or directory is still there
+        records.rmdir()
 
 
 def _read(path: Path) -> LivePool | None:

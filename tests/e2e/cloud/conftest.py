@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from cloud.aws_emulator import AWSEmulator
 from e2e.cloud import rotation
+from sandbox import share_wheels
 
 ROTATED = pytest.StashKey[bool]()
 
@@ -48,9 +49,7 @@ def environment(values: dict[str, str]) -> Iterator[None]:
     """``values`` set in this process's environment (and a fresh ``SKYWARD_HOME``, whose
     wheel cache is the user's) while the block runs; restored after."""
     home = tempfile.mkdtemp(prefix="skyward-home-")
-    shared = Path("~/.skyward/wheels").expanduser()
-    shared.mkdir(parents=True, exist_ok=True)
-    os.symlink(shared, os.path.join(home, "wheels"))
+    share_wheels(Path(home))
     values = {**values, "SKYWARD_HOME": home}
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
