@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,135 @@ print(json.dumps(answer))
 '''
 
 
+SQUATTER = r'''
+"""Run as another user: reads every process's command line (anyone may, in /proc, without
+hidepid), binds each port number it finds there before the process that named it does,
+and answers every connection as an HTTP/2 server would (a SETTINGS frame and an ACK), so
+a gRPC or HTTP client sends its request, headers included. Stops when stdin closes (or
+after argv[1] seconds) and prints, as JSON, the ports it saw, those it bound and the
+bytes each received (hex). Only command lines holding one of argv[2:] count (the
+pool's, not those of other tests running beside it)."""
+import json, os, re, select, socket, sys, threading, time
+
+LIMIT = 1 << 20
+PORT_ARGUMENT = re.compile(r"port", re.IGNORECASE)
+NUMBER = re.compile(r"(?<![\d.])(\d{4,5})(?![\d.])")
+ADDRESS_PORT = re.compile(r"[\w\].-]:(\d{4,5})(?!\d)")
+SETTINGS = bytes.fromhex("000000040000000000") + bytes.fromhex("000000040100000000")
+
+
+def ports_of(arguments):
+    found = set()
+    for index, argument in enumerate(arguments):
+        found.update(int(port) for port in ADDRESS_PORT.findall(argument))
+        if PORT_ARGUMENT.search(argument):
+            found.update(int(port) for port in NUMBER.findall(argument))
+            if "=" not in argument and index + 1 < len(arguments):
+                found.update(int(port) for port in NUMBER.findall(arguments[index + 1]))
+    return {port for port in found if 1024 <= port <= 65535}
+
+
+def command_lines(wanted):
+    own = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == own:
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as file:
+                raw = file.read()
+        except OSError:
+            continue
+        if any(word in raw for word in wanted):
+            yield [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def bind(port):
+    for family, host in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        server = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            if family == socket.AF_INET6:
+                server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            server.bind((host, port))
+            server.listen(64)
+            server.setblocking(False)
+            return server
+        except OSError:
+            server.close()
+    return None
+
+
+seen, bound, received, lock = set(), {}, {}, threading.Lock()
+stopped = threading.Event()
+
+
+def serve():
+    peers = {}
+    while not stopped.is_set():
+        with lock:
+            servers = {server: port for port, server in bound.items()}
+        readable, _, _ = select.select([*servers, *peers], [], [], 0.01)
+        for ready in readable:
+            if ready in servers:
+                try:
+                    peer, _ = ready.accept()
+                except OSError:
+                    continue
+                peer.setblocking(False)
+                try:
+                    peer.sendall(SETTINGS)
+                except OSError:
+                    pass
+                peers[peer] = servers[ready]
+                continue
+            try:
+                chunk = ready.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                peers.pop(ready).close()
+                continue
+            with lock:
+                data = received.setdefault(peers[ready], bytearray())
+                data.extend(chunk[: max(0, LIMIT - len(data))])
+
+
+server_thread = threading.Thread(target=serve, daemon=True)
+server_thread.start()
+ended = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), ended.set()), daemon=True).start()
+deadline = time.monotonic() + float(sys.argv[1])
+print("::watching", flush=True)
+while not ended.is_set() and time.monotonic() < deadline:
+    for arguments in command_lines([word.encode() for word in sys.argv[2:]]):
+        for port in ports_of(arguments) - seen:
+            seen.add(port)
+            server = bind(port)
+            if server is not None:
+                with lock:
+                    bound[port] = server
+    time.sleep(0.002)
+time.sleep(0.5)
+stopped.set()
+server_thread.join(5)
+with lock:
+    answer = {"seen": sorted(seen), "bound": sorted(bound), "received": {port: data.hex() for port, data in received.items()}}
+print(json.dumps(answer), flush=True)
+'''
+
+
+@dataclass
+class Squat:
+    """What a squatter saw (port numbers on command lines), bound first, and received."""
+
+    seen: list[int] = field(default_factory=list)
+    bound: list[int] = field(default_factory=list)
+    received: dict[int, bytes] = field(default_factory=dict)
+
+    def holding(self, secret: str) -> dict[int, bytes]:
+        """The ports whose received bytes contain ``secret``, with those bytes."""
+        return {port: data for port, data in self.received.items() if secret.encode() in data}
+
+
 @dataclass(frozen=True, slots=True)
 class Probe:
     """The probe script and the account and interpreter it runs with."""
@@ -140,6 +269,33 @@ class Probe:
         )
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout)
+
+    @contextlib.contextmanager
+    def squatting(self, netns: str | None = None, words: tuple[str, ...] = ("ray",), limit: float = 600.0) -> Iterator[Squat]:
+        """The squatter (``SQUATTER``) running as this account (in the network namespace
+        ``netns``) for the body of the ``with``, on command lines that hold one of
+        ``words``; the yielded ``Squat`` is filled in when it ends."""
+        script = os.path.join(os.path.dirname(self.script), "squatter.py")
+        if not os.path.exists(script):
+            with open(script, "w", encoding="utf-8") as file:
+                file.write(SQUATTER)
+            os.chmod(script, 0o644)
+        where = ["ip", "netns", "exec", netns] if netns else []
+        process = subprocess.Popen(
+            [*where, *_as(self.uid, self.gid, self.python, script, str(limit), *words)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/", env=_BARE_ENV,
+        )
+        assert process.stdout is not None and process.stdin is not None
+        assert process.stdout.readline().strip() == "::watching", process.stderr.read() if process.stderr else ""
+        found = Squat()
+        try:
+            yield found
+        finally:
+            output, errors = process.communicate("", timeout=60)
+            assert process.returncode == 0, errors[-3000:]
+            answer = json.loads(output)
+            found.seen, found.bound = answer["seen"], answer["bound"]
+            found.received = {int(port): bytes.fromhex(data) for port, data in answer["received"].items()}
 
 
 _BARE_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8"}
@@ -264,3 +420,48 @@ def marks_dir(parent: str | None = None) -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+
+
+def ray_tokens() -> set[str]:
+    """Every Ray token in the environment of a live process (read as root): the tokens of
+    the pools running now, on this machine and on its test hosts (same process table)."""
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as file:
+                environment = file.read()
+        except OSError:
+            continue
+        for entry in environment.split(b"\0"):
+            if entry.startswith(b"RAY_AUTH_TOKEN=") and len(entry) > len(b"RAY_AUTH_TOKEN="):
+                found.add(entry.split(b"=", 1)[1].decode(errors="replace"))
+    return found
+
+
+def assert_nothing_leaked(squat: Squat, tokens: set[str]) -> None:
+    """No byte a squatter received holds one of ``tokens`` or an authorization header."""
+    assert tokens, "no Ray token was found: the test would prove nothing"
+    assert squat.seen, "the squatter found no port on a Ray command line: it was not watching"
+    leaks = {port: data[:300] for token in tokens for port, data in squat.holding(token).items()}
+    assert leaks == {}, f"{PROBE_USER} squatted ports {sorted(leaks)} and received the pool's Ray token"
+    headers = {port: data[:300] for port, data in squat.received.items() if b"authorization" in data.lower()}
+    assert headers == {}, f"{PROBE_USER} received an authorization header on ports {sorted(headers)}"
+
+
+def on_command_lines(secrets: set[str]) -> list[str]:
+    """The command lines of live processes that hold one of ``secrets`` (anyone can read
+    them, in /proc)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as file:
+                line = file.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(secret in line for secret in secrets):
+            found.append(line[:200])
+    return found

@@ -197,10 +197,11 @@ def _following(record: registry.LivePool) -> bool:
 
 def _closed_pool_log(pool_id: str) -> Path | None:
     """The log of a closed pool whose id starts with ``pool_id``, in the default log
-    directory (``~/.skyward/logs/pools``)."""
+    directory (``logs/pools`` in skyward's home)."""
+    from skyward.core.paths import in_home
     from skyward.observe.log_config import LogConfig
 
-    directory = Path(LogConfig().file).expanduser().parent / "pools"
+    directory = in_home(LogConfig().file).parent / "pools"
     found = sorted(directory.glob(f"{pool_id}*.log")) if pool_id else []
     return found[0] if len(found) == 1 else None
 

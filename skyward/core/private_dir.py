@@ -1,5 +1,6 @@
-"""Directories only this user controls: where a pool keeps what another user of the
-machine must not read, replace or plant (MPS pipes, a stream's stop requests)."""
+"""Directories and files only this user controls: where skyward keeps what another user
+of the machine must not read, replace or plant (its home, logs, keys, MPS pipes, a
+stream's stop requests)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import os
 import pwd
 import stat
+import tempfile
 
 
 def private_directory(path: str) -> None:
@@ -32,6 +34,49 @@ def private_directory(path: str) -> None:
         os.fchmod(descriptor, 0o700)
     finally:
         os.close(descriptor)
+
+
+def private_directories(path: str) -> None:
+    """``private_directory(path)``, its missing parents made first (mode 0700; parents
+    that exist are left as they are)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    private_directory(path)
+
+
+def create_private_file(path: str, data: bytes) -> None:
+    """Write ``data`` to a new file at ``path``, mode 0600 from its creation (``O_EXCL``:
+    never a file or link that was there before). FileExistsError when ``path`` exists."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+
+
+def replace_private(path: str, text: str) -> None:
+    """Put ``text`` at ``path`` in one step (a reader sees the old file or the new one,
+    never a part), mode 0600: written to a file of its own name beside it first
+    (``mkstemp``), then renamed over it; that file is gone if anything fails."""
+    descriptor, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        raise
+
+
+def open_private(path: str, flags: int) -> int:
+    """A descriptor of the file at ``path`` (created when missing with ``O_CREAT`` in
+    ``flags``), mode 0600: created so, or an existing one narrowed. Never follows a link."""
+    descriptor = os.open(path, flags | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def is_private(path: str) -> bool:

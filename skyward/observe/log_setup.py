@@ -9,7 +9,11 @@ import logging
 import logging.handlers
 import os
 import sys
+from io import TextIOWrapper
+from typing import cast
 
+from skyward.core.paths import in_home, skyward_home
+from skyward.core.private_dir import open_private, private_directories
 from skyward.observe.bus import Subscribe
 from skyward.observe.event_log import EVENTS_LOGGER, TASK_LOGGER, TRACE, EventLog
 from skyward.observe.log_config import LogConfig
@@ -47,16 +51,14 @@ def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_
     if setting is False:
         return LogSession([], None)
     config = setting if isinstance(setting, LogConfig) else LogConfig()
-    path = os.path.expanduser(config.file)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    path = str(in_home(config.file))
+    directory = _log_directory(os.path.dirname(path) or ".")
     handler: logging.Handler
     if config.rotation_bytes is not None:
-        handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=config.rotation_bytes, backupCount=config.retention, encoding="utf-8"
-        )
+        handler = _PrivateRotatingFile(path, maxBytes=config.rotation_bytes, backupCount=config.retention, encoding="utf-8")
     else:
         unit, count = config.rotation_interval or ("D", 1)
-        handler = logging.handlers.TimedRotatingFileHandler(
+        handler = _PrivateTimedRotatingFile(
             path, when=unit, interval=count, backupCount=config.retention, encoding="utf-8"
         )
     level = TRACE if config.level == "TRACE" else getattr(logging, config.level)
@@ -71,9 +73,8 @@ def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_
         handlers.append(stream)
     pool_file = None
     if subscribe is not None and pool_id is not None:
-        pool_file = os.path.join(os.path.dirname(path) or ".", "pools", f"{pool_id}.log")
-        os.makedirs(os.path.dirname(pool_file), exist_ok=True)
-        own = logging.FileHandler(pool_file, encoding="utf-8")
+        pool_file = os.path.join(_log_directory(os.path.join(directory, "pools")), f"{pool_id}.log")
+        own = _PrivateFile(pool_file, encoding="utf-8")
         own.setLevel(level)
         own.setFormatter(logging.Formatter(_FORMAT))
         own.addFilter(lambda record: getattr(record, "skyward_pool", None) == pool_id)
@@ -85,6 +86,44 @@ def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_
         logger.setLevel(level)
     event_log = EventLog(subscribe, level, pool_id) if subscribe is not None else None
     return LogSession(handlers, event_log, pool_file)
+
+
+def _log_directory(directory: str) -> str:
+    """``directory``, made when missing: private (``private_directory``) inside skyward's
+    home, elsewhere new directories mode 0700 and existing ones as they are (a user's own
+    choice). Returns it."""
+    if os.path.abspath(directory).startswith(os.path.abspath(skyward_home()) + os.sep):
+        private_directories(directory)
+    else:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    return directory
+
+
+class _PrivateOpen:
+    """A file handler whose file (and each rotated one) is mode 0600: logs hold every
+    task's output."""
+
+    baseFilename: str
+    mode: str
+    encoding: str | None
+    errors: str | None
+
+    def _open(self) -> TextIOWrapper:
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in self.mode else os.O_TRUNC)
+        descriptor = open_private(self.baseFilename, flags)
+        return cast(TextIOWrapper, open(descriptor, self.mode, encoding=self.encoding, errors=self.errors))
+
+
+class _PrivateFile(_PrivateOpen, logging.FileHandler):
+    pass
+
+
+class _PrivateRotatingFile(_PrivateOpen, logging.handlers.RotatingFileHandler):
+    pass
+
+
+class _PrivateTimedRotatingFile(_PrivateOpen, logging.handlers.TimedRotatingFileHandler):
+    pass
 
 
 def _not_shown_by_console(record: logging.LogRecord) -> bool:

@@ -31,6 +31,7 @@ from skyward.core import messages
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.paths import skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
+from skyward.core.private_dir import open_private, private_directory
 from skyward.model.spec import Options, Spec
 from skyward.providers.kept.state import kept_by_a_dead_daemon, remote_pools
 
@@ -71,7 +72,7 @@ def daemon_dir() -> Path:
     identity = f"{os.path.realpath(sys.executable)}\0{package}\0{importlib.metadata.version('skyward')}"
     key = hashlib.sha256(identity.encode()).hexdigest()[:12]
     directory = skyward_dir("daemon") / key
-    directory.mkdir(mode=0o700, exist_ok=True)
+    private_directory(str(directory))
     return directory
 
 
@@ -293,7 +294,7 @@ def _start(directory: Path) -> socket.socket:
     pid_file = directory / PID_FILE
     with contextlib.suppress(FileNotFoundError):
         pid_file.unlink()
-    with open(log, "ab") as output:
+    with os.fdopen(open_private(str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as output:
         subprocess.run(  # returns once the daemon forked itself away
             [sys.executable, "-m", "skyward.providers.pool_daemon", str(directory)],
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
@@ -342,7 +343,7 @@ def _ask(connection: socket.socket, request: messages.ToDaemon, expected: type[A
 @contextlib.contextmanager
 def _spawn_lock(directory: Path) -> Iterator[None]:
     """Held while finding or starting the daemon, so two clients never start two."""
-    with open(directory / "spawn.lock", "a") as lock:
+    with os.fdopen(open_private(str(directory / "spawn.lock"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield

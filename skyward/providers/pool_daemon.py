@@ -28,6 +28,7 @@ import ray
 from skyward.core import messages
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
+from skyward.core.private_dir import replace_private
 from skyward.providers.daemon_client import PID_FILE, SOCKET
 from skyward.providers.kept import state as kept_state
 from skyward.providers.kept.daemon import KeptPools
@@ -217,7 +218,7 @@ def main(directory: Path) -> None:
     if os.fork() > 0:
         os._exit(0)
     os.setsid()
-    (directory / PID_FILE).write_text(str(os.getpid()))
+    replace_private(str(directory / PID_FILE), str(os.getpid()))
     PoolDaemon(directory).run()
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 from skyward.core.paths import skyward_dir
+from skyward.core.private_dir import private_directory, replace_private
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +82,7 @@ def register(
     )
     text = json.dumps(asdict(record))
 
-    def write(path: Path) -> None:
-        partial = path.with_suffix(".part")
-        partial.write_text(text)
-        partial.replace(path)
-
-    _in_records(f"{pool_id}.json", write)
+    _in_records(f"{pool_id}.json", lambda path: replace_private(str(path), text))
 
 
 def unregister(pool_id: str) -> None:
@@ -99,7 +95,7 @@ def unregister(pool_id: str) -> None:
 def files_of(pool_id: str) -> Path:
     """The pool's private directory (mode 0700) for the files it keeps on this machine,
     made if missing."""
-    return _in_records(pool_id, lambda path: path.mkdir(mode=0o700, exist_ok=True))
+    return _in_records(pool_id, lambda path: private_directory(str(path)))
 
 
 def remove_files(pool_id: str) -> None:

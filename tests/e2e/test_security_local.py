@@ -8,9 +8,10 @@ processes hold; (c) a pickle that would run ``touch MARKER``, sent in every fram
 server might read (raw, length-prefixed, tagged, a JSON line, HTTP/1.1, gRPC over HTTP/2)
 to every TCP port the client, its children and the pool's Ray processes listen on, runs
 nothing and leaves the pool working; (d) a bare connect-and-close to each of those ports
-changes nothing. And (e): after a local pool closes, a plain ``ray.init()`` in a fresh
-process works (nothing of the pool's Ray settings is left in the environment or in
-``~/.ray``).
+changes nothing. And (e): after a local pool closes, a plain ``ray.init()`` works, in a
+fresh process (nothing of the pool's Ray settings is left in the environment or in
+``~/.ray``) and in the same one, with a temp dir of its own or not; and a local pool
+opened after the user's own ``ray.shutdown()`` works too.
 """
 
 from __future__ import annotations
@@ -224,3 +225,46 @@ def test_after_a_pool_closes_a_plain_ray_init_in_a_fresh_process_works(sandbox: 
         capture_output=True, text=True, timeout=180, check=False,
     )
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == ["2"], done.stdout + done.stderr[-3000:]
+
+
+SAME_PROCESS = """
+import sys, tempfile
+import ray
+import skyward as sky
+
+@sky.function
+def one():
+    return 1
+
+@ray.remote
+def two():
+    return 2
+
+def users_own(**options):
+    ray.init(**options)
+    print("RAY", ray.get(two.remote()), flush=True)
+    ray.shutdown()
+
+quiet = dict(console=False, logging=False)
+if sys.argv[1] == "pool-first":
+    with sky.Compute(nodes=1, **quiet) as pool:
+        print("POOL", one() >> pool, flush=True)
+    users_own()
+    users_own(_temp_dir=tempfile.mkdtemp())
+    with sky.Compute(nodes=1, **quiet) as pool:
+        print("POOL", one() >> pool, flush=True)
+else:
+    users_own()
+    with sky.Compute(nodes=1, **quiet) as pool:
+        print("POOL", one() >> pool, flush=True)
+"""
+
+
+@pytest.mark.parametrize("order", ["pool-first", "ray-first"])
+def test_the_users_own_ray_and_a_local_pool_take_turns_in_one_process(sandbox: dict[str, str], order: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SAME_PROCESS, order], env={**sandbox["env"], "SKYWARD_HOME": sandbox["home"]},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    expected = ["POOL 1", "RAY 2", "RAY 2", "POOL 1"] if order == "pool-first" else ["RAY 2", "POOL 1"]
+    assert done.returncode == 0 and done.stdout.split("\n")[:-1] == expected, done.stdout + done.stderr[-3000:]

@@ -95,3 +95,50 @@ def test_a_stop_request_in_a_directory_another_user_could_write_is_ignored(tmp_p
     assert not stream_stop.requested(planted)
     shared.chmod(0o700)
     assert stream_stop.requested(planted)
+
+
+def test_skyward_home_is_made_private_and_an_existing_0755_one_narrowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skyward.core.paths import skyward_dir, skyward_home
+
+    home = tmp_path / "deep" / "home"
+    monkeypatch.setenv("SKYWARD_HOME", str(home))
+    assert skyward_home() == home and mode(home) == 0o700
+    os.chmod(home, 0o755)
+    (home / "logs").mkdir(mode=0o755)
+    os.chmod(home / "logs", 0o755)
+    assert skyward_dir("logs") == home / "logs"
+    assert mode(home) == 0o700 and mode(home / "logs") == 0o700
+
+
+def test_skyward_home_of_another_user_is_refused_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyward.core.paths import skyward_home
+
+    if os.geteuid() != 0:
+        pytest.skip("runs as root: it gives the directory to another user")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    os.chown(home, 65534, 65534)
+    monkeypatch.setenv("SKYWARD_HOME", str(home))
+    with pytest.raises(PermissionError, match=f"{home} belongs to another user"):
+        skyward_home()
+
+
+def test_a_private_file_is_0600_from_its_creation_and_never_replaces_a_planted_one(tmp_path: Path) -> None:
+    from skyward.core.private_dir import create_private_file, open_private
+
+    previous = os.umask(0)
+    try:
+        create_private_file(str(tmp_path / "key.pem"), b"secret")
+    finally:
+        os.umask(previous)
+    assert mode(tmp_path / "key.pem") == 0o600 and (tmp_path / "key.pem").read_bytes() == b"secret"
+    (tmp_path / "planted").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(FileExistsError):
+        create_private_file(str(tmp_path / "planted"), b"secret")
+    assert not (tmp_path / "elsewhere").exists()
+    (tmp_path / "old.log").write_text("x")
+    os.chmod(tmp_path / "old.log", 0o644)
+    os.close(open_private(str(tmp_path / "old.log"), os.O_WRONLY | os.O_APPEND))
+    assert mode(tmp_path / "old.log") == 0o600

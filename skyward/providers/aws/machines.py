@@ -20,13 +20,13 @@ from __future__ import annotations
 import base64
 import datetime
 import getpass
-import os
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skyward.core.private_dir import create_private_file
 from skyward.providers import registry
 from skyward.providers.aws.session import EC2, AWSError, client, error_code, explain
 from skyward.providers.cloud import fields
@@ -92,8 +92,7 @@ def create_access(resources: PoolResources, vpc_id: str, ssh_cidr: str) -> None:
     name = f"skyward-{resources.pool_id[:12]}"
     key = asyncssh.generate_private_key("ssh-ed25519")
     path = registry.files_of(resources.pool_id) / f"{name}.pem"
-    key.write_private_key(str(path))
-    os.chmod(path, 0o600)
+    create_private_file(str(path), key.export_private_key())
     resources.key_path = path
     try:
         ec2.import_key_pair(

@@ -4,12 +4,12 @@ through the cloud's API. Shared by every machine cloud; the cloud's own calls co
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skyward.core.private_dir import create_private_file
 from skyward.providers import registry
 from skyward.providers.base import TeardownError
 from skyward.providers.cloud.api import FirewallAPI, Machine, MachineAPI, MachineType, Order
@@ -40,8 +40,7 @@ def make_key(resources: PoolMachines) -> str:
 
     key = asyncssh.generate_private_key("ssh-ed25519")
     path = registry.files_of(resources.pool_id) / f"{resources.key_name}.pem"
-    key.write_private_key(str(path))
-    os.chmod(path, 0o600)
+    create_private_file(str(path), key.export_private_key())
     resources.key_path = path
     return key.export_public_key().decode().strip()
 

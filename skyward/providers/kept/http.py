@@ -40,6 +40,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skyward.core.codec import load_payload
+from skyward.core.private_dir import replace_private
 from skyward.model.spec import Options, Spec
 from skyward.providers import names
 from skyward.providers.daemon_client import API_FILE, API_TOKEN_FILE
@@ -116,9 +117,7 @@ class KeptApi:
                 listener.close()
                 raise RuntimeError(f"the HTTP API did not start within {START_TIMEOUT:g}s (see the log above)")
             time.sleep(0.01)
-        written = self._directory / f"{API_FILE}.new"
-        written.write_text(json.dumps({"url": url, "pid": os.getpid()}))
-        written.replace(self._directory / API_FILE)
+        replace_private(str(self._directory / API_FILE), json.dumps({"url": url, "pid": os.getpid()}))
         return url
 
     def busy(self) -> bool:

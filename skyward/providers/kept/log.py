@@ -4,10 +4,12 @@ that use it, as they pass through the daemon's relay, appended to one file that
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
 
+from skyward.core.private_dir import open_private
 from skyward.engine.events import EventBatch
 from skyward.engine.relay_server import Sink
 from skyward.observe.describe import describe
@@ -43,7 +45,8 @@ class LoggedSink:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         text = "".join(f"{stamp} {line}\n" for line in lines if line)
         if text:
-            with self._lock, self._path.open("a", encoding="utf-8") as log:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+            with self._lock, os.fdopen(open_private(str(self._path), flags), "a", encoding="utf-8") as log:
                 log.write(text)
 
 

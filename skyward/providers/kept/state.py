@@ -17,12 +17,11 @@ import contextlib
 import json
 import os
 import stat
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from skyward.core.private_dir import is_private
+from skyward.core.private_dir import is_private, replace_private
 from skyward.providers.local.detached_ray import DetachedRay
 
 STATE_FILE = "kept.json"
@@ -73,15 +72,7 @@ def save(directory: Path, state: DaemonState) -> None:
             for p in state.pools
         ],
     })
-    descriptor, partial = tempfile.mkstemp(prefix=STATE_FILE + ".", dir=directory)  # mode 0600, a name of its own
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(partial, directory / STATE_FILE)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)
-        raise
+    replace_private(str(directory / STATE_FILE), text)
 
 
 def load(directory: Path) -> DaemonState | None:

@@ -3,11 +3,17 @@ keeps survive the daemon's death (SIGKILL, an OOM kill) for its successor to ado
 
 ``ray.init`` binds the processes it starts to the process that called it (the kernel
 kills them with it); ``ray start --head`` does not. So the daemon starts its instance
-with ``ray start`` (127.0.0.1, ports the OS says are free, no dashboard, autoscaler or
-log monitor, token auth with a random token passed through the environment, usage stats
-off) in a private directory (mode 0700, ``LocalRay``'s layout), and then joins it as
-any client joins the pool daemon's instance. Every process of the instance carries
-``reaper.MARKER``, so ``stop`` (and the daemon's reaper) end it all by that mark.
+with ``ray start`` (127.0.0.1, no dashboard, autoscaler or log monitor, token auth with
+a random token passed through the environment, usage stats off) in a private directory
+(mode 0700, ``LocalRay``'s layout), and then joins it as any client joins the pool
+daemon's instance. Every process of the instance carries ``reaper.MARKER``, so ``stop``
+(and the daemon's reaper) end it all by that mark.
+
+No port is named on ``ray start``'s command line (``ray_ports.SELF_BOUND``): every Ray
+process binds port 0 and reports what it got, and the GCS's address is read afterwards
+from the instance's private directory. A port picked in advance would be on a command
+line every user can read, and whoever binds it first receives Ray's token from the
+processes that connect to it (docs/security.md).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from skyward.providers import ray_ports
 from skyward.providers.local.reaper import MARKER, live_marked, sweep
 
 START_TIMEOUT = 90.0
@@ -57,14 +64,12 @@ def start() -> DetachedRay:
 
     temp_dir = tempfile.mkdtemp(prefix="sky-")  # mode 0700
     token = secrets.token_hex(32)
-    gcs, *others = _free_ports(5)
     env = {**os.environ, **ENVIRONMENT, "RAY_AUTH_TOKEN": token, MARKER: temp_dir}
+    ray_dir = os.path.join(temp_dir, RAY_DIR)
     command = [
-        sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={gcs}",
-        "--node-ip-address=127.0.0.1", f"--num-cpus={os.cpu_count() or 1}", f"--temp-dir={temp_dir}/{RAY_DIR}",
+        sys.executable, "-m", "ray.scripts.scripts", "start", "--head", *ray_ports.HEAD,
+        "--node-ip-address=127.0.0.1", f"--num-cpus={os.cpu_count() or 1}", f"--temp-dir={ray_dir}",
         "--include-dashboard=false", "--no-monitor", "--include-log-monitor=false", "--disable-usage-stats",
-        f"--dashboard-agent-listen-port={others[0]}", f"--dashboard-agent-grpc-port={others[1]}",
-        f"--runtime-env-agent-port={others[2]}", f"--metrics-export-port={others[3]}",
         "--log-style=record", "--log-color=false",
     ]
     try:
@@ -79,16 +84,9 @@ def start() -> DetachedRay:
         sweep(temp_dir)
         output = (done.stdout + done.stderr).replace(token, "***")[-3000:]
         raise RuntimeError(f"`ray start` failed (exit {done.returncode}):\n{output}")
-    return DetachedRay(f"127.0.0.1:{gcs}", token, temp_dir)
-
-
-def _free_ports(count: int) -> list[int]:
-    """``count`` distinct ports on 127.0.0.1 that were free a moment ago."""
-    sockets = [socket.socket() for _ in range(count)]
     try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+        port = ray_ports.gcs_port(ray_dir)
+    except RuntimeError:
+        sweep(temp_dir)
+        raise
+    return DetachedRay(f"127.0.0.1:{port}", token, temp_dir)

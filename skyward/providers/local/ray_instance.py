@@ -72,9 +72,7 @@ class LocalRay:
     _temp_dir: str | None = None
     _reaper: Reaper | None = None
     _saved_env: dict[str, str | None] = {}
-    # Ray caches the first token it sees in the process, so every start reuses this one.
-    _token = secrets.token_hex(32)
-    _token_used = False
+    _token = ""
     _daemon_address: str | None = None
 
     # Ray must be stopped by the thread that started it (otherwise the process can die
@@ -127,10 +125,9 @@ class LocalRay:
 
     @classmethod
     def _start(cls, daemon: DaemonRay | None = None) -> None:
-        if daemon is not None and not ray.is_initialized() and (not cls._token_used or cls._token == daemon.token):
+        if daemon is not None and not ray.is_initialized():
             cls._join(daemon)
             return
-        cls._token_used = True
         if attached_address is not None:
             raise RuntimeError(
                 f"this process is attached to the Ray cluster at {attached_address} by a sky.Ray() pool; a "
@@ -141,6 +138,7 @@ class LocalRay:
             cls._owned = False
             return
         cls._temp_dir = tempfile.mkdtemp(prefix="sky-")  # mode 0700
+        cls._token = secrets.token_hex(32)  # each instance its own (_reload_ray_config drops the cached one)
         env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": cls._token, MARKER: cls._temp_dir}
         cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
@@ -170,7 +168,6 @@ class LocalRay:
         """Join the pool daemon's Ray instance (its token from now on, as Ray keeps the
         first token a process uses)."""
         cls._token = daemon.token
-        cls._token_used = True
         env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": daemon.token}
         cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
@@ -270,8 +267,15 @@ def restore_environment(saved: dict[str, str | None]) -> None:
 
 
 def _reload_ray_config() -> None:
-    """Make Ray re-read its settings from the environment: it caches them when imported,
-    and the auth mode must follow the variables set just before ``ray.init``."""
-    from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stubs
+    """Make Ray re-read its settings and its token from the environment: it caches both
+    (the token for the whole process, at first use), and they must follow the variables
+    set just before ``ray.init`` and put back after ``ray.shutdown``. Without it a user's
+    own ``ray.init()`` after a pool in the same process starts a GCS that finds token
+    auth on and no token (this process's cached one is never written down), and a pool
+    after the user's own ``ray.shutdown()`` joins its instance with the user's token.
+    The settings first, as Ray's own tests reset them: a core-worker thread still
+    draining reloads the token while the settings say token mode."""
+    from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]  # not in Ray's stubs
 
     Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()

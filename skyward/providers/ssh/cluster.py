@@ -24,6 +24,7 @@ import asyncssh
 
 from skyward.engine.transports.relay import RelayEndpoint
 from skyward.model.nodes import NodeHandle, SSHEndpoint
+from skyward.providers import ray_ports
 from skyward.providers.ssh import bootstrap as runner
 from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect
 from skyward.providers.ssh.versions import mismatches
@@ -298,46 +299,39 @@ class RemoteCluster:
             await asyncio.sleep(HEARTBEAT)
 
     async def start_ray(self, resources: Callable[[RemoteNode], dict[str, float]], env: dict[str, str]) -> None:
+        """Start Ray's head on node 0 and join every other host to it. No port is named in
+        advance (``ray_ports``): the head's GCS binds a port of its own, read back from its
+        temp dir, and the others join once it is known."""
         started = time.monotonic()
         head = self.nodes[0]
-        ports = _ports(5)
-        self.gcs_port = ports[0]
         # No Ray Client server (the minimal ray package has none), no autoscaler monitor
         # (`--no-monitor`: skyward resizes pools itself) and, on every host, no log monitor
         # (agents capture a task's output themselves): two Python daemons fewer to start.
-        head_args = [
-            "--head", f"--port={self.gcs_port}", "--include-dashboard=false", "--no-monitor",
-            f"--dashboard-agent-listen-port={ports[1]}", f"--dashboard-agent-grpc-port={ports[2]}",
-            f"--runtime-env-agent-port={ports[3]}", f"--metrics-export-port={ports[4]}",
-        ]
-        address = f"{head.private_ip}:{self.gcs_port}"
-
-        async def worker(node: RemoteNode) -> None:
-            others = _ports(4)
-            args = [
-                f"--address={address}", f"--dashboard-agent-listen-port={others[0]}",
-                f"--dashboard-agent-grpc-port={others[1]}", f"--runtime-env-agent-port={others[2]}",
-                f"--metrics-export-port={others[3]}",
-            ]
-            await self._ray_start(node, args, resources(node), env)
-
-        # Workers start alongside the head: `ray start --address` waits for the GCS.
+        head_args = ["--head", *ray_ports.HEAD, "--include-dashboard=false", "--no-monitor"]
         head_resources = {**resources(head), HEAD_RESOURCE: HEAD_CAPACITY}
-        await _all([self._ray_start(head, head_args, head_resources, env), *(worker(n) for n in self.nodes[1:])])
+        await self._ray_start(head, head_args, head_resources, env)
+        self.gcs_port = await self._gcs_port(head)
+        await _all(self._ray_start(node, self._joining(), resources(node), env) for node in self.nodes[1:])
         self.on_phase("ray", time.monotonic() - started, None)
 
     async def join_ray(self, node: RemoteNode, resources: dict[str, float], env: dict[str, str]) -> None:
         """Start Ray on ``node``, joining the head's cluster."""
         started = time.monotonic()
-        head = self.nodes[0]
-        ports = _ports(4)
-        args = [
-            f"--address={head.private_ip}:{self.gcs_port}", f"--dashboard-agent-listen-port={ports[0]}",
-            f"--dashboard-agent-grpc-port={ports[1]}", f"--runtime-env-agent-port={ports[2]}",
-            f"--metrics-export-port={ports[3]}",
-        ]
-        await self._ray_start(node, args, resources, env)
+        await self._ray_start(node, self._joining(), resources, env)
         self.on_phase("ray", time.monotonic() - started, node.index)
+
+    def _joining(self) -> list[str]:
+        """``ray start`` arguments of a host that joins the head's GCS."""
+        return [f"--address={self.nodes[0].private_ip}:{self.gcs_port}", *ray_ports.SELF_BOUND]
+
+    async def _gcs_port(self, head: RemoteNode) -> int:
+        """The port the head's GCS bound, as ``ray start`` wrote it down in its temp dir."""
+        path = posixpath.join(head.pool_dir, "ray", ray_ports.ADDRESS_FILE)
+        result = await asyncio.wait_for(head.conn.run(f"cat {shlex.quote(path)}", check=False), START_TIMEOUT)
+        try:
+            return ray_ports.port_of(str(result.stdout))
+        except ValueError as error:
+            raise RuntimeError(f"`ray start` on node 0 ({head.address}) left no GCS address in {path}: {error}") from None
 
     async def _ray_start(self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]) -> None:
         assert node.ready is not None
@@ -505,9 +499,3 @@ async def _all(coros: Iterable[Awaitable[object]]) -> None:
         if isinstance(result, BaseException):
             raise result
 
-
-def _ports(count: int) -> list[int]:
-    ports: set[int] = set()
-    while len(ports) < count:
-        ports.add(20000 + secrets.randbelow(20000))
-    return list(ports)

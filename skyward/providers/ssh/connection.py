@@ -19,6 +19,7 @@ from typing import TypeAlias
 import asyncssh
 
 from skyward.core.paths import skyward_home
+from skyward.core.private_dir import open_private
 from skyward.core.validation import fail
 from skyward.model.nodes import SSHEndpoint
 from skyward.providers import registry
@@ -115,7 +116,7 @@ class KnownHosts:
     def record(self, address: SSHEndpoint, key: asyncssh.SSHKey) -> None:
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         line = f"{known_hosts_name(address)} {key.export_public_key('openssh').decode().strip()}\n"
-        with open(self.path, "a") as f:
+        with os.fdopen(open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a") as f:
             f.write(line)
 
 

@@ -1,0 +1,47 @@
+"""No Ray port is named on an SSH host before its owner binds it (tests/e2e/test_ray_ports.py
+has the local and kept pools): a squatter of another account, on the client machine and
+inside every test host's network namespace, binds each port number it reads on a Ray
+command line in /proc and answers as an HTTP/2 server, while a 2-host elastic SSH pool
+opens and a third host joins it. None of them may receive the pool's Ray token, and the
+pool must work throughout."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+from conftest import QUIET, make_image, ssh_provider
+from hosts import HostLab
+from stranger import Probe, Squat, assert_nothing_leaked, on_command_lines, ray_tokens
+
+import skyward as sky
+
+pytestmark = pytest.mark.slow
+
+
+@sky.function
+def four() -> int:
+    return 4
+
+
+def test_an_ssh_pool_and_a_node_joining_it_name_no_port_a_squatter_can_take(
+    lab: HostLab, index: str, probe: Probe
+) -> None:
+    squats: list[Squat] = []
+    with contextlib.ExitStack() as stack:
+        for netns in (None, *(host.netns for host in lab.hosts)):
+            squats.append(stack.enter_context(probe.squatting(netns)))
+        nodes = sky.Nodes(desired=2, min=2, max=3)
+        with sky.Compute(provider=ssh_provider(lab), nodes=nodes, image=make_image(index), options=QUIET) as pool:
+            assert (four() @ pool) == [4, 4]
+            pool.resize(3)
+            deadline = time.monotonic() + 240
+            while pool.current_nodes() < 3:
+                assert time.monotonic() < deadline, "the third host never joined"
+                time.sleep(0.2)
+            assert (four() @ pool) == [4, 4, 4]
+            tokens = ray_tokens()
+            assert on_command_lines(tokens) == []
+    for squat in squats:
+        assert_nothing_leaked(squat, tokens)
