@@ -45,6 +45,37 @@ def pytest_report_header(config: pytest.Config) -> str:
     return rotation.describe()
 
 
+CI_SKIPS = {
+    "rotated out this commit (CI)": "a cloud whose pool tests are not in this commit's rotation (tests/e2e/cloud/rotation.py)",
+    "no NVIDIA GPU": "the CI machine has no GPU",
+    "this machine has a GPU": "the test of the no-GPU path, on a machine with one",
+    "the fake cluster has no": "the in-process fake cluster lacks what the test needs (it runs on every other provider)",
+}
+"""The only reasons a test may skip under ``CI=true`` (a part of the reason -> why that is
+fine); any other skip fails the run there, naming its reason (docs/testing.md)."""
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under ``CI=true``, a skip whose reason is not allowed by ``CI_SKIPS`` is a failure."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if not (_in_ci() and report.skipped and not hasattr(report, "wasxfail")):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if not any(allowed in reason for allowed in CI_SKIPS):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped under CI=true: {reason}\nA skip in CI hides a test that does not run; only the reasons in "
+            "tests/conftest.py CI_SKIPS may skip there. Install what the test needs (scripts/system_deps.sh, the "
+            "extras in scripts/test.sh) or run it where it can."
+        )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--provider") == "local":
         # tests that count what their pool's private Ray instance leaves run before any
@@ -103,6 +134,16 @@ def pool4(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
         provider = sky.SSH(hosts=lab.strings(), key_path=lab.client_key, known_hosts=lab.known_hosts)
         with sky.Compute(provider=provider, nodes=4, options=options) as pool:
             yield pool
+
+
+@pytest.fixture(scope="session")
+def warm_ray(request: pytest.FixtureRequest) -> None:
+    """For tests that open local pools of their own: the local Ray instance kept started
+    (each such pool then starts in ~1 s) by the shared pool4 when that is local. It is not
+    pool4, so a pass on another provider (which runs only the tests that use pool4) leaves
+    these tests out: they would open local pools there too."""
+    if request.config.getoption("--provider") == "local":
+        request.getfixturevalue("pool4")
 
 
 def _kept_pool(options: sky.Options) -> Iterator[sky.Pool]:

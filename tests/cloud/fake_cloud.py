@@ -132,10 +132,13 @@ class FakeCloud:
             self.machines[machine.id] = machine
         return machine
 
-    def plant(self, name: str, kind: str, price: float = 0.5) -> FakeMachine:
-        """A running machine without a host (what a lost pool left)."""
+    def plant(self, name: str, kind: str, price: float = 0.5, tags: tuple[str, ...] = ()) -> FakeMachine:
+        """A running machine without a host (what a lost pool left), with ``tags`` (for a
+        cloud whose listings filter by tag: a machine without a tag is never listed under it)."""
         with self.lock:
             machine = FakeMachine(self.new_id(), name, kind, False, "planted", "", price, address="192.0.2.1", state="running")
+            if tags:
+                machine.extra["tags"] = list(tags)
             self.machines[machine.id] = machine
         return machine
 

@@ -61,7 +61,7 @@ class FakeDigitalOcean(FakeCloud):
             if method == "POST":
                 return {"droplet": self._droplet(self._create(body))}
             tag = query.get("tag_name")
-            return _page("droplets", [self._droplet(m) for m in self.live() if tag is None or tag in m.extra.get("tags", [tag])])
+            return _page("droplets", [self._droplet(m) for m in self.live() if tag is None or tag in m.extra.get("tags", [])])
         if (method, path) == ("POST", "/v2/tags"):
             raise Answer(201, {"tag": self._tag(body)})
         if path.startswith("/v2/tags/") and method == "DELETE":

@@ -95,9 +95,11 @@ class FakeDocker(FakeCloud):
         if forward is not None:
             forward.close()
 
-    def plant(self, name: str, kind: str = "container", price: float = 0.0, group: str = "") -> FakeMachine:
+    def plant(
+        self, name: str, kind: str = "container", price: float = 0.0, tags: tuple[str, ...] = (), group: str = ""
+    ) -> FakeMachine:
         """A running labelled container without a host (what a lost pool left)."""
-        machine = super().plant(name, kind, price)
+        machine = super().plant(name, kind, price, tags)
         machine.extra.update(labels={"skyward.pool": group or name.rsplit("-", 1)[0]}, network=group)
         return machine
 

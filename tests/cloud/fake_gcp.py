@@ -275,8 +275,8 @@ class FakeGCP(FakeCloud):
     def no_capacity(self, kind: str) -> Answer:
         raise AssertionError("a stockout is an operation's error on Compute Engine (see _insert)")
 
-    def plant(self, name: str, kind: str, price: float = 0.5) -> FakeMachine:
-        machine = super().plant(name, kind, price)
+    def plant(self, name: str, kind: str, price: float = 0.5, tags: tuple[str, ...] = ()) -> FakeMachine:
+        machine = super().plant(name, kind, price, tags)
         machine.extra["labels"] = {"skyward-pool": name.split("-")[1]}
         return machine
 

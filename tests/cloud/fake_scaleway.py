@@ -96,7 +96,7 @@ class FakeScaleway(FakeCloud):
             if method == "POST":
                 raise Answer(201, {"server": self._view(self._create(zone, sold, body or {}))})
             wanted = [t for t in query.get("tags", "").split(",") if t]
-            live = [m for m in self.live() if m.region in (zone, None) and all(t in m.extra.get("tags", wanted) for t in wanted)]
+            live = [m for m in self.live() if m.region in (zone, None) and all(t in m.extra.get("tags", []) for t in wanted)]
             return {"servers": [self._view(m) for m in self._page(live, query)]}
         if rest.startswith("/servers/"):
             return self._on_server(method, rest.removeprefix("/servers/"), body)

@@ -132,7 +132,7 @@ class FakeVultr(FakeCloud):
             if method == "POST":
                 raise Answer(202, {"instance": self._instance(self._create(body or {}))})
             tag = query.get("tag")
-            live = [m for m in self.live() if tag is None or tag in m.extra.get("tags", [tag])]
+            live = [m for m in self.live() if tag is None or tag in m.extra.get("tags", [])]
             return self._page("instances", [self._instance(m) for m in live], query)
         if path == "/firewalls":
             if method == "POST":

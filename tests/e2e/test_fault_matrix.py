@@ -74,15 +74,20 @@ def watched_pool(request: pytest.FixtureRequest) -> Iterator[sky.Pool]:
 
 @pytest.mark.parametrize("watched_pool", ["thread", "process"], indirect=True)
 def test_idle_agent_killed(watched_pool: sky.Pool) -> None:
+    """The pool replaces the killed process (the agent, or with ``process`` the executor's
+    child that runs the tasks) and node 1 runs tasks again, in another process."""
     agent = watched_pool.run(pid(), target=1)
     os.kill(agent, signal.SIGKILL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # the pool replaces it and goes on
+    answers: list[object] = []
+    while time.monotonic() < deadline and not (answers and isinstance(answers[-1], int) and answers[-1] != agent):
         try:
-            if watched_pool.run(pid(), target=1) not in (agent, None):
-                break
-        except sky.NodeCrashedError:
+            answers.append(watched_pool.run(pid(), target=1))
+        except sky.NodeCrashedError as error:
+            answers.append(error)
             time.sleep(0.2)
+    assert answers and isinstance(answers[-1], int) and answers[-1] != agent, answers[-5:]
+    assert watched_pool.run(pid(), target=1) == answers[-1]  # and it stays
 
 
 @pytest.mark.parametrize("watched_pool", ["thread"], indirect=True)

@@ -77,7 +77,7 @@ def test_the_snapshot_example_writes_an_svg_of_the_panel(tmp_path: Path) -> None
     assert svg.startswith("<svg") and "map&#160;step" in svg and "4/4&#160;nodes" in svg
 
 
-def test_the_rich_panel_of_a_real_pool_in_a_recorded_console(pool4: sky.Pool) -> None:
+def test_the_rich_panel_of_a_real_pool_in_a_recorded_console(warm_ray: None) -> None:
     terminal = RichTerminal(record=True, width=110, force_terminal=True, color_system="truecolor")
     pool = sky.Compute(nodes=2, options=sky.Options(console=False, logging=False))
     console = RichConsole(pool.on, console=terminal, live=False)
@@ -100,7 +100,7 @@ def test_the_rich_panel_of_a_real_pool_in_a_recorded_console(pool4: sky.Pool) ->
     assert console.view.summary().startswith(f"pool {pool.name}: 2 nodes, ")
 
 
-def test_minimal_console_prints_only_task_output(pool4: sky.Pool, capsys) -> None:
+def test_minimal_console_prints_only_task_output(warm_ray: None, capsys) -> None:
     pool = sky.Compute(nodes=1, image=sky.Image(metrics=None), options=sky.Options(console="minimal", logging=False))
     with pool:
         shout("quiet") >> pool
@@ -108,7 +108,7 @@ def test_minimal_console_prints_only_task_output(pool4: sky.Pool, capsys) -> Non
     assert out == "[node 0] quiet!\n" and err == ""
 
 
-def test_log_config_writes_events_and_task_output_to_its_file(pool4: sky.Pool, tmp_path: Path) -> None:
+def test_log_config_writes_events_and_task_output_to_its_file(warm_ray: None, tmp_path: Path) -> None:
     path = tmp_path / "logs" / "run.log"
     config = sky.LogConfig(level="DEBUG", file=str(path), console=False)
     logger = logging.getLogger("skyward")

@@ -10,7 +10,7 @@ from fake_cluster import skip_if_fake
 import skyward as sky
 
 # The shared pool keeps the local Ray instance running, so each pool here starts in ~1 s.
-pytestmark = pytest.mark.usefixtures("pool4")
+pytestmark = pytest.mark.usefixtures("warm_ray")
 
 QUIET = sky.Options(console=False, logging=False)
 NO_METRICS = sky.Image(metrics=None)

@@ -9,7 +9,7 @@ import pytest
 
 import skyward as sky
 
-pytestmark = pytest.mark.usefixtures("pool4")  # keeps Ray warm: each pool here starts in ~1 s
+pytestmark = pytest.mark.usefixtures("warm_ray")  # keeps Ray warm: each pool here starts in ~1 s
 
 QUIET = sky.Options(console=False, logging=False)
 WINDOW = 4.0

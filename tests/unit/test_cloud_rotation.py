@@ -1,29 +1,39 @@
 """The CI rotation of the clouds' expensive tests (tests/e2e/cloud/rotation.py): AWS and
-two others per commit, consecutive commits covering every cloud; ``SKYWARD_CLOUDS``
-forces a set; outside CI every cloud runs."""
+two others per commit, chosen by the commit's day, any 7 consecutive days covering every
+cloud whatever the history or the clone's depth; ``SKYWARD_CLOUDS`` forces a set; outside
+CI every cloud runs."""
 
 from __future__ import annotations
 
-import math
+import subprocess
+from pathlib import Path
 
 import pytest
 from e2e.cloud import rotation
 from e2e.cloud.clouds import CLOUDS
 
 
-def test_each_commit_runs_aws_and_two_others_and_consecutive_commits_run_every_cloud() -> None:
-    others = len(CLOUDS) - 1
-    turns = math.ceil(others / rotation.ROTATING)
-    for first in (0, 5, 184):
-        picks = [rotation.pick(CLOUDS, number) for number in range(first, first + turns)]
+def test_each_commit_runs_aws_and_two_others_and_any_7_consecutive_days_run_every_cloud() -> None:
+    assert rotation.turns(CLOUDS) <= 7
+    for first in (0, 5, 184, 20_600):
+        picks = [rotation.pick(CLOUDS, day) for day in range(first, first + 7)]
         assert all(pick[0] == "aws" and len(pick) == 1 + rotation.ROTATING for pick in picks)
-        assert set().union(*picks) == set(CLOUDS), f"commits {first}..{first + turns - 1} leave a cloud out"
+        assert set().union(*picks) == set(CLOUDS), f"days {first}..{first + 6} leave a cloud out"
 
 
 def test_a_cloud_appended_to_the_list_joins_the_rotation() -> None:
     grown = (*CLOUDS, "newcloud")
-    turns = math.ceil((len(grown) - 1) / rotation.ROTATING)
-    assert "newcloud" in set().union(*(rotation.pick(grown, number) for number in range(turns)))
+    assert "newcloud" in set().union(*(rotation.pick(grown, day) for day in range(rotation.turns(grown))))
+
+
+def test_the_day_comes_from_the_commit_alone_so_a_shallow_clone_picks_the_same(tmp_path: Path) -> None:
+    root = Path(rotation.__file__).resolve().parents[3]
+    full = rotation.day_of(str(root))
+    assert full is not None and full == rotation.commit_day(), "this checkout is a git checkout"
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{root}", str(shallow)], check=True, timeout=120)
+    assert rotation.day_of(str(shallow)) == full
+    assert rotation.day_of(str(tmp_path)) is None  # not a checkout
 
 
 def test_outside_ci_every_cloud_runs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,10 +46,10 @@ def test_outside_ci_every_cloud_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_in_ci_the_commit_picks_the_clouds_and_the_rest_are_skipped_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("SKYWARD_CLOUDS", raising=False)
-    number = rotation.commit_number()
-    assert number is not None, "this checkout is a git checkout"
+    day = rotation.commit_day()
+    assert day is not None, "this checkout is a git checkout"
     run = rotation.chosen()
-    assert run == rotation.pick(CLOUDS, number)
+    assert run == rotation.pick(CLOUDS, day)
     out = next(name for name in CLOUDS if name not in run)
     assert rotation.skip_reason(out) == f"{out} rotated out this commit (CI); SKYWARD_CLOUDS=all runs it"
     assert rotation.skip_reason("aws") is None
@@ -58,16 +68,16 @@ def test_skyward_clouds_forces_the_set(monkeypatch: pytest.MonkeyPatch) -> None:
         rotation.chosen()
 
 
-def test_a_single_cloud_test_runs_on_one_cloud_a_commit_and_in_turn_on_every_cloud(
+def test_a_single_cloud_test_runs_on_the_days_clouds_but_aws_and_in_turn_on_every_cloud(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("SKYWARD_CLOUDS", raising=False)
     covered: set[str] = set()
-    for number in range(len(CLOUDS) * 2):
-        monkeypatch.setattr(rotation, "commit_number", lambda number=number: number)
+    for day in range(7):
+        monkeypatch.setattr(rotation, "commit_day", lambda day=day: day)
         running = [name for name in CLOUDS if rotation.skip_reason(name, single=True) is None]
-        assert len(running) == 1 and running[0] != "aws"
+        assert len(running) == rotation.ROTATING and "aws" not in running
         covered.update(running)
     assert covered == set(CLOUDS) - {"aws"}
     monkeypatch.setenv("SKYWARD_CLOUDS", "aws,vultr,lambda")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import skyward
 from skyward.core import handshake
 from skyward.core.codec import MalformedFrame, decode_message, encode_message
-from skyward.core.messages import MESSAGES, Attach, Call, Failed, Hello, PoolsKept, Reply
+from skyward.core.messages import MESSAGES, Attach, Call, Failed, Hello, Message, PoolsKept, Reply
 from skyward.engine.transports import lane
 
 SKYWARD = Path(skyward.__file__).parent
@@ -91,11 +91,12 @@ def test_hostile_bytes_never_decode_into_a_message(tmp_path: Path) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=256))
 def test_random_bytes_never_escape_as_another_error(data: bytes) -> None:
-    for decode in (decode_message, lane._split):
+    for decode, made in ((decode_message, Message), (lane._split, tuple)):
         try:
-            decode(data)
+            decoded = decode(data)
         except MalformedFrame:
-            pass
+            continue
+        assert isinstance(decoded, made), (decode, decoded)  # what decodes is of the vocabulary
 
 
 def test_a_lane_reply_with_buffers_is_split_without_pickle(tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ class FixedProvider(FakeProvider):
 @pytest.mark.parametrize("nodes", [4, (2, 8), sky.Nodes(8, min=4), sky.Nodes(4, min=2, max=16), sky.Nodes(1, min=0, max=2)])
 def test_every_node_form_and_elastic_option_is_accepted_where_nodes_can_change(nodes: object) -> None:
     for provider in (sky.Local(), sky.Ray(address="head:6379"), sky.SSH(hosts=["h1"]), FakeProvider()):
-        sky.Compute(provider=provider, nodes=nodes, options=ELASTIC)  # made, not opened
+        pool = sky.Compute(provider=provider, nodes=nodes, options=ELASTIC)  # made, not opened
+        assert [spec.provider for spec in pool.specs] == [provider] and pool.options == ELASTIC
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ with the idle machine deleted, and, on a cloud that sells spot machines, a spot 
 cloud reclaims during a map loses no item while a new machine takes its rank, and a pool
 that scales to zero deletes every machine while it sleeps. AWS has its
 own file (test_aws_elastic.py, the same checks against the local EC2). Seconds-scale
-intervals. ``rotated(single=True)``: in CI each commit runs these on one cloud, in turn."""
+intervals. ``rotated(single=True)``: in CI each commit runs these on its day's clouds but AWS, in turn."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ priced and sorted; a 2-node pool runs tasks on the cloud's machines (real test h
 and its teardown leaves nothing the cloud's API still shows; ``sky.gc`` finds and
 removes a planted orphan; a cloud without capacity fails the pool with an error that
 says so, leaving nothing behind. The pool and the launch check are ``rotated``: in CI
-they run on AWS and two other clouds per commit, in turn (tests/e2e/cloud/rotation.py)."""
+they run on AWS and two other clouds per commit, in turn by the commit's day
+(tests/e2e/cloud/rotation.py)."""
 
 from __future__ import annotations
 

@@ -235,13 +235,13 @@ def _capture(fn: Any, errors: list[BaseException]) -> None:
         errors.append(exc)
 
 
+@pytest.mark.parametrize("any_pool", ["local"], indirect=True)  # it drives a Gateway in this process: a Ray driver
 def test_client_end_frees_what_the_client_held(any_pool: sky.Pool) -> None:
     """The agent's side of a remote client (its ``Gateway``), driven here with the local
     client's own engine: when the client goes away, the locks its threads hold are freed
     at once (not after the 3.75 s lease expiry), the barriers they joined break, and its
     waiting operations stop."""
-    if any_pool.spec.provider.name != "local":
-        pytest.skip("drives a Gateway in this process, which must be a Ray driver")
+    assert any_pool.spec is not None and any_pool.spec.provider.name == "local"
     import concurrent.futures
 
     from skyward.collections.gateway import Gateway, decode_answer, encode_operation

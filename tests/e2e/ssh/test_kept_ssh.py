@@ -63,7 +63,9 @@ def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_aliv
 ) -> None:
     script = tmp_path / "script.py"
     script.write_text(SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts, keep_alive=8))
+    started = time.monotonic()
     first = run(sandbox, script)
+    opening = time.monotonic() - started
     assert first["RUNS"] == 1 and first["RAY"] is False
     kept = daemon_client.kept_pools()
     assert [(pool.nodes, pool.holder) for pool in kept] == [(3, 0)], kept
@@ -76,7 +78,9 @@ def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_aliv
     assert second["NODES"] == first["NODES"], "the second run did not adopt the same node processes"
     assert second["RUNS"] == 2 and second["RAY"] is False
     assert first["LOCKED"] is True and second["LOCKED"] is True, "the first script's lock outlived it"
-    assert took < 60, f"adopting took {took:.1f}s"  # a fresh 3-host open takes longer; the benchmark measures it
+    # the same script with a fresh 3-host open in it, on this machine now: adopting must
+    # save most of it (R-kept in the benchmarks measures the adoption itself)
+    assert took < opening / 2, f"adopting took {took:.1f}s, the first run with its open {opening:.1f}s"
 
     # idle for keep_alive=8 s: torn down on the hosts, and the daemon leaves too
     gone = wait_for(lambda: not any(pool_traces(lab, pool_id).values()), timeout=90)
