@@ -10,7 +10,7 @@ bash scripts/system_deps.sh
 # [bench]: the benchmarks' peers, for the test that runs a quick benchmark group
 .venv/bin/python -m pip install -q -e '.[test,plugins,bench]'
 if [ $# -gt 0 ]; then
-    exec .venv/bin/python -m pytest -q -rs "$@"
+    exec .venv/bin/python -m pytest -q -rfEs "$@"
 fi
 # The whole suite: every test on local pools, then the shared-pool tests again on four
 # throwaway SSH hosts (tests/hosts.py), on the in-process fake cluster (the one engine
@@ -26,7 +26,7 @@ fi
 # then the ssh pass) writes to a log printed once the local stream (everything else,
 # then the fake, relay, container and kept passes) is done; the run fails if either does.
 # --durations lists the slowest tests, to keep the whole run within CI's budget.
-pytest=(.venv/bin/python -m pytest -q -rs)
+pytest=(.venv/bin/python -m pytest -q -rfEs)
 remote_log="$(mktemp -t skyward-remote-stream-XXXXXX)"
 # each stream stops at its first failing pass (&&: set -e does not reach into a subshell
 # whose status is tested)

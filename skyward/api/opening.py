@@ -143,7 +143,8 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         stack.callback(logging.close)
         console = open_console(options.console, bus.on)
         stack.callback(console.close)
-        stack.callback(lambda: bus.emit(ClusterDestroyed(request.name, time.monotonic() - opened_at)))
+        closing = _Closing(bus, request.name, opened_at)
+        stack.callback(closing.destroyed)
         # The meter runs from when the nodes are up (stop() says nothing before); it is
         # registered before the loop and the cluster so that it stops after both, and
         # CostFinal counts until the nodes are gone.
@@ -158,7 +159,8 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         stack.callback(_stop_cluster, bus, cluster, members)
         duration = time.monotonic() - started
         count = len(cluster.infos)  # a provider may give more (sky.Ray: every alive node)
-        bus.emit(ClusterProvisioned(request.name, count, duration))
+        closing.kept = bool(cluster.kept)
+        bus.emit(ClusterProvisioned(request.name, count, duration, kept=cluster.kept))
         cost.reprice(cluster.pricing)
         cost.start()
         for phase in cluster.phases:
@@ -206,12 +208,27 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         )
 
 
+@dataclass
+class _Closing:
+    """What a pool says when it closes: ``ClusterDestroyed``, which says whether the pool
+    daemon keeps it (known once it is provisioned)."""
+
+    bus: EventBus
+    name: str
+    opened_at: float
+    kept: bool = False
+
+    def destroyed(self) -> None:
+        self.bus.emit(ClusterDestroyed(self.name, time.monotonic() - self.opened_at, kept=self.kept))
+
+
 def _provision_first(request: Launch) -> tuple[Spec, LaunchedCluster, float]:
     """The first spec (in ``Options.selection`` order) whose cluster could be had, that
     cluster, and when its provisioning began (``time.monotonic()``)."""
     failures: list[tuple[Spec, BaseException]] = []
     for spec in selection.order(request.specs, request.options.selection):
-        request.bus.emit(ClusterRequested(request.name, spec.provider.name, spec.node_count.desired))
+        kept = request.options.keep_alive is not None
+        request.bus.emit(ClusterRequested(request.name, spec.provider.name, spec.node_count.desired, kept=kept))
         try:
             spec.provider.validate(spec, request.options)
             spec = with_default_storage(spec)

@@ -72,12 +72,13 @@ def _definition(name: str, provider: str | None, nodes: int | None) -> tuple[Spe
 @click.argument("name")
 def attach(name: str) -> None:
     """A Python shell with the kept pool NAME as ``pool`` (and ``function``, the
-    ``@sky.function`` decorator); leaving the shell leaves the pool kept."""
+    ``@sky.function`` decorator); leaving the shell leaves the pool kept. The shell is
+    ``__main__``, as a script is: what it defines travels by value."""
     if kept_definition(name) is None:
         raise click.ClickException(f"no pool named {name!r} is kept now (sky ls lists the kept pools; sky up {name} keeps one)")
     with Compute(name=name, console=False) as pool:
         code.interact(banner=f"kept pool {name}: `pool` and `function` (@sky.function) are bound; Ctrl-D leaves it kept",
-                      local={"pool": pool, "function": function}, exitmsg="")
+                      local={"__name__": "__main__", "pool": pool, "function": function}, exitmsg="")
 
 
 def _say(as_json: bool, result: dict[str, object]) -> None:

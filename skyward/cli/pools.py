@@ -158,8 +158,7 @@ def _show(pool: str, follow: bool, lines: int, keep: Callable[[str], object], as
     path = Path(record.log_file) if record is not None and record.log_file else _closed_pool_log(pool)
     if path is None or not path.exists():
         raise click.ClickException(
-            f"no log of pool {pool!r} here: no pool of that name or id was open on this machine with logging on "
-            "(a closed pool's log is found by its id)"
+            f"no log of pool {pool!r} here: no pool of that name or id was open on this machine with logging on"
         )
 
     def shown(text: str) -> list[object]:
@@ -195,15 +194,31 @@ def _following(record: registry.LivePool) -> bool:
     return record.keep_alive is None or registry.is_live(record.pool_id)
 
 
-def _closed_pool_log(pool_id: str) -> Path | None:
-    """The log of a closed pool whose id starts with ``pool_id``, in the default log
-    directory (``logs/pools`` in skyward's home)."""
+def _closed_pool_log(reference: str) -> Path | None:
+    """The log of a closed pool, in the default log directory (``logs/pools`` in
+    skyward's home): the one whose id starts with ``reference``, else the newest of a
+    pool named ``reference`` (the name the console printed; each log's first lines name
+    its pool)."""
     from skyward.core.paths import in_home
     from skyward.observe.log_config import LogConfig
 
     directory = in_home(LogConfig().file).parent / "pools"
-    found = sorted(directory.glob(f"{pool_id}*.log")) if pool_id else []
-    return found[0] if len(found) == 1 else None
+    logs = list(directory.glob("*.log")) if reference else []
+    by_id = [path for path in logs if path.name.startswith(reference)]
+    if len(by_id) == 1:
+        return by_id[0]
+    named = [path for path in logs if _names(path, reference)]
+    return max(named, key=lambda path: path.stat().st_mtime) if named else None
+
+
+def _names(log: Path, name: str) -> bool:
+    """Whether ``log``'s first lines are those of the pool called ``name``."""
+    try:
+        with log.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return f": pool {name}: " in head
 
 
 def _line(item: object, as_json: bool) -> None:

@@ -196,7 +196,7 @@ class Closed:
     """The relay stopped the agents; nothing follows."""
 
 
-# The pool daemon of local pools (``providers/pool_daemon``), over its private Unix socket:
+# The pool daemon of local pools (``skyward.daemon``), over its private Unix socket:
 # one request a connection, answered by one message (``Refusal`` when it cannot be served).
 
 
@@ -225,7 +225,7 @@ class Stopping:
 
 @dataclass(frozen=True, slots=True)
 class KeepPool:
-    """Open a kept pool named ``name`` (``providers/kept/daemon``) and hold it for this
+    """Open a kept pool named ``name`` (``daemon.kept_pools``) and hold it for this
     client: ``request`` is the pickled ``KeptRequest`` (the Spec, Options and this
     client's working directory, import path and environment); ``fingerprint`` is what a
     later client's definition must equal to adopt it."""

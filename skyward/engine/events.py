@@ -43,7 +43,7 @@ class EventBatch:
 
 class EventSink(Protocol):
     """Where a transport delivers its nodes' event batches: a pool's ``EventFeed``, or
-    the pool daemon's forwarder of a kept pool (``providers.kept.session``)."""
+    the pool daemon's forwarder of a kept pool (``daemon.remote_backend``)."""
 
     def submit(self, node: int, batch: EventBatch) -> None: ...
 

@@ -164,7 +164,11 @@ class _ByValuePickler(_Pickler):
         return super().reducer_override(obj)
 
 
-def _by_value(module: str) -> bool:
+def _by_value(module: str | None) -> bool:
+    """Whether ``module`` (a ``__module__``: None for code defined without a ``__name__``
+    in its globals, which cloudpickle ships by value anyway) is registered by value."""
+    if module is None:
+        return False
     registered = cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES
     parts = module.split(".")
     return any(".".join(parts[:i]) in registered for i in range(1, len(parts) + 1))

@@ -82,13 +82,19 @@ class _Render(Generic[E]):
 
 
 _RENDERERS: tuple[_Renderer, ...] = (
-    _Render(events.ClusterRequested, lambda e: f"pool {e.pool}: starting {plural(e.nodes, 'node')} on {e.provider}"),
-    _Render(events.ClusterProvisioned,
-            lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} provisioned in {e.duration:.1f}s"),
+    _Render(events.ClusterRequested, lambda e: (
+        f"pool {e.pool}: asking the pool daemon for a kept pool of {plural(e.nodes, 'node')} on {e.provider}" if e.kept
+        else f"pool {e.pool}: starting {plural(e.nodes, 'node')} on {e.provider}")),
+    _Render(events.ClusterProvisioned, lambda e: (
+        f"pool {e.pool}: adopted the kept pool's {plural(e.nodes, 'node')} in {e.duration:.1f}s" if e.kept == "adopted"
+        else f"pool {e.pool}: {plural(e.nodes, 'node')} provisioned in {e.duration:.1f}s"
+        + (", kept by the pool daemon" if e.kept else ""))),
     _Render(events.BootstrapPhase, lambda e: (f"node {e.node}: " if e.node is not None else "")
         + f"bootstrap {e.phase} took {e.duration:.1f}s"),
     _Render(events.ClusterReady, lambda e: f"pool {e.pool}: ready, {plural(e.nodes, 'node')} in {e.duration:.1f}s"),
-    _Render(events.ClusterDestroyed, lambda e: f"pool {e.pool}: stopped after {e.duration:.1f}s"),
+    _Render(events.ClusterDestroyed, lambda e: (
+        f"pool {e.pool}: let go after {e.duration:.1f}s; the pool daemon keeps it" if e.kept
+        else f"pool {e.pool}: stopped after {e.duration:.1f}s")),
     _Render(events.ClusterResized,
             lambda e: f"pool {e.pool}: {plural(e.nodes, 'node')} up, {e.target} wanted ({e.reason})"),
     _Render(events.InstanceProvisioned, lambda e: f"node {e.node}: provisioned ({e.instance_id}"

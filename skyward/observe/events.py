@@ -17,22 +17,27 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class ClusterRequested(Event):
-    """A pool asked its provider for nodes."""
+    """A pool asked its provider for nodes (``kept``: the pool daemon, which keeps the
+    pool, for an idle kept pool or a new one)."""
 
     pool: str
     provider: str
     nodes: int
     timestamp: float = field(default_factory=_now)
+    kept: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterProvisioned(Event):
-    """The provider has the machines (for Local: the engine is running)."""
+    """The provider has the machines (for Local: the engine is running). ``kept``: "" for
+    a pool of its own, "kept" for one the pool daemon opened and keeps, "adopted" for a
+    kept pool taken up again."""
 
     pool: str
     nodes: int
     duration: float
     timestamp: float = field(default_factory=_now)
+    kept: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +67,13 @@ class ClusterReady(Event):
 
 @dataclass(frozen=True, slots=True)
 class ClusterDestroyed(Event):
-    """The pool is torn down."""
+    """The pool is torn down; ``kept``: this script let go of a kept pool, which the pool
+    daemon keeps."""
 
     pool: str
     duration: float
     timestamp: float = field(default_factory=_now)
+    kept: bool = False
 
 
 @dataclass(frozen=True, slots=True)

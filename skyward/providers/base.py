@@ -112,6 +112,9 @@ class LaunchedCluster:
     """A kept remote pool with the given member nodes (those that have fully joined), as
     another process takes it over if this one dies: a pickled ``ssh.handover.Handover``
     (None: it cannot be)."""
+    kept: str = ""
+    """"kept": the pool daemon opened this pool and keeps it; "adopted": a kept pool taken
+    up again; "": the pool is this process's own."""
 
     @property
     def pricing(self) -> Pricing:
@@ -140,6 +143,11 @@ class Provider(Protocol):
     resizable: ClassVar[bool]
     """Whether its clusters have a ``Membership`` (elastic ``Nodes``, ``pool.resize``,
     node replacement, health checks); a provider without this attribute has not."""
+    local_processes: ClassVar[bool]
+    """Whether its nodes are processes of this machine that share its files (``sky.Local()``):
+    their mounts and keys stay here, and the pool daemon starts its kept pools on its own
+    Ray instead of launching them; a provider without this attribute's are not
+    (``runs_here``)."""
 
     def validate(self, spec: Spec, options: Options) -> None:
         """Raise ValueError (naming the field, the value and the fix) for what this
@@ -159,6 +167,11 @@ class Provider(Protocol):
         store in the Spec's region), or None when this provider has none."""
 
 
+def runs_here(provider: Provider) -> bool:
+    """Whether ``provider``'s nodes are processes of this machine (``Provider.local_processes``)."""
+    return bool(getattr(provider, "local_processes", False))
+
+
 def with_default_storage(spec: Spec) -> Spec:
     """``spec`` with every Volume's storage given: its own, else the provider's default.
     ValueError naming the volume and the fix when the provider has no storage; for a
@@ -167,7 +180,7 @@ def with_default_storage(spec: Spec) -> Spec:
     without keys that does not opt in to shipping this machine's AWS credential chain,
     before any machine is started."""
     filled = _with_storages(spec)
-    if spec.provider.name != "local":
+    if not runs_here(spec.provider):
         check_node_credentials(filled.volumes)
     return filled
 

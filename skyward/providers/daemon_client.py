@@ -1,4 +1,4 @@
-"""The client's side of the pool daemon (``pool_daemon``): find this user's daemon for
+"""The client's side of the pool daemon (``daemon.process``): find this user's daemon for
 this interpreter, start it when none runs, and ask it to keep, adopt, list and end pools.
 
 The daemon listens on a Unix socket in ``$SKYWARD_HOME/daemon/<key>/`` (the directory is
@@ -29,7 +29,7 @@ import psutil
 
 from skyward.core import messages
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
-from skyward.core.paths import skyward_dir, skyward_home
+from skyward.core.paths import runtime_dir, skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.core.private_dir import open_private, private_directory
 from skyward.model.spec import Options, Spec
@@ -44,8 +44,10 @@ ANSWER_TIMEOUT = 30.0
 """Seconds to wait for the daemon's answer to one request."""
 SOCKET = "sock"
 PID_FILE = "pid"
+LOG_FILE = "daemon.log"
+"""What the daemon prints (``daemon.process`` rotates it: ``daemon.log.1`` holds the last part)."""
 API_FILE = "api.json"
-"""The daemon's HTTP API (``kept.http``): ``{"url": ..., "pid": ...}``."""
+"""The daemon's HTTP API (``daemon.http_api``): ``{"url": ..., "pid": ...}``."""
 API_TOKEN_FILE = "api.token"
 """The HTTP API's bearer token (hex, mode 0600)."""
 A = TypeVar("A", bound=messages.Message)
@@ -76,9 +78,15 @@ def daemon_dir() -> Path:
     return directory
 
 
+def socket_path(directory: Path) -> Path:
+    """Where the daemon of ``directory`` listens: in its short runtime directory
+    (``paths.runtime_dir``), whatever the length of the home it keeps its files in."""
+    return runtime_dir(directory) / SOCKET
+
+
 @dataclass(frozen=True, slots=True)
 class KeptPoolState:
-    """A kept pool (``kept.daemon``) as its daemon reports it: ``holder`` is the pid of
+    """A kept pool (``daemon.kept_pools``) as its daemon reports it: ``holder`` is the pid of
     the client using it (0: none), ``idle`` the seconds since the last one left."""
 
     name: str
@@ -110,7 +118,7 @@ def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, ti
                     raise
                 _wait_gone(directory)
             except RuntimeError as exc:
-                log = directory / "daemon.log"
+                log = directory / LOG_FILE
                 raise RuntimeError(f"the pool daemon could not open the kept pool {name!r}: {exc} (its log: {log})") from None
     raise AssertionError("unreachable")
 
@@ -118,7 +126,7 @@ def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, ti
 def _wait_gone(directory: Path, timeout: float = START_TIMEOUT) -> None:
     """Wait until the exiting daemon of ``directory`` has removed its socket."""
     deadline = time.monotonic() + timeout
-    while (directory / SOCKET).exists() and time.monotonic() < deadline:
+    while socket_path(directory).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
@@ -210,7 +218,7 @@ def api_endpoint() -> ApiEndpoint:
         found = {}
     if found.get("pid") != state.pid:
         raise RuntimeError(
-            f"the pool daemon (pid {state.pid}) serves no HTTP API; see {directory / 'daemon.log'}, and restart "
+            f"the pool daemon (pid {state.pid}) serves no HTTP API; see {directory / LOG_FILE}, and restart "
             "it with `sky down` once no kept pool is needed"
         )
     return ApiEndpoint(str(found["url"]), str(directory / API_TOKEN_FILE), state.pid)
@@ -257,7 +265,7 @@ def stop_all(timeout: float = 60.0) -> list[DaemonStatus]:
 def _connect(directory: Path) -> socket.socket | None:
     """A connection to the daemon of ``directory``; None when none listens there.
     ForeignPeer (nothing sent) when what listens there runs as another user."""
-    path = directory / SOCKET
+    path = socket_path(directory)
     if not path.exists():
         return None
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -290,13 +298,13 @@ def _reach(directory: Path) -> socket.socket | None:
 
 def _start(directory: Path) -> socket.socket:
     """Start the daemon of ``directory`` and connect to it."""
-    log = directory / "daemon.log"
+    log = directory / LOG_FILE
     pid_file = directory / PID_FILE
     with contextlib.suppress(FileNotFoundError):
         pid_file.unlink()
     with os.fdopen(open_private(str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as output:
         subprocess.run(  # returns once the daemon forked itself away
-            [sys.executable, "-m", "skyward.providers.pool_daemon", str(directory)],
+            [sys.executable, "-m", "skyward.daemon", str(directory)],
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
             cwd=str(directory), timeout=START_TIMEOUT, check=True,
         )

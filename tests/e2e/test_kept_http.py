@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -23,10 +25,11 @@ import pytest
 from sandbox import wait_for_no_processes
 
 from skyward.api.compute import ADOPT_ENV
+from skyward.daemon import http_guard
+from skyward.daemon import runs as kept_runs
+from skyward.daemon.http_api import KeptApi
+from skyward.daemon.kept_pools import KeptPools
 from skyward.providers.daemon_client import API_FILE, API_TOKEN_FILE
-from skyward.providers.kept import runs as kept_runs
-from skyward.providers.kept.daemon import KeptPools
-from skyward.providers.kept.http import KeptApi
 
 SKY = os.path.join(os.path.dirname(sys.executable), "sky")
 SCRIPT = """
@@ -229,3 +232,71 @@ def test_a_run_streams_its_lines_and_exit_code_with_the_pool_in_its_environment(
         lines += more
     assert code == 3 and lines == [f"p1 {tmp_path} x y", "oops"], lines
     assert run.describe()["state"] == "exited" and not runs.running()
+
+
+def test_a_foreign_host_or_a_web_page_is_refused_403(served: tuple[KeptApi, httpx.Client]) -> None:
+    """DNS rebinding (a page of evil.example resolved to 127.0.0.1) and a browser's
+    cross-site request are refused, token or not."""
+    _, client = served
+    port = client.base_url.port
+    assert client.get("/pools", headers={"Host": f"localhost:{port}"}).status_code == 200
+    for headers in ({"Host": f"evil.example:{port}"}, {"Host": "127.0.0.1"}, {"Origin": "http://evil.example"},
+                    {"Origin": f"http://127.0.0.1:{port}"}):
+        refused = client.get("/pools", headers=headers)
+        assert refused.status_code == 403, (headers, refused.text)
+        assert ("Host header" if "Host" in headers else "Origin") in refused.json()["error"]
+
+
+def _held(port: int, count: int, partial: bytes) -> list[socket.socket]:
+    held = []
+    for _ in range(count):
+        peer = socket.create_connection(("127.0.0.1", port), timeout=5)
+        peer.sendall(partial)
+        held.append(peer)
+    return held
+
+
+def _closed(peer: socket.socket, within: float) -> bool:
+    peer.settimeout(within)
+    try:
+        return peer.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_half_sent_requests_are_capped_and_timed_out_and_the_api_serves_on(
+    served: tuple[KeptApi, httpx.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http_guard, "REQUEST_TIMEOUT", 2.0)
+    _, client = served
+    port = client.base_url.port
+    assert port is not None
+    held = _held(port, http_guard.MAX_CONNECTIONS + 20, b"GET /pools HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    try:
+        assert client.get("/pools").json() == []  # a real client is served while they are held
+        cut = [peer for peer in held if _closed(peer, 0.2)]
+        assert len(cut) >= 20, f"{len(cut)} of {len(held)} closed at once: the API holds more than its cap"
+        time.sleep(http_guard.REQUEST_TIMEOUT + 1.0)
+        assert all(_closed(peer, 1.0) for peer in held), "a half-sent request was kept past REQUEST_TIMEOUT"
+    finally:
+        for peer in held:
+            peer.close()
+    assert client.get("/pools").json() == []  # and the API serves on
+
+
+def test_malformed_requests_are_logged_once_a_minute_not_once_each(
+    served: tuple[KeptApi, httpx.Client], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, client = served
+    port = client.base_url.port
+    assert port is not None
+    with caplog.at_level(logging.WARNING, logger="uvicorn.error"):
+        for _ in range(50):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as peer:
+                peer.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
+                _closed(peer, 5.0)
+    lines = [record for record in caplog.records if record.name.startswith("uvicorn")]
+    assert 1 <= len(lines) <= 2, [record.getMessage() for record in lines]
+    assert client.get("/pools").json() == []

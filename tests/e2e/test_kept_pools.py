@@ -8,9 +8,11 @@ user cannot reach a kept pool's socket."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -171,8 +173,8 @@ def test_another_user_cannot_reach_a_kept_pools_socket(
     lines_of(first, "AFTER", KEYS)
     assert first.wait(30) == 0
     try:
-        sockets = sorted(str(path) for path in home.glob("daemon/*/pool-*.sock"))
-        assert sockets, list(home.rglob("*"))
+        sockets = sorted(str(path) for path in daemon_client.socket_path(daemon_client.daemon_dir()).parent.glob("*"))
+        assert len(sockets) == 2 and all(path.endswith(("/sock", ".sock")) for path in sockets), sockets
         answer = probe.run({"op": "unix", "paths": sockets})  # type: ignore[attr-defined]
         assert {path: result for path, result in answer.items() if result != "EACCES"} == {}
         for path in sockets:
@@ -342,12 +344,23 @@ def test_sky_up_run_attach_and_down_drive_a_kept_pool_from_the_command_line(
     assert len(pids) == 2 and not ray, line  # the kept pool's 2 nodes, not the script's 5
     logs = sky_cli(sandbox, "logs", "exp")  # the daemon's log of the pool
     assert logs.returncode == 0 and all(f"hello from {pid}" in logs.stdout for pid in pids), logs.stdout + logs.stderr
+    assert " cpu " not in logs.stdout and "metric" not in logs.stdout.lower(), "metric samples are not log lines"
+    events = sky_cli(sandbox, "events", "exp", "--json")
+    said = [event["message"] for event in json.loads(events.stdout)]
+    assert said and said[0].startswith("pool exp: kept, 2 nodes on local"), said
+    assert any(line.startswith("pool exp: adopted by pid") for line in said), said
+    assert any(line.startswith("pool exp: idle (pid") for line in said), said
+    assert not any("hello from" in line for line in said), "task output is not an event"
 
-    shell = subprocess.run(
-        [SKY, "attach", "exp"], input="import os\nprint('ATTACHED', sorted(function(os.getpid)() @ pool))\n",
-        env=sandbox["env"], capture_output=True, text=True, timeout=180,
+    typed = (
+        "import os\nprint('ATTACHED', sorted(function(os.getpid)() @ pool))\n"
+        "@function\ndef mine(x):\n    return (x, os.getpid())\n\nprint('DEFINED', sorted(mine(3) @ pool))\n"
+        "print('LAMBDA', function(lambda: 7)() >> pool)\n"
     )
+    shell = subprocess.run([SKY, "attach", "exp"], input=typed, env=sandbox["env"], capture_output=True, text=True,
+                           timeout=180)
     assert shell.returncode == 0 and f"ATTACHED {pids}" in shell.stdout, shell.stdout + shell.stderr
+    assert f"DEFINED {[(3, pid) for pid in pids]}" in shell.stdout and "LAMBDA 7" in shell.stdout, shell.stdout + shell.stderr
     missing = sky_cli(sandbox, "attach", "nothing")
     assert missing.returncode != 0 and "no pool named 'nothing' is kept" in missing.stderr
 
@@ -360,4 +373,105 @@ def test_sky_up_run_attach_and_down_drive_a_kept_pool_from_the_command_line(
 
     down = sky_cli(sandbox, "down", "--all")
     assert down.returncode == 0 and "exp" in down.stdout and "bg" in down.stdout, down.stdout + down.stderr
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+    after = sky_cli(sandbox, "logs", "exp")  # by its name, once the pool is gone
+    assert after.returncode == 0 and "pool exp: torn down" in after.stdout, after.stdout + after.stderr
+    assert all(f"hello from {pid}" in after.stdout for pid in pids)
+
+
+def test_a_kept_pool_works_with_a_120_character_home(sandbox: dict, tmp_path: Path) -> None:
+    """The daemon's and the kept pools' sockets live in a short runtime directory, not in
+    the home: with a HOME of 120 characters (CI runners, pytest's tmp paths), binding one
+    there failed with "AF_UNIX path too long"."""
+    home = Path(sandbox["base"]) / "h"
+    home = home.with_name("h" * (120 - len(str(home.parent)) - 1))
+    home.mkdir()
+    assert len(str(home)) == 120
+    env = {key: value for key, value in sandbox["env"].items() if key != "SKYWARD_HOME"}
+    env["HOME"] = str(home)
+    workdir = tmp_path / "long"
+    workdir.mkdir()
+    (workdir / "script.py").write_text(SCRIPT)
+    (workdir / "helper.py").write_text("VERSION = 1\n")
+    try:
+        done = subprocess.run(
+            [sys.executable, "script.py", "600"], cwd=workdir, env=env, capture_output=True, text=True, timeout=180,
+        )
+        assert done.returncode == 0 and "AFTER" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+        assert "RUNS 1" in done.stdout
+    finally:
+        down = subprocess.run([SKY, "down", "--all"], env=env, capture_output=True, text=True, timeout=180)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def test_the_daemon_keeps_serving_after_a_storm_of_failed_accepts(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    """With its open-file limit lowered to what it holds, every accept on the daemon's
+    socket fails (EMFILE); its accept loop waits and goes on instead of ending for good
+    (then ``sky ls`` timed out and no script could keep or adopt a pool)."""
+    first = run(sandbox, tmp_path, "600")
+    seen = lines_of(first, "AFTER", KEYS)
+    assert first.wait(30) == 0
+    try:
+        [daemon] = daemon_client.status()
+        process = psutil.Process(daemon.pid)
+        soft, hard = process.rlimit(psutil.RLIMIT_NOFILE)
+        process.rlimit(psutil.RLIMIT_NOFILE, (process.num_fds(), hard))
+        callers = []
+        try:
+            for _ in range(12):  # within the socket's backlog: each waits for an accept that fails
+                caller = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                caller.settimeout(2)
+                with contextlib.suppress(OSError):
+                    caller.connect(str(daemon_client.socket_path(daemon_client.daemon_dir())))
+                callers.append(caller)
+            time.sleep(2.0)
+        finally:
+            for caller in callers:
+                caller.close()
+            process.rlimit(psutil.RLIMIT_NOFILE, (soft, hard))
+        listed = sky_cli(sandbox, "ls", "--json")
+        assert listed.returncode == 0 and len(json.loads(listed.stdout)) == 1, listed.stdout + listed.stderr
+        again = run(sandbox, tmp_path, "600")
+        adopted = lines_of(again, "AFTER", KEYS)
+        assert again.wait(30) == 0 and adopted["NODES"] == seen["NODES"] and adopted["RUNS"] == 2, adopted
+        log = (daemon_client.daemon_dir() / daemon_client.LOG_FILE).read_text()
+        assert "Too many open files" in log and "trying again" in log, log[-2000:]
+    finally:
+        assert sky_cli(sandbox, "down", "--all").returncode == 0
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+CONSOLE_SCRIPT = """
+import skyward as sky
+
+@sky.function
+def one():
+    return 1
+
+with sky.Compute(name="told", nodes=2, keep_alive=600, logging=False) as pool:  # the console, plain in a pipe
+    assert (one() @ pool) == [1, 1]
+"""
+
+
+def test_the_console_tells_a_kept_pool_as_kept_then_adopted_and_let_go(sandbox: dict, home: Path, tmp_path: Path) -> None:
+    (tmp_path / "told.py").write_text(CONSOLE_SCRIPT)
+
+    def told() -> str:
+        done = subprocess.run([sys.executable, "told.py"], cwd=tmp_path, env=sandbox["env"], capture_output=True,
+                              text=True, timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stderr
+
+    try:
+        first, second = told(), told()
+    finally:
+        assert sky_cli(sandbox, "down", "--all").returncode == 0
+    assert "pool told: asking the pool daemon for a kept pool of 2 nodes on local" in first
+    assert "pool told: 2 nodes provisioned in" in first and ", kept by the pool daemon" in first
+    assert "pool told: adopted the kept pool's 2 nodes in" in second
+    for said in (first, second):
+        assert "pool told: let go after" in said and "stopped after" not in said and "starting 2 nodes" not in said
     assert wait_for_no_processes(sandbox["base"], within=60) == []

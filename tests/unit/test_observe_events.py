@@ -165,3 +165,19 @@ def test_a_free_cluster_has_no_updates_and_a_zero_final() -> None:
     meter.stop()
     assert len(events) == 1 and isinstance(events[0], sky.CostFinal)
     assert events[0].total_cost == 0.0 and events[0].ondemand_count == 4
+
+
+def test_a_kept_pool_is_told_as_kept_adopted_and_let_go_not_started_and_stopped() -> None:
+    from skyward.observe.describe import describe
+
+    assert describe(sky.ClusterRequested("p", "local", 2)) == "pool p: starting 2 nodes on local"
+    assert describe(sky.ClusterRequested("p", "local", 2, kept=True)) == (
+        "pool p: asking the pool daemon for a kept pool of 2 nodes on local"
+    )
+    assert describe(sky.ClusterProvisioned("p", 2, 4.2)) == "pool p: 2 nodes provisioned in 4.2s"
+    assert describe(sky.ClusterProvisioned("p", 2, 4.2, kept="kept")) == (
+        "pool p: 2 nodes provisioned in 4.2s, kept by the pool daemon"
+    )
+    assert describe(sky.ClusterProvisioned("p", 2, 0.01, kept="adopted")) == "pool p: adopted the kept pool's 2 nodes in 0.0s"
+    assert describe(sky.ClusterDestroyed("p", 3.0)) == "pool p: stopped after 3.0s"
+    assert describe(sky.ClusterDestroyed("p", 3.0, kept=True)) == "pool p: let go after 3.0s; the pool daemon keeps it"

@@ -142,3 +142,18 @@ def test_a_private_file_is_0600_from_its_creation_and_never_replaces_a_planted_o
     os.chmod(tmp_path / "old.log", 0o644)
     os.close(open_private(str(tmp_path / "old.log"), os.O_WRONLY | os.O_APPEND))
     assert mode(tmp_path / "old.log") == 0o600
+
+
+def test_a_link_of_this_user_in_skyward_home_to_a_private_directory_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skyward.core.paths import skyward_dir
+
+    monkeypatch.setenv("SKYWARD_HOME", str(tmp_path / "home"))
+    elsewhere = tmp_path / "bigger-disk"
+    elsewhere.mkdir(mode=0o755)
+    os.chmod(elsewhere, 0o755)
+    (tmp_path / "home").mkdir(mode=0o700)
+    (tmp_path / "home" / "wheels").symlink_to(elsewhere)
+    assert skyward_dir("wheels") == tmp_path / "home" / "wheels"
+    assert (tmp_path / "home" / "wheels").is_symlink() and mode(elsewhere) == 0o700

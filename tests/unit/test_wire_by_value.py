@@ -107,3 +107,17 @@ def test_a_module_imported_after_a_call_is_shipped_by_value_too(tmp_path, monkey
     finally:
         sys.modules.pop(module.__name__, None)
     assert "late_user_module" not in encoder._local_modules()
+
+
+def test_a_function_defined_where_there_is_no_module_name_is_shipped_by_value() -> None:
+    """Code run in a namespace without ``__name__`` (``code.interact`` with a bare dict,
+    ``exec``) makes functions whose ``__module__`` is None; ``sky attach`` failed on them
+    with "'NoneType' object has no attribute 'split'"."""
+    import skyward as sky
+
+    namespace: dict[str, object] = {"sky": sky}
+    exec("@sky.function\ndef shell_made(x):\n    return x + 1\n\nlam = sky.function(lambda: 7)\n", namespace)  # noqa: S102
+    for made, expected in ((namespace["shell_made"], 4), (namespace["lam"], 7)):
+        assert made.__module__ is None  # type: ignore[attr-defined]
+        back = decode(ByValueEncoder()(made))
+        assert (back.local(3) if expected == 4 else back.local()) == expected  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import struct
@@ -40,10 +41,13 @@ from collections.abc import Callable, Iterator
 import msgpack
 
 from skyward.core import handshake
+from skyward.core.accepting import accepted
 from skyward.core.codec import MalformedFrame
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.engine import interruptible
 from skyward.engine.wire import Payload
+
+log = logging.getLogger("skyward.lane")
 
 _LENGTH = struct.Struct("!Q")
 _MAX_PATH = 100  # AF_UNIX paths are limited to 107 bytes
@@ -99,11 +103,7 @@ class LaneServer:
         threading.Thread(target=self._accept, name="skyward-lane", daemon=True).start()
 
     def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._socket.accept()
-            except OSError:
-                return  # closed
+        for connection in accepted(self._socket, log.warning):
             if self._secret and not self._unproven.acquire(blocking=False):
                 connection.close()  # too many strangers at once: they get nothing
                 continue

@@ -1,5 +1,4 @@
-"""Kept pools (``Options(keep_alive=...)``, docs/kept-pools.md): the client's side
-(``client``), what it sends (``request``), and the pool daemon's side: the pools it
-keeps (``daemon``), what it writes down of them for a successor (``state``), how it
-serves a remote one (``session``), its log (``log``), its HTTP API (``http``,
-``openapi``) and the scripts that API runs (``runs``)."""
+"""Kept pools (``Options(keep_alive=...)``, docs/kept-pools.md), the client's side: how a
+script keeps or adopts a pool (``client``), what it sends the pool daemon (``request``),
+and what a daemon writes down of its pools for a successor (``state``, read by the
+client too, to start a successor). The daemon itself is ``skyward.daemon``."""

@@ -32,7 +32,7 @@ from skyward.engine.wire import ByValueEncoder
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.providers import daemon_client
-from skyward.providers.base import LaunchedCluster, PhaseTiming
+from skyward.providers.base import LaunchedCluster, PhaseTiming, runs_here
 from skyward.providers.kept.request import ClientContext, KeptRequest
 from skyward.providers.local.provider import local_handle
 from skyward.providers.relay_collections import RelayCollections
@@ -47,7 +47,7 @@ def fingerprint(spec: Spec, options: Options, context: ClientContext) -> str:
     """What a pool's definition must equal for a later script to adopt it (see the module)."""
     definition = (
         type(spec.provider).__qualname__,
-        "" if spec.provider.name == "local" else repr(spec.provider),  # keep_warm does not matter
+        "" if runs_here(spec.provider) else repr(spec.provider),  # keep_warm does not matter
         sorted((name, repr(value)) for name, value in spec.non_defaults().items()),
         repr(options.resolved_worker),
         options.collections_enabled,
@@ -90,13 +90,15 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
     phase = PhaseTiming("adopted" if held.adopted else "kept", time.monotonic() - started)
     ready = float(options.provision_timeout or default_timeout(spec))
     membership = KeptMembership(transport, held.pool_id, infos[0], ready)
-    return LaunchedCluster(nodes, infos, transport, encoder, collections, loop.stop, (phase,), membership)
+    return LaunchedCluster(
+        nodes, infos, transport, encoder, collections, loop.stop, (phase,), membership, kept=phase.name,
+    )
 
 
 def default_timeout(spec: Spec) -> float:
     """How long a pool of ``spec`` may take to open, or to add a node, without
     ``Options.provision_timeout``."""
-    return DEFAULT_READY_TIMEOUT if spec.provider.name == "local" else DEFAULT_REMOTE_TIMEOUT
+    return DEFAULT_READY_TIMEOUT if runs_here(spec.provider) else DEFAULT_REMOTE_TIMEOUT
 
 
 class KeptMembership:

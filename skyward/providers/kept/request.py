@@ -1,5 +1,5 @@
 """What a client sends the pool daemon to open a kept pool for it (``kept.client`` on
-the client, ``kept.daemon`` in the daemon): the pool's definition and the client's own
+the client, ``daemon.kept_pools`` in the daemon): the pool's definition and the client's own
 context, which the pool's local agents take as theirs."""
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ class Local:
     name: ClassVar[str] = "local"
     priced: ClassVar[bool] = False
     resizable: ClassVar[bool] = True
+    local_processes: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:

@@ -253,10 +253,10 @@ class _Contact:
     def take_rejoins(self, server: socket.socket) -> None:
         """Accept on ``server`` (``rejoin_socket``; a thread's life): each connection of
         this user, until the watchdog stops, is a client's stream and stops the countdown."""
+        from skyward.core.accepting import accepted
         from skyward.core.peers import ForeignPeer, require_same_user
 
-        while True:
-            connection, _ = server.accept()
+        for connection in accepted(server, lambda warning: print(f"watchdog: {warning}", file=sys.stderr, flush=True)):
             try:
                 require_same_user(connection, "a client rejoining the watchdog")
             except ForeignPeer:

@@ -233,6 +233,8 @@ def test_ls_logs_and_down_of_a_live_pool(env: dict[str, str], tmp_path: Path) ->
         followed = first + rest_of(follower, 60)
         assert "hello from 21" in followed and "stopped after" in followed
         assert "stopped after" in sky(env, "logs", pool_id[:8]), "a closed pool's log is still found by its id"
+        name = pools[0]["name"]
+        assert "stopped after" in sky(env, "logs", name), "and by the name the console printed"
         assert sky(env, "events", pool_id[:8], "-n", "1").strip().endswith("stopped after " + followed.split("stopped after ")[-1].split()[0])
         process.wait(60)
         assert sky(env, "ls", "--json") == []

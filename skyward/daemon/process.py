@@ -1,6 +1,6 @@
-"""The pool daemon: a per-user process that keeps pools between scripts (``kept.daemon``,
+"""The pool daemon: a per-user process that keeps pools between scripts (``daemon.kept_pools``,
 docs/kept-pools.md: ``Options(keep_alive=...)``, ``sky.Local(keep_warm=...)``) and serves
-their HTTP API (``kept.http``); ``python -m skyward.providers.pool_daemon DIR``.
+their HTTP API (``daemon.http_api``); ``python -m skyward.daemon DIR``.
 
 Started by the first pool that asks for it (``daemon_client``), in its own session, on a
 private Ray instance that outlives it (``local.detached_ray``: token auth, a private
@@ -26,13 +26,14 @@ from pathlib import Path
 import ray
 
 from skyward.core import messages
+from skyward.core.accepting import accepted
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
-from skyward.core.private_dir import replace_private
-from skyward.providers.daemon_client import PID_FILE, SOCKET
+from skyward.core.private_dir import open_private, replace_private
+from skyward.daemon.http_api import KeptApi
+from skyward.daemon.kept_pools import KeptPools
+from skyward.providers.daemon_client import LOG_FILE, PID_FILE, socket_path
 from skyward.providers.kept import state as kept_state
-from skyward.providers.kept.daemon import KeptPools
-from skyward.providers.kept.http import KeptApi
 from skyward.providers.kept.request import KeptRequest
 from skyward.providers.local import detached_ray
 from skyward.providers.local.detached_ray import DetachedRay
@@ -45,6 +46,8 @@ ALIVE_EVERY = 5.0
 """Seconds between marks that the daemon runs (``kept.state.mark_alive``)."""
 FIRST_REQUEST_WAIT = 30.0
 """Seconds a new daemon waits for the first request of the client that started it."""
+LOG_LIMIT = 10 * 1024 * 1024
+"""Bytes of ``daemon.log`` past which it is rotated (the part before kept as ``daemon.log.1``)."""
 
 
 class PoolDaemon:
@@ -75,7 +78,7 @@ class PoolDaemon:
         for line in self._kept.resume(instance, self._found, self._silent):
             print(f"pool daemon: {line}", flush=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        path = self.directory / SOCKET
+        path = socket_path(self.directory)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         try:  # before the socket: a client that reached the daemon finds api.json
@@ -91,6 +94,7 @@ class PoolDaemon:
             threading.Thread(target=self._kept.check_hosts, args=(self._down,), name="daemon-hosts", daemon=True).start()
             print(f"pool daemon {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
             while not self._down.wait(TICK):
+                rotate_log(self.directory / LOG_FILE)
                 self._kept.sweep()
                 with self._lock:
                     idle = (
@@ -102,6 +106,10 @@ class PoolDaemon:
             self._down.set()
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+            with contextlib.suppress(OSError):  # the runtime directory, once empty
+                path.parent.rmdir()
+            with contextlib.suppress(OSError):  # wakes the accepting thread
+                server.shutdown(socket.SHUT_RDWR)
             server.close()
             self._api.stop()
             self._kept.close()
@@ -148,11 +156,7 @@ class PoolDaemon:
             print(f"pool daemon: {line}", flush=True)
 
     def _accept(self, server: socket.socket) -> None:
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
+        for connection in accepted(server, lambda warning: print(f"pool daemon: {warning}", flush=True)):
             threading.Thread(target=self._serve, args=(connection,), name="daemon-client", daemon=True).start()
 
     def _serve(self, connection: socket.socket) -> None:
@@ -179,7 +183,7 @@ class PoolDaemon:
                     _answer(connection, messages.Refusal(f"not a request of the pool daemon: {type(request).__name__}"))
 
     def _kept_request(self, connection: socket.socket, request: messages.AboutKeptPools) -> None:
-        """Serve a request about kept pools (``kept.daemon``)."""
+        """Serve a request about kept pools (``daemon.kept_pools``)."""
         with self._lock:
             self._linger = 0.0  # from now on the daemon leaves with the last kept pool
             self._kept_requests += 1
@@ -206,6 +210,24 @@ class PoolDaemon:
                 self._idle_since = time.monotonic()
 
 
+def rotate_log(log: Path, limit: int = LOG_LIMIT) -> None:
+    """When what this process prints (its stdout and stderr: ``log``, as the client that
+    started it opened it) has grown past ``limit`` bytes, move it to ``log.1`` (replacing
+    the one before) and print to a fresh ``log`` (mode 0600) from now on."""
+    try:
+        if os.fstat(1).st_size <= limit:
+            return
+        os.replace(log, log.with_name(log.name + ".1"))
+        fresh = open_private(str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except OSError:
+        return  # printed to something else (a terminal), or the directory is gone
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fresh, 1)
+    os.dup2(fresh, 2)
+    os.close(fresh)
+
+
 def _answer(connection: socket.socket, answer: messages.Message) -> None:
     with contextlib.suppress(OSError):
         connection.sendall(frame(answer))
@@ -221,6 +243,3 @@ def main(directory: Path) -> None:
     replace_private(str(directory / PID_FILE), str(os.getpid()))
     PoolDaemon(directory).run()
 
-
-if __name__ == "__main__":
-    main(Path(sys.argv[1]))

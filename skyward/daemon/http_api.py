@@ -1,12 +1,13 @@
 """The pool daemon's HTTP API, for tools that are not Python (editors, dashboards,
 agents): list, open and end kept pools, run scripts on them and follow their output
-(docs/kept-pools.md, "The HTTP API"; ``kept.openapi`` describes every route).
+(docs/kept-pools.md, "The HTTP API"; ``daemon.openapi`` describes every route).
 
-Served by the daemon (``pool_daemon``) from its start, in a thread of its own (Starlette
+Served by the daemon (``daemon.process``) from its start, in a thread of its own (Starlette
 on uvicorn), on 127.0.0.1 at a port the OS picks. The daemon writes ``api.json`` (URL
 and pid) and ``api.token`` (a fresh 32-byte token in hex, mode 0600) into its private
 directory; a request without ``Authorization: Bearer <token>`` is answered 401 before
-anything else of it is read. The daemon stays up ``API_IDLE`` seconds after the last
+anything else of it is read, and what strangers on loopback can do to the server is
+bounded (``daemon.http_guard``: connections, slow requests, Host and Origin, log lines). The daemon stays up ``API_IDLE`` seconds after the last
 request it served and while a script it ran is running.
 """
 
@@ -16,6 +17,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import logging
 import math
 import os
 import re
@@ -41,14 +43,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skyward.core.codec import load_payload
 from skyward.core.private_dir import replace_private
+from skyward.daemon.http_guard import BoundedH11, Loopback, RateLimited
+from skyward.daemon.kept_pools import KeptPools
+from skyward.daemon.openapi import OPENAPI
+from skyward.daemon.runs import Runs
 from skyward.model.spec import Options, Spec
 from skyward.providers import names
 from skyward.providers.daemon_client import API_FILE, API_TOKEN_FILE
 from skyward.providers.kept.client import fingerprint
-from skyward.providers.kept.daemon import KeptPools
-from skyward.providers.kept.openapi import OPENAPI
 from skyward.providers.kept.request import ClientContext, KeptRequest
-from skyward.providers.kept.runs import Runs
 
 API_IDLE = 600.0
 """Seconds the daemon stays up after the last request its API served."""
@@ -101,9 +104,13 @@ class KeptApi:
         listener.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         config = uvicorn.Config(
-            self._app(token), log_config=None, log_level="warning", access_log=False, lifespan="off", http="h11",
-            ws="none", loop="asyncio", timeout_graceful_shutdown=int(STOP_TIMEOUT / 2),
+            self._app(token, listener.getsockname()[1]), log_config=None, log_level="warning", access_log=False,
+            lifespan="off", http=BoundedH11, ws="none", loop="asyncio", timeout_graceful_shutdown=int(STOP_TIMEOUT / 2),
         )
+        for name in ("uvicorn", "uvicorn.error"):
+            logger = logging.getLogger(name)
+            if not any(isinstance(known, RateLimited) for known in logger.filters):
+                logger.addFilter(RateLimited())
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(
@@ -139,7 +146,7 @@ class KeptApi:
         self._last_request = time.monotonic()
 
     def routes(self) -> list[Route]:
-        """Every route the API serves (``kept.openapi`` describes each)."""
+        """Every route the API serves (``daemon.openapi`` describes each)."""
         return [
             Route("/openapi.json", self._openapi, methods=["GET"]),
             Route("/pools", self._list, methods=["GET"]),
@@ -151,9 +158,10 @@ class KeptApi:
             Route("/runs/{id}/output", self._output, methods=["GET"]),
         ]
 
-    def _app(self, token: str) -> Starlette:
+    def _app(self, token: str, port: int) -> Starlette:
         return Starlette(
-            routes=self.routes(), middleware=[Middleware(Bearer, token=token, touch=self._touch)],
+            routes=self.routes(),
+            middleware=[Middleware(Loopback, port=port), Middleware(Bearer, token=token, touch=self._touch)],
             exception_handlers={HTTPException: _http_error, Invalid: _invalid},
         )
 

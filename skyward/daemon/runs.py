@@ -1,4 +1,4 @@
-"""Scripts run on kept pools for the pool daemon's HTTP API (``kept.http``): ``python
+"""Scripts run on kept pools for the pool daemon's HTTP API (``daemon.http_api``): ``python
 script args`` as a subprocess of the daemon, in the script's directory, with
 ``$SKYWARD_POOL`` naming the kept pool (so every ``sky.Compute(...)`` of the script
 adopts it, as under ``sky run NAME``). Its stdout and stderr lines are kept in memory

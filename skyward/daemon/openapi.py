@@ -1,4 +1,4 @@
-"""The OpenAPI 3 description of the pool daemon's HTTP API (``kept.http``), served as
+"""The OpenAPI 3 description of the pool daemon's HTTP API (``daemon.http_api``), served as
 ``GET /openapi.json``; docs/kept-pools.md ("The HTTP API") says the same in prose."""
 
 from __future__ import annotations

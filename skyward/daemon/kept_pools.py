@@ -1,4 +1,4 @@
-"""Kept pools, in the pool daemon (the process of ``pool_daemon``): local pools that
+"""Kept pools, in the pool daemon (the process of ``daemon.process``): local pools that
 outlive the script that opened them (``Options(keep_alive=seconds)``).
 
 A kept pool is started here, on the daemon's Ray instance, for the client that asked
@@ -51,7 +51,11 @@ from skyward.core import handshake
 from skyward.core.codec import load_payload
 from skyward.core.instance import InstanceInfo
 from skyward.core.messages import PoolHeld
+from skyward.core.paths import in_home, runtime_dir
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
+from skyward.core.private_dir import private_directories
+from skyward.daemon.pool_log import PoolLog
+from skyward.daemon.remote_backend import ClusterSession, EventForwarder
 from skyward.engine.death import Death, cause_of_death
 from skyward.engine.membership import Loss, Membership
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
@@ -59,12 +63,11 @@ from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
+from skyward.observe.log_config import LogConfig
 from skyward.providers import registry
-from skyward.providers.base import LaunchedCluster
+from skyward.providers.base import LaunchedCluster, runs_here
 from skyward.providers.kept import state as kept_state
-from skyward.providers.kept.log import LoggedSink
 from skyward.providers.kept.request import ClientContext, KeptRequest
-from skyward.providers.kept.session import ClusterSession, EventForwarder
 from skyward.providers.leftovers import remove_leftovers
 from skyward.providers.local import reaper
 from skyward.providers.local.detached_ray import DetachedRay
@@ -115,9 +118,8 @@ class KeptPool:
     idle_since: float = field(default_factory=time.monotonic)
     opened: float = field(default_factory=time.time)
     server: asyncio.AbstractServer | None = None
-    log: Path | None = None
-    """Its own log (``kept.log``), beside its socket."""
-    log_lock: threading.Lock = field(default_factory=threading.Lock)
+    log: PoolLog | None = None
+    """Its own log (``daemon.pool_log``), among the pools' logs."""
     definition: bytes = b""
     """The pickled (Spec, Options) it was opened with."""
     forwarder: EventForwarder | None = None
@@ -266,8 +268,11 @@ class KeptPools:
                 self._opening.discard(name)
             raise
         pool.definition = cloudpickle.dumps((request.spec, request.options))
-        pool.log = self._log_path(request.pool_id)
-        pool.log.touch(mode=0o600)
+        pool.log = PoolLog(_log_path(request.pool_id))
+        pool.log.note(
+            f"pool {name}: kept, {len(pool.cluster.nodes)} nodes on {request.spec.provider.name}, idle for at most "
+            f"{keep_alive:g}s; opened for pid {pid}"
+        )
         try:
             self._listen(pool)
         except BaseException:
@@ -340,8 +345,8 @@ class KeptPools:
 
     def _resumed(self, pool: KeptPool, record: kept_state.KeptRecord, spec: Spec) -> KeptPool:
         """``pool``, found again from ``record``, listening on its socket and registered."""
-        pool.opened, pool.definition, pool.log = record.opened, record.definition, self._log_path(record.pool_id)
-        pool.log.touch(mode=0o600)
+        pool.opened, pool.definition, pool.log = record.opened, record.definition, PoolLog(_log_path(record.pool_id))
+        pool.log.note(f"pool {pool.name}: taken over by pool daemon {os.getpid()}")
         try:
             self._listen(pool)
             _register(pool, spec)
@@ -378,7 +383,7 @@ class KeptPools:
     def _open(self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest) -> KeptPool:
         """Start the pool ``request`` defines: local agents on this daemon's Ray, or a
         remote pool by its provider (under the client's environment, one at a time)."""
-        if request.spec.provider.name != "local":
+        if not runs_here(request.spec.provider):
             with self._as_client(request.context):
                 cluster = request.spec.provider.launch(request.spec, request.options, request.pool_id)
             pool = self._remote_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
@@ -429,10 +434,7 @@ class KeptPools:
         return pool
 
     def _socket_path(self, pool_id: str) -> Path:
-        return self._directory / f"pool-{pool_id[:12]}.sock"
-
-    def _log_path(self, pool_id: str) -> Path:
-        return self._directory / f"pool-{pool_id[:12]}.log"
+        return runtime_dir(self._directory) / f"pool-{pool_id[:12]}.sock"
 
     def adopt(self, name: str, fingerprint: str, pid: int) -> PoolHeld:
         """Hold a kept pool for client ``pid``: the one named ``name`` (whose definition
@@ -508,6 +510,8 @@ class KeptPools:
             for pool in expired:
                 del self._pools[pool.name]
         for pool in expired:  # on the daemon's main thread, which waits for it
+            if pool.log is not None:
+                pool.log.note(f"pool {pool.name}: idle past its keep_alive of {pool.keep_alive:g}s")
             self._stop(pool)
         if expired:
             self._write_down()
@@ -558,6 +562,8 @@ class KeptPools:
         """Give ``pool`` to client ``pid`` (with the lock held)."""
         pool.holder, pool.secret = pid, handshake.new_secret()
         pool.hold_deadline = time.monotonic() + HOLD_TIMEOUT
+        if adopted and pool.log is not None:
+            pool.log.note(f"pool {pool.name}: adopted by pid {pid}")
         infos = pickle.dumps(tuple(pool.cluster.infos))
         nodes = pickle.dumps(tuple(pool.cluster.nodes))
         return PoolHeld(pool.name, pool.pool_id, str(pool.socket), pool.secret, infos, nodes, adopted)
@@ -597,12 +603,14 @@ class KeptPools:
             with self._lock:
                 pool.session = None
                 if server.finished.is_set():  # it was served: the client left
+                    if pool.log is not None:
+                        pool.log.note(f"pool {pool.name}: idle (pid {pool.holder} left), kept for {pool.keep_alive:g}s")
                     pool.holder, pool.secret, pool.idle_since = 0, b"", time.monotonic()
 
     @staticmethod
     def _backend(pool: KeptPool, client: str, sink: Sink) -> RelayBackend:
         if pool.log is not None:
-            sink = LoggedSink(sink, pool.log, pool.log_lock)
+            sink = pool.log.sink(sink)
         if pool.forwarder is not None:
             return ClusterSession(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink, pool)
         return RaySession(pool, client, sink)
@@ -619,10 +627,10 @@ class KeptPools:
 
             with contextlib.suppress(Exception):
                 self._loop.run(close(), 10)
-        for path in (pool.socket, pool.log):
-            if path is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            pool.socket.unlink()
+        if pool.log is not None:  # kept: `sky logs NAME` finds it after the pool
+            pool.log.note(f"pool {pool.name}: torn down")
         try:
             pool.cluster.transport.close()
             pool.cluster.collections.release()
@@ -631,13 +639,21 @@ class KeptPools:
             registry.unregister(pool.pool_id)
 
 
+def _log_path(pool_id: str) -> Path:
+    """A kept pool's log: among the pools' own logs (``observe.log_setup``), where
+    ``sky logs`` finds it by the pool's id or name, during its life and after."""
+    directory = in_home(LogConfig().file).parent / "pools"
+    private_directories(str(directory))
+    return directory / f"{pool_id}.log"
+
+
 def _register(pool: KeptPool, spec: Spec) -> None:
     """Record ``pool`` as this daemon's (``sky ls``, ``sky gc``)."""
     records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in pool.cluster.nodes]
     region = spec.region or getattr(spec.provider, "region", None)
     registry.register(
         pool.pool_id, spec.provider.name, region, name=pool.name, nodes=records,
-        log_file=str(pool.log) if pool.log is not None else None, keep_alive=pool.keep_alive,
+        log_file=str(pool.log.path) if pool.log is not None else None, keep_alive=pool.keep_alive,
     )
 
 
