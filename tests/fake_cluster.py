@@ -234,6 +234,9 @@ class _NoCollections:
     def release(self) -> None:
         pass
 
+    def results_arrived(self) -> None:
+        pass
+
 
 @dataclass(frozen=True, slots=True)
 class FakeProvider:

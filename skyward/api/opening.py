@@ -177,6 +177,7 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
             cluster.transport, cluster.encode, options.resolved_worker, options.default_compute_timeout,
             bus.emit, bus.wants, feed.wait_delivered, loop,
             [info.node for info in cluster.infos], options.retry_on_interruption, nodes.ceiling,
+            results_arrived=cluster.collections.results_arrived,
         )
         # The record is written once the pool is open (``OpenPool.ready``); forgetting it
         # is registered here so that it comes after the reconciler has stopped.

@@ -75,7 +75,7 @@ FOLDS: dict[str, Callable[[object, str, tuple[object, ...]], object]] = {
 class Replica:
     """This process's copy of one entity (see the module docstring)."""
 
-    __slots__ = ("kind", "name", "view", "confirmed", "pending", "_fold")
+    __slots__ = ("kind", "name", "view", "confirmed", "pending", "read_at", "_fold")
 
     def __init__(self, kind: str, name: str) -> None:
         self.kind = kind
@@ -83,6 +83,8 @@ class Replica:
         self.view: dict[Hashable, object] = {}
         self.confirmed: dict[Hashable, tuple[object, int]] = {}
         self.pending: dict[Hashable, deque[_Pending]] = {}
+        self.read_at: dict[Hashable, int] = {}
+        """The results epoch (``NodeCache.results_arrived``) of each slot's last read from its owner."""
         self._fold = FOLDS[kind]
 
     def apply_local(self, slot: Hashable, op: str, args: tuple[object, ...]) -> object:
@@ -155,6 +157,8 @@ class NodeCache:
         self._lock = threading.Lock()
         self._links: dict[int, _Link] = {}
         self._replicas: dict[tuple[int, str, str], Replica] = {}
+        self._epoch = 0
+        """How many times results came back from tasks (``results_arrived``)."""
 
     # ------------------------------------------------------------------ user threads
 
@@ -166,15 +170,29 @@ class NodeCache:
         return replica.view.get(slot, UNKNOWN)
 
     def read(self, host: int, kind: str, name: str, slot: Hashable, fresh: bool = False) -> Steps[object]:
-        """The cached value of ``slot``; on a miss, or when ``fresh``, fetched from the
-        owner after this process's earlier operations (and watched from then on)."""
+        """The cached value of ``slot``; on a miss, when ``fresh``, or on the first read
+        since a task's result came back (``results_arrived``), fetched from the owner
+        after this process's earlier operations (and watched from then on)."""
+        epoch = self._epoch
+        replica = self._replicas.get((host, kind, name))
+        fresh = fresh or (epoch > 0 and (replica is None or replica.read_at.get(slot, 0) < epoch))
         value = UNKNOWN if fresh else self.lookup(host, kind, name, slot)
         if value is UNKNOWN:
             fetched = yield Wait(self.request(host, kind, name, slot, "read", (slot,)), OP_TIMEOUT, f"reading {kind} {name!r}")
             value = self.lookup(host, kind, name, slot)
             if value is UNKNOWN:
                 value = fetched
+            replica = self._replicas.get((host, kind, name))
+            if replica is not None:
+                replica.read_at[slot] = epoch
         return value
+
+    def results_arrived(self) -> None:
+        """A task's result came back to this process: the task's eventual writes were
+        applied by their owners before it (``LocalOperations.settle_writes`` on its node),
+        so each slot's next read here asks its owner once (acquire, after the task's
+        release)."""
+        self._epoch += 1
 
     def write(
         self, host: int, kind: str, name: str, slot: Hashable, op: str, args: tuple[object, ...],

@@ -74,6 +74,18 @@ class ForwardingOperations:
         return (yield Wait(self._forward_op(op, args), None, f"{op} through {self._where}"))
 
 
+FRESH_AT = {"dict_get": 3, "dict_contains": 3, "set_contains": 3, "counter_get": 2}
+"""The eventual reads of ``LocalOperations``, by the position of their ``fresh`` argument."""
+
+
+def fresh_read(op: str, args: tuple[object, ...]) -> tuple[object, ...]:
+    """``args`` of ``op`` asking the owner, when ``op`` is an eventual read; else as they are."""
+    at = FRESH_AT.get(op)
+    if at is None or len(args) < at:
+        return args
+    return (*args[:at], True)
+
+
 def encode_operation(op: str, args: tuple[object, ...], dumps: Callable[[object], bytes] = cloudpickle.dumps) -> bytes:
     """The bytes of one forwarded operation; TypeError naming the collection, the
     operation and the argument that cannot be pickled."""

@@ -86,6 +86,13 @@ class DriverCollections:
         """The pool closes: stop this process's operations, kill the pool's host actors."""
         release(self.config)
 
+    def results_arrived(self) -> None:
+        """A task's result came back: the client's next eventual read of each slot asks
+        its owner (``NodeCache.results_arrived``)."""
+        operations = _operations_by_pool.get(self.config.pool_id)
+        if operations is not None:
+            operations.results_arrived()
+
 
 def end_task(task_id: str, ok: bool) -> None:
     """Called by a node agent after each task: free what the task's holders still hold."""
@@ -96,6 +103,7 @@ def end_task(task_id: str, ok: bool) -> None:
     operations = _operations_by_pool.get(config.pool_id)
     if operations is not None:
         operations.end_task(task_id, ok)
+        operations.settle_writes()  # before the result leaves: who gets it reads the task's writes
 
 
 def release(config: CollectionsConfig) -> None:

@@ -9,6 +9,7 @@ process's ``NodeCache``. Queue, barrier and lock operations are always strong.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -139,6 +140,19 @@ class LocalOperations:
     def end_task(self, task_id: str, ok: bool) -> None:
         """Task ``task_id`` ended: free its locks, leave its barriers (breaking them if it failed)."""
         self._keeper.end_task(task_id, failed=not ok)
+
+    def settle_writes(self) -> None:
+        """Wait (at most ``OP_TIMEOUT`` each) until every eventual write this process made
+        is applied by its owner: the end of a task is a release point, as a lock's release
+        is, so whoever gets the task's result reads its writes. A host that fails to
+        answer is left to the writes' own error reporting."""
+        for future in self._cache.sync():
+            with contextlib.suppress(Exception):
+                future.result(OP_TIMEOUT)
+
+    def results_arrived(self) -> None:
+        """A task's result came back to this process (the client): see ``NodeCache.results_arrived``."""
+        self._cache.results_arrived()
 
     def close(self) -> None:
         """Stop this process's background work for the pool; every later operation

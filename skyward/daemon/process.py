@@ -16,6 +16,7 @@ its socket and exits.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
 import sys
@@ -32,7 +33,7 @@ from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import open_private, replace_private
 from skyward.daemon.http_api import KeptApi
 from skyward.daemon.kept_pools import KeptPools
-from skyward.providers.daemon_client import LOG_FILE, PID_FILE, socket_path
+from skyward.providers.daemon_client import LIFE_LOCK, LOG_FILE, PID_FILE, socket_path
 from skyward.providers.kept import state as kept_state
 from skyward.providers.kept.request import KeptRequest
 from skyward.providers.local import detached_ray
@@ -46,6 +47,8 @@ ALIVE_EVERY = 5.0
 """Seconds between marks that the daemon runs (``kept.state.mark_alive``)."""
 FIRST_REQUEST_WAIT = 30.0
 """Seconds a new daemon waits for the first request of the client that started it."""
+HANDOVER_TIMEOUT = 60.0
+"""Seconds a new daemon waits for a predecessor that is still cleaning up to exit."""
 LOG_LIMIT = 10 * 1024 * 1024
 """Bytes of ``daemon.log`` past which it is rotated (the part before kept as ``daemon.log.1``)."""
 
@@ -79,16 +82,12 @@ class PoolDaemon:
             print(f"pool daemon: {line}", flush=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         path = socket_path(self.directory)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
         try:  # before the socket: a client that reached the daemon finds api.json
             print(f"pool daemon {os.getpid()}: HTTP API at {self._api.start()}", flush=True)
         except Exception as exc:  # noqa: BLE001 - logged; the daemon serves scripts without it
             print(f"pool daemon: the HTTP API did not start: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         try:
-            server.bind(str(path))
-            os.chmod(path, 0o600)
-            server.listen(16)
+            _listen_at(server, path)
             threading.Thread(target=self._accept, args=(server,), name="daemon-accept", daemon=True).start()
             threading.Thread(target=self._clean_up, name="daemon-cleanup", daemon=True).start()
             threading.Thread(target=self._kept.check_hosts, args=(self._down,), name="daemon-hosts", daemon=True).start()
@@ -106,6 +105,8 @@ class PoolDaemon:
             self._down.set()
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+            with contextlib.suppress(FileNotFoundError):  # where it fell before listening
+                path.with_name(f"{path.name}.{os.getpid()}").unlink()
             with contextlib.suppress(OSError):  # the runtime directory, once empty
                 path.parent.rmdir()
             with contextlib.suppress(OSError):  # wakes the accepting thread
@@ -228,6 +229,20 @@ def rotate_log(log: Path, limit: int = LOG_LIMIT) -> None:
     os.close(fresh)
 
 
+def _listen_at(server: socket.socket, path: Path) -> None:
+    """Make ``server`` listen at ``path``, replacing what is there (a dead daemon's socket
+    file). Bound, narrowed to 0600 and listening under a name of its own first, then
+    renamed into place: a client never finds a socket at ``path`` that is not yet
+    listening (and would refuse it), nor one that is not yet private."""
+    staging = path.with_name(f"{path.name}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        staging.unlink()
+    server.bind(str(staging))
+    os.chmod(staging, 0o600)
+    server.listen(16)
+    os.replace(staging, path)
+
+
 def _answer(connection: socket.socket, answer: messages.Message) -> None:
     with contextlib.suppress(OSError):
         connection.sendall(frame(answer))
@@ -240,6 +255,31 @@ def main(directory: Path) -> None:
     if os.fork() > 0:
         os._exit(0)
     os.setsid()
+    _hold_life_lock(directory)
     replace_private(str(directory / PID_FILE), str(os.getpid()))
     PoolDaemon(directory).run()
+
+
+def _hold_life_lock(directory: Path) -> None:
+    """Lock ``LIFE_LOCK`` for the rest of this process's life (the kernel lets go when it
+    exits, however it exits). A predecessor that stopped serving may still be cleaning up,
+    and its cleanup removes the socket at the daemon's path: a successor that bound its
+    own socket there meanwhile lost it. Waiting here for the predecessor to exit means
+    one daemon at a time owns the path. Exits (status 1, naming the lock) when the
+    predecessor has not gone after ``HANDOVER_TIMEOUT`` seconds."""
+    held = open_private(str(directory / LIFE_LOCK), os.O_RDWR | os.O_CREAT)
+    deadline = time.monotonic() + HANDOVER_TIMEOUT
+    while True:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                print(
+                    f"pool daemon {os.getpid()}: another daemon of {directory} still holds {LIFE_LOCK} after "
+                    f"{HANDOVER_TIMEOUT:g}s; stop it with `sky down`",
+                    file=sys.stderr, flush=True,
+                )
+                os._exit(1)
+            time.sleep(0.05)
 

@@ -124,8 +124,12 @@ class ClusterDriver:
         ranks: Iterable[int] | int,
         retries: int = 0,
         ceiling: int = 0,
+        results_arrived: Callable[[], None] = lambda: None,
     ) -> None:
         self._transport = transport
+        self._results_arrived = results_arrived
+        """Told when a task's answer came back (its eventual writes are applied by then):
+        the client's collections then read their owners afresh (``ClientCollections``)."""
         self._encode_payload = encode
         self._slots = worker.slots
         self._queues_on_node = worker.buffer > 0
@@ -428,6 +432,7 @@ class ClusterDriver:
             if measure is not None:
                 measure(_payload_bytes(reply), len(request.chunk))
             ok, value, events = decode(reply)
+            self._results_arrived()
             self.views.acknowledge(node, request.view)
             if events:
                 yield _Deliver(node, events)

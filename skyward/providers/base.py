@@ -81,6 +81,10 @@ class ClientCollections(Protocol):
     def release(self) -> None:
         """The pool closes: stop what the client runs for its collections."""
 
+    def results_arrived(self) -> None:
+        """A task's result came back to the client (the task's eventual writes are applied,
+        its node saw to that): the client's next eventual read of a slot must see them."""
+
 
 class Holdings(Protocol):
     """What a pool holds at its provider, as a process that took the pool over from one

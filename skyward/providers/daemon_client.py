@@ -45,6 +45,8 @@ ANSWER_TIMEOUT = 30.0
 SOCKET = "sock"
 PID_FILE = "pid"
 LOG_FILE = "daemon.log"
+LIFE_LOCK = "daemon.lock"
+"""The file a daemon holds locked (``flock``) from before it binds its socket until it exits."""
 """What the daemon prints (``daemon.process`` rotates it: ``daemon.log.1`` holds the last part)."""
 API_FILE = "api.json"
 """The daemon's HTTP API (``daemon.http_api``): ``{"url": ..., "pid": ...}``."""
@@ -124,10 +126,21 @@ def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, ti
 
 
 def _wait_gone(directory: Path, timeout: float = START_TIMEOUT) -> None:
-    """Wait until the exiting daemon of ``directory`` has removed its socket."""
-    deadline = time.monotonic() + timeout
-    while socket_path(directory).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    """Wait until the exiting daemon of ``directory`` has exited (its ``LIFE_LOCK`` is
+    free), or ``timeout`` seconds."""
+    held = open_private(str(directory / LIFE_LOCK), os.O_RDWR | os.O_CREAT)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                time.sleep(0.05)
+                continue
+            fcntl.flock(held, fcntl.LOCK_UN)
+            return
+    finally:
+        os.close(held)
 
 
 def adopt_pool(name: str, fingerprint: str) -> messages.PoolHeld | None:
@@ -272,10 +285,8 @@ def _connect(directory: Path) -> socket.socket | None:
     connection.settimeout(ANSWER_TIMEOUT)
     try:
         connection.connect(str(path))
-    except OSError:  # a dead daemon's socket file
+    except OSError:  # a dead daemon's socket file (its successor replaces it)
         connection.close()
-        with contextlib.suppress(OSError):
-            path.unlink()
         return None
     try:
         require_same_user(connection, "the pool daemon")

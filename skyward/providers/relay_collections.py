@@ -7,7 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 
 from skyward.collections.config import DISABLED
-from skyward.collections.gateway import ForwardingOperations, decode_answer, encode_operation
+from skyward.collections.gateway import ForwardingOperations, decode_answer, encode_operation, fresh_read
 from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.wire import ByValueEncoder
 
@@ -29,6 +29,9 @@ class RelayCollections:
     def release(self) -> None:
         """Nothing here: the head relay frees what this client held when it disconnects."""
 
+    def results_arrived(self) -> None:
+        """Nothing cached here: this client's eventual reads ask the owner (``_forward``)."""
+
     def membership_changed(self, left: int | None, reason: str) -> None:
         """The pool's nodes changed: the head node's agent tells the collection hosts."""
         if self._enabled:
@@ -37,6 +40,10 @@ class RelayCollections:
             run(self.operations().pool_membership_changed(left, reason))
 
     def _forward(self, op: str, args: tuple[object, ...]) -> concurrent.futures.Future[object]:
+        """Send ``op(*args)`` to the head node's agent. An eventual read asks the owner
+        (``fresh``), not the head node's cache: this client is one network hop from every
+        owner anyway, and a task's writes, applied before its result came, must show."""
+        args = fresh_read(op, args)
         answer = self._transport.collection_call(encode_operation(op, args, self._encoder.dumps))
         result: concurrent.futures.Future[object] = concurrent.futures.Future()
 

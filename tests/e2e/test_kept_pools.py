@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -474,4 +475,33 @@ def test_the_console_tells_a_kept_pool_as_kept_then_adopted_and_let_go(sandbox: 
     assert "pool told: adopted the kept pool's 2 nodes in" in second
     for said in (first, second):
         assert "pool told: let go after" in said and "stopped after" not in said and "starting 2 nodes" not in said
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def test_a_daemon_started_while_its_predecessor_cleans_up_waits_and_keeps_its_socket(
+    sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    """A predecessor that stopped serving but still cleans up holds the life lock and,
+    in its cleanup, removes the socket at the daemon's path. The successor waits for it
+    instead of binding there first and losing its socket to that cleanup."""
+    directory = daemon_client.daemon_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    stale = daemon_client.socket_path(directory)
+    with socket.socket(socket.AF_UNIX) as predecessor:  # bound, no longer listening
+        predecessor.bind(str(stale))
+        inode = stale.stat().st_ino
+        held = os.open(directory / daemon_client.LIFE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        script = run(sandbox, tmp_path, "1")
+        try:
+            time.sleep(5)
+            assert script.poll() is None, script.communicate()[0][-2000:]
+            assert stale.stat().st_ino == inode, "the successor took the path while its predecessor held the lock"
+        finally:
+            stale.unlink()  # the predecessor's cleanup, then its exit
+            os.close(held)
+        seen = lines_of(script, "AFTER", KEYS)
+    assert script.wait(60) == 0
+    assert seen["RUNS"] == 1
+    assert sky_cli(sandbox, "down", "--all").returncode == 0
     assert wait_for_no_processes(sandbox["base"], within=60) == []

@@ -186,6 +186,9 @@ class NoCollections:
     def release(self) -> None:
         """Nothing to release."""
 
+    def results_arrived(self) -> None:
+        """Nothing cached."""
+
 
 def _members(cluster: LaunchedCluster) -> Membership:
     """The running cluster's own membership (a remote launch always has one)."""

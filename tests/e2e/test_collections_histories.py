@@ -1,0 +1,186 @@
+"""Strong collections checked by their histories (tests/history.py): three nodes and the
+client operate on one strong counter and strong dict keys at once, each writing down
+every operation as it is invoked and as it completes (a file per process, so a killed
+node's operations survive it, those in flight left of unknown outcome); the histories
+must be linearizable, with a node's agent killed mid-run too; locks are held by one
+holder at a time. A planted anomaly, the client reading through its eventual cache while
+calling it strong, is found: the checker can fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from history import COUNTER, REGISTER, Op, linearizable, overlapping_holds
+
+import skyward as sky
+
+pytestmark = pytest.mark.slow
+KEYS = ("k0", "k1")
+
+
+def operate(name: str, process: str, count: int, seed: int, log: str, consistency: str = "strong") -> int:
+    """``count`` random operations on the strong counter and dict ``name``, each written
+    to ``log`` when invoked and when it completes (``invoke``/``ok`` lines)."""
+    rng = random.Random(seed)
+    counter = sky.counter(name, consistency=consistency)
+    table = sky.dict(name, consistency=consistency)
+    with open(log, "a", buffering=1, encoding="utf-8") as out:
+        for number in range(count):
+            key = rng.choice(KEYS)
+            kind = rng.choice(("add", "read", "write", "get"))
+            ident = f"{process}-{number}"
+            value = f"{process}-{number}" if kind == "write" else None
+            out.write(json.dumps({"id": ident, "at": time.monotonic(), "kind": kind, "key": key, "value": value}) + "\n")
+            if kind == "add":
+                result: object = counter.increment(1)
+            elif kind == "read":
+                result = counter.value
+            elif kind == "write":
+                table[key] = value
+                result = None
+            else:
+                result = table.get(key)
+            out.write(json.dumps({"id": ident, "at": time.monotonic(), "result": result}) + "\n")
+    return count
+
+
+@sky.function
+def on_node(name: str, count: int, seed: int, directory: str) -> int:
+    node = sky.instance_info().node
+    process = f"n{node}.{os.getpid()}"  # a retried task's attempt is a process of its own
+    return operate(name, process, count, seed + node, os.path.join(directory, f"{process}.log"))
+
+
+@sky.function
+def agent_pid() -> int:
+    return os.getpid()
+
+
+def histories(directory: Path) -> tuple[list[Op], dict[str, list[Op]]]:
+    """The counter's history and each dict key's, from every process's log."""
+    invoked: dict[str, dict[str, object]] = {}
+    completed: dict[str, dict[str, object]] = {}
+    for log in directory.glob("*.log"):
+        for line in log.read_text().splitlines():
+            record = json.loads(line)
+            (completed if "result" in record else invoked)[record["id"]] = record
+    counter: list[Op] = []
+    keys: dict[str, list[Op]] = {key: [] for key in KEYS}
+    for ident, start in invoked.items():
+        end = completed.get(ident)
+        process = ident.rsplit("-", 1)[0]
+        at = end["at"] if end is not None else None
+        result = end["result"] if end is not None else None
+        kind = start["kind"]
+        if kind in ("add", "read"):
+            counter.append(Op(process, kind, 1 if kind == "add" else None, start["at"], at, result))  # type: ignore[arg-type]
+        else:
+            arg = start["value"] if kind == "write" else None
+            keys[start["key"]].append(Op(process, "write" if kind == "write" else "read", arg, start["at"], at, result))  # type: ignore[arg-type,index]
+    return counter, keys
+
+
+def _run(pool: sky.Pool, directory: Path, count: int, seed: int, client_consistency: str = "strong",
+         kill: bool = False) -> None:
+    name = f"hist-{uuid.uuid4().hex[:8]}"
+    client = threading.Thread(
+        target=operate, args=(name, "client", count, seed, str(directory / "client.log"), client_consistency)
+    )
+    if kill:
+        victim = pool.run(agent_pid(), target=2)
+        threading.Thread(target=_kill_midway, args=(victim, directory), daemon=True).start()
+    client.start()
+    try:
+        on_node(name, count, seed, str(directory)) @ pool
+    except sky.NodeCrashedError:
+        assert kill, "a node crashed without being killed"
+    client.join(120)
+
+
+def _kill_midway(victim: int, directory: Path) -> None:
+    """SIGKILL node 2's agent once its task has written down 20 operations."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        logs = list(directory.glob("n2.*.log"))
+        if logs and len(logs[0].read_text().splitlines()) >= 40:
+            os.kill(victim, signal.SIGKILL)
+            return
+        time.sleep(0.002)
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[sky.Pool]:
+    with sky.Compute(nodes=3, options=sky.Options(console=False, logging=False)) as opened:
+        yield opened
+
+
+def test_strong_collections_are_linearizable_in_many_short_runs(pool: sky.Pool, tmp_path: Path) -> None:
+    for run in range(25):
+        directory = tmp_path / f"run{run}"
+        directory.mkdir()
+        _run(pool, directory, 24, run)
+        counter, keys = histories(directory)
+        assert len(counter) + sum(map(len, keys.values())) == 4 * 24
+        assert linearizable(counter, COUNTER) is None, (run, str(linearizable(counter, COUNTER)))
+        for key, ops in keys.items():
+            violation = linearizable(ops, REGISTER)
+            assert violation is None, (run, key, str(violation))
+
+
+def test_strong_collections_stay_linearizable_when_a_node_is_killed(pool: sky.Pool, tmp_path: Path) -> None:
+    _run(pool, tmp_path, 120, 99, kill=True)
+    counter, keys = histories(tmp_path)
+    on_node_2: dict[str, int] = {}
+    for op in counter + [op for ops in keys.values() for op in ops]:
+        if op.process.startswith("n2."):
+            on_node_2[op.process] = on_node_2.get(op.process, 0) + 1
+    assert any(20 <= done < 120 for done in on_node_2.values()), on_node_2  # one was killed midway
+    unknown = [op for op in counter + [op for ops in keys.values() for op in ops] if op.completed is None]
+    assert len(unknown) <= 1, unknown  # at most the operation in flight on the killed node
+    assert linearizable(counter, COUNTER) is None, str(linearizable(counter, COUNTER))
+    for ops in keys.values():
+        assert linearizable(ops, REGISTER) is None, str(linearizable(ops, REGISTER))
+
+
+def test_a_stale_read_served_as_strong_is_found(pool: sky.Pool, tmp_path: Path) -> None:
+    """The planted anomaly: the client's operations go through its eventual cache (its
+    reads may be stale) while the history calls them strong."""
+    found = False
+    for run in range(5):
+        directory = tmp_path / f"run{run}"
+        directory.mkdir()
+        _run(pool, directory, 60, 1000 + run, client_consistency="eventual")
+        counter, keys = histories(directory)
+        if linearizable(counter, COUNTER) is not None or any(linearizable(ops, REGISTER) for ops in keys.values()):
+            found = True
+            break
+    assert found, "5 runs with the client reading through its cache and no anomaly found: the checker sees nothing"
+
+
+@sky.function
+def hold_lock(name: str, rounds: int) -> list[tuple[str, float, float]]:
+    holder = f"n{sky.instance_info().node}"
+    holds = []
+    for _ in range(rounds):
+        with sky.lock(name):
+            acquired = time.monotonic()
+            time.sleep(0.002)
+            released = time.monotonic()
+        holds.append((holder, acquired, released))
+    return holds
+
+
+def test_a_lock_has_one_holder_at_a_time_by_its_history(pool: sky.Pool) -> None:
+    name = f"hist-lock-{uuid.uuid4().hex[:8]}"
+    holds = [hold for node in hold_lock(name, 40) @ pool for hold in node]
+    assert len(holds) == 120
+    assert overlapping_holds(holds) == []
