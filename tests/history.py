@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,4 +135,4 @@ def overlapping_holds(holds: Sequence[tuple[str, float, float]]) -> list[tuple[t
     holders at once (``acquired`` is when the acquire returned, ``released`` when the
     release was invoked, so an overlap is real, not an artefact of the calls' length)."""
     ordered = sorted(holds, key=lambda hold: hold[1])
-    return [(a, b) for a, b in zip(ordered, ordered[1:]) if b[1] < a[2]]
+    return [(a, b) for a, b in pairwise(ordered) if b[1] < a[2]]

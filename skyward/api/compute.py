@@ -16,6 +16,7 @@ from skyward.api.pool import Pool
 from skyward.api.selection import ProviderLike, ProviderSelector, SelectionLike
 from skyward.core import accelerators
 from skyward.core.accelerators import Accelerator
+from skyward.core.validation import reject_unknown
 from skyward.engine import interruptible
 from skyward.image.image import Image
 from skyward.model.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Nodes, Options, Spec, Worker
@@ -88,9 +89,7 @@ def _with_option_fields(options: Options | None, fields: dict[str, object]) -> O
 
 def _spec_from_fields(spec_fields: dict[str, Any]) -> Spec:
     """A Spec of the keywords given to ``Compute`` (each value checked by ``Spec`` itself)."""
-    for key in spec_fields:
-        if key not in SPEC_FIELDS:
-            raise TypeError(f"Compute() got an unknown field {key}=; Spec fields are: {', '.join(SPEC_FIELDS)}")
+    reject_unknown("Compute", spec_fields, (*SPEC_FIELDS, "name", "options", *OPTION_FIELDS))
     spec_fields.setdefault("provider", Local())
     return Spec(**spec_fields)
 

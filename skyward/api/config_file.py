@@ -15,6 +15,7 @@ holds fields every pool gets unless it sets them (its ``options`` are merged key
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from skyward.core import accelerators
 from skyward.core.accelerators import Accelerator
 from skyward.image.image import Image, PipIndex
-from skyward.model.spec import Nodes, Options, Spec, Worker
+from skyward.model.spec import OPTION_FIELDS, SPEC_FIELDS, Nodes, Options, Spec, Worker
 from skyward.observe.log_config import LogConfig
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 _TOML_LINE = re.compile(r"at line (\d+)")
 _FIELD = re.compile(r"(?:\.|^|\s)([a-z_]+)=")
+_UNKNOWN = re.compile(r"unknown keyword ([A-Za-z_][A-Za-z0-9_]*)=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f" [pools.{self.pool}]" if self.pool else ""
+        named = self.pool and not self.message.startswith(f"[pools.{self.pool}.")  # a sub-table names it
+        where = f" [pools.{self.pool}]" if named else ""
         return f"{self.path}:{self.line}:{where} {self.message}"
 
 
@@ -104,10 +107,26 @@ def pool_from_table(name: str, table: dict[str, Any], defaults: dict[str, Any], 
             table["image"] = Image(**image)
         except TypeError as exc:
             raise ValueError(f"{path} [pools.{name}.image]: {exc}") from None
+    _misplaced_options(name, table, path)
     try:  # the table's values are TOML's: Spec checks each
         return Spec(**table), options
     except TypeError as exc:
         raise ValueError(f"{path} [pools.{name}]: {exc}") from None
+
+
+def _misplaced_options(name: str, table: dict[str, Any], path: Path) -> None:
+    """ValueError for a key of the pool's table that is (or is close to) an Options
+    field, naming the table it belongs in."""
+    for key in table:
+        if key in SPEC_FIELDS:
+            continue
+        close = [key] if key in OPTION_FIELDS else difflib.get_close_matches(key, OPTION_FIELDS, n=1, cutoff=0.8)
+        if close and not difflib.get_close_matches(key, SPEC_FIELDS, n=1, cutoff=0.8):
+            meant = "" if close[0] == key else f" (did you mean {close[0]}?)"
+            raise ValueError(
+                f"{path} [pools.{name}] unknown keyword {key}={meant}: an Options field, which goes in the "
+                f"[pools.{name}.options] table"
+            )
 
 
 def check_file(path: Path) -> list[Problem]:
@@ -127,6 +146,7 @@ def check_file(path: Path) -> list[Problem]:
             pool_from_table(name, table, document.get("defaults", {}), path)
         except (ValueError, TypeError, NotImplementedError) as exc:
             message = str(exc).replace(f"{path} ", "")
+            message = re.sub(rf"^\[pools\.{re.escape(name)}\]:?\s*", "", message)  # Problem names the pool
             problems.append(Problem(str(path), _line_of(text, name, message), name, message))
     return problems
 
@@ -138,8 +158,12 @@ def _line_of(text: str, pool: str, message: str) -> int:
     starts = [i for i, line in enumerate(lines) if header.match(line)]
     if not starts:
         return 1
-    fields = [m.group(1) for m in _FIELD.finditer(message)] + re.findall(r"'([a-z_]+)'", message)
-    fields += [word for word in re.findall(r"[a-z_]+", message) if word in ("accelerator", "provider", "nodes", "image")]
+    unknown = _UNKNOWN.search(message)
+    if unknown is not None:  # the message goes on to list the known fields: only this one is at fault
+        fields = [unknown.group(1)]
+    else:
+        fields = [m.group(1) for m in _FIELD.finditer(message)] + re.findall(r"'([a-z_]+)'", message)
+        fields += [word for word in re.findall(r"[a-z_]+", message) if word in ("accelerator", "provider", "nodes", "image")]
     for start in starts:
         for index in range(start + 1, len(lines)):
             if lines[index].lstrip().startswith("["):

@@ -31,6 +31,7 @@ from skyward.collections.operations import Operations
 from skyward.core import context
 from skyward.core.context import NESTED_DISPATCH, DispatchTarget
 from skyward.core.errors import PoolClosedError
+from skyward.core.frames import shows_users_frames
 from skyward.core.function import PendingFunction, PendingFunctionGroup, SkywardFunction
 from skyward.core.instance import current_task
 from skyward.core.validation import check_flag, wait_limit
@@ -96,6 +97,7 @@ class Pool(PoolCollections, DispatchOperand):
 
     # ----------------------------------------------------------------- lifecycle
 
+    @shows_users_frames
     def __enter__(self) -> Pool:
         self.open()
         self._activations.append(context.activate(self))
@@ -107,6 +109,7 @@ class Pool(PoolCollections, DispatchOperand):
         context.deactivate(self, self._activations.pop() if self._activations else None)
         self.close(cancel=exc_type is not None)
 
+    @shows_users_frames
     def open(self) -> Pool:
         """Provision the nodes and start the agents; blocks until the pool is ready."""
         with self._lock:
@@ -200,6 +203,7 @@ class Pool(PoolCollections, DispatchOperand):
             future.cancel()
             raise
 
+    @shows_users_frames
     def run(self, pending: PendingFunction[R], *, target: Target = None) -> R:
         """Run on one node and return the result (``pending >> pool``). ``target`` pins the
         node: "head" or a rank."""
@@ -225,6 +229,7 @@ class Pool(PoolCollections, DispatchOperand):
         future: concurrent.futures.Future[R] = self._submit(lambda d: d.run(pending, target))
         return future
 
+    @shows_users_frames
     def broadcast(self, pending: PendingFunction[R]) -> list[R]:
         """Run on every node at once; results in node order (``pending @ pool``). For a
         generator function: one stream of values per node, in node order."""
@@ -237,6 +242,7 @@ class Pool(PoolCollections, DispatchOperand):
             results: list[R] = self._wait(self._submit(lambda d: d.broadcast(pending)))
             return results
 
+    @shows_users_frames
     def run_parallel(self, group: PendingFunctionGroup) -> tuple[object, ...] | Iterator[object]:
         """Run a group in parallel: a tuple of results, or a generator when ``stream``.
         A generator function's place holds its stream of values (ready at once)."""
@@ -314,6 +320,7 @@ class Pool(PoolCollections, DispatchOperand):
         stream: bool,
     ) -> list[R] | Iterator[R]: ...
 
+    @shows_users_frames
     def map(
         self, fn: SkywardFunction[R] | Callable[[T], R], items: Iterable[T], *, timeout: float | None = None,
         stream: bool = False,

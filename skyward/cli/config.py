@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import click
 
-from skyward.cli.output import console, emit_json, table
+from skyward.cli.output import console, emit_json, emit_object, table
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -31,7 +31,7 @@ def path(as_json: bool) -> None:
 
     found = config_path()
     if as_json:
-        emit_json([{"path": str(found) if found else None, "exists": bool(found and found.is_file())}])
+        emit_object({"path": str(found) if found else None, "exists": bool(found and found.is_file())})
         return
     if found is None:
         raise click.ClickException("no skyward.toml: looked at $SKYWARD_CONFIG, ./skyward.toml and ~/.skyward/skyward.toml")

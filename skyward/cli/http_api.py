@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import httpx
 
-from skyward.cli.output import emit_json
+from skyward.cli.output import emit_object
 from skyward.providers.daemon_client import api_endpoint
 
 CHECK_TIMEOUT = 10.0
@@ -32,7 +32,7 @@ def api(as_json: bool) -> None:
     except httpx.HTTPError as exc:
         raise click.ClickException(f"the pool daemon's HTTP API at {endpoint.url} does not answer: {exc}") from None
     if as_json:
-        emit_json([{"url": endpoint.url, "token_file": endpoint.token_file, "pid": endpoint.pid}])
+        emit_object({"url": endpoint.url, "token_file": endpoint.token_file, "pid": endpoint.pid})
         return
     click.echo(f"HTTP API: {endpoint.url}\ntoken file: {endpoint.token_file}\n"
                f"e.g. curl -H \"Authorization: Bearer $(cat {endpoint.token_file})\" {endpoint.url}/pools")

@@ -14,7 +14,7 @@ import click
 from skyward.api.compute import Compute
 from skyward.api.config_file import load_named_pool
 from skyward.api.pool import Pool
-from skyward.cli.output import console, emit_json
+from skyward.cli.output import console, emit_object
 from skyward.core.function import function
 from skyward.model.spec import Options, Spec
 from skyward.providers import names
@@ -83,7 +83,7 @@ def attach(name: str) -> None:
 
 def _say(as_json: bool, result: dict[str, object]) -> None:
     if as_json:
-        emit_json([result])
+        emit_object(result)
         return
     shown = ", ".join(f"{key} {value}" for key, value in result.items() if key != "pool")
     console.print(f"pool {result['pool']}: {shown}")

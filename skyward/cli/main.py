@@ -3,8 +3,9 @@ this machine (``ls``, ``down``, ``logs``, ``events``), kept pools (``up``, ``att
 pool daemon's HTTP API), running a script (``run``, on a kept pool with ``--pool``),
 skyward.toml (``config``), cleaning up what a lost pool left in a cloud (``gc``), versions.
 
-Every command takes ``--json`` for scripts and agents (one JSON value on stdout; ``sky
-logs --follow --json`` prints one JSON string per line)."""
+Every command takes ``--json`` for scripts and agents (one JSON value on stdout: an object
+for one thing, an array for many; ``sky logs --follow --json`` prints one JSON string per
+line)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import click
 from skyward.cli.config import config
 from skyward.cli.http_api import api
 from skyward.cli.kept import attach, up
-from skyward.cli.output import console, emit_json, table
+from skyward.cli.output import console, emit_json, emit_object, table
 from skyward.cli.pools import down, events, list_pools, logs
 from skyward.cli.providers import providers
 from skyward.cli.run import run
@@ -31,7 +32,7 @@ from skyward.providers.names import clouds_with_credentials
 T = TypeVar("T")
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Skyward: run Python functions on pools of machines."""
 
@@ -51,7 +52,7 @@ def version(as_json: bool) -> None:
         "cloudpickle": importlib.metadata.version("cloudpickle"),
     }
     if as_json:
-        emit_json([versions])
+        emit_object(versions)
         return
     table("versions", ["component", "version"], list(versions.items()))
 
@@ -173,6 +174,24 @@ def _run(action: Callable[[], T]) -> T:
         return action()
     except (SkywardError, ValueError, TypeError) as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _without_markup(command: click.Command) -> None:
+    """Drop the docstrings' reStructuredText literals (````x````: ``x``) from ``command``'s
+    help, its options' and its subcommands', as a terminal shows them."""
+    for text in ("help", "short_help"):
+        value = getattr(command, text)
+        if value:
+            setattr(command, text, value.replace("``", ""))
+    for param in command.params:
+        if isinstance(param, click.Option) and param.help:
+            param.help = param.help.replace("``", "")
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _without_markup(sub)
+
+
+_without_markup(main)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from skyward.cli.output import console, emit_json, table
+from skyward.cli.output import console, emit_json, emit_object, table
 from skyward.observe.event_log import EVENTS_LOGGER
 from skyward.providers import daemon_client, leftovers, registry
 from skyward.providers.orphans import Orphan
@@ -36,16 +36,30 @@ def list_pools(as_json: bool) -> None:
     if not pools:
         console.print("no pool is open on this machine")
         return
-    table("open pools", ["pool", "id", "provider", "region", "nodes", "state", "idle", "$/h", "$ so far", "up", "pid"], [
-        (p.name, p.pool_id[:12], p.provider, p.region or "", len(p.nodes), _state(p, kept),
-         _age(idle) if (idle := _idle(p, kept)) is not None else "", f"{p.hourly_rate:.4f}",
-         f"{p.cost_so_far(now):.4f}", _age(now - p.started), p.pid)
-        for p in pools
-    ])
+    table("open pools", LS_COLUMNS, [_row(p, kept, now) for p in pools])
     for pool in pools:
         for node in pool.nodes:
             console.print(f"  {pool.name} node {node.id} {node.address} {node.instance_type} "
                           f"{'spot' if node.spot else 'on-demand'} ${node.hourly_price:.4f}/h")
+
+
+LS_COLUMNS = ("pool", "provider", "nodes", "state", "$/h", "$ so far", "up")
+"""``sky ls``'s columns: a pool of a cloud region, kept and in use, fits 80 columns (its
+id and every other field: ``--json``)."""
+
+
+def _row(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState], now: float) -> tuple[str, ...]:
+    """``pool``'s line in ``sky ls``."""
+    state = kept.get(pool.pool_id)
+    if pool.keep_alive is None or state is None:
+        shown = f"open: pid {pool.pid}"
+    elif state.holder:
+        shown = f"kept: pid {state.holder}"
+    else:
+        shown = f"kept: idle {_age(state.idle)}"
+    where = f"{pool.provider}/{pool.region}" if pool.region else pool.provider
+    return (pool.name, where, str(len(pool.nodes)), shown, f"{pool.hourly_rate:.2f}",
+            f"{pool.cost_so_far(now):.2f}", _age(now - pool.started))
 
 
 def _state(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState]) -> str:
@@ -247,7 +261,7 @@ def _remove_leftovers(provider: str | None, pool_id: str, record: registry.LiveP
 
 def _done(as_json: bool, pool: str, name: str, how: str, removed: Sequence[Orphan] = ()) -> None:
     if as_json:
-        emit_json([{"pool": pool, "name": name, "how": how, "removed": [dataclasses.asdict(o) for o in removed]}])
+        emit_object({"pool": pool, "name": name, "how": how, "removed": [dataclasses.asdict(o) for o in removed]})
         return
     console.print(f"pool {name or pool[:12]}: {how}")
     for orphan in removed:

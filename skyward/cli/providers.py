@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from skyward.cli.output import emit_json, table
+from skyward.cli.output import emit_json, emit_object, table
 from skyward.providers import names
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def _launch(known: names.Known, accelerator: str | None, yes: bool, as_json: boo
         click.echo("interrupted: the pool was torn down", err=True)
         raise SystemExit(130) from None
     if as_json:
-        emit_json([report])
+        emit_object(report)
     else:
         _show_launch(report)
     if not report.ok:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, NoReturn, TypeVar, overload
 
 from skyward.core.context import resolve_target
+from skyward.core.frames import shows_users_frames
 from skyward.core.validation import check_number
 
 T = TypeVar("T")
@@ -59,12 +60,15 @@ class PendingFunction(Generic[T_co]):
         _check_timeout(seconds)
         return replace(self, timeout=seconds)
 
+    @shows_users_frames
     def __rshift__(self, target: object) -> T_co:
         return resolve_target(target, ">>").run(self)
 
+    @shows_users_frames
     def __matmul__(self, target: object) -> list[T_co]:
         return resolve_target(target, "@").broadcast(self)
 
+    @shows_users_frames
     def __gt__(self, target: object) -> Future[T_co]:
         return resolve_target(target, ">").run_async(self)
 
@@ -110,6 +114,7 @@ class PendingFunctionGroup:
     def __len__(self) -> int:
         return len(self.items)
 
+    @shows_users_frames
     def __rshift__(self, target: object) -> Any:
         # a tuple of the calls' results, or a generator of them when ``stream``: the calls
         # return whatever they return, of as many types as there are calls

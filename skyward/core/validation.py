@@ -3,6 +3,7 @@ the value it got and what is allowed."""
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable
 from typing import TypeVar
@@ -22,6 +23,17 @@ def shown(value: object, limit: int = 120) -> str:
     except Exception:  # RecursionError included
         return f"<{type(value).__name__} object>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def reject_unknown(owner: str, given: Iterable[str], known: Iterable[str], what: str = "keywords") -> None:
+    """TypeError for the first of ``given`` that is not in ``known``: it names the
+    keyword, the closest known one ("did you mean"), and every one ``owner`` takes."""
+    taken = list(known)
+    for key in given:
+        if key not in taken:
+            close = difflib.get_close_matches(key, taken, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}=?)" if close else ""
+            raise TypeError(f"{owner}() got an unknown keyword {key}={hint}; its {what}: {', '.join(taken)}")
 
 
 def fail(owner: str, field: str, value: object, allowed: str) -> ValueError:

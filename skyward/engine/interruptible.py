@@ -18,6 +18,8 @@ import time
 from collections.abc import Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
+from skyward.core.frames import shows_users_frames
+
 SLICE = 0.25
 """The longest the main thread waits in one piece (so the longest a Ctrl-C can wait)."""
 
@@ -57,6 +59,7 @@ def result(future: concurrent.futures.Future[T], timeout: float | None = None) -
 class InterruptibleFuture(concurrent.futures.Future[T]):
     """A Future whose ``result()`` and ``exception()`` a Ctrl-C ends in the main thread."""
 
+    @shows_users_frames
     def result(self, timeout: float | None = None) -> T:
         if sliced():
             _settle(self, timeout)

@@ -17,7 +17,6 @@ import pickle
 import sys
 import sysconfig
 import threading
-import traceback
 import types
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +28,7 @@ import cloudpickle
 
 from skyward.core.codec import load_payload
 from skyward.core.errors import RemoteError, RemoteTraceback, TaskExitError
+from skyward.core.frames import users_traceback
 from skyward.core.function import SkywardFunction
 from skyward.core.instance import MembershipView
 from skyward.core.validation import shown
@@ -226,7 +226,7 @@ class TaskFailure:
     @classmethod
     def from_exception(cls, exc: BaseException, node: int, item: int | None = None) -> TaskFailure:
         """Capture ``exc`` (with its traceback) raised while running a task on ``node``."""
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        text = users_traceback(exc)
         return cls(type(exc).__qualname__, str(exc), text, node, _pickle_exception(exc), item)
 
     def to_exception(self, task_name: str) -> BaseException:

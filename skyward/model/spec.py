@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from skyward.core.accelerators import Accelerator
 from skyward.core.allocation import normalize as normalize_allocation
 from skyward.core.health import HealthChecker
-from skyward.core.validation import check_choice, check_number, fail
+from skyward.core.validation import check_choice, check_number, fail, reject_unknown
 from skyward.image.image import Image
 from skyward.model.plugin import Plugin, check_plugins
 from skyward.observe.log_config import LogConfig
@@ -129,7 +129,12 @@ class Worker:
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    """One way to get the pool's nodes: a provider plus the hardware and image wanted."""
+    """One way to get the pool's nodes: a provider plus the hardware and image wanted.
+    An unknown keyword is a TypeError naming the closest field."""
+
+    def __new__(cls, *args: object, **kwargs: object) -> Spec:
+        reject_unknown("Spec", kwargs, cls.__dataclass_fields__, "fields")
+        return object.__new__(cls)
 
     provider: Any
     accelerator: Accelerator | None = None
@@ -214,7 +219,12 @@ class Options:
     its ``with`` block.
 
     ``default_compute_timeout`` and ``shutdown_timeout`` may be ``math.inf`` (no limit);
-    the provisioning timeouts must be finite. NaN is refused everywhere."""
+    the provisioning timeouts must be finite. NaN is refused everywhere. An unknown
+    keyword is a TypeError naming the closest field."""
+
+    def __new__(cls, *args: object, **kwargs: object) -> Options:
+        reject_unknown("Options", kwargs, cls.__dataclass_fields__, "fields")
+        return object.__new__(cls)
 
     selection: str | Callable[[tuple[Spec, ...]], Spec | Sequence[Spec]] = "cheapest"
     worker: Worker | None = None

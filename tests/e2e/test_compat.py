@@ -30,7 +30,7 @@ def test_compute_conventions_are_exclusive() -> None:
     assert sky.Compute(selection="first", worker=sky.Worker(concurrency=2)).options.worker.concurrency == 2
     with pytest.raises(TypeError, match="selection= beside options="):
         sky.Compute(options=sky.Options(selection="cheapest"), selection="first")
-    with pytest.raises(TypeError, match="unknown field gpus="):
+    with pytest.raises(TypeError, match="unknown keyword gpus="):
         sky.Compute(gpus=2)
     with pytest.raises(TypeError, match="positional arguments must be sky.Spec"):
         sky.Compute(sky.Local())

@@ -74,7 +74,7 @@ def test_the_http_api_opens_a_pool_runs_a_script_on_it_streams_its_output_and_en
 ) -> None:
     shown = sky_cli(sandbox, "api", "--json")
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    [endpoint] = json.loads(shown.stdout)
+    endpoint = json.loads(shown.stdout)
     token_file = Path(endpoint["token_file"])
     assert os.stat(token_file).st_mode & 0o777 == 0o600
     token = token_file.read_text()

@@ -331,7 +331,7 @@ def test_sky_up_run_attach_and_down_drive_a_kept_pool_from_the_command_line(
 ) -> None:
     up = sky_cli(sandbox, "up", "exp", "--nodes", "2", "--keep-alive", "120", "--json")
     assert up.returncode == 0, up.stdout + up.stderr
-    assert json.loads(up.stdout)[0]["state"] == "kept"
+    assert json.loads(up.stdout)["state"] == "kept"
     [kept] = daemon_client.kept_pools()
     assert (kept.name, kept.nodes, kept.holder) == ("exp", 2, 0)
 
@@ -366,7 +366,7 @@ def test_sky_up_run_attach_and_down_drive_a_kept_pool_from_the_command_line(
     assert missing.returncode != 0 and "no pool named 'nothing' is kept" in missing.stderr
 
     detached = sky_cli(sandbox, "up", "bg", "--nodes", "1", "--detach", "--json")
-    assert detached.returncode == 0 and json.loads(detached.stdout)[0]["state"] == "opening", detached.stdout
+    assert detached.returncode == 0 and json.loads(detached.stdout)["state"] == "opening", detached.stdout
     deadline = time.monotonic() + 120
     while "bg" not in {pool.name for pool in daemon_client.kept_pools()} and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -75,6 +75,22 @@ def skip_reason(cloud: str, single: bool = False) -> str | None:
     return f"{cloud} {ROTATED_OUT}; SKYWARD_CLOUDS=all runs it"
 
 
+TAKE_OVERS = 3
+"""The kept-cloud-pool tests that take turns (a daemon killed under a DigitalOcean pool, a
+Droplet taken back under one, a daemon killed under an AWS pool; two to three minutes each
+in CI): one a commit day, all three in any three consecutive days."""
+
+
+def in_turn(position: int, of: int = TAKE_OVERS) -> pytest.MarkDecorator:
+    """A mark that skips the test unless it is its turn: in CI (without
+    ``SKYWARD_CLOUDS``) one of ``of`` tests runs, by the commit's day, so any ``of``
+    consecutive days run each; everywhere else every one runs."""
+    forced = os.environ.get("SKYWARD_CLOUDS", "").strip()
+    day = commit_day() if not forced and os.environ.get("CI", "").lower() in ("true", "1") else None
+    out = day is not None and day % of != position
+    return pytest.mark.skipif(out, reason=f"turn {position} of {of} {ROTATED_OUT}; SKYWARD_CLOUDS=all runs it")
+
+
 def describe() -> str:
     """One line naming the clouds whose pools run, for the report's header and summary."""
     run = chosen()

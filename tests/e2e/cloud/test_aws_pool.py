@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from cloud.aws_emulator import AWSEmulator
 from cloud.machines import Machines
+from e2e.cloud import rotation
 from terminal import like_a_terminal
 
 import skyward as sky
@@ -208,6 +209,7 @@ def node_pid() -> int:
     return os.getpid()
 
 
+@rotation.in_turn(2)
 def test_a_killed_daemons_kept_pool_is_taken_over_and_ends_leaving_nothing(
     aws: AWSEmulator, machines: Machines, subnet: str
 ) -> None:

@@ -79,7 +79,7 @@ def test_a_killed_client_s_machines_halt_and_sky_down_removes_them(
     result = subprocess.run([SKY, "down", pool_id[:12], "--json"], capture_output=True, text=True, timeout=300,
                             env=os.environ.copy())
     assert result.returncode == 0, result.stdout + result.stderr
-    done = json.loads(result.stdout)[0]
+    done = json.loads(result.stdout)
     assert done["how"].startswith("its process was gone")
     assert sorted(o["kind"] for o in done["removed"]) == ["firewall", "instance", "instance", "ssh-key"]
     assert fake.live(pool_id[:12]) == [] and not fake.keys and not fake.firewalls and not fake.tags - {"skyward"}

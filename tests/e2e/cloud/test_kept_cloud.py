@@ -20,6 +20,7 @@ import psutil
 import pytest
 from cloud.fake_digitalocean import FakeDigitalOcean
 from cloud.machines import Harness
+from e2e.cloud import rotation
 from e2e.cloud.conftest import environment
 from sandbox import wait_for_no_processes
 
@@ -102,6 +103,7 @@ def kill_daemon(pid: int) -> None:
         time.sleep(0.05)
 
 
+@rotation.in_turn(0)
 def test_a_killed_daemons_kept_cloud_pool_is_taken_over_and_removed_once_it_cannot_be(
     cloud: FakeDigitalOcean, sandbox: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,6 +184,7 @@ with sky.Compute(provider=sky.DigitalOcean(), vcpus=2, nodes=2, options=options)
 """
 
 
+@rotation.in_turn(1)
 def test_a_kept_cloud_pool_replaces_a_lost_machine_for_the_script_holding_it(
     cloud: FakeDigitalOcean, sandbox: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

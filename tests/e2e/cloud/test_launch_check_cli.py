@@ -56,7 +56,7 @@ def test_launch_json_names_the_failed_api_calls_when_the_cloud_refuses(cloud: Cl
     finally:
         cloud.allow_all()
     assert shown.exit_code == 1, shown.output
-    report = json.loads(shown.stdout)[0]
+    report = json.loads(shown.stdout)
     assert report["error"] and "capacity" in report["error"].lower(), report
     assert any(call["method"] == "POST" and call["path"] == "/v2/droplets" for call in report["failed_calls"]), report
     assert cloud.leftovers(report["pool"]) == []

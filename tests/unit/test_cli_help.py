@@ -1,0 +1,46 @@
+"""The ``sky`` command's help and its documentation: ``-h`` works on every command, help
+shows no docstring markup, and docs/cli.md's table and the README name every command."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from skyward.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    for name, command in sorted(group.commands.items()):
+        yield (*prefix, name), command
+        if isinstance(command, click.Group):
+            yield from commands(command, (*prefix, name))
+
+
+def test_every_command_answers_dash_h_with_help_free_of_markup() -> None:
+    runner = CliRunner()
+    seen = [()] + [path for path, _ in commands(main)]
+    assert len(seen) > 15
+    for path in seen:
+        shown = runner.invoke(main, [*path, "-h"], prog_name="sky")
+        assert shown.exit_code == 0, (path, shown.output)
+        assert "Usage: sky" in shown.output and "-h, --help" in shown.output, (path, shown.output)
+        assert "``" not in shown.output, (path, shown.output)
+
+
+def test_docs_cli_and_the_readme_name_every_command() -> None:
+    table = (ROOT / "docs" / "cli.md").read_text().split("\n\n")
+    rows = next(part for part in table if part.startswith("| command"))
+    in_table = set(re.findall(r"^\| `sky ([a-z]+)", rows, flags=re.MULTILINE))
+    readme = (ROOT / "README.md").read_text()
+    line = re.search(r"docs/cli\.md\): the `sky` command \(([^)]*)\)", readme, flags=re.DOTALL)
+    assert line is not None
+    in_readme = set(re.findall(r"`([a-z]+)`", line.group(1)))
+    top = {path[0] for path, _ in commands(main) if len(path) == 1}
+    assert top - in_table == set(), "docs/cli.md's table leaves these out"
+    assert top - in_readme == set(), "the README's list of commands leaves these out"
