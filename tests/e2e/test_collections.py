@@ -362,7 +362,7 @@ def test_a_tasks_eventual_writes_are_visible_when_its_result_arrives(pool: sky.P
     writes before the result leaves, and the client reads a slot afresh once after a
     result came. The client read the counter first (it is cached), as a user checking
     it would; before, it then saw 46 of 50, or 4 of 5."""
-    runs = 40 if _threads(pool) else 8
+    runs = 100 if _threads(pool) else 8
     short = []
     name = unique("visible")
     counter = pool.counter(name)

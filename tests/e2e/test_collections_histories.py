@@ -123,8 +123,8 @@ def pool() -> Iterator[sky.Pool]:
         yield opened
 
 
-def test_strong_collections_are_linearizable_in_many_short_runs(pool: sky.Pool, tmp_path: Path) -> None:
-    for run in range(25):
+def test_strong_collections_are_linearizable_in_100_short_runs(pool: sky.Pool, tmp_path: Path) -> None:
+    for run in range(100):
         directory = tmp_path / f"run{run}"
         directory.mkdir()
         _run(pool, directory, 24, run)
