@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from skyward import containers, integrations, plugins, storage
+from skyward import accelerators, containers, integrations, plugins, storage
 from skyward.api import time
 from skyward.api.accelerator_helpers import (
     NVIDIA,
@@ -47,8 +47,8 @@ from skyward.api.session import Session
 from skyward.collections import BrokenBarrierError, CollectionUnavailableError, barrier, counter, lock, queue
 from skyward.collections import shared_dict as dict  # noqa: A004 - sky.dict is the API
 from skyward.collections import shared_set as set  # noqa: A004 - sky.set is the API
+from skyward.collections.config import Consistency
 from skyward.containers import DockerImage
-from skyward.core import accelerators
 from skyward.core.accelerators import Accelerator, parse_accelerator
 from skyward.core.allocation import Allocation
 from skyward.core.context import ACTIVE as sky
@@ -73,7 +73,17 @@ from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, Pe
 from skyward.core.lazy import lazy_names
 from skyward.core.output import CallbackWriter, redirect_output, silent, stderr, stdout
 from skyward.image.image import Image, PipIndex
-from skyward.model.spec import Nodes, Options, Spec, Worker
+from skyward.model.spec import (
+    AllocationStrategy,
+    Architecture,
+    ConsoleMode,
+    Nodes,
+    NodeSpec,
+    Options,
+    ProviderConfig,
+    Spec,
+    Worker,
+)
 from skyward.observe import metrics
 from skyward.observe.bus import Callback, compose, emit, use_callback
 from skyward.observe.events import (
@@ -114,7 +124,7 @@ from skyward.observe.legacy import (
 from skyward.observe.log_config import LogConfig
 from skyward.providers.local.provider import Local
 from skyward.providers.ray.provider import Ray
-from skyward.storage import S3Volume, Storage, Volume
+from skyward.storage import Credential, S3Volume, Storage, Volume
 
 PendingCompute = PendingFunction
 SkywardEvent = Event
@@ -145,6 +155,7 @@ __all__ = [
     "Callback", "SkywardEvent", "InfraCreating", "InfraCreated", "InstanceLaunching", "BootstrapStarting",
     "BootstrapProgress", "BootstrapCompleted", "Metrics", "LogLine", "InstanceStopping", "PoolStopping",
     "plugins", "integrations", "DistributedSampler",
+    "AllocationStrategy", "Architecture", "Consistency", "ConsoleMode", "Credential", "NodeSpec", "ProviderConfig",
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from skyward.core.validation import wait_limit
 
@@ -19,6 +20,8 @@ MAX_HOSTS = 16
 
 STRONG = "strong"
 EVENTUAL = "eventual"
+Consistency = Literal["strong", "eventual"]
+"""A collection's consistency (docs/collections.md), for type hints: ``sky.Consistency``."""
 DEFAULT_CONSISTENCY = EVENTUAL
 
 OP_TIMEOUT = 60.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 from skyward.core.accelerators import Accelerator
 from skyward.core.allocation import normalize as normalize_allocation
@@ -127,18 +127,22 @@ class Worker:
         return self.concurrency + self.buffer
 
 
+NodeSpec = int | tuple[int, int] | Nodes
+"""What ``Spec.nodes`` takes: a count, ``(low, high)`` for an elastic pool, or ``Nodes``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Spec:
     """One way to get the pool's nodes: a provider plus the hardware and image wanted.
     An unknown keyword is a TypeError naming the closest field."""
 
-    def __new__(cls, *args: object, **kwargs: object) -> Spec:
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
         reject_unknown("Spec", kwargs, cls.__dataclass_fields__, "fields")
         return object.__new__(cls)
 
     provider: Any
     accelerator: Accelerator | None = None
-    nodes: int | tuple[int, int] | Nodes = 1
+    nodes: NodeSpec = 1
     vcpus: float | None = None
     memory_gb: float | None = None
     disk_gb: int | None = None
@@ -222,7 +226,7 @@ class Options:
     the provisioning timeouts must be finite. NaN is refused everywhere. An unknown
     keyword is a TypeError naming the closest field."""
 
-    def __new__(cls, *args: object, **kwargs: object) -> Options:
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
         reject_unknown("Options", kwargs, cls.__dataclass_fields__, "fields")
         return object.__new__(cls)
 

@@ -56,3 +56,15 @@ def test_skyward_toml_names_the_pool_the_key_and_its_line_once(tmp_path: Path) -
     )
     assert shown[2].startswith(f"{path}:13: [pools.c.options]: Options() got an unknown keyword consol=")
     assert all(line.count("[pools.") == 1 + line.count("[pools.b.options]") for line in shown), shown
+
+
+def test_the_reference_type_names_and_the_accelerators_module_are_importable() -> None:
+    """The names the reference documents use in type hints, from ``sky``, and
+    ``from skyward.accelerators import A100`` as the original allows."""
+    from skyward.accelerators import A100, H100
+
+    assert A100().name == "A100" and H100(count=8).count == 8
+    assert sky.accelerators.A100 is A100
+    for name in ("NodeSpec", "Consistency", "ConsoleMode", "ProviderConfig", "AllocationStrategy", "Architecture",
+                 "Credential"):
+        assert name in sky.__all__ and getattr(sky, name) is not None, name
