@@ -16,7 +16,6 @@ its socket and exits.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
 import sys
@@ -33,7 +32,7 @@ from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import open_private, replace_private
 from skyward.daemon.http_api import KeptApi
 from skyward.daemon.kept_pools import KeptPools
-from skyward.providers.daemon_client import LIFE_LOCK, LOG_FILE, PID_FILE, socket_path
+from skyward.providers.daemon_client import LIFE_LOCK, LOG_FILE, PID_FILE, lock_within, socket_path
 from skyward.providers.kept import state as kept_state
 from skyward.providers.kept.request import KeptRequest
 from skyward.providers.local import detached_ray
@@ -106,7 +105,7 @@ class PoolDaemon:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             with contextlib.suppress(FileNotFoundError):  # where it fell before listening
-                path.with_name(f"{path.name}.{os.getpid()}").unlink()
+                _staging(path).unlink()
             with contextlib.suppress(OSError):  # the runtime directory, once empty
                 path.parent.rmdir()
             with contextlib.suppress(OSError):  # wakes the accepting thread
@@ -234,13 +233,18 @@ def _listen_at(server: socket.socket, path: Path) -> None:
     file). Bound, narrowed to 0600 and listening under a name of its own first, then
     renamed into place: a client never finds a socket at ``path`` that is not yet
     listening (and would refuse it), nor one that is not yet private."""
-    staging = path.with_name(f"{path.name}.{os.getpid()}")
+    staging = _staging(path)
     with contextlib.suppress(FileNotFoundError):
         staging.unlink()
     server.bind(str(staging))
     os.chmod(staging, 0o600)
     server.listen(16)
     os.replace(staging, path)
+
+
+def _staging(path: Path) -> Path:
+    """Where this process binds its socket before renaming it to ``path``."""
+    return path.with_name(f"{path.name}.{os.getpid()}")
 
 
 def _answer(connection: socket.socket, answer: messages.Message) -> None:
@@ -267,19 +271,11 @@ def _hold_life_lock(directory: Path) -> None:
     own socket there meanwhile lost it. Waiting here for the predecessor to exit means
     one daemon at a time owns the path. Exits (status 1, naming the lock) when the
     predecessor has not gone after ``HANDOVER_TIMEOUT`` seconds."""
-    held = open_private(str(directory / LIFE_LOCK), os.O_RDWR | os.O_CREAT)
-    deadline = time.monotonic() + HANDOVER_TIMEOUT
-    while True:
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                print(
-                    f"pool daemon {os.getpid()}: another daemon of {directory} still holds {LIFE_LOCK} after "
-                    f"{HANDOVER_TIMEOUT:g}s; stop it with `sky down`",
-                    file=sys.stderr, flush=True,
-                )
-                os._exit(1)
-            time.sleep(0.05)
+    if lock_within(directory / LIFE_LOCK, HANDOVER_TIMEOUT) is None:
+        print(
+            f"pool daemon {os.getpid()}: another daemon of {directory} still holds {LIFE_LOCK} after "
+            f"{HANDOVER_TIMEOUT:g}s; stop it with `sky down`",
+            file=sys.stderr, flush=True,
+        )
+        os._exit(1)
 

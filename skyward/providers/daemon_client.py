@@ -128,19 +128,25 @@ def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, ti
 def _wait_gone(directory: Path, timeout: float = START_TIMEOUT) -> None:
     """Wait until the exiting daemon of ``directory`` has exited (its ``LIFE_LOCK`` is
     free), or ``timeout`` seconds."""
-    held = open_private(str(directory / LIFE_LOCK), os.O_RDWR | os.O_CREAT)
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                time.sleep(0.05)
-                continue
-            fcntl.flock(held, fcntl.LOCK_UN)
-            return
-    finally:
-        os.close(held)
+    held = lock_within(directory / LIFE_LOCK, timeout)
+    if held is not None:
+        os.close(held)  # lets go at once: the successor takes it
+
+
+def lock_within(path: Path, timeout: float) -> int | None:
+    """A descriptor of the private file ``path`` holding its exclusive ``flock`` (closing
+    it lets go), taken within ``timeout`` seconds; None when another holds it that long."""
+    held = open_private(str(path), os.O_RDWR | os.O_CREAT)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return held
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(held)
+                return None
+            time.sleep(0.05)
 
 
 def adopt_pool(name: str, fingerprint: str) -> messages.PoolHeld | None:
