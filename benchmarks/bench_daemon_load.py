@@ -210,6 +210,8 @@ def measure(scale: dict[str, Any]) -> dict[str, Any]:
             thread.join(scale["seconds"] * 3)
         for peer in half_open:
             peer.close()
+        log = daemon_client.daemon_dir() / daemon_client.LOG_FILE
+        log_tail = log.read_text(errors="replace")[-2000:] if script_errors and log.exists() else ""
         listed = subprocess.run([SKY, "ls", "--json"], env=env, capture_output=True, text=True, timeout=300)
         kept = {pool["name"] for pool in json.loads(listed.stdout or "[]")} if listed.returncode == 0 else set()
         again = [subprocess.run([sys.executable, str(script), name, "120"], env=env, capture_output=True, text=True,
@@ -236,7 +238,8 @@ def measure(scale: dict[str, Any]) -> dict[str, Any]:
                 "sockets left after sky down --all": len(sockets_left),
             },
             "http_failures": len(failures),
-            "left": {"processes": left, "sockets": sockets_left, "scripts": script_errors, "runs": runs},
+            "left": {"processes": left, "sockets": sockets_left, "scripts": script_errors, "runs": runs,
+                     "daemon log": log_tail},
         }
 
 

@@ -169,13 +169,14 @@ def kept_pools() -> list[KeptPoolState]:
     return [
         KeptPoolState(*pool, daemon_pid=daemon.pid)
         for daemon in status()
-        for pool in _kept_of(Path(daemon.directory))
+        for pool in _kept_of(_connect(Path(daemon.directory)))
     ]
 
 
 def kept_definition(name: str) -> tuple[Spec, Options] | None:
-    """The Spec and Options the kept pool ``name`` was opened with (None: not kept)."""
-    for pool in _kept_of(daemon_dir()):
+    """The Spec and Options the kept pool ``name`` was opened with (None: not kept).
+    Where a dead daemon left kept pools, asking starts its successor, which adopts them."""
+    for pool in _kept_of(_reach(daemon_dir())):
         if pool[0] == name:
             spec, options = load_payload(pool[7])  # from this user's daemon (peer checked)
             return spec, options
@@ -201,10 +202,9 @@ def end_pools(name: str, timeout: float = 300.0) -> list[str]:
     return ended
 
 
-def _kept_of(directory: Path) -> tuple[tuple[str, str, int, float, int, float, float, bytes], ...]:
-    """What the daemon of ``directory`` keeps (``PoolsKept.pools``); nothing when none
-    runs there or it is exiting."""
-    connection = _connect(directory)
+def _kept_of(connection: socket.socket | None) -> tuple[tuple[str, str, int, float, int, float, float, bytes], ...]:
+    """What the daemon at the other end of ``connection`` keeps (``PoolsKept.pools``);
+    nothing when there is none (None) or it is exiting."""
     if connection is None:
         return ()
     with connection:

@@ -339,7 +339,10 @@ def test_futures_cost_per_task_does_not_grow(pool: sky.Pool) -> None:
 
     per_task(500)  # warm up
     small, large = min(per_task(1000) for _ in range(2)), per_task(16_000)
-    assert large / small <= 2.0, f"{small * 1e3:.3f} ms per task at 1k, {large * 1e3:.3f} ms at 16k"
+    # 16 times the tasks: a cost per task that grew with their number (a scan of the
+    # pending ones) would be ~16 times higher; 3 leaves room for a loaded CI machine,
+    # where the collector's passes over 16k live futures alone made it 2.1 once.
+    assert large / small <= 3.0, f"{small * 1e3:.3f} ms per task at 1k, {large * 1e3:.3f} ms at 16k"
     assert not pool._futures  # finished futures are not kept
 
 

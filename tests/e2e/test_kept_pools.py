@@ -47,6 +47,12 @@ with sky.Compute(name=name, nodes=2, keep_alive=float(sys.argv[1]), console=Fals
 print("AFTER", flush=True)
 """
 KEYS = ("NODES", "RUNS", "RAY")
+BY_NAME = """
+import sys
+import skyward as sky
+with sky.Compute(name=sys.argv[1], console=False, logging=False) as pool:
+    print("RAN", sky.function(lambda: 1)() >> pool, flush=True)
+"""
 SKY = os.path.join(os.path.dirname(sys.executable), "sky")
 
 
@@ -201,8 +207,11 @@ def test_a_killed_daemons_kept_pools_are_adopted_by_the_next_command_and_still_r
     deadline = time.monotonic() + 10
     while psutil.pid_exists(daemon.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    try:
-        listed = sky_cli(sandbox, "ls", "--json")  # starts a new daemon, which adopts them
+    try:  # a script naming the pool, no definition of its own: starts a new daemon, which adopts them
+        by_name = subprocess.run([sys.executable, "-c", BY_NAME, "one"], cwd=tmp_path / "one", env=sandbox["env"],
+                                 capture_output=True, text=True, timeout=180)
+        assert by_name.returncode == 0 and "RAN 1" in by_name.stdout, by_name.stdout + by_name.stderr
+        listed = sky_cli(sandbox, "ls", "--json")
         assert listed.returncode == 0, listed.stdout + listed.stderr
         kept = {p["name"]: p["state"] for p in json.loads(listed.stdout) if p["keep_alive"]}
         logs = "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
