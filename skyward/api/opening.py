@@ -293,7 +293,7 @@ def record(request: Launch, spec: Spec, logging: log_setup.LogSession, nodes: Se
     ``sky logs``); a kept pool is listed by the pool daemon that holds it."""
     if request.options.keep_alive is not None:
         return
-    records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in nodes]
+    records = [registry.NodeRecord.of(node) for node in nodes]
     region = spec.region or getattr(spec.provider, "region", None)
     registry.register(
         request.pool_id, spec.provider.name, region, name=request.name, nodes=records, log_file=logging.pool_file

@@ -1,11 +1,12 @@
 """``sky``: offers and prices, the providers and their credentials, the pools open on
-this machine (``ls``, ``down``, ``logs``, ``events``), kept pools (``up``, ``attach``; ``api``: the
-pool daemon's HTTP API), running a script (``run``, on a kept pool with ``--pool``),
-skyward.toml (``config``), cleaning up what a lost pool left in a cloud (``gc``), versions.
+this machine (``ls``, ``down``, ``logs``, ``events``), their nodes (``cp``, ``ssh``), kept pools
+(``up``, ``attach``; ``api``: the pool daemon's HTTP API), running a script (``run``, on a
+kept pool with ``--pool``), skyward.toml (``config``), cleaning up what a lost pool left in
+a cloud (``gc``), versions.
 
-Every command takes ``--json`` for scripts and agents (one JSON value on stdout: an object
-for one thing, an array for many; ``sky logs --follow --json`` prints one JSON string per
-line)."""
+Every command that reports takes ``--json`` for scripts and agents (one JSON value on
+stdout: an object for one thing, an array for many; ``sky logs --follow --json`` prints
+one JSON string per line); ``ssh`` and ``attach`` are interactive and have none."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ if TYPE_CHECKING:
 import click
 
 from skyward.cli.config import config
+from skyward.cli.copy import copy
 from skyward.cli.http_api import api
 from skyward.cli.kept import attach, up
 from skyward.cli.output import console, emit_json, emit_object, table
 from skyward.cli.pools import down, events, list_pools, logs
 from skyward.cli.providers import providers
 from skyward.cli.run import run
+from skyward.cli.shell import ssh as shell
 from skyward.providers.names import clouds_with_credentials
 
 T = TypeVar("T")
@@ -37,7 +40,7 @@ def main() -> None:
     """Skyward: run Python functions on pools of machines."""
 
 
-for _command in (api, attach, config, down, events, list_pools, logs, providers, run, up):
+for _command in (api, attach, config, copy, down, events, list_pools, logs, providers, run, shell, up):
     main.add_command(_command)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from skyward.cli.output import console, emit_json, emit_object, table
+from skyward.observe import log_export
 from skyward.observe.event_log import EVENTS_LOGGER
 from skyward.providers import daemon_client, leftovers, registry
 from skyward.providers.orphans import Orphan
@@ -141,9 +142,25 @@ def _daemons_down(timeout: float, as_json: bool) -> None:
 @click.option("--follow", "-f", is_flag=True, help="keep printing new lines until the pool closes")
 @click.option("--lines", "-n", type=int, default=0, help="only the last N lines first (0: all)")
 @click.option("--json", "as_json", is_flag=True, help="print each line as a JSON string (one array without --follow)")
-def logs(pool: str, follow: bool, lines: int, as_json: bool) -> None:
-    """Print POOL's event and task output lines from its log file."""
-    _show(pool, follow, lines, lambda line: line, as_json)
+@click.option("--export", "form", type=click.Choice(log_export.FORMATS), default=None,
+              help="the log as JSON lines, a Markdown report or a Jupyter notebook (each node's output apart)")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="with --export: the file to write (default: standard output)")
+def logs(pool: str, follow: bool, lines: int, as_json: bool, form: str | None, output: str | None) -> None:
+    """Print POOL's event and task output lines from its log file, or --export them."""
+    if form is None:
+        if output is not None:
+            raise click.UsageError("--output is where --export writes: give --export jsonl, md or ipynb")
+        _show(pool, follow, lines, lambda line: line, as_json)
+        return
+    if follow or as_json:
+        raise click.UsageError(f"--export writes the log as it is now: leave out {'--follow' if follow else '--json'}")
+    found = log_export.records(_log_of(pool, _find(pool, live_only=False)).read_text(encoding="utf-8", errors="replace").splitlines())
+    text = log_export.export(found[-lines:] if lines > 0 else found, form, f"Pool {pool}: its log")
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text, encoding="utf-8")
 
 
 @click.command()
@@ -169,11 +186,7 @@ def _show(pool: str, follow: bool, lines: int, keep: Callable[[str], object], as
     """Print what ``keep`` makes of each line of POOL's log (None: left out): all lines,
     or the last ``lines``, then with ``follow`` new ones while the pool is open."""
     record = _find(pool, live_only=False)
-    path = Path(record.log_file) if record is not None and record.log_file else _closed_pool_log(pool)
-    if path is None or not path.exists():
-        raise click.ClickException(
-            f"no log of pool {pool!r} here: no pool of that name or id was open on this machine with logging on"
-        )
+    path = _log_of(pool, record)
 
     def shown(text: str) -> list[object]:
         return [kept for kept in map(keep, text.splitlines()) if kept is not None]
@@ -198,6 +211,17 @@ def _show(pool: str, follow: bool, lines: int, keep: Callable[[str], object], as
                 time.sleep(FOLLOW_POLL)
         for item in shown(partial + handle.read()):  # what was written while it closed
             _line(item, as_json)
+
+
+def _log_of(pool: str, record: registry.LivePool | None) -> Path:
+    """The log file of the pool named (or with the id) ``pool``: ``record``'s when it is
+    open, else a closed one's. ClickException when there is none."""
+    path = Path(record.log_file) if record is not None and record.log_file else _closed_pool_log(pool)
+    if path is None or not path.exists():
+        raise click.ClickException(
+            f"no log of pool {pool!r} here: no pool of that name or id was open on this machine with logging on"
+        )
+    return path
 
 
 def _following(record: registry.LivePool) -> bool:

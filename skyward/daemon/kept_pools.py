@@ -649,7 +649,7 @@ def _log_path(pool_id: str) -> Path:
 
 def _register(pool: KeptPool, spec: Spec) -> None:
     """Record ``pool`` as this daemon's (``sky ls``, ``sky gc``)."""
-    records = [registry.NodeRecord(n.id, n.address, n.instance_type, n.hourly_price, n.spot) for n in pool.cluster.nodes]
+    records = [registry.NodeRecord.of(node) for node in pool.cluster.nodes]
     region = spec.region or getattr(spec.provider, "region", None)
     registry.register(
         pool.pool_id, spec.provider.name, region, name=pool.name, nodes=records,

@@ -25,6 +25,7 @@ import psutil
 
 from skyward.core.paths import skyward_dir
 from skyward.core.private_dir import private_directory, replace_private
+from skyward.model.nodes import NodeHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,17 @@ class NodeRecord:
     instance_type: str = ""
     hourly_price: float = 0.0
     spot: bool = False
+    ssh: str = ""
+    """How the client logs in to it, ``user@host:port`` ("": a local process)."""
+    key_path: str | None = None
+    """The private key it logs in with (None: the user's default keys and ssh-agent)."""
+
+    @classmethod
+    def of(cls, node: NodeHandle) -> NodeRecord:
+        """The record of ``node``."""
+        login = node.ssh
+        return cls(node.id, node.address, node.instance_type, node.hourly_price, node.spot,
+                   str(login) if login else "", login.key_path if login else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +108,12 @@ def files_of(pool_id: str) -> Path:
     """The pool's private directory (mode 0700) for the files it keeps on this machine,
     made if missing."""
     return _in_records(pool_id, lambda path: private_directory(str(path)))
+
+
+def known_hosts_of(pool_id: str) -> Path:
+    """Where the pool's machines' host keys are recorded when they were created for it
+    (in ``files_of``; SSH hosts of your own use ``SSH.known_hosts``)."""
+    return skyward_dir("pools") / pool_id / "known_hosts"
 
 
 def remove_files(pool_id: str) -> None:

@@ -96,9 +96,9 @@ class KnownHosts:
         """The file for the hosts of one pool (machines created for it), in the pool's
         directory (``registry.files_of``), which is removed with everything in it when
         ``held`` closes."""
-        files = registry.files_of(pool_id)
+        registry.files_of(pool_id)
         held.callback(registry.remove_files, pool_id)
-        return cls(str(files / "known_hosts"))
+        return cls(str(registry.known_hosts_of(pool_id)))
 
     def entries(self) -> asyncssh.SSHKnownHosts:
         """What the file says now (nothing when it does not exist). ValueError naming the
