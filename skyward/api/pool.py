@@ -44,6 +44,7 @@ from skyward.model.spec import Nodes, Options, Spec
 from skyward.observe.bus import EventBus
 from skyward.observe.events import Event
 from skyward.observe.progress import ProgressTracker, guided_chunks
+from skyward.observe.progress_bar import progress_bar
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -294,36 +295,37 @@ class Pool(PoolCollections, DispatchOperand):
     @overload
     def map(
         self, fn: SkywardFunction[R], items: Iterable[object], *, timeout: float | None = None,
-        stream: Literal[False] = False,
+        stream: Literal[False] = False, progress: bool = False,
     ) -> list[R]: ...
 
     @overload
     def map(
         self, fn: SkywardFunction[R], items: Iterable[object], *, timeout: float | None = None,
-        stream: Literal[True],
+        stream: Literal[True], progress: bool = False,
     ) -> Iterator[R]: ...
 
     @overload
     def map(
         self, fn: Callable[[T], R], items: Iterable[T], *, timeout: float | None = None,
-        stream: Literal[False] = False,
+        stream: Literal[False] = False, progress: bool = False,
     ) -> list[R]: ...
 
     @overload
     def map(
         self, fn: Callable[[T], R], items: Iterable[T], *, timeout: float | None = None, stream: Literal[True],
+        progress: bool = False,
     ) -> Iterator[R]: ...
 
     @overload
     def map(
         self, fn: SkywardFunction[R] | Callable[[T], R], items: Iterable[T], *, timeout: float | None = None,
-        stream: bool,
+        stream: bool, progress: bool = False,
     ) -> list[R] | Iterator[R]: ...
 
     @shows_users_frames
     def map(
         self, fn: SkywardFunction[R] | Callable[[T], R], items: Iterable[T], *, timeout: float | None = None,
-        stream: bool = False,
+        stream: bool = False, progress: bool = False,
     ) -> list[R] | Iterator[R]:
         """``[fn(x) for x in items]`` across the pool, results in input order.
 
@@ -339,23 +341,33 @@ class Pool(PoolCollections, DispatchOperand):
         finished (when streaming: finished but not yielded yet), and ``failed_item``, the
         index of the failed item (for a crash of the agent process itself, the first
         unfinished item of the chunk it was running), or None.
+
+        ``progress=True`` draws a bar with the rate and the time left: on standard error
+        in a terminal, in place in a notebook, nowhere in a pipe or a log file (and not
+        twice: the live console panel, when up, draws it already).
         """
         pending = _as_pending(fn, timeout)
         check_flag("pool.map", "stream", stream)
+        check_flag("pool.map", "progress", progress)
         values = _as_items(items)
         running = self._require_open()
         if stream:
-            return self._map_stream(running, pending, values)
+            return self._map_stream(running, pending, values, progress)
         if not values:
             return []
-        with self._progress.tasks("map", pending.name, len(values), self._map_plan(running.driver, len(values))):
+        with (
+            progress_bar(self._bus, "map", pending.name, progress),
+            self._progress.tasks("map", pending.name, len(values), self._map_plan(running.driver, len(values))),
+        ):
             results: list[R] = self._wait(self._submit(lambda d: d.map(pending, values)))
             return results
 
     def _map_plan(self, driver: ClusterDriver, count: int) -> Iterator[int]:
         return guided_chunks(count, driver.capacity, CHUNKS_PER_SLOT)
 
-    def _map_stream(self, running: OpenPool, pending: PendingFunction[R], values: list[object]) -> Iterator[R]:
+    def _map_stream(
+        self, running: OpenPool, pending: PendingFunction[R], values: list[object], progress: bool
+    ) -> Iterator[R]:
         """Yield results in input order as chunks arrive; a result is dropped here once
         yielded, and at most ``STREAM_WINDOW`` chunks per task slot are in flight or
         waiting to be read (the map waits for a slow reader)."""
@@ -364,7 +376,10 @@ class Pool(PoolCollections, DispatchOperand):
         driver = running.driver
         window = ChunkWindow(STREAM_WINDOW * driver.capacity, running.loop)
         arrived: queue.SimpleQueue[tuple[int, list[R]] | None] = queue.SimpleQueue()
-        with self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))):
+        with (
+            progress_bar(self._bus, "map", pending.name, progress),
+            self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))),
+        ):
             future = self._submit(
                 lambda d: d.map(pending, values, lambda start, chunk: arrived.put((start, chunk)), window)
             )

@@ -1,6 +1,7 @@
 """A Jupyter notebook adopts a kept pool by name (examples/kept_pool.ipynb, executed
 through a real kernel with nbclient): tasks, a collection and a map run from its cells
-on the pool's nodes, and the pool stays kept when the notebook closes it."""
+on the pool's nodes (the map with its progress bar), and the pool stays kept when the
+notebook closes it."""
 
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def test_a_notebook_adopts_a_kept_pool_by_name(
         assert len(set(nodes)) == 2
         assert seen["COUNTER"] == "1"
         assert json.loads(seen["MAP"]) == [x * x for x in range(10)]
+        bars = [output["data"]["text/html"] for cell in notebook.cells for output in cell.get("outputs", ())
+                if output.get("output_type") in ("display_data", "update_display_data") and "text/html" in output.get("data", {})]
+        assert any('<progress value="10" max="10"' in bar for bar in bars), bars  # progress=True, drawn in place
     finally:
         down = subprocess.run([SKY, "down", "--all"], env=env, capture_output=True, text=True, timeout=180)
         assert down.returncode == 0, down.stdout + down.stderr
