@@ -24,9 +24,16 @@ FULL_ENV = "SKYWARD_TRACEBACK"
 """Set to ``full``: keep skyward's frames in every traceback."""
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 """Files under this directory are skyward's."""
-PLUMBING = tuple(os.path.join(sysconfig.get_paths()["stdlib"], part) + os.sep for part in ("concurrent", "asyncio"))
-"""The standard library's futures and event loop, which carry a result from skyward's
-threads to the caller: beneath a public call, their frames are skyward's too."""
+PLUMBING = (
+    *(os.path.join(sysconfig.get_paths()["stdlib"], part) + os.sep for part in ("concurrent", "asyncio")),
+    os.path.join(sysconfig.get_paths()["stdlib"], "threading.py"),
+)
+"""The standard library's futures, event loop and thread primitives, which carry a
+result from skyward's threads to the caller (a Ctrl-C lands in their waits): beneath a
+public call, their frames are skyward's too."""
+
+INTERRUPTED = "interrupted (Ctrl-C): the pool cancels its work and stops what it started"
+"""What a Ctrl-C that ends a public call says (SIGTERM's names the signal)."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -76,13 +83,14 @@ def users_traceback(exc: BaseException) -> str:
 def shows_users_frames(call: Callable[P, R]) -> Callable[P, R]:
     """``call``, whose exceptions are re-raised with skyward's frames left out. A skyward
     error whose message names the cause and the fix loses its chained cause too (a
-    library's frames that led to it), but not a task's remote traceback."""
+    library's frames that led to it), but not a task's remote traceback; a Ctrl-C
+    (KeyboardInterrupt) loses what it interrupted and says ``INTERRUPTED``."""
 
     @functools.wraps(call)
     def calling(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return call(*args, **kwargs)
-        except Exception as exc:
+        except (Exception, KeyboardInterrupt) as exc:
             if full():
                 raise
             _trim(exc)
@@ -92,7 +100,12 @@ def shows_users_frames(call: Callable[P, R]) -> Callable[P, R]:
     return calling
 
 
-def _trim(exc: Exception) -> None:
+def _trim(exc: BaseException) -> None:
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C: the user's line, then one line saying so
+        exc.__suppress_context__ = True
+        if not exc.args:
+            exc.args = (INTERRUPTED,)
+        return
     if isinstance(exc, SkywardError) and not isinstance(exc.__cause__, RemoteTraceback):
         exc.__cause__ = None
         exc.__suppress_context__ = True

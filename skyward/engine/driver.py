@@ -457,7 +457,10 @@ class ClusterDriver:
     def _completed(self, node: int, request: TaskRequest, started: float, error: BaseException | None) -> None:
         if self._wants(TaskCompleted):
             failed = None if error is None else f"{type(error).__name__}: {error}"
-            self._emit(TaskCompleted(request.task_id, request.name, node, time.monotonic() - started, failed))
+            cancelled = isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
+            self._emit(TaskCompleted(
+                request.task_id, request.name, node, time.monotonic() - started, failed, cancelled=cancelled
+            ))
 
     def _wait_limit(self, request: TaskRequest) -> float | None:
         """How long to wait for an agent's answer. A call starts running as soon as it

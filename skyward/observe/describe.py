@@ -41,7 +41,8 @@ def rate(per_second: float) -> str:
 
 
 def progress_line(event: events.Progress, per_second: float | None = None) -> str:
-    """``map square: 2500/10000 (25%) 812/s``, with "done"/"failed" once finished."""
+    """``map square: 2500/10000 (25%) 812/s``, with "done", "failed" or "interrupted"
+    once finished."""
     percent = 100 * event.done / event.total if event.total else 100.0
     text = f"{event.kind} {event.name}: {event.done}/{event.total} ({percent:.0f}%)"
     if per_second:
@@ -49,7 +50,7 @@ def progress_line(event: events.Progress, per_second: float | None = None) -> st
     if event.failed:
         text += f", {event.failed} failed"
     if event.finished:
-        text += ", failed" if event.failed else ", done"
+        text += ", interrupted" if event.cancelled else ", failed" if event.failed else ", done"
     return text
 
 
@@ -61,6 +62,8 @@ def plural(count: int, noun: str) -> str:
 def _task(event: events.TaskCompleted) -> str:
     if event.error is None:
         return f"node {event.node}: {event.name} done in {event.duration:.2f}s"
+    if event.cancelled:
+        return f"node {event.node}: {event.name} cancelled after {event.duration:.2f}s"
     return f"node {event.node}: {event.name} failed after {event.duration:.2f}s: {event.error}"
 
 

@@ -147,7 +147,9 @@ class TaskStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TaskCompleted(Event):
-    """A task finished; ``error`` is None on success. ``items`` as in ``TaskStarted``."""
+    """A task finished; ``error`` is None on success. ``items`` as in ``TaskStarted``;
+    ``cancelled``: it did not fail but was stopped (Ctrl-C, a cancelled future, the pool
+    closing), ``error`` saying how."""
 
     task_id: str
     name: str
@@ -155,13 +157,15 @@ class TaskCompleted(Event):
     duration: float
     error: str | None = None
     items: int | None = None
+    cancelled: bool = False
     timestamp: float = field(default_factory=_now)
 
 
 @dataclass(frozen=True, slots=True)
 class Progress(Event):
     """How far a ``pool.map``, a broadcast or a gather has come: ``done`` of ``total``
-    items, ``failed`` of them with an error; the last one of a batch has ``finished``."""
+    items, ``failed`` of them with an error; the last one of a batch has ``finished``,
+    and ``cancelled`` when the batch was stopped (Ctrl-C) rather than failed."""
 
     batch_id: str
     kind: str
@@ -170,6 +174,7 @@ class Progress(Event):
     total: int
     failed: int = 0
     finished: bool = False
+    cancelled: bool = False
     timestamp: float = field(default_factory=_now)
 
 

@@ -46,8 +46,8 @@ class _Batch:
     started: int = 0
     sizes: dict[tuple[str, int], int] = field(default_factory=dict)
 
-    def event(self, finished: bool = False) -> Progress:
-        return Progress(self.batch_id, self.kind, self.name, self.done, self.total, self.failed, finished)
+    def event(self, finished: bool = False, cancelled: bool = False) -> Progress:
+        return Progress(self.batch_id, self.kind, self.name, self.done, self.total, self.failed, finished, cancelled)
 
 
 class ProgressTracker:
@@ -76,11 +76,12 @@ class ProgressTracker:
                 ]
             self._open.append(batch)
         self._bus.emit(batch.event())
-        failed = False
+        failed = cancelled = False
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
             failed = True
+            cancelled = isinstance(exc, (KeyboardInterrupt, concurrent.futures.CancelledError))
             raise
         finally:
             with self._lock:
@@ -89,11 +90,11 @@ class ProgressTracker:
                     for unsubscribe in self._unsubscribe:
                         unsubscribe()
                     self._unsubscribe = []
-                if failed:
+                if failed and not cancelled:
                     batch.failed = max(batch.failed, 1)
-                else:
+                elif not failed:
                     batch.done, batch.failed = batch.total, 0
-                final = batch.event(finished=True)
+                final = batch.event(finished=True, cancelled=cancelled)
             self._bus.emit(final)
 
     def futures(self, kind: str, name: str, futures: list[concurrent.futures.Future[T]]) -> None:
@@ -131,7 +132,7 @@ class ProgressTracker:
                     size = event.items or size
                     if event.error is None:
                         batch.done = min(batch.total, batch.done + size)
-                    else:
+                    elif not event.cancelled:
                         batch.failed += size
                     progress = batch.event()
                     break

@@ -48,6 +48,7 @@ class PoolView:
         self.batches: dict[str, events.Progress] = {}
         self.tasks = 0
         self.failures = 0
+        self.cancelled = 0
         self.mapped = 0
         self.cost: events.CostUpdate | events.CostFinal | None = None
 
@@ -73,7 +74,8 @@ class PoolView:
         with self.lock:
             tasks = plural(self.tasks, "task")
             parts = [plural(len(self.nodes) or self.wanted, "node")]
-            parts.append(f"{tasks} ({self.failures} failed)" if self.failures else tasks)
+            counts = [f"{self.failures} failed"] * bool(self.failures) + [f"{self.cancelled} cancelled"] * bool(self.cancelled)
+            parts.append(f"{tasks} ({', '.join(counts)})" if counts else tasks)
             if self.mapped:
                 parts.append(f"{self.mapped} items mapped")
             parts.append(f"wall {self.elapsed():.1f}s")
@@ -111,7 +113,9 @@ class PoolView:
         node.running.pop(event.task_id, None)
         self.tasks += 1
         node.done += 1
-        if event.error is not None:
+        if event.cancelled:
+            self.cancelled += 1
+        elif event.error is not None:
             self.failures += 1
             node.failed += 1
 

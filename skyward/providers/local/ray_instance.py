@@ -14,6 +14,7 @@ the user started is used as it is and never stopped by us.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -61,6 +62,10 @@ attached_address: str | None = None
 
 
 STRAGGLER_TIMEOUT = 5.0
+STOP_AFTER_INTERRUPT = 60.0
+"""Seconds a Ctrl-C during Ray's start waits for that start to finish and Ray to stop
+again, before the interrupt goes on (Ray left running at exit makes the script exit 1,
+not 130; a second Ctrl-C leaves at once, its reaper ending Ray)."""
 
 
 class LocalRay:
@@ -90,7 +95,9 @@ class LocalRay:
                 try:
                     interruptible.result(started)
                 except KeyboardInterrupt:  # Ray stops once the start it interrupted is done
-                    cls._owner.submit(cls._stop)
+                    stopping = cls._owner.submit(cls._stop)
+                    with contextlib.suppress(Exception, KeyboardInterrupt):  # a second Ctrl-C: leave now
+                        interruptible.result(stopping, STOP_AFTER_INTERRUPT)
                     raise
             cls._users += 1
 
