@@ -200,6 +200,9 @@ TARGETS = (
            at_most_times("H1", "skyward 50,000", "skyward 1,000", 1.5)),
     Target("H2", "streamed map of 1 GiB of results: client peak memory ≤ 256 MiB (issue 11)",
            at_most("H2", "skyward", 256.0, "MiB")),
+    Target("CLI-ls", "`sky ls` (one kept pool) answers ≤ 0.3 s in a fresh process (issue 42)",
+           at_most("CLI", "sky ls, one kept pool", 0.3)),
+    Target("CLI-help", "`sky --help` answers ≤ 0.3 s in a fresh process (issue 42)", at_most("CLI", "sky --help", 0.3)),
     Target("D-lost", "the pool daemon under load and a SIGKILL loses nothing: every script gets its pool, every "
            "run its exit, every pool is adopted again, nothing is left after `sky down --all` (issue 36)",
            at_most("D", "lost:", 0.0, "")),

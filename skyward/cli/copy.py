@@ -14,15 +14,15 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from skyward.api.compute import Compute
-from skyward.api.pool import Pool
 from skyward.cli.output import console, emit_object
-from skyward.core.function import function
 from skyward.node.files import CHUNK, Entry, Found, found, read_chunk, write_chunk
-from skyward.providers.daemon_client import kept_definition
+
+if TYPE_CHECKING:  # imported when a copy runs: `sky` answers at once (docs/cli.md)
+    from skyward.api.pool import Pool
 
 _REMOTE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*):(?P<path>.*)$")
 
@@ -64,6 +64,9 @@ def copy(source: str, destination: str, node: int | None, every_node: bool, as_j
             f"one of SOURCE and DESTINATION is NAME:PATH on a kept pool, the other a local path; got {source!r} and "
             f"{destination!r}" + (f" (a local path with a colon: ./{colon})" if colon else "")
         )
+    from skyward.api.compute import Compute
+    from skyward.providers.daemon_client import kept_definition
+
     remote = src if isinstance(src, Remote) else dst
     assert isinstance(remote, Remote)
     if kept_definition(remote.name) is None:
@@ -106,6 +109,8 @@ def _nodes(pool: Pool, node: int | None, every_node: bool) -> tuple[int, ...]:
 def _upload(pool: Pool, local: Path, path: str, nodes: tuple[int, ...], every_node: bool) -> tuple[int, int]:
     """Copy the local file or directory ``local`` to ``path`` on ``nodes``; files and bytes
     copied (per node)."""
+    from skyward.core.function import function
+
     if not local.exists():
         raise click.ClickException(f"{local}: no such file or directory here")
     there: Found = pool.run(function(found)(path), target=nodes[0])
@@ -134,6 +139,8 @@ def _upload(pool: Pool, local: Path, path: str, nodes: tuple[int, ...], every_no
 def _download(pool: Pool, remote: Remote, local: Path, nodes: tuple[int, ...], every_node: bool) -> tuple[int, int]:
     """Copy ``remote`` from each of ``nodes`` to ``local`` (with ``every_node``, each
     node's into ``local/node-N``); files and bytes copied in all."""
+    from skyward.core.function import function
+
     files = size = 0
     for node in nodes:
         there: Found = pool.run(function(found)(remote.path), target=node)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import httpx
 
 from skyward.cli.output import emit_object
 from skyward.providers.daemon_client import api_endpoint
@@ -21,6 +20,8 @@ def api(as_json: bool) -> None:
     """Print the pool daemon's HTTP API URL and the file holding its bearer token
     (starting the daemon when none runs; it then stays up 10 minutes after the API's
     last request, and while a pool is kept)."""
+    import httpx
+
     try:
         endpoint = api_endpoint()
     except RuntimeError as exc:

@@ -9,16 +9,15 @@ import subprocess
 import sys
 import time
 
+from typing import TYPE_CHECKING
+
 import click
 
-from skyward.api.compute import Compute
-from skyward.api.config_file import load_named_pool
-from skyward.api.pool import Pool
 from skyward.cli.output import console, emit_object
-from skyward.core.function import function
-from skyward.model.spec import Options, Spec
-from skyward.providers import names
 from skyward.providers.daemon_client import daemon_dir, kept_definition
+
+if TYPE_CHECKING:  # imported when a pool opens: `sky` answers at once (docs/cli.md)
+    from skyward.model.spec import Options, Spec
 
 DEFAULT_KEEP_ALIVE = 600.0
 
@@ -45,6 +44,8 @@ def up(name: str, provider: str | None, nodes: int | None, keep_alive: float | N
                                        start_new_session=True)
         _say(as_json, {"pool": name, "state": "opening", "pid": process.pid, "log": str(log)})
         return
+    from skyward.api.pool import Pool
+
     spec, options = _definition(name, provider, nodes)
     options = options.with_(keep_alive=keep_alive or options.keep_alive or DEFAULT_KEEP_ALIVE, console=False, logging=False)
     started = time.monotonic()
@@ -56,6 +57,10 @@ def up(name: str, provider: str | None, nodes: int | None, keep_alive: float | N
 
 def _definition(name: str, provider: str | None, nodes: int | None) -> tuple[Spec, Options]:
     """The pool ``name`` from the flags, else skyward.toml, else one local node."""
+    from skyward.api.config_file import load_named_pool
+    from skyward.model.spec import Options, Spec
+    from skyward.providers import names
+
     if provider is None and nodes is None:
         try:
             return load_named_pool(name)
@@ -74,6 +79,9 @@ def attach(name: str) -> None:
     """A Python shell with the kept pool NAME as ``pool`` (and ``function``, the
     ``@sky.function`` decorator); leaving the shell leaves the pool kept. The shell is
     ``__main__``, as a script is: what it defines travels by value."""
+    from skyward.api.compute import Compute
+    from skyward.core.function import function
+
     if kept_definition(name) is None:
         raise click.ClickException(f"no pool named {name!r} is kept now (sky ls lists the kept pools; sky up {name} keeps one)")
     with Compute(name=name, console=False) as pool:

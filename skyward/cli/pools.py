@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import click
@@ -16,8 +17,10 @@ import click
 from skyward.cli.output import console, emit_json, emit_object, table
 from skyward.observe import log_export
 from skyward.observe.event_log import EVENTS_LOGGER
-from skyward.providers import daemon_client, leftovers, registry
-from skyward.providers.orphans import Orphan
+from skyward.providers import daemon_client, registry
+
+if TYPE_CHECKING:  # imported when `sky down` cleans a cloud: the other commands answer at once
+    from skyward.providers.orphans import Orphan
 
 FOLLOW_POLL = 0.3
 
@@ -276,6 +279,7 @@ def _find(reference: str, live_only: bool) -> registry.LivePool | None:
 def _remove_leftovers(provider: str | None, pool_id: str, record: registry.LivePool | None) -> list[Orphan]:
     """Delete what the clouds still hold of a pool whose process is gone (every cloud
     with credentials when the pool's provider is not known)."""
+    from skyward.providers import leftovers
     from skyward.providers.names import clouds_with_credentials
 
     if provider is not None:

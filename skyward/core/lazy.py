@@ -9,14 +9,18 @@ from collections.abc import Callable, Mapping, MutableMapping
 
 def lazy_names(namespace: MutableMapping[str, object], modules: Mapping[str, str]) -> Callable[[str], object]:
     """The ``__getattr__`` of the module whose globals are ``namespace``: ``name`` is
-    imported from the module ``modules[name]`` on first use and kept in ``namespace``
-    (later uses do not come here). AttributeError for a name ``modules`` does not hold."""
+    imported on first use from where ``modules[name]`` says, and kept in ``namespace``
+    (later uses do not come here): "module" (its attribute ``name``), "module:attribute"
+    (another attribute) or "module:" (the module itself). AttributeError for a name
+    ``modules`` does not hold."""
     package = namespace["__name__"]
 
     def __getattr__(name: str) -> object:
         if name not in modules:
             raise AttributeError(f"module '{package}' has no attribute {name!r}")
-        value = getattr(importlib.import_module(modules[name]), name)
+        module, colon, attribute = modules[name].partition(":")
+        found = importlib.import_module(module)
+        value = getattr(found, attribute or name) if not colon or attribute else found
         namespace[name] = value
         return value
 

@@ -114,3 +114,7 @@ class Image:
 def _is_minor_version(text: str) -> bool:
     parts = text.split(".")
     return len(parts) == 2 and all(p.isdigit() for p in parts)
+
+
+DEFAULT_IMAGE = Image()
+"""The image a pool uses when its Spec names none (``sky.DEFAULT_IMAGE``)."""

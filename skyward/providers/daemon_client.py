@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import psutil
 
@@ -32,8 +32,10 @@ from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.paths import runtime_dir, skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.core.private_dir import open_private, private_directory
-from skyward.model.spec import Options, Spec
 from skyward.providers.kept.state import kept_by_a_dead_daemon, remote_pools
+
+if TYPE_CHECKING:  # the definitions arrive pickled: `sky ls` need not import what they are
+    from skyward.model.spec import Options, Spec
 
 START_TIMEOUT = 90.0
 TAKE_OVER_TIMEOUT = 90.0

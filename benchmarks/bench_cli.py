@@ -1,0 +1,66 @@
+"""CLI — how long a `sky` command takes to answer, against the peers' command lines.
+
+    .venv/bin/python -m benchmarks.run --only cli
+
+Each command runs as a user types it: a fresh process, wall time from start to exit,
+in a fresh $SKYWARD_HOME with one kept 1-node local pool (so `sky ls` asks the pool
+daemon, as it does for a user who keeps pools). The floor is `python -c pass`; the peers
+are `ray --help` and `dask --help` (their lightest commands). Issue 42's target: every
+`sky` command answers within 0.3 s on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks.common import Row, failed_row, row
+
+GROUP = "CLI"
+TITLE = "CLI — a command's answer time (fresh process), `sky` against Ray's and Dask's"
+BIN = os.path.dirname(sys.executable)
+COMMANDS = {
+    "python -c pass (the floor)": [sys.executable, "-c", "pass"],
+    "sky --help": [os.path.join(BIN, "sky"), "--help"],
+    "sky version": [os.path.join(BIN, "sky"), "version"],
+    "sky ls, one kept pool": [os.path.join(BIN, "sky"), "ls"],
+    "sky logs NAME -n 5": [os.path.join(BIN, "sky"), "logs", "bench", "-n", "5"],
+    "ray --help": [os.path.join(BIN, "ray"), "--help"],
+    "dask --help": [os.path.join(BIN, "dask"), "--help"],
+}
+
+
+def run(quick: bool = False) -> list[Row]:
+    runs = 3 if quick else 7
+    with tempfile.TemporaryDirectory(prefix="skybench-cli-") as home:
+        env = {**os.environ, "SKYWARD_HOME": home}
+        sky = os.path.join(BIN, "sky")
+        opened = subprocess.run([sky, "up", "bench", "--nodes", "1", "--keep-alive", "300"], env=env,
+                                capture_output=True, text=True, timeout=300, check=False)
+        if opened.returncode != 0:
+            return [failed_row(GROUP, "sky up bench", opened.stdout[-500:] + opened.stderr[-500:])]
+        try:
+            return [_timed(subject, command, env, runs) for subject, command in COMMANDS.items()]
+        finally:
+            subprocess.run([sky, "down", "--all"], env=env, capture_output=True, timeout=300, check=False)
+
+
+def _timed(subject: str, command: list[str], env: dict[str, str], runs: int) -> Row:
+    if not os.path.exists(command[0]):
+        return failed_row(GROUP, subject, f"not installed: {command[0]}")
+    samples = []
+    for _ in range(runs + 1):  # the first warms the file cache: not counted
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, timeout=120, check=False)
+        samples.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            return failed_row(GROUP, subject, f"exit {done.returncode}: {done.stderr[-300:]!r}")
+    return row(GROUP, subject, samples[1:], "fresh process, start to exit", metric="answer")
+
+
+if __name__ == "__main__":
+    for found in run("--quick" in sys.argv):
+        print(f"{found['subject']:32} {found.get('median_s', float('nan')):.3f}s")
