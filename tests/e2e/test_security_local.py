@@ -88,6 +88,18 @@ def _lasting(listeners: dict[tuple[str, int], str]) -> dict[tuple[str, int], str
     return {where: name for where, name in listeners.items() if not name.startswith(TRANSIENT)}
 
 
+def _assert_still_listening(listeners: dict[tuple[str, int], str], private: str, within: float = 10.0) -> None:
+    """Every lasting one of ``listeners`` listens again on its port within ``within``
+    seconds. One look can miss a listener (its process's sockets read while it is busy,
+    on a loaded machine: CI once saw both RuntimeEnvAgents' missing at once); a process
+    the probes killed, or whose listener they closed, stays missing."""
+    lasting = _lasting(listeners)
+    deadline = time.monotonic() + within
+    while not lasting.items() <= (found := _tcp_listeners(private)).items() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert lasting.items() <= found.items(), {where: name for where, name in lasting.items() if found.get(where) != name}
+
+
 def _tcp_listeners(private: str) -> dict[tuple[str, int], str]:
     """Every TCP port those processes listen on: (address to reach it at, port) -> the
     process's name (a wildcard address is reached at 127.0.0.1)."""
@@ -166,7 +178,7 @@ def test_a_pickle_sent_to_any_tcp_port_of_the_pool_runs_nothing(pool: sky.Pool, 
     time.sleep(SETTLE)
     assert sorted(path.name for path in marks.iterdir()) == []
     _assert_working(pool)
-    assert _lasting(listeners).items() <= _tcp_listeners(private).items()
+    _assert_still_listening(listeners, private)
 
 
 def test_a_bare_connect_and_close_to_any_tcp_port_of_the_pool_changes_nothing(pool: sky.Pool, probe: Probe) -> None:
@@ -177,7 +189,7 @@ def test_a_bare_connect_and_close_to_any_tcp_port_of_the_pool_changes_nothing(po
     assert [result for result in answer if not result["connected"] or result["error"]] == []
     time.sleep(SETTLE)
     _assert_working(pool)
-    assert _lasting(listeners).items() <= _tcp_listeners(private).items()
+    _assert_still_listening(listeners, private)
 
 
 def _ray_settings() -> dict[str, str]:
