@@ -7,13 +7,19 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Literal, Protocol, Self, TypedDict, TypeVar
 
 from skyward.core.validation import fail
-from skyward.storage.credentials import Credential, check_credential, release_credential, resolve_pair
+from skyward.storage.credentials import (
+    Credential,
+    LeasedCredential,
+    check_credential,
+    release_credential,
+    resolve_pair,
+)
 from skyward.storage.endpoint import check_endpoint, is_aws_s3, signing_region
 from skyward.storage.errors import ObjectNotFoundError
 from skyward.storage.progress import Direction, TransferTracker, current_progress
@@ -136,6 +142,24 @@ class Storage:
     def region(self) -> str:
         """The region requests are signed for, read from the endpoint's host."""
         return signing_region(self.endpoint)
+
+    def resolve(self) -> Storage:
+        """This storage with its credentials called now and kept as strings (each
+        callable or awaitable asked once): a client that no longer calls out, e.g. to
+        hand to code that pickles it. Storage of the AWS credential chain is returned as
+        it is. ValueError naming the field for a leased credential (a key minted for
+        the block that uses it: ``with storage.credentials()`` hands it back);
+        StorageCredentialsError when a credential fails."""
+        for name in ("access_key", "secret_key"):
+            if isinstance(getattr(self, name), LeasedCredential):
+                raise ValueError(
+                    f"Storage.{name} is a leased credential (minted on demand and handed back after use); resolve() "
+                    "would keep its lease: use `with storage.credentials() as resolved:` instead"
+                )
+        if self.access_key is None:
+            return self
+        access_key, secret_key = resolve_pair(self.access_key, self.secret_key, self.endpoint)
+        return replace(self, access_key=access_key, secret_key=secret_key)
 
     @contextmanager
     def credentials(self) -> Iterator[ResolvedStorage]:

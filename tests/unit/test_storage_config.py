@@ -222,3 +222,37 @@ def test_import_skyward_does_not_import_boto3() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_resolve_calls_each_credential_once_and_keeps_strings() -> None:
+    calls: list[str] = []
+
+    def access() -> str:
+        calls.append("access")
+        return "AKIA-from-a-vault"
+
+    async def secret() -> str:
+        calls.append("secret")
+        return "s3cr3t"
+
+    storage = sky.Storage("http://127.0.0.1:9000", access_key=access, secret_key=secret, path_style=True)
+    resolved = storage.resolve()
+    assert (resolved.access_key, resolved.secret_key, resolved.path_style) == ("AKIA-from-a-vault", "s3cr3t", True)
+    assert calls == ["access", "secret"]
+    assert pickle.loads(pickle.dumps(resolved)).secret_key == "s3cr3t", "a resolved storage pickles"
+    assert "s3cr3t" not in repr(resolved)
+    chain = sky.Storage("https://s3.us-east-1.amazonaws.com")
+    assert chain.resolve() is chain
+
+
+def test_resolve_refuses_a_leased_credential_and_names_it() -> None:
+    class Minted:
+        def __call__(self) -> str:
+            return "minted"
+
+        def release(self) -> None:
+            raise AssertionError("nothing was leased")
+
+    storage = sky.Storage("http://127.0.0.1:9000", access_key="plain", secret_key=Minted())
+    with pytest.raises(ValueError, match=r"Storage.secret_key is a leased credential.*storage.credentials\(\)"):
+        storage.resolve()
