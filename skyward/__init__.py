@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from skyward.api.operands import DispatchOperand
 from skyward.core.lazy import lazy_names
+from skyward.core.notices import quiet_in_notebooks
 
 __version__ = "0.1.0"
 
@@ -365,6 +366,7 @@ if TYPE_CHECKING:  # every name, as type checkers should see them
 
 
 __getattr__ = lazy_names(globals(), _LAZY)
+quiet_in_notebooks()
 
 
 def __dir__() -> list[str]:
