@@ -34,7 +34,9 @@ from skyward.api import interrupt, selection
 from skyward.core.errors import AllProvidersFailedError, NoAvailableProviderError
 from skyward.core.loop_thread import LoopThread
 from skyward.engine.driver import ClusterDriver
+from skyward.engine import interruptible
 from skyward.engine.events import EventFeed
+from skyward.engine.health import warmed
 from skyward.engine.members import Members
 from skyward.engine.reconciler import Hooks, Reconciler
 from skyward.model.nodes import NodeHandle
@@ -106,10 +108,13 @@ class OpenPool:
     stack: ExitStack
 
     def ready(self, pool: ClientPool) -> None:
-        """The pool is open (its methods work): list it in the registry of open pools,
-        report ``ClusterReady``, then enter the plugins' ``around_client(pool, cluster)``
+        """The pool is open (its methods work): hold it at the warming gate when its
+        ``HealthChecker`` has one, list it in the registry of open pools, report ``ClusterReady``, then enter the plugins' ``around_client(pool, cluster)``
         hooks, which exit first on close."""
         bus = self.request.bus
+        checker = self.request.options.health_checker
+        if checker is not None and checker.gate:  # the warming gate: every node passed one check
+            interruptible.result(self.loop_thread.submit(warmed(self.driver, checker, self.driver.scheduler.ranks())))
         record(self.request, self.spec, self.logging, self.cluster.nodes)
         bus.emit(ClusterReady(self.request.name, len(self.cluster.infos), time.monotonic() - self.opened_at))
         plugins = ClientPlugins()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from skyward.core.instance import InstanceInfo, instance_info
-from skyward.core.validation import check_number, fail
+from skyward.core.validation import check_flag, check_number, fail
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,13 @@ class HealthChecker:
       ``consecutive_failures`` and ``initial_delay`` are that form's names for
       ``failures`` and ``warmup``.
 
+    With ``gate=True`` (a warming gate) the pool is not ready, and its ``with`` block
+    does not start, until every node has passed one check: each is checked every second
+    from the moment its agent answers, for up to ``warmup`` seconds; a node still
+    failing then fails the open with a TimeoutError naming it and its last failure. The
+    gate holds the opening only: a node that joins later (a replacement, a scale-up)
+    takes tasks at once, its checks starting after ``warmup`` as without the gate.
+
     Either must be picklable (defined at module level, or a lambda cloudpickle can send).
     TypeError/ValueError name the field when a value is not valid."""
 
@@ -35,6 +42,7 @@ class HealthChecker:
     fn: Callable[[InstanceInfo], bool | str] | None = None
     consecutive_failures: int | None = None
     initial_delay: float | None = None
+    gate: bool = False
 
     def __post_init__(self) -> None:
         if (self.check is None) == (self.fn is None):
@@ -52,6 +60,7 @@ class HealthChecker:
         check_number("HealthChecker", "failures", self.failures, minimum=1, integer=True)
         check_number("HealthChecker", "warmup", self.warmup, minimum=0, finite=True)
         check_number("HealthChecker", "timeout", self.timeout, strictly_positive=True, finite=True)
+        check_flag("HealthChecker", "gate", self.gate)
 
     def _alias(self, alias: str, field: str, default: float) -> None:
         value = getattr(self, alias)

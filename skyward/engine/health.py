@@ -1,13 +1,52 @@
 """``HealthTracker``: when each node's health check is due, and which nodes failed it
 too often (``sky.HealthChecker``: ``failures`` failures in a row, checks starting
-``warmup`` seconds after a node joined, one every ``interval`` seconds)."""
+``warmup`` seconds after a node joined, one every ``interval`` seconds); ``check_once``,
+one check of one node; ``warmed``, the warming gate (``HealthChecker.gate``)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from skyward.core.function import PendingFunction
 from skyward.core.health import HealthChecker
+from skyward.engine.driver import ClusterDriver
+
+GATE_EVERY = 1.0
+"""Seconds between a warming gate's checks of a node that has not passed yet."""
+
+
+async def check_once(driver: ClusterDriver, checker: HealthChecker, node: int) -> str | None:
+    """Run ``checker``'s check on ``node`` once: None when it passed, else why not."""
+    try:
+        answer = await driver.probe(PendingFunction(checker.probe()).with_timeout(checker.timeout), node)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return checker.failure(answer)
+
+
+async def warmed(driver: ClusterDriver, checker: HealthChecker, nodes: Sequence[int]) -> None:
+    """Return once each of ``nodes`` has passed one check (all checked at once, again
+    every ``GATE_EVERY`` seconds); TimeoutError naming each node that has not, with its
+    last failure, after ``checker.warmup`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + checker.warmup
+    failing = {node: "not checked" for node in nodes}
+    while True:
+        outcomes = await asyncio.gather(*(check_once(driver, checker, node) for node in failing))
+        failing = {node: error for node, error in zip(failing, outcomes) if error is not None}
+        left = deadline - loop.time()
+        if not failing:
+            return
+        if left <= 0:
+            named = "; ".join(f"node {node}: {error}" for node, error in sorted(failing.items()))
+            raise TimeoutError(
+                f"the pool's warming gate: {len(failing)} of {len(nodes)} nodes did not pass the health check "
+                f"{checker.name} within {checker.warmup:g}s (HealthChecker.warmup) ({named})"
+            )
+        await asyncio.sleep(min(GATE_EVERY, left))
 
 
 @dataclass

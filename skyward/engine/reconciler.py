@@ -38,11 +38,10 @@ from dataclasses import dataclass
 from typing import Never
 
 from skyward.core.errors import WakeError
-from skyward.core.function import PendingFunction
 from skyward.core.validation import wait_limit
 from skyward.engine.autoscale import Autoscaler, Load
 from skyward.engine.driver import ClusterDriver
-from skyward.engine.health import HealthTracker
+from skyward.engine.health import HealthTracker, check_once
 from skyward.engine.members import Members
 from skyward.engine.membership import Joined, Loss, Membership
 from skyward.engine.transport import Transport
@@ -452,13 +451,7 @@ class Reconciler:
 
     async def _probe(self, node: int) -> None:
         assert self._health is not None
-        checker = self._health.checker
-        error: str | None = None
-        try:
-            answer = await self._driver.probe(PendingFunction(checker.probe()).with_timeout(checker.timeout), node)
-            error = checker.failure(answer)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        error = await check_once(self._driver, self._health.checker, node)
         why = self._health.record(node, time.monotonic(), error)
         if why is not None:
             self._lose(node, why, "unhealthy")
