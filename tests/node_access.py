@@ -34,6 +34,7 @@ def check_copy(env: dict[str, str], name: str, nodes: int, local: Path, remote: 
     (tree / "empty").write_bytes(b"")
     (tree / "run.sh").write_text("echo ran\n")
     (tree / "run.sh").chmod(0o750)
+    (tree / "sub" / "big.bin").chmod(0o444)  # read-only, and three chunks: its mode is set after the last
     sent = json.loads(sky(env, "cp", str(tree), f"{name}:{remote}/", "--all", "--json"))
     assert (sent["files"], sent["bytes"], sent["nodes"]) == (3, 20_000_009, list(range(nodes))), sent
     back = local / "back"
@@ -42,6 +43,12 @@ def check_copy(env: dict[str, str], name: str, nodes: int, local: Path, remote: 
     for relative in ("sub/big.bin", "empty", "run.sh"):
         assert (back / relative).read_bytes() == (tree / relative).read_bytes(), relative
     assert (back / "run.sh").stat().st_mode & 0o777 == 0o750
+    assert (back / "sub" / "big.bin").stat().st_mode & 0o777 == 0o444
+    assert sorted(path.name for path in back.rglob("*") if path.is_file()) == ["big.bin", "empty", "run.sh"], \
+        "a file half written (.sky-part) is left on the node"
+    slash = local / "newdir"
+    sky(env, "cp", f"{name}:{remote}/tree/empty", f"{slash}/")
+    assert (slash / "empty").is_file(), "a destination ending in / is a directory to copy into"
     every = local / "every"
     sky(env, "cp", f"{name}:{remote}/tree/run.sh", str(every), "--all")
     assert sorted(path.relative_to(every).as_posix() for path in every.rglob("*.sh")) == [

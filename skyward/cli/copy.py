@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from skyward.cli.output import console, emit_object
-from skyward.node.files import CHUNK, Entry, Found, found, read_chunk, write_chunk
+from skyward.node.files import CHUNK, PERMISSIONS, Entry, Found, found, kind, read_chunk, write_chunk
 
 if TYPE_CHECKING:  # imported when a copy runs: `sky` answers at once (docs/cli.md)
     from skyward.api.pool import Pool
@@ -78,7 +78,7 @@ def copy(source: str, destination: str, node: int | None, every_node: bool, as_j
             files, size = _upload(pool, Path(source), dst.path, nodes, every_node)
         else:
             assert isinstance(src, Remote)
-            files, size = _download(pool, src, Path(destination), nodes, every_node)
+            files, size = _download(pool, src, Path(destination), destination.endswith(("/", os.sep)), nodes, every_node)
     done = Copied(files, size, nodes, round(time.monotonic() - started, 3))
     if as_json:
         emit_object(done)
@@ -113,32 +113,32 @@ def _upload(pool: Pool, local: Path, path: str, nodes: tuple[int, ...], every_no
 
     if not local.exists():
         raise click.ClickException(f"{local}: no such file or directory here")
-    there: Found = pool.run(function(found)(path), target=nodes[0])
-    root = os.path.join(there.path, local.name) if there.kind == "directory" or path.endswith("/") else there.path
-    files = [(local, Entry("", local.stat().st_size, local.stat().st_mode & 0o7777))] if local.is_file() else [
-        (file, Entry(str(file.relative_to(local)), file.stat().st_size, file.stat().st_mode & 0o7777))
+    absolute, there = pool.run(function(kind)(path), target=nodes[0])
+    root = os.path.join(absolute, local.name) if there == "directory" or path.endswith("/") else absolute
+    files = [(local, Entry("", local.stat().st_size, local.stat().st_mode & PERMISSIONS))] if local.is_file() else [
+        (file, Entry(str(file.relative_to(local)), file.stat().st_size, file.stat().st_mode & PERMISSIONS))
         for file in sorted(local.rglob("*")) if file.is_file()
     ]
     for file, entry in files:
         target = os.path.join(root, entry.relative) if entry.relative else root
         with file.open("rb") as handle:
-            offset = 0
-            while True:
+            for offset in range(0, max(entry.size, 1), CHUNK):
                 data = handle.read(CHUNK)
-                task = function(write_chunk)(target, offset, data, entry.mode)
+                last = offset + CHUNK >= entry.size
+                task = function(write_chunk)(target, offset, data, entry.mode, last)
                 if every_node:
                     pool.broadcast(task)
                 else:
                     pool.run(task, target=nodes[0])
-                offset += len(data)
-                if len(data) < CHUNK:
-                    break
     return len(files), sum(entry.size for _, entry in files)
 
 
-def _download(pool: Pool, remote: Remote, local: Path, nodes: tuple[int, ...], every_node: bool) -> tuple[int, int]:
+def _download(
+    pool: Pool, remote: Remote, local: Path, into_directory: bool, nodes: tuple[int, ...], every_node: bool
+) -> tuple[int, int]:
     """Copy ``remote`` from each of ``nodes`` to ``local`` (with ``every_node``, each
-    node's into ``local/node-N``); files and bytes copied in all."""
+    node's into ``local/node-N``; with ``into_directory``, the DESTINATION ended in a
+    slash: into ``local``); files and bytes copied in all."""
     from skyward.core.function import function
 
     files = size = 0
@@ -147,7 +147,7 @@ def _download(pool: Pool, remote: Remote, local: Path, nodes: tuple[int, ...], e
         if there.kind == "missing":
             raise click.ClickException(f"{remote.name}:{remote.path}: no such file or directory on node {node} ({there.path})")
         base = local / f"node-{node}" if every_node else local
-        into = every_node or base.is_dir() or str(local).endswith("/")
+        into = every_node or base.is_dir() or into_directory
         root = base / os.path.basename(there.path) if into else base
         for entry in there.entries:
             source = os.path.join(there.path, entry.relative) if entry.relative else there.path
@@ -156,7 +156,7 @@ def _download(pool: Pool, remote: Remote, local: Path, nodes: tuple[int, ...], e
             with target.open("wb") as handle:
                 for offset in range(0, max(entry.size, 1), CHUNK):
                     handle.write(pool.run(function(read_chunk)(source, offset), target=node))
-            target.chmod(entry.mode)
+            target.chmod(entry.mode & PERMISSIONS)
             files, size = files + 1, size + entry.size
     return files, size
 

@@ -38,7 +38,7 @@ class Summary:
             self.nodes += event.nodes
         elif isinstance(event, TaskCompleted):
             self.tasks += 1
-            self.failed_tasks += event.error is not None
+            self.failed_tasks += event.error is not None and not event.cancelled
         elif isinstance(event, Error):
             self.errors.append(event.message)
         elif isinstance(event, CostFinal):

@@ -84,7 +84,7 @@ def _remote(record: registry.LivePool, node: int, directory: str | None, command
     own = getattr(definition[0].provider, "known_hosts", None) if definition else None
     if isinstance(own, str):
         known.insert(0, os.path.expanduser(own))
-    recorded = " ".join(path for path in known if os.path.exists(path)) or os.devnull
+    recorded = " ".join(f'"{path}"' for path in known if os.path.exists(path)) or os.devnull
     argv = [
         client, "-p", port, "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={recorded}",
         "-o", "GlobalKnownHostsFile=none", "-o", "LogLevel=ERROR",

@@ -6,11 +6,16 @@ operating system's, naming the path."""
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
+
+from skyward.core.instance import instance_info
 
 CHUNK = 8 * 1024 * 1024
 """Bytes one task carries each way: a file of any size crosses in tasks of this size."""
+PART = ".sky-part"
+"""The suffix of a file being written, beside where it goes, until its last chunk."""
+PERMISSIONS = 0o777
+"""The mode bits a copy keeps (as ``cp -r``: not setuid, setgid or sticky)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +43,7 @@ def found(path: str) -> Found:
     absolute = os.path.abspath(os.path.expanduser(path))
     if os.path.isfile(absolute):
         info = os.stat(absolute)
-        return Found(absolute, "file", (Entry("", info.st_size, stat.S_IMODE(info.st_mode)),))
+        return Found(absolute, "file", (Entry("", info.st_size, info.st_mode & PERMISSIONS),))
     if not os.path.isdir(absolute):
         return Found(absolute, "missing")
     entries = []
@@ -47,7 +52,7 @@ def found(path: str) -> Found:
             full = os.path.join(directory, name)
             if os.path.isfile(full):
                 info = os.stat(full)
-                entries.append(Entry(os.path.relpath(full, absolute), info.st_size, stat.S_IMODE(info.st_mode)))
+                entries.append(Entry(os.path.relpath(full, absolute), info.st_size, info.st_mode & PERMISSIONS))
     return Found(absolute, "directory", tuple(sorted(entries, key=lambda entry: entry.relative)))
 
 
@@ -58,19 +63,32 @@ def read_chunk(path: str, offset: int, size: int = CHUNK) -> bytes:
         return handle.read(size)
 
 
-def write_chunk(path: str, offset: int, data: bytes, mode: int) -> None:
-    """Write ``data`` at ``offset`` of the file at ``path``: at offset 0 the file is
-    created (its missing parent directories too) or emptied first, with ``mode``."""
-    target = os.path.expanduser(path)
+def kind(path: str) -> tuple[str, str]:
+    """The absolute form of ``path`` and what is there: "file", "directory" or "missing"
+    (nothing under a directory is read)."""
+    absolute = os.path.abspath(os.path.expanduser(path))
+    return absolute, "directory" if os.path.isdir(absolute) else "file" if os.path.isfile(absolute) else "missing"
+
+
+def write_chunk(path: str, offset: int, data: bytes, mode: int, last: bool) -> None:
+    """Write ``data`` at ``offset`` of the file being copied to ``path``. The bytes go to
+    a private file beside it (``PART`` and the node's number; at offset 0 made, with
+    missing parent directories, or emptied); with ``last`` it takes ``mode``'s permission bits and
+    replaces ``path``. A read-only mode is set last, so every chunk can be written."""
+    target = os.path.abspath(os.path.expanduser(path))
+    info = instance_info()
+    partial = f"{target}{PART}-{info.node if info is not None else 0}"  # nodes sharing a filesystem write apart
     if offset == 0:
-        os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        os.fchmod(descriptor, mode)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     else:
-        descriptor = os.open(target, os.O_WRONLY)
+        descriptor = os.open(partial, os.O_WRONLY)
     with os.fdopen(descriptor, "wb") as handle:
         handle.seek(offset)
         handle.write(data)
+    if last:
+        os.chmod(partial, mode & PERMISSIONS)
+        os.replace(partial, target)
 
 
 def workplace() -> tuple[str, dict[str, str]]:

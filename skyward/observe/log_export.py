@@ -16,19 +16,20 @@ from skyward.observe.event_log import EVENTS_LOGGER, TASK_LOGGER
 
 FORMATS = ("jsonl", "md", "ipynb")
 _LINE = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d{3})?) (?P<level>[A-Z]+) (?P<logger>[\w.]+): (?P<message>.*)$")
-_NODE = re.compile(r"^\[node (?P<node>\d+)\] ?(?P<text>.*)$", re.DOTALL)
+_NODE = re.compile(r"^\[node (?P<node>\d+)(?P<stderr> stderr)?\] ?(?P<text>.*)$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
     """One record of a pool's log: ``kind`` is "event", "output" (a task's, with its
-    ``node``) or "log"."""
+    ``node`` and ``stream``, "stdout" or "stderr") or "log"."""
 
     time: str
     level: str
     kind: str
     message: str
     node: int | None = None
+    stream: str | None = None
 
 
 def records(lines: Iterable[str]) -> list[LogRecord]:
@@ -39,11 +40,12 @@ def records(lines: Iterable[str]) -> list[LogRecord]:
         if matched is None:
             if found:
                 last = found[-1]
-                found[-1] = LogRecord(last.time, last.level, last.kind, f"{last.message}\n{line}", last.node)
+                found[-1] = LogRecord(last.time, last.level, last.kind, f"{last.message}\n{line}", last.node, last.stream)
             continue
         logger, message = matched["logger"], matched["message"]
         if logger == TASK_LOGGER and (node := _NODE.match(message)) is not None:
-            found.append(LogRecord(matched["time"], matched["level"], "output", node["text"], int(node["node"])))
+            stream = "stderr" if node["stderr"] else "stdout"
+            found.append(LogRecord(matched["time"], matched["level"], "output", node["text"], int(node["node"]), stream))
         else:
             kind = "event" if logger == EVENTS_LOGGER else "log"
             found.append(LogRecord(matched["time"], matched["level"], kind, message))
@@ -75,12 +77,15 @@ def as_notebook(found: Sequence[LogRecord], title: str) -> str:
     table, then per node a Markdown heading and a code cell holding that node's output
     as its stream output (nothing to run)."""
     cells: list[dict[str, object]] = [_markdown_cell("title", as_markdown([r for r in found if r.kind != "output"], title))]
-    for node, lines in _outputs(found):
+    for node, streams in _streams(found):
         cells.append(_markdown_cell(f"node-{node}", f"## Output of node {node}"))
         cells.append({
             "cell_type": "code", "id": f"node-{node}-output", "metadata": {}, "execution_count": None,
             "source": f"# the output of node {node}'s tasks",
-            "outputs": [{"output_type": "stream", "name": "stdout", "text": "".join(line + "\n" for line in lines)}],
+            "outputs": [
+                {"output_type": "stream", "name": stream, "text": "".join(line + "\n" for line in lines)}
+                for stream, lines in streams
+            ],
         })
     notebook = {
         "cells": cells,
@@ -103,11 +108,23 @@ def export(found: Sequence[LogRecord], form: str, title: str) -> str:
 
 
 def _outputs(found: Sequence[LogRecord]) -> list[tuple[int, list[str]]]:
-    """Each node's output lines, nodes in order."""
-    by_node: dict[int, list[str]] = {}
+    """Each node's output lines (stderr's marked so), nodes in order."""
+    return [
+        (node, [line if stream == "stdout" else f"[stderr] {line}" for stream, lines in streams for line in lines])
+        for node, streams in _streams(found)
+    ]
+
+
+def _streams(found: Sequence[LogRecord]) -> list[tuple[int, list[tuple[str, list[str]]]]]:
+    """Each node's output as runs of lines of one stream, in the order written; nodes in order."""
+    by_node: dict[int, list[tuple[str, list[str]]]] = {}
     for record in found:
         if record.kind == "output" and record.node is not None:
-            by_node.setdefault(record.node, []).extend(record.message.splitlines() or [""])
+            runs = by_node.setdefault(record.node, [])
+            stream = record.stream or "stdout"
+            if not runs or runs[-1][0] != stream:
+                runs.append((stream, []))
+            runs[-1][1].extend(record.message.splitlines() or [""])
     return sorted(by_node.items())
 
 

@@ -32,7 +32,7 @@ from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.paths import runtime_dir, skyward_dir, skyward_home
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.core.private_dir import open_private, private_directory
-from skyward.providers.kept.state import kept_by_a_dead_daemon, remote_pools
+from skyward.providers.kept import state as kept_state
 
 if TYPE_CHECKING:  # the definitions arrive pickled: `sky ls` need not import what they are
     from skyward.model.spec import Options, Spec
@@ -177,8 +177,13 @@ def kept_pools() -> list[KeptPoolState]:
 
 def kept_definition(name: str) -> tuple[Spec, Options] | None:
     """The Spec and Options the kept pool ``name`` was opened with (None: not kept).
-    Where a dead daemon left kept pools, asking starts its successor, which adopts them."""
-    for pool in _kept_of(_reach(daemon_dir())):
+    Where a dead daemon wrote ``name`` down among its kept pools, asking starts its
+    successor, which adopts them (RuntimeError when it cannot start)."""
+    directory = daemon_dir()
+    connection = _connect(directory)
+    if connection is None and name in kept_state.kept_names(directory):
+        connection = _reach(directory)
+    for pool in _kept_of(connection):
         if pool[0] == name:
             spec, options = load_payload(pool[7])  # from this user's daemon (peer checked)
             return spec, options
@@ -309,7 +314,7 @@ def _reach(directory: Path) -> socket.socket | None:
     left kept pools written down (``kept.state``), a new one, which adopts them; None
     when neither."""
     connection = _connect(directory)
-    if connection is not None or not kept_by_a_dead_daemon(directory):
+    if connection is not None or not kept_state.kept_by_a_dead_daemon(directory):
         return connection
     with _spawn_lock(directory):
         return _connect(directory) or _start(directory)
@@ -327,7 +332,7 @@ def _start(directory: Path) -> socket.socket:
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
             cwd=str(directory), timeout=START_TIMEOUT, check=True,
         )
-    waiting = START_TIMEOUT + TAKE_OVER_TIMEOUT * remote_pools(directory)
+    waiting = START_TIMEOUT + TAKE_OVER_TIMEOUT * kept_state.remote_pools(directory)
     deadline = time.monotonic() + waiting
     pid = 0
     while time.monotonic() < deadline:

@@ -128,6 +128,13 @@ def forget(directory: Path) -> None:
         (directory / STATE_FILE).unlink()
 
 
+def kept_names(directory: Path) -> set[str]:
+    """The names of the kept pools written down in ``directory`` (by a live daemon or a
+    dead one)."""
+    state = load(directory)
+    return {record.name for record in state.pools} if state is not None else set()
+
+
 def kept_by_a_dead_daemon(directory: Path) -> bool:
     """Whether ``directory`` holds kept pools written down that may still run: remote
     ones, and local ones whose Ray instance still runs (a live daemon there serves them;
