@@ -120,6 +120,7 @@ def test_killed_client_takes_its_nodes_down(sandbox: dict) -> None:
 def test_ctrl_c_while_the_pool_opens_leaves_nothing(sandbox: dict, after: float) -> None:
     """Ctrl-C while Ray starts (0.3 s in) or while the agents start (1.2 s in)."""
     body = """
+    sky.Compute, sky.Options  # imported on first use: here, before the clock starts
     print("OPENING", flush=True)
     with sky.Compute(nodes=2, options=sky.Options(console=False, logging=False)) as pool:
         print("OPEN", flush=True)
