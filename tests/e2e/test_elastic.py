@@ -153,17 +153,20 @@ def _healthy() -> bool:
     return not os.environ.get("SKYWARD_TEST_SICK")
 
 
-def _warmed_up() -> bool:
-    """Healthy once the file the test names in the environment exists (the model loaded)."""
-    return os.path.exists(os.environ["SKYWARD_TEST_WARM_FLAG"])
+def _warm_check(flag: str) -> Callable[[], bool]:
+    """A check that passes once ``flag`` exists (the model loaded). It carries the path
+    itself: the nodes of a Ray instance this session started earlier do not see this
+    process's later environment."""
+
+    def _warmed_up() -> bool:
+        return os.path.exists(flag)
+
+    return _warmed_up
 
 
-def test_the_warming_gate_holds_the_pool_until_every_node_passed_a_check(
-    tmp_path: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_warming_gate_holds_the_pool_until_every_node_passed_a_check(tmp_path: object) -> None:
     flag = f"{tmp_path}/warm"
-    monkeypatch.setenv("SKYWARD_TEST_WARM_FLAG", flag)  # the local nodes inherit it
-    checker = sky.HealthChecker(check=_warmed_up, gate=True, warmup=60, interval=30, timeout=5)
+    checker = sky.HealthChecker(check=_warm_check(flag), gate=True, warmup=60, interval=30, timeout=5)
     pool = sky.Compute(nodes=2, options=FAST.with_(health_checker=checker))
     ready: list[float] = []
     pool.on(sky.ClusterReady, lambda event: ready.append(time.monotonic()))
@@ -182,18 +185,15 @@ def test_the_warming_gate_holds_the_pool_until_every_node_passed_a_check(
         assert len(pid() @ pool) == 2
 
 
-def test_a_warming_gate_that_never_opens_fails_the_open_naming_the_nodes(
-    tmp_path: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SKYWARD_TEST_WARM_FLAG", f"{tmp_path}/never")
-    checker = sky.HealthChecker(check=_warmed_up, gate=True, warmup=2, timeout=5)
+def test_a_warming_gate_that_never_opens_fails_the_open_naming_the_nodes(tmp_path: object) -> None:
+    checker = sky.HealthChecker(check=_warm_check(f"{tmp_path}/never"), gate=True, warmup=2, timeout=5)
     started = time.monotonic()
-    with pytest.raises(TimeoutError, match=r"warming gate: 2 of 2 nodes did not pass the health check _warmed_up within 2s.*node 0: it returned False; node 1"):
+    with pytest.raises(TimeoutError, match=r"warming gate: 2 of 2 nodes did not pass the health check \S*_warmed_up within 2s.*node 0: it returned False; node 1"):
         with sky.Compute(nodes=2, options=FAST.with_(health_checker=checker)):
             raise AssertionError("the block ran behind a closed gate")
     assert time.monotonic() - started < 60
     with pytest.raises(TypeError, match="HealthChecker.gate"):
-        sky.HealthChecker(check=_warmed_up, gate="yes")  # type: ignore[arg-type]
+        sky.HealthChecker(check=_warm_check("x"), gate="yes")  # type: ignore[arg-type]
 
 
 @sky.function
