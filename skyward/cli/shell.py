@@ -42,9 +42,11 @@ def ssh(name: str, node: int, command: tuple[str, ...]) -> None:
     if not 0 <= node < len(record.nodes):
         raise click.BadParameter(f"{node}: pool {name} has nodes 0 to {len(record.nodes) - 1}", param_hint="--node")
     login = record.nodes[node].ssh
-    workplace = _workplace(record.name, node) if record.keep_alive is not None else None
+    definition = kept_definition(record.name) if record.keep_alive is not None else None
+    workplace = _workplace(record.name, node) if definition is not None else None
     if login:
-        sys.exit(_remote(record, node, workplace[0] if workplace else None, command))
+        own = getattr(definition[0].provider, "known_hosts", None) if definition else None
+        sys.exit(_remote(record, node, workplace[0] if workplace else None, own, command))
     if workplace is None:
         raise click.ClickException(
             f"pool {name} runs its nodes as processes on this machine: only a kept pool's node can say where it "
@@ -56,22 +58,22 @@ def ssh(name: str, node: int, command: tuple[str, ...]) -> None:
     sys.exit(subprocess.run(argv, cwd=directory, env=environment, check=False).returncode)
 
 
-def _workplace(name: str, node: int) -> tuple[str, dict[str, str]] | None:
-    """Node ``node``'s working directory and environment, asked of the kept pool ``name``
-    (None: it is not kept)."""
+def _workplace(name: str, node: int) -> tuple[str, dict[str, str]]:
+    """Node ``node``'s working directory and environment, asked of the kept pool ``name``."""
     from skyward.api.compute import Compute
     from skyward.core.function import function
     from skyward.node.files import workplace
 
-    if kept_definition(name) is None:
-        return None
     with Compute(name=name, console=False, logging=False) as pool:
         return pool.run(function(workplace)(), target=node)
 
 
-def _remote(record: registry.LivePool, node: int, directory: str | None, command: tuple[str, ...]) -> int:
+def _remote(
+    record: registry.LivePool, node: int, directory: str | None, own: object, command: tuple[str, ...]
+) -> int:
     """Run OpenSSH to node ``node`` of ``record`` (a shell, or ``command``, in
-    ``directory`` when known); its exit status."""
+    ``directory`` when known; ``own``: the kept pool's ``SSH.known_hosts``, when it has
+    one); its exit status."""
     from skyward.providers.ssh.connection import KnownHosts
 
     client = shutil.which("ssh")
@@ -80,8 +82,6 @@ def _remote(record: registry.LivePool, node: int, directory: str | None, command
     target = record.nodes[node]
     user_host, _, port = target.ssh.rpartition(":")
     known = [str(registry.known_hosts_of(record.pool_id)), KnownHosts().path]
-    definition = kept_definition(record.name) if record.keep_alive is not None else None
-    own = getattr(definition[0].provider, "known_hosts", None) if definition else None
     if isinstance(own, str):
         known.insert(0, os.path.expanduser(own))
     recorded = " ".join(f'"{path}"' for path in known if os.path.exists(path)) or os.devnull
