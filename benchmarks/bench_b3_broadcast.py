@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmarks import engines, payloads
 from benchmarks.common import Row, repeat
-from benchmarks.isolate import measured
+from benchmarks.isolate import Subject, alternated
 
 GROUP = "B3"
 TITLE = "B3 — 100 MB numpy argument broadcast to 4 workers"
@@ -25,14 +25,14 @@ WARMUP = 2
 
 
 def run(quick: bool = False) -> list[Row]:
-    """Every subject, each in a fresh interpreter."""
-    runs = 3 if quick else 10
-    return [
-        measured(GROUP, "skyward f(array) @ pool", skyward_broadcast, runs),
-        measured(GROUP, "Ray put + 4 tasks", ray_broadcast, runs),
-        measured(GROUP, "Dask scatter + 4 submits", dask_broadcast, runs),
-        measured(GROUP, "ProcessPoolExecutor 4 submits", process_pool_broadcast, runs),
-    ]
+    """Every subject, the subjects taking turns round by round."""
+    rounds, runs = (1, 3) if quick else (2, 5)
+    return alternated([
+        Subject(GROUP, "skyward f(array) @ pool", skyward_broadcast, (runs,)),
+        Subject(GROUP, "Ray put + 4 tasks", ray_broadcast, (runs,)),
+        Subject(GROUP, "Dask scatter + 4 submits", dask_broadcast, (runs,)),
+        Subject(GROUP, "ProcessPoolExecutor 4 submits", process_pool_broadcast, (runs,)),
+    ], rounds)
 
 
 def _array() -> Any:

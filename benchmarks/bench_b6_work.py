@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmarks import engines, payloads
 from benchmarks.common import Row, failed_row, repeat, timed, usable_cores
-from benchmarks.isolate import SubjectFailed, isolated, measured
+from benchmarks.isolate import Subject, SubjectFailed, alternated, isolated
 
 GROUP = "B6"
 TITLE = "B6 — 200 tasks of 20 ms CPU-bound numpy"
@@ -25,20 +25,21 @@ TASK_SECONDS = 0.02
 
 
 def run(quick: bool = False) -> list[Row]:
-    """Every subject, each in a fresh interpreter, with the efficiency in its note."""
-    runs = 2 if quick else 3
+    """Every subject, the subjects taking turns round by round, with the efficiency in
+    its note."""
+    rounds, runs = (1, 2) if quick else (3, 1)
     try:
         reps, task_seconds = isolated(calibrate)
     except SubjectFailed as exc:
         return [failed_row(GROUP, "calibration", exc)]
     ideal = TASKS * task_seconds / min(usable_cores(), engines.WORKERS)
-    rows = [
-        measured(GROUP, "skyward 200 calls (gather >> pool)", skyward_calls, runs, reps),
-        measured(GROUP, "skyward pool.map", skyward_map, runs, reps),
-        measured(GROUP, "Ray tasks", ray_tasks, runs, reps),
-        measured(GROUP, "Dask client.map", dask_map, runs, reps),
-        measured(GROUP, "ProcessPoolExecutor.map chunksize=1", process_pool_map, runs, reps),
-    ]
+    rows = alternated([
+        Subject(GROUP, "skyward 200 calls (gather >> pool)", skyward_calls, (runs, reps)),
+        Subject(GROUP, "skyward pool.map", skyward_map, (runs, reps)),
+        Subject(GROUP, "Ray tasks", ray_tasks, (runs, reps)),
+        Subject(GROUP, "Dask client.map", dask_map, (runs, reps)),
+        Subject(GROUP, "ProcessPoolExecutor.map chunksize=1", process_pool_map, (runs, reps)),
+    ], rounds)
     for result in rows:
         if result["runs"]:
             efficiency = ideal / result["median_s"]

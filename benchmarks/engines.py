@@ -121,7 +121,9 @@ def process_pool(workers: int = WORKERS) -> Iterator[ProcessPoolExecutor]:
 
 
 IMPORTS = {
-    "skyward": ("skyward", "ray"),  # Ray loads when the first pool opens: excluded from start, as for the peer
+    # `import skyward` loads almost nothing; the first pool's open imports the pool
+    # machinery, the local provider and Ray: all counted as import, not as start
+    "skyward": ("skyward", "ray", "skyward.api.pool", "skyward.providers.local.launch", "skyward.providers.ray.agents"),
     "ray": ("ray",),
     "dask": ("distributed",),
     "process_pool": ("concurrent.futures",),

@@ -12,10 +12,12 @@ import importlib
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psutil
@@ -70,6 +72,67 @@ def measured(group: str, subject: str, fn: Callable[..., Any], *args: Any, metri
         group, subject, result["samples"], result.get("note", ""),
         unit=unit, metric=metric, facts=result.get("facts"),
     )
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One subject of a group: ``fn(*args)`` run isolated returns ``{"samples": [...]}``
+    and optionally ``"note"`` and ``"facts"`` (as for ``measured``)."""
+
+    group: str
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    metric: str = ""
+    unit: str = "s"
+
+
+def alternated(subjects: Sequence[Subject], rounds: int) -> list[Row]:
+    """A row per subject from ``rounds`` runs of each, every run in a fresh interpreter,
+    the subjects taking turns (A, B, C, A, B, C, ...) so that a burst of other load on
+    the machine, or its drift over the group, does not fall on one subject's runs only.
+    A row's samples are those of all its rounds; its facts are merged (``merged_facts``).
+    A subject that fails once is not run again: its row says why."""
+    outcomes: list[list[dict[str, Any]] | SubjectFailed] = [[] for _ in subjects]
+    for _ in range(rounds):
+        for index, subject in enumerate(subjects):
+            results = outcomes[index]
+            if isinstance(results, SubjectFailed):
+                continue
+            try:
+                results.append(isolated(subject.fn, *subject.args))
+            except SubjectFailed as exc:
+                outcomes[index] = exc
+    rows: list[Row] = []
+    for subject, results in zip(subjects, outcomes, strict=True):
+        if isinstance(results, SubjectFailed):
+            rows.append(failed_row(subject.group, subject.name, results, metric=subject.metric))
+            continue
+        notes = dict.fromkeys(r["note"] for r in results if r.get("note"))
+        rows.append(row(
+            subject.group, subject.name, [s for r in results for s in r["samples"]], "; ".join(notes),
+            unit=subject.unit, metric=subject.metric,
+            facts=merged_facts([r.get("facts") or {} for r in results]),
+        ))
+    return rows
+
+
+def merged_facts(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The facts of several rounds as one: a value every round agrees on stays, a flag
+    holds only if it held in every round, a number is the median over the rounds,
+    anything else is the last round's."""
+    merged: dict[str, Any] = {}
+    for name in dict.fromkeys(name for facts in rounds for name in facts):
+        values = [facts[name] for facts in rounds if name in facts]
+        if all(v == values[0] for v in values):
+            merged[name] = values[0]
+        elif all(isinstance(v, bool) for v in values):
+            merged[name] = all(values)
+        elif all(isinstance(v, int | float) for v in values):
+            merged[name] = statistics.median(values)
+        else:
+            merged[name] = values[-1]
+    return merged
 
 
 def reap_children(grace: float = 5.0) -> list[str]:

@@ -27,11 +27,20 @@ class Target:
 
 
 def find(rows: Sequence[Row], group: str, subject: str) -> Row | None:
-    """The measured row of ``group`` whose subject is (or starts with) ``subject``."""
-    for candidate in rows:
-        if candidate["group"] == group and candidate["subject"].startswith(subject):
-            return candidate if candidate["runs"] and not math.isnan(candidate["median_s"]) else None
+    """The measured row of ``group`` whose subject is ``subject``, or else the first
+    that starts with it."""
+    mine = [r for r in rows if r["group"] == group]
+    for candidate in [r for r in mine if r["subject"] == subject] or [r for r in mine if r["subject"].startswith(subject)]:
+        return candidate if candidate["runs"] and not math.isnan(candidate["median_s"]) else None
     return None
+
+
+def best_of(rows: Sequence[Row], group: str, prefix: str) -> Row | None:
+    """The measured row of ``group`` with the lowest median among those whose subject
+    starts with ``prefix`` (a peer tried at several settings)."""
+    measured = [r for r in rows if r["group"] == group and r["subject"].startswith(prefix)
+                and r["runs"] and not math.isnan(r["median_s"])]
+    return min(measured, key=lambda r: r["median_s"], default=None)
 
 
 def fact(rows: Sequence[Row], group: str, subject: str, name: str) -> Any:
@@ -108,6 +117,25 @@ def map_time(rows: Sequence[Row]) -> Verdict:
     return shown, mine["median_s"] <= limit
 
 
+def map_against_best_chunksize(rows: Sequence[Row]) -> Verdict:
+    """B2: skyward's map ÷ ProcessPoolExecutor.map at its fastest chunk size."""
+    mine, best = find(rows, "B2", "skyward"), best_of(rows, "B2", "ProcessPoolExecutor.map chunksize=")
+    if mine is None or best is None:
+        return "not measured", None
+    ratio = mine["median_s"] / best["median_s"]
+    return f"{ratio:.2f}x ({best['subject'].rsplit(' ', 1)[-1]})", ratio <= 1.0
+
+
+def shutdown(rows: Sequence[Row]) -> Verdict:
+    """B4: skyward's shutdown within 1.5 s, with none of the pool's processes left alive."""
+    mine = find(rows, "B4", "skyward Compute(nodes=4) shutdown")
+    if mine is None:
+        return "not measured", None
+    left = mine.get("facts", {}).get("left", 0)
+    shown = f"{mine['median_s']:.3g} s (max {mine['max_s']:.3g})" + (f", {left} processes left alive" if left else "")
+    return shown, mine["median_s"] <= 1.5 and not left
+
+
 def serialized_once(rows: Sequence[Row]) -> Verdict:
     """B3: the broadcast argument was serialized once by the client."""
     count = fact(rows, "B3", "skyward", "serializations")
@@ -153,6 +181,8 @@ TARGETS = (
            map_time),
     Target("B2-ppe", "`pool.map` ≥ 15x faster than ProcessPoolExecutor.map chunksize=1",
            at_least_faster("B2", "skyward", "ProcessPoolExecutor.map chunksize=1", 15)),
+    Target("B2-best", "`pool.map` ≤ 1.0x ProcessPoolExecutor.map at its best chunk size (issue 40)",
+           map_against_best_chunksize),
     Target("B2-ray", "`pool.map` ≥ 50x faster than Ray tasks", at_least_faster("B2", "skyward", "Ray tasks", 50)),
     Target("B2-order", "`pool.map` results in input order",
            is_true("B2", "skyward", "in_order", "in order", "out of order")),
@@ -167,10 +197,15 @@ TARGETS = (
            at_most_times("B4", "skyward Compute(nodes=4) start", "Dask LocalCluster(4) start", 1.0)),
     Target("B4-warm", "warm open (the same script run again) ≤ 0.5 s to 4 ready nodes (issue 17)",
            at_most("B4", "skyward warm open", 0.5)),
-    Target("B4-kept", "the same 4-node script run again on its kept pool reaches every node's first answer ≤ 0.3 s (issue 24; import counted in B4-import)",
-           at_most("B4", "skyward kept pool, the script run again", 0.3)),
-    Target("B4-import", "`import skyward` ≤ 0.3 s (issue 17)", at_most("B4", "skyward Compute(nodes=4) import", 0.3)),
-    Target("B4-shutdown", "shutdown ≤ 1.5 s", at_most("B4", "skyward Compute(nodes=4) shutdown", 1.5)),
+    Target("B4-kept", "the same 4-node script run again on its kept pool reaches every node's first answer ≤ 0.3 s, "
+           "`import skyward` not counted (issue 24)",
+           at_most("B4", "skyward kept pool, the script run again (keep_alive)", 0.3)),
+    Target("B4-kept-import", "the same, with the script's `import skyward`: ≤ 0.4 s (issue 41)",
+           at_most("B4", "skyward kept pool, the script run again (keep_alive), with `import skyward`", 0.4)),
+    Target("B4-import", "`import skyward` and what the first open imports (Ray among it) ≤ 1.3x importing Ray "
+           "alone (issue 17; issue 41 counts what the open imports)",
+           at_most_times("B4", "skyward Compute(nodes=4) import", "ray.init + 4 actors import", 1.3)),
+    Target("B4-shutdown", "shutdown ≤ 1.5 s with no process of the pool left alive", shutdown),
     Target("B5", "idle 4-node pool ≤ 1.0 GB PSS", at_most("B5", "skyward", GIB_IN_MIB, "MiB")),
     Target("B5-cpu", "idle 4-node pool ≤ 1% of a core (issue 17)", idle_cpu),
     Target("B6", "200 × 20 ms numpy tasks ≥ 90% of ideal, separate calls and pool.map alike (issue 17)", efficiency),

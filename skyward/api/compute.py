@@ -16,6 +16,7 @@ from skyward.api.pool import Pool
 from skyward.api.selection import ProviderLike, ProviderSelector, SelectionLike
 from skyward.core import accelerators
 from skyward.core.accelerators import Accelerator
+from skyward.core.frames import shows_users_frames
 from skyward.core.validation import reject_unknown
 from skyward.engine import interruptible
 from skyward.image.image import Image
@@ -32,6 +33,7 @@ ADOPT_ENV = "SKYWARD_POOL"
 """Set (by ``sky run NAME``): every ``Compute(...)`` of the script adopts the kept pool NAME."""
 
 
+@shows_users_frames
 def Compute(*specs: Spec, name: str | None = None, options: Options | None = None, **spec_fields: object) -> Pool:  # noqa: N802
     """A pool to open with ``with``. Pass Spec fields as keywords (provider defaults to
     ``sky.Local()``), or one or more ``Spec`` objects (tried in ``Options.selection``
@@ -97,6 +99,7 @@ def _spec_from_fields(spec_fields: dict[str, Any]) -> Spec:
 _DISPLAY = {"log": "log", "spinner": "rich", "quiet": "silent"}
 
 
+@shows_users_frames
 def ComputePool(  # noqa: N802
     provider: ProviderLike | None = None,
     selection: SelectionLike = "first",

@@ -92,3 +92,64 @@ def test_targets_are_checked_and_misses_explained() -> None:
     assert checks["B4-warm"]["passed"] is False and checks["B4-warm"]["measured"].startswith("0.8 s")
     explained = dict(targets.explain(list(checks.values())))
     assert len(explained) == 3 and all(text for text in explained.values())
+
+
+def test_shutdown_misses_its_target_with_a_process_left_alive() -> None:
+    run, targets = load_suite()
+    common = load_common()
+    quick = common.row("B4", "skyward Compute(nodes=4) shutdown", [0.4], metric="shutdown", facts={"left": 0})
+    assert {c["id"]: c for c in targets.check_all([quick])}["B4-shutdown"]["passed"] is True
+    leaky = common.row("B4", "skyward Compute(nodes=4) shutdown", [0.4], metric="shutdown", facts={"left": 1})
+    check = {c["id"]: c for c in targets.check_all([leaky])}["B4-shutdown"]
+    assert check["passed"] is False and "1 processes left alive" in check["measured"]
+
+
+def test_map_is_held_against_the_peers_best_chunk_size() -> None:
+    _, targets = load_suite()
+    common = load_common()
+    rows = [
+        common.row("B2", "skyward pool.map, f in the script", [0.030]),
+        common.row("B2", "skyward pool.map, f imported", [0.010]),
+        common.row("B2", "ProcessPoolExecutor.map chunksize=1", [0.400]),
+        common.row("B2", "ProcessPoolExecutor.map chunksize=100", [0.020]),
+        common.row("B2", "ProcessPoolExecutor.map chunksize=1000", [0.008]),
+    ]
+    checks = {c["id"]: c for c in targets.check_all(rows)}
+    # the script's function is the user's case: 0.030 against the best setting's 0.008
+    assert checks["B2-best"]["passed"] is False and checks["B2-best"]["measured"].startswith("3.75x (chunksize=1000)")
+    # chunksize=1 is found by its exact name, not as the prefix of chunksize=100
+    assert checks["B2-ppe"]["measured"] == "13.3x faster"
+
+
+def test_again_rows_are_reported_with_and_without_the_import() -> None:
+    _, targets = load_suite()
+    common = load_common()
+    rows = [
+        common.row("B4", "skyward kept pool, the script run again (keep_alive)", [0.05], metric="kept"),
+        common.row("B4", "skyward kept pool, the script run again (keep_alive), with `import skyward`", [0.5],
+                   metric="kept+import"),
+    ]
+    checks = {c["id"]: c for c in targets.check_all(rows)}
+    assert checks["B4-kept"]["passed"] is True
+    assert checks["B4-kept-import"]["passed"] is False
+
+
+def test_subjects_take_turns_and_their_rounds_merge() -> None:
+    load_suite()
+    import benchmarks.isolate as isolate
+
+    merged = isolate.merged_facts([{"in_order": True, "items": 10_000, "n": 1}, {"in_order": False, "items": 10_000, "n": 3}])
+    assert merged == {"in_order": False, "items": 10_000, "n": 2}
+    order: list[str] = []
+
+    def fake_isolated(fn, *args):  # the order subjects run in, without interpreters
+        order.append(args[0])
+        return {"samples": [len(order) * 1.0], "note": "n", "facts": {"ok": True}}
+
+    real, isolate.isolated = isolate.isolated, fake_isolated
+    try:
+        rows = isolate.alternated([isolate.Subject("G", name, print, (name,)) for name in ("a", "b")], rounds=3)
+    finally:
+        isolate.isolated = real
+    assert order == ["a", "b", "a", "b", "a", "b"]
+    assert [r["runs"] for r in rows] == [3, 3] and rows[0]["min_s"] == 1.0 and rows[1]["max_s"] == 6.0
