@@ -69,11 +69,14 @@ def _bar(name: str) -> _Bar | None:
 
 
 def _in_notebook() -> bool:
+    """True in a Jupyter kernel's shell: ipykernel's ``ZMQInteractiveShell`` or a shell
+    built on it (Google Colab's ``google.colab._shell.Shell``, VS Code's and JupyterLab's
+    kernels); False in a terminal IPython."""
     shell = sys.modules.get("IPython")
     if shell is None or "ipykernel" not in sys.modules:
         return False
     found = getattr(shell, "get_ipython", lambda: None)()
-    return type(found).__name__ == "ZMQInteractiveShell"
+    return any(kind.__name__ == "ZMQInteractiveShell" for kind in type(found).__mro__)
 
 
 class _TerminalBar:
