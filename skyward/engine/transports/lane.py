@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -348,11 +349,15 @@ def _awaiting_reply(drop: Callable[[], None], timeout: float | None) -> Iterator
     raises, ``drop()`` the connection (a late reply would confuse its next caller) and
     raise: a timeout as ``TimeoutError("no reply within ...")``, a broken or closed
     connection (``OSError``, ``asyncio.IncompleteReadError``) as ``LaneBroken``, anything
-    else (``LaneBroken`` itself, an interrupt, a cancellation) as it is."""
+    else (``LaneBroken`` itself, an interrupt, a cancellation) as it is. A connection the
+    kernel gave up on (``ETIMEDOUT``: its keepalives went unanswered, the agent's host is
+    unreachable) is broken, not slow, though Python raises it as a ``TimeoutError`` too."""
     try:
         yield
     except BaseException as exc:
         drop()
+        if isinstance(exc, TimeoutError) and exc.errno == errno.ETIMEDOUT:
+            raise LaneBroken(f"the connection timed out: {exc.strerror} (the agent's host is unreachable)") from None
         if isinstance(exc, TimeoutError):
             raise TimeoutError(f"no reply within {timeout}s") from None
         if isinstance(exc, (OSError, asyncio.IncompleteReadError)) and not isinstance(exc, LaneBroken):

@@ -1,0 +1,89 @@
+"""Faults of the network between the host lab's hosts (tests/hosts.py) and this machine,
+made with the kernel's own tools. This kernel has no ``netem``, so each fault is the
+nearest thing it can do:
+
+- ``link_dropped``: a cable pulled for a while, as blackhole routes on both ends (this
+  machine's route to the host, the host's route to this machine): every packet either
+  way is dropped, nothing is refused, TCP retransmits until the route is gone again.
+- ``partitioned``: a host cut off from the other hosts (this machine still reaches it),
+  as blackhole routes on both ends of each pair.
+- ``slowed``: every path to and from the hosts through a token bucket (``tc ... tbf``)
+  of ``rate`` with a deep queue: the bandwidth of a slow link, and the delay of a full
+  queue; no loss beyond the queue's.
+
+Each is a context manager that removes what it added, whatever happens inside.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+
+from hosts import HostLab, TestHost
+
+
+def _ip(*args: str, netns: str | None = None, check: bool = True) -> None:
+    prefix = ("ip", "netns", "exec", netns) if netns else ()
+    subprocess.run([*prefix, *args], check=check, capture_output=True, text=True, timeout=30)
+
+
+@contextmanager
+def _blackhole(address: str, netns: str | None = None) -> Iterator[None]:
+    """Packets to ``address`` (from this machine, or from inside ``netns``) dropped."""
+    _ip("ip", "route", "add", "blackhole", f"{address}/32", netns=netns)
+    try:
+        yield
+    finally:
+        _ip("ip", "route", "del", "blackhole", f"{address}/32", netns=netns, check=False)
+
+
+@contextmanager
+def link_dropped(lab: HostLab, host: TestHost) -> Iterator[None]:
+    """No packet between this machine and ``host``, either way, for the block."""
+    with _blackhole(host.address), _blackhole(lab.gateway, host.netns):
+        yield
+
+
+@contextmanager
+def partitioned(lab: HostLab, host: TestHost) -> Iterator[None]:
+    """No packet between ``host`` and any other host of ``lab``, for the block."""
+    with ExitStack() as stack:
+        for other in lab.hosts:
+            if other is not host:
+                stack.enter_context(_blackhole(other.address, host.netns))
+                stack.enter_context(_blackhole(host.address, other.netns))
+        yield
+
+
+def _link_of(host: TestHost) -> str:
+    """The name of ``host``'s end of its veth pair (its one link but loopback)."""
+    shown = subprocess.run(["ip", "netns", "exec", host.netns, "ip", "-o", "link", "show"], check=True,
+                           capture_output=True, text=True, timeout=30).stdout
+    names = [line.split(":")[1].strip().split("@")[0] for line in shown.splitlines()]
+    [link] = [name for name in names if name != "lo"]
+    return link
+
+
+@contextmanager
+def _token_bucket(device: str, rate: str, netns: str | None = None) -> Iterator[None]:
+    # burst: one full-size frame and a little more; latency: how long a packet may
+    # wait in the queue (a deep one: seconds at 1 Mbit/s)
+    _ip("tc", "qdisc", "add", "dev", device, "root", "tbf", "rate", rate, "burst", "16kb", "latency", "2s",
+        netns=netns)
+    try:
+        yield
+    finally:
+        _ip("tc", "qdisc", "del", "dev", device, "root", netns=netns, check=False)
+
+
+@contextmanager
+def slowed(lab: HostLab, rate: str, hosts: Sequence[TestHost] | None = None) -> Iterator[None]:
+    """Every path to and from ``hosts`` (default: all of the lab's) through a token
+    bucket of ``rate`` ("10mbit"): the lab's bridge on this machine's side, each host's
+    link on its own."""
+    with ExitStack() as stack:
+        stack.enter_context(_token_bucket(lab.bridge, rate))
+        for host in hosts if hosts is not None else lab.hosts:
+            stack.enter_context(_token_bucket(_link_of(host), rate, host.netns))
+        yield
