@@ -19,16 +19,22 @@ always been torn down):
 7. the pool's event loop stops;
 8. the cost meter stops (``CostFinal``: the cost counts until the nodes are gone), then
    ``ClusterDestroyed``;
-9. the console and the pool's logging close, and SIGTERM's handler is given back.
+9. the dashboard's server stops (``Options(dashboard=True)``), the console and the
+   pool's logging close, and SIGTERM's handler is given back.
+
+A kept pool's client also sends what it observes (task events, progress, cost) to the
+pool daemon for its dashboard (``engine.observed``), until its transport closes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from skyward.api import interrupt, selection
 from skyward.core.errors import AllProvidersFailedError, NoAvailableProviderError
@@ -38,7 +44,9 @@ from skyward.engine import interruptible
 from skyward.engine.events import EventFeed
 from skyward.engine.health import warmed
 from skyward.engine.members import Members
+from skyward.engine.observed import ObservedForwarder
 from skyward.engine.reconciler import Hooks, Reconciler
+from skyward.engine.transports.relay import RelayTransport
 from skyward.model.nodes import NodeHandle
 from skyward.model.plugin import ClientPool
 from skyward.model.spec import Options, Spec
@@ -62,6 +70,9 @@ from skyward.plugins.client import ClientPlugins
 from skyward.providers import registry
 from skyward.providers.base import LaunchedCluster, pricing, with_default_storage
 from skyward.providers.kept.client import open_kept
+
+if TYPE_CHECKING:
+    from skyward.api.dashboard import PoolDashboard
 
 """How long closing waits for the pool's event loop thread to end."""
 
@@ -106,6 +117,8 @@ class OpenPool:
     opened_at: float
     """``time.monotonic()`` when opening began."""
     stack: ExitStack
+    dashboard: PoolDashboard | None = None
+    """Its dashboard (``Options(dashboard=True)``), served once it is ready."""
 
     def ready(self, pool: ClientPool) -> None:
         """The pool is open (its methods work): hold it at the warming gate when its
@@ -117,6 +130,14 @@ class OpenPool:
             interruptible.result(self.loop_thread.submit(warmed(self.driver, checker, self.driver.scheduler.ranks())))
         record(self.request, self.spec, self.logging, self.cluster.nodes)
         bus.emit(ClusterReady(self.request.name, len(self.cluster.infos), time.monotonic() - self.opened_at))
+        if self.dashboard is not None:
+            try:
+                link = self.dashboard.start()
+            except Exception as exc:  # noqa: BLE001 - reported; the pool works without it
+                bus.emit(Error(f"the dashboard could not be served: {type(exc).__name__}: {exc}"))
+            else:
+                sys.stderr.write(f"skyward: pool {self.request.name}'s dashboard (the link opens it once): {link}\n")
+                sys.stderr.flush()
         plugins = ClientPlugins()
         self.stack.callback(_reporting, bus, plugins.close, _plugin_exit)
         plugins.enter(pool, self.spec, self.request.options.resolved_worker, self.cluster)
@@ -148,6 +169,12 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         stack.callback(logging.close)
         console = open_console(options.console, bus.on)
         stack.callback(console.close)
+        dashboard = None
+        if options.dashboard:  # its server (Starlette, uvicorn) is imported only for it
+            from skyward.api.dashboard import PoolDashboard
+
+            dashboard = PoolDashboard(bus.on, request.name)
+            stack.callback(dashboard.stop)
         closing = _Closing(bus, request.name, opened_at)
         stack.callback(closing.destroyed)
         # The meter runs from when the nodes are up (stop() says nothing before); it is
@@ -177,6 +204,8 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         stack.callback(feed.stop)
         stack.callback(cluster.transport.close)  # also when opening it fails half-way
         cluster.transport.open(loop, feed)
+        if cluster.kept and isinstance(cluster.transport, RelayTransport):  # for the pool daemon's dashboard
+            stack.callback(ObservedForwarder(cluster.transport.observe, bus.on).close)
         nodes = spec.node_count
         driver = ClusterDriver(
             cluster.transport, cluster.encode, options.resolved_worker, options.default_compute_timeout,
@@ -210,7 +239,7 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         stack.callback(driver.close)
         return OpenPool(
             request, spec, loop, thread, cluster, feed, driver, members, reconciler, console, logging, cost,
-            opened_at, stack.pop_all(),
+            opened_at, stack.pop_all(), dashboard,
         )
 
 

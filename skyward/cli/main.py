@@ -1,6 +1,7 @@
 """``sky``: offers and prices, the providers and their credentials, the pools open on
 this machine (``ls``, ``down``, ``logs``, ``events``), their nodes (``cp``, ``ssh``), kept pools
-(``up``, ``attach``; ``api``: the pool daemon's HTTP API), running a script (``run``, on a
+(``up``, ``attach``; ``api``: the pool daemon's HTTP API; ``dashboard``: its live web
+dashboard), running a script (``run``, on a
 kept pool with ``--pool``), skyward.toml (``config``), cleaning up what a lost pool left in
 a cloud (``gc``), versions.
 
@@ -23,6 +24,7 @@ import click
 
 from skyward.cli.config import config
 from skyward.cli.copy import copy
+from skyward.cli.dashboard import dashboard
 from skyward.cli.http_api import api
 from skyward.cli.kept import attach, up
 from skyward.cli.output import console, emit_json, emit_object, table
@@ -40,7 +42,7 @@ def main() -> None:
     """Skyward: run Python functions on pools of machines."""
 
 
-for _command in (api, attach, config, copy, down, events, list_pools, logs, providers, run, shell, up):
+for _command in (api, attach, config, copy, dashboard, down, events, list_pools, logs, providers, run, shell, up):
     main.add_command(_command)
 
 

@@ -17,6 +17,7 @@ Forget (a call given up on)              Events, Report
 CollectionOp                             CollectionAnswer
 Attach (a node joined), Detach           Attached, Lost
 Metrics (whether anyone listens)
+Observed (what the client saw: the daemon's dashboard)
 ReleaseHolds (the client's locks, leases)
 Close                                    Closed
 """
@@ -26,10 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-PROTOCOL = 4
+PROTOCOL = 5
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
 may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``; 4:
-``Attached.joined``, ``Lost``)."""
+``Attached.joined``, ``Lost``; 5: ``Observed``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]
@@ -116,6 +117,15 @@ class Metrics:
     """Whether the client listens for metrics now (the agents pause sampling if not)."""
 
     on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What the client of a kept pool observed (its task events, a map's progress, its
+    cost), as an encoded event batch, for the pool daemon's dashboard; a relay that has
+    no use for it ignores it."""
+
+    batch: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +318,8 @@ AboutKeptPools = KeepPool | AdoptPool | ListPools | EndPool
 ToDaemon = AskStatus | StopDaemon | AboutKeptPools
 FromDaemon = DaemonRunning | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
 ToRelay = (
-    Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | ReleaseHolds | Close
+    Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Observed
+    | ReleaseHolds | Close
 )
 ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 Message = ToRelay | ToClient | ToDaemon | FromDaemon

@@ -9,28 +9,28 @@ directory; a request without ``Authorization: Bearer <token>`` is answered 401 b
 anything else of it is read, and what strangers on loopback can do to the server is
 bounded (``daemon.http_guard``: connections, slow requests, Host and Origin, log lines). The daemon stays up ``API_IDLE`` seconds after the last
 request it served and while a script it ran is running.
+
+Under ``/dashboard/`` it serves the live dashboard of its kept pools (``observe.dashboard``,
+docs/dashboard.md): a browser opens it with a one-time link (``POST /dashboard/links``,
+which ``sky dashboard`` calls) that sets a session cookie; those routes take the cookie
+or the bearer token.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hmac
 import json
-import logging
 import math
 import os
 import re
 import secrets
-import socket
 import sys
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -43,11 +43,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skyward.core.codec import load_payload
 from skyward.core.private_dir import replace_private
-from skyward.daemon.http_guard import BoundedH11, Loopback, RateLimited
+from skyward.daemon.http_guard import Loopback, LoopbackServer
 from skyward.daemon.kept_pools import KeptPools
 from skyward.daemon.openapi import OPENAPI
 from skyward.daemon.runs import Runs
 from skyward.model.spec import Options, Spec
+from skyward.observe.dashboard.app import PREFIX as DASHBOARD
+from skyward.observe.dashboard.app import Dashboard
 from skyward.providers import names
 from skyward.providers.daemon_client import API_FILE, API_TOKEN_FILE
 from skyward.providers.kept.client import fingerprint
@@ -87,8 +89,9 @@ class KeptApi:
         self._environ = dict(os.environ)
         """The daemon's environment as it started (a remote pool's launch swaps the process's)."""
         self._last_request = -math.inf
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server = LoopbackServer("kept-http")
+        self.dashboard = Dashboard(kept.boards, self._touch)
+        """The dashboard of the kept pools (``observe.dashboard``), served under /dashboard/."""
 
     def start(self) -> str:
         """Listen, write the token and ``api.json``; the URL. RuntimeError when the
@@ -100,30 +103,8 @@ class KeptApi:
         descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as output:
             output.write(token)
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        config = uvicorn.Config(
-            self._app(token, listener.getsockname()[1]), log_config=None, log_level="warning", access_log=False,
-            lifespan="off", http=BoundedH11, ws="none", loop="asyncio", timeout_graceful_shutdown=int(STOP_TIMEOUT / 2),
-        )
-        for name in ("uvicorn", "uvicorn.error"):
-            logger = logging.getLogger(name)
-            if not any(isinstance(known, RateLimited) for known in logger.filters):
-                logger.addFilter(RateLimited())
-        server = uvicorn.Server(config)
-        self._server = server
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(server.serve(sockets=[listener])), name="kept-http", daemon=True,
-        )
-        self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                server.should_exit = True
-                listener.close()
-                raise RuntimeError(f"the HTTP API did not start within {START_TIMEOUT:g}s (see the log above)")
-            time.sleep(0.01)
+        port = self._server.start(lambda port: self._app(token, port), START_TIMEOUT, STOP_TIMEOUT / 2)
+        url = f"http://127.0.0.1:{port}"
         replace_private(str(self._directory / API_FILE), json.dumps({"url": url, "pid": os.getpid()}))
         return url
 
@@ -135,9 +116,8 @@ class KeptApi:
     def stop(self) -> None:
         """Terminate the scripts still running, stop serving, remove the files."""
         self.runs.stop()
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(STOP_TIMEOUT)
+        self.dashboard.close()
+        self._server.stop(STOP_TIMEOUT)
         for name in (API_FILE, API_TOKEN_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (self._directory / name).unlink()
@@ -156,9 +136,11 @@ class KeptApi:
             Route("/pools/{name}/runs", self._submit, methods=["POST"]),
             Route("/runs/{id}", self._run, methods=["GET"]),
             Route("/runs/{id}/output", self._output, methods=["GET"]),
+            *self.dashboard.routes(),
         ]
 
     def _app(self, token: str, port: int) -> Starlette:
+        self.dashboard.serve_on(port, token)
         return Starlette(
             routes=self.routes(),
             middleware=[Middleware(Loopback, port=port), Middleware(Bearer, token=token, touch=self._touch)],
@@ -260,7 +242,9 @@ class KeptApi:
 
 class Bearer:
     """ASGI middleware: 401 unless the request carries ``Authorization: Bearer <token>``
-    (compared in constant time), before anything else of it is read."""
+    (compared in constant time), before anything else of it is read; the dashboard's
+    routes (under ``/dashboard/``) take that token or the dashboard's session cookie, and
+    check either themselves (``observe.dashboard.app``)."""
 
     def __init__(self, app: ASGIApp, token: str, touch: Callable[[], None]) -> None:
         self._app = app
@@ -268,7 +252,7 @@ class Bearer:
         self._touch = touch
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and not str(scope.get("path", "")).startswith(f"{DASHBOARD}/"):
             scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode("latin-1"), self._token):
                 answer = _error(401, "send `Authorization: Bearer <token>`, the token being the contents of the "

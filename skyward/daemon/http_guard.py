@@ -9,10 +9,14 @@ every user of the machine can connect to it, before the token is checked.
   real one does, is served while someone holds half-sent ones); only when every
   connection is being answered is the new one closed.
 - ``Loopback``: a request whose ``Host`` is not the API's own address (a DNS-rebinding
-  page's name) or that carries an ``Origin`` header (a browser's cross-site request) is
-  answered 403 before anything else of it is read.
+  page's name) or whose ``Origin`` header is another origin than the API's own (a
+  browser's cross-site request; the dashboard's own page, ``observe.dashboard``, is of
+  the API's origin) is answered 403 before anything else of it is read.
 - ``RateLimited``: a log filter that lets a message through once per ``LOG_EVERY``
   seconds and counts the rest, so malformed requests cannot grow the daemon's log.
+
+``LoopbackServer`` serves an app so bounded on 127.0.0.1, in a thread of its own: the
+daemon's API, and the dashboard of a pool with ``Options(dashboard=True)``.
 """
 
 from __future__ import annotations
@@ -20,8 +24,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
+import threading
 import time
+from collections.abc import Callable
 
+import uvicorn
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -92,7 +100,8 @@ class BoundedH11(H11Protocol):
 
 class Loopback:
     """ASGI middleware: 403 for a ``Host`` other than ``127.0.0.1:<port>`` or
-    ``localhost:<port>``, and for any request with an ``Origin`` header (see the module)."""
+    ``localhost:<port>``, and for an ``Origin`` header other than ``http://`` and that
+    host (see the module)."""
 
     def __init__(self, app: ASGIApp, port: int) -> None:
         self._app = app
@@ -102,10 +111,12 @@ class Loopback:
         if scope["type"] == "http":
             headers = Headers(scope=scope)
             host = headers.get("host", "")
-            if host not in self._hosts or "origin" in headers:
+            origin = headers.get("origin")
+            if host not in self._hosts or (origin is not None and origin != f"http://{host}"):
                 why = (
                     f"the Host header {host!r} is not this API's address ({' or '.join(sorted(self._hosts))})"
-                    if host not in self._hosts else "requests from a web page (with an Origin header) are refused"
+                    if host not in self._hosts
+                    else f"requests from a web page of another origin (Origin: {str(origin)[:100]!r}) are refused"
                 )
                 await send({"type": "http.response.start", "status": 403,
                             "headers": [(b"content-type", b"application/json")]})
@@ -133,3 +144,49 @@ class RateLimited(logging.Filter):
         if dropped:
             record.msg = f"{record.msg} ({dropped} more like it in the last {LOG_EVERY:g}s left out)"
         return True
+
+
+class LoopbackServer:
+    """An ASGI app served by uvicorn on 127.0.0.1 at a port the OS picks, in a thread
+    named ``name``, with ``BoundedH11`` and uvicorn's log lines ``RateLimited``."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, app: Callable[[int], ASGIApp], timeout: float, graceful: float) -> int:
+        """Listen, serve ``app(port)``; the port. RuntimeError when the server does not
+        start within ``timeout`` seconds; open responses get ``graceful`` seconds when
+        it stops."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        port = int(listener.getsockname()[1])
+        config = uvicorn.Config(
+            app(port), log_config=None, log_level="warning", access_log=False, lifespan="off", http=BoundedH11,
+            ws="none", loop="asyncio", timeout_graceful_shutdown=max(1, int(graceful)),
+        )
+        for logger_name in ("uvicorn", "uvicorn.error"):
+            logger = logging.getLogger(logger_name)
+            if not any(isinstance(known, RateLimited) for known in logger.filters):
+                logger.addFilter(RateLimited())
+        server = uvicorn.Server(config)
+        self._server = server
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(server.serve(sockets=[listener])), name=self._name, daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                server.should_exit = True
+                listener.close()
+                raise RuntimeError(f"the HTTP server did not start within {timeout:g}s (see the log above)")
+            time.sleep(0.01)
+        return port
+
+    def stop(self, timeout: float) -> None:
+        """Stop serving (waiting up to ``timeout`` seconds)."""
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout)

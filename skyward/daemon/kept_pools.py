@@ -54,6 +54,7 @@ from skyward.core.messages import PoolHeld
 from skyward.core.paths import in_home, runtime_dir
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import private_directories
+from skyward.daemon import dashboard_feed
 from skyward.daemon.pool_log import PoolLog
 from skyward.daemon.remote_backend import ClusterSession, EventForwarder
 from skyward.engine.death import Death, cause_of_death
@@ -63,6 +64,7 @@ from skyward.engine.transports.lane import lane_path
 from skyward.engine.transports.relay import RelayTransport
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
+from skyward.observe.dashboard.board import Board
 from skyward.observe.log_config import LogConfig
 from skyward.providers import registry
 from skyward.providers.base import LaunchedCluster, runs_here
@@ -131,6 +133,10 @@ class KeptPool:
     SSH agent)."""
     members_lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while its nodes change (``_members``)."""
+    board: Board = field(default_factory=Board)
+    """What the daemon's dashboard shows of it (``daemon.dashboard_feed``)."""
+    priced: bool = False
+    """Its nodes cost what their handles say (its provider has prices)."""
 
     def postmortem(self, node: int) -> Death | None:
         """Why node ``node``'s agent died, from the note it left."""
@@ -216,9 +222,12 @@ class KeptPool:
         with self.members_lock:
             members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
             if joined is None:
-                members.pop(node, None)
+                gone = members.pop(node, None)
+                if gone is not None:
+                    dashboard_feed.left(self.board, node, gone[0].id)
             else:
                 members[node] = joined
+                dashboard_feed.joined(self.board, self.board.view.provider, self.priced, node, joined[0])
             ranks = sorted(members)
             self.cluster = replace(
                 self.cluster, nodes=tuple(members[r][0] for r in ranks), infos=tuple(members[r][1] for r in ranks),
@@ -268,7 +277,8 @@ class KeptPools:
                 self._opening.discard(name)
             raise
         pool.definition = cloudpickle.dumps((request.spec, request.options))
-        pool.log = PoolLog(_log_path(request.pool_id))
+        _show(pool, request.spec)
+        pool.log = PoolLog(_log_path(request.pool_id), pool.board)
         pool.log.note(
             f"pool {name}: kept, {len(pool.cluster.nodes)} nodes on {request.spec.provider.name}, idle for at most "
             f"{keep_alive:g}s; opened for pid {pid}"
@@ -345,7 +355,9 @@ class KeptPools:
 
     def _resumed(self, pool: KeptPool, record: kept_state.KeptRecord, spec: Spec) -> KeptPool:
         """``pool``, found again from ``record``, listening on its socket and registered."""
-        pool.opened, pool.definition, pool.log = record.opened, record.definition, PoolLog(_log_path(record.pool_id))
+        pool.opened, pool.definition = record.opened, record.definition
+        _show(pool, spec)
+        pool.log = PoolLog(_log_path(record.pool_id), pool.board)
         pool.log.note(f"pool {pool.name}: taken over by pool daemon {os.getpid()}")
         try:
             self._listen(pool)
@@ -477,6 +489,19 @@ class KeptPools:
                 raise ValueError(f"the kept pool {name!r} is not held by pid {pid} before connecting (holder {pool.holder})")
             pool.holder, pool.secret, pool.idle_since = 0, b"", time.monotonic()
 
+    def boards(self) -> list[Board]:
+        """The kept pools as the daemon's dashboard shows them, each told who holds it,
+        how long it has been idle and how long it is kept."""
+        now = time.monotonic()
+        with self._lock:
+            pools = list(self._pools.values())
+            for pool in pools:
+                pool.board.extra = {
+                    "kept": True, "holder": pool.holder or None, "idle": round(pool.idle_for(now), 1),
+                    "keep_alive": pool.keep_alive, "opened": pool.opened,
+                }
+        return [pool.board for pool in pools]
+
     def states(self) -> list[tuple[str, str, int, float, int, float, float, bytes]]:
         """Each pool as ``PoolsKept`` carries it."""
         now = time.monotonic()
@@ -596,7 +621,7 @@ class KeptPools:
             writer.close()
             return
         client = f"{pool.holder}-{next(self._sessions)}"
-        server = RelayServer(pool.secret, lambda sink: self._backend(pool, client, sink))
+        server = RelayServer(pool.secret, lambda sink: self._backend(pool, client, sink), observed=pool.board.observed)
         try:
             await server.handle(reader, writer)
         finally:
@@ -611,9 +636,12 @@ class KeptPools:
     def _backend(pool: KeptPool, client: str, sink: Sink) -> RelayBackend:
         if pool.log is not None:
             sink = pool.log.sink(sink)
+        backend: RelayBackend
         if pool.forwarder is not None:
-            return ClusterSession(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink, pool)
-        return RaySession(pool, client, sink)
+            backend = ClusterSession(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink, pool)
+        else:
+            backend = RaySession(pool, client, sink)
+        return dashboard_feed.Watched(backend, pool.board)
 
     def _stop(self, pool: KeptPool) -> None:
         """Tear ``pool`` down: its relay (ending a session in progress), then its agents."""
@@ -645,6 +673,14 @@ def _log_path(pool_id: str) -> Path:
     directory = in_home(LogConfig().file).parent / "pools"
     private_directories(str(directory))
     return directory / f"{pool_id}.log"
+
+
+def _show(pool: KeptPool, spec: Spec) -> None:
+    """Put ``pool`` on its dashboard board (``daemon.dashboard_feed``)."""
+    pool.priced = bool(getattr(spec.provider, "priced", False))
+    with pool.members_lock:
+        members = list(zip(pool.cluster.nodes, pool.cluster.infos))
+    dashboard_feed.show(pool.board, pool.name, spec.provider.name, pool.priced, pool.opened, members)
 
 
 def _register(pool: KeptPool, spec: Spec) -> None:

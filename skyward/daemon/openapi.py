@@ -50,6 +50,83 @@ def _post(summary: str, body: str, created: dict[str, object], errors: dict[str,
         "responses": dict(sorted(responses.items())),
     }
 
+_EITHER: list[dict[str, list[str]]] = [{"token": []}, {"dashboard": []}]
+"""The dashboard's routes take the bearer token or the dashboard's session cookie."""
+_NO_SESSION = _error("neither the session cookie of a dashboard link nor the bearer token")
+
+
+def _query(name: str, description: str, required: bool = False, kind: str = "string") -> dict[str, object]:
+    return {"name": name, "in": "query", "required": required, "schema": {"type": kind}, "description": description}
+
+
+def _dashboard(summary: str, ok: dict[str, object], description: str = "", **more: object) -> dict[str, object]:
+    """A dashboard route's GET: 200 with ``ok``, 401 without the cookie or the token."""
+    operation: dict[str, object] = {"summary": summary, "security": _EITHER, "responses": {"200": ok, "401": _NO_SESSION}}
+    if description:
+        operation["description"] = description
+    return {**operation, **more}
+
+
+_DASHBOARD_PATHS: dict[str, object] = {
+    "/dashboard/login": {
+        "get": {
+            "summary": "Open the dashboard with a one-time link (`POST /dashboard/links`, `sky dashboard`)",
+            "description": "The link's token, good once and for two minutes, is exchanged for a session cookie "
+                           "(HttpOnly, SameSite=Strict, Path=/dashboard) and the browser is sent to the page.",
+            "security": [],
+            "parameters": [_query("token", "the link's one-time token", required=True),
+                           _query("pool", "the pool the page opens on")],
+            "responses": {
+                "303": {"description": "to `/dashboard/`, with the session cookie set"},
+                "403": {"description": "the token was used already, or expired (an HTML page)",
+                        "content": {"text/html": {}}},
+            },
+        },
+    },
+    "/dashboard/": {
+        "get": _dashboard("The dashboard's page", {"description": "the page", "content": {"text/html": {}}},
+                          parameters=[_query("pool", "the pool shown first")]),
+    },
+    "/dashboard/static/{name}": {
+        "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"},
+                        "description": "app.js or style.css"}],
+        "get": _dashboard(
+            "The page's script and style sheet", {"description": "the asset"},
+            responses={"200": {"description": "the asset"}, "401": _NO_SESSION, "404": _error("no such asset")},
+        ),
+    },
+    "/dashboard/api/state": {
+        "get": _dashboard("Every kept pool as the dashboard shows it",
+                          _json(_ref("DashboardState"), "the pools, summarised")),
+    },
+    "/dashboard/api/stream": {
+        "get": _dashboard(
+            "The dashboard's updates as server-sent events",
+            {"description": "the event stream", "content": {"text/event-stream": {}}},
+            "A `state` event (data: a DashboardState) when a pool changed, at most twice a second and at least "
+            "every two seconds; `events` events (data: {pool, events: [{seq, time, level, text}]}) with each "
+            "pool's new event lines; with `pool` and `node`, `log` events (data: {pool, node, lines: [{seq, "
+            "time, level, text}]}) with that node's output, from the lines kept. Comment lines keep a quiet "
+            "stream alive.",
+            parameters=[_query("pool", "the pool whose node's output to follow"),
+                        _query("node", "the node whose output to follow", kind="integer")],
+        ),
+    },
+    "/dashboard/links": {
+        "post": {
+            "summary": "A new one-time link to the dashboard (what `sky dashboard` opens)",
+            "parameters": [_query("pool", "the pool the page opens on")],
+            "responses": {
+                "201": _json({"type": "object", "properties": {
+                    "url": {"type": "string", "description": "`/dashboard/login?token=...` on this API"},
+                    "expires_in": {"type": "number", "description": "seconds it is good for (once)"},
+                }}, "the link"),
+                "401": _UNAUTHORIZED,
+            },
+        },
+    },
+}
+
 SCHEMAS: dict[str, object] = {
     "Error": {
         "type": "object", "required": ["error"],
@@ -88,6 +165,22 @@ SCHEMAS: dict[str, object] = {
             "args": {"type": "array", "items": {"type": "string"}, "default": []},
         },
     },
+    "DashboardState": {
+        "type": "object",
+        "properties": {
+            "time": {"type": "number", "description": "when (Unix time)"},
+            "pools": {"type": "array", "items": {
+                "type": "object",
+                "description": "one pool, summarised: name, provider, status, elapsed, node_count, states (nodes "
+                               "counted by state), means (mean cpu, memory, gpu, gpu_memory in %), nodes (at "
+                               "most 40 rows: node, status, cpu, memory, gpu, gpu_memory, running, done, failed; "
+                               "past 40, the nodes in trouble and the busiest), nodes_hidden, tasks (running, "
+                               "queued, done, failed, cancelled, per_second), maps (id, kind, name, done, total, "
+                               "failed, finished, per_second, eta in seconds), cost (so_far, hourly, final; null "
+                               "without prices), logs (the nodes with output), holder, idle, keep_alive, opened",
+            }},
+        },
+    },
     "Run": {
         "type": "object",
         "properties": {
@@ -116,7 +209,11 @@ OPENAPI: dict[str, object] = {
     },
     "components": {
         "schemas": SCHEMAS,
-        "securitySchemes": {"token": {"type": "http", "scheme": "bearer"}},
+        "securitySchemes": {
+            "token": {"type": "http", "scheme": "bearer"},
+            "dashboard": {"type": "apiKey", "in": "cookie", "name": "skyward-dashboard-<port>",
+                          "description": "the session cookie a dashboard link sets (`GET /dashboard/login`)"},
+        },
     },
     "security": [{"token": []}],
     "paths": {
@@ -165,6 +262,7 @@ OPENAPI: dict[str, object] = {
                 "while the script is quiet.",
             ),
         },
+        **_DASHBOARD_PATHS,
     },
 }
 """The document (``GET /openapi.json``)."""

@@ -5,7 +5,10 @@ file in the lines of a pool's own log (``observe.log_setup``), so ``sky logs NAM
 and ``sky events NAME`` read it as they read any pool's, during its life and after
 (the pool's registry record names it; once the pool is gone, its name finds it).
 Metric samples are left out: ``sky events`` is for what happened, and a pool taken up
-again would dump every sample its nodes took while idle."""
+again would dump every sample its nodes took while idle.
+
+What is written is also told to the pool's dashboard board (``observe.dashboard``), when
+it has one: the daemon's notes as event lines, and every event (metric samples too)."""
 
 from __future__ import annotations
 
@@ -17,21 +20,26 @@ from pathlib import Path
 from skyward.core.private_dir import open_private
 from skyward.engine.events import EventBatch
 from skyward.engine.relay_server import Sink
+from skyward.observe.dashboard.board import Board
 from skyward.observe.describe import describe
 from skyward.observe.event_log import EVENTS_LOGGER, TASK_LOGGER
 from skyward.observe.events import Log, Metric
 
 
 class PoolLog:
-    """The file ``path``, written by one thread at a time."""
+    """The file ``path``, written by one thread at a time; ``board``: the pool's
+    dashboard board, told too (see the module)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, board: Board | None = None) -> None:
         self.path = path
+        self.board = board
         self._lock = threading.Lock()
 
-    def note(self, message: str) -> None:
+    def note(self, message: str, level: str = "INFO") -> None:
         """An event line of the daemon's own: ``pool NAME: what it did``."""
-        self.write_lines([f"INFO {EVENTS_LOGGER}: {message}"])
+        self.write_lines([f"{level} {EVENTS_LOGGER}: {message}"])
+        if self.board is not None:
+            self.board.note(message, level.lower())
 
     def sink(self, sink: Sink) -> LoggedSink:
         """``sink``, with what passes through it written here too."""
@@ -61,14 +69,18 @@ class LoggedSink:
             self._log.note(f"events of node {node} could not be read: {type(exc).__name__}: {exc}")
             return
         self._log.write_lines([_line(event) for event in events if not isinstance(event, Metric)])
+        if self._log.board is not None:
+            self._log.board.apply_all(events)
 
     def report(self, message: str) -> None:
         self._sink.report(message)
         self._log.write_lines([f"ERROR {EVENTS_LOGGER}: {message}"])
+        if self._log.board is not None:
+            self._log.board.note(message, "error")
 
     def lost(self, node: int, reason: str, preempted: bool) -> None:
         self._sink.lost(node, reason, preempted)
-        self._log.write_lines([f"WARNING {EVENTS_LOGGER}: node {node} was {'preempted' if preempted else 'lost'}: {reason}"])
+        self._log.note(f"node {node} was {'preempted' if preempted else 'lost'}: {reason}", "WARNING")
 
 
 def _line(event: object) -> str:

@@ -18,6 +18,9 @@ is the in-process fake cluster). Per connection:
    is served once that one ended, unless a newer one came meanwhile; ``finished`` is
    never set.
 
+``Observed`` (what a kept pool's script saw) goes to the server's ``observed`` callback
+(the pool daemon's dashboard), or nowhere.
+
 Calls, collection operations and attaches run as tasks, answered in the order they end;
 ``Forget`` cancels one. Everything the client is sent goes through one ordered queue.
 """
@@ -197,13 +200,15 @@ class RelayServer:
     makes for it; ``finished`` is set once that client is gone and the backend ended.
     ``compress``: large messages to the client travel compressed where that pays (a
     remote pool's relay, whose client is across an SSH channel). ``successive``: serves
-    one client after another instead (see the module)."""
+    one client after another instead (see the module). ``observed`` takes the client's
+    ``Observed`` batches."""
 
     def __init__(
         self, secret: bytes, open_backend: Callable[[Sink], RelayBackend], compress: bool = False,
-        successive: bool = False,
+        successive: bool = False, observed: Callable[[bytes], None] | None = None,
     ) -> None:
         self._secret = secret
+        self._observed = observed
         self._open_backend = open_backend
         self._compress = compress
         self._successive = successive
@@ -340,6 +345,9 @@ class RelayServer:
                 backend.detach(node, reason)
             case messages.Metrics(on):
                 backend.set_metrics(on)
+            case messages.Observed(batch):
+                if self._observed is not None:
+                    self._observed(batch)
             case messages.ReleaseHolds():
                 await asyncio.get_running_loop().run_in_executor(None, backend.release_holds)
             case _:

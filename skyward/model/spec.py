@@ -222,6 +222,10 @@ class Options:
     of opening a new one (docs/kept-pools.md). None (the default): the pool closes with
     its ``with`` block.
 
+    ``dashboard``: serve the live web dashboard of this pool from this process while it
+    is open (on 127.0.0.1; a one-time link to it is printed on stderr once the pool is
+    open; docs/dashboard.md). Kept pools have the pool daemon's too (``sky dashboard``).
+
     ``default_compute_timeout`` and ``shutdown_timeout`` may be ``math.inf`` (no limit);
     the provisioning timeouts must be finite. NaN is refused everywhere. An unknown
     keyword is a TypeError naming the closest field."""
@@ -249,6 +253,7 @@ class Options:
     retry_on_interruption: int = 3
     health_checker: HealthChecker | None = None
     keep_alive: float | None = None
+    dashboard: bool = False
 
     def __post_init__(self) -> None:
         check_number("Options", "keep_alive", self.keep_alive, strictly_positive=True, optional=True, finite=True)
@@ -275,6 +280,8 @@ class Options:
         if self.cluster is not None and not isinstance(self.cluster, bool):
             raise fail("Options", "cluster", self.cluster, "use None, True or False")
         check_number("Options", "retry_on_interruption", self.retry_on_interruption, minimum=0, integer=True)
+        if not isinstance(self.dashboard, bool):
+            raise fail("Options", "dashboard", self.dashboard, "use True (serve the pool's web dashboard) or False")
         if self.health_checker is not None and not isinstance(self.health_checker, HealthChecker):
             raise fail(
                 "Options", "health_checker", self.health_checker,

@@ -247,6 +247,9 @@ VERDICTS: dict[str, dict[str, Any]] = {
         "ray": By("tests/unit/test_elastic.py"),
         "aws": By(f"{AWS_ELASTIC}::test_a_node_failing_its_health_check_is_replaced"),
     },
+    "Options.dashboard": same(By(
+        "tests/e2e/test_dashboard_browser.py::test_options_dashboard_prints_a_link_that_serves_the_page_once_until_the_pool_closes"
+    )),
     "Options.keep_alive": {
         "local": By("tests/e2e/test_kept_pools.py::test_a_script_run_again_adopts_the_same_nodes_without_ray_and_the_pool_ends_after_keep_alive"),
         "ssh": By("tests/e2e/ssh/test_kept_ssh.py::test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_alive"),

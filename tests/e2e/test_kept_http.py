@@ -236,12 +236,16 @@ def test_a_run_streams_its_lines_and_exit_code_with_the_pool_in_its_environment(
 
 def test_a_foreign_host_or_a_web_page_is_refused_403(served: tuple[KeptApi, httpx.Client]) -> None:
     """DNS rebinding (a page of evil.example resolved to 127.0.0.1) and a browser's
-    cross-site request are refused, token or not."""
+    cross-site request are refused, token or not; a page of the API's own origin (the
+    dashboard's) is not."""
     _, client = served
     port = client.base_url.port
     assert client.get("/pools", headers={"Host": f"localhost:{port}"}).status_code == 200
+    assert client.get("/pools", headers={"Origin": f"http://127.0.0.1:{port}"}).status_code == 200
+    assert client.get("/pools", headers={"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}).status_code == 200
     for headers in ({"Host": f"evil.example:{port}"}, {"Host": "127.0.0.1"}, {"Origin": "http://evil.example"},
-                    {"Origin": f"http://127.0.0.1:{port}"}):
+                    {"Origin": f"http://localhost:{port}"}, {"Origin": f"https://127.0.0.1:{port}"},
+                    {"Origin": "null"}, {"Origin": f"http://127.0.0.1:{port + 1}"}):
         refused = client.get("/pools", headers=headers)
         assert refused.status_code == 403, (headers, refused.text)
         assert ("Host header" if "Host" in headers else "Origin") in refused.json()["error"]

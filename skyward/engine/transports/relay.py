@@ -295,6 +295,16 @@ class RelayTransport:
         if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._put, None, messages.ReleaseHolds())
 
+    def observe(self, batch: bytes) -> None:
+        """Send what this client observed (an encoded ``EventBatch``) to a kept pool's
+        relay, the pool daemon's, for its dashboard (from any thread; nothing when the
+        stream is gone)."""
+        if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(self._put, None, messages.Observed(batch))
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
     def collection_call(self, request: bytes) -> concurrent.futures.Future[bytes]:
         """Send an encoded collection operation for the head node's agent (from any thread
         but the loop's); a Future of its encoded answer."""

@@ -1,0 +1,54 @@
+"""``sky dashboard [NAME]``: the pool daemon's live web dashboard of the kept pools
+(docs/dashboard.md), opened in the browser with a one-time link (starting the daemon
+when none runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import click
+
+from skyward.cli.output import emit_object
+from skyward.providers.daemon_client import api_endpoint
+
+CHECK_TIMEOUT = 10.0
+"""Seconds the daemon's API has to answer."""
+
+
+@click.command("dashboard")
+@click.argument("name", required=False, default="")
+@click.option("--no-browser", is_flag=True, help="only print the link")
+@click.option("--json", "as_json", is_flag=True, help="print JSON (the link; implies --no-browser)")
+def dashboard(name: str, no_browser: bool, as_json: bool) -> None:
+    """Open the live web dashboard of the kept pools (on NAME, when given) in the
+    browser: served by the pool daemon on 127.0.0.1, through a link that works once and
+    for two minutes (it sets a cookie in the browser that opens it)."""
+    import webbrowser
+
+    import httpx
+
+    try:
+        endpoint = api_endpoint()
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    token = Path(endpoint.token_file).read_text().strip()
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        if name:
+            found = httpx.get(f"{endpoint.url}/pools/{quote(name, safe='')}", headers=headers, timeout=CHECK_TIMEOUT)
+            if found.status_code == 404:
+                raise click.ClickException(f"no pool named {name!r} is kept (sky ls lists the pools)")
+            found.raise_for_status()
+        made = httpx.post(f"{endpoint.url}/dashboard/links", params={"pool": name} if name else None,
+                          headers=headers, timeout=CHECK_TIMEOUT)
+        made.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"the pool daemon's HTTP API at {endpoint.url} does not answer: {exc}") from None
+    link = str(made.json()["url"])
+    if as_json:
+        emit_object({"url": link, "dashboard": f"{endpoint.url}/dashboard/", "pid": endpoint.pid})
+        return
+    click.echo(f"dashboard: {link}\n(the link opens it once, within two minutes; run sky dashboard again for another)")
+    if not no_browser and not webbrowser.open(link):
+        click.echo("no browser could be opened here: open the link above in yours (on this machine)")
