@@ -232,6 +232,8 @@ class KeptPool:
             self.cluster = replace(
                 self.cluster, nodes=tuple(members[r][0] for r in ranks), infos=tuple(members[r][1] for r in ranks),
             )
+            # sky ssh and sky ls read the nodes from the registry: a replaced node's login is the new one's
+            registry.renew_nodes(self.pool_id, [registry.NodeRecord.of(handle) for handle in self.cluster.nodes])
         self.resized()
 
     def idle_for(self, now: float) -> float:

@@ -18,7 +18,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import psutil
@@ -94,6 +94,16 @@ def register(
     )
     text = json.dumps(asdict(record))
 
+    _in_records(f"{pool_id}.json", lambda path: replace_private(str(path), text))
+
+
+def renew_nodes(pool_id: str, nodes: Sequence[NodeRecord]) -> None:
+    """``pool_id``'s record with its nodes as they are now (a node replaced, added or
+    gone since it was registered), the rest as it was; nothing when it has no record."""
+    previous = _read(_path(pool_id))
+    if previous is None:
+        return
+    text = json.dumps(asdict(replace(previous, nodes=tuple(nodes))))
     _in_records(f"{pool_id}.json", lambda path: replace_private(str(path), text))
 
 

@@ -24,7 +24,7 @@ import pytest
 from sandbox import lines_of, wait_for_no_processes
 
 import skyward as sky
-from skyward.providers import daemon_client
+from skyward.providers import daemon_client, registry
 
 SCRIPT = """
 import os, sys, time
@@ -308,11 +308,13 @@ def test_an_elastic_local_kept_pool_grows_and_shrinks_and_is_adopted_at_its_size
     assert grown["START"] == 1 and grown["NOW"] == (3, False)
     [kept] = daemon_client.kept_pools()
     assert kept.nodes == 3
+    assert len(registry.find(kept.name).nodes) == 3  # type: ignore[union-attr]  (sky ssh --node reads them)
     adopted = elastic("shrink", "1")  # adopts all 3, then goes back to min=1 once idle
     assert adopted["START"] == 3 and adopted["PIDS"] == grown["PIDS"], "not the same 3 node processes"
     assert adopted["NOW"] == (1, False)
     [kept] = daemon_client.kept_pools()
     assert kept.nodes == 1
+    assert len(registry.find(kept.name).nodes) == 1  # type: ignore[union-attr]
     deadline = time.monotonic() + 30
     while [psutil.pid_exists(pid) for pid in grown["PIDS"]].count(True) > 1 and time.monotonic() < deadline:  # type: ignore[union-attr]
         time.sleep(0.2)
