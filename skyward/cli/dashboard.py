@@ -4,12 +4,14 @@ when none runs)."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from urllib.parse import quote
 
 import click
 
 from skyward.cli.output import emit_object
+from skyward.core.private_dir import replace_private
 from skyward.providers.daemon_client import api_endpoint
 
 CHECK_TIMEOUT = 10.0
@@ -50,5 +52,16 @@ def dashboard(name: str, no_browser: bool, as_json: bool) -> None:
         emit_object({"url": link, "dashboard": f"{endpoint.url}/dashboard/", "pid": endpoint.pid})
         return
     click.echo(f"dashboard: {link}\n(the link opens it once, within two minutes; run sky dashboard again for another)")
-    if not no_browser and not webbrowser.open(link):
+    if not no_browser and not webbrowser.open(Path(_redirect_file(Path(endpoint.token_file).parent, link)).as_uri()):
         click.echo("no browser could be opened here: open the link above in yours (on this machine)")
+
+
+def _redirect_file(directory: Path, link: str) -> str:
+    """A page in the daemon's private ``directory`` (0600) that sends the browser on to
+    ``link``: what the browser is started with, so the one-time token is never on a
+    command line, where every user of the machine can read it in /proc (as Jupyter does)."""
+    path = str(directory / "dashboard-open.html")
+    target = html.escape(link, quote=True)
+    replace_private(path, f'<!doctype html><meta http-equiv="refresh" content="0;url={target}">'
+                          f'<title>skyward dashboard</title><a href="{target}">open the dashboard</a>\n')
+    return path

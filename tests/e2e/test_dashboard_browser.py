@@ -112,6 +112,21 @@ def test_the_dashboard_shows_a_kept_pool_its_map_and_a_nodes_output_live_and_dro
                 assert refused.status_code == 403, (headers, refused.text)
             assert httpx.get(f"{url}/dashboard/api/state").status_code == 401  # no cookie, no token
 
+            # the browser is started with a private page that leads on to the link, never the link
+            # itself: another user reads every command line in /proc
+            started = tmp_path / "browser-argv"
+            recorder = tmp_path / "browser"
+            recorder.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {started}\n')
+            recorder.chmod(0o755)
+            opened_by = subprocess.run([SKY, "dashboard", "dash"], env={**sandbox["env"], "BROWSER": str(recorder)},
+                                       capture_output=True, text=True, timeout=180, check=False)
+            assert opened_by.returncode == 0, opened_by.stdout + opened_by.stderr
+            [page_file] = started.read_text().split()
+            assert "token" not in page_file and page_file.startswith("file://"), page_file
+            redirect = Path(page_file.removeprefix("file://"))
+            assert redirect.stat().st_mode & 0o777 == 0o600
+            assert f"url={url}/dashboard/login?token=" in redirect.read_text()
+
             linked = sky_cli(sandbox, "dashboard", "dash", "--json")
             assert linked.returncode == 0, linked.stdout + linked.stderr
             link = json.loads(linked.stdout)["url"]
