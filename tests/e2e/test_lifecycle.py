@@ -69,11 +69,21 @@ def test_exit_leaves_no_process_and_no_file(sandbox: dict, ending: str) -> None:
                 raise KeyError("boom")
     except KeyError:
         print("caught", flush=True)
+    import psutil
+    left = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                left.append(" ".join(child.cmdline())[:120])
+        except psutil.NoSuchProcess:
+            pass
+    print("LEFT", left, flush=True)
     print("DONE", flush=True)
     """
     process = start(sandbox, body)
     lines = read_until(process, "DONE")
     assert process.wait(timeout=60) == 0, lines
+    assert "LEFT []" in lines, lines  # nothing of the pool outlives its close (its reaper included)
     temp_dir = next(line.split()[1] for line in lines if line.startswith("TEMP"))
     assert temp_dir.startswith(sandbox["tmp"])
     assert wait_for_no_processes(temp_dir, within=10) == []

@@ -29,6 +29,9 @@ import time
 
 MARKER = "SKYWARD_LOCAL_RAY"
 SWEEP_TIMEOUT = 8.0
+STOP_WAIT = 2.0
+"""Seconds a pool's close waits for its reaper to end after an orderly stop (it finds
+nothing left to sweep: a look through /proc)."""
 LINGER_FILE = "linger"
 """In a lingering reaper's temp dir: the time (epoch seconds) until which a successor may claim it."""
 OWNER_FILE = "owner"
@@ -58,11 +61,15 @@ class Reaper:
         return cls(process)
 
     def stop(self) -> None:
-        """The instance was stopped in order: the reaper sweeps stragglers and exits on
-        its own (waited for on a daemon thread, so closing a pool does not wait)."""
+        """The instance was stopped in order: the reaper sweeps stragglers and exits, and
+        is waited for up to ``STOP_WAIT`` seconds (then on a daemon thread), so that no
+        process of the pool outlives its close."""
         if self._process.stdin is not None:
             self._process.stdin.close()
-        threading.Thread(target=self._process.wait, name="skyward-reaper-wait", daemon=True).start()
+        try:
+            self._process.wait(timeout=STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            threading.Thread(target=self._process.wait, name="skyward-reaper-wait", daemon=True).start()
 
 
 def sweep(temp_dir: str, timeout: float = SWEEP_TIMEOUT) -> int:
