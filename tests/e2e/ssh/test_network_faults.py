@@ -5,7 +5,8 @@ Each map has 6,000 items of about 3 ms; every item counts itself on a strong cou
 and one item in 500 holds a lock while it does, so "every item exactly once, in order"
 is read from the results and the counter, and a lock held across the fault is part of
 it. What is shown here, and what is not (a dropped link longer than the SSH keepalive,
-node 0's sshd restarted), is in docs/reliability.md.
+node 0's sshd restarted), is in docs/reliability.md. In CI the partition and the stopped
+client take turns by the commit's day (``rotation.in_turn``); everywhere else both run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HERE, QUIET, make_image, ssh_provider
+from e2e.cloud.rotation import in_turn
 from hosts import HostLab
 from netfaults import link_dropped, partitioned, slowed
 
@@ -76,6 +78,7 @@ def test_the_clients_link_to_node_0_dropped_for_10s_loses_nothing(lab: HostLab, 
     assert took > 10  # the link was down while the map ran: it waited, and then went on
 
 
+@in_turn(0, of=2)  # the two longest (2-2.5 min) take turns in CI by the commit's day
 def test_a_worker_partitioned_from_the_others_for_30s_loses_nothing(lab: HostLab, pool: sky.Pool) -> None:
     def cut() -> None:
         with partitioned(lab, lab.hosts[2]):
@@ -116,6 +119,7 @@ with sky.Compute(provider=provider, nodes=3, image=make_image(lab["index"]), opt
 """
 
 
+@in_turn(1, of=2)
 def test_the_client_stopped_for_60s_as_a_sleeping_laptop_goes_on(lab: HostLab, index: str, tmp_path: Path) -> None:
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEPER)
