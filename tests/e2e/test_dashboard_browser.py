@@ -179,6 +179,10 @@ def test_the_dashboard_shows_a_kept_pool_its_map_and_a_nodes_output_live_and_dro
             [kept] = api.get("/dashboard/api/state").json()["pools"]
             assert all(node["cpu"] is not None for node in kept["nodes"]), kept  # sampled while the page watched
             shot(page, "done")
+            # the pool turns idle when the map ends, a moment before the script exits: wait for its exit
+            with api.stream("GET", f"/runs/{run.json()['id']}/output") as output:
+                exits = [line for line in output.iter_lines() if line.startswith("event: exit")]
+            assert exits, "the run's output ended without its exit"
             ended = api.get(f"/runs/{run.json()['id']}").json()
             assert ended["exit_code"] == 0, ended
 
