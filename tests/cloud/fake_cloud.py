@@ -1,9 +1,16 @@
-"""The common half of the local fakes of the machine clouds' HTTP APIs
-(``fake_runpod.py``, ``fake_vastai.py``, ``fake_verda.py``, ``fake_digitalocean.py``,
-``fake_novita.py``): an HTTP server on 127.0.0.1 that checks the Bearer token, keeps the
-cloud's machines, keys and firewalls (for a cloud that has them), records every request,
-and can refuse machines as a cloud without capacity does. Each fake speaks its cloud's documented request and response
-shapes in ``handle``; this class only routes and stores.
+"""The common half of the local fakes of the machine clouds' HTTP APIs (``fake_*.py``):
+an HTTP server on 127.0.0.1 that checks the Bearer token, keeps the cloud's machines,
+keys and firewalls (for a cloud that has them), records every request, and can refuse
+machines as a cloud without capacity does. Each fake speaks its cloud's documented
+request and response shapes in ``handle``; this class only routes and stores.
+
+Each fake declares the ``operations`` of its cloud's API it serves (``Operation``: the
+method, the path, the query parameters and the body's fields, as the cloud documents
+them) and refuses any other request before ``handle`` sees it, in the cloud's own error
+shape (``error``): a path no operation has (404), a method the path does not take (405),
+a query parameter or a body field the operation does not declare (the cloud's status
+for a bad request), each named with the operation. A client that sends what the real
+API would refuse fails against the fake too.
 
 A fake is also a ``MachineSource`` (``tests/cloud/machines.py``): a machine it creates
 is "booting" until the harness has made it a real test host at the address the fake
@@ -15,14 +22,85 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 TOKEN = "test-token"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The fields a JSON object of a request may hold: each name with the Shape of its
+    value where the check looks inside it (an object, or each object of a list), else
+    None. The name ``"*"`` stands for any name (a map whose keys are free, such as GPU
+    names or ports; its values are then of ``"*"``'s Shape)."""
+
+    fields: Mapping[str, Shape | None]
+
+    def unknown(self, value: Any, where: str = "") -> str | None:
+        """The first field of ``value`` this Shape does not declare, as a path below
+        ``where`` (``rules[0].port``); None when every field is declared or ``value`` is
+        not an object nor a list (a string, a number: nothing to look into)."""
+        if isinstance(value, list):
+            found = (self.unknown(item, f"{where}[{n}]") for n, item in enumerate(value))
+            return next((path for path in found if path is not None), None)
+        if not isinstance(value, dict):
+            return None
+        for name, inner in value.items():
+            path = f"{where}.{name}" if where else str(name)
+            if name not in self.fields and "*" not in self.fields:
+                return path
+            nested = self.fields[name] if name in self.fields else self.fields["*"]
+            found = None if nested is None else nested.unknown(inner, path)
+            if found is not None:
+                return found
+        return None
+
+
+def shape(*names: str, **nested: Shape) -> Shape:
+    """A Shape of the fields ``names`` (not looked into) and ``nested`` (each of its Shape)."""
+    return Shape({**dict.fromkeys(names), **nested})
+
+
+def keyed(values: Shape) -> Shape:
+    """The Shape of a map whose keys are free and whose values are each of ``values``."""
+    return Shape({"*": values})
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of a cloud's API as its documentation states it: ``method``, ``path``
+    below the fake's prefix (``{name}`` stands for one path segment, ``{name+}`` for one
+    or more), the query parameters it takes that the fake honours (a documented filter
+    the fake does not implement is left out: refused, never ignored) and the Shape of its
+    body (None: it takes none)."""
+
+    method: str
+    path: str
+    query: tuple[str, ...] = ()
+    body: Shape | None = None
+
+    def matches(self, path: str) -> bool:
+        segments = (".+" if part.endswith("+}") else "[^/]+" if part.startswith("{") else re.escape(part)
+                    for part in self.path.split("/"))
+        return re.fullmatch("/".join(segments), path) is not None
+
+    def refusal(self, query: Mapping[str, str], body: Any) -> str | None:
+        """Why the operation refuses a request with ``query`` and ``body`` (the first
+        parameter or field it does not declare), None when it takes them."""
+        extra = [name for name in query if name not in self.query]
+        if extra:
+            return f"{self.method} {self.path}: unknown query parameter {extra[0]!r}"
+        if self.body is None:
+            return None if body in (None, "", {}) else f"{self.method} {self.path}: takes no body"
+        field = self.body.unknown(body)
+        return None if field is None else f"{self.method} {self.path}: unknown field {field!r}"
 
 
 @dataclass
@@ -63,12 +141,16 @@ class Answer(Exception):
 
 class FakeCloud:
     """Subclasses set ``name`` (the SKYWARD_<NAME>_API_URL key), ``credentials`` (env vars
-    the provider reads) and implement ``handle``."""
+    the provider reads) and ``operations``, and implement ``handle`` and ``error``."""
 
     name = ""
     credentials: dict[str, str] = {}
     prefix = ""
     """Path prefix of the real API (e.g. "/v2"), kept so the paths match its documentation."""
+    operations: tuple[Operation, ...] = ()
+    """The operations of the cloud's API the fake serves; it refuses any other request."""
+    invalid_status = 400
+    """The cloud's status for a request with a parameter or field it does not take."""
 
     def __init__(self) -> None:
         self.machines: dict[str, FakeMachine] = {}
@@ -196,8 +278,30 @@ class FakeCloud:
     # ------------------------------------------------------------------ HTTP
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
-        """The answer's JSON body (200; bytes are sent as they are), or raise Answer."""
+        """The answer's JSON body (200; bytes are sent as they are), or raise Answer. Only
+        requests an operation declares reach it."""
         raise NotImplementedError
+
+    def error(self, status: int, text: str) -> Answer:
+        """The cloud's own error answer of ``status`` saying ``text``."""
+        raise NotImplementedError
+
+    def no_route(self, method: str, path: str) -> Answer:
+        """The cloud's answer to a path none of its operations has (404)."""
+        return self.error(404, f"no route {method} {path}")
+
+    def undeclared(self, method: str, path: str, query: Mapping[str, str], body: Any) -> Answer | None:
+        """The cloud's refusal of a request no operation declares (see the module's
+        docstring), None for one that an operation takes."""
+        on_path = [op for op in self.operations if op.matches(path)]
+        operation = next((op for op in on_path if op.method == method), None)
+        if operation is None:
+            allowed = sorted({op.method for op in on_path})
+            if not allowed:
+                return self.no_route(method, path)
+            return self.error(405, f"{method} {path}: method not allowed (only {', '.join(allowed)})")
+        refusal = operation.refusal(query, body)
+        return None if refusal is None else self.error(self.invalid_status, refusal)
 
     def authorized(self, headers: Any) -> bool:
         return headers.get("Authorization") == f"Bearer {TOKEN}"
@@ -240,6 +344,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if not self.owner.authorized(self.headers) and not path.endswith("/oauth2/token"):
                 raise Answer(401, {"message": "Unauthorized"})
+            refused = self.owner.undeclared(self.command, path, query, body)
+            if refused is not None:
+                raise refused
             status, answer = 200, self.owner.handle(self.command, path, query, body)
         except Answer as exc:
             status, answer = exc.status, exc.body

@@ -1,10 +1,12 @@
 """A local DigitalOcean API v2: ``GET /v2/sizes``, ``/v2/account/keys``, ``POST
 /v2/droplets``, ``GET /v2/droplets?tag_name=``, ``GET/DELETE /v2/droplets/{id}``, ``POST
 /v2/tags``, ``DELETE /v2/tags/{name}``, ``POST/GET /v2/firewalls`` and ``DELETE
-/v2/firewalls/{id}``, with its pagination envelope (``links``, ``meta``) and its error
-shape (``id``, ``message``). Firewalls are recorded, not enforced (the lab's hosts share
-one bridge). A Droplet's private (VPC) address is its public one here: each lab host
-has one address."""
+/v2/firewalls/{id}``, with its pagination envelope (``page``, ``per_page``, ``links``,
+``meta``) and its error shape (``id``, ``message``). A listing by ``tag_name`` holds only
+the Droplets that carry the tag. A request with a query parameter or a body field these
+operations do not declare is refused (422 ``unprocessable_entity``, naming it).
+Firewalls are recorded, not enforced (the lab's hosts share one bridge). A Droplet's
+private (VPC) address is its public one here: each lab host has one address."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import re
 import uuid
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 SIZES = [
     {"slug": "s-1vcpu-1gb", "memory": 1024, "vcpus": 1, "disk": 25, "price_hourly": 0.00893, "price_monthly": 6.0,
@@ -30,29 +32,61 @@ SIZES = [
 TAG_NAME = re.compile(r"^[a-zA-Z0-9_\-:]+$")
 FIREWALL_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9.-]+$")
 NOT_FOUND = {"id": "not_found", "message": "The resource you were accessing could not be found."}
+ERROR_IDS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 422: "unprocessable_entity"}
+PAGED = ("page", "per_page")
+TARGETS = shape("addresses", "droplet_ids", "load_balancer_uids", "kubernetes_ids", "tags")
+"""A firewall rule's sources or destinations."""
+OPERATIONS = (
+    Operation("GET", "/v2/sizes", PAGED),
+    Operation("GET", "/v2/account/keys", PAGED),
+    Operation("POST", "/v2/account/keys", body=shape("name", "public_key")),
+    Operation("DELETE", "/v2/account/keys/{ssh_key_identifier}"),
+    Operation("GET", "/v2/droplets", ("tag_name", *PAGED)),
+    Operation("POST", "/v2/droplets", body=shape(
+        "name", "region", "size", "image", "ssh_keys", "backups", "backup_policy", "ipv6", "monitoring", "tags",
+        "user_data", "private_networking", "volumes", "vpc_uuid", "with_droplet_agent",
+    )),
+    Operation("GET", "/v2/droplets/{droplet_id}"),
+    Operation("DELETE", "/v2/droplets/{droplet_id}"),
+    Operation("POST", "/v2/tags", body=shape("name")),
+    Operation("DELETE", "/v2/tags/{tag_id}"),
+    Operation("GET", "/v2/firewalls", PAGED),
+    Operation("POST", "/v2/firewalls", body=shape(
+        "name", "droplet_ids", "tags",
+        inbound_rules=shape("protocol", "ports", sources=TARGETS),
+        outbound_rules=shape("protocol", "ports", destinations=TARGETS),
+    )),
+    Operation("DELETE", "/v2/firewalls/{firewall_id}"),
+)
+"""The operations of DigitalOcean's API v2 the fake serves, with the fields it documents."""
 
 
 class FakeDigitalOcean(FakeCloud):
     name = "digitalocean"
     credentials = {"DIGITALOCEAN_TOKEN": TOKEN}
+    operations = OPERATIONS
+    invalid_status = 422
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: set[str] = set()
+
+    def error(self, status: int, text: str) -> Answer:
+        return Answer(status, {"id": ERROR_IDS.get(status, "error"), "message": text})
 
     def no_capacity(self, kind: str) -> Answer:
         return Answer(422, {"id": "unprocessable_entity", "message": "Size is not available in this region.", "request_id": "r"})
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         if (method, path) == ("GET", "/v2/sizes"):
-            return _page("sizes", SIZES)
+            return _page("sizes", SIZES, query)
         if path == "/v2/account/keys":
             if method == "POST":
                 key_id = int(self.new_id())
                 key = {"id": key_id, "name": body["name"], "public_key": body["public_key"], "fingerprint": f"fp:{key_id}"}
                 self.keys[str(key_id)] = key
                 return {"ssh_key": key}
-            return _page("ssh_keys", list(self.keys.values()))
+            return _page("ssh_keys", list(self.keys.values()), query)
         if path.startswith("/v2/account/keys/") and method == "DELETE":
             if self.keys.pop(path.rsplit("/", 1)[1], None) is None:
                 raise Answer(404, NOT_FOUND)
@@ -61,7 +95,8 @@ class FakeDigitalOcean(FakeCloud):
             if method == "POST":
                 return {"droplet": self._droplet(self._create(body))}
             tag = query.get("tag_name")
-            return _page("droplets", [self._droplet(m) for m in self.live() if tag is None or tag in m.extra.get("tags", [])])
+            tagged = [m for m in self.live() if tag is None or tag in m.extra.get("tags", [])]
+            return _page("droplets", [self._droplet(m) for m in tagged], query)
         if (method, path) == ("POST", "/v2/tags"):
             raise Answer(201, {"tag": self._tag(body)})
         if path.startswith("/v2/tags/") and method == "DELETE":
@@ -72,7 +107,7 @@ class FakeDigitalOcean(FakeCloud):
         if path == "/v2/firewalls":
             if method == "POST":
                 raise Answer(202, {"firewall": self._firewall(body)})
-            return _page("firewalls", list(self.firewalls.values()))
+            return _page("firewalls", list(self.firewalls.values()), query)
         if path.startswith("/v2/firewalls/") and method == "DELETE":
             if self.firewalls.pop(path.removeprefix("/v2/firewalls/"), None) is None:
                 raise Answer(404, NOT_FOUND)
@@ -85,7 +120,7 @@ class FakeDigitalOcean(FakeCloud):
                 self.delete(machine.id)
                 return None
             return {"droplet": self._droplet(machine)}
-        raise Answer(404, {"id": "not_found", "message": f"no route {method} {path}"})
+        raise self.no_route(method, path)
 
     def _create(self, body: dict[str, Any]) -> FakeMachine:
         size = next((s for s in SIZES if s["slug"] == body.get("size")), None)
@@ -150,5 +185,9 @@ class FakeDigitalOcean(FakeCloud):
         return firewall
 
 
-def _page(key: str, items: list[Any]) -> dict[str, Any]:
-    return {key: items, "links": {}, "meta": {"total": len(items)}}
+def _page(key: str, items: list[Any], query: dict[str, str]) -> dict[str, Any]:
+    """Page ``page`` of ``items`` (``per_page`` of them: 20 unless asked, at most 200) in
+    DigitalOcean's envelope, whose ``links.pages.next`` is there while more remain."""
+    size, page = min(int(query.get("per_page", 20)), 200), int(query.get("page", 1))
+    links = {"pages": {"next": f"?page={page + 1}&per_page={size}"}} if page * size < len(items) else {}
+    return {key: items[(page - 1) * size:page * size], "links": links, "meta": {"total": len(items)}}

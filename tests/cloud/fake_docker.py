@@ -6,7 +6,8 @@ published port 22 is a forward from 127.0.0.1 to that host's sshd. The command a
 container is created with is recorded, never run. Only images ``pull``ed (or in
 ``images``) exist; ``POST /images/create`` pulls any image unless ``unreachable`` is set
 (a registry that cannot be reached), answering with the last line of the engine's
-progress stream."""
+progress stream. A request with a query parameter or a body field these operations do not
+declare, or a ``filters`` key other than ``label``, is refused (400, naming it)."""
 
 from __future__ import annotations
 
@@ -18,15 +19,51 @@ import tempfile
 import threading
 from typing import Any
 
-from cloud.fake_cloud import Answer, FakeCloud, FakeMachine, _Handler
+from cloud.fake_cloud import Answer, FakeCloud, FakeMachine, Operation, _Handler, keyed, shape
 from cloud.forward import Forward
 
 PORT = "22/tcp"
+HOST_CONFIG = shape(
+    "Binds", "ContainerIDFile", "LogConfig", "NetworkMode", "RestartPolicy", "AutoRemove", "VolumeDriver",
+    "VolumesFrom", "Mounts", "ConsoleSize", "Annotations", "CapAdd", "CapDrop", "CgroupnsMode", "Dns", "DnsOptions",
+    "DnsSearch", "ExtraHosts", "GroupAdd", "IpcMode", "Cgroup", "Links", "OomScoreAdj", "PidMode", "Privileged",
+    "PublishAllPorts", "ReadonlyRootfs", "SecurityOpt", "StorageOpt", "Tmpfs", "UTSMode", "UsernsMode", "ShmSize",
+    "Sysctls", "Runtime", "Isolation", "MaskedPaths", "ReadonlyPaths", "CpuShares", "Memory", "CgroupParent",
+    "NanoCpus", "CpuPeriod", "CpuQuota", "CpusetCpus", "CpusetMems", "Devices", "DeviceRequests", "Init",
+    "PidsLimit", "Ulimits", "MemoryReservation", "MemorySwap", "OomKillDisable",
+    PortBindings=keyed(shape("HostIp", "HostPort")),
+)
+OPERATIONS = (
+    Operation("GET", "/_ping"),
+    Operation("GET", "/info"),
+    Operation("POST", "/images/create", ("fromImage",)),
+    Operation("GET", "/images/{name+}/json"),
+    Operation("GET", "/networks", ("filters",)),
+    Operation("POST", "/networks/create", body=shape(
+        "Name", "CheckDuplicate", "Driver", "Scope", "Internal", "Attachable", "Ingress", "ConfigOnly", "ConfigFrom",
+        "IPAM", "EnableIPv4", "EnableIPv6", "Options", "Labels",
+    )),
+    Operation("GET", "/networks/{id}"),
+    Operation("DELETE", "/networks/{id}"),
+    Operation("GET", "/containers/json", ("all", "filters")),
+    Operation("POST", "/containers/create", ("name",), body=shape(
+        "Hostname", "Domainname", "User", "AttachStdin", "AttachStdout", "AttachStderr", "ExposedPorts", "Tty",
+        "OpenStdin", "StdinOnce", "Env", "Cmd", "Healthcheck", "ArgsEscaped", "Image", "Volumes", "WorkingDir",
+        "Entrypoint", "NetworkDisabled", "MacAddress", "OnBuild", "Labels", "StopSignal", "StopTimeout", "Shell",
+        "NetworkingConfig", HostConfig=HOST_CONFIG,
+    )),
+    Operation("POST", "/containers/{id}/start"),
+    Operation("GET", "/containers/{id}/json"),
+    Operation("GET", "/containers/{id}/logs", ("stdout", "stderr", "tail")),
+    Operation("DELETE", "/containers/{id}", ("force",)),
+)
+"""The operations of the Docker Engine API the fake serves, with the fields Docker documents."""
 
 
 class FakeDocker(FakeCloud):
     name = "docker"
     prefix = "/v1.41"
+    operations = OPERATIONS
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,6 +110,9 @@ class FakeDocker(FakeCloud):
     def authorized(self, headers: Any) -> bool:
         return True  # the socket's file mode is the engine's only lock
 
+    def error(self, status: int, text: str) -> Answer:
+        return Answer(status, {"message": text})
+
     # ------------------------------------------------------------------ MachineSource
 
     def started(self, machine_id: str) -> None:
@@ -117,7 +157,7 @@ class FakeDocker(FakeCloud):
             return self._network(method, path, query, body)
         if path.startswith("/containers"):
             return self._container(method, path, query, body)
-        raise Answer(404, {"message": f"page not found: {method} {path}"})
+        raise self.no_route(method, path)
 
     def _image(self, method: str, path: str, query: dict[str, str]) -> Any:
         if (method, path) == ("POST", "/images/create"):
@@ -141,7 +181,8 @@ class FakeDocker(FakeCloud):
             self.firewalls[network["Id"]] = network
             return {"Id": network["Id"], "Warning": ""}
         if (method, path) == ("GET", "/networks"):
-            return [n for n in self.firewalls.values() if _matches(n["Labels"], query)]
+            wanted = _labels_wanted(query)
+            return [n for n in self.firewalls.values() if _matches(n["Labels"], wanted)]
         found = self._find_network(path.removeprefix("/networks/"))
         if method == "DELETE":
             if any(m.extra.get("network") == found["Name"] for m in self.live()):
@@ -155,7 +196,8 @@ class FakeDocker(FakeCloud):
             return self._create(query.get("name", ""), body)
         if (method, path) == ("GET", "/containers/json"):
             shown = [m for m in self.live() if query.get("all") == "true" or m.state == "running"]
-            return [self._listed(m) for m in shown if _matches(m.extra.get("labels") or {}, query)]
+            wanted = _labels_wanted(query)
+            return [self._listed(m) for m in shown if _matches(m.extra.get("labels") or {}, wanted)]
         reference, _, action = path.removeprefix("/containers/").partition("/")
         machine = self._find(reference)
         if (method, action) == ("POST", "start"):
@@ -166,7 +208,9 @@ class FakeDocker(FakeCloud):
                 machine.state = "booting"
             return None
         if (method, action) == ("GET", "logs"):
-            return _frames(machine.extra.get("output", ""))
+            lines = machine.extra.get("output", "").splitlines() if query.get("stderr") == "true" else []
+            tail = query.get("tail", "all")
+            return _frames(lines if tail == "all" else lines[max(len(lines) - int(tail), 0):])
         if (method, action) == ("GET", "json"):
             return self._inspected(machine)
         if (method, action) == ("DELETE", ""):
@@ -174,7 +218,7 @@ class FakeDocker(FakeCloud):
                 raise Answer(409, {"message": "cannot remove a running container: stop it or use force"})
             self.delete(machine.id)
             return None
-        raise Answer(404, {"message": f"page not found: {method} {path}"})
+        raise self.no_route(method, path)
 
     def _create(self, name: str, body: dict[str, Any]) -> Any:
         image = body.get("Image")
@@ -236,14 +280,23 @@ class FakeDocker(FakeCloud):
         }
 
 
-def _frames(text: str) -> bytes:
-    """``text`` as a log stream without a TTY: a frame per line, each on stderr (2) with its
+def _frames(lines: list[str]) -> bytes:
+    """``lines`` as a log stream without a TTY: a frame per line, each on stderr (2) with its
     8-byte header (stream, three zeros, big-endian size)."""
-    lines = [line.encode() + b"\n" for line in text.splitlines()]
-    return b"".join(bytes([2, 0, 0, 0]) + len(line).to_bytes(4, "big") + line for line in lines)
+    encoded = [line.encode() + b"\n" for line in lines]
+    return b"".join(bytes([2, 0, 0, 0]) + len(line).to_bytes(4, "big") + line for line in encoded)
 
 
-def _matches(labels: dict[str, str], query: dict[str, str]) -> bool:
-    """Whether ``labels`` pass the ``filters`` query's ``label`` filters (key or key=value)."""
-    wanted = json.loads(query.get("filters") or "{}").get("label") or []
+def _labels_wanted(query: dict[str, str]) -> list[str]:
+    """The ``filters`` query's ``label`` filters (key or key=value); Answer 400 for a filter
+    of another kind (the fake filters by label only)."""
+    filters = json.loads(query.get("filters") or "{}")
+    other = sorted(set(filters) - {"label"})
+    if other:
+        raise Answer(400, {"message": f"invalid filter '{other[0]}' (the fake filters by label only)"})
+    return list(filters.get("label") or [])
+
+
+def _matches(labels: dict[str, str], wanted: list[str]) -> bool:
+    """Whether ``labels`` pass every filter of ``wanted``."""
     return all(labels.get(w.split("=", 1)[0]) == w.split("=", 1)[1] if "=" in w else w in labels for w in wanted)

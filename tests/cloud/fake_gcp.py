@@ -9,7 +9,9 @@ DONE at the next read, or held RUNNING by ``hold_operations``), ``pageToken`` pa
 operation whose error is ``ZONE_RESOURCE_POOL_EXHAUSTED``. Inserts are checked as
 Compute Engine checks them (names, labels, machine and accelerator types of the zone,
 GPUs only on N1 and with ``onHostMaintenance: TERMINATE``, ``SPOT`` with its termination
-action, the image, the network). A machine's host accepts the key of its ``ssh-keys``
+action, the image, the network); a request with a query parameter or a body field these
+operations do not declare is refused as Google refuses an unknown name (400
+``invalid``, naming it). A machine's host accepts the key of its ``ssh-keys``
 metadata. A reclaimed spot instance is TERMINATED, with a ``compute.instances.preempted``
 operation, then deleted (``instanceTerminationAction: DELETE``); one that halts itself is
 TERMINATED and kept. Firewall rules are recorded, not enforced.
@@ -41,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cloud.fake_cloud import Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import Answer, FakeCloud, FakeMachine, Operation, shape
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -159,6 +161,55 @@ def billing_skus() -> list[dict[str, Any]]:
     return skus
 
 
+IN_PROJECT = "/projects/{project}"
+IN_ZONE = f"{IN_PROJECT}/zones/{{zone}}"
+LISTED = ("maxResults", "pageToken")
+INSTANCE = shape(
+    "name", "description", "machineType", "labels", "canIpForward", "deletionProtection", "minCpuPlatform",
+    "shieldedInstanceConfig", "confidentialInstanceConfig", "reservationAffinity", "hostname",
+    "advancedMachineFeatures", "resourcePolicies", "displayDevice", "keyRevocationActionType", "labelFingerprint",
+    "params",
+    tags=shape("items", "fingerprint"),
+    metadata=shape("kind", "fingerprint", items=shape("key", "value")),
+    disks=shape(
+        "boot", "autoDelete", "type", "mode", "deviceName", "source", "interface",
+        initializeParams=shape("sourceImage", "diskSizeGb", "diskType", "diskName", "labels", "description",
+                               "provisionedIops", "provisionedThroughput"),
+    ),
+    networkInterfaces=shape(
+        "network", "subnetwork", "networkIP", "stackType", "nicType",
+        accessConfigs=shape("type", "name", "natIP", "networkTier", "setPublicPtr", "publicPtrDomainName"),
+    ),
+    scheduling=shape("onHostMaintenance", "automaticRestart", "preemptible", "provisioningModel",
+                     "instanceTerminationAction", "maxRunDuration", "terminationTime", "nodeAffinities",
+                     "localSsdRecoveryTimeout", "minNodeCpus"),
+    guestAccelerators=shape("acceleratorType", "acceleratorCount"),
+    serviceAccounts=shape("email", "scopes"),
+)
+"""An ``Instance`` resource as an insert may give it."""
+PERMITTED = shape("IPProtocol", "ports")
+OPERATIONS = (
+    Operation("POST", "/oauth2/token", body=shape("grant_type", "assertion")),
+    Operation("GET", "/v1/services/{service}/skus", ("pageSize", "pageToken")),
+    Operation("GET", f"{IN_ZONE}/machineTypes", LISTED),
+    Operation("GET", f"{IN_ZONE}/acceleratorTypes", LISTED),
+    Operation("GET", f"{IN_ZONE}/instances", LISTED),
+    Operation("POST", f"{IN_ZONE}/instances", body=INSTANCE),
+    Operation("GET", f"{IN_ZONE}/instances/{{instance}}"),
+    Operation("DELETE", f"{IN_ZONE}/instances/{{instance}}"),
+    Operation("GET", f"{IN_ZONE}/operations/{{operation}}"),
+    Operation("GET", f"{IN_PROJECT}/global/firewalls", LISTED),
+    Operation("POST", f"{IN_PROJECT}/global/firewalls", body=shape(
+        "name", "description", "network", "priority", "sourceRanges", "destinationRanges", "sourceTags", "targetTags",
+        "sourceServiceAccounts", "targetServiceAccounts", "direction", "disabled",
+        allowed=PERMITTED, denied=PERMITTED, logConfig=shape("enable", "metadata"),
+    )),
+    Operation("DELETE", f"{IN_PROJECT}/global/firewalls/{{firewall}}"),
+    Operation("GET", f"{IN_PROJECT}/global/operations/{{operation}}"),
+)
+"""The operations of Compute Engine, the Cloud Billing Catalog and the token endpoint
+the fake serves, with the fields Google documents."""
+REASONS = {400: "invalid", 404: "notFound", 405: "methodNotAllowed"}
 N1_GPUS = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p100", "nvidia-tesla-p4")
 STATUS = {"pending": "PROVISIONING", "booting": "STAGING", "running": "RUNNING", "exited": "TERMINATED"}
 
@@ -184,6 +235,7 @@ def _error(status: int, message: str, reason: str) -> Answer:
 class FakeGCP(FakeCloud):
     name = "gcp"
     prefix = "/compute/v1"
+    operations = OPERATIONS
 
     def __init__(self) -> None:
         super().__init__()
@@ -194,7 +246,8 @@ class FakeGCP(FakeCloud):
         """The claims of every accepted JWT grant."""
         self.token_lifetime = 3600
         self.hold_operations = False
-        self.operations: dict[str, dict[str, Any]] = {}
+        self.long_running: dict[str, dict[str, Any]] = {}
+        """Its long-running operations (inserts, deletions, preemptions) by name."""
         self._serials = itertools.count(1)
         self._folder: Path | None = None
         self.billing_disabled = False
@@ -272,6 +325,9 @@ class FakeGCP(FakeCloud):
 
     # ------------------------------------------------------------------ machines
 
+    def error(self, status: int, text: str) -> Answer:
+        return _error(status, text, REASONS.get(status, "backendError"))
+
     def no_capacity(self, kind: str) -> Answer:
         raise AssertionError("a stockout is an operation's error on Compute Engine (see _insert)")
 
@@ -309,7 +365,7 @@ class FakeGCP(FakeCloud):
             return self._zonal(method, rest, query, body)
         if rest.startswith("global/"):
             return self._global(method, rest.removeprefix("global/"), query, body)
-        raise _error(404, f"no route {method} {path}", "notFound")
+        raise self.no_route(method, path)
 
     def _zonal(self, method: str, rest: str, query: dict[str, str], body: Any) -> Any:
         if (method, rest) == ("GET", "machineTypes"):
@@ -332,7 +388,7 @@ class FakeGCP(FakeCloud):
             return self._instance(machine)
         if rest.startswith("operations/") and method == "GET":
             return self._read_operation(rest.removeprefix("operations/"))
-        raise _error(404, f"no route {method} zones/{ZONE}/{rest}", "notFound")
+        raise self.no_route(method, f"zones/{ZONE}/{rest}")
 
     def _global(self, method: str, rest: str, query: dict[str, str], body: Any) -> Any:
         if rest == "firewalls":
@@ -348,7 +404,7 @@ class FakeGCP(FakeCloud):
             return self._operation("delete", name, zone=False)
         if rest.startswith("operations/") and method == "GET":
             return self._read_operation(rest.removeprefix("operations/"))
-        raise _error(404, f"no route {method} global/{rest}", "notFound")
+        raise self.no_route(method, f"global/{rest}")
 
     def _page(self, kind: str, items: list[Any], query: dict[str, str]) -> dict[str, Any]:
         size = min(int(query.get("maxResults", 500)), 500)
@@ -400,12 +456,12 @@ class FakeGCP(FakeCloud):
         if error is not None:
             operation.update(error=error, httpErrorStatusCode=503, httpErrorMessage="SERVICE UNAVAILABLE")
         with self.lock:
-            self.operations[name] = operation
+            self.long_running[name] = operation
         return dict(operation)
 
     def _read_operation(self, name: str) -> dict[str, Any]:
         with self.lock:
-            operation = self.operations.get(name)
+            operation = self.long_running.get(name)
             if operation is None:
                 raise _error(404, f"The resource 'operations/{name}' was not found", "notFound")
             if not self.hold_operations:

@@ -3,16 +3,21 @@
 /core/environments/{id}``, ``POST/GET /core/keypairs``, ``DELETE /core/keypair/{id}``,
 ``POST/GET /core/virtual-machines`` and ``GET/DELETE /core/virtual-machines/{id}``, in
 Hyperstack's shapes (the ``{status, message, ...}`` envelope, integer ids, the
-``api_key`` header). An environment is refused deletion while it holds VMs or keypairs.
-Security rules are recorded, not enforced (the lab's hosts share one bridge); a VM's
-fixed (private) address is its floating one here: each lab host has one address."""
+``api_key`` header). A request with a query parameter or a body field these operations
+do not declare is refused (400, naming it), and so is a VM whose security rules are not
+as Hyperstack documents them (direction, ethertype, protocol, a remote prefix of the
+ethertype's family, ports only where the protocol has them). An environment is refused
+deletion while it holds VMs or keypairs. Security rules are recorded, not enforced (the
+lab's hosts share one bridge); a VM's fixed (private) address is its floating one here:
+each lab host has one address."""
 
 from __future__ import annotations
 
 import datetime
+import ipaddress
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 REGIONS = ("CANADA-1", "NORWAY-1", "US-1")
 
@@ -89,6 +94,39 @@ IMAGES = [
     },
 ]
 STATUS = {"booting": "BUILD", "running": "ACTIVE", "exited": "SHUTOFF", "deleted": "DELETED"}
+RULE = shape("direction", "ethertype", "protocol", "remote_ip_prefix", "port_range_min", "port_range_max")
+"""A security rule (``CreateSecurityRulePayload``)."""
+OPERATIONS = (
+    Operation("GET", "/core/flavors", ("region",)),
+    Operation("GET", "/pricebook"),
+    Operation("GET", "/core/images", ("region",)),
+    Operation("GET", "/core/environments"),
+    Operation("POST", "/core/environments", body=shape("name", "region", features=shape("network_optimised"))),
+    Operation("DELETE", "/core/environments/{id}"),
+    Operation("GET", "/core/keypairs"),
+    Operation("POST", "/core/keypairs", body=shape("name", "environment_name", "public_key")),
+    Operation("DELETE", "/core/keypair/{id}"),
+    Operation("GET", "/core/virtual-machines", ("page", "pageSize")),
+    Operation("POST", "/core/virtual-machines", body=shape(
+        "name", "environment_name", "image_name", "volume_name", "create_bootable_volume", "flavor_name", "flavor",
+        "key_name", "user_data", "callback_url", "assign_floating_ip", "enable_port_randomization", "labels", "count",
+        security_rules=RULE, profile=shape("name", "description"),
+    )),
+    Operation("GET", "/core/virtual-machines/{vm_id}"),
+    Operation("DELETE", "/core/virtual-machines/{vm_id}"),
+)
+"""The operations of Hyperstack's Infrahub API the fake serves, with the fields it documents."""
+PROTOCOLS = (
+    "any", "ah", "dccp", "egp", "esp", "gre", "icmp", "icmpv6", "igmp", "ipip", "ipv6-encap", "ipv6-frag",
+    "ipv6-icmp", "ipv6-nonxt", "ipv6-opts", "ipv6-route", "ospf", "pgm", "rsvp", "sctp", "tcp", "udp", "udplite",
+    "vrrp",
+)
+"""The protocols a security rule may name (``GET /core/sg-rules-protocols``)."""
+PORT_LIMITS = {
+    **dict.fromkeys(("tcp", "udp", "sctp", "dccp", "udplite"), (1, 65535)),
+    **dict.fromkeys(("icmp", "icmpv6", "ipv6-icmp"), (0, 255)),
+}
+"""The protocols whose rules may give ``port_range_min``/``max`` (ICMP: its type and code), and their bounds."""
 
 
 def _now() -> str:
@@ -103,6 +141,7 @@ class FakeHyperstack(FakeCloud):
     name = "hyperstack"
     prefix = "/v1"
     credentials = {"HYPERSTACK_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
+    operations = OPERATIONS
 
     def __init__(self) -> None:
         super().__init__()
@@ -110,6 +149,9 @@ class FakeHyperstack(FakeCloud):
 
     def authorized(self, headers: Any) -> bool:
         return headers.get("api_key") == TOKEN
+
+    def error(self, status: int, text: str) -> Answer:
+        return _fail(status, text)
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(
@@ -175,7 +217,7 @@ class FakeHyperstack(FakeCloud):
                 self.delete(machine.id)
                 return {"status": True, "message": "Virtual machine deleted"}
             return {"status": True, "message": "Success", "instance": self._vm(machine)}
-        raise _fail(404, f"no route {method} {path}")
+        raise self.no_route(method, path)
 
     def _flavors(self, region: str | None) -> dict[str, Any]:
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -260,6 +302,8 @@ class FakeHyperstack(FakeCloud):
             raise _fail(400, f"Image {body.get('image_name')} not found")
         if body.get("count") != 1 or len(str(body.get("name", ""))) > 50:
             raise _fail(400, "Invalid count or name")
+        for n, rule in enumerate(body.get("security_rules") or []):
+            _check_rule(rule, f"security_rules[{n}]")
         gpu = flavor["gpu"]
         price = next(float(p["value"]) for p in PRICEBOOK if p["name"] == gpu) * flavor["gpu_count"]
         return self.add(
@@ -323,3 +367,28 @@ class FakeHyperstack(FakeCloud):
                 "%Y-%m-%dT%H:%M:%S"
             ),
         }
+
+
+def _check_rule(rule: dict[str, Any], where: str) -> None:
+    """A security rule as Hyperstack documents it, else its 400 answer naming the field:
+    ``direction`` ingress or egress, ``ethertype`` IPv4 or IPv6, a known ``protocol``, a
+    ``remote_ip_prefix`` of the ethertype's family, and ports (both, the lower first,
+    within the protocol's bounds) only for a protocol that has them."""
+    for name in ("direction", "ethertype", "protocol", "remote_ip_prefix"):
+        if name not in rule:
+            raise _fail(400, f"{where}.{name} is required")
+    for name, allowed in (("direction", ("ingress", "egress")), ("ethertype", ("IPv4", "IPv6")), ("protocol", PROTOCOLS)):
+        if rule[name] not in allowed:
+            raise _fail(400, f"{where}.{name} must be one of {', '.join(allowed)}, not {rule[name]!r}")
+    try:
+        network = ipaddress.ip_network(str(rule["remote_ip_prefix"]))
+    except ValueError:
+        raise _fail(400, f"{where}.remote_ip_prefix {rule['remote_ip_prefix']!r} is not a CIDR") from None
+    if f"IPv{network.version}" != rule["ethertype"]:
+        raise _fail(400, f"{where}.remote_ip_prefix {network} is not an {rule['ethertype']} network")
+    first, last = rule.get("port_range_min"), rule.get("port_range_max")
+    if first is None and last is None:
+        return
+    low, high = PORT_LIMITS.get(rule["protocol"], (1, 0))
+    if not (type(first) is int and type(last) is int and low <= first <= last <= high):
+        raise _fail(400, f"{where}.port_range_min/max {first}..{last} are not a port range of protocol {rule['protocol']}")

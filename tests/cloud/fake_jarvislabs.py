@@ -6,8 +6,10 @@ templates/{template}/create``, ``GET users/fetch`` and ``users/fetch/{machine_id
 instance's ``ssh_str``). One server stands for every region's backend. An instance takes
 the account's SSH keys as they are when it is created (its host accepts them all); a
 create asking for more GPUs than the region has free, spot where none is sold, or a VM
-on an account without keys is refused as the SDK's checks describe. The host reached is
-the instance's own, on port 22 (the real service gives a shared host and a port)."""
+on an account without keys is refused as the SDK's checks describe; a request with a
+query parameter or a body field these operations do not declare is refused (422, naming
+it). The host reached is the instance's own, on port 22 (the real service gives a shared
+host and a port)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import re
 import uuid
 from typing import Any
 
-from cloud.fake_cloud import Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import Answer, FakeCloud, FakeMachine, Operation, shape
 
 
 def _gpu(gpu: str, region: str, price: float, spot: float | None, free: int, vram: int, cpus: int, ram: int,
@@ -40,6 +42,21 @@ SERVER_META = [
 TEMPLATES = ("pytorch", "tensorflow", "vm")
 STATUS = {"booting": "Creating", "running": "Running", "exited": "Paused"}
 NAME = re.compile(r"^[a-zA-Z0-9 _-]{1,40}$")
+OPERATIONS = (
+    Operation("GET", "/misc/server_meta"),
+    Operation("GET", "/ssh/"),
+    Operation("POST", "/ssh/", body=shape("ssh_key", "key_name")),
+    Operation("DELETE", "/ssh/{key_id}"),
+    Operation("POST", "/templates/{template}/create", body=shape(
+        "gpu_type", "num_gpus", "hdd", "region", "name", "is_spot", "duration", "disk_type", "http_ports",
+        "script_id", "script_args", "fs_id", "arguments",
+    )),
+    Operation("GET", "/users/fetch"),
+    Operation("GET", "/users/fetch/{machine_id}"),
+    Operation("POST", "/misc/destroy", ("machine_id",)),
+    Operation("POST", "/templates/vm/destroy", ("machine_id",)),
+)
+"""The operations of JarvisLabs' backend the fake serves, with the fields its SDK sends."""
 
 
 def _fail(status: int, text: str) -> Answer:
@@ -49,8 +66,13 @@ def _fail(status: int, text: str) -> Answer:
 class FakeJarvisLabs(FakeCloud):
     name = "jarvislabs"
     credentials = {"JL_API_KEY": "test-token"}  # noqa: RUF012 (as FakeCloud declares it)
+    operations = OPERATIONS
+    invalid_status = 422
     vm_user = "root"
     """Who a VM's ``ssh_str`` names (containers: root)."""
+
+    def error(self, status: int, text: str) -> Answer:
+        return _fail(status, text)
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(400, f"No free {kind} GPUs right now. Try again later.")
@@ -81,7 +103,7 @@ class FakeJarvisLabs(FakeCloud):
                 raise _fail(400, f"instance {machine.id} is not destroyed through {path}")
             self.delete(machine.id)
             return {"success": True}
-        raise _fail(404, f"no route {method} {path}")
+        raise self.no_route(method, path)
 
     def _add_key(self, body: dict[str, Any]) -> dict[str, Any]:
         if not str(body.get("ssh_key", "")).startswith("ssh-") or not body.get("key_name"):

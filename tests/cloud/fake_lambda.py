@@ -3,7 +3,8 @@
 ``/terminate``, ``GET /instances``, ``GET /instances/{id}``, ``GET/POST
 /firewall-rulesets`` and ``GET/DELETE /firewall-rulesets/{id}``, in Lambda's shapes (the
 ``{"data": ...}`` envelope, errors as ``{"error": {code, message, suggestion}}``, the
-Bearer key). A launch is refused without capacity when its region is not among the
+Bearer key). A request with a query parameter or a body field these operations do not
+declare is refused (400 ``global/invalid-parameters``, naming it). A launch is refused without capacity when its region is not among the
 type's ``regions_with_capacity_available``; a ruleset is refused deletion while an
 instance not terminated uses it. Rulesets are recorded, not enforced (the lab's hosts
 share one bridge); an instance's private address is its public one here: each lab host
@@ -16,7 +17,7 @@ import re
 import uuid
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 REGIONS = {
     "us-east-1": "Virginia, USA",
@@ -63,6 +64,28 @@ TYPES = {
 FAMILIES = ("lambda-stack-22-04", "lambda-stack-24-04", "ubuntu-22-04")
 STATUS = {"booting": "booting", "running": "active", "exited": "unhealthy", "deleted": "terminated"}
 NAME = re.compile(r"^.{0,64}$")
+OPERATIONS = (
+    Operation("GET", "/instance-types"),
+    Operation("GET", "/ssh-keys"),
+    Operation("POST", "/ssh-keys", body=shape("name", "public_key")),
+    Operation("DELETE", "/ssh-keys/{id}"),
+    Operation("POST", "/instance-operations/launch", body=shape(
+        "region_name", "instance_type_name", "ssh_key_names", "file_system_names", "hostname", "name", "user_data",
+        file_system_mounts=shape("mount_point", "file_system_id"), image=shape("id", "family"),
+        tags=shape("key", "value"), firewall_rulesets=shape("id"),
+    )),
+    Operation("POST", "/instance-operations/terminate", body=shape("instance_ids")),
+    Operation("GET", "/instances"),
+    Operation("GET", "/instances/{id}"),
+    Operation("GET", "/firewall-rulesets"),
+    Operation("POST", "/firewall-rulesets", body=shape(
+        "name", "region", rules=shape("protocol", "port_range", "source_network", "description"),
+    )),
+    Operation("GET", "/firewall-rulesets/{id}"),
+    Operation("DELETE", "/firewall-rulesets/{id}"),
+)
+"""The operations of Lambda's Cloud API v1 the fake serves, with the fields it documents."""
+ERROR_CODES = {400: "global/invalid-parameters", 404: "global/not-found", 405: "global/method-not-allowed"}
 
 
 def _fail(status: int, code: str, text: str, suggestion: str = "") -> Answer:
@@ -84,6 +107,10 @@ class FakeLambda(FakeCloud):
     name = "lambda"
     prefix = "/api/v1"
     credentials = {"LAMBDA_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
+    operations = OPERATIONS
+
+    def error(self, status: int, text: str) -> Answer:
+        return _fail(status, ERROR_CODES.get(status, "global/unknown"), text)
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(
@@ -138,7 +165,7 @@ class FakeLambda(FakeCloud):
                 del self.firewalls[ruleset["id"]]
                 return {"data": {}}
             return {"data": self._shown(ruleset)}
-        raise _fail(404, "global/not-found", f"no route {method} {path}")
+        raise self.no_route(method, path)
 
     def users_of(self, ruleset_id: str) -> list[FakeMachine]:
         """The instances not terminated that have the ruleset."""

@@ -6,8 +6,9 @@ of its OpenAPI document (``gpu_inventory`` keyed by product, ``runningInstances`
 ``sshKeys`` by name, the key's ``publicKey``, ``instanceUuids``). Not documented there,
 so chosen here: the launch answers ``{"uuid"}``, the key listing ``{"sshKeys": [...]}``,
 errors ``{"error": text}``, and a product in a region without capacity is refused with
-"Insufficient capacity". A VM's host accepts the keys named at launch; the startup
-command is recorded, not run."""
+"Insufficient capacity". A request with a query parameter or a body field these
+operations do not declare is refused (400, naming it). A VM's host accepts the keys
+named at launch; the startup command is recorded, not run."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import datetime
 import uuid
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 
 def _product(name: str, description: str, cents: int, vcpus: int, memory: int, storage: int,
@@ -47,6 +48,20 @@ IMAGES = [
     {"id": 15, "name": "Ubuntu 24.04 Base", "description": "Ubuntu with NVIDIA drivers"},
 ]
 STATUS = {"booting": "provisioning", "running": "rented", "exited": "stopped"}
+OPERATIONS = (
+    Operation("GET", "/gpu-inventory"),
+    Operation("GET", "/images"),
+    Operation("GET", "/ssh-keys"),
+    Operation("POST", "/ssh-keys", body=shape("name", "publicKey")),
+    Operation("DELETE", "/ssh-keys/{id}"),
+    Operation("POST", "/instance/launch", body=shape(
+        "imageId", "productName", "regionName", "instanceName", "command", "sshKeys",
+    )),
+    Operation("GET", "/instance"),
+    Operation("GET", "/instance/{uuid}"),
+    Operation("POST", "/instance/terminate", body=shape("instanceUuids")),
+)
+"""The operations of Massed Compute's API v1 the fake serves, with the fields it documents."""
 
 
 def _fail(status: int, text: str) -> Answer:
@@ -57,6 +72,10 @@ class FakeMassedCompute(FakeCloud):
     name = "massed_compute"
     prefix = "/api/v1"
     credentials = {"MASSED_COMPUTE_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
+    operations = OPERATIONS
+
+    def error(self, status: int, text: str) -> Answer:
+        return _fail(status, text)
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(400, f"Insufficient capacity for {kind} in the selected region")
@@ -90,7 +109,7 @@ class FakeMassedCompute(FakeCloud):
             if not any(self.delete(str(i)) for i in ids):
                 raise _fail(404, "Instance not found")
             return {"success": True}
-        raise _fail(404, f"no route {method} {path}")
+        raise self.no_route(method, path)
 
     def _add_key(self, body: dict[str, Any]) -> dict[str, Any]:
         if not str(body.get("publicKey", "")).startswith("ssh-") or not body.get("name"):

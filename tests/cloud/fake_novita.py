@@ -1,12 +1,14 @@
 """A local Novita GPU instance API (``/gpu-instance/openapi/v1``): ``GET /products``,
 ``POST /gpu/instance/create``, ``GET /gpu/instance?instanceId=``, ``GET /gpu/instances``,
-``POST /gpu/instance/delete``, in Novita's shapes (prices in 1/100,000 USD per hour)."""
+``POST /gpu/instance/delete``, in Novita's shapes (prices in 1/100,000 USD per hour,
+pages of ``pageSize`` by ``pageNum``). A request with a query parameter or a body field
+these operations do not declare is refused (400 ``INVALID_ARGUMENT``, naming it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 PRODUCTS = [
     {"id": "p-l4", "name": "L4 24GB", "cpuPerGpu": 8, "memoryPerGpu": 32, "diskPerGpu": 100, "availableDeploy": True,
@@ -17,11 +19,29 @@ PRODUCTS = [
      "availableDeploy": True, "price": 160000, "spotPrice": 80000, "maxGpuNum": 8, "regions": ["US-CA-06"]},
 ]
 
+OPERATIONS = (
+    Operation("GET", "/products"),
+    Operation("POST", "/gpu/instance/create", body=shape(
+        "name", "productId", "gpuNum", "rootfsSize", "imageUrl", "imageAuth", "imageAuthId", "ports", "command",
+        "clusterId", "networkId", "kind", "month", "billingMode", "minCudaVersion",
+        envs=shape("key", "value"), tools=shape("name", "port", "type"), networkStorages=shape("Id", "mountPoint"),
+    )),
+    Operation("GET", "/gpu/instance", ("instanceId",)),
+    Operation("GET", "/gpu/instances", ("pageSize", "pageNum")),
+    Operation("POST", "/gpu/instance/delete", body=shape("instanceId")),
+)
+"""The operations of Novita's GPU instance API the fake serves, with the fields it documents."""
+REASONS = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+
 
 class FakeNovita(FakeCloud):
     name = "novita"
     prefix = "/gpu-instance/openapi/v1"
     credentials = {"NOVITA_API_KEY": TOKEN}
+    operations = OPERATIONS
+
+    def error(self, status: int, text: str) -> Answer:
+        return Answer(status, {"code": status, "reason": REASONS.get(status, "UNKNOWN"), "message": text})
 
     def no_capacity(self, kind: str) -> Answer:
         return Answer(400, {"code": 400, "reason": "INSUFFICIENT_RESOURCE", "message": "insufficient resource, please try later"})
@@ -32,13 +52,14 @@ class FakeNovita(FakeCloud):
         if (method, path) == ("POST", "/gpu/instance/create"):
             return {"id": self._create(body).id}
         if (method, path) == ("GET", "/gpu/instances"):
-            return {"instances": [self._instance(m) for m in self.live()], "total": len(self.live())}
+            size, number, live = int(query.get("pageSize", 10)), int(query.get("pageNum", 1)), self.live()
+            return {"instances": [self._instance(m) for m in live[(number - 1) * size:number * size]], "total": len(live)}
         if (method, path) == ("GET", "/gpu/instance"):
             return self._instance(self._find(query.get("instanceId", "")))
         if (method, path) == ("POST", "/gpu/instance/delete"):
             self.delete(self._find(body.get("instanceId", "")).id)
             return {}
-        raise Answer(404, {"code": 404, "reason": "NOT_FOUND", "message": f"no route {method} {path}"})
+        raise self.no_route(method, path)
 
     def _find(self, machine_id: str) -> FakeMachine:
         machine = self.machines.get(machine_id)

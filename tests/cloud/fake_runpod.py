@@ -1,15 +1,25 @@
 """A local RunPod: the REST API's pods (``POST/GET /v1/pods``, ``GET/DELETE
-/v1/pods/{podId}``) and the GraphQL ``gpuTypes`` query, in the shapes RunPod documents.
-A pod refused for capacity gets RunPod's "no longer any instances available" error."""
+/v1/pods/{podId}``) and the GraphQL API (``POST /graphql``), in the shapes RunPod
+documents. A REST request with a query parameter or a body field these operations do not
+declare is refused (400, naming it), and so is a ``cloudType`` other than SECURE or
+COMMUNITY. A GraphQL query is parsed and validated against
+``SCHEMA``, the part of RunPod's schema skyward's client uses and its neighbours (GPU
+types and their lowest prices; the account's pods, one pod, deploying on demand or
+interruptible, terminating), and answered as a GraphQL server answers: an invalid query
+(a syntax error, a field, argument or input field RunPod does not have) with 400 and
+``{"errors": [{"message"}]}``, a valid one with the data it asks for, operation by
+operation. A pod refused for capacity gets RunPod's "no longer any instances available"
+error."""
 
 from __future__ import annotations
 
 import datetime
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
+from graphql import GraphQLError, GraphQLResolveInfo, build_schema, graphql_sync
 
-GPU_TYPES = [
+GPU_TYPES: list[dict[str, Any]] = [
     {"id": "NVIDIA L4", "displayName": "L4", "memoryInGb": 24, "secureCloud": True, "communityCloud": True,
      "securePrice": 0.43, "communityPrice": 0.39, "secureSpotPrice": 0.22, "communitySpotPrice": 0.2,
      "maxGpuCount": 8, "lowestPrice": {"minVcpu": 4, "minMemory": 16}},
@@ -17,27 +27,99 @@ GPU_TYPES = [
      "communityCloud": True, "securePrice": 1.64, "communityPrice": 1.19, "secureSpotPrice": 0.82,
      "communitySpotPrice": 0.6, "maxGpuCount": 8, "lowestPrice": {"minVcpu": 8, "minMemory": 117}},
 ]
+"""Each GPU type as ``gpuTypes`` shows it; ``lowestPrice`` holds one GPU's minimums."""
 BY_ID = {gpu["id"]: gpu for gpu in GPU_TYPES}
+NO_CAPACITY = ("There are no longer any instances available with the requested specifications. "
+               "Please refresh and try again.")
+DEPLOY_FIELDS = """cloudType: CloudTypeEnum, containerDiskInGb: Int, countryCode: String, dockerArgs: String,
+  env: [EnvironmentVariableInput], gpuCount: Int, gpuTypeId: String, imageName: String, minDisk: Int,
+  minDownload: Int, minMemoryInGb: Int, minUpload: Int, minVcpuCount: Int, name: String, networkVolumeId: String,
+  port: Int, ports: String, startJupyter: Boolean, startSsh: Boolean, stopAfter: String, supportPublicIp: Boolean,
+  templateId: String, terminateAfter: String, volumeInGb: Int, volumeKey: String, volumeMountPath: String,
+  dataCenterId: String, cudaVersion: String, allowedCudaVersions: [String]"""
+SCHEMA = build_schema(f"""
+scalar Void
+enum CloudTypeEnum {{ SECURE COMMUNITY ALL }}
+enum PodStatus {{ CREATED RUNNING RESTARTING EXITED PAUSED DEAD TERMINATED }}
+enum PodType {{ INTERRUPTABLE RESERVED BID BACKGROUND }}
+input GpuTypeFilter {{ id: String, ids: [String] }}
+input GpuLowestPriceInput {{
+  gpuCount: Int, minDisk: Int, minMemoryInGb: Int, minVcpuCount: Int, secureCloud: Boolean, supportPublicIp: Boolean,
+  countryCode: String, dataCenterId: String, minDownload: Int, minUpload: Int, totalDisk: Int, cudaVersion: String,
+  allowedCudaVersions: [String], includeAiApi: Boolean
+}}
+input EnvironmentVariableInput {{ key: String, value: String }}
+input PodFilter {{ podId: String }}
+input PodTerminateInput {{ podId: String }}
+input PodFindAndDeployOnDemandInput {{ {DEPLOY_FIELDS}, gpuTypeIdList: [String] }}
+input PodRentInterruptableInput {{ {DEPLOY_FIELDS}, bidPerGpu: Float }}
+type LowestPrice {{
+  gpuName: String, gpuTypeId: String, minimumBidPrice: Float, uninterruptablePrice: Float, minMemory: Int,
+  minVcpu: Int, rentalPercentage: Float, rentedCount: Int, totalCount: Int, stockStatus: String, minDownload: Int,
+  minDisk: Int, minUpload: Int, countryCode: String, supportPublicIp: Boolean
+}}
+type GpuType {{
+  id: String, displayName: String, manufacturer: String, memoryInGb: Int, cudaCores: Int, secureCloud: Boolean,
+  communityCloud: Boolean, securePrice: Float, communityPrice: Float, oneWeekPrice: Float, oneMonthPrice: Float,
+  threeMonthPrice: Float, sixMonthPrice: Float, secureSpotPrice: Float, communitySpotPrice: Float, maxGpuCount: Int,
+  maxGpuCountSecureCloud: Int, maxGpuCountCommunityCloud: Int, minPodGpuCount: Int,
+  lowestPrice(input: GpuLowestPriceInput): LowestPrice
+}}
+type PodRuntimePorts {{ ip: String, isIpPublic: Boolean, privatePort: Int, publicPort: Int, type: String }}
+type PodRuntime {{ uptimeInSeconds: Int, ports: [PodRuntimePorts] }}
+type Pod {{
+  id: String, name: String, imageName: String, desiredStatus: PodStatus, podType: PodType, costPerHr: Float,
+  gpuCount: Int, containerDiskInGb: Int, volumeInGb: Int, ports: String, machineId: String, runtime: PodRuntime
+}}
+type User {{ id: String, pods: [Pod] }}
+type Query {{
+  gpuTypes(input: GpuTypeFilter): [GpuType]
+  myself: User
+  pod(input: PodFilter): Pod
+}}
+type Mutation {{
+  podFindAndDeployOnDemand(input: PodFindAndDeployOnDemandInput): Pod
+  podRentInterruptable(input: PodRentInterruptableInput!): Pod
+  podTerminate(input: PodTerminateInput!): Void
+}}
+""")
+"""The part of RunPod's GraphQL schema (``api.runpod.io/graphql``) the fake serves, with
+the names RunPod documents."""
+OPERATIONS = (
+    Operation("POST", "/graphql", body=shape("query", "variables", "operationName")),
+    Operation("GET", "/pods"),
+    Operation("POST", "/pods", body=shape(
+        "allowedCudaVersions", "cloudType", "computeType", "containerDiskInGb", "containerRegistryAuthId",
+        "countryCodes", "cpuFlavorIds", "cpuFlavorPriority", "dataCenterIds", "dataCenterPriority", "dockerEntrypoint",
+        "dockerStartCmd", "env", "globalNetworking", "gpuCount", "gpuTypeIds", "gpuTypePriority", "imageName",
+        "interruptible", "locked", "minDiskBandwidthMBps", "minDownloadMbps", "minRAMPerGPU", "minUploadMbps",
+        "minVCPUPerGPU", "name", "networkVolumeId", "ports", "supportPublicIp", "templateId", "vcpuCount",
+        "volumeInGb", "volumeMountPath",
+    )),
+    Operation("GET", "/pods/{podId}"),
+    Operation("DELETE", "/pods/{podId}"),
+)
+"""The operations of RunPod's REST API v1 (and its GraphQL endpoint) the fake serves."""
 
 
 class FakeRunPod(FakeCloud):
     name = "runpod"
     prefix = "/v1"
     credentials = {"RUNPOD_API_KEY": TOKEN}
+    operations = OPERATIONS
 
     def env(self) -> dict[str, str]:
         return {**super().env(), "SKYWARD_RUNPOD_GRAPHQL_API_URL": self.url.removesuffix(self.prefix)}
 
+    def error(self, status: int, text: str) -> Answer:
+        return Answer(status, {"error": text, "status": status})
+
     def no_capacity(self, kind: str) -> Answer:
-        return Answer(400, {
-            "error": "There are no longer any instances available with the requested specifications. "
-                     "Please refresh and try again.", "status": 400,
-        })
+        return self.error(400, NO_CAPACITY)
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         if (method, path) == ("POST", "/graphql"):
-            assert "gpuTypes" in body["query"]
-            return {"data": {"gpuTypes": GPU_TYPES}}
+            return self._graphql(body or {})
         if (method, path) == ("POST", "/pods"):
             return self._pod(self._create(body))
         if (method, path) == ("GET", "/pods"):
@@ -50,27 +132,116 @@ class FakeRunPod(FakeCloud):
                 self.delete(machine.id)
                 return None
             return self._pod(machine)
-        raise Answer(404, {"error": f"no route {method} {path}"})
+        raise self.no_route(method, path)
 
     def _create(self, body: dict[str, Any]) -> FakeMachine:
         for field in ("name", "imageName", "gpuTypeIds", "gpuCount", "ports", "env"):
             if field not in body:
-                raise Answer(400, {"error": f"missing {field}", "status": 400})
-        gpu = BY_ID.get(body["gpuTypeIds"][0])
-        if gpu is None or "22/tcp" not in body["ports"]:
-            raise Answer(400, {"error": "invalid gpuTypeIds or ports", "status": 400})
-        spot = bool(body.get("interruptible"))
-        price = gpu["secureSpotPrice" if spot else "securePrice"] * body["gpuCount"]
-        return self.add(
-            body["name"], gpu["id"], spot, body["imageName"], body["env"]["PUBLIC_KEY"], price, gpus=body["gpuCount"]
-        )
+                raise self.error(400, f"missing {field}")
+        if "22/tcp" not in body["ports"]:
+            raise self.error(400, "invalid ports")
+        if body.get("cloudType", "SECURE") not in ("SECURE", "COMMUNITY"):
+            raise self.error(400, f"cloudType must be SECURE or COMMUNITY, not {body['cloudType']!r}")
+        return self._deploy(body["name"], body["gpuTypeIds"][0], body["gpuCount"], body["imageName"],
+                            body["env"].get("PUBLIC_KEY", ""), bool(body.get("interruptible")))
+
+    def _deploy(self, name: str, gpu_id: str, count: int, image: str, public_key: str, spot: bool,
+                bid: float | None = None) -> FakeMachine:
+        """A new pod of ``count`` GPUs of ``gpu_id`` (Answer 400 for a GPU type RunPod does
+        not have), at the secure price or, interruptible, at ``bid`` per GPU (the spot price
+        unless given)."""
+        gpu = BY_ID.get(gpu_id)
+        if gpu is None:
+            raise self.error(400, f"invalid gpuTypeIds {gpu_id!r}")
+        price = (bid if bid is not None else gpu["secureSpotPrice"] if spot else gpu["securePrice"]) * count
+        return self.add(name, gpu["id"], spot, image, public_key, price, gpus=count)
 
     def _pod(self, machine: FakeMachine) -> dict[str, Any]:
         up = machine.state == "running"
         return {
             "id": machine.id, "name": machine.name, "image": machine.image, "gpuTypeId": machine.kind,
-            "desiredStatus": {"exited": "EXITED", "deleted": "TERMINATED"}.get(machine.state, "RUNNING"),
-            "publicIp": machine.address if up else "", "portMappings": {"22": 22} if up else {},
-            "costPerHr": machine.price, "interruptible": machine.spot, "gpuCount": machine.extra.get("gpus", 1),
-            "createdAt": datetime.datetime.fromtimestamp(machine.created, datetime.timezone.utc).isoformat(),
+            "desiredStatus": _status(machine), "publicIp": machine.address if up else "",
+            "portMappings": {"22": 22} if up else {}, "costPerHr": machine.price, "interruptible": machine.spot,
+            "gpuCount": machine.extra.get("gpus", 1),
+            "createdAt": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).isoformat(),
         }
+
+    # ------------------------------------------------------------------ GraphQL
+
+    def _graphql(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a GraphQL request: Answer 400 with its errors for a query that does
+        not parse or is not valid against ``SCHEMA``, else its data (and the errors of the
+        fields that failed)."""
+        root = {
+            "gpuTypes": self._gpu_types, "myself": self._myself, "pod": self._one_pod,
+            "podFindAndDeployOnDemand": self._deploy_on_demand, "podRentInterruptable": self._rent_interruptable,
+            "podTerminate": self._terminate,
+        }
+        result = graphql_sync(SCHEMA, str(body.get("query") or ""), root, variable_values=body.get("variables"),
+                              operation_name=body.get("operationName"))
+        if result.data is None and result.errors:
+            raise Answer(400, {"errors": [error.formatted for error in result.errors]})
+        return dict(result.formatted)
+
+    def _gpu_types(self, info: GraphQLResolveInfo, input: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        wanted = {(input or {}).get("id"), *((input or {}).get("ids") or [])} - {None}
+        return [{**gpu, "lowestPrice": _lowest_price(gpu)} for gpu in GPU_TYPES if not wanted or gpu["id"] in wanted]
+
+    def _myself(self, info: GraphQLResolveInfo) -> dict[str, Any]:
+        return {"id": "user-1", "pods": [_graph_pod(m) for m in self.live()]}
+
+    def _one_pod(self, info: GraphQLResolveInfo, input: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        machine = self.machines.get(str((input or {}).get("podId")))
+        return None if machine is None or machine.state == "deleted" else _graph_pod(machine)
+
+    def _deploy_on_demand(self, info: GraphQLResolveInfo, input: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._graph_deploy(input or {}, spot=False)
+
+    def _rent_interruptable(self, info: GraphQLResolveInfo, input: dict[str, Any]) -> dict[str, Any]:
+        return self._graph_deploy(input, spot=True)
+
+    def _terminate(self, info: GraphQLResolveInfo, input: dict[str, Any]) -> None:
+        if not self.delete(str(input.get("podId"))):
+            raise GraphQLError(f"pod {input.get('podId')} not found")
+
+    def _graph_deploy(self, given: dict[str, Any], spot: bool) -> dict[str, Any]:
+        """A pod deployed by a GraphQL mutation's input (its ``env`` a list of key and value),
+        with the REST API's checks; a refusal is the mutation's error."""
+        if "22/tcp" not in str(given.get("ports") or "").split(","):
+            raise GraphQLError("ports must expose 22/tcp")
+        key = next((e.get("value") for e in given.get("env") or [] if e.get("key") == "PUBLIC_KEY"), "")
+        try:
+            machine = self._deploy(str(given.get("name") or ""), str(given.get("gpuTypeId")), int(given.get("gpuCount") or 1),
+                                   str(given.get("imageName") or ""), str(key), spot, given.get("bidPerGpu"))
+        except Answer as refused:
+            raise GraphQLError(str(refused.body["error"])) from None
+        return _graph_pod(machine)
+
+
+def _status(machine: FakeMachine) -> str:
+    return {"exited": "EXITED", "deleted": "TERMINATED"}.get(machine.state, "RUNNING")
+
+
+def _lowest_price(gpu: dict[str, Any]) -> Any:
+    """``lowestPrice(input)`` of a GPU type: the minimums and prices for ``gpuCount`` GPUs."""
+
+    def resolve(info: GraphQLResolveInfo, input: dict[str, Any] | None = None) -> dict[str, Any]:
+        count = int((input or {}).get("gpuCount") or 1)
+        lowest = gpu["lowestPrice"]
+        return {"gpuName": gpu["displayName"], "gpuTypeId": gpu["id"], "minVcpu": lowest["minVcpu"] * count,
+                "minMemory": lowest["minMemory"] * count, "uninterruptablePrice": gpu["securePrice"] * count,
+                "minimumBidPrice": gpu["secureSpotPrice"] * count, "stockStatus": "High"}
+
+    return resolve
+
+
+def _graph_pod(machine: FakeMachine) -> dict[str, Any]:
+    """A pod as the GraphQL ``Pod`` type shows it."""
+    up = machine.state == "running"
+    ports = [{"ip": machine.address, "isIpPublic": True, "privatePort": 22, "publicPort": 22, "type": "tcp"}]
+    return {
+        "id": machine.id, "name": machine.name, "imageName": machine.image, "desiredStatus": _status(machine),
+        "podType": "INTERRUPTABLE" if machine.spot else "RESERVED", "costPerHr": machine.price,
+        "gpuCount": machine.extra.get("gpus", 1), "ports": "22/tcp",
+        "runtime": {"uptimeInSeconds": 0, "ports": ports} if up else None,
+    }

@@ -5,7 +5,10 @@
 ``POST/GET /security_groups``, ``POST /security_groups/{id}/rules``, ``DELETE
 /security_groups/{id}/rules/{rule}`` and ``DELETE /security_groups/{id}``, in Scaleway's
 shapes (``X-Auth-Token``, ``page``/``per_page`` pages, errors as ``{"type", "message"}``,
-RAM and GPU memory in bytes). A server is created stopped and starts on ``poweron``; the
+RAM and GPU memory in bytes). A listing by ``tags`` holds only the servers that carry
+them all, one by ``project`` only that project's. A request with a query parameter or a
+body field these operations do not declare is refused (400 ``invalid_arguments``, naming
+it). A server is created stopped and starts on ``poweron``; the
 host it becomes accepts the key of its ``AUTHORIZED_KEY=`` tag; a server that runs cannot
 be deleted (it is terminated), one that is stopped leaves its volumes behind when deleted.
 A security group is refused deletion while a server is in it. Rules are recorded, not
@@ -17,7 +20,7 @@ import datetime
 import uuid
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, keyed, shape
 
 PROJECT = "6f4f7c1e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
 ZONES = ("fr-par-1", "fr-par-2")
@@ -53,6 +56,39 @@ SHORTAGE = {"H100-2-80G"}
 STATE = {"pending": "stopped", "booting": "starting", "running": "running", "exited": "stopped in place"}
 
 
+ZONE = "/instance/v1/zones/{zone}"
+PAGED = ("page", "per_page")
+OPERATIONS = (
+    Operation("GET", f"{ZONE}/products/servers", PAGED),
+    Operation("GET", f"{ZONE}/products/servers/availability"),
+    Operation("GET", f"{ZONE}/servers", ("project", "tags", *PAGED)),
+    Operation("POST", f"{ZONE}/servers", body=shape(
+        "name", "dynamic_ip_required", "routed_ip_enabled", "commercial_type", "image", "enable_ipv6", "public_ip",
+        "public_ips", "boot_type", "organization", "project", "tags", "security_group", "placement_group",
+        "admin_password_encryption_ssh_key_id", "protected",
+        volumes=keyed(shape("name", "id", "size", "volume_type", "base_snapshot", "project", "organization", "boot")),
+    )),
+    Operation("GET", f"{ZONE}/servers/{{server_id}}"),
+    Operation("DELETE", f"{ZONE}/servers/{{server_id}}"),
+    Operation("PATCH", f"{ZONE}/servers/{{server_id}}/user_data/{{key}}", body=shape()),  # the text itself
+    Operation("POST", f"{ZONE}/servers/{{server_id}}/action", body=shape("action", "name", "volumes", "disable_ipv6")),
+    Operation("DELETE", f"{ZONE}/volumes/{{volume_id}}"),
+    Operation("GET", f"{ZONE}/security_groups", ("project", *PAGED)),
+    Operation("POST", f"{ZONE}/security_groups", body=shape(
+        "name", "description", "organization", "project", "tags", "organization_default", "project_default",
+        "stateful", "inbound_default_policy", "outbound_default_policy", "enable_default_security",
+    )),
+    Operation("GET", f"{ZONE}/security_groups/{{security_group_id}}"),
+    Operation("DELETE", f"{ZONE}/security_groups/{{security_group_id}}"),
+    Operation("POST", f"{ZONE}/security_groups/{{security_group_id}}/rules", body=shape(
+        "protocol", "direction", "action", "ip_range", "dest_port_from", "dest_port_to", "position", "editable",
+    )),
+    Operation("DELETE", f"{ZONE}/security_groups/{{security_group_id}}/rules/{{security_group_rule_id}}"),
+)
+"""The operations of Scaleway's Instance API v1 the fake serves, with the fields it documents."""
+ERROR_TYPES = {400: "invalid_arguments", 404: "not_found", 405: "method_not_allowed"}
+
+
 def _fail(status: int, kind: str, text: str) -> Answer:
     return Answer(status, {"type": kind, "message": text})
 
@@ -64,6 +100,7 @@ def _now() -> str:
 class FakeScaleway(FakeCloud):
     name = "scaleway"
     credentials = {"SCW_SECRET_KEY": TOKEN, "SCW_DEFAULT_PROJECT_ID": PROJECT}  # noqa: RUF012 (as FakeCloud declares it)
+    operations = OPERATIONS
     page_limit = 100
     """The most items a page holds; a test lowers it."""
 
@@ -76,13 +113,14 @@ class FakeScaleway(FakeCloud):
     def authorized(self, headers: Any) -> bool:
         return headers.get("X-Auth-Token") == TOKEN
 
+    def error(self, status: int, text: str) -> Answer:
+        return _fail(status, ERROR_TYPES.get(status, "unknown_error"), text)
+
     def no_capacity(self, kind: str) -> Answer:
         return _fail(412, "out_of_stock", f"{kind} is out of stock in this zone")
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         prefix = "/instance/v1/zones/"
-        if not path.startswith(prefix):
-            raise _fail(404, "not_found", f"no route {method} {path}")
         zone, _, rest = path.removeprefix(prefix).partition("/")
         if zone not in ZONES:
             raise _fail(400, "invalid_arguments", f"unknown zone {zone}")
@@ -97,7 +135,7 @@ class FakeScaleway(FakeCloud):
                 raise Answer(201, {"server": self._view(self._create(zone, sold, body or {}))})
             wanted = [t for t in query.get("tags", "").split(",") if t]
             live = [m for m in self.live() if m.region in (zone, None) and all(t in m.extra.get("tags", []) for t in wanted)]
-            return {"servers": [self._view(m) for m in self._page(live, query)]}
+            return {"servers": [self._view(m) for m in self._page(live if self._in_project(query) else [], query)]}
         if rest.startswith("/servers/"):
             return self._on_server(method, rest.removeprefix("/servers/"), body)
         if rest.startswith("/volumes/") and method == "DELETE":
@@ -107,10 +145,16 @@ class FakeScaleway(FakeCloud):
         if rest == "/security_groups":
             if method == "POST":
                 raise Answer(201, {"security_group": self._group(body or {})})
-            return {"security_groups": [self._shown(g) for g in self._page(list(self.firewalls), query)]}
+            groups = self._page(list(self.firewalls), query) if self._in_project(query) else []
+            return {"security_groups": [self._shown(g) for g in groups]}
         if rest.startswith("/security_groups/"):
             return self._on_group(method, rest.removeprefix("/security_groups/").split("/"), body)
-        raise _fail(404, "not_found", f"no route {method} {path}")
+        raise self.no_route(method, path)
+
+    def _in_project(self, query: dict[str, str]) -> bool:
+        """Whether a listing's ``project`` (none: every project) is the fake's own, which
+        holds every server and security group."""
+        return query.get("project", PROJECT) == PROJECT
 
     def _page(self, items: list[Any], query: dict[str, str]) -> list[Any]:
         size = min(int(query.get("per_page", 50)), self.page_limit, 100)
@@ -157,7 +201,7 @@ class FakeScaleway(FakeCloud):
             return None
         if (method, action) == ("GET", ""):
             return {"server": self._view(machine)}
-        raise _fail(404, "not_found", f"no route {method} /servers/{rest}")
+        raise self.no_route(method, f"/servers/{rest}")
 
     def _act(self, machine: FakeMachine, action: str) -> Any:
         with self.lock:
@@ -243,4 +287,4 @@ class FakeScaleway(FakeCloud):
             return None
         if method == "GET" and len(parts) == 1:
             return {"security_group": self._shown(parts[0])}
-        raise _fail(404, "not_found", f"no route {method} /security_groups/{'/'.join(parts)}")
+        raise self.no_route(method, f"/security_groups/{'/'.join(parts)}")

@@ -3,16 +3,18 @@
 ``attributes`` in the list, a flat instance from the get, ``portForwards`` as
 ``{internal_port, external_port}``, a Bearer token). A create is checked as TensorDock
 checks it (JSON:API body, a known location and GPU within its ``max_count``, at least
-100 GB of disk, ``ssh_key`` xor ``ssh_key_id``). A lab host listens on port 22 at its
-own address, which the fake reports with 22 forwarded to 22; with ``forwarding`` set, a
-machine is reported as TensorDock's hosts show one: at the shared address 127.0.0.1 on a
-port of its own, forwarded to the host's port 22 (``tests/cloud/forward.py``)."""
+100 GB of disk, ``ssh_key`` xor ``ssh_key_id``); a request with a query parameter or a
+body field these operations do not declare is refused (400, naming it). A lab host
+listens on port 22 at its own address, which the fake reports with 22 forwarded to 22;
+with ``forwarding`` set, a machine is reported as TensorDock's hosts show one: at the
+shared address 127.0.0.1 on a port of its own, forwarded to the host's port 22
+(``tests/cloud/forward.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, keyed, shape
 from cloud.forward import Forward
 
 
@@ -68,10 +70,31 @@ LOCATIONS = [
 ]
 
 
+ATTRIBUTES = shape(
+    "name", "type", "image", "location_id", "useDedicatedIp", "ssh_key", "ssh_key_id",
+    resources=shape("vcpu_count", "ram_gb", "storage_gb", gpus=keyed(shape("count"))),
+    port_forwards=shape("protocol", "internal_port", "external_port"),
+    cloud_init=shape(
+        "runcmd", "packages", "package_update", "package_upgrade",
+        write_files=shape("path", "content", "owner", "permissions", "encoding", "append"),
+    ),
+)
+"""A new virtual machine's attributes (JSON:API ``data.attributes``)."""
+OPERATIONS = (
+    Operation("GET", "/locations"),
+    Operation("GET", "/instances"),
+    Operation("POST", "/instances", body=shape(data=shape("type", attributes=ATTRIBUTES))),
+    Operation("GET", "/instances/{id}"),
+    Operation("DELETE", "/instances/{id}"),
+)
+"""The operations of TensorDock's API v2 the fake serves, with the fields it documents."""
+
+
 class FakeTensorDock(FakeCloud):
     name = "tensordock"
     prefix = "/api/v2"
     credentials = {"TENSORDOCK_API_TOKEN": TOKEN}
+    operations = OPERATIONS
 
     def __init__(self) -> None:
         super().__init__()
@@ -94,6 +117,9 @@ class FakeTensorDock(FakeCloud):
         for forward in self.forwards.values():
             forward.close()
         super().stop()
+
+    def error(self, status: int, text: str) -> Answer:
+        return Answer(status, {"error": text})
 
     def no_capacity(self, kind: str) -> Answer:
         return Answer(
@@ -136,7 +162,7 @@ class FakeTensorDock(FakeCloud):
                     }
                 }
             return {"type": "virtualmachine", "id": machine.id, **self._instance(machine)}
-        raise Answer(404, {"error": f"no route {method} {path}"})
+        raise self.no_route(method, path)
 
     def _create(self, body: Any) -> FakeMachine:
         data = (body or {}).get("data") or {}

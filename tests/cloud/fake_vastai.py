@@ -1,13 +1,15 @@
 """A local Vast.ai: ``GET /api/v0/bundles/`` (asks), ``PUT /api/v0/asks/{id}/`` (an ask
 rented once, then ``no_such_ask``), ``POST /api/v0/instances/{id}/ssh/``, ``GET
-/api/v0/instances/``, ``GET/DELETE /api/v0/instances/{id}/``, in Vast.ai's shapes."""
+/api/v0/instances/``, ``GET/DELETE /api/v0/instances/{id}/``, in Vast.ai's shapes. A
+request with a query parameter or a body field these operations do not declare is
+refused (400 ``invalid_args``, naming it)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 ASKS = [
     {"id": 501, "gpu_name": "L4", "num_gpus": 1, "gpu_ram": 23034, "cpu_cores_effective": 8, "cpu_ram": 32000,
@@ -24,15 +26,34 @@ ASKS = [
      "cpu_arch": "amd64"},
 ]
 
+OPERATIONS = (
+    Operation("GET", "/bundles/", ("q",)),
+    Operation("PUT", "/asks/{id}/", body=shape(
+        "client_id", "image", "env", "price", "disk", "label", "extra", "onstart", "runtype", "image_login",
+        "python_utf8", "lang_utf8", "use_jupyter_lab", "jupyter_dir", "force", "cancel_unavail", "template_hash_id",
+        "args",
+    )),
+    Operation("POST", "/instances/{id}/ssh/", body=shape("ssh_key")),
+    Operation("GET", "/instances/"),
+    Operation("GET", "/instances/{id}/"),
+    Operation("DELETE", "/instances/{id}/"),
+)
+"""The operations of Vast.ai's API v0 the fake serves, with the fields it documents."""
+ERRORS = {400: "invalid_args", 404: "not_found", 405: "method_not_allowed"}
+
 
 class FakeVastAI(FakeCloud):
     name = "vastai"
     prefix = "/api/v0"
     credentials = {"VAST_API_KEY": TOKEN}
+    operations = OPERATIONS
 
     def __init__(self) -> None:
         super().__init__()
         self.rented: dict[int, str] = {}
+
+    def error(self, status: int, text: str) -> Answer:
+        return Answer(status, {"success": False, "error": ERRORS.get(status, "error"), "msg": text})
 
     def no_capacity(self, kind: str) -> Answer:
         return Answer(400, {"success": False, "error": "no_such_ask", "msg": "Instance type no longer available."})
@@ -62,7 +83,7 @@ class FakeVastAI(FakeCloud):
                 self.delete(machine.id)
                 return {"success": True}
             return {"instances": self._instance(machine)}
-        raise Answer(404, {"success": False, "error": f"no route {method} {path}"})
+        raise self.no_route(method, path)
 
     def delete(self, machine_id: str) -> bool:
         """Destroying an instance frees its ask again."""

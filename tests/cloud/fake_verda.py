@@ -1,14 +1,15 @@
 """A local Verda (DataCrunch): ``POST /v1/oauth2/token`` (client credentials),
 ``GET /v1/instance-types``, ``GET /v1/instance-availability``, ``/v1/sshkeys``,
 ``POST/GET /v1/instances``, ``GET /v1/instances/{id}`` and ``PUT /v1/instances``
-(``action: delete``), in Verda's shapes."""
+(``action: delete``), in Verda's shapes. A request with a query parameter or a body field
+these operations do not declare is refused (400 ``invalid_request``, naming it)."""
 
 from __future__ import annotations
 
 import datetime
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 CLIENT_ID, CLIENT_SECRET = "client-id", "client-secret"
 TYPES = [
@@ -26,12 +27,35 @@ TYPES = [
      "memory": {"size_in_gigabytes": 120}, "gpu_memory": {"size_in_gigabytes": 80}},
 ]
 AVAILABLE = {"FIN-01": ["CPU.4V.16G", "1L40S.20V", "1A100.22V"], "FIN-02": ["CPU.4V.16G", "8H100.80S.176V"]}
+"""What each location has, on demand and spot alike."""
+VOLUME = shape("name", "size", "type", "on_spot_discontinue")
+OPERATIONS = (
+    Operation("POST", "/oauth2/token", body=shape("grant_type", "client_id", "client_secret", "refresh_token")),
+    Operation("GET", "/instance-types"),
+    Operation("GET", "/instance-availability", ("is_spot", "location_code")),
+    Operation("GET", "/sshkeys"),
+    Operation("POST", "/sshkeys", body=shape("name", "key")),
+    Operation("DELETE", "/sshkeys/{id}"),
+    Operation("GET", "/instances"),
+    Operation("POST", "/instances", body=shape(
+        "instance_type", "image", "ssh_key_ids", "startup_script_id", "hostname", "description", "location_code",
+        "is_spot", "coupon", "existing_volumes", "contract", "pricing", os_volume=VOLUME, volumes=VOLUME,
+    )),
+    Operation("PUT", "/instances", body=shape("action", "id", "volume_ids", "delete_permanently")),
+    Operation("GET", "/instances/{id}"),
+)
+"""The operations of Verda's API v1 the fake serves, with the fields it documents."""
+ERROR_CODES = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
 
 
 class FakeVerda(FakeCloud):
     name = "verda"
     prefix = "/v1"
     credentials = {"VERDA_CLIENT_ID": CLIENT_ID, "VERDA_CLIENT_SECRET": CLIENT_SECRET}
+    operations = OPERATIONS
+
+    def error(self, status: int, text: str) -> Answer:
+        return Answer(status, {"code": ERROR_CODES.get(status, "error"), "message": text})
 
     def no_capacity(self, kind: str) -> Answer:
         return Answer(400, {"code": "insufficient_resources", "message": "Not enough resources available for this instance type"})
@@ -70,7 +94,7 @@ class FakeVerda(FakeCloud):
             if machine is None or machine.state == "deleted":
                 raise Answer(404, {"code": "not_found", "message": "Instance not found"})
             return self._instance(machine)
-        raise Answer(404, {"code": "not_found", "message": f"no route {method} {path}"})
+        raise self.no_route(method, path)
 
     def _create(self, body: dict[str, Any]) -> FakeMachine:
         kind = next((t for t in TYPES if t["instance_type"] == body.get("instance_type")), None)

@@ -4,7 +4,9 @@
 ``DELETE /firewalls/{id}/rules/{n}`` and ``DELETE /firewalls/{id}``, in Vultr's shapes:
 cursor pages (``per_page``, ``cursor``, ``meta.links.next``), the ``{"error", "status"}``
 error body, base64 user data, ``main_ip`` "0.0.0.0" until an address is assigned. A
-firewall group is refused deletion while an instance is in it, and holds at most 50
+listing by ``tag`` holds only the instances that carry it. A request with a query
+parameter or a body field these operations do not declare is refused (400, naming it).
+A firewall group is refused deletion while an instance is in it, and holds at most 50
 rules. Rules are recorded, not enforced (the lab's hosts share one bridge)."""
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import datetime
 import uuid
 from typing import Any
 
-from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine
+from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 REGIONS = ["ewr", "ord", "fra", "ams", "sjc", "nrt"]
 OS_IDS = {2284: "Ubuntu 24.04 LTS x64", 1743: "Ubuntu 22.04 LTS x64"}
@@ -89,6 +91,33 @@ PLANS = [
 ]
 
 
+PAGED = ("per_page", "cursor")
+OPERATIONS = (
+    Operation("GET", "/regions", PAGED),
+    Operation("GET", "/plans", ("type", *PAGED)),
+    Operation("GET", "/ssh-keys", PAGED),
+    Operation("POST", "/ssh-keys", body=shape("name", "ssh_key")),
+    Operation("DELETE", "/ssh-keys/{ssh-key-id}"),
+    Operation("GET", "/instances", ("tag", *PAGED)),
+    Operation("POST", "/instances", body=shape(
+        "region", "plan", "os_id", "ipxe_chain_url", "iso_id", "script_id", "snapshot_id", "enable_ipv6",
+        "disable_public_ipv4", "attach_vpc", "label", "sshkey_id", "backups", "app_id", "image_id", "user_data",
+        "ddos_protection", "activation_email", "hostname", "firewall_group_id", "reserved_ipv4", "enable_vpc",
+        "tags", "user_scheme", "app_variables",
+    )),
+    Operation("GET", "/instances/{instance-id}"),
+    Operation("DELETE", "/instances/{instance-id}"),
+    Operation("GET", "/firewalls", PAGED),
+    Operation("POST", "/firewalls", body=shape("description")),
+    Operation("DELETE", "/firewalls/{firewall-group-id}"),
+    Operation("POST", "/firewalls/{firewall-group-id}/rules", body=shape(
+        "ip_type", "protocol", "subnet", "subnet_size", "port", "source", "notes",
+    )),
+    Operation("DELETE", "/firewalls/{firewall-group-id}/rules/{firewall-rule-id}"),
+)
+"""The operations of Vultr's API v2 the fake serves, with the fields Vultr documents."""
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
@@ -101,8 +130,12 @@ class FakeVultr(FakeCloud):
     name = "vultr"
     prefix = "/v2"
     credentials = {"VULTR_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
+    operations = OPERATIONS
     page_limit = 500
     """The most items a page holds (Vultr's ``per_page`` maximum); a test lowers it."""
+
+    def error(self, status: int, text: str) -> Answer:
+        return _fail(status, text)
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(
@@ -157,7 +190,7 @@ class FakeVultr(FakeCloud):
                 self.delete(machine.id)
                 return None
             return {"instance": self._instance(machine)}
-        raise _fail(404, f"no route {method} {path}")
+        raise self.no_route(method, path)
 
     def _page(self, key: str, items: list[Any], query: dict[str, str]) -> dict[str, Any]:
         size = min(int(query.get("per_page", 100)), self.page_limit, 500)

@@ -241,7 +241,7 @@ def test_a_reclaimed_spot_instance_is_replaced_and_no_item_is_lost(cloud: Cloud)
             time.sleep(0.2)
         assert any(isinstance(e, sky.InstancePreempted) and e.node == 1 for e in events)
         assert machines[1] != reclaimed
-        assert any(op["operationType"] == "compute.instances.preempted" for op in fake.operations.values())
+        assert any(op["operationType"] == "compute.instances.preempted" for op in fake.long_running.values())
     assert cloud.leftovers(pool.id) == []
 
 
