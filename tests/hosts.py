@@ -217,6 +217,26 @@ class HostLab:
         self.hosts.pop()
         return host
 
+    def restart_sshd(self, host: TestHost) -> None:
+        """Restart ``host``'s sshd as a service manager does: the listening process is
+        stopped (SIGTERM) and a new one started in the same namespaces; the sessions it
+        had accepted live on in their own processes. Returns once the new one listens."""
+        assert host.sshd is not None
+        old = host.sshd.pid
+        mounts = os.readlink(f"/proc/{old}/ns/mnt")
+        sessions = [pid for pid in host.pids() if pid != old and _mount_namespace(pid) == mounts]
+        if not sessions:
+            raise RuntimeError(f"{host.name} has no session to find its mount namespace by")
+        host.sshd.terminate()
+        host.sshd.wait(timeout=10)
+        config = os.path.join(host.root, "sshd_config")
+        log = open(os.path.join(host.root, "sshd.log"), "ab")
+        host.sshd = subprocess.Popen(
+            ["nsenter", f"--target={sessions[0]}", "--mount", "--net", "/usr/sbin/sshd", "-D", "-e", "-f", config],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        )
+        self._wait_listening([host])
+
     def _wait_listening(self, hosts: list[TestHost]) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         for host in hosts:
@@ -295,6 +315,13 @@ def _kill_all(host: TestHost) -> None:
             host.sshd.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+
+
+def _mount_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
 
 
 def _hex_address(address: str) -> str:

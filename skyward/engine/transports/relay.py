@@ -77,12 +77,15 @@ class RelayEndpoint:
     """A pool's head relay as its client reaches it: ``connect`` opens the stream,
     ``where`` names the relay in errors, ``secret`` is the pool's relay secret (each side
     proves it), ``compress``: large messages travel compressed where that pays
-    (``codec.relay_frame``: an SSH channel to a remote relay, not a local socket)."""
+    (``codec.relay_frame``: an SSH channel to a remote relay, not a local socket).
+    ``silent``: what a lost stream may mean besides a dead head node, added to its error
+    (a remote pool: how long a link that answers nothing is waited for)."""
 
     connect: Connector
     where: str
     secret: bytes
     compress: bool = False
+    silent: str = ""
 
     @classmethod
     def on_unix_socket(cls, path: str, secret: bytes, where: str = "", compress: bool = False) -> RelayEndpoint:
@@ -347,8 +350,9 @@ class RelayTransport:
             raise ConnectionError(f"lost the connection to the cluster's head relay: {exc}") from None
 
     async def _read(self, reader: StreamIn) -> None:
+        silent = f"; or {self._endpoint.silent}" if self._endpoint.silent else ""
         error: BaseException = ConnectionError(
-            "lost the connection to the cluster's head relay (node 0): the SSH tunnel or the head node is gone"
+            f"lost the connection to the cluster's head relay (node 0): the SSH tunnel or the head node is gone{silent}"
         )
         try:
             while (message := await read_message(reader)) is not None:
@@ -357,7 +361,7 @@ class RelayTransport:
         except MalformedFrame as exc:  # nothing more can be trusted
             error = ConnectionError(f"the head relay sent something that is not a message: {exc}")
         except Exception as exc:  # the SSH library's errors of a lost channel
-            error = ConnectionError(f"lost the connection to the cluster's head relay: {exc}")
+            error = ConnectionError(f"lost the connection to the cluster's head relay: {exc}{silent}")
         finally:
             self._lost = PoolClosedError("the pool closed while the task was running") if self._closing else error
             for node, future in list(self._pending.values()):

@@ -39,6 +39,10 @@ log = logging.getLogger("skyward.remote")
 # The pool's Ray token arrives as the first line of stdin: never on a command line.
 _TOKEN_ENV = "read -r RAY_AUTH_TOKEN && export RAY_AUTH_TOKEN RAY_AUTH_MODE=token RAY_USAGE_STATS_ENABLED=0"
 HEARTBEAT = 2.0
+QUIET_LINK_LIMIT = 120.0
+"""The longest the client keeps a pool's SSH connections over a link that answers
+nothing (a laptop's Wi-Fi gone for a minute): ``Spec.ttl`` up to this, never past the
+hosts' own patience (``watchdog``: ``max(ttl, 3 * HEARTBEAT)`` of silence)."""
 HEAD_RESOURCE = "skyward-head"
 """A Ray resource only the head node has: the pool's collection hosts ask for a little
 of it, so they live on the head, which the pool never removes."""
@@ -130,6 +134,12 @@ class RemoteCluster:
         self._serials = itertools.count()
         self._stopping: set[int] = set()
 
+    @property
+    def quiet_link(self) -> float:
+        """Seconds the client's connections outlive a link that answers nothing: as long as
+        the hosts wait for a silent client (``ttl``), at most ``QUIET_LINK_LIMIT``."""
+        return min(max(float(self.ttl), 3 * HEARTBEAT), QUIET_LINK_LIMIT)
+
     def pool_dir(self, serial: int) -> str:
         """Per-host pool directory (unique per host, short enough for Ray's sockets)."""
         return f"/tmp/skyward-{self.pool_id[:12]}-n{serial}"
@@ -155,7 +165,7 @@ class RemoteCluster:
             raise ValueError("every node of a remote pool needs an SSH endpoint")
         results = await asyncio.gather(
             *(
-                connect(endpoint, reach.known, reach.timeout, reach.retry_interval)
+                connect(endpoint, reach.known, reach.timeout, reach.retry_interval, self.quiet_link)
                 for endpoint in endpoints if endpoint is not None
             ),
             return_exceptions=True,
@@ -386,7 +396,12 @@ class RemoteCluster:
 
     def relay(self, port: int, secret: bytes, compress: bool) -> RelayEndpoint:
         """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it."""
-        return RelayEndpoint(lambda: self.open_relay(port), f"node 0's port {port}", secret, compress)
+        quiet = (
+            f"node 0 answered nothing for {self.quiet_link:g} s (the client waits that long for a link "
+            f"that came back; the pool's hosts stop its work {self.ttl} s after they last heard from "
+            "this client, Spec.ttl)"
+        )
+        return RelayEndpoint(lambda: self.open_relay(port), f"node 0's port {port}", secret, compress, quiet)
 
     async def _stream_logs(self, process: asyncssh.SSHClientProcess[bytes]) -> None:
         try:

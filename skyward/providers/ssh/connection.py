@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import os
 import secrets
 import shlex
@@ -25,6 +26,8 @@ from skyward.model.nodes import SSHEndpoint
 from skyward.providers import registry
 
 KEEPALIVE_SECONDS = 5
+QUIET_LINK_SECONDS = 15
+"""How long a connection outlives a link that answers nothing, unless told otherwise."""
 Listed: TypeAlias = tuple[list[asyncssh.SSHKey], list[asyncssh.SSHKey], list[asyncssh.SSHKey]]
 """Trusted host keys, trusted certificate authorities, revoked keys (see ``listed``)."""
 
@@ -156,24 +159,31 @@ class _TrustOnFirstUse(asyncssh.SSHClient):
 
 
 async def connect(
-    address: SSHEndpoint, known: KnownHosts, timeout: float, retry_interval: float | None = None
+    address: SSHEndpoint, known: KnownHosts, timeout: float, retry_interval: float | None = None,
+    quiet_link: float = QUIET_LINK_SECONDS,
 ) -> asyncssh.SSHClientConnection:
     """One SSH connection to ``address``, host key checked against ``known``. Raises
     ConnectionError (unreachable, refused key, changed host key) naming the fix. With
     ``retry_interval`` (``Options.ssh_retry_interval``), an unreachable host is tried
-    again every that many seconds until ``timeout`` has passed (a machine still booting)."""
+    again every that many seconds until ``timeout`` has passed (a machine still booting).
+    Once open, the connection ends when the host has answered none of its keepalives
+    (one every ``KEEPALIVE_SECONDS``) for ``quiet_link`` seconds; until then TCP resends
+    what a dropped link held back."""
     deadline = asyncio.get_running_loop().time() + timeout
+    keepalives = max(3, math.ceil(quiet_link / KEEPALIVE_SECONDS))
     while True:
         left = deadline - asyncio.get_running_loop().time()
         try:
-            return await _connect_once(address, known, max(1.0, left))
+            return await _connect_once(address, known, max(1.0, left), keepalives)
         except HostUnreachableError:
             if retry_interval is None or left <= retry_interval:
                 raise
             await asyncio.sleep(retry_interval)
 
 
-async def _connect_once(address: SSHEndpoint, known: KnownHosts, timeout: float) -> asyncssh.SSHClientConnection:
+async def _connect_once(
+    address: SSHEndpoint, known: KnownHosts, timeout: float, keepalives: int
+) -> asyncssh.SSHClientConnection:
     lookup = functools.partial(listed, known.entries())
     client = _TrustOnFirstUse(address, known, lookup)
     key_path = address.key_path
@@ -191,7 +201,7 @@ async def _connect_once(address: SSHEndpoint, known: KnownHosts, timeout: float)
                 connect_timeout=timeout,
                 login_timeout=timeout,
                 keepalive_interval=KEEPALIVE_SECONDS,
-                keepalive_count_max=3,
+                keepalive_count_max=keepalives,
                 config=None,
             ),
             timeout + 1,
