@@ -36,14 +36,14 @@ from skyward.core.function import PendingFunction, PendingFunctionGroup, Skyward
 from skyward.core.instance import current_task
 from skyward.core.validation import check_flag, wait_limit
 from skyward.engine import interruptible, stream_stop, streams, value_stream
-from skyward.engine.driver import CHUNKS_PER_SLOT, Again, ClusterDriver
+from skyward.engine.driver import Again, ClusterDriver
 from skyward.engine.scheduler import ALL
 from skyward.engine.value_stream import StreamRouter, ValueStream
 from skyward.engine.window import ChunkWindow
 from skyward.model.spec import Nodes, Options, Spec
 from skyward.observe.bus import EventBus
 from skyward.observe.events import Event
-from skyward.observe.progress import ProgressTracker, guided_chunks
+from skyward.observe.progress import ProgressTracker
 from skyward.observe.progress_bar import progress_bar
 
 R = TypeVar("R")
@@ -357,13 +357,10 @@ class Pool(PoolCollections, DispatchOperand):
             return []
         with (
             progress_bar(self._bus, "map", pending.name, progress),
-            self._progress.tasks("map", pending.name, len(values), self._map_plan(running.driver, len(values))),
+            self._progress.tasks("map", pending.name, len(values)),
         ):
             results: list[R] = self._wait(self._submit(lambda d: d.map(pending, values)))
             return results
-
-    def _map_plan(self, driver: ClusterDriver, count: int) -> Iterator[int]:
-        return guided_chunks(count, driver.capacity, CHUNKS_PER_SLOT)
 
     def _map_stream(
         self, running: OpenPool, pending: PendingFunction[R], values: list[object], progress: bool
@@ -378,7 +375,7 @@ class Pool(PoolCollections, DispatchOperand):
         arrived: queue.SimpleQueue[tuple[int, list[R]] | None] = queue.SimpleQueue()
         with (
             progress_bar(self._bus, "map", pending.name, progress),
-            self._progress.tasks("map", pending.name, len(values), self._map_plan(driver, len(values))),
+            self._progress.tasks("map", pending.name, len(values)),
         ):
             future = self._submit(
                 lambda d: d.map(pending, values, lambda start, chunk: arrived.put((start, chunk)), window)

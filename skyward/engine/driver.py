@@ -92,6 +92,11 @@ def _advance(steps: _Attempt, answer: Payload | None, failure: BaseException | N
     except StopIteration as done:
         return _Done(done.value)
 CHUNKS_PER_SLOT = 2
+MIN_CHUNK_SECONDS = 0.005
+"""Once a map's first chunks have come back, no chunk is given less work than this (by
+their pace): a chunk's round trip costs a few hundred microseconds, so a tail of
+single trivial items would cost more than their work, while a tail of this much work
+still lets every slot finish within it of the others."""
 STREAM_CHUNK_BYTES = 4 << 20
 """A streamed map sizes its chunks so each one's results are about this big."""
 Emit = Callable[[Event], None]
@@ -311,12 +316,14 @@ class ClusterDriver:
         position = 0
         feeders = self.capacity
         measured = _ResultSize()
+        pace = _Pace()
 
         def claim() -> tuple[int, int]:
             """The next chunk of items, sized from what is left (claimed before waiting
             for a slot, so a waiting feeder stands for real work)."""
             nonlocal position
             size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * self.capacity)))
+            size = max(size, pace.items_for(MIN_CHUNK_SECONDS))
             if streaming:
                 size = min(size, measured.items_for(STREAM_CHUNK_BYTES))
             start, position = position, min(len(items), position + size)
@@ -331,7 +338,9 @@ class ClusterDriver:
                     if position >= len(items):
                         return
                     start, end = claim()
+                    began = time.monotonic()
                     values = await self._chunk(fn, items, start, end, measured)
+                    pace.add(time.monotonic() - began, end - start)
                     if on_chunk is not None:
                         delivered = True
                         on_chunk(start, values)
@@ -451,7 +460,7 @@ class ClusterDriver:
 
     def _started(self, node: int, request: TaskRequest) -> float:
         if self._wants(TaskStarted):
-            self._emit(TaskStarted(request.task_id, request.name, node))
+            self._emit(TaskStarted(request.task_id, request.name, node, _items(request)))
         return time.monotonic()
 
     def _completed(self, node: int, request: TaskRequest, started: float, error: BaseException | None) -> None:
@@ -459,7 +468,8 @@ class ClusterDriver:
             failed = None if error is None else f"{type(error).__name__}: {error}"
             cancelled = isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
             self._emit(TaskCompleted(
-                request.task_id, request.name, node, time.monotonic() - started, failed, cancelled=cancelled
+                request.task_id, request.name, node, time.monotonic() - started, failed, _items(request),
+                cancelled=cancelled,
             ))
 
     def _wait_limit(self, request: TaskRequest) -> float | None:
@@ -560,6 +570,31 @@ class _ResultSize:
         if not self._items:
             return 1
         return max(1, budget * self._items // max(1, self._bytes))
+
+
+def _items(request: TaskRequest) -> int | None:
+    """The items of a map chunk (None for any other request)."""
+    return len(request.chunk) if request.kind == MAP else None
+
+
+class _Pace:
+    """How long one map item takes, learnt from the chunks back so far (each chunk's
+    round trip over its items: an overestimate for trivial items, which is the safe
+    side for ``items_for``)."""
+
+    def __init__(self) -> None:
+        self._seconds = 0.0
+        self._items = 0
+
+    def add(self, seconds: float, items: int) -> None:
+        self._seconds += seconds
+        self._items += items
+
+    def items_for(self, seconds: float) -> int:
+        """How many items take about ``seconds`` (1 until a chunk came back)."""
+        if not self._items or self._seconds <= 0:
+            return 1
+        return max(1, int(seconds * self._items / self._seconds))
 
 
 def _ranks_text(ranks: list[int]) -> str:

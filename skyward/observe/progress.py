@@ -2,9 +2,8 @@
 
 Nothing is counted, and no task event is built, unless someone listens for
 ``Progress``. A map or broadcast is counted from its tasks' ``TaskStarted`` and
-``TaskCompleted`` events (matched by function name); a map chunk counts its ``items``,
-or, when the dispatcher does not report them, the size the chunk plan predicts. A
-gather is counted from its futures.
+``TaskCompleted`` events (matched by function name); a map chunk counts its ``items``
+(one when the dispatcher does not report them). A gather is counted from its futures.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import itertools
-import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,23 +22,12 @@ from skyward.observe.events import Progress, TaskCompleted, TaskStarted
 T = TypeVar("T")
 
 
-def guided_chunks(total: int, lanes: int, chunks_per_lane: int) -> Iterator[int]:
-    """Chunk sizes of a guided map in dispatch order: each chunk takes the remaining
-    items divided by ``chunks_per_lane * lanes`` (at least one)."""
-    left = total
-    while left > 0:
-        size = max(1, math.ceil(left / (chunks_per_lane * lanes)))
-        left -= size
-        yield size
-
-
 @dataclass
 class _Batch:
     batch_id: str
     kind: str
     name: str
     total: int
-    plan: Iterator[int] | None = None
     done: int = 0
     failed: int = 0
     started: int = 0
@@ -61,13 +48,13 @@ class ProgressTracker:
         self._unsubscribe: list[Callable[[], None]] = []
 
     @contextlib.contextmanager
-    def tasks(self, kind: str, name: str, total: int, plan: Iterator[int] | None = None) -> Iterator[None]:
+    def tasks(self, kind: str, name: str, total: int) -> Iterator[None]:
         """Count the tasks named ``name`` that start while the block runs, up to ``total``
-        items (``plan``: predicted chunk sizes); the last event has ``finished``."""
+        items; the last event has ``finished``."""
         if total <= 0 or not self._bus.wants(Progress):
             yield
             return
-        batch = _Batch(f"b{next(self._ids)}", kind, name, total, plan)
+        batch = _Batch(f"b{next(self._ids)}", kind, name, total)
         with self._lock:
             if not self._open:
                 self._unsubscribe = [
@@ -119,7 +106,7 @@ class ProgressTracker:
         with self._lock:
             for batch in self._open:
                 if batch.name == event.name and batch.started < batch.total:
-                    size = event.items or (next(batch.plan, 1) if batch.plan is not None else 1)
+                    size = event.items or 1
                     batch.sizes[(event.task_id, event.node)] = size
                     batch.started += size
                     return

@@ -9,7 +9,6 @@ import pytest
 import skyward as sky
 from skyward.observe.bus import EventBus
 from skyward.observe.cost import CostMeter, Pricing
-from skyward.observe.progress import guided_chunks
 
 
 def test_handlers_get_their_type_and_subclasses_and_can_unsubscribe() -> None:
@@ -122,14 +121,6 @@ def test_events_are_frozen() -> None:
     with pytest.raises(AttributeError):
         event.node = 2  # type: ignore[misc]
     assert event.error is None and event.items is None and event.timestamp > 0
-
-
-def test_guided_chunks_cover_every_item_big_first() -> None:
-    sizes = list(guided_chunks(10_000, 4, 2))
-    assert sum(sizes) == 10_000
-    assert sizes[0] == 1250 and sizes[-1] == 1
-    assert sizes == sorted(sizes, reverse=True)
-    assert list(guided_chunks(3, 8, 2)) == [1, 1, 1]
 
 
 def test_pricing_cost_and_savings() -> None:
