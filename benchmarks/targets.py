@@ -392,6 +392,61 @@ EXPLANATIONS: dict[str, str] = {
         "with the log monitor left running (stopping it after `ray.init` costs no start "
         "time)."
     ),
+    "B2-best": (
+        "ProcessPoolExecutor at chunksize=1,000 sends 10 chunks and pickles the function by "
+        "reference. The full run of 2026-11-28 measured skyward's map at 3.33x of it: its "
+        "guided chunks ended in a tail of single items, 58 round trips of a few hundred "
+        "microseconds each. A map now gives no chunk less than about 5 ms of work once the "
+        "first chunks' pace is known (`engine/driver.py`, `MIN_CHUNK_SECONDS`; about a dozen "
+        "chunks here): rerun the same day, an importable function's map took 8.32 ms against "
+        "8.04 ms (1.03x) and a function defined in the script 13.2 ms (1.65x, the row the "
+        "target reads, from 28.3 ms). What is left is the script's function: cloudpickle "
+        "ships it by value with every chunk (its code and globals pickled on the client, "
+        "rebuilt on the node), about 0.4 ms a chunk here. Closing it: ship such a function "
+        "once per node and refer to it afterwards (issue 40), which needs a rule for globals "
+        "that change between calls (Ray captures them once, at the first call)."
+    ),
+    "B4-kept": (
+        "The adoption itself is fast: with skyward's modules already loaded, opening the kept "
+        "pool took 28 ms (cProfile of `Compute.__enter__`, 2026-11-28: the daemon's answer, "
+        "the relay's stream, the wheel fingerprint's `importlib.metadata` 14 ms). The rest is "
+        "importing skyward's own modules, which `import skyward` (5-12 ms) defers to the first "
+        "open: about 300 modules, 165 dataclasses built at import (0.23 s of the open under "
+        "cProfile), the Rich console, psutil, asyncio, the image and metrics modules "
+        "(`-X importtime`: `skyward.api.pool` 190 ms, `skyward.api.config_file` 184 ms, "
+        "under the load of this run's other groups). Before the import was made lazy, the same "
+        "row measured 31 ms and `import skyward` 137 ms: the cost moved, it did not grow. The "
+        "full run of 2026-11-28 ran without skyward's bytecode (the sandbox sets "
+        "PYTHONDONTWRITEBYTECODE and the checkout is editable), compiling 120 modules on every "
+        "open; the run now compiles it first, as a wheel install does, and this row did not "
+        "move (368 ms both times): import work, not compiling. Closing it: an adopting client "
+        "imports only what a kept pool's client needs (no image builder, metrics, storage or "
+        "console modules until they are used)."
+    ),
+    "B4-import": (
+        "Counted since issue 41: `import skyward` (5-12 ms) plus what the first open imports, "
+        "Ray (the peer's whole row) and skyward's own modules on top of it (about 300, see "
+        "B4-kept): 794 ms against `import ray` 480 ms with bytecode (1.65x), 1.11 s against "
+        "413 ms without it (2.69x, the full run). Ray is imported by the local pool's client "
+        "only; a kept pool's client never imports it. Closing it is the same work as B4-kept: "
+        "fewer of skyward's modules on the path to the first open."
+    ),
+    "CLI-ls": (
+        "`sky ls` is a fresh interpreter (42 ms for `python -c pass` here), click (53 ms), "
+        "`importlib.metadata` for the console script's entry point (80 ms; a wheel install "
+        "reads the same), the editable install's import hook (44 ms; a wheel has none) and "
+        "skyward's CLI modules, which import the daemon client, Rich tables and the log "
+        "exporter at load time for every command (`-X importtime`: `skyward.cli.main` 460 ms "
+        "under load). The answer itself is one request to the daemon. It measured 0.45 s in "
+        "the full run without bytecode and 0.35 s with it. Closing it: each command module "
+        "imports what only its command uses inside the command, and `sky` resolves its "
+        "subcommands lazily (click's `LazyGroup` pattern)."
+    ),
+    "CLI-help": (
+        "The same path as CLI-ls without the daemon's answer (0.32-0.34 s, with and without "
+        "bytecode): `sky --help` loads every subcommand's module to list it. Closing it is "
+        "CLI-ls's lazy subcommands: help then needs only the names and first lines."
+    ),
     "B4-shutdown": (
         "Closing is almost all `ray.shutdown()`: Ray stops its processes one by one with "
         "SIGTERM and up to 1 s of grace each. The autoscaler monitor ignores SIGTERM, so every "

@@ -9,6 +9,10 @@ bash scripts/system_deps.sh
 # [plugins]: the frameworks the plugin tests drive (torch's CPU build, jax, keras, ...; ~1.5 GB);
 # [bench]: the benchmarks' peers, for the test that runs a quick benchmark group
 .venv/bin/python -m pip install -q -e '.[test,plugins,bench]'
+# skyward's bytecode, as installing its wheel writes it: the editable install has none and,
+# where PYTHONDONTWRITEBYTECODE is set, Python never writes it, so each of the suite's
+# thousands of fresh interpreters (pool nodes, CLI calls, scripts) would compile the package
+.venv/bin/python -m compileall -q skyward >/dev/null
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -q -rfEs "$@"
 fi
