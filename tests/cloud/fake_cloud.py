@@ -12,6 +12,12 @@ a query parameter or a body field the operation does not declare (the cloud's st
 for a bad request), each named with the operation. A client that sends what the real
 API would refuse fails against the fake too.
 
+A fake whose cloud's own description of its API is pinned (``pinned``: its folder
+under ``tests/cloud/descriptions``) checks every exchange against it as it happens
+(``tests/cloud/described.py``) and keeps what the description would not have in
+``violations``, answering the same either way; the cloud e2e tests fail on any
+(``unreported``).
+
 A fake is also a ``MachineSource`` (``tests/cloud/machines.py``): a machine it creates
 is "booting" until the harness has made it a real test host at the address the fake
 gave it (from the lab's subnet) and calls ``started``; a host that shuts itself down is
@@ -26,12 +32,17 @@ import re
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from cloud.described import Description, load
+
 TOKEN = "test-token"
+_MADE: weakref.WeakSet[FakeCloud] = weakref.WeakSet()
+"""Every fake made in this process (``unreported`` looks into each)."""
 
 
 @dataclass(frozen=True)
@@ -151,8 +162,16 @@ class FakeCloud:
     """The operations of the cloud's API the fake serves; it refuses any other request."""
     invalid_status = 400
     """The cloud's status for a request with a parameter or field it does not take."""
+    pinned = ""
+    """The folder of the cloud's pinned API description under tests/cloud/descriptions ("": none)."""
 
     def __init__(self) -> None:
+        self.description: Description | None = load(self.pinned) if self.pinned else None
+        """What every exchange is checked against (None: nothing)."""
+        self.violations: list[str] = []
+        """What in the exchanges so far the description does not define or would not produce."""
+        self._reported = 0
+        _MADE.add(self)
         self.machines: dict[str, FakeMachine] = {}
         self.keys: dict[str, dict[str, str]] = {}
         self.firewalls: dict[str, dict[str, Any]] = {}
@@ -286,6 +305,11 @@ class FakeCloud:
         """The cloud's own error answer of ``status`` saying ``text``."""
         raise NotImplementedError
 
+    def success(self, method: str, path: str) -> int:
+        """The status of a request ``handle`` answers without an Answer (200; 204 when it
+        returns None)."""
+        return 200
+
     def no_route(self, method: str, path: str) -> Answer:
         """The cloud's answer to a path none of its operations has (404)."""
         return self.error(404, f"no route {method} {path}")
@@ -305,6 +329,38 @@ class FakeCloud:
 
     def authorized(self, headers: Any) -> bool:
         return headers.get("Authorization") == f"Bearer {TOKEN}"
+
+    def check(self, method: str, path: str, query: Mapping[str, str], body: Any, status: int, answer: Any) -> None:
+        """Keep in ``violations`` what the description says against this exchange (a
+        check that fails is one too); the answer is not changed."""
+        if self.description is None:
+            return
+        try:
+            found = self.description.violations(method, path, query, body, status, answer)
+        except Exception as exc:  # noqa: BLE001 - the check must never change the fake's answer
+            found = [f"{self.name}: {method} {path}: the check itself failed: {exc!r}"]
+        if found:
+            with self.lock:
+                self.violations.extend(found)
+
+    def unreported(self) -> list[str]:
+        """The violations kept since the last call."""
+        with self.lock:
+            found, self._reported = self.violations[self._reported:], len(self.violations)
+        return found
+
+
+def unreported() -> list[str]:
+    """The violations every fake of this process kept since the last call, each once."""
+    return [text for fake in list(_MADE) for text in fake.unreported()]
+
+
+def summary(violations: list[str]) -> str:
+    """``violations`` one a line, each once with how often it happened."""
+    counts: dict[str, int] = {}
+    for text in violations:
+        counts[text] = counts.get(text, 0) + 1
+    return "\n".join(f"  {text}" + (f" (x{n})" if n > 1 else "") for text, n in counts.items())
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -347,11 +403,14 @@ class _Handler(BaseHTTPRequestHandler):
             refused = self.owner.undeclared(self.command, path, query, body)
             if refused is not None:
                 raise refused
-            status, answer = 200, self.owner.handle(self.command, path, query, body)
+            status, answer = self.owner.success(self.command, path), self.owner.handle(self.command, path, query, body)
         except Answer as exc:
             status, answer = exc.status, exc.body
         data = b"" if answer is None else answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-        self.send_response(204 if answer is None and status == 200 else status)
+        status = 204 if answer is None and status == 200 else status
+        self.owner.check(self.command, path, query, body, status, json.loads(data) if data and not isinstance(
+            answer, bytes) else answer)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

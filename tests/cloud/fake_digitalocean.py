@@ -18,16 +18,17 @@ from typing import Any
 from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 
 SIZES = [
-    {"slug": "s-1vcpu-1gb", "memory": 1024, "vcpus": 1, "disk": 25, "price_hourly": 0.00893, "price_monthly": 6.0,
-     "regions": ["nyc1", "nyc3", "fra1"], "available": True},
-    {"slug": "s-2vcpu-4gb", "memory": 4096, "vcpus": 2, "disk": 80, "price_hourly": 0.03571, "price_monthly": 24.0,
-     "regions": ["nyc1", "nyc3", "fra1"], "available": True},
-    {"slug": "s-4vcpu-8gb", "memory": 8192, "vcpus": 4, "disk": 160, "price_hourly": 0.07143, "price_monthly": 48.0,
-     "regions": ["nyc1", "fra1"], "available": True},
-    {"slug": "gpu-h100x1-80gb", "memory": 245760, "vcpus": 20, "disk": 720, "price_hourly": 3.39, "price_monthly": 2522.16,
-     "regions": ["nyc2", "tor1"], "available": True,
+    {"slug": "s-1vcpu-1gb", "memory": 1024, "vcpus": 1, "disk": 25, "transfer": 1.0, "price_hourly": 0.00893,
+     "price_monthly": 6.0, "regions": ["nyc1", "nyc3", "fra1"], "available": True, "description": "Basic"},
+    {"slug": "s-2vcpu-4gb", "memory": 4096, "vcpus": 2, "disk": 80, "transfer": 4.0, "price_hourly": 0.03571,
+     "price_monthly": 24.0, "regions": ["nyc1", "nyc3", "fra1"], "available": True, "description": "Basic"},
+    {"slug": "s-4vcpu-8gb", "memory": 8192, "vcpus": 4, "disk": 160, "transfer": 5.0, "price_hourly": 0.07143,
+     "price_monthly": 48.0, "regions": ["nyc1", "fra1"], "available": True, "description": "Basic"},
+    {"slug": "gpu-h100x1-80gb", "memory": 245760, "vcpus": 20, "disk": 720, "transfer": 15.0, "price_hourly": 3.39,
+     "price_monthly": 2522.16, "regions": ["nyc2", "tor1"], "available": True, "description": "H100 GPU - 1X",
      "gpu_info": {"count": 1, "vram": {"amount": 80, "unit": "gib"}, "model": "nvidia_h100"}},
 ]
+"""Sizes with every field DigitalOcean's description requires of one (``transfer``: TB a month)."""
 
 TAG_NAME = re.compile(r"^[a-zA-Z0-9_\-:]+$")
 FIREWALL_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9.-]+$")
@@ -66,6 +67,7 @@ class FakeDigitalOcean(FakeCloud):
     credentials = {"DIGITALOCEAN_TOKEN": TOKEN}
     operations = OPERATIONS
     invalid_status = 422
+    pinned = "digitalocean"
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,6 +75,9 @@ class FakeDigitalOcean(FakeCloud):
 
     def error(self, status: int, text: str) -> Answer:
         return Answer(status, {"id": ERROR_IDS.get(status, "error"), "message": text})
+
+    def success(self, method: str, path: str) -> int:
+        return {("POST", "/v2/droplets"): 202, ("POST", "/v2/account/keys"): 201}.get((method, path), 200)
 
     def no_capacity(self, kind: str) -> Answer:
         return Answer(422, {"id": "unprocessable_entity", "message": "Size is not available in this region.", "request_id": "r"})
@@ -93,7 +98,10 @@ class FakeDigitalOcean(FakeCloud):
             return None
         if path == "/v2/droplets":
             if method == "POST":
-                return {"droplet": self._droplet(self._create(body))}
+                created = self._create(body)
+                action = int(self.new_id())
+                return {"droplet": self._droplet(created), "links": {"actions": [
+                    {"id": action, "rel": "create", "href": f"{self.url}/v2/actions/{action}"}]}}
             tag = query.get("tag_name")
             tagged = [m for m in self.live() if tag is None or tag in m.extra.get("tags", [])]
             return _page("droplets", [self._droplet(m) for m in tagged], query)
@@ -138,18 +146,23 @@ class FakeDigitalOcean(FakeCloud):
         )
 
     def _droplet(self, machine: FakeMachine) -> dict[str, Any]:
+        """The Droplet with every field DigitalOcean's description requires of one."""
         status = {"running": "active", "exited": "off"}.get(machine.state, "new")
         up = machine.state == "running"
         size = next((s for s in SIZES if s["slug"] == machine.kind), SIZES[0])
+        region = machine.region or "nyc3"  # a planted Droplet's
+        v4 = [{"ip_address": machine.address, "netmask": "255.255.255.0", "gateway": "192.0.2.1", "type": kind}
+              for kind in ("public", "private")] if up else []
         return {
-            "id": int(machine.id), "name": machine.name, "status": status, "size_slug": machine.kind,
-            "size": {"slug": machine.kind, "price_hourly": size["price_hourly"]}, "region": {"slug": machine.region},
-            "networks": {
-                "v4": [{"ip_address": machine.address, "type": kind} for kind in ("public", "private")] if up else [],
-                "v6": [],
-            },
-            "tags": machine.extra.get("tags", []), "image": {"slug": machine.image},
-            "created_at": datetime.datetime.fromtimestamp(machine.created, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "id": int(machine.id), "name": machine.name, "memory": size["memory"], "vcpus": size["vcpus"],
+            "disk": size["disk"], "locked": False, "status": status, "kernel": None,
+            "created_at": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "features": ["monitoring"], "backup_ids": [], "next_backup_window": None, "snapshot_ids": [],
+            "image": {"slug": machine.image, "type": "base", "distribution": "Ubuntu", "public": True},
+            "volume_ids": [], "size": size, "size_slug": machine.kind, "networks": {"v4": v4, "v6": []},
+            "region": {"name": region, "slug": region, "features": ["metadata"], "available": True,
+                       "sizes": [s["slug"] for s in SIZES if region in s["regions"]]},
+            "tags": machine.extra.get("tags", []),
         }
 
     def _tag(self, body: dict[str, Any]) -> dict[str, Any]:

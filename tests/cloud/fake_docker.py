@@ -6,7 +6,7 @@ published port 22 is a forward from 127.0.0.1 to that host's sshd. The command a
 container is created with is recorded, never run. Only images ``pull``ed (or in
 ``images``) exist; ``POST /images/create`` pulls any image unless ``unreachable`` is set
 (a registry that cannot be reached), answering with the last line of the engine's
-progress stream. A request with a query parameter or a body field these operations do not
+progress stream. A network or container made is answered 201, as Docker documents. A request with a query parameter or a body field these operations do not
 declare, or a ``filters`` key other than ``label``, is refused (400, naming it)."""
 
 from __future__ import annotations
@@ -58,12 +58,15 @@ OPERATIONS = (
     Operation("DELETE", "/containers/{id}", ("force",)),
 )
 """The operations of the Docker Engine API the fake serves, with the fields Docker documents."""
+CREATED = {("POST", "/networks/create"), ("POST", "/containers/create")}
+"""What Docker answers 201 Created."""
 
 
 class FakeDocker(FakeCloud):
     name = "docker"
     prefix = "/v1.41"
     operations = OPERATIONS
+    pinned = "docker"
 
     def __init__(self) -> None:
         super().__init__()
@@ -109,6 +112,9 @@ class FakeDocker(FakeCloud):
 
     def authorized(self, headers: Any) -> bool:
         return True  # the socket's file mode is the engine's only lock
+
+    def success(self, method: str, path: str) -> int:
+        return 201 if (method, path) in CREATED else 200
 
     def error(self, status: int, text: str) -> Answer:
         return Answer(status, {"message": text})

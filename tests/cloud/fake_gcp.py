@@ -236,6 +236,7 @@ class FakeGCP(FakeCloud):
     name = "gcp"
     prefix = "/compute/v1"
     operations = OPERATIONS
+    pinned = "gcp"
 
     def __init__(self) -> None:
         super().__init__()

@@ -203,7 +203,8 @@ def _listed(item: JsonObject) -> Machine:
 
 
 def _machine(container: str, name: str, status: str, port: int | None, address: str | None, created: float | None) -> Machine:
-    state = STATES.get(status, "starting")
+    """``status`` in any case: the Engine API's own example of a listing says ``Exited``."""
+    state = STATES.get(status.lower(), "starting")
     if state == "running" and (port is None or address is None):
         state = "starting"
     return Machine(

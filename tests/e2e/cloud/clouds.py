@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cloud.fake_cloud import FakeCloud
+from cloud.fake_cloud import FakeCloud, summary
 from cloud.fake_digitalocean import FakeDigitalOcean
 from cloud.fake_gcp import FakeGCP
 from cloud.fake_hyperstack import FakeHyperstack
@@ -155,6 +155,8 @@ def started(name: str, lab: Any) -> Iterator[Cloud]:
     finally:
         harness.stop()
         fake.stop()
+    late = fake.unreported()
+    assert not late, f"exchanges with the fake of {name} its API description does not allow:\n{summary(late)}"
 
 
 def _aws(lab: Any) -> Iterator[Cloud]:

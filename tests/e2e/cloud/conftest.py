@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from cloud.aws_emulator import AWSEmulator
+from cloud.fake_cloud import summary, unreported
 from e2e.cloud import rotation
 from sandbox import share_wheels
 
@@ -42,6 +43,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """Which clouds' pools ran (shown under -q too, which has no header)."""
     if config.stash.get(ROTATED, False):
         terminalreporter.write_line(rotation.describe())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _earlier_exchanges() -> None:
+    """Forget what fakes made before this module recorded (the unit tests' fakes are sent
+    wrong requests on purpose); this module's own are checked by ``described_exchanges``."""
+    unreported()
+
+
+@pytest.fixture(autouse=True)
+def described_exchanges() -> Iterator[None]:
+    """Fails the test, at its teardown, for every exchange with a fake (during it or its
+    fixtures' setup) that the cloud's pinned description of its API does not define or
+    would not produce (tests/cloud/described.py), naming the operation and the field."""
+    yield
+    found = unreported()
+    if found:
+        pytest.fail("exchanges with the fakes that the clouds' own API descriptions do not allow:\n"
+                    + summary(found), pytrace=False)
 
 
 @contextlib.contextmanager

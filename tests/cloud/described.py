@@ -1,0 +1,428 @@
+"""The clouds' own descriptions of their APIs (pinned under ``descriptions/<cloud>/``, see
+each SOURCE.md) as a check of one exchange with a fake: the request (method, path, path
+and query parameters, JSON body) against the operation the description defines there,
+and the answer (status, JSON body) against that operation's response schema. Each
+violation is a message naming the operation and the field (``violations``); an exchange
+the description has nothing against yields none.
+
+Two kinds of description: Google's discovery documents (GCP: Compute Engine and the
+Cloud Billing Catalog) and OpenAPI (2.0: Docker's Engine API; 3.0, bundled into one file
+by ``descriptions/extract.py``: DigitalOcean's API v2). Both are turned into JSON Schema
+(draft 2020-12, checked with ``jsonschema``) that is strict where the published one is
+silent: an object with declared properties takes no others (a misspelt field is a
+violation, as Google's "Unknown name" 400 and a field Docker silently ignores both are).
+``allOf`` members are merged into one object, ``nullable`` (``x-nullable``) admits null,
+and a ``oneOf`` that nothing fits is reported by the errors of the member that fits best.
+A discovery field required for a method (its ``annotations.required``) is required in
+that method's request. A success answered with a status the operation does not list is a
+violation even where a ``default`` answer is described. Answers with an error status are
+checked only where the description has a schema for that status (OpenAPI); discovery
+documents describe no error bodies. Query values are strings: an integer parameter takes
+digits, a boolean ``true``, ``false``, ``1`` or ``0``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+DESCRIPTIONS = Path(__file__).parent / "descriptions"
+MESSAGE_LENGTH = 240
+"""The longest text of one schema error kept in a violation (an enum lists every value)."""
+BOOLEANS = ("true", "false", "1", "0")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A path or query parameter: its JSON Schema (of the value as text is read) and whether it must be given."""
+
+    name: str
+    where: str
+    schema: Mapping[str, Any]
+    required: bool = False
+
+
+@dataclass
+class Described:
+    """One operation of a description: ``path`` is its template below the fake's prefix
+    (``{name}`` one segment; a last resort lets it span several, as an image name does)."""
+
+    id: str
+    method: str
+    path: str
+    parameters: dict[str, Parameter]
+    body: Mapping[str, Any] | None
+    """The request body's JSON Schema; None: it takes none."""
+    body_required: bool
+    answers: dict[str, Mapping[str, Any] | None]
+    """By status ("200", "default"; "2XX" for any success), the answer's JSON Schema (None: no body described)."""
+    strict_status: bool
+    """Whether a status ``answers`` lacks is a violation (OpenAPI lists them; discovery only the success)."""
+    defs: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    _validators: dict[str, jsonschema.Draft202012Validator] = field(repr=False, default_factory=dict)
+
+    def match(self, path: str, loose: bool) -> dict[str, str] | None:
+        """The path parameters of ``path`` when it is this operation's (``loose``: a
+        parameter may span segments), else None."""
+        pattern = "/".join(
+            f"(?P<{_group(part)}>{'.+' if loose else '[^/]+'})" if part.startswith("{") else re.escape(part)
+            for part in self.path.split("/")
+        )
+        found = re.fullmatch(pattern, path)
+        if found is None:
+            return None
+        names = [part.strip("{}+") for part in self.path.split("/") if part.startswith("{")]
+        return dict(zip(names, found.groups(), strict=True))
+
+    def validator(self, key: str, schema: Mapping[str, Any]) -> jsonschema.Draft202012Validator:
+        """The validator of ``schema`` (the body's, or the answer's of status ``key``), made once."""
+        if key not in self._validators:
+            self._validators[key] = jsonschema.Draft202012Validator({**schema, "$defs": self.defs})
+        return self._validators[key]
+
+
+def _group(part: str) -> str:
+    return "p_" + re.sub(r"\W", "_", part.strip("{}+"))
+
+
+class Description:
+    """A cloud's described operations; ``exempt`` maps paths (below the fake's prefix) that
+    no description covers to why (checked as nothing: the fakes declare them)."""
+
+    def __init__(self, name: str, operations: Iterable[Described], exempt: Mapping[str, str] | None = None,
+                 common: Mapping[str, Parameter] | None = None) -> None:
+        self.name = name
+        self.operations = list(operations)
+        self.exempt = dict(exempt or {})
+        self.common = dict(common or {})
+        """Query parameters every operation takes (a discovery document's ``parameters``)."""
+
+    def find(self, method: str, path: str) -> tuple[Described, dict[str, str]] | None:
+        """The operation serving ``method path`` and its path parameters (a parameter
+        spans one segment where any operation matches so), else None."""
+        for loose in (False, True):
+            for operation in self.operations:
+                values = operation.match(path, loose)
+                if values is not None and operation.method == method:
+                    return operation, values
+        return None
+
+    def violations(self, method: str, path: str, query: Mapping[str, str], body: Any, status: int,
+                   answer: Any) -> list[str]:
+        """What in this exchange the description does not define (the request) or would
+        not produce (the answer), each naming the operation and the field."""
+        if path in self.exempt:
+            return []
+        found = self.find(method, path)
+        if found is None:
+            paths = sorted({op.method for op in self.operations if op.match(path, True) is not None})
+            said = f"only {', '.join(paths)} there" if paths else "no operation has this path"
+            return [f"{self.name}: {method} {path} is not described ({said})"]
+        operation, values = found
+        where = f"{self.name} {operation.id} ({operation.method} {operation.path})"
+        problems = [f"{where}: {text}" for text in _request(operation, values, query, body, self.common)]
+        problems += [f"{where}: {text}" for text in _answer(operation, status, answer)]
+        return problems
+
+
+# ---------------------------------------------------------------------------- the checks
+
+
+def _request(operation: Described, values: Mapping[str, str], query: Mapping[str, str], body: Any,
+             common: Mapping[str, Parameter]) -> list[str]:
+    problems: list[str] = []
+    for name, value in values.items():
+        parameter = operation.parameters.get(name)
+        if parameter is not None and parameter.where == "path":
+            problems += [f"path parameter {name!r}: {text}" for text in _value(parameter, value)]
+    for name, value in query.items():
+        parameter = operation.parameters.get(name) or common.get(name)
+        if parameter is None or parameter.where != "query":
+            problems.append(f"query parameter {name!r} is not described")
+            continue
+        problems += [f"query parameter {name!r}: {text}" for text in _value(parameter, value)]
+    for parameter in operation.parameters.values():
+        if parameter.where == "query" and parameter.required and parameter.name not in query:
+            problems.append(f"query parameter {parameter.name!r} is required")
+    empty = body in (None, "", b"")
+    if operation.body is None:
+        if not empty:
+            problems.append("the request has a body; the operation takes none")
+    elif empty:
+        if operation.body_required:
+            problems.append("the request body is required")
+    else:
+        problems += [f"request body {text}" for text in _schema_errors(operation, "body", operation.body, body)]
+    return problems
+
+
+def _value(parameter: Parameter, value: str) -> list[str]:
+    """What is wrong with a path or query value (text) for ``parameter``."""
+    schema = parameter.schema
+    kind = schema.get("type")
+    if kind == "integer":
+        if not re.fullmatch(r"-?[0-9]+", value):
+            return [f"{value!r} is not an integer"]
+        number = int(value)
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and number < float(low) or high is not None and number > float(high):
+            return [f"{value} is outside [{low}, {high}]"]
+    elif kind == "boolean" and value not in BOOLEANS:
+        return [f"{value!r} is not a boolean"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{value!r} is not one of {schema['enum']}"[:MESSAGE_LENGTH]]
+    pattern = schema.get("pattern")
+    if pattern and not re.fullmatch(pattern, value):
+        return [f"{value!r} does not match {pattern!r}"]
+    return []
+
+
+def _answer(operation: Described, status: int, answer: Any) -> list[str]:
+    code = str(status)
+    key = next((k for k in (code, f"{code[0]}XX", "default") if k in operation.answers), None)
+    successes = [k for k in operation.answers if k.startswith("2")]
+    if code.startswith("2") and key == "default" and successes:
+        return [f"answer status {status} is not described (it answers {', '.join(successes)})"]
+    if key is None:
+        if operation.strict_status:
+            return [f"answer status {status} is not described (only {', '.join(operation.answers)})"]
+        return []
+    schema = operation.answers[key]
+    if schema is None or isinstance(answer, bytes):
+        return []
+    if answer is None:
+        return [f"answer {status} has no body; the description gives it one"]
+    return [f"answer {status} {text}" for text in _schema_errors(operation, key, schema, answer)]
+
+
+def _schema_errors(operation: Described, key: str, schema: Mapping[str, Any], value: Any) -> list[str]:
+    found = [inner for error in operation.validator(key, schema).iter_errors(value) for inner in _expanded(error)]
+    found.sort(key=lambda e: list(map(str, e.absolute_path)))
+    return [f"field {_where(e.absolute_path)}: {e.message[:MESSAGE_LENGTH]}" for e in found]
+
+
+def _expanded(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """``error`` itself, or where none of a ``oneOf``/``anyOf`` fits, the errors of the
+    alternative that fits best (the fewest): they name the field, the ``oneOf`` does not."""
+    if not error.context:
+        return [error]
+    branches: dict[Any, list[jsonschema.ValidationError]] = {}
+    for inner in error.context:
+        branches.setdefault(inner.relative_schema_path[0], []).append(inner)
+    return [found for inner in min(branches.values(), key=len) for found in _expanded(inner)]
+
+
+def _where(path: Iterable[Any]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return repr(text or "(the whole body)")
+
+
+# ---------------------------------------------------------------------------- Google's discovery documents
+
+DISCOVERY_TYPES = {"any": {}, "object": {"type": "object"}}
+
+
+def _discovery_schema(schema: Mapping[str, Any], method: str | None) -> dict[str, Any]:
+    """A discovery schema as JSON Schema; ``method``: the id whose required fields it requires."""
+    if "$ref" in schema:
+        return {"$ref": f"#/$defs/{schema['$ref']}"}
+    kind = schema.get("type", "any")
+    out: dict[str, Any] = dict(DISCOVERY_TYPES.get(kind, {"type": kind}))
+    if "enum" in schema:
+        out["enum"] = schema["enum"]
+    if kind == "string" and schema.get("format") in ("int64", "uint64"):
+        out["pattern"] = r"^-?[0-9]+$"
+    if kind == "array":
+        out["items"] = _discovery_schema(schema.get("items", {}), method)
+    if kind == "object":
+        properties = schema.get("properties", {})
+        if properties:
+            out["properties"] = {k: _discovery_schema(v, method) for k, v in properties.items()}
+            required = [k for k, v in properties.items() if method in v.get("annotations", {}).get("required", [])]
+            if required:
+                out["required"] = required
+        if "additionalProperties" in schema:
+            out["additionalProperties"] = _discovery_schema(schema["additionalProperties"], method)
+        elif properties:
+            out["additionalProperties"] = False
+    return out
+
+
+def _discovery_parameter(name: str, spec: Mapping[str, Any]) -> Parameter:
+    schema = {k: spec[k] for k in ("type", "enum", "pattern", "minimum", "maximum") if k in spec}
+    return Parameter(name, spec.get("location", "query"), schema, bool(spec.get("required")))
+
+
+def discovery(name: str, document: Mapping[str, Any], root: str = "") -> tuple[list[Described], dict[str, Parameter]]:
+    """The methods of a discovery document, their paths (``flatPath``) below ``root``,
+    and the query parameters every method takes."""
+    answers_defs = {k: _discovery_schema(v, None) for k, v in document["schemas"].items()}
+    operations: list[Described] = []
+
+    def walk(resources: Mapping[str, Any]) -> None:
+        for resource in resources.values():
+            for method in resource.get("methods", {}).values():
+                body = method.get("request")
+                defs = answers_defs
+                if body is not None:
+                    defs = {**answers_defs, **{k: _discovery_schema(v, method["id"])
+                                               for k, v in document["schemas"].items()}}
+                response = method.get("response")
+                operations.append(Described(
+                    method["id"], method["httpMethod"], f"{root}/{method.get('flatPath', method['path'])}",
+                    {k: _discovery_parameter(k, v) for k, v in method.get("parameters", {}).items()},
+                    None if body is None else _discovery_schema(body, method["id"]), body is not None,
+                    {"2XX": None if response is None else _discovery_schema(response, None)}, False, defs,
+                ))
+            walk(resource.get("resources", {}))
+
+    walk(document["resources"])
+    common = {k: _discovery_parameter(k, v) for k, v in document.get("parameters", {}).items()}
+    return operations, common
+
+
+# ---------------------------------------------------------------------------- OpenAPI 2.0 (Swagger) and 3.0
+
+KEYWORDS = ("enum", "minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems")
+"""What of an OpenAPI schema carries over to JSON Schema as it is."""
+
+
+def _resolved(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Mapping[str, Any]:
+    while "$ref" in schema:
+        schema = definitions[schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def _merged(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with the members of its ``allOf`` merged into it (one object)."""
+    if "allOf" not in schema:
+        return schema
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    properties: dict[str, Any] = dict(merged.get("properties", {}))
+    required: list[str] = list(merged.get("required", []))
+    for member in schema["allOf"]:
+        member = _merged(_resolved(member, definitions), definitions)
+        properties.update(member.get("properties", {}))
+        required += member.get("required", [])
+        for key in ("type", "additionalProperties", "nullable", "x-nullable", "oneOf", "anyOf"):
+            if key in member and key not in merged:
+                merged[key] = member[key]
+    merged.update(type=merged.get("type", "object"), properties=properties, required=required)
+    return merged
+
+
+def _openapi_schema(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAPI schema as JSON Schema (see the module's docstring)."""
+    if "$ref" in schema:
+        return {"$ref": f"#/$defs/{schema['$ref'].rsplit('/', 1)[-1]}"}
+    schema = _merged(schema, definitions)
+    nullable = bool(schema.get("x-nullable") or schema.get("nullable"))
+    out: dict[str, Any] = {k: schema[k] for k in KEYWORDS if k in schema}
+    if "type" in schema:
+        out["type"] = [schema["type"], "null"] if nullable else schema["type"]
+    if "enum" in out and nullable:
+        out["enum"] = [*out["enum"], None]
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            out[key] = [_openapi_schema(member, definitions) for member in schema[key]]
+    if "items" in schema:
+        out["items"] = _openapi_schema(schema["items"], definitions)
+    properties = schema.get("properties") or {}
+    if properties:
+        out["properties"] = {k: _openapi_schema(v, definitions) for k, v in properties.items()}
+    if schema.get("required"):
+        out["required"] = list(schema["required"])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        out["additionalProperties"] = _openapi_schema(extra, definitions)
+    elif extra is not None:
+        out["additionalProperties"] = extra
+    elif properties:
+        out["additionalProperties"] = False
+    return out
+
+
+def _json(content: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The JSON schema of an OpenAPI 3 ``content`` (None: no JSON body described)."""
+    media = (content or {}).get("application/json") or {}
+    return media.get("schema")
+
+
+def openapi(document: Mapping[str, Any]) -> list[Described]:
+    """The operations of an OpenAPI 2.0 or 3.0 document, their paths as the document has
+    them (3.0: every reference inlined, as ``extract.py`` leaves it)."""
+    definitions = document.get("definitions", {})
+    defs = {k: _openapi_schema(v, definitions) for k, v in definitions.items()}
+    operations: list[Described] = []
+    for path, item in document["paths"].items():
+        shared = item.get("parameters", [])
+        for method, spec in item.items():
+            if method == "parameters":
+                continue
+            parameters: dict[str, Parameter] = {}
+            body: dict[str, Any] | None = None
+            body_required = False
+            if "requestBody" in spec:
+                raw = _json(spec["requestBody"].get("content"))
+                body = None if raw is None else _openapi_schema(raw, definitions)
+                body_required = bool(spec["requestBody"].get("required"))
+            for parameter in [*shared, *spec.get("parameters", [])]:
+                if parameter["in"] == "body":
+                    body, body_required = _openapi_schema(parameter["schema"], definitions), bool(parameter.get("required"))
+                elif parameter["in"] in ("path", "query"):
+                    given = parameter.get("schema", parameter)
+                    schema = {k: given[k] for k in ("type", "enum", "pattern", "minimum", "maximum") if k in given}
+                    parameters[parameter["name"]] = Parameter(parameter["name"], parameter["in"], schema,
+                                                              bool(parameter.get("required")))
+            answers: dict[str, Mapping[str, Any] | None] = {}
+            for code, answer in spec.get("responses", {}).items():
+                raw = answer.get("schema") if "schema" in answer else _json(answer.get("content"))
+                answers[code] = None if raw is None else _openapi_schema(raw, definitions)
+            operations.append(Described(
+                spec.get("operationId", f"{method.upper()} {path}"), method.upper(), path, parameters, body,
+                body_required, answers, True, defs,
+            ))
+    return operations
+
+
+# ---------------------------------------------------------------------------- the pinned clouds
+
+GOOGLE_TOKEN = ("Google's OAuth 2.0 token endpoint (RFC 6749 with RFC 7523's JWT grant): no discovery document "
+                "describes it")
+
+
+def _read(cloud: str, name: str) -> dict[str, Any]:
+    return json.loads((DESCRIPTIONS / cloud / name).read_text())
+
+
+def _gcp() -> Description:
+    compute, common = discovery("compute", _read("gcp", "compute.v1.json"))
+    billing, _ = discovery("cloudbilling", _read("gcp", "cloudbilling.v1.json"))
+    return Description("gcp", [*compute, *billing], {"/oauth2/token": GOOGLE_TOKEN}, common)
+
+
+def _docker() -> Description:
+    return Description("docker", openapi(_read("docker", "engine.v1.41.json")))
+
+
+def _digitalocean() -> Description:
+    return Description("digitalocean", openapi(_read("digitalocean", "public.v2.json")))
+
+
+PINNED: dict[str, Callable[[], Description]] = {"gcp": _gcp, "docker": _docker, "digitalocean": _digitalocean}
+"""The clouds whose description is pinned, each read from ``descriptions/<cloud>/``."""
+
+
+@cache
+def load(cloud: str) -> Description:
+    """The pinned description of ``cloud`` (KeyError: none is pinned)."""
+    return PINNED[cloud]()
+

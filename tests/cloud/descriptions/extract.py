@@ -1,0 +1,199 @@
+"""Cut, from a cloud's published API description, the part our client and fake use: the
+operations named in ``KEPT`` and every schema they reach, with the descriptions' prose
+(``description`` texts) left out and the source recorded under ``x-skyward-source``.
+The full documents are megabytes; the extracts are what tests/cloud/described.py checks
+exchanges against.
+
+    python tests/cloud/descriptions/extract.py gcp compute.v1.json cloudbilling.v1.json
+    python tests/cloud/descriptions/extract.py docker v1.41.yaml
+    python tests/cloud/descriptions/extract.py digitalocean specification/DigitalOcean-public.v2.yaml
+
+Each source file is the published one, found where the cloud's SOURCE.md says (same
+repository, path and commit); the outputs replace the files beside this script. Run it
+again with a newer source (and update SOURCE.md) to refresh a description."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+KEPT: dict[str, dict[str, list[str]]] = {
+    "gcp": {
+        "compute": [
+            "compute.machineTypes.list", "compute.acceleratorTypes.list", "compute.instances.list",
+            "compute.instances.insert", "compute.instances.get", "compute.instances.delete",
+            "compute.zoneOperations.get", "compute.firewalls.list", "compute.firewalls.insert",
+            "compute.firewalls.delete", "compute.globalOperations.get",
+        ],
+        "cloudbilling": ["cloudbilling.services.skus.list"],
+    },
+    "docker": {
+        "engine": [
+            "GET /_ping", "GET /info", "POST /images/create", "GET /images/{name}/json", "GET /networks",
+            "POST /networks/create", "GET /networks/{id}", "DELETE /networks/{id}", "GET /containers/json",
+            "POST /containers/create", "POST /containers/{id}/start", "GET /containers/{id}/json",
+            "GET /containers/{id}/logs", "DELETE /containers/{id}",
+        ],
+    },
+    "digitalocean": {
+        "public": [
+            "GET /v2/sizes", "GET /v2/account/keys", "POST /v2/account/keys",
+            "DELETE /v2/account/keys/{ssh_key_identifier}", "GET /v2/droplets", "POST /v2/droplets",
+            "GET /v2/droplets/{droplet_id}", "DELETE /v2/droplets/{droplet_id}", "POST /v2/tags",
+            "DELETE /v2/tags/{tag_id}", "GET /v2/firewalls", "POST /v2/firewalls", "DELETE /v2/firewalls/{firewall_id}",
+        ],
+    },
+}
+"""Per cloud and document, the operations kept: a discovery document's method ids, an
+OpenAPI document's ``METHOD /path``."""
+SOURCES = {
+    "gcp": "PyPI google-api-python-client 2.202.0, googleapiclient/discovery_cache/documents/{name} "
+           "(wheel sha256 aaa90064c9bb642ff1d065b22ca8958a2cb6e345909cefe70d0e5452fc50e08b)",
+    "docker": "github.com/moby/moby@b985e2313a8676e18072b442911fc8f64f17d440:api/docs/{name}",
+    "digitalocean": "github.com/digitalocean/openapi@7c1300c479fed9c353cda9fc21cd968619552304:specification/{name}",
+}
+
+
+def yaml_of(text: str) -> Any:
+    """``text`` read as YAML 1.2 reads it: ``off``, ``no``, ``on`` and ``yes`` stay words
+    (an enum of DigitalOcean's has ``off``), times stay text (PyYAML reads YAML 1.1)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+    return yaml.load(text, Loader=Loader)
+
+
+def prose_free(value: Any) -> Any:
+    """``value`` without its ``description`` texts (a property named so stays: it is an object)."""
+    if isinstance(value, dict):
+        return {k: prose_free(v) for k, v in value.items() if not (k == "description" and isinstance(v, str))}
+    if isinstance(value, list):
+        return [prose_free(v) for v in value]
+    return value
+
+
+def refs(value: Any) -> Iterator[str]:
+    """Every ``$ref`` below ``value``."""
+    if isinstance(value, dict):
+        if isinstance(value.get("$ref"), str):
+            yield value["$ref"]
+        for inner in value.values():
+            yield from refs(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from refs(inner)
+
+
+def reached(schemas: dict[str, Any], start: Any, name_of: Any) -> dict[str, Any]:
+    """The schemas ``start`` reaches, by name (``name_of`` turns a ``$ref`` into one)."""
+    found: dict[str, Any] = {}
+    todo = [name_of(ref) for ref in refs(start)]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found[name] = schemas[name]
+        todo += [name_of(ref) for ref in refs(schemas[name])]
+    return dict(sorted(found.items()))
+
+
+def discovery(document: dict[str, Any], kept: list[str]) -> dict[str, Any]:
+    """A discovery document with only the methods ``kept`` (by id) and the schemas they reach."""
+
+    def resources(tree: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, resource in tree.items():
+            methods = {k: m for k, m in resource.get("methods", {}).items() if m["id"] in kept}
+            inner = resources(resource.get("resources", {}))
+            if methods or inner:
+                out[name] = {**({"methods": methods} if methods else {}), **({"resources": inner} if inner else {})}
+        return out
+
+    tree = resources(document["resources"])
+    top = {k: document[k] for k in ("kind", "name", "version", "revision", "rootUrl", "servicePath", "baseUrl",
+                                    "parameters") if k in document}
+    return {**top, "resources": tree, "schemas": reached(document["schemas"], tree, lambda ref: ref)}
+
+
+def openapi(document: dict[str, Any], kept: list[str]) -> dict[str, Any]:
+    """A Swagger 2.0 document with only the operations ``kept`` and the definitions they reach."""
+    paths: dict[str, Any] = {}
+    for entry in kept:
+        method, path = entry.split(" ", 1)
+        item = document["paths"][path]
+        paths.setdefault(path, {k: v for k, v in item.items() if k == "parameters"})[method.lower()] = item[method.lower()]
+    top = {k: document[k] for k in ("swagger", "info", "basePath", "schemes", "consumes", "produces") if k in document}
+    definitions = reached(document["definitions"], paths, lambda ref: ref.rsplit("/", 1)[-1])
+    return {**top, "paths": paths, "definitions": definitions}
+
+
+def bundled(file: Path, pointer: str = "", seen: tuple[tuple[Path, str], ...] = ()) -> Any:
+    """The node at ``pointer`` of the YAML ``file`` with every ``$ref`` below it (to
+    another file or within one) replaced by what it names; a reference back into itself
+    (a recursive schema) is left open (``{}``); code samples are dropped."""
+    node: Any = yaml_of(file.read_text())
+    for part in filter(None, pointer.split("/")):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    seen = (*seen, (file, pointer))
+
+    def inline(value: Any) -> Any:
+        if isinstance(value, dict):
+            if isinstance(value.get("$ref"), str):
+                target, _, inner = value["$ref"].partition("#")
+                where = (file.parent / target).resolve() if target else file
+                return {} if (where, inner) in seen else bundled(where, inner, seen)
+            return {k: inline(v) for k, v in value.items() if k != "x-codeSamples"}
+        if isinstance(value, list):
+            return [inline(v) for v in value]
+        return value
+
+    return inline(node)
+
+
+def openapi3(source: Path, kept: list[str]) -> dict[str, Any]:
+    """An OpenAPI 3 document split over files, bundled into one with only the operations
+    ``kept`` (every reference inlined)."""
+    root = yaml_of(source.read_text())
+    paths: dict[str, Any] = {}
+    for entry in kept:
+        method, path = entry.split(" ", 1)
+        pointer = "/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method.lower()
+        paths.setdefault(path, {})[method.lower()] = bundled(source.resolve(), pointer)
+    return {"openapi": root["openapi"], "info": {k: root["info"][k] for k in ("title", "version", "license")},
+            "paths": paths}
+
+
+def main(cloud: str, sources: list[str]) -> None:
+    for source in map(Path, sources):
+        if cloud == "digitalocean":
+            extract = openapi3(source, KEPT[cloud]["public"])
+            out = HERE / cloud / "public.v2.json"
+        elif source.suffix == ".json":
+            document = json.loads(source.read_text())
+            name = document["name"]
+            extract = discovery(document, KEPT[cloud][name])
+            out = HERE / cloud / f"{name}.{document['version']}.json"
+        else:
+            document = yaml_of(source.read_text())
+            extract = openapi(document, KEPT[cloud]["engine"])
+            out = HERE / cloud / f"engine.v{document['info']['version']}.json"
+        extract = {"x-skyward-source": SOURCES[cloud].format(name=source.name), **prose_free(extract)}
+        out.write_text(json.dumps(extract, indent=1, default=str) + "\n")
+        print(f"{out}: {out.stat().st_size} bytes")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
