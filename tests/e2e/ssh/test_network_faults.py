@@ -106,7 +106,7 @@ def test_the_clients_link_to_node_0_dropped_for_60s_loses_nothing(lab: HostLab, 
     assert took > 60
 
 
-@in_turn(2, of=3)
+@in_turn(1, of=3)
 def test_a_link_dropped_past_ttl_ends_the_map_saying_why_and_leaves_nothing(lab: HostLab, index: str) -> None:
     ttl = 20
     before = host_processes(lab)
