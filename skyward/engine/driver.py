@@ -315,8 +315,8 @@ class ClusterDriver:
         finished: dict[int, list[R]] = {}  # the results of each chunk done, by its first item
         position = 0
         feeders = self.capacity
-        measured = _ResultSize()
-        pace = _Pace()
+        measured = _PerItem()  # result bytes
+        pace = _PerItem()  # seconds
 
         def claim() -> tuple[int, int]:
             """The next chunk of items, sized from what is left (claimed before waiting
@@ -362,7 +362,7 @@ class ClusterDriver:
         return [value for start in sorted(finished) for value in finished[start]]
 
     async def _chunk(
-        self, fn: PendingFunction[R], items: Sequence[object], start: int, end: int, measured: _ResultSize
+        self, fn: PendingFunction[R], items: Sequence[object], start: int, end: int, measured: _PerItem
     ) -> list[R]:
         """The results of items ``start..end-1``, run again on another node each time the
         node running them is lost (up to ``retries`` times)."""
@@ -554,47 +554,29 @@ class ClusterDriver:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
 
 
-class _ResultSize:
-    """The average size of one map item's result, learnt from the replies so far."""
+class _PerItem:
+    """One map item's share of a measure (its result's bytes, its seconds), learnt from
+    the chunks back so far: their totals over their items. Seconds are each chunk's
+    round trip, an overestimate for trivial items, which is the safe side for a floor."""
 
     def __init__(self) -> None:
-        self._bytes = 0
+        self._amount = 0.0
         self._items = 0
 
-    def add(self, reply_bytes: int, items: int) -> None:
-        self._bytes += reply_bytes
+    def add(self, amount: float, items: int) -> None:
+        self._amount += amount
         self._items += items
 
-    def items_for(self, budget: int) -> int:
-        """How many items fit in ``budget`` bytes of results (1 until a reply came)."""
-        if not self._items:
+    def items_for(self, budget: float) -> int:
+        """How many items fit in ``budget`` (1 until a chunk came back)."""
+        if not self._items or self._amount <= 0:
             return 1
-        return max(1, budget * self._items // max(1, self._bytes))
+        return max(1, int(budget * self._items / self._amount))
 
 
 def _items(request: TaskRequest) -> int | None:
     """The items of a map chunk (None for any other request)."""
     return len(request.chunk) if request.kind == MAP else None
-
-
-class _Pace:
-    """How long one map item takes, learnt from the chunks back so far (each chunk's
-    round trip over its items: an overestimate for trivial items, which is the safe
-    side for ``items_for``)."""
-
-    def __init__(self) -> None:
-        self._seconds = 0.0
-        self._items = 0
-
-    def add(self, seconds: float, items: int) -> None:
-        self._seconds += seconds
-        self._items += items
-
-    def items_for(self, seconds: float) -> int:
-        """How many items take about ``seconds`` (1 until a chunk came back)."""
-        if not self._items or self._seconds <= 0:
-            return 1
-        return max(1, int(seconds * self._items / self._seconds))
 
 
 def _ranks_text(ranks: list[int]) -> str:
