@@ -12,15 +12,51 @@ nearest thing it can do:
   queue; no loss beyond the queue's.
 
 Each is a context manager that removes what it added, whatever happens inside.
+``mapped_through`` runs the map the fault tests run under one: ``ITEMS`` items, each
+counting itself on a strong counter (one in 500 under a lock).
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 from hosts import HostLab, TestHost
+
+import skyward as sky
+
+ITEMS = 6_000
+
+
+@sky.function
+def counted(item: int) -> int:
+    """The item doubled, after counting it (under the lock for one item in 500)."""
+    time.sleep(0.003)
+    if item % 500 == 0:
+        with sky.lock("netfaults"):
+            sky.counter("items", consistency="strong").increment()
+            time.sleep(0.05)
+    else:
+        sky.counter("items", consistency="strong").increment()
+    return item * 2
+
+
+def mapped_through(pool: sky.Pool, fault: Callable[[], None], after: float = 2.0) -> tuple[list[int], int, float]:
+    """``pool.map`` of the items with ``fault()`` run in a thread ``after`` seconds into
+    it: the results, the counter's count, the map's seconds."""
+    counter = pool.counter("items", consistency="strong")
+    start = counter.value
+    worker = threading.Thread(target=lambda: (time.sleep(after), fault()), daemon=True)
+    began = time.monotonic()
+    worker.start()
+    results = pool.map(counted, range(ITEMS))
+    took = time.monotonic() - began
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the fault did not end"
+    return results, counter.value - start, took
 
 
 def _ip(*args: str, netns: str | None = None, check: bool = True) -> None:

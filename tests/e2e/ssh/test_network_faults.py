@@ -18,54 +18,23 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import HERE, QUIET, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from e2e.cloud.rotation import in_turn
 from hosts import HostLab
-from netfaults import link_dropped, partitioned, slowed
+from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed
 
 import skyward as sky
-
-ITEMS = 6_000
-
-
-@sky.function
-def counted(item: int) -> int:
-    """The item doubled, after counting it (under the lock for one item in 500)."""
-    time.sleep(0.003)
-    if item % 500 == 0:
-        with sky.lock("netfaults"):
-            sky.counter("items", consistency="strong").increment()
-            time.sleep(0.05)
-    else:
-        sky.counter("items", consistency="strong").increment()
-    return item * 2
 
 
 @pytest.fixture(scope="module")
 def pool(lab: HostLab, index: str) -> Iterator[sky.Pool]:
     with sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(index), options=QUIET) as opened:
         yield opened
-
-
-def mapped_through(pool: sky.Pool, fault: Callable[[], None], after: float = 2.0) -> tuple[list[int], int, float]:
-    """``pool.map`` of the items with ``fault()`` run in a thread ``after`` seconds into
-    it: the results, the counter's count, the map's seconds."""
-    counter = pool.counter("items", consistency="strong")
-    start = counter.value
-    worker = threading.Thread(target=lambda: (time.sleep(after), fault()), daemon=True)
-    began = time.monotonic()
-    worker.start()
-    results = pool.map(counted, range(ITEMS))
-    took = time.monotonic() - began
-    worker.join(timeout=120)
-    assert not worker.is_alive(), "the fault did not end"
-    return results, counter.value - start, took
 
 
 def test_the_clients_link_to_node_0_dropped_for_10s_loses_nothing(lab: HostLab, pool: sky.Pool) -> None:
@@ -160,7 +129,7 @@ import json, os, sys, time
 sys.path[:0] = [os.environ["SSH_TESTS"], os.environ["TESTS"]]
 from conftest import QUIET, make_image
 import skyward as sky
-from test_network_faults import ITEMS, counted
+from netfaults import ITEMS, counted
 
 lab = json.loads(os.environ["LAB"])
 provider = sky.SSH(hosts=lab["hosts"], key_path=lab["key"], known_hosts=lab["known_hosts"])
