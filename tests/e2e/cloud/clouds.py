@@ -89,18 +89,14 @@ FAKES: dict[str, tuple[type[FakeCloud], str, str | None, dict[str, Any], list[tu
     "massedcompute": (FakeMassedCompute, "/instance/launch", None, {"accelerator": sky.accelerators.RTX_A6000()},
                       [({"allocation": "spot"}, "allocation"), ({"instance_type": "gpu_1x_a6000"}, "instance_type")]),
 }
-PROVIDERS = {
-    "runpod": lambda **kw: sky.RunPod(**kw), "vastai": lambda **kw: sky.VastAI(**kw), "verda": lambda **kw: sky.Verda(**kw),
-    "digitalocean": lambda **kw: sky.DigitalOcean(**kw), "novita": lambda **kw: sky.Novita(**kw),
-    "hyperstack": lambda **kw: sky.Hyperstack(**kw),
-    "tensordock": lambda **kw: sky.TensorDock(**kw),
-    "vultr": lambda **kw: sky.Vultr(**kw),
-    "lambda": lambda **kw: sky.Lambda(**kw),
-    "gcp": lambda **kw: sky.GCP(**kw),
-    "scaleway": lambda **kw: sky.Scaleway(**kw),
-    "jarvislabs": lambda **kw: sky.JarvisLabs(**kw),
-    "massedcompute": lambda **kw: sky.MassedCompute(**kw),
+PROVIDERS: dict[str, Callable[..., Any]] = {
+    "runpod": sky.RunPod, "vastai": sky.VastAI, "verda": sky.Verda, "digitalocean": sky.DigitalOcean,
+    "novita": sky.Novita, "hyperstack": sky.Hyperstack, "tensordock": sky.TensorDock, "vultr": sky.Vultr,
+    "lambda": sky.Lambda, "gcp": sky.GCP, "scaleway": sky.Scaleway, "jarvislabs": sky.JarvisLabs,
+    "massedcompute": sky.MassedCompute,
 }
+SPOT_CLOUDS = tuple(name for name in CLOUDS if name in PROVIDERS and getattr(PROVIDERS[name], "spot_market", False))
+"""The fake clouds (AWS aside) that sell spot machines: the spot tests run on these only."""
 IMAGE_FIELDS = {"runpod": "container_image", "vastai": "docker_image", "novita": "docker_image"}
 
 

@@ -24,13 +24,15 @@ ROTATED = pytest.StashKey[bool]()
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A ``rotated`` test (its cloud named by the marker, or the test's ``cloud``
     parameter) whose cloud is not in this run's rotation is skipped, saying why;
-    ``rotated(single=True)`` runs on one cloud of the rotation."""
+    ``rotated(single=True)`` runs on one cloud of the rotation (``among=``: of those clouds)."""
     for item in items:
         marker = item.get_closest_marker("rotated")
         if marker is None:
             continue
         cloud = marker.args[0] if marker.args else item.callspec.params["cloud"]
-        reason = rotation.skip_reason(cloud, single=marker.kwargs.get("single", False))
+        reason = rotation.skip_reason(
+            cloud, single=marker.kwargs.get("single", False), among=marker.kwargs.get("among"),
+        )
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
 

@@ -4,7 +4,8 @@ with the idle machine deleted, and, on a cloud that sells spot machines, a spot 
 cloud reclaims during a map loses no item while a new machine takes its rank, and a pool
 that scales to zero deletes every machine while it sleeps. AWS has its
 own file (test_aws_elastic.py, the same checks against the local EC2). Seconds-scale
-intervals. ``rotated(single=True)``: in CI each commit runs these on its day's clouds but AWS, in turn."""
+intervals. ``rotated(single=True)``: in CI each commit runs these on its day's clouds but AWS, in turn;
+the spot test on those of them that sell spot machines, or on one that does picked by the day."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from e2e.cloud.clouds import CLOUDS, Cloud, started
+from e2e.cloud.clouds import CLOUDS, SPOT_CLOUDS, Cloud, started
 
 import skyward as sky
 
@@ -87,10 +88,9 @@ def test_an_idle_pool_that_scales_to_zero_deletes_every_machine(cloud: Cloud) ->
     assert cloud.leftovers(pool.id) == []
 
 
-@pytest.mark.rotated(single=True)
+@pytest.mark.rotated(single=True, among=SPOT_CLOUDS)
+@pytest.mark.parametrize("cloud", SPOT_CLOUDS, indirect=True)
 def test_a_reclaimed_spot_machine_loses_no_item(cloud: Cloud) -> None:
-    if not cloud.make().spot_market:
-        pytest.skip(f"{cloud.name} sells no spot machines")
     machines: dict[int, str] = {}
     events: list[Any] = []
     finished: list[sky.TaskCompleted] = []
