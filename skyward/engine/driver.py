@@ -26,6 +26,7 @@ from skyward.core.instance import MembershipView
 from skyward.core.validation import wait_limit
 from skyward.engine.retry import Interrupted, exhausted
 from skyward.engine.scheduler import ALL, SlotScheduler
+from skyward.engine.shipping import Shipment, ShippedFunctionMissing, ShippedFunctions
 from skyward.engine.transport import Disconnected, NodeLost, NoReply, Shared, Transport, TransportError
 from skyward.engine.views import ViewTracker
 from skyward.engine.window import ChunkWindow
@@ -106,9 +107,10 @@ R = TypeVar("R")
 
 class Encoder(Protocol):
     """Turns a request into the bytes a node agent decodes (``wire.encode`` or a
-    remote pool's by-value encoder)."""
+    remote pool's by-value encoder); with a ``shipment``, functions its node holds
+    travel as a reference (``engine.shipping``)."""
 
-    def __call__(self, obj: TaskRequest) -> Payload: ...
+    def __call__(self, obj: TaskRequest, shipment: Shipment | None = None) -> Payload: ...
 
 
 class ClusterDriver:
@@ -144,6 +146,7 @@ class ClusterDriver:
         self._output_delivered = output_delivered
         self.scheduler = SlotScheduler(ranks, worker.slots, loop)
         self.views = ViewTracker()
+        self._shipped = ShippedFunctions()
         self._retries = retries
         self._ceiling = ceiling
         self._ids = itertools.count()
@@ -159,6 +162,12 @@ class ClusterDriver:
         """Task slots a map plans for: those of the nodes present, or of the most nodes
         the pool may grow to when that is more."""
         return max(self.nodes, self._ceiling, 1) * self._slots
+
+    def forget(self, node: int) -> None:
+        """``node``'s agent is new, or gone: it has seen no membership view and holds no
+        function shipped to it."""
+        self.views.forget(node)
+        self._shipped.forget(node)
 
     def close(self) -> None:
         """Refuse new work; work in flight ends with PoolClosedError if its node goes away."""
@@ -203,7 +212,7 @@ class ClusterDriver:
         try:
             request = self._request(pending, view=self.views.pending(node))
             try:
-                result: R = self._now(self._attempt(node, self._encode(request), request))
+                result: R = self._now(self._attempt(node, self._encode(request, node), request))
                 return result
             except Interrupted as exc:
                 if self._retries < 1:
@@ -221,7 +230,7 @@ class ClusterDriver:
             node = await self.scheduler.acquire(want)
             try:
                 request = self._request(pending, view=self.views.pending(node))
-                result: R = await self._execute(self._attempt(node, self._encode(request), request))
+                result: R = await self._execute(self._attempt(node, self._encode(request, node), request))
                 return result
             except Interrupted as exc:
                 lost += 1
@@ -372,7 +381,7 @@ class ClusterDriver:
             try:
                 request = self._request(fn, MAP, list(items[start:end]), self.views.pending(node))
                 results: list[R] = await self._execute(
-                    self._attempt(node, self._encode(request), request, start, measured.add)
+                    self._attempt(node, self._encode(request, node), request, start, measured.add)
                 )
                 return results
             except Interrupted as exc:
@@ -435,12 +444,17 @@ class ClusterDriver:
         try:
             try:
                 reply = yield _Send(node, payload, self._wait_limit(request))
+                assert reply is not None
+                ok, value, events = decode(reply)
+                if not ok and value.type_name == ShippedFunctionMissing.__qualname__:
+                    self._shipped.forget(node)  # its agent is not the one that was sent the function
+                    reply = yield _Send(node, self._encode(request, node), self._wait_limit(request))
+                    assert reply is not None
+                    ok, value, events = decode(reply)
             except TransportError as exc:
                 raise self._transport_failure(exc, request, offset) from None
-            assert reply is not None
             if measure is not None:
                 measure(_payload_bytes(reply), len(request.chunk))
-            ok, value, events = decode(reply)
             self._results_arrived()
             self.views.acknowledge(node, request.view)
             if events:
@@ -501,7 +515,7 @@ class ClusterDriver:
         if isinstance(exc, NodeLost):
             if self.closing:
                 return PoolClosedError(f"the pool closed while {request.name} was running")
-            self.views.forget(node)
+            self.forget(node)
             item = offset if request.kind == MAP else None
             if node in self.scheduler.ranks() and self._wants(InstanceReplaced):
                 # the node stays: its agent process died and is being restarted in place
@@ -542,9 +556,10 @@ class ClusterDriver:
         crash.failed_item = item  # type: ignore[attr-defined]
         return crash
 
-    def _encode(self, request: TaskRequest) -> Payload:
+    def _encode(self, request: TaskRequest, node: int | None = None) -> Payload:
+        """``request`` encoded for ``node`` (None: for any node, every function in full)."""
         try:
-            return self._encode_payload(request)
+            return self._encode_payload(request, None if node is None else self._shipped.shipment(node))
         except Exception as exc:
             found = describe_unpicklable(request.fn, request.args, request.kwargs, request.name)
             raise (found if found is not None else exc) from None

@@ -316,7 +316,7 @@ class Reconciler:
         self._replacing.pop(node, None)
         view = self.members.join(node, joined.handle, joined.info)
         self._driver.views.publish(view)
-        self._driver.views.forget(node)
+        self._driver.forget(node)
         self._scheduler.add(node)
         if self._health is not None:
             self._health.joined(node, time.monotonic())
@@ -377,7 +377,7 @@ class Reconciler:
         member = self.members.get(node)
         self._scheduler.remove(node, reason)
         self._driver.views.publish(self.members.leave(node))
-        self._driver.views.forget(node)
+        self._driver.forget(node)
         if self._health is not None:
             self._health.forget(node)
         return member.handle if member is not None else None
@@ -422,7 +422,7 @@ class Reconciler:
         self._replacing[node] = reason
         self._scheduler.expect(node)
         self._transport.detach(node, f"node {node} was lost: {reason}")
-        self._driver.views.forget(node)
+        self._driver.forget(node)
         if self._health is not None:
             self._health.forget(node)
         self._resized(f"node {node} {_KINDS[kind]}")

@@ -11,6 +11,7 @@ text, so the client re-raises the remote exception as its own type.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import pickle
@@ -32,6 +33,7 @@ from skyward.core.frames import users_traceback
 from skyward.core.function import SkywardFunction
 from skyward.core.instance import MembershipView
 from skyward.core.validation import shown
+from skyward.engine.shipping import Shipment, dump_function
 
 if TYPE_CHECKING:
     from _pickle import _ReducedType  # typeshed's name for what a reduction returns
@@ -63,17 +65,32 @@ def _code_keeping_filename(code: types.CodeType) -> tuple[Callable[..., types.Co
 
 class _Pickler(cloudpickle.CloudPickler):
     """cloudpickle's pickler, except that code shipped by value keeps its file name, so a
-    remote traceback names the user's file and the client fills in its source lines."""
+    remote traceback names the user's file and the client fills in its source lines, and
+    that with a ``shipment`` a function shipped by value goes to a node once
+    (``engine.shipping``)."""
 
     dispatch_table = ChainMap({types.CodeType: _code_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
+    shipment: Shipment | None = None
+
+    def reducer_override(self, obj: object) -> _ReducedType:
+        if (
+            self.shipment is not None
+            and type(obj) is types.FunctionType
+            and not cloudpickle.cloudpickle._should_pickle_by_reference(obj)
+        ):
+            reduced = self.shipment.reduce(obj, functools.partial(dump_function, pickler=type(self)))
+            if reduced is not None:
+                return reduced
+        return super().reducer_override(obj)
 
 
-def encode(obj: object) -> Payload:
-    """Pickle ``obj``; big buffers stay out of band (see the module docstring)."""
-    return _dump(obj, _Pickler)
+def encode(obj: object, shipment: Shipment | None = None) -> Payload:
+    """Pickle ``obj``; big buffers stay out of band (see the module docstring). With a
+    ``shipment``, functions its node holds travel as a reference."""
+    return _dump(obj, _Pickler, shipment)
 
 
-def _dump(obj: object, pickler: type[cloudpickle.CloudPickler]) -> Payload:
+def _dump(obj: object, pickler: type[_Pickler], shipment: Shipment | None = None) -> Payload:
     buffers: list[ReadableBuffer] = []
 
     def keep_in_band(buffer: pickle.PickleBuffer) -> bool:
@@ -83,7 +100,9 @@ def _dump(obj: object, pickler: type[cloudpickle.CloudPickler]) -> Payload:
         return False
 
     stream = io.BytesIO()
-    pickler(stream, protocol=5, buffer_callback=keep_in_band).dump(obj)
+    dumping = pickler(stream, protocol=5, buffer_callback=keep_in_band)
+    dumping.shipment = shipment
+    dumping.dump(obj)
     header = stream.getvalue()
     return (header, buffers) if buffers else header
 
@@ -99,9 +118,9 @@ class ByValueEncoder:
         self._seen: tuple[int, str] | None = None
         self._local: set[str] = set()
 
-    def __call__(self, obj: object) -> Payload:
+    def __call__(self, obj: object, shipment: Shipment | None = None) -> Payload:
         with self._by_value():
-            return _dump(obj, _ByValuePickler)
+            return _dump(obj, _ByValuePickler, shipment)
 
     def dumps(self, obj: object) -> bytes:
         """``obj`` as one bytes object (no out-of-band buffers), modules by value alike."""

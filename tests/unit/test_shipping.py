@@ -1,0 +1,136 @@
+"""Functions shipped by value go to a node once (skyward/engine/shipping.py): the second
+request to the same node carries a reference, and a pickle is reused only while every
+object it was made of is still the same, so a rebound global, a closure cell set again or
+a redefined helper is shipped afresh, and a value that can change in place is never kept.
+The functions are made in a module the nodes cannot import (as a script's are); "the
+node" is this process's store of received functions."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+
+import pytest
+
+from skyward.engine import shipping
+from skyward.engine.shipping import ShippedFunctionMissing, ShippedFunctions
+from skyward.engine.wire import decode, encode
+
+SCRIPT = '''
+import math
+SCALE = 3
+ITEMS = [1, 2]
+COUNT = 0
+
+def scaled(x):
+    return math.floor(x) * SCALE
+
+def helper(x):
+    return x + SCALE
+
+def calls_helper(x: list[int]) -> int:
+    return helper(x[0])
+
+def counts_items():
+    return len(ITEMS)
+
+def writes_a_global():
+    global COUNT
+    COUNT += 1
+    return COUNT
+
+def make_closure(step):
+    def add(x):
+        return x + step
+    return add
+'''
+
+
+@pytest.fixture
+def script() -> types.SimpleNamespace:
+    """A fresh "script": functions of a module no node can import (cloudpickle ships them by value)."""
+    namespace: dict[str, object] = {"__name__": "a_script_the_nodes_lack"}
+    exec(compile(SCRIPT, "a_script.py", "exec"), namespace)  # noqa: S102 - the test makes a script's functions
+    return types.SimpleNamespace(**namespace)
+
+
+@pytest.fixture(autouse=True)
+def empty_node() -> Iterator[None]:
+    shipping._received.clear()
+    yield
+    shipping._received.clear()
+
+
+def sent(fn: object, functions: ShippedFunctions, node: int = 0) -> bytes:
+    payload = encode(fn, functions.shipment(node))
+    assert isinstance(payload, bytes)
+    return payload
+
+
+def test_the_second_request_to_a_node_carries_a_reference_that_runs_the_same(script: types.SimpleNamespace) -> None:
+    functions = ShippedFunctions()
+    first = sent(script.scaled, functions)
+    again = sent(script.scaled, functions)
+    assert len(again) < len(first) / 3, (len(first), len(again))
+    assert decode(first)(2.5) == 6
+    assert decode(again)(2.5) == 6
+    assert decode(again) is decode(first), "the node rebuilds the function once"
+    other_node = sent(script.scaled, functions, node=1)
+    assert len(other_node) == len(first), "another node is sent the function in full"
+
+
+def test_a_rebound_global_ships_the_function_afresh(script: types.SimpleNamespace) -> None:
+    functions = ShippedFunctions()
+    assert decode(sent(script.scaled, functions))(2) == 6
+    script.scaled.__globals__["SCALE"] = 4
+    assert decode(sent(script.scaled, functions))(2) == 8
+
+
+def test_a_rebound_global_of_a_helper_ships_the_caller_afresh(script: types.SimpleNamespace) -> None:
+    functions = ShippedFunctions()
+    assert decode(sent(script.calls_helper, functions))([1]) == 4
+    script.calls_helper.__globals__["SCALE"] = 10
+    assert decode(sent(script.calls_helper, functions))([1]) == 11
+
+
+def test_a_closure_cell_set_again_ships_the_function_afresh(script: types.SimpleNamespace) -> None:
+    functions = ShippedFunctions()
+    add = script.make_closure(1)
+    assert decode(sent(add, functions))(1) == 2
+    add.__closure__[0].cell_contents = 5
+    assert decode(sent(add, functions))(1) == 6
+
+
+@pytest.mark.parametrize("name", ["counts_items", "writes_a_global"])
+def test_a_function_reading_a_mutable_value_or_writing_a_global_is_never_kept(
+    script: types.SimpleNamespace, name: str,
+) -> None:
+    functions = ShippedFunctions()
+    fn = getattr(script, name)
+    first = sent(fn, functions)
+    assert functions.kept(fn, lambda _: b"") is None
+    assert len(sent(fn, functions)) == len(first)
+    assert not shipping._received
+    if name == "counts_items":
+        script.ITEMS.append(3)
+        assert decode(sent(fn, functions))() == 3, "a change in place is seen"
+    else:
+        assert [decode(sent(fn, functions))() for _ in range(2)] == [1, 1], "each call starts from the client's value"
+
+
+def test_a_node_without_the_function_says_so_and_forgetting_it_sends_it_in_full(script: types.SimpleNamespace) -> None:
+    functions = ShippedFunctions()
+    decode(sent(script.scaled, functions))
+    reference = sent(script.scaled, functions)
+    shipping._received.clear()  # the node's agent was replaced
+    with pytest.raises(ShippedFunctionMissing, match="does not hold the function"):
+        decode(reference)
+    functions.forget(0)
+    assert decode(sent(script.scaled, functions))(1) == 3
+
+
+def test_the_node_keeps_a_bounded_number_of_functions(script: types.SimpleNamespace) -> None:
+    functions = ShippedFunctions()
+    for step in range(shipping.KEPT_ON_A_NODE + 5):
+        decode(sent(script.make_closure(step), functions))
+    assert len(shipping._received) == shipping.KEPT_ON_A_NODE
