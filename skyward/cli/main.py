@@ -11,6 +11,7 @@ one JSON string per line); ``ssh`` and ``attach`` are interactive and have none.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import sys
 from collections.abc import Callable
@@ -22,34 +23,67 @@ if TYPE_CHECKING:
 
 import click
 
-from skyward.cli.config import config
-from skyward.cli.copy import copy
-from skyward.cli.dashboard import dashboard
-from skyward.cli.http_api import api
-from skyward.cli.kept import attach, up
-from skyward.cli.output import console, emit_json, emit_object, table
-from skyward.cli.pools import down, events, list_pools, logs
-from skyward.cli.providers import providers
-from skyward.cli.run import run
-from skyward.cli.shell import ssh as shell
-from skyward.providers.names import clouds_with_credentials
-
 T = TypeVar("T")
+LAZY: dict[str, tuple[str, str, str]] = {
+    "api": ("skyward.cli.http_api", "api", "Print the pool daemon's HTTP API URL and the file holding..."),
+    "attach": ("skyward.cli.kept", "attach", "A Python shell with the kept pool NAME as pool (and..."),
+    "config": ("skyward.cli.config", "config", "skyward.toml: where it is, its pools, problems in it."),
+    "cp": ("skyward.cli.copy", "copy", "Copy SOURCE to DESTINATION, one of them NAME:PATH on the..."),
+    "dashboard": ("skyward.cli.dashboard", "dashboard", "Open the live web dashboard of the kept pools (on NAME, when..."),
+    "down": ("skyward.cli.pools", "down", "Close POOL (its name or id): a kept pool is torn down by the..."),
+    "events": ("skyward.cli.pools", "events", "Print POOL's events (no task output) from its log file."),
+    "logs": ("skyward.cli.pools", "logs", "Print POOL's event and task output lines from its log file,..."),
+    "ls": ("skyward.cli.pools", "list_pools", "Pools open on this machine (kept pools included): provider,..."),
+    "providers": ("skyward.cli.providers", "providers", "Providers: their credentials and APIs."),
+    "run": ("skyward.cli.run", "run", "Run SCRIPT with ARGS, the log console, and a summary at the..."),
+    "ssh": ("skyward.cli.shell", "ssh", "An interactive shell on node N of the open pool NAME, or..."),
+    "up": ("skyward.cli.kept", "up", "Open the pool NAME and keep it (from skyward.toml's..."),
+}
+"""The commands whose modules are imported only when the command runs (or shows its own
+help): name, module, attribute, and the line ``sky --help`` shows for it at its widest
+(``SHORT_HELP`` characters of the command's own help: tests/unit/test_cli_help.py holds
+them equal)."""
+SHORT_HELP = 80 - 2 - 6 - max(map(len, LAZY))
+"""click's widest help (80 columns, less a margin of 2) less the indent and the longest name."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group that imports a ``LAZY`` command's module when the command is run, so a
+    command loads only what it uses and ``sky --help`` loads none of them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY and cmd_name not in self.commands:
+            module, attribute, _ = LAZY[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            _without_markup(command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = min(formatter.width - 6 - max(len(name) for name in names), SHORT_HELP)
+        rows = [
+            (name, (self.commands.get(name) or click.Command(name, help=LAZY[name][2])).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Skyward: run Python functions on pools of machines."""
-
-
-for _command in (api, attach, config, copy, dashboard, down, events, list_pools, logs, providers, run, shell, up):
-    main.add_command(_command)
 
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def version(as_json: bool) -> None:
     """Versions of skyward, Python and the engine."""
+    from skyward.cli.output import emit_object, table
+
     versions = {
         "skyward": importlib.metadata.version("skyward"),
         "python": sys.version.split()[0],
@@ -80,6 +114,7 @@ def offers(
 ) -> None:
     """Priced machines that satisfy a Spec, cheapest first."""
     from skyward.api.offers import offers as find_offers
+    from skyward.cli.output import emit_json, table
     from skyward.core.accelerators import parse_accelerator
 
     found = _run(lambda: find_offers(
@@ -115,6 +150,7 @@ def offers(
 @click.option("--json", "as_json", is_flag=True, help="print JSON (implies --dry-run unless --yes)")
 def gc(providers: tuple[str, ...], regions: tuple[str, ...], yes: bool, dry_run: bool, as_json: bool) -> None:
     """Find what skyward created that no live pool owns, with its cost so far; delete it."""
+    from skyward.cli.output import console, emit_json, table
     from skyward.providers.orphans import collectable
     from skyward.providers.orphans import gc as collect
 
@@ -150,6 +186,7 @@ def _orphan(orphan: Orphan) -> dict[str, object]:
 def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...]) -> list[Provider]:
     """The providers ``--provider`` names in each region, or every cloud with credentials."""
     from skyward.providers import names as known
+    from skyward.providers.names import clouds_with_credentials
 
     if not names:
         found = clouds_with_credentials()

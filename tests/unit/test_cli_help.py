@@ -4,19 +4,24 @@ shows no docstring markup, and docs/cli.md's table and the README name every com
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import click
 from click.testing import CliRunner
 
-from skyward.cli.main import main
+from skyward.cli.main import LAZY, SHORT_HELP, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         yield (*prefix, name), command
         if isinstance(command, click.Group):
             yield from commands(command, (*prefix, name))
@@ -44,3 +49,18 @@ def test_docs_cli_and_the_readme_name_every_command() -> None:
     top = {path[0] for path, _ in commands(main) if len(path) == 1}
     assert top - in_table == set(), "docs/cli.md's table leaves these out"
     assert top - in_readme == set(), "the README's list of commands leaves these out"
+
+
+def test_sky_help_shows_each_lazy_commands_own_help_without_importing_it() -> None:
+    for name, (_, _, line) in LAZY.items():
+        command = main.get_command(click.Context(main), name)
+        assert command is not None
+        assert command.get_short_help_str(SHORT_HELP) == line, f"LAZY[{name!r}] differs from the command's own help"
+    probe = (
+        "import sys; from skyward.cli.main import main\n"
+        "try:\n    main(['--help'], prog_name='sky')\nexcept SystemExit:\n    pass\n"
+        "print(sorted({module for module, *_ in __import__('skyward.cli.main').cli.main.LAZY.values()} & set(sys.modules)))"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert "Commands:" in shown.stdout and "ls " in shown.stdout
+    assert shown.stdout.rstrip().endswith("[]"), shown.stdout
