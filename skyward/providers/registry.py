@@ -83,14 +83,16 @@ def register(
     log_file: str | None = None, keep_alive: float | None = None,
 ) -> None:
     """Record (or update) that this process holds ``pool_id`` open (``keep_alive``: as
-    a kept pool of the pool daemon)."""
+    a kept pool of the pool daemon). ``opened`` stays what it was once a record had
+    nodes: a pool taken over by the pool daemon has cost since its nodes came up."""
     previous = _read(_path(pool_id))
     now = time.time()
     record = LivePool(
         pool_id, provider, region, os.getpid(), socket.gethostname(),
         previous.started if previous is not None and previous.pid == os.getpid() else now,
         name or (previous.name if previous else ""), tuple(nodes) or (previous.nodes if previous else ()),
-        log_file or (previous.log_file if previous else None), now, keep_alive,
+        log_file or (previous.log_file if previous else None),
+        previous.opened if previous is not None and previous.nodes else now, keep_alive,
     )
     text = json.dumps(asdict(record))
 

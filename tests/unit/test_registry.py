@@ -60,3 +60,14 @@ def test_forget_dead_takes_a_pool_by_the_start_of_its_id_and_never_a_live_one(ho
     assert [record.pool_id for record in registry.records()] == [LIVE]
     assert not (home / "pools" / DEAD).exists() and (home / "pools" / LIVE / "known_hosts").exists()
     registry.forget(LIVE)
+
+
+def test_the_cost_so_far_counts_from_when_the_nodes_came_up_through_a_take_over(home: Path) -> None:
+    registry.register(LIVE, "aws", "us-east-1")  # the provider, before its nodes
+    node = registry.NodeRecord("i-1", "10.0.0.1", "g5.xlarge", hourly_price=3600.0)
+    registry.register(LIVE, "aws", "us-east-1", nodes=[node])  # the nodes up: the bill starts
+    (record,) = registry.records()
+    registry.register(LIVE, "aws", "us-east-1", keep_alive=600)  # the pool daemon takes it over
+    (taken,) = registry.records()
+    assert taken.opened == record.opened and taken.keep_alive == 600
+    assert taken.cost_so_far(record.opened + 10) == pytest.approx(10.0)
