@@ -7,7 +7,8 @@ the description has nothing against yields none.
 
 Two kinds of description: Google's discovery documents (GCP: Compute Engine and the
 Cloud Billing Catalog) and OpenAPI (2.0: Docker's Engine API; 3.0, bundled into one file
-by ``descriptions/extract.py``: DigitalOcean's API v2). Both are turned into JSON Schema
+by ``descriptions/extract.py``: DigitalOcean's API v2, Vultr's API v2; 3.1: Lambda's Cloud
+API v1 and Scaleway's Instance API v1). Both are turned into JSON Schema
 (draft 2020-12, checked with ``jsonschema``) that is strict where the published one is
 silent: an object with declared properties takes no others (a misspelt field is a
 violation, as Google's "Unknown name" 400 and a field Docker silently ignores both are).
@@ -15,9 +16,11 @@ violation, as Google's "Unknown name" 400 and a field Docker silently ignores bo
 and a ``oneOf`` that nothing fits is reported by the errors of the member that fits best.
 A discovery field required for a method (its ``annotations.required``) is required in
 that method's request. A success answered with a status the operation does not list is a
-violation even where a ``default`` answer is described. Answers with an error status are
-checked only where the description has a schema for that status (OpenAPI); discovery
-documents describe no error bodies. Query values are strings: an integer parameter takes
+violation even where a ``default`` answer is described; so is an error status it does not
+list, where it lists any. Answers with an error status are checked only where the
+description has a schema for that status (OpenAPI); discovery documents and Scaleway's
+describe no errors. A property named ``<key>`` alone stands for every key of a map
+(Scaleway's ``<serverKey>``). Query values are strings: an integer parameter takes
 digits, a boolean ``true``, ``false``, ``1`` or ``0``."""
 
 from __future__ import annotations
@@ -190,7 +193,8 @@ def _answer(operation: Described, status: int, answer: Any) -> list[str]:
     if code.startswith("2") and key == "default" and successes:
         return [f"answer status {status} is not described (it answers {', '.join(successes)})"]
     if key is None:
-        if operation.strict_status:
+        errors_described = any(not k.startswith("2") for k in operation.answers)
+        if operation.strict_status and (code.startswith("2") or errors_described):
             return [f"answer status {status} is not described (only {', '.join(operation.answers)})"]
         return []
     schema = operation.answers[key]
@@ -291,7 +295,9 @@ def discovery(name: str, document: Mapping[str, Any], root: str = "") -> tuple[l
 
 # ---------------------------------------------------------------------------- OpenAPI 2.0 (Swagger) and 3.0
 
-KEYWORDS = ("enum", "minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems")
+PLACEHOLDER = re.compile(r"<\w+>")
+"""A property that stands for any name (Scaleway's ``<serverKey>``): the schema of every value of a map."""
+KEYWORDS = ("enum", "const", "minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems")
 """What of an OpenAPI schema carries over to JSON Schema as it is."""
 
 
@@ -336,11 +342,13 @@ def _openapi_schema(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -
     if "items" in schema:
         out["items"] = _openapi_schema(schema["items"], definitions)
     properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    if len(properties) == 1 and PLACEHOLDER.fullmatch(next(iter(properties))):
+        properties, extra = {}, next(iter(properties.values()))
     if properties:
         out["properties"] = {k: _openapi_schema(v, definitions) for k, v in properties.items()}
     if schema.get("required"):
         out["required"] = list(schema["required"])
-    extra = schema.get("additionalProperties")
     if isinstance(extra, Mapping):
         out["additionalProperties"] = _openapi_schema(extra, definitions)
     elif extra is not None:
@@ -351,14 +359,17 @@ def _openapi_schema(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -
 
 
 def _json(content: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """The JSON schema of an OpenAPI 3 ``content`` (None: no JSON body described)."""
-    media = (content or {}).get("application/json") or {}
+    """The schema of an OpenAPI 3 ``content``: its JSON one, else its only one (Scaleway's
+    user data is ``*/*``, a string); None: no body described."""
+    content = content or {}
+    media = content.get("application/json") or (next(iter(content.values())) if len(content) == 1 else {})
     return media.get("schema")
 
 
-def openapi(document: Mapping[str, Any]) -> list[Described]:
-    """The operations of an OpenAPI 2.0 or 3.0 document, their paths as the document has
-    them (3.0: every reference inlined, as ``extract.py`` leaves it)."""
+def openapi(document: Mapping[str, Any], below: str = "") -> list[Described]:
+    """The operations of an OpenAPI 2.0 or 3.x document, their paths as the document has
+    them less ``below`` (the fake's prefix where the paths hold it; 3.x: every reference
+    inlined, as ``extract.py`` leaves it)."""
     definitions = document.get("definitions", {})
     defs = {k: _openapi_schema(v, definitions) for k, v in definitions.items()}
     operations: list[Described] = []
@@ -387,8 +398,8 @@ def openapi(document: Mapping[str, Any]) -> list[Described]:
                 raw = answer.get("schema") if "schema" in answer else _json(answer.get("content"))
                 answers[code] = None if raw is None else _openapi_schema(raw, definitions)
             operations.append(Described(
-                spec.get("operationId", f"{method.upper()} {path}"), method.upper(), path, parameters, body,
-                body_required, answers, True, defs,
+                spec.get("operationId", f"{method.upper()} {path}"), method.upper(), path.removeprefix(below),
+                parameters, body, body_required, answers, True, defs,
             ))
     return operations
 
@@ -417,7 +428,20 @@ def _digitalocean() -> Description:
     return Description("digitalocean", openapi(_read("digitalocean", "public.v2.json")))
 
 
-PINNED: dict[str, Callable[[], Description]] = {"gcp": _gcp, "docker": _docker, "digitalocean": _digitalocean}
+def _vultr() -> Description:
+    return Description("vultr", openapi(_read("vultr", "api.v2.json")))
+
+
+def _lambda() -> Description:
+    return Description("lambda", openapi(_read("lambda", "cloud.v1.json"), below="/api/v1"))
+
+
+def _scaleway() -> Description:
+    return Description("scaleway", openapi(_read("scaleway", "instance.v1.json")))
+
+
+PINNED: dict[str, Callable[[], Description]] = {"gcp": _gcp, "docker": _docker, "digitalocean": _digitalocean,
+                                                "vultr": _vultr, "lambda": _lambda, "scaleway": _scaleway}
 """The clouds whose description is pinned, each read from ``descriptions/<cloud>/``."""
 
 

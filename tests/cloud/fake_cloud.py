@@ -164,6 +164,8 @@ class FakeCloud:
     """The cloud's status for a request with a parameter or field it does not take."""
     pinned = ""
     """The folder of the cloud's pinned API description under tests/cloud/descriptions ("": none)."""
+    public: frozenset[tuple[str, str]] = frozenset()
+    """The (method, path) the cloud answers without its key (documented as needing none)."""
 
     def __init__(self) -> None:
         self.description: Description | None = load(self.pinned) if self.pinned else None
@@ -330,6 +332,10 @@ class FakeCloud:
     def authorized(self, headers: Any) -> bool:
         return headers.get("Authorization") == f"Bearer {TOKEN}"
 
+    def unauthorized(self) -> Answer:
+        """The cloud's answer to a request without its key, or with a wrong one (401)."""
+        return Answer(401, {"message": "Unauthorized"})
+
     def check(self, method: str, path: str, query: Mapping[str, str], body: Any, status: int, answer: Any) -> None:
         """Keep in ``violations`` what the description says against this exchange (a
         check that fails is one too); the answer is not changed."""
@@ -398,8 +404,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode() if plain else dict(urllib.parse.parse_qsl(raw.decode()))
         self.owner.requests.append(Request(self.command, path, body))
         try:
-            if not self.owner.authorized(self.headers) and not path.endswith("/oauth2/token"):
-                raise Answer(401, {"message": "Unauthorized"})
+            needs_key = (self.command, path) not in self.owner.public and not path.endswith("/oauth2/token")
+            if needs_key and not self.owner.authorized(self.headers):
+                raise self.owner.unauthorized()
             refused = self.owner.undeclared(self.command, path, query, body)
             if refused is not None:
                 raise refused

@@ -62,6 +62,8 @@ TYPES = {
     )
 }
 FAMILIES = ("lambda-stack-22-04", "lambda-stack-24-04", "ubuntu-22-04")
+ACTIONS = ("migrate", "rebuild", "restart", "cold_reboot", "terminate")
+"""What an instance's ``actions`` tell of each: whether it can be done now."""
 STATUS = {"booting": "booting", "running": "active", "exited": "unhealthy", "deleted": "terminated"}
 NAME = re.compile(r"^.{0,64}$")
 OPERATIONS = (
@@ -99,8 +101,13 @@ def _invalid(text: str) -> Answer:
     return _fail(400, "global/invalid-parameters", text)
 
 
-def _missing(what: str) -> Answer:
-    return _fail(404, "global/object-does-not-exist", f"Specified {what} does not exist.")
+def _missing(what: str, suggestion: str = "") -> Answer:
+    return _fail(404, "global/object-does-not-exist", f"Specified {what} does not exist.", suggestion)
+
+
+def _not_launched(what: str) -> Answer:
+    """A launch's 404: Lambda names what it could not find and suggests a fix."""
+    return _missing(what, f"Check the {what} and try again.")
 
 
 class FakeLambda(FakeCloud):
@@ -108,9 +115,14 @@ class FakeLambda(FakeCloud):
     prefix = "/api/v1"
     credentials = {"LAMBDA_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
     operations = OPERATIONS
+    pinned = "lambda"
 
     def error(self, status: int, text: str) -> Answer:
         return _fail(status, ERROR_CODES.get(status, "global/unknown"), text)
+
+    def unauthorized(self) -> Answer:
+        return _fail(401, "global/invalid-api-key", "API key was invalid, expired, or deleted.",
+                     "Check your API key or create a new one, then try again.")
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(
@@ -129,7 +141,7 @@ class FakeLambda(FakeCloud):
             return {"data": list(self.keys.values())}
         if path.startswith("/ssh-keys/") and method == "DELETE":
             if self.keys.pop(path.rsplit("/", 1)[1], None) is None:
-                raise _missing("SSH key")
+                raise _fail(404, "global/not-found", "The requested resource was not found.")
             return {"data": {}}
         if (method, path) == ("POST", "/instance-operations/launch"):
             return {"data": {"instance_ids": [self._launch(body).id]}}
@@ -153,6 +165,7 @@ class FakeLambda(FakeCloud):
                     404,
                     "global/object-does-not-exist",
                     "Firewall ruleset does not exist or you do not have permission to access it.",
+                    "Check your firewall ruleset ID and try again.",
                 )
             if method == "DELETE":
                 if self.users_of(ruleset["id"]):
@@ -212,22 +225,20 @@ class FakeLambda(FakeCloud):
         if region not in REGIONS:
             raise _invalid(f"Invalid region {region!r}.")
         if kind not in TYPES:
-            raise _fail(
-                404, "global/object-does-not-exist", f"Instance type {kind!r} does not exist."
-            )
+            raise _not_launched("instance type")
         keys = body.get("ssh_key_names") or []
         if len(keys) != 1:
             raise _invalid("Exactly one SSH key must be specified.")
         key = next((k for k in self.keys.values() if k["name"] == keys[0]), None)
         if key is None:
-            raise _missing("SSH key")
+            raise _not_launched("SSH key")
         rulesets = [str(r.get("id")) for r in body.get("firewall_rulesets") or []]
         for ruleset_id in rulesets:
             if ruleset_id not in self.firewalls or self.firewalls[ruleset_id]["region"] != region:
                 raise _invalid(f"Firewall ruleset {ruleset_id} does not exist in {region}.")
         family = (body.get("image") or {}).get("family", FAMILIES[0])
         if family not in FAMILIES:
-            raise _missing("image family")
+            raise _not_launched("image family")
         if not NAME.match(str(body.get("name", ""))) or not isinstance(
             body.get("user_data", ""), str
         ):
@@ -264,11 +275,15 @@ class FakeLambda(FakeCloud):
         return shown
 
     def _instance(self, machine: FakeMachine) -> dict[str, Any]:
+        """The instance with every field Lambda's OpenAPI requires of one."""
         up = machine.state == "running"
         region = machine.region or "us-east-1"
-        kind = TYPES.get(machine.kind, {}).get("instance_type") or {
+        kind = TYPES.get(machine.kind, {}).get("instance_type") or {  # a planted instance's
             "name": machine.kind,
+            "description": machine.kind,
+            "gpu_description": "",
             "price_cents_per_hour": round(machine.price * 100),
+            "specs": {"vcpus": 1, "memory_gib": 1, "storage_gib": 1, "gpus": 0},
         }
         shown = {
             "id": machine.id,
@@ -278,7 +293,8 @@ class FakeLambda(FakeCloud):
             "file_system_names": [],
             "region": {"name": region, "description": REGIONS.get(region, region)},
             "instance_type": kind,
-            "is_reserved": False,
+            "actions": {action: {"available": up} for action in ACTIONS},
+            "firewall_rulesets": [{"id": r} for r in machine.extra.get("rulesets", [])],
         }
         if up:
             shown.update(ip=machine.address, private_ip=machine.address, hostname=machine.address)

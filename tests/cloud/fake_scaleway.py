@@ -33,7 +33,7 @@ def _product(cpus: int, ram_gib: int, price: float, gpus: int = 0, gpu: str = ""
              arch: str = "x86_64") -> dict[str, Any]:
     product: dict[str, Any] = {
         "ncpus": cpus, "ram": ram_gib * GIB, "arch": arch, "hourly_price": price, "monthly_price": round(price * 730, 2),
-        "baremetal": False, "gpu": gpus, "volumes_constraint": {"min_size": 0, "max_size": 0},
+        "gpu": gpus, "volumes_constraint": {"min_size": 0, "max_size": 0},
     }
     if gpus:
         product["gpu_info"] = {"gpu_manufacturer": "NVIDIA", "gpu_name": gpu, "gpu_memory": gpu_gib * GIB}
@@ -101,6 +101,7 @@ class FakeScaleway(FakeCloud):
     name = "scaleway"
     credentials = {"SCW_SECRET_KEY": TOKEN, "SCW_DEFAULT_PROJECT_ID": PROJECT}  # noqa: RUF012 (as FakeCloud declares it)
     operations = OPERATIONS
+    pinned = "scaleway"
     page_limit = 100
     """The most items a page holds; a test lowers it."""
 
@@ -230,13 +231,13 @@ class FakeScaleway(FakeCloud):
             "tags": machine.extra.get("tags", []),
             "project": PROJECT,
             "image": {"name": machine.image},
-            "public_ip": {"address": address, "dynamic": True} if address else None,
+            **({"public_ip": {"address": address, "dynamic": True}} if address else {}),  # not null: an object
             "public_ips": [{"address": address, "family": "inet", "dynamic": True}] if address else [],
             "private_ip": None,
             "security_group": {"id": group, "name": self.firewalls.get(group, {}).get("name", "")},
             "volumes": {"0": {"id": machine.extra.get("volume", ""), "volume_type": "l_ssd"}},
             "creation_date": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).isoformat(),
-            "zone": machine.region,
+            "zone": machine.region or ZONES[0],  # a planted server's
         }
 
     def _group(self, body: dict[str, Any]) -> dict[str, Any]:

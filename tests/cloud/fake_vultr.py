@@ -3,11 +3,13 @@
 ``GET/DELETE /instances/{id}``, ``POST/GET /firewalls``, ``POST /firewalls/{id}/rules``,
 ``DELETE /firewalls/{id}/rules/{n}`` and ``DELETE /firewalls/{id}``, in Vultr's shapes:
 cursor pages (``per_page``, ``cursor``, ``meta.links.next``), the ``{"error", "status"}``
-error body, base64 user data, ``main_ip`` "0.0.0.0" until an address is assigned. A
-listing by ``tag`` holds only the instances that carry it. A request with a query
-parameter or a body field these operations do not declare is refused (400, naming it).
-A firewall group is refused deletion while an instance is in it, and holds at most 50
-rules. Rules are recorded, not enforced (the lab's hosts share one bridge)."""
+error body, base64 user data, ``main_ip`` "0.0.0.0" until an address is assigned. Regions
+and plans are answered without the key (Vultr's OpenAPI needs none for them). A listing
+by ``tag`` holds only the instances that carry it. A request with a query parameter or a
+body field these operations do not declare is refused (400, naming it). A firewall group
+is refused deletion while an instance is in it, and holds at most 50 rules. Rules are
+recorded, not enforced (the lab's hosts share one bridge). Every exchange is checked
+against Vultr's OpenAPI (``pinned``; tests/cloud/descriptions/vultr)."""
 
 from __future__ import annotations
 
@@ -29,11 +31,12 @@ def _plan(
     ram_mb: int,
     disk: int,
     monthly: float,
-    hourly: float | None,
     locations: list[str],
     gpu: str | None = None,
     vram: int = 0,
 ) -> dict[str, Any]:
+    """A plan as Vultr's OpenAPI shows one (a monthly cost only: no hourly one), with
+    govultr's GPU fields for a GPU plan."""
     plan: dict[str, Any] = {
         "id": plan_id,
         "vcpu_count": vcpus,
@@ -45,49 +48,21 @@ def _plan(
         "type": "vcg" if gpu else plan_id.split("-", 1)[0],
         "locations": locations,
     }
-    if hourly is not None:
-        plan["hourly_cost"] = hourly
     if gpu:
         plan.update(gpu_type=gpu, gpu_vram_gb=vram)
     return plan
 
 
 PLANS = [
-    _plan("vc2-1c-1gb", 1, 1024, 25, 5.0, 0.007, ["ewr", "ord", "fra"]),
-    _plan("vc2-2c-4gb", 2, 4096, 80, 20.0, 0.03, ["ewr", "ord", "fra"]),
-    _plan("vhf-2c-4gb", 2, 4096, 128, 24.0, None, ["ewr"]),
-    _plan("vcg-a100-1c-6g-4vram", 1, 6144, 70, 90.0, 0.123, ["ewr"], "NVIDIA_A100", 4),
-    _plan(
-        "vcg-a100-12c-120g-80vram",
-        12,
-        122880,
-        1400,
-        1750.0,
-        2.397,
-        ["ewr", "ord"],
-        "NVIDIA_A100",
-        80,
-    ),
-    _plan(
-        "vcg-a100-24c-240g-160vram", 24, 245760, 2800, 3500.0, 4.794, ["ewr"], "NVIDIA_A100", 160
-    ),
-    _plan(
-        "vcg-l40s-16c-180g-48vram",
-        16,
-        184320,
-        1200,
-        1220.0,
-        1.671,
-        ["ewr", "ord"],
-        "NVIDIA_L40S",
-        48,
-    ),
-    _plan(
-        "vcg-h100-24c-240g-80vram", 24, 245760, 2600, 2190.0, 3.0, ["fra"], "NVIDIA_HGX_H100", 80
-    ),
-    _plan(
-        "vcg-mi300x-32c-256g-192vram", 32, 262144, 2000, 1825.0, None, ["ord"], "AMD_MI300X", 192
-    ),
+    _plan("vc2-1c-1gb", 1, 1024, 25, 5.0, ["ewr", "ord", "fra"]),
+    _plan("vc2-2c-4gb", 2, 4096, 80, 20.0, ["ewr", "ord", "fra"]),
+    _plan("vhf-2c-4gb", 2, 4096, 128, 24.0, ["ewr"]),
+    _plan("vcg-a100-1c-6g-4vram", 1, 6144, 70, 90.0, ["ewr"], "NVIDIA_A100", 4),
+    _plan("vcg-a100-12c-120g-80vram", 12, 122880, 1400, 1750.0, ["ewr", "ord"], "NVIDIA_A100", 80),
+    _plan("vcg-a100-24c-240g-160vram", 24, 245760, 2800, 3500.0, ["ewr"], "NVIDIA_A100", 160),
+    _plan("vcg-l40s-16c-180g-48vram", 16, 184320, 1200, 1220.0, ["ewr", "ord"], "NVIDIA_L40S", 48),
+    _plan("vcg-h100-24c-240g-80vram", 24, 245760, 2600, 2190.0, ["fra"], "NVIDIA_HGX_H100", 80),
+    _plan("vcg-mi300x-32c-256g-192vram", 32, 262144, 2000, 1825.0, ["ord"], "AMD_MI300X", 192),
 ]
 
 
@@ -131,6 +106,8 @@ class FakeVultr(FakeCloud):
     prefix = "/v2"
     credentials = {"VULTR_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
     operations = OPERATIONS
+    pinned = "vultr"
+    public = frozenset({("GET", "/regions"), ("GET", "/plans")})  # Vultr's OpenAPI: `security: []`
     page_limit = 500
     """The most items a page holds (Vultr's ``per_page`` maximum); a test lowers it."""
 
@@ -300,7 +277,7 @@ class FakeVultr(FakeCloud):
             raise _fail(400, "user_data must be base64 encoded") from None
         if not body.get("label") or len(str(body.get("hostname", ""))) > 63:
             raise _fail(400, "Invalid label or hostname")
-        price = float(plan.get("hourly_cost") or plan["monthly_cost"] / 730)
+        price = float(plan["monthly_cost"] / 730)
         return self.add(
             body["label"],
             plan["id"],
@@ -328,7 +305,7 @@ class FakeVultr(FakeCloud):
             "disk": plan["disk"],
             "main_ip": machine.address if up else "0.0.0.0",
             "vcpu_count": plan["vcpu_count"],
-            "region": machine.region,
+            "region": machine.region or "ewr",  # a planted instance's
             "plan": machine.kind,
             "status": status,
             "power_status": "running" if up else "stopped",

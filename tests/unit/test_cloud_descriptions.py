@@ -1,12 +1,12 @@
 """The fakes and clients of the clouds whose own API description is pinned
 (tests/cloud/descriptions: GCP's discovery documents, Docker's Engine API v1.41,
-DigitalOcean's API v2) are held
-to it: a request with a misspelt field, a value outside an enum, a missing required field,
+DigitalOcean's API v2, Vultr's API v2, Lambda's Cloud API v1, Scaleway's Instance API v1)
+are held to it: a request with a misspelt field, a value outside an enum, a missing required field,
 an undescribed parameter or path, and an answer missing a required field or with a field
 the description lacks each make a violation naming the operation and the field; the fake
 records it without changing its answer; the real clients' usual calls (offers, firewalls,
-create, read, list, delete) against the fakes make none; Docker's documented example
-answers read as our client reads them."""
+create, read, list, delete) against the fakes make none; Docker's, Vultr's and Lambda's
+documented example answers read as our clients read them."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ from cloud.fake_cloud import FakeMachine
 from cloud.fake_digitalocean import FakeDigitalOcean
 from cloud.fake_docker import FakeDocker
 from cloud.fake_gcp import PROJECT, ZONE, FakeGCP
+from cloud.fake_lambda import FakeLambda
+from cloud.fake_scaleway import PROJECT as SCW_PROJECT
+from cloud.fake_scaleway import FakeScaleway
+from cloud.fake_vultr import FakeVultr
 
 from skyward.providers.cloud import naming
 from skyward.providers.cloud.api import Order
@@ -31,6 +35,9 @@ from skyward.providers.container import api as container
 from skyward.providers.digitalocean.api import DigitalOceanAPI
 from skyward.providers.gcp import api as compute
 from skyward.providers.gcp.auth import token_for
+from skyward.providers.lambda_cloud import api as lambda_cloud
+from skyward.providers.scaleway import api as scaleway
+from skyward.providers.vultr import api as vultr
 
 IN_ZONE = f"/projects/{PROJECT}/zones/{ZONE}"
 INSERT = f"{IN_ZONE}/instances"
@@ -199,6 +206,163 @@ def test_digitalocean_an_answer_the_openapi_document_would_not_produce_is_named(
     assert "'id' is a required property" in error
 
 
+# ---------------------------------------------------------------------------- Vultr: the check can fail
+
+VULTR_ORDER = {"region": "ewr", "plan": "vc2-2c-4gb", "os_id": 2284, "label": "skyward-one", "sshkey_id": ["k"],
+               "tags": ["skyward"], "firewall_group_id": "f", "user_data": "IyEvYmluL3NoCg==", "backups": "disabled"}
+
+
+def vultr_instance(**changes: object) -> dict[str, object]:
+    """An instance as the fake shows one, with ``changes``."""
+    machine = FakeMachine("1001", "skyward-one", "vc2-2c-4gb", False, "Ubuntu 24.04 LTS x64", "", 0.03, region="ewr")
+    return {**FakeVultr()._instance(machine), **changes}
+
+
+def test_vultr_a_request_the_openapi_document_does_not_allow_is_named() -> None:
+    v = load("vultr")
+    made = {"instance": vultr_instance()}
+    assert said(v, "POST", "/instances", body=VULTR_ORDER, status=202, answer=made) == ""
+    misspelt = said(v, "POST", "/instances", body={**VULTR_ORDER, "sshkey_ids": ["k"]}, status=202, answer=made)
+    assert "create-instance" in misspelt and "'sshkey_ids' was unexpected" in misspelt
+    typed = said(v, "POST", "/instances", body={**VULTR_ORDER, "os_id": "2284"}, status=202, answer=made)
+    assert "field 'os_id'" in typed and "'2284' is not of type 'integer'" in typed
+    required = said(v, "POST", "/instances", body={"plan": "vc2-2c-4gb"}, status=202, answer=made)
+    assert "'region' is a required property" in required
+    rule = {"ip_type": "v4", "protocol": "tcp", "subnet": "0.0.0.0", "port": "22"}
+    unsized = said(v, "POST", "/firewalls/f/rules", body=rule, status=400, answer={"error": "x", "status": 400})
+    assert "post-firewalls-firewall-group-id-rules" in unsized and "'subnet_size' is a required property" in unsized
+    query = said(v, "GET", "/instances", {"tag_name": "skyward"}, answer={"instances": []})
+    assert "list-instances" in query and "query parameter 'tag_name' is not described" in query
+    assert "'many' is not an integer" in said(v, "GET", "/plans", {"per_page": "many"}, answer={"plans": []})
+    assert "no operation has this path" in said(v, "GET", "/instance/1001")
+
+
+def test_vultr_an_answer_the_openapi_document_would_not_produce_is_named() -> None:
+    v = load("vultr")
+    plan = {"id": "vc2-1c-1gb", "vcpu_count": 1, "ram": 1024, "monthly_cost": 5, "locations": ["ewr"]}
+    assert said(v, "GET", "/plans", answer={"plans": [plan, {**plan, "gpu_type": "NVIDIA_A100", "gpu_vram_gb": 80}]}) == ""
+    hourly = said(v, "GET", "/plans", answer={"plans": [{**plan, "hourly_cost": 0.007}]})
+    assert "list-plans" in hourly and "field 'plans[0]': Additional properties" in hourly and "'hourly_cost'" in hourly
+    typed = said(v, "GET", "/instances/1001", answer={"instance": vultr_instance(ram="2048")})
+    assert "get-instance" in typed and "field 'instance.ram'" in typed
+    status = said(v, "POST", "/instances", body=VULTR_ORDER, status=201, answer={"instance": vultr_instance()})
+    assert "answer status 201 is not described (only 202, 400, 401, 403, 404)" in status
+    assert "answer status 405 is not described" in said(v, "PUT", "/instances/1001", body={}) + said(
+        v, "GET", "/instances/1001", status=405, answer={"error": "x", "status": 405})
+    assert said(v, "GET", "/instances/9", status=404, answer={"error": "Invalid instance-id.", "status": 404}) == ""
+
+
+# ---------------------------------------------------------------------------- Lambda: the check can fail
+
+LAUNCH = {"region_name": "us-east-1", "instance_type_name": "gpu_1x_a10", "ssh_key_names": ["k"], "name": "skyward-one",
+          "user_data": "#!/bin/sh\n", "firewall_rulesets": [{"id": "r"}], "image": {"family": "lambda-stack-24-04"}}
+LAMBDA_RULE = {"protocol": "tcp", "port_range": [22, 22], "source_network": "0.0.0.0/0", "description": "SSH"}
+
+
+def lambda_instance(**changes: object) -> dict[str, object]:
+    """An instance as the fake shows one, with ``changes`` (None: the field left out)."""
+    machine = FakeMachine("1001", "skyward-one", "gpu_1x_a10", False, "lambda-stack-24-04", "", 0.75, region="us-east-1")
+    shown = {**FakeLambda()._instance(machine), **changes}
+    return {k: v for k, v in shown.items() if v is not None}
+
+
+def test_lambda_a_request_the_openapi_document_does_not_allow_is_named() -> None:
+    lam = load("lambda")
+    launched = {"data": {"instance_ids": ["1001"]}}
+    assert said(lam, "POST", "/instance-operations/launch", body=LAUNCH, answer=launched) == ""
+    misspelt = said(lam, "POST", "/instance-operations/launch", body={**LAUNCH, "ssh_keys": ["k"]}, answer=launched)
+    assert "launchInstance" in misspelt and "'ssh_keys' was unexpected" in misspelt
+    image = said(lam, "POST", "/instance-operations/launch", body={**LAUNCH, "image": {"name": "x"}}, answer=launched)
+    assert "field 'image'" in image
+    protocol = said(lam, "POST", "/firewall-rulesets", body={"name": "g", "region": "us-east-1", "rules": [
+        {**LAMBDA_RULE, "protocol": "TCP"}]}, status=400, answer={"error": {"code": "global/invalid-parameters",
+                                                                           "message": "x"}})
+    assert "createFirewallRuleset" in protocol and "field 'rules[0].protocol'" in protocol and "'TCP'" in protocol
+    ports = said(lam, "POST", "/firewall-rulesets", body={"name": "g", "region": "us-east-1", "rules": [
+        {**LAMBDA_RULE, "port_range": [0, 22]}]}, status=401, answer=None)
+    assert "field 'rules[0].port_range[0]'" in ports
+    required = said(lam, "POST", "/instance-operations/terminate", body={"ids": ["1001"]},
+                    answer={"data": {"terminated_instances": []}})
+    assert "terminateInstance" in required and "'instance_ids' is a required property" in required
+    assert "query parameter 'region' is not described" in said(lam, "GET", "/instances", {"region": "x"},
+                                                               answer={"data": []})
+
+
+def test_lambda_an_answer_the_openapi_document_would_not_produce_is_named() -> None:
+    lam = load("lambda")
+    assert said(lam, "GET", "/instances/1001", answer={"data": lambda_instance()}) == ""
+    missing = said(lam, "GET", "/instances/1001", answer={"data": lambda_instance(actions=None)})
+    assert "getInstance" in missing and "field 'data': 'actions' is a required property" in missing
+    status = said(lam, "GET", "/instances/1001", answer={"data": lambda_instance(status="running")})
+    assert "field 'data.status'" in status and "'running' is not one of" in status
+    extra = said(lam, "GET", "/instances", answer={"data": [lambda_instance(is_reserved=False)]})
+    assert "listInstances" in extra and "'is_reserved' was unexpected" in extra
+    cents = said(lam, "GET", "/instance-types", answer={"data": {"gpu_1x_a10": {
+        "instance_type": {"name": "gpu_1x_a10", "description": "1x A10", "gpu_description": "A10 (24 GB PCIe)",
+                          "price_cents_per_hour": 0.75, "specs": {"vcpus": 30, "memory_gib": 200, "storage_gib": 1400,
+                                                                  "gpus": 1}},
+        "regions_with_capacity_available": [{"name": "us-east-1", "description": "Virginia, USA"}]}}})
+    assert "listInstanceTypes" in cents and "field 'data.gpu_1x_a10.instance_type.price_cents_per_hour'" in cents
+    capacity = {"code": "instance-operations/launch/insufficient-capacity", "message": "Not enough capacity."}
+    assert said(lam, "POST", "/instance-operations/launch", body=LAUNCH, status=400, answer={"error": capacity}) == ""
+    code = said(lam, "DELETE", "/ssh-keys/k", status=404, answer={"error": {
+        "code": "global/object-does-not-exist", "message": "x"}})
+    assert "deleteSSHKey" in code and "field 'error.code'" in code and "'global/not-found' was expected" in code
+    unauthorized = said(lam, "GET", "/instances", status=401, answer={"message": "Unauthorized"})
+    assert "'error' is a required property" in unauthorized
+
+
+# ---------------------------------------------------------------------------- Scaleway: the check can fail
+
+SCW = "/instance/v1/zones/fr-par-2"
+SCW_ORDER = {"name": "skyward-one", "commercial_type": "DEV1-S", "image": "ubuntu_noble", "project": SCW_PROJECT,
+             "tags": ["skyward"], "security_group": "g", "dynamic_ip_required": True, "enable_ipv6": False}
+
+
+def scw_server(**changes: object) -> dict[str, object]:
+    """A server as the fake shows one, with ``changes``."""
+    machine = FakeMachine("1001", "skyward-one", "DEV1-S", False, "ubuntu_noble", "", 0.0088, region="fr-par-2")
+    return {**FakeScaleway()._view(machine), **changes}
+
+
+def test_scaleway_a_request_the_openapi_document_does_not_allow_is_named() -> None:
+    scw = load("scaleway")
+    made = {"server": scw_server()}
+    assert said(scw, "POST", f"{SCW}/servers", body=SCW_ORDER, status=201, answer=made) == ""
+    misspelt = said(scw, "POST", f"{SCW}/servers", body={**SCW_ORDER, "commercialType": "DEV1-S"}, status=201,
+                    answer=made)
+    assert "CreateServer" in misspelt and "'commercialType' was unexpected" in misspelt
+    action = said(scw, "POST", f"{SCW}/servers/1001/action", body={"action": "power_on"}, answer={"task": {}})
+    assert "ServerAction" in action and "field 'action'" in action and "'power_on' is not one of" in action
+    rule = {"protocol": "tcp", "direction": "inbound", "action": "accept", "ip_range": "0.0.0.0/0"}
+    lower = said(scw, "POST", f"{SCW}/security_groups/g/rules", body=rule, status=201, answer={"rule": {}})
+    assert "CreateSecurityGroupRule" in lower and "field 'protocol'" in lower and "'tcp' is not one of" in lower
+    zone = said(scw, "GET", "/instance/v1/zones/fr-par-9/servers", answer={"servers": []})
+    assert "ListServers" in zone and "path parameter 'zone'" in zone and "'fr-par-9' is not one of" in zone
+    assert "query parameter 'tag' is not described" in said(scw, "GET", f"{SCW}/servers", {"tag": "skyward"},
+                                                            answer={"servers": []})
+    assert said(scw, "PATCH", f"{SCW}/servers/1001/user_data/cloud-init", body="#!/bin/sh\n", status=204) == "", \
+        "the user data is text (*/*)"
+
+
+def test_scaleway_an_answer_the_openapi_document_would_not_produce_is_named() -> None:
+    scw = load("scaleway")
+    product = {"ncpus": 2, "ram": 2 * 2**30, "arch": "x86_64", "hourly_price": 0.0088, "gpu": 0}
+    assert said(scw, "GET", f"{SCW}/products/servers", answer={"servers": {"DEV1-S": product}}) == ""
+    bare = said(scw, "GET", f"{SCW}/products/servers", answer={"servers": {"DEV1-S": {**product, "baremetal": False}}})
+    assert "ListServersTypes" in bare and "field 'servers.DEV1-S'" in bare and "'baremetal' was unexpected" in bare
+    typed = said(scw, "GET", f"{SCW}/products/servers", answer={"servers": {"DEV1-S": {**product, "ram": "2G"}}})
+    assert "field 'servers.DEV1-S.ram'" in typed, "a map's values are checked (<serverKey>)"
+    state = said(scw, "GET", f"{SCW}/servers/1001", answer={"server": scw_server(state="booting")})
+    assert "GetServer" in state and "field 'server.state'" in state and "'booting' is not one of" in state
+    null = said(scw, "GET", f"{SCW}/servers/1001", answer={"server": scw_server(public_ip=None)})
+    assert "field 'server.public_ip'" in null
+    assert "answer status 200 is not described (only 201)" in said(scw, "POST", f"{SCW}/servers", body=SCW_ORDER,
+                                                                    answer={"server": scw_server()})
+    assert said(scw, "GET", f"{SCW}/servers/9", status=404, answer={"type": "not_found", "message": "x"}) == "", \
+        "Scaleway's document describes no errors"
+
+
 # ---------------------------------------------------------------------------- the fakes record, unchanged
 
 
@@ -334,6 +498,116 @@ def test_the_digitalocean_client_and_fake_agree_with_its_openapi_document(monkey
         fake.stop()
 
 
+def test_the_vultr_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    fake = FakeVultr()
+    fake.use_subnet("192.0.2.0/24")
+    fake.page_limit = 2  # every page read
+    fake.start()
+    try:
+        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
+            monkeypatch.setenv(key, value)
+        api = vultr.VultrAPI()
+        kinds = {k.name: k for k in api.machine_types("ewr")}
+        assert kinds["vcg-a100-12c-120g-80vram"].accelerator_count == 1
+        key = api.add_key(naming.key_name("0123456789abcdef"), PUBLIC_KEY)
+        registered = api.keys()
+        assert key is not None and [k.id for k in registered] == [key]
+        group = naming.key_name("0123456789abcdef")
+        firewall = api.add_firewall(group)
+        assert [f.id for f in api.firewalls()] == [firewall]
+        made = api.create(Order(naming.machine_name("0123456789abcdef", 0), kinds["vc2-2c-4gb"], False, PUBLIC_KEY, key,
+                                "2284", "#!/bin/sh\n", None, group))
+        fake.started(made)
+        machine = api.get(made)
+        assert machine is not None and machine.state == "running"
+        fake.plant(naming.machine_name("fedcba9876543210", 0), "vc2-1c-1gb", tags=("skyward",))
+        assert len(api.machines()) == 2
+        api.delete(made)
+        assert api.get(made) is None
+        api.remove_firewall(firewall, group)
+        api.remove_key(key)
+        assert api.firewalls() == [] and api.keys() == []
+        assert fake.violations == []
+    finally:
+        fake.stop()
+
+
+def test_the_lambda_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    fake = FakeLambda()
+    fake.use_subnet("192.0.2.0/24")
+    fake.start()
+    try:
+        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
+            monkeypatch.setenv(key, value)
+        api = lambda_cloud.LambdaAPI()
+        kinds = {k.name: k for k in api.machine_types("us-east-1")}
+        group = naming.key_name("0123456789abcdef")
+        key = api.add_key(group, PUBLIC_KEY)
+        registered = api.keys()
+        assert key is not None and [k.id for k in registered] == [key]
+        assert api.add_firewall(group) == group
+        order = Order(naming.machine_name("0123456789abcdef", 0), kinds["gpu_1x_a10"], False, PUBLIC_KEY, key,
+                      "lambda-stack-24-04", "#!/bin/sh\n", None, group)
+        made = api.create(order)
+        fake.started(made)
+        machine = api.get(made)
+        assert machine is not None and machine.state == "running" and machine.hourly_price == 0.75
+        assert [f.name for f in api.firewalls()] == [group]
+        fake.plant(naming.machine_name("fedcba9876543210", 0), "gpu_1x_a100_sxm4")
+        assert len(api.machines()) == 2
+        api.delete(made)
+        assert api.get(made) is None
+        api.remove_firewall(group, group)
+        api.remove_key(key)
+        assert api.firewalls() == [] and api.keys() == []
+        with pytest.raises(Exception, match="refused"):
+            lambda_cloud.LambdaAPI(api_key="wrong").machines()
+        fake.refuse("gpu_1x_a10")
+        api.add_key(group, PUBLIC_KEY)
+        with pytest.raises(Exception, match="no gpu_1x_a10"):
+            api.create(order)
+        assert fake.violations == []
+    finally:
+        fake.stop()
+
+
+def test_the_scaleway_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    fake = FakeScaleway()
+    fake.use_subnet("192.0.2.0/24")
+    fake.page_limit = 3  # every page read
+    fake.start()
+    try:
+        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
+            monkeypatch.setenv(key, value)
+        api = scaleway.ScalewayAPI("fr-par-2")
+        kinds = {k.name: k for k in api.machine_types("fr-par-2")}
+        assert "H100-2-80G" not in kinds, "in shortage"
+        group = naming.key_name("0123456789abcdef")
+        firewall = api.add_firewall(group)
+        assert [f.id for f in api.firewalls()] == [firewall]
+        order = Order(naming.machine_name("0123456789abcdef", 0), kinds["L4-1-24G"], False, PUBLIC_KEY, None,
+                      "ubuntu_noble_gpu_os_12", "#!/bin/sh\n", None, group)
+        made = api.create(order)
+        fake.started(made)
+        machine = api.get(made)
+        assert machine is not None and machine.state == "running"
+        fake.plant(naming.machine_name("fedcba9876543210", 0), "DEV1-S", tags=("skyward",))
+        assert len(api.machines()) == 2
+        api.delete(made)
+        assert api.get(made) is None
+        fake.refuse("L4-1-24G")
+        with pytest.raises(Exception, match="L4-1-24G"):
+            api.create(order)
+        api.remove_firewall(firewall, group)
+        assert api.firewalls() == []
+        assert fake.violations == []
+    finally:
+        fake.stop()
+
+
 # ---------------------------------------------------------------------------- the documented examples
 
 
@@ -357,3 +631,72 @@ def test_dockers_documented_answers_read_as_our_client_reads_them() -> None:
     assert made == {"Id": "e90e34656806", "Warnings": []}
     for path, method in (("/containers/{id}/json", "get"), ("/containers/{id}", "delete")):
         assert message(example(path, method, "404")) == "No such container: c2ada9df5af8"
+
+
+def vultr_example(path: str, method: str, status: str) -> Any:
+    """The example answer Vultr's OpenAPI document gives ``method path`` with ``status``."""
+    document = json.loads((DESCRIPTIONS / "vultr" / "api.v2.json").read_text())
+    [found] = document["paths"][path][method]["responses"][status]["content"]["application/json"]["examples"].values()
+    return found["value"]
+
+
+def test_vultrs_documented_answers_read_as_our_client_reads_them() -> None:
+    v = load("vultr")
+    for path, method, status in (("/plans", "get", "200"), ("/instances", "post", "202"),
+                                 ("/instances/{instance-id}", "get", "200")):
+        assert said(v, method.upper(), path.replace("{instance-id}", "1001"), status=int(status),
+                    answer=vultr_example(path, method, status), body=VULTR_ORDER if method == "post" else None) == ""
+    [plan] = vultr_example("/plans", "get", "200")["plans"]
+    assert (vultr._hourly(plan), vultr._gpu(plan)) == (192 / 730, None), "a monthly cost in dollars, no GPU"
+    assert vultr._hourly({**plan, "hourly_cost": 0.3}) == 0.3, "an hourly cost read first, should Vultr send one"
+    running = vultr._machine(vultr_example("/instances/{instance-id}", "get", "200")["instance"])
+    assert (running.id, running.state, running.ssh_host, running.machine_type) == (
+        "cb676a46-66fd-4dfb-b839-443f2e6c0b60", "running", "192.0.2.123", "vc2-6c-16gb")
+    assert running.created == 1602294980, "date_created 2020-10-10T01:56:20+00:00"
+    pending = vultr._machine(vultr_example("/instances", "post", "202")["instance"])
+    assert (pending.state, pending.ssh_host) == ("starting", None), "main_ip 0.0.0.0 is no address yet"
+
+
+def from_examples(schema: Any) -> Any:
+    """A value built from the first of each property's documented ``examples`` (3.1)."""
+    if "examples" in schema:
+        return schema["examples"][0]
+    properties = schema.get("properties", {})
+    return {k: from_examples(v) for k, v in properties.items() if "examples" in v or "properties" in v}
+
+
+def test_lambdas_documented_answers_read_as_our_client_reads_them() -> None:
+    document = json.loads((DESCRIPTIONS / "lambda" / "cloud.v1.json").read_text())
+    answer = document["paths"]["/api/v1/instances/{id}"]["get"]["responses"]["200"]["content"]["application/json"]
+    instance = {**from_examples(answer["schema"]["properties"]["data"]), "status": "active"}
+    assert instance["instance_type"]["price_cents_per_hour"] == 3592
+    machine = lambda_cloud._machine(instance)
+    assert (machine.id, machine.state, machine.ssh_host, machine.private_ip, machine.machine_type) == (
+        "0920582c7ff041399e34823a0be62549", "running", "198.51.100.2", "10.0.2.100", "gpu_8x_h100_sxm5gdr")
+    assert machine.hourly_price == 35.92, "a price in cents an hour, read as dollars"
+    assert lambda_cloud._accelerator(instance["instance_type"]["gpu_description"]) == ("H100-SXM5", 80.0), \
+        "H100 (80 GB SXM5): one GPU's memory in GB, the form read into the catalog's name"
+
+
+def from_example(schema: Any) -> Any:
+    """A value built from the ``example`` of each property the document gives one (a
+    list: of its items'), the properties without one left out."""
+    if "example" in schema:
+        return schema["example"]
+    if "items" in schema:
+        item = from_example(schema["items"])
+        return [item] if item else None
+    shown = {k: from_example(v) for k, v in schema.get("properties", {}).items()}
+    return {k: v for k, v in shown.items() if v}
+
+
+def test_scaleways_documented_answers_read_as_our_client_reads_them() -> None:
+    document = json.loads((DESCRIPTIONS / "scaleway" / "instance.v1.json").read_text())
+    answer = document["paths"]["/instance/v1/zones/{zone}/servers/{server_id}"]["get"]["responses"]["200"]
+    schema = answer["content"]["application/json"]["schema"]["properties"]["server"]
+    server = {**from_example(schema), "id": "1001", "state": schema["properties"]["state"]["default"]}
+    assert server["state"] == "running" and server["public_ips"][0]["address"] == "1.2.3.4"
+    machine = scaleway._machine(server)
+    assert (machine.state, machine.ssh_host) == ("running", "1.2.3.4"), "a routed IP (public_ips) is the address"
+    assert machine.created == 1647952496.123456, "creation_date 2022-03-22T12:34:56.123456Z"
+    assert scaleway._machine({**server, "public_ips": []}).ssh_host == "1.2.3.4", "else the deprecated public_ip"

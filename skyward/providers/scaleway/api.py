@@ -112,7 +112,7 @@ class ScalewayAPI(KeysInOrders):
         kinds = []
         for name, product in products.items():
             price = fields.number(product, "hourly_price", 0)
-            if price <= 0 or stock.get(name) == SHORTAGE or product.get("baremetal"):
+            if price <= 0 or stock.get(name) == SHORTAGE:
                 continue
             gpus = fields.integer(product, "gpu", 0)
             info = fields.obj(product, "gpu_info")

@@ -7,6 +7,9 @@ exchanges against.
     python tests/cloud/descriptions/extract.py gcp compute.v1.json cloudbilling.v1.json
     python tests/cloud/descriptions/extract.py docker v1.41.yaml
     python tests/cloud/descriptions/extract.py digitalocean specification/DigitalOcean-public.v2.yaml
+    python tests/cloud/descriptions/extract.py vultr blob/v0.0.1.json
+    python tests/cloud/descriptions/extract.py lambda openapi/lambda-labs-openapi.json
+    python tests/cloud/descriptions/extract.py scaleway openapi/_original/scaleway-instance-openapi.yml
 
 Each source file is the published one, found where the cloud's SOURCE.md says (same
 repository, path and commit); the outputs replace the files beside this script. Run it
@@ -18,6 +21,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +52,35 @@ KEPT: dict[str, dict[str, list[str]]] = {
             "DELETE /v2/tags/{tag_id}", "GET /v2/firewalls", "POST /v2/firewalls", "DELETE /v2/firewalls/{firewall_id}",
         ],
     },
+    "vultr": {
+        "api": [
+            "GET /regions", "GET /plans", "GET /ssh-keys", "POST /ssh-keys", "DELETE /ssh-keys/{ssh-key-id}",
+            "GET /instances", "POST /instances", "GET /instances/{instance-id}", "DELETE /instances/{instance-id}",
+            "GET /firewalls", "POST /firewalls", "DELETE /firewalls/{firewall-group-id}",
+            "POST /firewalls/{firewall-group-id}/rules", "DELETE /firewalls/{firewall-group-id}/rules/{firewall-rule-id}",
+        ],
+    },
+    "lambda": {
+        "cloud": [
+            "GET /api/v1/instance-types", "GET /api/v1/ssh-keys", "POST /api/v1/ssh-keys", "DELETE /api/v1/ssh-keys/{id}",
+            "POST /api/v1/instance-operations/launch", "POST /api/v1/instance-operations/terminate",
+            "GET /api/v1/instances", "GET /api/v1/instances/{id}", "GET /api/v1/firewall-rulesets",
+            "POST /api/v1/firewall-rulesets", "GET /api/v1/firewall-rulesets/{id}", "DELETE /api/v1/firewall-rulesets/{id}",
+        ],
+    },
+    "scaleway": {
+        "instance": [
+            f"{method} /instance/v1/zones/{{zone}}{path}" for method, path in (
+                ("GET", "/products/servers"), ("GET", "/products/servers/availability"), ("GET", "/servers"),
+                ("POST", "/servers"), ("GET", "/servers/{server_id}"), ("DELETE", "/servers/{server_id}"),
+                ("PATCH", "/servers/{server_id}/user_data/{key}"), ("POST", "/servers/{server_id}/action"),
+                ("DELETE", "/volumes/{volume_id}"), ("GET", "/security_groups"), ("POST", "/security_groups"),
+                ("GET", "/security_groups/{security_group_id}"), ("DELETE", "/security_groups/{security_group_id}"),
+                ("POST", "/security_groups/{security_group_id}/rules"),
+                ("DELETE", "/security_groups/{security_group_id}/rules/{security_group_rule_id}"),
+            )
+        ],
+    },
 }
 """Per cloud and document, the operations kept: a discovery document's method ids, an
 OpenAPI document's ``METHOD /path``."""
@@ -56,7 +89,29 @@ SOURCES = {
            "(wheel sha256 aaa90064c9bb642ff1d065b22ca8958a2cb6e345909cefe70d0e5452fc50e08b)",
     "docker": "github.com/moby/moby@b985e2313a8676e18072b442911fc8f64f17d440:api/docs/{name}",
     "digitalocean": "github.com/digitalocean/openapi@7c1300c479fed9c353cda9fc21cd968619552304:specification/{name}",
+    "vultr": "github.com/vultr/vultr-ruby@d4e06e22ee74c802e97da9f0425301e2a5fd74e5:blob/{name}",
+    "lambda": "https://docs.lambda.ai/api/cloud/spec.json, as mirrored in github.com/api-evangelist/lambda-labs"
+              "@9589c610a5e9a29f2e868772572f9a9ea5e2519f:openapi/{name}",
+    "scaleway": "Scaleway's Instance API v1 OpenAPI (scaleway.com), as mirrored in github.com/api-evangelist/scaleway"
+                "@0212ec06fb134e0d41743cc54a3957fcd4d4bc80:openapi/_original/{name}",
 }
+GOVULTR = "github.com/vultr/govultr@9ee451b0dcec73936d0ed318b847d98d60f986dc"
+ADDED: dict[str, dict[str, dict[str, Any]]] = {
+    "vultr": {
+        "plans": {
+            "gpu_vram_gb": {"type": "integer", "x-skyward-from": f"{GOVULTR}:plans.go Plan.GPUVRAM"},
+            "gpu_type": {"type": "string", "x-skyward-from": f"{GOVULTR}:plans.go Plan.GPUType"},
+        },
+        "instance": {
+            name: {"type": kind, "x-skyward-from": f"{GOVULTR}:instance.go Instance, and the document's own examples"}
+            for name, kind in (("v6_network", "string"), ("v6_main_ip", "string"), ("v6_network_size", "integer"))
+        },
+    },
+}
+"""Per cloud, fields the document's schemas (by name under ``components/schemas``) lack
+that the cloud's official SDK reads and the API sends, each marked with where it is
+published (``x-skyward-from``): Vultr's OpenAPI has no GPU fields on a plan, and lists
+``v6_networks`` on an instance where its own examples and govultr have ``v6_main_ip``."""
 
 
 def yaml_of(text: str) -> Any:
@@ -140,11 +195,17 @@ def openapi(document: dict[str, Any], kept: list[str]) -> dict[str, Any]:
     return {**top, "paths": paths, "definitions": definitions}
 
 
+@cache
+def document_of(file: Path) -> Any:
+    """The YAML (or JSON) ``file``, read once."""
+    return json.loads(file.read_text()) if file.suffix == ".json" else yaml_of(file.read_text())
+
+
 def bundled(file: Path, pointer: str = "", seen: tuple[tuple[Path, str], ...] = ()) -> Any:
-    """The node at ``pointer`` of the YAML ``file`` with every ``$ref`` below it (to
-    another file or within one) replaced by what it names; a reference back into itself
-    (a recursive schema) is left open (``{}``); code samples are dropped."""
-    node: Any = yaml_of(file.read_text())
+    """The node at ``pointer`` of the YAML or JSON ``file`` with every ``$ref`` below it
+    (to another file or within one) replaced by what it names; a reference back into
+    itself (a recursive schema) is left open (``{}``); code samples are dropped."""
+    node: Any = document_of(file)
     for part in filter(None, pointer.split("/")):
         node = node[part.replace("~1", "/").replace("~0", "~")]
     seen = (*seen, (file, pointer))
@@ -163,17 +224,22 @@ def bundled(file: Path, pointer: str = "", seen: tuple[tuple[Path, str], ...] = 
     return inline(node)
 
 
-def openapi3(source: Path, kept: list[str]) -> dict[str, Any]:
-    """An OpenAPI 3 document split over files, bundled into one with only the operations
-    ``kept`` (every reference inlined)."""
-    root = yaml_of(source.read_text())
+def openapi3(source: Path, kept: list[str], added: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An OpenAPI 3 document (one file, or split over several), bundled into one with only
+    the operations ``kept`` and the parameters their paths share (every reference
+    inlined), ``added``'s fields first put into the named schemas."""
+    root = document_of(source.resolve())
+    for name, properties in (added or {}).items():
+        root["components"]["schemas"][name]["properties"].update(properties)
     paths: dict[str, Any] = {}
     for entry in kept:
         method, path = entry.split(" ", 1)
-        pointer = "/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method.lower()
-        paths.setdefault(path, {})[method.lower()] = bundled(source.resolve(), pointer)
-    return {"openapi": root["openapi"], "info": {k: root["info"][k] for k in ("title", "version", "license")},
-            "paths": paths}
+        pointer = "/paths/" + path.replace("~", "~0").replace("/", "~1")
+        shared = root["paths"][path].get("parameters")
+        item = paths.setdefault(path, {"parameters": bundled(source.resolve(), pointer + "/parameters")} if shared else {})
+        item[method.lower()] = bundled(source.resolve(), f"{pointer}/{method.lower()}")
+    info = {k: root["info"][k] for k in ("title", "version", "license") if k in root["info"]}
+    return {"openapi": root["openapi"], "info": info, "paths": paths}
 
 
 def main(cloud: str, sources: list[str]) -> None:
@@ -181,6 +247,15 @@ def main(cloud: str, sources: list[str]) -> None:
         if cloud == "digitalocean":
             extract = openapi3(source, KEPT[cloud]["public"])
             out = HERE / cloud / "public.v2.json"
+        elif cloud == "vultr":
+            extract = openapi3(source, KEPT[cloud]["api"], ADDED[cloud])
+            out = HERE / cloud / "api.v2.json"
+        elif cloud == "lambda":
+            extract = openapi3(source, KEPT[cloud]["cloud"])
+            out = HERE / cloud / "cloud.v1.json"
+        elif cloud == "scaleway":
+            extract = openapi3(source, KEPT[cloud]["instance"])
+            out = HERE / cloud / "instance.v1.json"
         elif source.suffix == ".json":
             document = json.loads(source.read_text())
             name = document["name"]

@@ -1,11 +1,13 @@
 """Vultr against the local fake of its API v2 with real test hosts: offers priced from
-the plans (hourly cost, else monthly / 730; vGPU shares left out, whole GPUs counted,
-GPU names read into the catalog), every page of a list read; a region Vultr lacks and
-spot and more nodes than a firewall group can admit refused naming the field; a pool in
-a firewall group of its own that admits SSH from anywhere and everything else from the
-pool's own instances only (each admitted before it is used), created before any instance
-and deleted after the last; the API key from ``api_key=``, the environment or vultr-cli's config
-file; an orphan firewall group found and removed by ``sky.gc``; bad fields refused."""
+the plans (monthly cost / 730: Vultr's OpenAPI gives a plan no hourly cost; vGPU shares
+left out, whole GPUs counted, GPU names read into the catalog), every page of a list
+read; a region Vultr lacks and spot and more nodes than a firewall group can admit
+refused naming the field; a pool in a firewall group of its own that admits SSH from
+anywhere and everything else from the pool's own instances only (each admitted before it
+is used), created before any instance and deleted after the last; the API key from
+``api_key=``, the environment or vultr-cli's config file (plans and regions are read
+without one, as Vultr serves them); an orphan firewall group found and removed by
+``sky.gc``; bad fields refused."""
 
 from __future__ import annotations
 
@@ -71,8 +73,8 @@ def test_offers_come_from_the_plans_of_the_region(cloud: Cloud) -> None:
     finally:
         fake.page_limit = 500
     assert a100 == [
-        ("vcg-a100-12c-120g-80vram", 2.397, 1.0, "A100", 80.0),
-        ("vcg-a100-24c-240g-160vram", 4.794, 2.0, "A100", 80.0),
+        ("vcg-a100-12c-120g-80vram", round(1750 / 730, 4), 1.0, "A100", 80.0),
+        ("vcg-a100-24c-240g-160vram", round(3500 / 730, 4), 2.0, "A100", 80.0),
     ], "a vGPU share (4 GB of an A100) is not offered; 160 GB of A100s are two"
     assert ord_ == [("vcg-mi300x-32c-256g-192vram", 2.5, 1.0, "MI300X", 192.0)], (
         "monthly cost / 730"
@@ -81,7 +83,7 @@ def test_offers_come_from_the_plans_of_the_region(cloud: Cloud) -> None:
         "NVIDIA_HGX_H100 is an H100"
     )
     assert cpu == [
-        ("vc2-2c-4gb", 0.03, 0.0, None, None),
+        ("vc2-2c-4gb", round(20 / 730, 4), 0.0, None, None),
         ("vhf-2c-4gb", round(24 / 730, 4), 0.0, None, None),
     ]
     assert {
@@ -171,10 +173,11 @@ def test_the_api_key_comes_from_the_argument_the_environment_or_the_cli_config(
     cloud: Cloud, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     spec = sky.Spec(provider=sky.Vultr(), vcpus=2)
+    assert sky.Vultr(api_key="wrong").offers(spec), "plans and regions are public (Vultr's OpenAPI)"
     with pytest.raises(
         CredentialsError, match=r"refused.*Vultr\(api_key=\.\.\.\) or \$VULTR_API_KEY"
     ):
-        sky.Vultr(api_key="wrong").offers(spec)
+        sky.Vultr(api_key="wrong").api().machines()
     monkeypatch.delenv("VULTR_API_KEY")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert sky.Vultr(api_key=TOKEN).offers(spec)
