@@ -177,6 +177,8 @@ TARGETS = (
     Target("B1-task", "`>>` round trip ≤ 0.5x a Ray task", at_most_times("B1", "skyward", "Ray task", 0.5)),
     Target("B1-dask", "`>>` round trip ≤ 0.2x a Dask pinned submit",
            at_most_times("B1", "skyward", "Dask pinned submit", 0.2)),
+    Target("B1-ppe", "`>>` round trip of a script's function ≤ 0.6x ProcessPoolExecutor's submit-and-result (issue 40)",
+           at_most_times("B1", "skyward f() >> pool, f in the script", "ProcessPoolExecutor.submit", 0.6)),
     Target("B2-time", "`pool.map` of 10,000 items ≤ 0.1 s, chunking chosen automatically (no knob)",
            map_time),
     Target("B2-ppe", "`pool.map` ≥ 15x faster than ProcessPoolExecutor.map chunksize=1",
@@ -392,19 +394,41 @@ EXPLANATIONS: dict[str, str] = {
         "with the log monitor left running (stopping it after `ray.init` costs no start "
         "time)."
     ),
+    "B1-ppe": (
+        "ProcessPoolExecutor's submit is a pickle down a pipe to an idle worker and one back; "
+        "ours is the same on the agent's Unix-socket lane plus the driver's dispatch (a slot "
+        "from the scheduler, a request id, events for the console). Since 2026-11-29 a script's function goes to each node once and then as a "
+        "16-byte digest (`engine/shipping.py`): the rerun of that day measured it at 517 µs "
+        "against 402 µs for an imported function and ProcessPoolExecutor's 469 µs (1.10x; "
+        "1.5x before, when cloudpickle shipped the function's code with every call). What "
+        "is left is profiled under B1-actor: a round trip to one fixed agent is 0.10-0.14 "
+        "ms, round-robin over 4 agent processes 0.15-0.21 ms, because each call wakes a "
+        "process that slept through the other three, as ProcessPoolExecutor's 4 workers are "
+        "woken in turn too. The caller's thread already writes the lane and reads the answer "
+        "when a slot is free (`ClusterDriver.run_now`), so the event loop is not on this "
+        "path; on the node, the lane's thread hands the call to a task thread and back. The "
+        "2026-11-28 probe put the client's encoding at 13 µs and the node's decoding at 5 µs. "
+        "No profile yet splits the rest between the lane and the agent's hand-off; 0.6x "
+        "(about 280 µs here) is below what 4 processes woken in turn cost on this machine, "
+        "so it is left open."
+    ),
     "B2-best": (
         "ProcessPoolExecutor at chunksize=1,000 sends 10 chunks and pickles the function by "
         "reference. The full run of 2026-11-28 measured skyward's map at 3.33x of it: its "
         "guided chunks ended in a tail of single items, 58 round trips of a few hundred "
         "microseconds each. A map now gives no chunk less than about 5 ms of work once the "
-        "first chunks' pace is known (`engine/driver.py`, `MIN_CHUNK_SECONDS`; about a dozen "
-        "chunks here): rerun the same day, an importable function's map took 8.32 ms against "
-        "8.04 ms (1.03x) and a function defined in the script 13.2 ms (1.65x, the row the "
-        "target reads, from 28.3 ms). What is left is the script's function: cloudpickle "
-        "ships it by value with every chunk (its code and globals pickled on the client, "
-        "rebuilt on the node), about 0.4 ms a chunk here. Closing it: ship such a function "
-        "once per node and refer to it afterwards (issue 40), which needs a rule for globals "
-        "that change between calls (Ray captures them once, at the first call)."
+        "first chunks' pace is known (`engine/driver.py`, `MIN_CHUNK_SECONDS`), and since "
+        "2026-11-29 a script's function goes to each node once (`engine/shipping.py`): in "
+        "the B2 rerun of that day a script's function and an imported one took the same "
+        "(13.1 and 13.2 ms; 28.3 ms before the chunk floor), against 8.65 ms for "
+        "ProcessPoolExecutor at chunksize=1,000 (1.52x; the B1/B4/CLI rerun half an hour "
+        "earlier measured 11.1 and 6.75 ms against 7.09 ms, this group's spread on a loaded "
+        "2-core machine). The map now sends as few chunks as the peer (7 to 10, counted by "
+        "wrapping `wire._dump`), so what is left is the cost of each: a py-spy profile of "
+        "the client (200 Hz, 326 maps) shows its own work as pickling each chunk's items and "
+        "writing them to the lane, the rest waiting on the nodes and the event loop's "
+        "thread hand-offs (the map waits on a future the loop resolves). Closing it: a "
+        "cheaper round trip per chunk, as B1-ppe."
     ),
     "B4-kept": (
         "The adoption itself is fast: with skyward's modules already loaded, opening the kept "
@@ -419,33 +443,39 @@ EXPLANATIONS: dict[str, str] = {
         "full run of 2026-11-28 ran without skyward's bytecode (the sandbox sets "
         "PYTHONDONTWRITEBYTECODE and the checkout is editable), compiling 120 modules on every "
         "open; the run now compiles it first, as a wheel install does, and this row did not "
-        "move (368 ms both times): import work, not compiling. Closing it: an adopting client "
-        "imports only what a kept pool's client needs (no image builder, metrics, storage or "
-        "console modules until they are used)."
+        "move (368 ms both times): import work, not compiling. The rerun of 2026-11-29 "
+        "measured 265 ms, a pass, after the storage package and the `sky` commands became "
+        "lazy and a script's function went to each node once; should it miss again, an "
+        "adopting client should import only what a kept pool's client needs (no image "
+        "builder or metrics modules until they are used)."
     ),
     "B4-import": (
         "Counted since issue 41: `import skyward` (5-12 ms) plus what the first open imports, "
         "Ray (the peer's whole row) and skyward's own modules on top of it (about 300, see "
         "B4-kept): 794 ms against `import ray` 480 ms with bytecode (1.65x), 1.11 s against "
         "413 ms without it (2.69x, the full run). Ray is imported by the local pool's client "
-        "only; a kept pool's client never imports it. Closing it is the same work as B4-kept: "
-        "fewer of skyward's modules on the path to the first open."
+        "only; a kept pool's client never imports it. The rerun of 2026-11-29 measured 696 ms "
+        "against 377 ms (1.85x): `import ray` was faster in that run, skyward's share the same. "
+        "Closing it is the same work as B4-kept: fewer of skyward's modules on the path to "
+        "the first open."
     ),
     "CLI-ls": (
-        "`sky ls` is a fresh interpreter (42 ms for `python -c pass` here), click (53 ms), "
+        "`sky ls` is a fresh interpreter (42 ms for `python -c pass` here), click (40-50 ms), "
         "`importlib.metadata` for the console script's entry point (80 ms; a wheel install "
         "reads the same), the editable install's import hook (44 ms; a wheel has none) and "
-        "skyward's CLI modules, which import the daemon client, Rich tables and the log "
-        "exporter at load time for every command (`-X importtime`: `skyward.cli.main` 460 ms "
-        "under load). The answer itself is one request to the daemon. It measured 0.45 s in "
-        "the full run without bytecode and 0.35 s with it. Closing it: each command module "
-        "imports what only its command uses inside the command, and `sky` resolves its "
-        "subcommands lazily (click's `LazyGroup` pattern)."
+        "its command's module. Since 2026-11-29 `sky` imports a command's module only when "
+        "it runs (`cli/main.py`, `LAZY`): `sky --help` fell from 0.337 s to 0.127 s (CLI-help) "
+        "and `sky ls` from 0.346 s to 0.316 s, since `ls` still needs the pool daemon's client "
+        "and its message types (`skyward.core.messages`, 34 frozen dataclasses built at import, "
+        "35-60 ms under `-X importtime`) and the Rich table. The answer itself is one request "
+        "to the daemon. Without the editable hook, which a user's wheel install does not "
+        "have, it is about 0.27 s. Closing it here: message types that are cheaper to build "
+        "than dataclasses (or built on first use), and the table printed without Rich."
     ),
     "CLI-help": (
-        "The same path as CLI-ls without the daemon's answer (0.32-0.34 s, with and without "
-        "bytecode): `sky --help` loads every subcommand's module to list it. Closing it is "
-        "CLI-ls's lazy subcommands: help then needs only the names and first lines."
+        "`sky --help` lists the commands from `cli/main.py`'s `LAZY` table and imports none "
+        "of their modules (0.127 s on 2026-11-29, 0.337 s before). A miss means a command "
+        "module was imported at load again: `python -X importtime -m skyward.cli.main --help`."
     ),
     "B4-shutdown": (
         "Closing is almost all `ray.shutdown()`: Ray stops its processes one by one with "
