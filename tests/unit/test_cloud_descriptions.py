@@ -700,3 +700,18 @@ def test_scaleways_documented_answers_read_as_our_client_reads_them() -> None:
     assert (machine.state, machine.ssh_host) == ("running", "1.2.3.4"), "a routed IP (public_ips) is the address"
     assert machine.created == 1647952496.123456, "creation_date 2022-03-22T12:34:56.123456Z"
     assert scaleway._machine({**server, "public_ips": []}).ssh_host == "1.2.3.4", "else the deprecated public_ip"
+
+
+def test_docs_providers_names_the_description_of_every_pinned_cloud() -> None:
+    """docs/providers.md's table says, for each pinned description, what it is: a cloud
+    pinned here and left out there (or still listed as not pinned) fails."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "providers.md").read_text()
+    table = text.split("### How far each cloud is checked against its own API description", 1)[1].split("\n\n")[2]
+    rows = {line.split("|")[1].strip(): line.split("|")[2] for line in table.splitlines()[2:]}
+    shown = {"gcp": "GCP", "digitalocean": "DigitalOcean", "vultr": "Vultr", "lambda": "Lambda",
+             "scaleway": "Scaleway", "docker": "`sky.Container` (Docker, Podman)"}
+    pinned = sorted(path.name for path in DESCRIPTIONS.iterdir() if (path / "SOURCE.md").exists())
+    assert sorted(shown) == pinned, "a description was pinned: name its cloud here and in docs/providers.md"
+    for cloud in pinned:
+        assert shown[cloud] in rows and "not pinned" not in rows[shown[cloud]], cloud
+    assert not any(shown[cloud] in name for cloud in pinned for name in rows if "not pinned" in rows[name])
