@@ -114,7 +114,7 @@ class ShippedFunctions:
             kept = self._kept.get(fn)
         if kept is not None and _same(kept.dependencies, dependencies):
             return kept
-        if any(_writes_globals(dep.__code__) for dep in dependencies if isinstance(dep, types.FunctionType)):
+        if any(_writes_globals(dep) for dep in dependencies if isinstance(dep, types.CodeType)):
             return None
         payload = dump(fn)
         kept = _Kept(dependencies, hashlib.blake2b(payload, digest_size=16).digest(), payload)
@@ -129,7 +129,8 @@ def _same(old: tuple[object, ...], new: tuple[object, ...]) -> bool:
 
 def _dependencies(fn: types.FunctionType) -> tuple[object, ...] | None:
     """Every object ``fn``'s pickle is made of that may be rebound (see the module
-    docstring), in a fixed order; None when one of them may change in place."""
+    docstring), in a fixed order; None when one of them may change in place. ``fn``
+    itself is not among them, so a kept pickle does not keep its function alive."""
     found: list[object] = []
     return tuple(found) if _collect(fn, found, set()) else None
 
@@ -140,7 +141,7 @@ def _collect(fn: types.FunctionType, found: list[object], seen: set[int]) -> boo
     seen.add(id(fn))
     if fn.__dict__ or fn.__kwdefaults__:
         return False
-    found += (fn, fn.__code__, fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, fn.__defaults__)
+    found += (fn.__code__, fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, fn.__defaults__)
     values: list[object] = list(fn.__defaults__ or ())
     values += fn.__annotations__.values()
     found.append(fn.__annotations__)

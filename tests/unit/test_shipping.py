@@ -7,6 +7,7 @@ node" is this process's store of received functions."""
 
 from __future__ import annotations
 
+import gc
 import types
 from collections.abc import Iterator
 
@@ -134,3 +135,11 @@ def test_the_node_keeps_a_bounded_number_of_functions(script: types.SimpleNamesp
     for step in range(shipping.KEPT_ON_A_NODE + 5):
         decode(sent(script.make_closure(step), functions))
     assert len(shipping._received) == shipping.KEPT_ON_A_NODE
+
+
+def test_a_kept_pickle_does_not_keep_its_function_alive(script: types.SimpleNamespace) -> None:
+    functions = ShippedFunctions()
+    for step in range(20):
+        sent(script.make_closure(step), functions)  # a lambda per call, as in a loop
+    gc.collect()
+    assert len(functions._kept) == 0
