@@ -62,6 +62,14 @@ class _LazyGroup(click.Group):
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str],
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.list_commands(ctx):
+            for name in LAZY:  # a name no command has: click suggests the nearest of all of them
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)
         limit = min(formatter.width - 6 - max(len(name) for name in names), SHORT_HELP)

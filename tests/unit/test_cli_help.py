@@ -64,3 +64,11 @@ def test_sky_help_shows_each_lazy_commands_own_help_without_importing_it() -> No
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert "Commands:" in shown.stdout and "ls " in shown.stdout
     assert shown.stdout.rstrip().endswith("[]"), shown.stdout
+
+
+def test_a_mistyped_command_gets_the_nearest_lazy_ones_suggested() -> None:
+    """In a fresh process, where no command's module is loaded yet (here, earlier tests loaded them)."""
+    shown = subprocess.run([sys.executable, "-m", "skyward.cli.main", "lss"], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert shown.returncode == 2
+    assert "No such command 'lss'" in shown.stderr and "'ls'" in shown.stderr, shown.stderr
