@@ -37,6 +37,18 @@ def hold() -> bool:
         return True
 
 
+def reassert() -> None:
+    """Put the handler back in front of one installed since at the C level, while it is
+    held (main thread only). Ray's core worker installs a failure-signal handler for
+    SIGTERM in ``ray.init``: it prints a C++ stack and can abort the process before the
+    pool has shut down, so the pool calls this once Ray is up."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with _lock:
+        if _holders > 0 and signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, _interrupt)
+
+
 def release() -> None:
     """One holder is done; the last one restores the previous handler (main thread only:
     elsewhere the handler stays until the next release there)."""

@@ -187,6 +187,7 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         stack.callback(thread.stop)
 
         spec, cluster, started = _provision_first(request)
+        interrupt.reassert()  # in front of the SIGTERM handler Ray's ray.init installs
         members = Members(cluster.nodes, cluster.infos)
         stack.callback(_stop_cluster, bus, cluster, members)
         duration = time.monotonic() - started

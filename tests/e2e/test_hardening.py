@@ -484,4 +484,5 @@ def test_sigterm_of_the_client_shuts_down_like_ctrl_c(tmp_path: Path) -> None:
     client.terminate()
     _, stderr = client.communicate(timeout=30)
     assert "KeyboardInterrupt: signal SIGTERM" in stderr
+    assert "SIGTERM received at time" not in stderr, "Ray's failure-signal handler took SIGTERM first"
     _nothing_left(info, shm, within=10.0)
