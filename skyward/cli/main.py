@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -120,17 +121,26 @@ def offers(
     allocation: str, region: str | None, max_hourly_cost: float | None, providers: tuple[str, ...], limit: int,
     as_json: bool,
 ) -> None:
-    """Priced machines that satisfy a Spec, cheapest first."""
+    """Priced machines that satisfy a Spec, cheapest first. Without --provider or --region
+    it asks what sky.offers() asks, every cloud with credentials, and leaves out a cloud
+    whose offers cannot be read, saying so on stderr."""
     from skyward.api.offers import offers as find_offers
     from skyward.cli.output import emit_json, table
     from skyward.core.accelerators import parse_accelerator
 
-    found = _run(lambda: find_offers(
-        _chosen(providers, (region,)),
-        accelerator=parse_accelerator(accelerator) if accelerator else None, vcpus=vcpus, memory_gb=memory_gb,
-        architecture=architecture, allocation=_allocation(allocation), region=region,
-        max_hourly_cost=max_hourly_cost,
-    ))[:limit]
+    chosen = _chosen(providers, (region,)) if providers or region else None
+    if chosen is None:
+        _require_credentials()  # sky.offers() then asks each, leaving out one that fails
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        found = _run(lambda: find_offers(
+            chosen,
+            accelerator=parse_accelerator(accelerator) if accelerator else None, vcpus=vcpus, memory_gb=memory_gb,
+            architecture=architecture, allocation=_allocation(allocation), region=region,
+            max_hourly_cost=max_hourly_cost,
+        ))[:limit]
+    for warning in said:
+        click.echo(f"warning: {warning.message}", err=True)
     if as_json:
         emit_json(found)
         return
@@ -191,15 +201,23 @@ def _orphan(orphan: Orphan) -> dict[str, object]:
     return dataclasses.asdict(orphan)
 
 
+def _require_credentials() -> list[Provider]:
+    """Every cloud with credentials (a provider of each, default settings); a
+    ClickException saying where credentials are looked for when there is none."""
+    from skyward.providers.names import clouds_with_credentials
+
+    found = clouds_with_credentials()
+    if not found:
+        raise click.ClickException("no cloud credentials were found; `sky providers list` says where each cloud looks")
+    return found
+
+
 def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...]) -> list[Provider]:
     """The providers ``--provider`` names in each region, or every cloud with credentials."""
     from skyward.providers import names as known
-    from skyward.providers.names import clouds_with_credentials
 
     if not names:
-        found = clouds_with_credentials()
-        if not found:
-            raise click.ClickException("no cloud credentials were found; `sky providers list` says where each cloud looks")
+        found = _require_credentials()
         if regions == (None,):
             return found
         names = tuple(provider.name for provider in found)

@@ -2,8 +2,8 @@
 all fourteen clouds run here at once (the local AWS and a fake of each other cloud's API),
 and an A100 is priced by each that sells one, cheapest first, each price marked live or
 from a dated snapshot. A cloud without credentials is not asked; one whose API cannot be
-read is left out with a warning naming it (and fails the call when it was asked for by
-name); no credentials at all is an error saying where they are looked for."""
+read is left out with a warning naming it, by ``sky offers`` too (and fails the call when
+it was asked for by name); no credentials at all is an error saying where they are looked for."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_only_clouds_with_credentials_are_asked(everywhere: dict[str, FakeCloud]
     assert (len(everywhere["vastai"].requests), len(everywhere["runpod"].requests)) == asked, "not asked at all"
 
 
-def test_a_cloud_whose_api_fails_is_left_out_with_a_warning_unless_named(
+def test_a_cloud_whose_api_fails_is_left_out_with_a_warning_unless_named_by_the_api_and_the_command(
     everywhere: dict[str, FakeCloud], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with socket_nobody_listens_on() as url:
@@ -86,6 +86,11 @@ def test_a_cloud_whose_api_fails_is_left_out_with_a_warning_unless_named(
         assert len([w for w in warned if issubclass(w.category, sky.CloudSkippedWarning)]) == 1
         with pytest.raises(Exception, match="(?i)novita"):
             sky.offers(sky.Novita(), accelerator=A100)
+        listed = subprocess.run([SKY, "offers", "-a", "A100", "--limit", "100"], capture_output=True, text=True,
+                                timeout=300, env={**os.environ, "COLUMNS": "200"}, check=False)
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+        assert "novita left out" in listed.stderr and "novita" not in listed.stdout, listed.stdout + listed.stderr
+        assert "verda" in listed.stdout, "the listing goes on without the cloud that failed"
 
 
 def test_no_credentials_at_all_says_where_they_are_looked_for(
