@@ -174,7 +174,7 @@ async def connect(
     while True:
         left = deadline - asyncio.get_running_loop().time()
         try:
-            return await _connect_once(address, known, max(1.0, left), keepalives)
+            return await _connect_once(address, known, timeout, max(1.0, left), keepalives)
         except HostUnreachableError:
             if retry_interval is None or left <= retry_interval:
                 raise
@@ -182,8 +182,10 @@ async def connect(
 
 
 async def _connect_once(
-    address: SSHEndpoint, known: KnownHosts, timeout: float, keepalives: int
+    address: SSHEndpoint, known: KnownHosts, timeout: float, limit: float, keepalives: int
 ) -> asyncssh.SSHClientConnection:
+    """One attempt of ``connect``, waiting at most ``limit`` seconds (what is left of
+    ``timeout``, which its errors name)."""
     lookup = functools.partial(listed, known.entries())
     client = _TrustOnFirstUse(address, known, lookup)
     key_path = address.key_path
@@ -198,13 +200,13 @@ async def _connect_once(
                 known_hosts=lookup,
                 client_factory=lambda: client,
                 agent_path=None if key_path else (),
-                connect_timeout=timeout,
-                login_timeout=timeout,
+                connect_timeout=limit,
+                login_timeout=limit,
                 keepalive_interval=KEEPALIVE_SECONDS,
                 keepalive_count_max=keepalives,
                 config=None,
             ),
-            timeout + 1,
+            limit + 1,
         )
     except asyncssh.HostKeyNotVerifiable as exc:
         if client.changed:
