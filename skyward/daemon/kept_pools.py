@@ -89,6 +89,10 @@ if TYPE_CHECKING:
 
 HOLD_TIMEOUT = 30.0
 """Seconds a client that was given a pool has to open its relay session."""
+OWN_RELEASE_WAIT = 5.0
+"""Seconds ``adopt`` waits for a pool held by the asking client itself to be let go: its
+relay session ends here a moment after the client was told it closed."""
+OWN_RELEASE_POLL = 0.02
 CHECK_EVERY = 5.0
 """Seconds between asking the providers of remote kept pools for hosts they took back."""
 SILENCE_MARGIN = 15.0
@@ -453,31 +457,41 @@ class KeptPools:
     def adopt(self, name: str, fingerprint: str, pid: int) -> PoolHeld:
         """Hold a kept pool for client ``pid``: the one named ``name`` (whose definition
         must be ``fingerprint``), or with no name any idle one defined so. LookupError
-        when there is none; ValueError naming the holder or the difference."""
-        with self._lock:
-            if name:
-                pool = self._pools.get(name)
-                if pool is None:
-                    raise LookupError(f"no pool named {name!r} is kept")
-                if fingerprint and pool.fingerprint != fingerprint:
+        when there is none; ValueError naming the holder or the difference. A pool that
+        ``pid`` itself holds is waited for up to ``OWN_RELEASE_WAIT`` seconds: that
+        client has just closed it, and its session may not have ended here yet."""
+        deadline = time.monotonic() + OWN_RELEASE_WAIT
+        while True:
+            with self._lock:
+                candidates = self._candidates(name, fingerprint)
+                for pool in candidates:
+                    if not pool.holder:
+                        return self._hold(pool, pid, adopted=True)
+                if time.monotonic() >= deadline or all(pool.holder != pid for pool in candidates):
+                    holders = ", ".join(f"{p.name} (pid {p.holder})" for p in candidates)
                     raise ValueError(
-                        f"the kept pool {name!r} was defined otherwise (provider, nodes, Image, plugins, volumes, "
-                        f"worker, working directory or interpreter differ); define it as it was, give this pool "
-                        f"another name, or end the kept one with `sky down {name}`"
+                        f"the kept pool {holders} is in use by another script (one client at a time); wait for it "
+                        "to finish, or give this pool another name to open a second one"
                     )
-                candidates = [pool]
-            else:
-                candidates = [p for p in self._pools.values() if p.fingerprint == fingerprint]
-                if not candidates:
-                    raise LookupError("no kept pool is defined as this one")
-            for pool in candidates:
-                if not pool.holder:
-                    return self._hold(pool, pid, adopted=True)
-            holders = ", ".join(f"{p.name} (pid {p.holder})" for p in candidates)
-            raise ValueError(
-                f"the kept pool {holders} is in use by another script (one client at a time); wait for it to "
-                "finish, or give this pool another name to open a second one"
-            )
+            time.sleep(OWN_RELEASE_POLL)
+
+    def _candidates(self, name: str, fingerprint: str) -> list[KeptPool]:
+        """The kept pools ``adopt`` may give (see there); LookupError or ValueError as it says."""
+        if name:
+            pool = self._pools.get(name)
+            if pool is None:
+                raise LookupError(f"no pool named {name!r} is kept")
+            if fingerprint and pool.fingerprint != fingerprint:
+                raise ValueError(
+                    f"the kept pool {name!r} was defined otherwise (provider, nodes, Image, plugins, volumes, "
+                    f"worker, working directory or interpreter differ); define it as it was, give this pool "
+                    f"another name, or end the kept one with `sky down {name}`"
+                )
+            return [pool]
+        candidates = [p for p in self._pools.values() if p.fingerprint == fingerprint]
+        if not candidates:
+            raise LookupError("no kept pool is defined as this one")
+        return candidates
 
     def release(self, name: str, pid: int) -> None:
         """Free the hold ``pid`` has on the pool ``name`` before connecting to it (the
