@@ -275,9 +275,14 @@ class RemoteCluster:
             command = f"exec {shlex.quote(python)} -u {script} {REJOIN}"
             watchdog = node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
             watchdog.stdin.write(node.pool_dir + "\n")
-            line = await asyncio.wait_for(watchdog.stdout.readline(), timeout)
-            if not line.startswith("::watching"):
-                raise RuntimeError(f"the pool's watchdog on node {node.index} ({node.address}) is gone: {line.strip()}")
+            said: list[str] = []  # what the host's shell printed first (a login script's noise)
+            async with asyncio.timeout(timeout):
+                while not (line := await watchdog.stdout.readline()).startswith("::watching"):
+                    if not line:
+                        raise RuntimeError(
+                            f"the pool's watchdog on node {node.index} ({node.address}) is gone: {''.join(said).strip()}"
+                        )
+                    said.append(line)
 
         await _all(one(node) for node in (self.nodes if nodes is None else nodes))
         if self._heartbeat is None:
