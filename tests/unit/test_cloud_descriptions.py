@@ -465,6 +465,29 @@ def test_the_docker_client_and_fake_agree_with_the_engine_api(docker: FakeDocker
     assert docker.violations == []
 
 
+def usual_calls(api: Any, fake: Any, kind: Any, image: str, planted: str) -> None:
+    """A key, a firewall and a machine made, read, listed beside a planted one and
+    deleted through ``api``, the client's usual calls, checked as they go."""
+    key = api.add_key(naming.key_name("0123456789abcdef"), PUBLIC_KEY)
+    registered = api.keys()
+    assert key is not None and [k.id for k in registered] == [key]
+    group = naming.key_name("0123456789abcdef")
+    firewall = api.add_firewall(group)
+    assert [f.id for f in api.firewalls()] == [firewall]
+    made = api.create(Order(naming.machine_name("0123456789abcdef", 0), kind, False, PUBLIC_KEY, key,
+                            image, "#!/bin/sh\n", None, group))
+    fake.started(made)
+    machine = api.get(made)
+    assert machine is not None and machine.state == "running"
+    fake.plant(naming.machine_name("fedcba9876543210", 0), planted, tags=("skyward",))
+    assert len(api.machines()) == 2
+    api.delete(made)
+    assert api.get(made) is None
+    api.remove_firewall(firewall, group)
+    api.remove_key(str(key))
+    assert api.firewalls() == [] and api.keys() == []
+
+
 def test_the_digitalocean_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
                                                                           tmp_path: Path) -> None:
     fake = FakeDigitalOcean()
@@ -475,24 +498,7 @@ def test_the_digitalocean_client_and_fake_agree_with_its_openapi_document(monkey
             monkeypatch.setenv(key, value)
         api = DigitalOceanAPI()
         kinds = {k.name: k for k in api.machine_types("nyc3")}
-        key = api.add_key(naming.key_name("0123456789abcdef"), PUBLIC_KEY)
-        registered = api.keys()
-        assert [k.id for k in registered] == [key]
-        group = naming.key_name("0123456789abcdef")
-        firewall = api.add_firewall(group)
-        assert [f.id for f in api.firewalls()] == [firewall]
-        made = api.create(Order(naming.machine_name("0123456789abcdef", 0), kinds["s-2vcpu-4gb"], False, PUBLIC_KEY, key,
-                                "ubuntu-24-04-x64", "#!/bin/sh\n", None, group))
-        fake.started(made)
-        machine = api.get(made)
-        assert machine is not None and machine.state == "running"
-        fake.plant(naming.machine_name("fedcba9876543210", 0), "planted", tags=("skyward",))
-        assert len(api.machines()) == 2
-        api.delete(made)
-        assert api.get(made) is None
-        api.remove_firewall(firewall, group)
-        api.remove_key(str(key))
-        assert api.firewalls() == [] and api.keys() == []
+        usual_calls(api, fake, kinds["s-2vcpu-4gb"], "ubuntu-24-04-x64", "planted")
         assert fake.violations == []
     finally:
         fake.stop()
@@ -510,24 +516,7 @@ def test_the_vultr_client_and_fake_agree_with_its_openapi_document(monkeypatch: 
         api = vultr.VultrAPI()
         kinds = {k.name: k for k in api.machine_types("ewr")}
         assert kinds["vcg-a100-12c-120g-80vram"].accelerator_count == 1
-        key = api.add_key(naming.key_name("0123456789abcdef"), PUBLIC_KEY)
-        registered = api.keys()
-        assert key is not None and [k.id for k in registered] == [key]
-        group = naming.key_name("0123456789abcdef")
-        firewall = api.add_firewall(group)
-        assert [f.id for f in api.firewalls()] == [firewall]
-        made = api.create(Order(naming.machine_name("0123456789abcdef", 0), kinds["vc2-2c-4gb"], False, PUBLIC_KEY, key,
-                                "2284", "#!/bin/sh\n", None, group))
-        fake.started(made)
-        machine = api.get(made)
-        assert machine is not None and machine.state == "running"
-        fake.plant(naming.machine_name("fedcba9876543210", 0), "vc2-1c-1gb", tags=("skyward",))
-        assert len(api.machines()) == 2
-        api.delete(made)
-        assert api.get(made) is None
-        api.remove_firewall(firewall, group)
-        api.remove_key(key)
-        assert api.firewalls() == [] and api.keys() == []
+        usual_calls(api, fake, kinds["vc2-2c-4gb"], "2284", "vc2-1c-1gb")
         assert fake.violations == []
     finally:
         fake.stop()
