@@ -10,7 +10,9 @@ later requests so it cannot starve. Waiting happens on the pool's event loop;
 Waiters sit in one queue per kind of want (any node, node ``i``, every node), each in
 arrival order, so serving a release looks at the head of each queue only: the cost of a
 grant does not grow with the number of waiters (50,000 pending futures cost per task
-what 1,000 do).
+what 1,000 do). Nor with the number of nodes: the nodes with a free slot are kept as a
+set and the rank order is sorted once per membership change (a grant at 1,000 nodes
+costs what it costs at 10).
 
 Membership: ``add(i)`` brings node ``i`` in with every slot free; ``drain(i)`` stops
 granting its slots (it is about to leave; ``undrain(i)`` if it stays); ``expect(i)`` takes it out while a
@@ -54,6 +56,11 @@ class SlotScheduler:
         ranks = range(nodes) if isinstance(nodes, int) else nodes
         now = time.monotonic()
         self._free: dict[int, int] = {rank: slots for rank in ranks}
+        self._open: set[int] = set(self._free) if slots > 0 else set()
+        """The present nodes with a free slot that are not draining, kept as slots are
+        taken and given back, so a grant does not scan the pool."""
+        self._order: list[int] | None = None
+        """``_active()`` as last computed; None after a membership change."""
         self._idle_since: dict[int, float | None] = {rank: now for rank in self._free}
         self._draining: set[int] = set()
         self._expected: set[int] = set()
@@ -117,6 +124,8 @@ class SlotScheduler:
             self._idle_since[node] = time.monotonic()
             self._draining.discard(node)
             self._expected.discard(node)
+            self._reopen(node)
+            self._order = None
         self._serve_soon()
 
     def drain(self, node: int) -> None:
@@ -124,12 +133,16 @@ class SlotScheduler:
         with self._lock:
             if node in self._free:
                 self._draining.add(node)
+                self._open.discard(node)
+                self._order = None
         self._serve_soon()  # a waiting broadcast no longer waits for it
 
     def undrain(self, node: int) -> None:
         """Grant ``node``'s slots again (it stays after all)."""
         with self._lock:
             self._draining.discard(node)
+            self._reopen(node)
+            self._order = None
         self._serve_soon()
 
     def expect(self, node: int) -> None:
@@ -175,6 +188,14 @@ class SlotScheduler:
             self._stale[node] = self._stale.get(node, 0) + self._slots - free
         self._idle_since.pop(node, None)
         self._draining.discard(node)
+        self._open.discard(node)
+        self._order = None
+
+    def _reopen(self, node: int) -> None:
+        """Count ``node`` among the open nodes if it is present, has a free slot and is
+        not draining."""
+        if self._free.get(node, 0) > 0 and node not in self._draining:
+            self._open.add(node)
 
     def known(self, node: int) -> bool:
         """True if work may be pinned to ``node``: present, or expected back."""
@@ -234,6 +255,7 @@ class SlotScheduler:
                     self._stale[node] -= 1
                 elif node in self._free:
                     self._free[node] += 1
+                    self._reopen(node)
                     if self._free[node] == self._slots:
                         self._idle_since[node] = time.monotonic()
             waiting = self._waiting > 0
@@ -268,50 +290,60 @@ class SlotScheduler:
         return self._any
 
     def _active(self) -> list[int]:
-        return sorted(node for node in self._free if node not in self._draining)
+        """The present nodes not draining, in rank order (a copy of the cached list)."""
+        return list(self._ordered())
+
+    def _ordered(self) -> list[int]:
+        """``_active()``, computed once per membership change; not to be changed."""
+        if self._order is None:
+            self._order = sorted(node for node in self._free if node not in self._draining)
+        return self._order
 
     def _serve(self) -> None:
         """Grant slots to waiters in arrival order until none can be served."""
         with self._lock:
             while True:
                 candidates = [
-                    queue for node, queue in self._pinned.items() if self._grantable(node) and _live_head(queue)
+                    queue for node, queue in self._pinned.items() if node in self._open and _live_head(queue)
                 ]
-                if _live_head(self._any) and any(self._grantable(node) for node in self._free):
+                if _live_head(self._any) and self._open:
                     candidates.append(self._any)
                 first = min(candidates, key=lambda q: q[0].seq, default=None)
                 if _live_head(self._all) and (first is None or self._all[0].seq < first[0].seq):
-                    active = self._active()
-                    if not active or not all(self._free[node] > 0 for node in active):
+                    active = self._ordered()
+                    if not active or len(self._open) < len(active):
                         return  # a waiting broadcast holds back everything that came later
                     first = self._all
                 if first is None:
                     return
                 waiter = first.popleft()
+                if isinstance(waiter.want, int) and not first:
+                    del self._pinned[waiter.want]  # an empty queue per node ever pinned would be scanned on every grant
                 self._count(waiter.want, -1)
                 waiter.future.set_result(self._try(waiter.want))
-
-    def _grantable(self, node: int) -> bool:
-        return self._free.get(node, 0) > 0 and node not in self._draining
 
     def _take(self, node: int) -> None:
         self._free[node] -= 1
         self._idle_since[node] = None
+        if not self._free[node]:
+            self._open.discard(node)
 
     def _try(self, want: Want) -> Grant | None:
         if want == ALL:
-            active = self._active()
-            if active and all(self._free[node] > 0 for node in active):
+            active = self._ordered()
+            if active and len(self._open) == len(active):
                 for node in active:
                     self._take(node)
-                return active
+                return list(active)
             return None
         if isinstance(want, int):
-            if self._grantable(want):
+            if want in self._open:
                 self._take(want)
                 return want
             return None
-        active = self._active()
+        if not self._open:
+            return None
+        active = self._ordered()
         for offset in range(len(active)):
             node = active[(self._next + offset) % len(active)]
             if self._free[node] > 0:
