@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import queue
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextvars import Token
 from types import TracebackType
@@ -249,17 +251,31 @@ class Pool(PoolCollections, DispatchOperand):
         A generator function's place holds its stream of values (ready at once)."""
         if not isinstance(group, PendingFunctionGroup):
             raise TypeError(f"run_parallel() takes a group (a() & b(), or sky.gather(...)), got {group!r}")
-        futures = [self.run_async(p) for p in group.items]
-        self._progress.futures("gather", _group_name(group), futures)
-        if group.stream:
-            return self._stream(futures, group.ordered)
+        name = _group_name(group)
+        bar = contextlib.ExitStack()
+        bar.enter_context(progress_bar(self._bus, "gather", name, group.progress))
         try:
-            return tuple(future.result() for future in futures)
+            futures = [self.run_async(p) for p in group.items]
+            bar.callback(self._progress.futures("gather", name, futures))  # its last count, before the bar goes
         except BaseException:
-            _abandon(futures)
+            bar.close()
             raise
+        if group.stream:
+            stream = self._stream(futures, group.ordered, bar)
+            weakref.finalize(stream, bar.close)  # a stream never read still takes its bar down
+            return stream
+        with bar:
+            try:
+                return tuple(future.result() for future in futures)
+            except BaseException:
+                _abandon(futures)
+                raise
 
-    def _stream(self, futures: list[concurrent.futures.Future[object]], ordered: bool) -> Iterator[object]:
+    def _stream(
+        self, futures: list[concurrent.futures.Future[object]], ordered: bool, bar: contextlib.ExitStack
+    ) -> Iterator[object]:
+        """The results of ``futures`` as they are ready; ``bar`` is closed after the last
+        (or when the caller stops reading)."""
         handed: set[int] = set()
         try:
             source = futures if ordered else interruptible.as_completed(futures)
@@ -269,6 +285,7 @@ class Pool(PoolCollections, DispatchOperand):
                 yield result
         finally:
             _abandon([future for future in futures if id(future) not in handed])
+            bar.close()
 
     def _stream_call(self, pending: PendingFunction[R], target: Target) -> R:
         """Start a generator function's call on one node (``target`` as for ``run``): its

@@ -16,7 +16,7 @@ from typing import Any, Generic, NoReturn, TypeVar, overload
 
 from skyward.core.context import resolve_target
 from skyward.core.frames import shows_users_frames
-from skyward.core.validation import check_number
+from skyward.core.validation import check_flag, check_number
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -76,7 +76,7 @@ class PendingFunction(Generic[T_co]):
         if isinstance(other, PendingFunction):
             return PendingFunctionGroup((self, other))
         if isinstance(other, PendingFunctionGroup):
-            return PendingFunctionGroup((self, *other.items), other.stream, other.ordered)
+            return replace(other, items=(self, *other.items))
         raise TypeError(
             f"`&` joins pending calls, but its right side is {type(other).__name__} {other!r}. "
             + PRECEDENCE_HINT
@@ -98,11 +98,13 @@ class PendingFunction(Generic[T_co]):
 @dataclass(frozen=True, slots=True)
 class PendingFunctionGroup:
     """Pending calls run in parallel by ``>>``: a tuple of results, or a generator when
-    ``stream`` (in submission order when ``ordered``, else as each completes)."""
+    ``stream`` (in submission order when ``ordered``, else as each completes); with
+    ``progress``, a bar while they run (as ``pool.map(..., progress=True)``)."""
 
     items: tuple[PendingFunction[object], ...]
     stream: bool = False
     ordered: bool = True
+    progress: bool = False
 
     def __post_init__(self) -> None:
         for item in self.items:
@@ -122,9 +124,9 @@ class PendingFunctionGroup:
 
     def __and__(self, other: object) -> PendingFunctionGroup:
         if isinstance(other, PendingFunction):
-            return PendingFunctionGroup((*self.items, other), self.stream, self.ordered)
+            return replace(self, items=(*self.items, other))
         if isinstance(other, PendingFunctionGroup):
-            return PendingFunctionGroup((*self.items, *other.items), self.stream, self.ordered)
+            return replace(self, items=(*self.items, *other.items))
         raise TypeError(
             f"`&` joins pending calls, but its right side is {type(other).__name__} {other!r}. "
             + PRECEDENCE_HINT
@@ -227,12 +229,17 @@ def function(
 compute = function
 
 
-def gather(*pendings: PendingFunction[object], stream: bool = False, ordered: bool = True) -> PendingFunctionGroup:
+def gather(
+    *pendings: PendingFunction[object], stream: bool = False, ordered: bool = True, progress: bool = False
+) -> PendingFunctionGroup:
     """Group pending calls to run in parallel with ``>>``.
 
     With ``stream=True`` the result is a generator yielding each result as it is ready:
     in submission order when ``ordered`` (the default), otherwise in completion order.
+    ``progress=True`` draws a bar with the rate and the time left while they run, where
+    ``pool.map(..., progress=True)`` draws one (a terminal's standard error, a notebook;
+    nothing in a pipe). TypeError for a flag that is not True or False.
     """
-    if not isinstance(stream, bool) or not isinstance(ordered, bool):
-        raise TypeError("gather(stream=..., ordered=...) take True or False")
-    return PendingFunctionGroup(tuple(pendings), stream, ordered)
+    for field, value in (("stream", stream), ("ordered", ordered), ("progress", progress)):
+        check_flag("gather", field, value)
+    return PendingFunctionGroup(tuple(pendings), stream, ordered, progress)

@@ -20,6 +20,8 @@ from skyward.observe.bus import EventBus
 from skyward.observe.events import Progress, TaskCompleted, TaskStarted
 
 T = TypeVar("T")
+SENDING_WAIT = 2.0
+"""Seconds a gather's reader waits for an event a future's thread is delivering."""
 
 
 @dataclass
@@ -32,6 +34,10 @@ class _Batch:
     failed: int = 0
     started: int = 0
     sizes: dict[tuple[str, int], int] = field(default_factory=dict)
+    closed: bool = False
+    """Its finished event is sent: later counts are dropped."""
+    sending: int = 0
+    """Its events being delivered by a future's thread right now."""
 
     def event(self, finished: bool = False, cancelled: bool = False) -> Progress:
         return Progress(self.batch_id, self.kind, self.name, self.done, self.total, self.failed, finished, cancelled)
@@ -44,6 +50,7 @@ class ProgressTracker:
         self._bus = bus
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._sent = threading.Condition(self._lock)
         self._open: list[_Batch] = []
         self._unsubscribe: list[Callable[[], None]] = []
 
@@ -84,22 +91,49 @@ class ProgressTracker:
                 final = batch.event(finished=True, cancelled=cancelled)
             self._bus.emit(final)
 
-    def futures(self, kind: str, name: str, futures: list[concurrent.futures.Future[T]]) -> None:
-        """Count ``futures`` as they finish (a cancelled or failed one counts as failed)."""
+    def futures(self, kind: str, name: str, futures: list[concurrent.futures.Future[T]]) -> Callable[[], None]:
+        """Count ``futures`` as they finish (a cancelled or failed one counts as failed).
+        Returns what sends the finished event at once, counted from the futures' states:
+        call it once the caller has read them (their own last event may come later, from
+        the thread that finished them) or stopped reading (those not done count as
+        cancelled)."""
         if not futures or not self._bus.wants(Progress):
-            return
+            return _nothing
         batch = _Batch(f"b{next(self._ids)}", kind, name, len(futures))
         self._bus.emit(batch.event())
         for future in futures:
             future.add_done_callback(lambda f: self._future_done(batch, f))
+        return lambda: self._futures_read(batch, futures)
 
     def _future_done(self, batch: _Batch, future: concurrent.futures.Future[T]) -> None:
         with self._lock:
+            if batch.closed:
+                return
             if future.cancelled() or future.exception() is not None:
                 batch.failed += 1
             else:
                 batch.done += 1
-            event = batch.event(finished=batch.done + batch.failed >= batch.total)
+            batch.closed = batch.done + batch.failed >= batch.total
+            event = batch.event(finished=batch.closed)
+            batch.sending += 1
+        try:
+            self._bus.emit(event)
+        finally:
+            with self._lock:
+                batch.sending -= 1
+                self._sent.notify_all()
+
+    def _futures_read(self, batch: _Batch, futures: list[concurrent.futures.Future[T]]) -> None:
+        with self._lock:
+            # a future's own last event may be on its way: the reader's bar waits for it
+            self._sent.wait_for(lambda: not batch.sending, timeout=SENDING_WAIT)
+            if batch.closed:
+                return
+            batch.closed = True
+            finished = [future for future in futures if future.done()]
+            batch.failed = sum(1 for future in finished if future.cancelled() or future.exception() is not None)
+            batch.done = len(finished) - batch.failed
+            event = batch.event(finished=True, cancelled=len(finished) < batch.total)
         self._bus.emit(event)
 
     def _task_started(self, event: TaskStarted) -> None:
@@ -126,3 +160,7 @@ class ProgressTracker:
             else:
                 return
         self._bus.emit(progress)
+
+
+def _nothing() -> None:
+    """What ``futures`` returns when nothing is counted."""

@@ -64,3 +64,36 @@ def test_a_fresh_home_after_a_pool_holds_nothing_another_user_can_read(
     finally:
         subprocess.run([SKY, "down", "--all"], env=env, capture_output=True, timeout=180, check=False)
     assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+NAMED = """
+import skyward as sky
+
+@sky.function
+def shout():
+    print("a line a task printed", flush=True)
+    return 1
+
+with sky.Compute(nodes=1, name="homed", console=False) as pool:
+    assert (shout() >> pool) == 1
+print("DONE", flush=True)
+"""
+
+
+def test_logs_follow_skyward_home(sandbox: dict, tmp_path: Path) -> None:
+    """With ``SKYWARD_HOME`` set, the default log file, the pool's own log and ``sky logs``
+    are all there, and nothing is written under ``~/.skyward``."""
+    elsewhere = tmp_path / "skyhome"
+    env = {**sandbox["env"], "SKYWARD_HOME": str(elsewhere)}
+    (tmp_path / "script.py").write_text(NAMED)
+    done = subprocess.run(
+        [sys.executable, "script.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0 and "DONE" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "a line a task printed" in (elsewhere / "logs" / "skyward.log").read_text()
+    assert not (Path(sandbox["home"]) / ".skyward").exists(), sorted(map(str, (Path(sandbox["home"]) / ".skyward").rglob("*")))
+    logs = subprocess.run([SKY, "logs", "homed"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert logs.returncode == 0 and "a line a task printed" in logs.stdout, logs.stdout[-2000:] + logs.stderr[-2000:]
+    pool_logs = list((elsewhere / "logs" / "pools").glob("*"))
+    assert any("a line a task printed" in path.read_text() for path in pool_logs), pool_logs  # the pool's own log
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
