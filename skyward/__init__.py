@@ -23,7 +23,7 @@ from skyward.api.operands import DispatchOperand
 from skyward.core.lazy import lazy_names
 from skyward.core.notices import quiet_in_notebooks
 
-__version__ = "0.1.0"
+from skyward.core.version import VERSION as __version__
 
 __all__ = [
     "sky", "ComputeSpec", "ProviderLike", "ProviderSelector", "SelectionLike",

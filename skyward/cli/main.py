@@ -12,7 +12,6 @@ one JSON string per line); ``ssh`` and ``attach`` are interactive and have none.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import sys
 import warnings
 from collections.abc import Callable
@@ -91,6 +90,8 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def version(as_json: bool) -> None:
     """Versions of skyward, Python and the engine."""
+    import importlib.metadata
+
     from skyward.cli.output import emit_object, table
 
     versions = {

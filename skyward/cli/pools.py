@@ -16,7 +16,7 @@ import click
 
 from skyward.cli.output import console, emit_json, emit_object, table
 from skyward.observe import log_export
-from skyward.observe.event_log import EVENTS_LOGGER
+from skyward.observe.log_names import EVENTS_LOGGER
 from skyward.providers import daemon_client, registry
 
 if TYPE_CHECKING:  # imported when `sky down` cleans a cloud: the other commands answer at once

@@ -22,7 +22,7 @@ from skyward.engine.events import EventBatch
 from skyward.engine.relay_server import Sink
 from skyward.observe.dashboard.board import Board
 from skyward.observe.describe import describe
-from skyward.observe.event_log import EVENTS_LOGGER, TASK_LOGGER
+from skyward.observe.log_names import EVENTS_LOGGER, TASK_LOGGER
 from skyward.observe.events import Log, Metric
 
 

@@ -15,10 +15,7 @@ from collections.abc import Callable
 from skyward.observe import events
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe
-
-TRACE = 5
-EVENTS_LOGGER = "skyward.events"
-TASK_LOGGER = "skyward.task"
+from skyward.observe.log_names import EVENTS_LOGGER, TASK_LOGGER, TRACE
 _LEVELS: dict[type[events.Event], int] = {
     events.ClusterRequested: logging.INFO,
     events.ClusterProvisioned: logging.INFO,

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from skyward.observe.event_log import EVENTS_LOGGER, TASK_LOGGER
+from skyward.observe.log_names import EVENTS_LOGGER, TASK_LOGGER
 
 FORMATS = ("jsonl", "md", "ipynb")
 _LINE = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d{3})?) (?P<level>[A-Z]+) (?P<logger>[\w.]+): (?P<message>.*)$")

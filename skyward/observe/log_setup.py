@@ -15,7 +15,8 @@ from typing import cast
 from skyward.core.paths import in_home, skyward_home
 from skyward.core.private_dir import open_private, private_directories
 from skyward.observe.bus import Subscribe
-from skyward.observe.event_log import EVENTS_LOGGER, TASK_LOGGER, TRACE, EventLog
+from skyward.observe.event_log import EventLog
+from skyward.observe.log_names import EVENTS_LOGGER, TASK_LOGGER, TRACE
 from skyward.observe.log_config import LogConfig
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import importlib.metadata
 import json
 import os
 import signal
@@ -25,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-import psutil
-
 from skyward.core import messages
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.paths import runtime_dir, skyward_dir, skyward_home
+from skyward.core.version import VERSION
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.core.private_dir import open_private, private_directory
 from skyward.providers.kept import state as kept_state
@@ -75,7 +73,7 @@ class DaemonStatus:
 def daemon_dir() -> Path:
     """This interpreter's daemon directory (private to the user)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    identity = f"{os.path.realpath(sys.executable)}\0{package}\0{importlib.metadata.version('skyward')}"
+    identity = f"{os.path.realpath(sys.executable)}\0{package}\0{VERSION}"
     key = hashlib.sha256(identity.encode()).hexdigest()[:12]
     directory = skyward_dir("daemon") / key
     private_directory(str(directory))
@@ -384,6 +382,8 @@ def _spawn_lock(directory: Path) -> Iterator[None]:
 
 
 def _alive(pid: int) -> bool:
+    import psutil  # on first use: ``sky ls`` of a live daemon never needs it
+
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

@@ -3,8 +3,10 @@ import ≤ 0.3 s; the time itself is measured in benchmarks/, B4-import)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_importing_skyward_does_not_import_ray() -> None:
@@ -23,3 +25,21 @@ def test_the_storage_package_imports_a_module_on_the_first_use_of_its_names() ->
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert loaded.stdout.strip() == "[] True", loaded.stdout
+
+
+def test_sky_ls_loads_neither_the_event_machinery_nor_package_metadata(tmp_path: Path) -> None:
+    """``sky ls`` answers from the registry and the pool daemon: the events, their bus and
+    ``importlib.metadata`` (tens of milliseconds each) are not on its path (CLI-ls in
+    docs/benchmarks.md)."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('LOADED', sorted(m for m in ('skyward.observe.events', 'skyward.observe.bus', "
+        "'importlib.metadata', 'ray') if m in sys.modules)))\n"
+        "sys.argv = ['sky', 'ls']\n"
+        "from skyward.cli.main import main\n"
+        "main()\n"
+    )
+    env = {**os.environ, "SKYWARD_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "LOADED []" in done.stdout, done.stdout

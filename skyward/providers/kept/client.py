@@ -14,7 +14,6 @@ script's until the pool ends.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from dataclasses import replace
 import cloudpickle
 
 from skyward.core.codec import load_payload
+from skyward.core.version import VERSION
 from skyward.core.instance import InstanceInfo
 from skyward.engine.membership import Floor, Joined, Loss
 from skyward.engine.transports.relay import RelayEndpoint, RelayTransport, RemoteAgent
@@ -53,7 +53,7 @@ def fingerprint(spec: Spec, options: Options, context: ClientContext) -> str:
         options.collections_enabled,
         context.cwd,
         os.path.realpath(sys.executable),
-        importlib.metadata.version("skyward"),
+        VERSION,
     )
     return hashlib.sha256(repr(definition).encode()).hexdigest()[:24]
 
