@@ -8,9 +8,9 @@ then the clock runs until each of the 4 workers has answered one call: skyward
 Dask LocalCluster of 4 worker processes plus `client.run`, and a ProcessPoolExecutor
 whose 4 workers each ran a submit. Shutdown is timed from the call that stops the
 engine until it returns; the note says whether any process the engine started was still
-alive then. The kept and warm rows (a script run again) are given twice: from
-`sky.Compute(...)` to every node's first answer, and with the script's `import skyward`
-before it, which the user waits for as well.
+alive then. The kept and warm rows (a script run again, calling a function it defines)
+are given twice: from `sky.Compute(...)` to every node's first answer, and with the
+script's `import skyward` before it, which the user waits for as well.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import engines
+from benchmarks import engines, payloads
 from benchmarks.common import Row, failed_row, process_tree, row
 from benchmarks.isolate import SubjectFailed, isolated
 
@@ -110,31 +110,36 @@ def again(script: Callable[[], dict], runs: int) -> list[dict]:
 
 def kept_run() -> dict:
     """One run: ``import skyward`` (timed apart), adopt (or open) the kept 4-node pool
-    and have every node answer (timed); whether Ray was imported."""
+    and have every node answer a function of the script (timed); whether Ray was
+    imported."""
     import sys
 
     began = time.perf_counter()
     import skyward as sky
 
+    imported = time.perf_counter()
+    pid = sky.function(payloads.in_script("pid"))
     started = time.perf_counter()
     with sky.Compute(nodes=engines.WORKERS, keep_alive=KEEP_ALIVE, console=False, logging=False) as pool:
-        assert len(sky.function(os.getpid)() @ pool) == engines.WORKERS
+        assert len(pid() @ pool) == engines.WORKERS
         first = time.perf_counter() - started
-    return {"import": started - began, "open": first, "ray": "ray" in sys.modules}
+    return {"import": imported - began, "open": first, "ray": "ray" in sys.modules}
 
 
 def warm_open() -> dict:
     """One run: ``import skyward`` (timed apart), open (or adopt) the 4-node keep_warm
-    pool and have every node answer (timed), leave it."""
+    pool and have every node answer a function of the script (timed), leave it."""
     began = time.perf_counter()
     import skyward as sky
 
+    imported = time.perf_counter()
+    pid = sky.function(payloads.in_script("pid"))
     started = time.perf_counter()
     with sky.Compute(provider=sky.Local(keep_warm=KEEP_WARM), nodes=engines.WORKERS,
                      options=sky.Options(console=False, logging=False)) as pool:
-        assert len(sky.function(os.getpid)() @ pool) == engines.WORKERS
+        assert len(pid() @ pool) == engines.WORKERS
         opened = time.perf_counter() - started
-    return {"import": started - began, "open": opened}
+    return {"import": imported - began, "open": opened}
 
 
 def interleaved(fn: Callable[[str], Any], runs: int) -> dict[str, list[Any] | SubjectFailed]:

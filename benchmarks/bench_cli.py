@@ -6,8 +6,9 @@ Each command runs as a user types it: a fresh process, wall time from start to e
 in a fresh $SKYWARD_HOME with one kept 1-node local pool (so `sky ls` asks the pool
 daemon, as it does for a user who keeps pools). The floor is `python -c pass`; the peers
 are `ray --help` and `dask --help` (their lightest commands). The commands take turns
-run by run. Issue 42's target: every
-`sky` command answers within 0.3 s on this machine.
+run by run. Issue 42's target: every `sky` command answers within 0.3 s on this machine
+(those that open pools or ask a cloud answer their `--help` within it: the work they
+start is timed by the other groups).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ COMMANDS = {
     "sky version": [os.path.join(BIN, "sky"), "version"],
     "sky ls, one kept pool": [os.path.join(BIN, "sky"), "ls"],
     "sky logs NAME -n 5": [os.path.join(BIN, "sky"), "logs", "bench", "-n", "5"],
+    "sky events NAME": [os.path.join(BIN, "sky"), "events", "bench"],
+    "sky api": [os.path.join(BIN, "sky"), "api"],
+    "sky offers --help": [os.path.join(BIN, "sky"), "offers", "--help"],
     "ray --help": [os.path.join(BIN, "ray"), "--help"],
     "dask --help": [os.path.join(BIN, "dask"), "--help"],
 }

@@ -1,10 +1,12 @@
 """H1 — per-task cost of many `>` futures.
 
-`[f(i) > pool for i in range(N)]` then every `.result()`, on a 4-node pool, timed from
-the first submit to the last result and divided by N: 1,000 futures at once (median of
-several runs) against 50,000 at once, on the same pool. A dispatch path with any cost that grows with the number of
-waiting tasks (a scan of the waiters per grant, per-task bookkeeping in a list) shows as
-a higher per-task cost at 50,000; issue 11 found 0.58 ms at 1k growing to 4.0 ms at 16k.
+`[f(i) > pool for i in range(N)]` then every `.result()`, on a 4-node pool, with `f` an
+identity function defined in the script (`__main__`) as users write it, timed from the
+first submit to the last result and divided by N: 1,000 futures at once (median of
+several runs) against 50,000 at once, on the same pool. A dispatch path with any cost
+that grows with the number of waiting tasks (a scan of the waiters per grant, per-task
+bookkeeping in a list) shows as a higher per-task cost at 50,000; issue 11 found
+0.58 ms at 1k growing to 4.0 ms at 16k.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def futures_per_task(small_runs: int, large_runs: int) -> dict[str, Any]:
     """Seconds per task for ``SMALL`` and ``LARGE`` futures at once."""
     import skyward as sky
 
-    task = sky.function(payloads.identity)
+    task = sky.function(payloads.in_script("identity"))
     with engines.skyward_pool() as pool:
 
         def per_task(count: int) -> float:

@@ -4,66 +4,91 @@ The hosts are the test suite's throwaway hosts (tests/hosts.py: network namespac
 their own sshd, no route to any index). skyward: a `sky.SSH` pool of the 3 hosts, driven
 from this client through its SSH-forwarded relay, with an Image that also installs
 `dask[distributed]` (resolved on the client and shipped, like any Image.pip) so the
-peers find their packages in the same environment. Ray: a cluster started with
-`ray start` on the same hosts (head on host 0) from that environment, driven by a script
-that runs on host 0 (Ray Client is deprecated, so a Ray driver has to live in the
-cluster's network). Dask: `distributed.SSHCluster` on the same hosts (scheduler on host
-0, one single-threaded worker per host), driven from this client. Each measures one
-trivial round trip (round-robin over the 3 nodes), a map of 10,000 trivial items, and a
-100 MB broadcast (one object sent to every node and read there). The pool's open times
-are the S1 group's. A fourth subject times the hop every skyward call to a remote pool
-makes and the peers' drivers on host 0 do not: an asyncssh port forward from this client
-to an echo server on host 0, with no engine on either end (a 200-byte echo, and 100 MB
-sent once).
+peers find their packages in the same environment (the pool is opened once first to
+install it, untimed). Ray: a cluster started with `ray start` on the same hosts (head on
+host 0) from that environment, driven by a script that runs on host 0 (Ray Client is
+deprecated, so a Ray driver has to live in the cluster's network). Dask:
+`distributed.SSHCluster` on the same hosts (scheduler on host 0, one single-threaded
+worker per host), driven from this client. Each measures trivial round trips
+(round-robin over the 3 nodes), a map of 10,000 trivial items, and a 100 MB broadcast
+(one object sent to every node and read there); Ray and Dask map the items both as one
+task per item and as tasks of 1,000 items each (the batching both projects' docs advise
+for tiny tasks), and the fastest peer row is the one to beat. A fourth subject times the
+hop every skyward call to a remote pool makes and the peers' drivers on host 0 do not:
+an asyncssh port forward from this client to an echo server on host 0, with no engine
+on either end (a 200-byte echo, and 100 MB sent once). All four are started once and
+stay up together; they are measured in turns (skyward, Ray, Dask, the tunnel, skyward,
+...), each turn a round of every measurement, so that a burst of other load on the
+machine does not fall on one subject's runs only. The pool's open times are the S1
+group's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import shlex
 import sys
 import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-from benchmarks.common import Row, failed_row, row
+from benchmarks.common import Row, failed_row, repeat, row, timed
 from benchmarks.isolate import SubjectFailed, isolated
 
 GROUP = "R"
 TITLE = "R — remote pools on 3 SSH hosts: skyward, Ray, Dask SSHCluster"
 TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
 MAP_ITEMS = 10_000
+BATCH = 1_000
+"""Items per task in the peers' batched maps."""
 BROADCAST_BYTES = 100_000_000
+WARMUP = 20
+"""Untimed round trips of each subject before its first round."""
+RAY = "Ray (driver on host 0)"
+DASK = "Dask SSHCluster"
 TUNNEL = "SSH tunnel alone, no engine"
-SUBJECTS = ("skyward", "Ray (driver on host 0)", "Dask SSHCluster", TUNNEL)
-METRICS = ("round trip", "map 10,000", "broadcast 100 MB")
-MEASURED = {TUNNEL: ("round trip", "broadcast 100 MB")}
-"""The metrics of a subject that does not measure all of METRICS."""
+TRIP, MAP, BROADCAST = "round trip", "map 10,000", "broadcast 100 MB"
+BATCHED = f"map 10,000 in tasks of {BATCH:,} items"
+PEER_LABELS = (TRIP, MAP, BATCHED, BROADCAST)
+MEASURED = {"skyward": (TRIP, MAP, BROADCAST), RAY: PEER_LABELS, DASK: PEER_LABELS, TUNNEL: (TRIP, BROADCAST)}
+"""What each subject measures, in the order of its rows."""
+METRIC_OF = {BATCHED: MAP}
+"""The metric a row is compared under, where it is not the row's own label."""
+
+Samples = dict[str, list[float]]
+"""A subject's seconds by what they measure (a label of ``MEASURED``)."""
+Round = Callable[[], Samples]
+"""One turn of a subject: each of its measurements once, the round trip ``calls`` times."""
 
 
 def run(quick: bool = False) -> list[Row]:
-    calls = 50 if quick else 200
-    repeats = 1 if quick else 3
+    """A row per subject and measurement, over ``rounds`` turns of every subject."""
+    calls, rounds = (50, 1) if quick else (70, 3)
     try:
-        result = isolated(measure_all, calls, repeats, timeout=1800)
+        result = isolated(measure_all, calls, rounds, timeout=1800)
     except SubjectFailed as exc:
-        return [failed_row(GROUP, f"{s} {m}", exc, metric=m) for s in SUBJECTS for m in METRICS]
+        return [failed_row(GROUP, f"{s} {m}", exc, metric=METRIC_OF.get(m, m)) for s in MEASURED for m in MEASURED[s]]
     if "skipped" in result:
         return [failed_row(GROUP, "3 hosts", f"not measured: {result['skipped']}")]
     rows = []
-    for subject in SUBJECTS:
+    for subject, labels in MEASURED.items():
         found = result.get(subject, {})
-        for metric in MEASURED.get(subject, METRICS):
-            if isinstance(found.get(metric), list):
-                rows.append(row(GROUP, f"{subject} {metric}", found[metric], metric=metric))
+        for label in labels:
+            metric = METRIC_OF.get(label, label)
+            if found.get(label):
+                rows.append(row(GROUP, f"{subject} {label}", found[label], metric=metric))
             else:
-                rows.append(failed_row(GROUP, f"{subject} {metric}", found.get("error", "not measured"), metric=metric))
+                rows.append(failed_row(GROUP, f"{subject} {label}", found.get("error", "not measured"), metric=metric))
     return rows
 
 
-def measure_all(calls: int, repeats: int) -> dict[str, Any]:
-    """Every subject on one set of hosts (seconds per measurement, lists of samples)."""
+def measure_all(calls: int, rounds: int) -> dict[str, Any]:
+    """Every subject up at once on one set of hosts, measured in turns for ``rounds``
+    rounds: each subject's samples by label, or its ``error``."""
     if TESTS not in sys.path:
         sys.path.insert(0, TESTS)
     from hosts import HostLab, available
@@ -74,15 +99,39 @@ def measure_all(calls: int, repeats: int) -> dict[str, Any]:
     import importlib.metadata
 
     dask = f"distributed=={importlib.metadata.version('distributed')}"
-    results: dict[str, Any] = {}
-    with HostLab.start(3) as lab:
-        results["skyward"], python = _skyward(lab, dask, calls, repeats)
-        for subject, measure in (("Ray (driver on host 0)", _ray), ("Dask SSHCluster", _dask), (TUNNEL, _tunnel)):
+    failed: dict[str, Any] = {}
+    # the pool closes first: the Ray peer's `ray stop --force` ends every Ray process on a host
+    with HostLab.start(3) as lab, contextlib.ExitStack() as peers, contextlib.ExitStack() as ours:
+        python = _environment(lab, dask)
+        turns: dict[str, Round] = {}
+        for subject, start in ((RAY, _ray), (DASK, _dask), (TUNNEL, _tunnel)):
             try:
-                results[subject] = measure(lab, python, calls, repeats)
+                turns[subject] = peers.enter_context(start(lab, python, calls))
             except Exception as exc:  # one peer failing must not lose the others
-                results[subject] = {"error": f"{type(exc).__name__}: {exc}"[-1500:]}
+                failed[subject] = _error(exc)
+        turns = {"skyward": ours.enter_context(_skyward(lab, dask, calls)), **turns}
+        return {**failed, **in_turns(turns, rounds)}
+
+
+def in_turns(turns: dict[str, Round], rounds: int) -> dict[str, Any]:
+    """``rounds`` rounds in which every subject takes its turn, in the order of ``turns``:
+    each subject's samples by label over its rounds, or the ``error`` of the round that
+    failed (after which it takes no more turns)."""
+    results: dict[str, Any] = {subject: {} for subject in turns}
+    for _ in range(rounds):
+        for subject, measure in turns.items():
+            if "error" in results[subject]:
+                continue
+            try:
+                for label, samples in measure().items():
+                    results[subject].setdefault(label, []).extend(samples)
+            except Exception as exc:  # one subject failing must not lose the others
+                results[subject] = _error(exc)
     return results
+
+
+def _error(exc: BaseException) -> dict[str, str]:
+    return {"error": f"{type(exc).__name__}: {exc}"[-1500:]}
 
 
 def _noop(x: Any = None) -> Any:
@@ -93,36 +142,48 @@ def _size(data: bytes) -> int:
     return len(data)
 
 
-def _skyward(lab: Any, dask: str, calls: int, repeats: int) -> tuple[dict[str, list[float]], str]:
+def _pool(lab: Any, dask: str) -> Any:
+    """The skyward pool of the 3 hosts, unopened, with an Image that also installs ``dask``."""
     import skyward as sky
 
     provider = sky.SSH(hosts=lab.strings(), key_path=lab.client_key, known_hosts=lab.known_hosts)
-    options = sky.Options(console=False, logging=False)
+    return sky.Compute(provider=provider, nodes=3, image=sky.Image(pip=[dask]),
+                       options=sky.Options(console=False, logging=False))
+
+
+def _environment(lab: Any, dask: str) -> str:
+    """Open the pool once and close it, which installs its environment on the hosts
+    (S1 times such an open): that environment's Python, which the peers run too."""
+    import skyward as sky
+
+    with _pool(lab, dask) as pool:
+        return str((sky.function(lambda: sys.executable)() @ pool)[0])
+
+
+@contextlib.contextmanager
+def _skyward(lab: Any, dask: str, calls: int) -> Iterator[Round]:
+    """The pool open for the block (a warm open: ``_environment`` built the hosts')."""
+    import skyward as sky
+
     noop, size = sky.function(_noop), sky.function(_size)
     data = os.urandom(BROADCAST_BYTES)
-    out: dict[str, list[float]] = {m: [] for m in METRICS}
-    with sky.Compute(provider=provider, nodes=3, image=sky.Image(pip=[dask]), options=options) as pool:
-        python = (sky.function(lambda: sys.executable)() @ pool)[0]
-        for _ in range(20):
-            noop() >> pool
-        for _ in range(calls):
-            started = time.perf_counter()
-            noop() >> pool
-            out["round trip"].append(time.perf_counter() - started)
-        for _ in range(repeats):
-            started = time.perf_counter()
-            pool.map(_noop, range(MAP_ITEMS))
-            out["map 10,000"].append(time.perf_counter() - started)
-            started = time.perf_counter()
+    with _pool(lab, dask) as pool:
+
+        def broadcast() -> None:
             assert size(data) @ pool == [BROADCAST_BYTES] * 3
-            out["broadcast 100 MB"].append(time.perf_counter() - started)
-    return out, python
+
+        repeat(lambda: noop() >> pool, 0, WARMUP)
+        yield lambda: {
+            TRIP: repeat(lambda: noop() >> pool, calls),
+            MAP: repeat(lambda: pool.map(_noop, range(MAP_ITEMS)), 1),
+            BROADCAST: repeat(broadcast, 1),
+        }
 
 
 RAY_DRIVER = """
 import json, os, sys, time, ray
 ray.init(address=sys.argv[5], log_to_driver=False)
-calls, repeats, items, size = (int(a) for a in sys.argv[1:5])
+calls, items, batch, size = (int(a) for a in sys.argv[1:5])
 @ray.remote(num_cpus=0)
 class A:
     def noop(self, x=None):
@@ -130,32 +191,40 @@ class A:
 @ray.remote(num_cpus=0)
 def noop(x=None):
     return x
+def identity(x):
+    return x
+@ray.remote(num_cpus=0)
+def noops(xs):
+    return [identity(x) for x in xs]
 @ray.remote(num_cpus=0)
 def length(data):
     return len(data)
-actors = [A.options(resources={f"node-{i}": 0.01}).remote() for i in range(3)]
-ray.get([a.noop.remote() for a in actors])
-out = {"round trip": [], "map 10,000": [], "broadcast 100 MB": []}
-for i in range(20 + calls):
+def timed(fn):
     started = time.perf_counter()
-    ray.get(actors[i % 3].noop.remote())
-    if i >= 20:
-        out["round trip"].append(time.perf_counter() - started)
-data = os.urandom(size)
-for _ in range(repeats):
-    started = time.perf_counter()
-    ray.get([noop.remote(x) for x in range(items)])
-    out["map 10,000"].append(time.perf_counter() - started)
-    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+def broadcast():
     ref = ray.put(data)
     assert ray.get([length.options(resources={f"node-{i}": 0.01}).remote(ref) for i in range(3)]) == [size] * 3
-    out["broadcast 100 MB"].append(time.perf_counter() - started)
-    del ref
-print("RESULT " + json.dumps(out), flush=True)
+actors = [A.options(resources={f"node-{i}": 0.01}).remote() for i in range(3)]
+for i in range(int(sys.argv[6])):
+    ray.get(actors[i % 3].noop.remote())
+batches = [list(range(i, min(i + batch, items))) for i in range(0, items, batch)]
+data = os.urandom(size)
+print("READY", flush=True)
+for _ in sys.stdin:  # a round per line; stdin's end ends the driver
+    trips = [timed(lambda: ray.get(actors[i % 3].noop.remote())) for i in range(calls)]
+    mapped = timed(lambda: ray.get([noop.remote(x) for x in range(items)]))
+    batched = timed(lambda: ray.get([noops.remote(b) for b in batches]))
+    print("RESULT " + json.dumps([trips, [mapped], [batched], [timed(broadcast)]]), flush=True)
 """
+"""The Ray peer's driver: its measurements in the order of ``PEER_LABELS``."""
 
 
-def _ray(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[float]]:
+@contextlib.contextmanager
+def _ray(lab: Any, python: str, calls: int) -> Iterator[Round]:
+    """A Ray cluster started with `ray start` on the hosts (head on host 0) and its driver
+    on host 0 (``RAY_DRIVER``) for the block; a round asks the driver for one."""
     ray = os.path.join(os.path.dirname(python), "ray")
     head = lab.hosts[0]
     port = 26379
@@ -170,9 +239,10 @@ def _ray(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[floa
                             f"--resources='{{\"node-{index}\": 1}}' --num-cpus=1 --disable-usage-stats", 180)
         script = f"{temp}-driver.py"
         _ssh(lab, head, f"cat > {script}", 30, RAY_DRIVER)
-        output = _ssh(lab, head, f"cd /tmp && {env} {python} {script} {calls} {repeats} {MAP_ITEMS} {BROADCAST_BYTES} {head.address}:{port}", 900)
-        line = next(text for text in output.splitlines() if text.startswith("RESULT "))
-        return json.loads(line.removeprefix("RESULT "))  # type: ignore[no-any-return]
+        driver = (f"cd /tmp && {env} {python} {script} {calls} {MAP_ITEMS} {BATCH} {BROADCAST_BYTES} "
+                  f"{head.address}:{port} {WARMUP}")
+        with _answering(lab, head, driver) as ask:
+            yield lambda: dict(zip(PEER_LABELS, ask(), strict=True))
     finally:
         for host in lab.hosts:
             try:
@@ -181,19 +251,70 @@ def _ray(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[floa
                 pass
 
 
-def _dask(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[float]]:
+@contextlib.contextmanager
+def _answering(lab: Any, host: Any, command: str, timeout: float = 600.0) -> Iterator[Callable[[], Any]]:
+    """``command`` running on ``host`` over SSH for the block. It prints a line READY once
+    set up, then answers each line of its stdin with a line ``RESULT <json>``; the
+    function yielded asks once and returns that JSON (RuntimeError with the command's
+    last output if it ends, or is killed after ``timeout`` seconds without an answer)."""
+    import subprocess
+    import threading
+
+    process = subprocess.Popen(_ssh_args(lab, host, command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None and stdout is not None
+    said: deque[str] = deque(maxlen=50)
+
+    def answer(marker: str) -> str:
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        try:
+            for line in stdout:
+                if line.startswith(marker):
+                    return line.removeprefix(marker)
+                said.append(line)
+        finally:
+            timer.cancel()
+        raise RuntimeError(f"`{command}` on {host.address} ended: {''.join(said)[-1500:]}")
+
+    def ask() -> Any:
+        stdin.write("round\n")
+        stdin.flush()
+        return json.loads(answer("RESULT "))
+
+    try:
+        answer("READY")
+        yield ask
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def _dask(lab: Any, python: str, calls: int) -> Iterator[Round]:
+    """A `distributed.SSHCluster` on the hosts and its client for the block."""
     from distributed import Client, SSHCluster
 
     # local functions: the hosts cannot import this module, so dask ships them by value
     def noop(x: Any = None) -> Any:
         return x
 
+    def noops(xs: list[Any]) -> list[Any]:
+        return [noop(x) for x in xs]
+
     def size(data: bytes) -> int:
         return len(data)
 
     hosts = [host.address for host in lab.hosts]
     connect = {"client_keys": [lab.client_key], "known_hosts": None, "username": "root"}
-    out: dict[str, list[float]] = {m: [] for m in METRICS}
+    batches = [list(range(i, min(i + BATCH, MAP_ITEMS))) for i in range(0, MAP_ITEMS, BATCH)]
+    data = os.urandom(BROADCAST_BYTES)
     with SSHCluster(
         [hosts[0], *hosts], connect_options=connect, remote_python=python,
         worker_options={"nthreads": 1},
@@ -201,23 +322,29 @@ def _dask(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[flo
     ) as cluster, Client(cluster) as client:
         client.wait_for_workers(3, timeout=120)
         workers = sorted(client.scheduler_info()["workers"])
-        for i in range(20 + calls):
-            started = time.perf_counter()
-            client.submit(noop, i, workers=[workers[i % 3]], pure=False).result()
-            if i >= 20:
-                out["round trip"].append(time.perf_counter() - started)
-        data = os.urandom(BROADCAST_BYTES)
-        for _ in range(repeats):
-            started = time.perf_counter()
-            client.gather(client.map(noop, range(MAP_ITEMS), pure=False))
-            out["map 10,000"].append(time.perf_counter() - started)
-            started = time.perf_counter()
+        turn = iter(range(sys.maxsize))
+
+        def trip() -> None:
+            client.submit(noop, None, workers=[workers[next(turn) % 3]], pure=False).result()
+
+        def broadcast() -> Any:
             shared = client.scatter(data, broadcast=True)
             sizes = client.gather([client.submit(size, shared, workers=[w], pure=False) for w in workers])
             assert sizes == [BROADCAST_BYTES] * 3
-            out["broadcast 100 MB"].append(time.perf_counter() - started)
-            client.cancel(shared)
-    return out
+            return shared
+
+        def one_round() -> Samples:
+            out = {
+                TRIP: repeat(trip, calls),
+                MAP: repeat(lambda: client.gather(client.map(noop, range(MAP_ITEMS), pure=False)), 1),
+                BATCHED: repeat(lambda: client.gather(client.map(noops, batches, pure=False)), 1),
+            }
+            seconds, shared = timed(broadcast)
+            client.cancel(shared)  # not timed
+            return {**out, BROADCAST: [seconds]}
+
+        repeat(trip, 0, WARMUP)
+        yield one_round
 
 
 ECHO_SERVER = """
@@ -241,66 +368,99 @@ while True:
     body = exactly(n)
     peer.sendall(struct.pack("!Q", n) + (body if n < 65536 else b""))
 """
+ECHOED = 65_536
+"""The echo server sends back bodies under this size whole, larger ones only their size."""
 CALL_BYTES = 200
 """About the size of a pickled `noop() >> pool` request."""
 
 
-def _tunnel(lab: Any, python: str, calls: int, repeats: int) -> dict[str, list[float]]:
-    """The client-to-host-0 hop of a skyward SSH pool without the engine: an asyncssh
-    local port forward (as the pool's relay connection uses) to an echo server on host 0.
-    A round trip echoes CALL_BYTES; the broadcast sends 100 MB once and reads its size."""
+@contextlib.contextmanager
+def _tunnel(lab: Any, python: str, calls: int) -> Iterator[Round]:
+    """The client-to-host-0 hop of a skyward SSH pool without the engine, for the block
+    (``_echo``), on an event loop of its own. A round trip echoes CALL_BYTES; the
+    broadcast sends 100 MB once and reads its size."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    echo = _echo(lab, python)
+    try:
+        send = loop.run_until_complete(echo.__aenter__())
+        try:
+            call, data = os.urandom(CALL_BYTES), os.urandom(BROADCAST_BYTES)
+            loop.run_until_complete(_sends(send, call, WARMUP))
+
+            async def one_round() -> Samples:
+                return {TRIP: await _sends(send, call, calls), BROADCAST: await _sends(send, data, 1)}
+
+            yield lambda: loop.run_until_complete(one_round())
+        finally:
+            loop.run_until_complete(echo.__aexit__(None, None, None))
+    finally:
+        loop.close()
+
+
+Send = Callable[[bytes], Awaitable[None]]
+"""Sends a body through the tunnel and reads the echo server's answer."""
+
+
+async def _sends(send: Send, body: bytes, times: int) -> list[float]:
+    """Seconds of each of ``times`` sends of ``body``."""
+    samples = []
+    for _ in range(times):
+        started = time.perf_counter()
+        await send(body)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+@contextlib.asynccontextmanager
+async def _echo(lab: Any, python: str) -> AsyncIterator[Send]:
+    """An asyncssh local port forward (as the pool's relay connection uses) to an echo
+    server on host 0 (``ECHO_SERVER``) for the block. A body under 64 KiB comes back
+    whole and is checked; a larger one only its size."""
     import asyncio
     import struct
 
     import asyncssh
 
-    async def measure() -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {"round trip": [], "broadcast 100 MB": []}
-        async with asyncssh.connect(
-            lab.hosts[0].address, username="root", client_keys=[lab.client_key], known_hosts=None
-        ) as conn:
-            server = await conn.create_process(f"{python} -c {shlex.quote(ECHO_SERVER)}")
-            port = int(await asyncio.wait_for(server.stdout.readline(), 60))
-            forward = await conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", port)
-            reader, writer = await asyncio.open_connection("127.0.0.1", forward.get_port())
+    async with asyncssh.connect(
+        lab.hosts[0].address, username="root", client_keys=[lab.client_key], known_hosts=None
+    ) as conn:
+        server = await conn.create_process(f"{python} -c {shlex.quote(ECHO_SERVER)}")
+        port = int(await asyncio.wait_for(server.stdout.readline(), 60))
+        forward = await conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", forward.get_port())
 
-            async def send(body: bytes, echoed: bool) -> None:
-                writer.write(struct.pack("!Q", len(body)))
-                writer.write(body)
-                await writer.drain()
-                (size,) = struct.unpack("!Q", await reader.readexactly(8))
-                if size != len(body) or (echoed and await reader.readexactly(size) != body):
-                    raise RuntimeError(f"the echo server answered {size} bytes for {len(body)}")
+        async def send(body: bytes) -> None:
+            writer.write(struct.pack("!Q", len(body)))
+            writer.write(body)
+            await writer.drain()
+            (size,) = struct.unpack("!Q", await reader.readexactly(8))
+            if size != len(body) or (size < ECHOED and await reader.readexactly(size) != body):
+                raise RuntimeError(f"the echo server answered {size} bytes for {len(body)}")
 
-            call = os.urandom(CALL_BYTES)
-            for i in range(20 + calls):
-                started = time.perf_counter()
-                await send(call, echoed=True)
-                if i >= 20:
-                    out["round trip"].append(time.perf_counter() - started)
-            data = os.urandom(BROADCAST_BYTES)
-            for _ in range(repeats):
-                started = time.perf_counter()
-                await send(data, echoed=False)
-                out["broadcast 100 MB"].append(time.perf_counter() - started)
+        try:
+            yield send
+        finally:
             writer.close()
             forward.close()
             server.terminate()
-        return out
 
-    return asyncio.run(measure())
+
+def _ssh_args(lab: Any, host: Any, command: str) -> list[str]:
+    """The ``ssh`` command line that runs ``command`` on ``host`` as root."""
+    return [
+        "ssh", "-i", lab.client_key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+        "-o", "LogLevel=ERROR", f"root@{host.address}", command,
+    ]
 
 
 def _ssh(lab: Any, host: Any, command: str, timeout: float, stdin: str | None = None) -> str:
     """Run ``command`` on ``host`` over SSH; its output (RuntimeError with it on failure)."""
     import subprocess
 
-    ssh = [
-        "ssh", "-i", lab.client_key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-        "-o", "LogLevel=ERROR", f"root@{host.address}", command,
-    ]
-    result = subprocess.run(ssh, input=stdin, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(_ssh_args(lab, host, command), input=stdin, capture_output=True, text=True,
+                            timeout=timeout)
     if result.returncode != 0:
-        raise RuntimeError(f"`{shlex.join(ssh[-1:])}` on {host.address} failed: {result.stdout[-800:]}{result.stderr[-800:]}")
+        raise RuntimeError(f"`{command}` on {host.address} failed: {result.stdout[-800:]}{result.stderr[-800:]}")
     return result.stdout
-

@@ -9,8 +9,13 @@ pool again on the same hosts, which skip every install (same Image content hash)
 clock runs until the pool is open; shutdown is timed from the `with` block's exit. The
 note splits an open by the pool's `BootstrapPhase` events (a per-node phase counts its
 slowest node; phases of different hosts overlap, so they need not add up). The
-client's own caches (the skyward wheel, dependency wheels) are warm in both cases. Needs
-root and iproute2/openssh-server (scripts/system_deps.sh); otherwise the rows say why.
+client's own caches (the skyward wheel, dependency wheels) are warm in both cases. Then
+a script with `keep_alive` that calls a function it defines runs as a fresh interpreter
+again and again on the same hosts: the first run opens the pool (not counted), each
+later one adopts it. Its rows are given twice: from `sky.Compute(...)` to every node's
+first answer, and with the script's `import skyward` before it, which the user waits
+for as well. Needs root and iproute2/openssh-server (scripts/system_deps.sh); otherwise
+the rows say why.
 """
 
 from __future__ import annotations
@@ -44,10 +49,21 @@ def run(quick: bool = False) -> list[Row]:
         row(GROUP, "3 hosts cold start", [result["cold"]], by_phase([cold_phases]), metric="cold start"),
         row(GROUP, "3 hosts warm start", result["warm"], by_phase(warm_phases), metric="warm start"),
         row(GROUP, "3 hosts shutdown", result["shutdown"], metric="shutdown"),
-        row(GROUP, "3 hosts kept pool, the script run again", result["kept"],
-            "keep_alive; import not counted; " + ("no Ray in the client" if not any(result["kept_ray"])
-                                                 else "the client imported Ray"),
-            metric="kept", facts={"without_ray": not any(result["kept_ray"])}),
+        *kept_rows(GROUP, "3 hosts kept pool, the script run again", result["kept"]),
+    ]
+
+
+def kept_rows(group: str, subject: str, kept: list[dict[str, Any]]) -> list[Row]:
+    """Two rows of a kept pool's runs (as ``kept_runs`` returns them): from
+    ``sky.Compute(...)`` to every node's first answer, and the same with the script's
+    ``import skyward`` before it, which the user waits for as well."""
+    without_ray = not any(run["ray"] for run in kept)
+    client = "no Ray in the client" if without_ray else "the client imported Ray"
+    return [
+        row(group, subject, [run["open"] for run in kept], f"keep_alive; `import skyward` not counted; {client}",
+            metric="kept", facts={"without_ray": without_ray}),
+        row(group, f"{subject}, with `import skyward`", [run["import"] + run["open"] for run in kept],
+            f"keep_alive; {client}", metric="kept+import"),
     ]
 
 
@@ -107,29 +123,34 @@ def cold_and_warm(warm: int) -> dict[str, Any]:
             hosts=list(provider.hosts), key=provider.key_path, known=provider.known_hosts,
             pip=list(image.pip), index=image.pip_indexes[0].url, includes=image.includes[0],
         ), 1 + warm)
-    return {"cold": opens[0], "warm": opens[1:], "shutdown": closes, "phases": phases,
-            "kept": [seconds for seconds, _ in kept[1:]], "kept_ray": [ray for _, ray in kept[1:]]}
+    return {"cold": opens[0], "warm": opens[1:], "shutdown": closes, "phases": phases, "kept": kept[1:]}
 
 
 KEPT_SCRIPT = """
 import json, os, sys, time
+began = time.perf_counter()
 import skyward as sky
+imported = time.perf_counter() - began
 provider = sky.SSH(hosts={hosts!r}, key_path={key!r}, known_hosts={known!r})
 image = sky.Image(pip={pip!r}, pip_indexes=[sky.PipIndex({index!r}, packages={pip!r})], env={{"BENCH": "1"}},
                   includes=[{includes!r}])
+@sky.function
+def pid():
+    return os.getpid()
 started = time.perf_counter()
 with sky.Compute(provider=provider, nodes=3, image=image, keep_alive=120, console=False, logging=False) as pool:
-    assert len(sky.function(os.getpid)() @ pool) == 3
+    assert len(pid() @ pool) == 3
     first = time.perf_counter() - started
-print(json.dumps([first, "ray" in sys.modules]))
+print(json.dumps({{"import": imported, "open": first, "ray": "ray" in sys.modules}}))
 """
 
 
-def kept_runs(script: str, runs: int, extra_env: dict[str, str] | None = None) -> list[tuple[float, bool]]:
+def kept_runs(script: str, runs: int, extra_env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The kept-pool ``script`` run ``runs`` times as fresh interpreters with a private
-    $SKYWARD_HOME and ``extra_env`` (the first run opens the pool): what each printed
-    last (seconds from ``sky.Compute`` to every node's first answer, and whether it
-    imported Ray); then the kept pool and its daemon are ended."""
+    $SKYWARD_HOME and ``extra_env`` (the first run opens the pool): the JSON object each
+    printed last (``import``: seconds of its ``import skyward``; ``open``: seconds from
+    ``sky.Compute`` to every node's first answer; ``ray``: whether it imported Ray);
+    then the kept pool and its daemon are ended."""
     import json
     import subprocess
     import tempfile
@@ -138,15 +159,14 @@ def kept_runs(script: str, runs: int, extra_env: dict[str, str] | None = None) -
 
     with tempfile.TemporaryDirectory(prefix="skybench-kept-") as home:
         env = {**os.environ, **(extra_env or {}), "SKYWARD_HOME": home}
-        found = []
+        found: list[dict[str, Any]] = []
         try:
             for _ in range(runs):
                 done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                                       timeout=600)
                 if done.returncode != 0:
                     raise RuntimeError(f"the kept-pool script failed: {done.stderr[-1500:]}")
-                seconds, ray = json.loads(done.stdout.strip().splitlines()[-1])
-                found.append((float(seconds), bool(ray)))
+                found.append(json.loads(done.stdout.strip().splitlines()[-1]))
         finally:
             saved = os.environ.get("SKYWARD_HOME")
             os.environ["SKYWARD_HOME"] = home

@@ -6,15 +6,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+PROBE_SOURCE = "def probe(array):\n    return int(array.nbytes) + int(array[-1])\n"
 SCRIPT_SOURCES = {
     "noop": "def noop():\n    return None\n",
     "identity": "def identity(value):\n    return value\n",
+    "probe": PROBE_SOURCE,
+    "probe_counted": PROBE_SOURCE + "def probe_counted(counted):\n    return probe(counted.payload)\n",
+    "burn": (
+        "def burn(reps):\n"
+        "    import numpy as np\n"
+        "    values = np.linspace(0.0, 1.0, 8_192)\n"
+        "    total = 0.0\n"
+        "    for _ in range(reps):\n"
+        "        values = np.sqrt(values * values + 1.0) - 0.5\n"
+        "        total += float(values[0])\n"
+        "    return total\n"
+    ),
+    "pid": "def pid():\n    import os\n    return os.getpid()\n",
 }
-"""B1's and B2's work as a user's script defines it, for ``in_script``."""
+"""The work of B1-B4, B6 and H1 as a user's script defines it, for ``in_script``: the
+same code as the importable functions of the same name below (``probe_counted``, B3's
+count of serializations, is ``probe`` of a ``Counted``'s array)."""
 
 
 def in_script(name: str) -> Callable[..., Any]:
-    """``name`` ("noop" or "identity") defined in ``__main__``, as every user's script
+    """``name`` (a key of ``SCRIPT_SOURCES``) defined in ``__main__``, as every user's script
     and example defines its functions: cloudpickle ships such a function by value, where
     the importable one here goes by reference. Define it before a process pool forks its
     workers, so they find it in their copy of ``__main__``."""
@@ -34,6 +50,11 @@ def noop() -> None:
 def identity(value: Any) -> Any:
     """The trivial item of B2."""
     return value
+
+
+def identities(values: list[Any]) -> list[Any]:
+    """B2's batched peers: ``identity`` of every item of one task's batch."""
+    return [identity(value) for value in values]
 
 
 def probe(array: Any) -> int:
@@ -74,11 +95,6 @@ class Counted:
     def __reduce__(self) -> tuple[Any, tuple[Any]]:
         Counted.pickled += 1
         return Counted, (self.payload,)
-
-
-def probe_counted(counted: Counted) -> int:
-    """B3: ``probe`` of the wrapped array."""
-    return probe(counted.payload)
 
 
 def megabyte(index: int) -> bytes:

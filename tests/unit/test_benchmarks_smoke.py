@@ -113,25 +113,104 @@ def test_map_is_held_against_the_peers_best_chunk_size() -> None:
         common.row("B2", "ProcessPoolExecutor.map chunksize=1", [0.400]),
         common.row("B2", "ProcessPoolExecutor.map chunksize=100", [0.020]),
         common.row("B2", "ProcessPoolExecutor.map chunksize=1000", [0.008]),
+        common.row("B2", "Dask client.map", [0.900]),
     ]
     checks = {c["id"]: c for c in targets.check_all(rows)}
     # the script's function is the user's case: 0.030 against the best setting's 0.008
-    assert checks["B2-best"]["passed"] is False and checks["B2-best"]["measured"].startswith("3.75x (chunksize=1000)")
+    assert checks["B2-best"]["passed"] is False
+    assert checks["B2-best"]["measured"] == "3.75x (ProcessPoolExecutor.map chunksize=1000)"
     # chunksize=1 is found by its exact name, not as the prefix of chunksize=100
     assert checks["B2-ppe"]["measured"] == "13.3x faster"
+    # any peer at its best setting is the one to beat: here Dask's batches
+    batched = common.row("B2", "Dask tasks of 1,000 items", [0.006])
+    check = {c["id"]: c for c in targets.check_all([*rows, batched])}["B2-best"]
+    assert check["measured"] == "5.00x (Dask tasks of 1,000 items)"
+
+
+def test_remote_map_is_held_against_the_fastest_peer_and_subjects_take_turns() -> None:
+    run, targets = load_suite()
+    import benchmarks.bench_r_remote as remote
+
+    samples = {"skyward": {remote.TRIP: [0.001], remote.MAP: [0.030], remote.BROADCAST: [1.0]},
+               remote.RAY: {remote.TRIP: [0.001], remote.MAP: [2.0], remote.BATCHED: [0.020], remote.BROADCAST: [1.0]},
+               remote.DASK: {"error": "RuntimeError: boom"},
+               remote.TUNNEL: {remote.TRIP: [0.0005], remote.BROADCAST: [0.5]}}
+    real, remote.isolated = remote.isolated, lambda fn, *args, timeout: samples
+    try:
+        rows = run.with_ratios(remote.run(quick=True))
+    finally:
+        remote.isolated = real
+    by_subject = {r["subject"]: r for r in rows}
+    batched = by_subject["Ray (driver on host 0) map 10,000 in tasks of 1,000 items"]
+    assert batched["metric"] == "map 10,000" and abs(batched["ratio"] - 1.5) < 1e-9
+    failed = by_subject["Dask SSHCluster map 10,000 in tasks of 1,000 items"]
+    assert failed["runs"] == 0 and "boom" in failed["note"]
+    checks = {c["id"]: c for c in targets.check_all(rows)}
+    assert checks["R-map"]["passed"] is False
+    assert checks["R-map"]["measured"] == "1.50x (Ray (driver on host 0) map 10,000 in tasks of 1,000 items)"
+    assert checks["R-map-ray"]["passed"] is True and checks["R-map-ray"]["measured"] == "66.7x faster"
+
+    order: list[str] = []
+
+    def turn(name: str, fails_in: int = 0):  # a subject's round, recording the order of turns
+        def one_round() -> dict[str, list[float]]:
+            order.append(name)
+            if order.count(name) == fails_in:
+                raise RuntimeError(f"{name} broke")
+            return {"trip": [float(len(order))]}
+
+        return one_round
+
+    results = remote.in_turns({"a": turn("a"), "b": turn("b", fails_in=2), "c": turn("c")}, rounds=3)
+    assert order == ["a", "b", "c", "a", "b", "c", "a", "c"]
+    assert results["a"] == {"trip": [1.0, 4.0, 7.0]} and results["c"] == {"trip": [3.0, 6.0, 8.0]}
+    assert results["b"] == {"error": "RuntimeError: b broke"}
 
 
 def test_again_rows_are_reported_with_and_without_the_import() -> None:
     _, targets = load_suite()
     common = load_common()
+    import benchmarks.bench_cloud_kept as cloud_kept
+    import benchmarks.bench_ssh_bootstrap as ssh_bootstrap
+
     rows = [
         common.row("B4", "skyward kept pool, the script run again (keep_alive)", [0.05], metric="kept"),
         common.row("B4", "skyward kept pool, the script run again (keep_alive), with `import skyward`", [0.5],
                    metric="kept+import"),
     ]
+    # the kept-pool scripts of S1 and K report their import apart (as kept_runs reads them)
+    runs = [{"import": 0.15, "open": 0.9, "ray": False}, {"import": 0.25, "open": 0.95, "ray": False}]
+    rows += ssh_bootstrap.kept_rows("S1", "3 hosts kept pool, the script run again", runs)
+    rows += ssh_bootstrap.kept_rows("K", cloud_kept.SUBJECT, runs)
+    assert [r["subject"] for r in rows[2:4]] == [
+        "3 hosts kept pool, the script run again", "3 hosts kept pool, the script run again, with `import skyward`",
+    ]
+    assert rows[3]["median_s"] == 1.125 and "`import skyward` not counted" in rows[2]["note"]
+    assert rows[2]["facts"] == {"without_ray": True} and "no Ray in the client" in rows[3]["note"]
     checks = {c["id"]: c for c in targets.check_all(rows)}
     assert checks["B4-kept"]["passed"] is True
     assert checks["B4-kept-import"]["passed"] is False
+    for kept in ("R-kept", "K-kept"):
+        assert checks[kept]["passed"] is True and checks[f"{kept}-import"]["passed"] is False
+    script = ssh_bootstrap.KEPT_SCRIPT.format(hosts=["10.0.0.1"], key="k", known="h", pip=["p"], index="i",
+                                              includes="d")
+    for source in (script, cloud_kept.SCRIPT):
+        compile(source, "<kept script>", "exec")
+        assert source.index("began = ") < source.index("import skyward") < source.index("def pid()")
+
+
+def test_script_functions_do_what_their_importable_twins_do() -> None:
+    load_suite()
+    import numpy as np
+
+    from benchmarks import payloads
+
+    array = np.arange(10.0)
+    assert payloads.in_script("probe")(array) == payloads.probe(array)
+    assert payloads.in_script("probe_counted")(payloads.Counted(array)) == payloads.probe(array)
+    assert payloads.in_script("burn")(3) == payloads.burn(3)
+    assert payloads.in_script("identity")(7) == 7 and payloads.in_script("pid")() == payloads.pid()
+    assert payloads.identities([1, 2]) == [1, 2]
 
 
 def test_subjects_take_turns_and_their_rounds_merge() -> None:
