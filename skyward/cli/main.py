@@ -168,12 +168,20 @@ def offers(
 @click.option("--dry-run", is_flag=True, help="only list")
 @click.option("--json", "as_json", is_flag=True, help="print JSON (implies --dry-run unless --yes)")
 def gc(providers: tuple[str, ...], regions: tuple[str, ...], yes: bool, dry_run: bool, as_json: bool) -> None:
-    """Find what skyward created that no live pool owns, with its cost so far; delete it."""
+    """Find what skyward created that no live pool owns, with its cost so far; delete it.
+    Without --provider it looks in every cloud with credentials; one that cannot be
+    asked is named on stderr, the others are cleaned, and the command exits 1."""
     from skyward.cli.output import console, emit_json, table
-    from skyward.providers.orphans import collectable
+    from skyward.providers.orphans import Collectable, collectable
     from skyward.providers.orphans import gc as collect
 
     chosen = _chosen(providers, regions or (None,))
+    missed: list[str] = []
+
+    def unreachable(provider: Collectable, exc: Exception) -> None:
+        missed.append(provider.name)
+        click.echo(f"warning: {provider.name} left out, its resources could not be listed: "
+                   f"{type(exc).__name__}: {exc}", err=True)
 
     def confirm(found: list[Orphan]) -> bool:
         if yes:
@@ -182,18 +190,25 @@ def gc(providers: tuple[str, ...], regions: tuple[str, ...], yes: bool, dry_run:
             return False
         return click.confirm(f"Delete these {len(found)} resources?", default=False)
 
-    found = _run(lambda: collect(collectable(chosen), delete=not dry_run, confirm=confirm))
+    found = _run(lambda: collect(
+        collectable(chosen), delete=not dry_run, confirm=confirm, unreachable=None if providers else unreachable,
+    ))
     if as_json:
         emit_json([{**_orphan(o), "cost_so_far": round(o.cost_so_far, 4)} for o in found])
-        return
-    if not found:
-        console.print("nothing to clean up: every skyward resource belongs to a live pool")
-        return
-    table(
-        "resources no live pool owns",
-        ["provider", "region", "kind", "id", "pool", "$ so far", "why"],
-        [(o.provider, o.region or "", o.kind, o.id, o.pool[:12], f"{o.cost_so_far:.4f}", o.reason) for o in found],
-    )
+    elif not found:
+        console.print("nothing to clean up: every skyward resource " + (
+            "in the clouds that answered belongs to a live pool" if missed else "belongs to a live pool"))
+    else:
+        table(
+            "resources no live pool owns",
+            ["provider", "region", "kind", "id", "pool", "$ so far", "why"],
+            [(o.provider, o.region or "", o.kind, o.id, o.pool[:12], f"{o.cost_so_far:.4f}", o.reason) for o in found],
+        )
+    if missed:
+        raise click.ClickException(
+            f"not looked in: {', '.join(missed)}; what skyward left there may still bill: "
+            f"`sky gc --provider {missed[0]}` once it answers"
+        )
 
 
 def _orphan(orphan: Orphan) -> dict[str, object]:

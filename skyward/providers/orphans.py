@@ -69,19 +69,32 @@ def gc(
     *,
     delete: bool = False,
     confirm: Callable[[list[Orphan]], bool] | None = None,
+    unreachable: Callable[[Collectable, Exception], None] | None = None,
 ) -> list[Orphan]:
     """The orphans of ``providers`` (default: ``sky.AWS()``). With ``delete=True`` they are
     deleted once ``confirm(orphans)`` says yes (no ``confirm``: at once), and so are the
     records and files of their pools that a dead process left on this machine
-    (``registry.forget_dead``). Returns what was found."""
+    (``registry.forget_dead``). Returns what was found. A provider whose orphans cannot
+    be listed raises, unless ``unreachable`` is given: it is then told, and that provider
+    is left out (what it holds stays until a later ``gc`` reaches it)."""
     if providers is None:
         from skyward.providers.aws.provider import AWS
 
         providers = [AWS()]
     collectable(providers)
-    found = [orphan for provider in providers for orphan in provider.orphans()]
+    found: list[Orphan] = []
+    asked: list[Collectable] = []
+    for provider in providers:
+        try:
+            found.extend(provider.orphans())
+        except Exception as exc:
+            if unreachable is None:
+                raise
+            unreachable(provider, exc)
+            continue
+        asked.append(provider)
     if delete and found and (confirm is None or confirm(found)):
-        for provider in providers:
+        for provider in asked:
             mine = [orphan for orphan in found if orphan.provider == provider.name]
             if mine:
                 provider.remove(mine)

@@ -93,6 +93,25 @@ def test_a_cloud_whose_api_fails_is_left_out_with_a_warning_unless_named_by_the_
         assert "verda" in listed.stdout, "the listing goes on without the cloud that failed"
 
 
+def test_gc_over_every_cloud_leaves_out_one_that_fails_and_says_so(
+    everywhere: dict[str, FakeCloud], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def gc() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SKY, "gc", "--dry-run"], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "COLUMNS": "200"}, check=False)
+
+    clean = gc()
+    assert clean.returncode == 0 and "nothing to clean up" in clean.stdout, clean.stdout + clean.stderr
+    asked = len(everywhere["verda"].requests)
+    with socket_nobody_listens_on() as url:
+        monkeypatch.setenv("SKYWARD_NOVITA_API_URL", url)
+        done = gc()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "warning: novita left out" in done.stderr and "not looked in: novita" in done.stderr, done.stderr
+    assert "in the clouds that answered" in done.stdout, done.stdout
+    assert len(everywhere["verda"].requests) > asked, "the other clouds were still asked"
+
+
 def test_no_credentials_at_all_says_where_they_are_looked_for(
     everywhere: dict[str, FakeCloud], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
