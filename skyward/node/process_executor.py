@@ -2,7 +2,9 @@
 
 Each running task has a child to itself; with ``reuse_processes`` the child serves later
 tasks too, otherwise it exits after one. A child that outlives its deadline is killed,
-which really frees the slot; a child that dies is reported as a crash and replaced.
+which really frees the slot; a child that dies is reported as a crash and replaced (one
+that died while idle, or before it got its task, is replaced before the task starts or
+reported as a crash of a task that never ran).
 Frames are cloudpickled tuples over a pair of pipes. A task's distributed-collection
 operations arrive as ``call`` frames and are served by the agent's ``Gateway`` (see
 ``skyward.collections.bridge``), whose answers share the pipe to the child.
@@ -92,7 +94,10 @@ class _Child:
         since the child last got it) and relay its output until it is done, dies or times out."""
         node = info.node
         info = replace(info, worker=self.worker)
-        self.write(cloudpickle.dumps(("run", request, info if info != self.info else None)))
+        try:
+            self.write(cloudpickle.dumps(("run", request, info if info != self.info else None)))
+        except OSError:  # it died before it got the task (a broken pipe): nothing of the task ran
+            return False, self._crash(request, node, 0)
         self.info = info
         item, started = 0, time.monotonic()
         while True:
@@ -181,9 +186,17 @@ class ProcessExecutor:
             self._checkin(child)
 
     def _checkout(self) -> _Child:
+        """An idle child that is still alive (one that died while idle is retired), or a
+        new one."""
+        while True:
+            with self._lock:
+                idle = self._idle.pop() if self._idle else None
+            if idle is None:
+                break
+            if idle.alive():
+                return idle
+            self._retire(idle)
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
             worker = next(index for index in itertools.count() if index not in self._workers)
             self._workers.add(worker)
         try:
@@ -201,6 +214,10 @@ class ProcessExecutor:
             with self._lock:
                 self._idle.append(child)
             return
+        self._retire(child)
+
+    def _retire(self, child: _Child) -> None:
+        """Stop ``child`` (if it still runs) and free its worker index."""
         child.stop()
         with self._lock:
             self._all.discard(child)

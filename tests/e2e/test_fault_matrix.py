@@ -90,6 +90,17 @@ def test_idle_agent_killed(watched_pool: sky.Pool) -> None:
     assert watched_pool.run(pid(), target=1) == answers[-1]  # and it stays
 
 
+@pytest.mark.parametrize("watched_pool", ["process"], indirect=True)
+def test_an_idle_child_killed_is_replaced_before_the_next_task(watched_pool: sky.Pool) -> None:
+    """A task child that died while idle had nothing running: the next task gets a fresh
+    child, with no crash reported (it used to be sent down the dead child's pipe and fail
+    with BrokenPipeError)."""
+    child = watched_pool.run(pid(), target=1)
+    os.kill(child, signal.SIGKILL)
+    time.sleep(0.5)  # gone before the next task comes
+    assert watched_pool.run(pid(), target=1) != child
+
+
 @pytest.mark.parametrize("watched_pool", ["thread"], indirect=True)
 def test_busy_agent_killed(watched_pool: sky.Pool) -> None:
     """A kill from outside is an interruption, not the task's doing: the task runs
