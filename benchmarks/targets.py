@@ -433,7 +433,7 @@ EXPLANATIONS: dict[str, str] = {
         "ms, round-robin over 4 agent processes 0.15-0.21 ms, because each call wakes a "
         "process that slept through the other three, as ProcessPoolExecutor's 4 workers are "
         "woken in turn too. The caller's thread already writes the lane and reads the answer "
-        "when a slot is free (`ClusterDriver.run_now`), so the event loop is not on this "
+        "when a slot is free (`PoolDriver.run_now`), so the event loop is not on this "
         "path; on the node, the lane's thread hands the call to a task thread and back. The "
         "2026-11-28 probe put the client's encoding at 13 µs and the node's decoding at 5 µs. "
         "No profile yet splits the rest between the lane and the agent's hand-off; 0.6x "

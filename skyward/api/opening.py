@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 from skyward.api import interrupt, selection
 from skyward.core.errors import AllProvidersFailedError, NoAvailableProviderError
 from skyward.core.loop_thread import LoopThread
-from skyward.engine.driver import ClusterDriver
 from skyward.engine import interruptible
+from skyward.engine.driver import PoolDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.health import warmed
 from skyward.engine.members import Members
@@ -68,8 +68,7 @@ from skyward.observe.events import (
 )
 from skyward.plugins.client import ClientPlugins
 from skyward.providers import registry
-from skyward.providers.base import LaunchedCluster, pricing, with_default_storage
-from skyward.providers.kept.client import open_kept
+from skyward.providers.base import LaunchedCluster, Launcher, pricing, with_default_storage
 
 if TYPE_CHECKING:
     from skyward.api.dashboard import PoolDashboard
@@ -87,10 +86,8 @@ class Launch:
     name: str
     pool_id: str
     bus: EventBus
-    named: bool = False
-    """The user named the pool (a kept pool of that name may be adopted)."""
-    kept: bool = False
-    """Adopt the kept pool ``name`` as it was defined (``Compute(name=...)`` of a kept pool)."""
+    launcher: Launcher
+    """How the cluster is had: from the Spec's provider here, or from the pool daemon (``Kept``)."""
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -106,13 +103,13 @@ class OpenPool:
     """The thread ``loop`` runs on."""
     cluster: LaunchedCluster
     feed: EventFeed
-    driver: ClusterDriver
+    driver: PoolDriver
     members: Members
     reconciler: Reconciler | None
     """Keeps the node count while the pool runs; None for a cluster that cannot change
     (no ``LaunchedCluster.membership``)."""
     console: Console
-    logging: log_setup.LogSession
+    logging: log_setup.PoolLogging
     cost: CostMeter
     opened_at: float
     """``time.monotonic()`` when opening began."""
@@ -208,7 +205,7 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         if cluster.kept and isinstance(cluster.transport, RelayTransport):  # for the pool daemon's dashboard
             stack.callback(ObservedForwarder(cluster.transport.observe, bus.on).close)
         nodes = spec.node_count
-        driver = ClusterDriver(
+        driver = PoolDriver(
             cluster.transport, cluster.encode, options.resolved_worker, options.default_compute_timeout,
             bus.emit, bus.wants, feed.wait_delivered, loop,
             [info.node for info in cluster.infos], options.retry_on_interruption, nodes.ceiling,
@@ -263,7 +260,7 @@ def _provision_first(request: Launch) -> tuple[Spec, LaunchedCluster, float]:
     cluster, and when its provisioning began (``time.monotonic()``)."""
     failures: list[tuple[Spec, BaseException]] = []
     for spec in selection.order(request.specs, request.options.selection):
-        kept = request.options.keep_alive is not None
+        kept = request.launcher.daemon_held
         request.bus.emit(ClusterRequested(request.name, spec.provider.name, spec.node_count.desired, kept=kept))
         try:
             spec.provider.validate(spec, request.options)
@@ -297,9 +294,7 @@ def _provision(request: Launch, spec: Spec) -> LaunchedCluster:
     attempt = 1
     while True:
         try:
-            if options.keep_alive is not None:  # the pool daemon holds it (docs/kept-pools.md)
-                return open_kept(spec, options, request.name, request.named, request.kept)
-            return spec.provider.launch(spec, options, request.pool_id)
+            return request.launcher.launch(spec, options, request.pool_id)
         except (ValueError, TypeError, NotImplementedError, NoAvailableProviderError):
             raise
         except Exception as exc:
@@ -323,10 +318,10 @@ def announce(bus: EventBus, spec: Spec, rank: int, node: NodeHandle, duration: f
     bus.emit(InstanceBootstrapped(rank, node.id, duration))
 
 
-def record(request: Launch, spec: Spec, logging: log_setup.LogSession, nodes: Sequence[NodeHandle]) -> None:
+def record(request: Launch, spec: Spec, logging: log_setup.PoolLogging, nodes: Sequence[NodeHandle]) -> None:
     """List the pool and its nodes in the registry of open pools (``sky ls``, ``sky down``,
     ``sky logs``); a kept pool is listed by the pool daemon that holds it."""
-    if request.options.keep_alive is not None:
+    if request.launcher.daemon_held:
         return
     records = [registry.NodeRecord.of(node) for node in nodes]
     region = spec.region or getattr(spec.provider, "region", None)

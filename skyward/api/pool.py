@@ -38,7 +38,7 @@ from skyward.core.function import PendingFunction, PendingFunctionGroup, Skyward
 from skyward.core.instance import current_task
 from skyward.core.validation import check_flag, wait_limit
 from skyward.engine import interruptible, stream_stop, streams, value_stream
-from skyward.engine.driver import Again, ClusterDriver
+from skyward.engine.driver import Again, PoolDriver
 from skyward.engine.scheduler import ALL
 from skyward.engine.value_stream import StreamRouter, ValueStream
 from skyward.engine.window import ChunkWindow
@@ -47,6 +47,8 @@ from skyward.observe.bus import EventBus
 from skyward.observe.events import Event
 from skyward.observe.progress import ProgressTracker
 from skyward.observe.progress_bar import progress_bar
+from skyward.providers.base import Direct, Launcher
+from skyward.providers.kept.client import Kept
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -112,6 +114,13 @@ class Pool(PoolCollections, DispatchOperand):
         context.deactivate(self, self._activations.pop() if self._activations else None)
         self.close(cancel=exc_type is not None)
 
+    def _launcher(self) -> Launcher:
+        """How this pool has its cluster: held by the pool daemon when it is kept
+        (``Options.keep_alive``), else launched here by its Spec's provider."""
+        if self.options.keep_alive is None:
+            return Direct()
+        return Kept(self.name, named=self._named, as_defined=self._kept)
+
     @shows_users_frames
     def open(self) -> Pool:
         """Provision the nodes and start the agents; blocks until the pool is ready."""
@@ -119,7 +128,7 @@ class Pool(PoolCollections, DispatchOperand):
             if self._state != "new":
                 raise RuntimeError(f"pool {self.name} was already opened; create a new one")
             self._state = "opening"
-        request = Launch(self.specs, self.options, self.name, self.id, self._bus, self._named, self._kept)
+        request = Launch(self.specs, self.options, self.name, self.id, self._bus, self._launcher())
         try:
             running = opening.launch(request, lambda: self._state == "open")
         except BaseException:
@@ -192,7 +201,7 @@ class Pool(PoolCollections, DispatchOperand):
             )
         return running
 
-    def _submit(self, make: Callable[[ClusterDriver], Coroutine[object, object, R]]) -> concurrent.futures.Future[R]:
+    def _submit(self, make: Callable[[PoolDriver], Coroutine[object, object, R]]) -> concurrent.futures.Future[R]:
         running = self._require_open()
         future = interruptible.submit(make(running.driver), running.loop)
         self._futures.add(future)
@@ -523,7 +532,7 @@ def _raise_with_early(future: concurrent.futures.Future[list[R]], early: dict[in
     raise error
 
 
-async def _nodes_present(driver: ClusterDriver) -> list[int]:
+async def _nodes_present(driver: PoolDriver) -> list[int]:
     """The ranks of the nodes present, waiting until there is one (a pool with none yet)."""
     nodes: list[int] = await driver.scheduler.acquire(ALL)
     driver.scheduler.release(nodes)

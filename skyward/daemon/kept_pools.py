@@ -4,7 +4,7 @@ outlive the script that opened them (``Options(keep_alive=seconds)``).
 A kept pool is started here, on the daemon's Ray instance, for the client that asked
 (``KeepPool``: its Spec, Options, working directory, import path and environment), and
 served to one client at a time through a relay on a Unix socket of the daemon's private
-directory: the same ``RelayServer`` and ``RaySession`` a remote pool's head relay runs,
+directory: the same ``RelayServer`` and ``RayAgentsBackend`` a remote pool's head relay runs,
 so a client reaches a kept pool exactly as it reaches a remote one, with no Ray of its
 own. A client holds the pool from ``KeepPool``/``AdoptPool`` until its relay session
 ends (or, if it never connects, ``HOLD_TIMEOUT``); each hold has its own secret, which
@@ -13,7 +13,7 @@ A pool nobody held for ``keep_alive`` seconds is torn down as a pool's close tea
 down; ``EndPool`` ends one (or all) at once. The pool's collections keep their contents
 between clients; on a local pool each client's locks and leases are freed when it
 leaves. A client may add and remove nodes, asked through its relay: the daemon places
-a local pool's as it placed the first ones (``KeptPool.attach``/``detach``) and has a
+a local pool's as it placed the first ones (``KeptPool.start_agent``/``stop_agent``) and has a
 remote pool's membership add and remove its hosts (``KeptPool.add_node``/``remove_node``).
 
 Kept pools outlive the daemon, which writes down what it keeps (``kept.state``) each
@@ -56,7 +56,7 @@ from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import private_directories
 from skyward.daemon import dashboard_feed
 from skyward.daemon.pool_log import PoolLog
-from skyward.daemon.remote_backend import ClusterSession, EventForwarder
+from skyward.daemon.remote_backend import KeptRemoteBackend, EventForwarder
 from skyward.engine.death import Death, cause_of_death
 from skyward.engine.membership import Loss, Membership
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
@@ -78,7 +78,7 @@ from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.ray.agents import AgentMembership
 from skyward.providers.ssh.handover import Handover
 from skyward.providers.ssh.handover import release as release_handover
-from skyward.providers.ssh.head_relay import RaySession
+from skyward.providers.ssh.head_relay import RayAgentsBackend
 from skyward.providers.ssh.launch import take_over
 from skyward.providers.ssh.loop import LoopThread
 
@@ -129,7 +129,7 @@ class KeptPool:
     definition: bytes = b""
     """The pickled (Spec, Options) it was opened with."""
     forwarder: EventForwarder | None = None
-    """Where a remote pool's events go (None: a local pool, served by ``RaySession``)."""
+    """Where a remote pool's events go (None: a local pool, served by ``RayAgentsBackend``)."""
     resized: Callable[[], None] = lambda: None
     """Told when a node joined or left (the daemon writes down what it keeps)."""
     placing: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
@@ -146,7 +146,7 @@ class KeptPool:
         """Why node ``node``'s agent died, from the note it left."""
         return cause_of_death(self.notes, node) if self.notes else None
 
-    def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
+    def start_agent(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
         """Start node ``node``'s agent on a local pool, placed as its first nodes were (the
         client's ``serial`` and ``setup`` are not used: the daemon places its nodes) and
         detached like them; returns it once it answers. NotImplementedError for a pool
@@ -160,9 +160,9 @@ class KeptPool:
         self._members(node, (joined.handle, joined.info))
         return agent
 
-    def detach(self, node: int) -> None:
+    def stop_agent(self, node: int) -> None:
         """Stop node ``node``'s agent (the client's pool let it go). ValueError for node 0,
-        whose agent serves the collections; NotImplementedError as for ``attach``."""
+        whose agent serves the collections; NotImplementedError as for ``start_agent``."""
         if node == 0:
             raise ValueError("node 0 of a kept pool serves its collections: it never leaves")
         self._local_membership(node, "leave").remove(node)
@@ -654,9 +654,9 @@ class KeptPools:
             sink = pool.log.sink(sink)
         backend: RelayBackend
         if pool.forwarder is not None:
-            backend = ClusterSession(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink, pool)
+            backend = KeptRemoteBackend(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink, pool)
         else:
-            backend = RaySession(pool, client, sink)
+            backend = RayAgentsBackend(pool, client, sink)
         return dashboard_feed.Watched(backend, pool.board)
 
     def _stop(self, pool: KeptPool) -> None:

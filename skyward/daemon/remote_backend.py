@@ -79,7 +79,7 @@ class Resizable(Protocol):
     def remove_node(self, node: int) -> None: ...
 
 
-class ClusterSession(TransportBackend):
+class KeptRemoteBackend(TransportBackend):
     """The backend (``engine.relay_server.RelayBackend``) serving one script a kept
     remote pool through the daemon's stream to its head relay."""
 

@@ -113,7 +113,7 @@ class Encoder(Protocol):
     def __call__(self, obj: TaskRequest, shipment: Shipment | None = None) -> Payload: ...
 
 
-class ClusterDriver:
+class PoolDriver:
     """Dispatches work to one agent per node through a ``SlotScheduler``, over a node
     set that may change (see ``engine.membership``): a request whose node is lost to
     the infrastructure runs again, up to ``retries`` times (see ``engine.retry``)."""

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from skyward.core.function import PendingFunction
 from skyward.core.health import HealthChecker
-from skyward.engine.driver import ClusterDriver
+from skyward.engine.driver import PoolDriver
 
 GATE_EVERY = 1.0
 """Seconds between a warming gate's checks of a node that has not passed yet."""
 
 
-async def check_once(driver: ClusterDriver, checker: HealthChecker, node: int) -> str | None:
+async def check_once(driver: PoolDriver, checker: HealthChecker, node: int) -> str | None:
     """Run ``checker``'s check on ``node`` once: None when it passed, else why not."""
     try:
         answer = await driver.probe(PendingFunction(checker.probe()).with_timeout(checker.timeout), node)
@@ -27,7 +27,7 @@ async def check_once(driver: ClusterDriver, checker: HealthChecker, node: int) -
     return checker.failure(answer)
 
 
-async def warmed(driver: ClusterDriver, checker: HealthChecker, nodes: Sequence[int]) -> None:
+async def warmed(driver: PoolDriver, checker: HealthChecker, nodes: Sequence[int]) -> None:
     """Return once each of ``nodes`` has passed one check (all checked at once, again
     every ``GATE_EVERY`` seconds); TimeoutError naming each node that has not, with its
     last failure, after ``checker.warmup`` seconds."""

@@ -40,7 +40,7 @@ from typing import Never
 from skyward.core.errors import WakeError
 from skyward.core.validation import wait_limit
 from skyward.engine.autoscale import Autoscaler, Load
-from skyward.engine.driver import ClusterDriver
+from skyward.engine.driver import PoolDriver
 from skyward.engine.health import HealthTracker, check_once
 from skyward.engine.members import Members
 from skyward.engine.membership import Joined, Loss, Membership
@@ -81,7 +81,7 @@ class Reconciler:
         pool: str,
         nodes: Nodes,
         options: Options,
-        driver: ClusterDriver,
+        driver: PoolDriver,
         transport: Transport[Never],
         membership: Membership,
         members: Members,

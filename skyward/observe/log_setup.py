@@ -23,7 +23,7 @@ _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 logging.addLevelName(TRACE, "TRACE")
 
 
-class LogSession:
+class PoolLogging:
     """The handlers and event subscriptions one pool added; ``close()`` removes them."""
 
     def __init__(
@@ -44,13 +44,13 @@ class LogSession:
             handler.close()
 
 
-def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_id: str | None = None) -> LogSession:
+def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_id: str | None = None) -> PoolLogging:
     """Attach a rotating file handler (and, with ``LogConfig.console``, a stderr handler
     for skyward's own warnings) to the ``skyward`` logger; with ``subscribe``
     (``pool.on``), log the pool's events and task output to the file too, and with
     ``pool_id`` also to that pool's own file."""
     if setting is False:
-        return LogSession([], None)
+        return PoolLogging([], None)
     config = setting if isinstance(setting, LogConfig) else LogConfig()
     path = str(in_home(config.file))
     directory = _log_directory(os.path.dirname(path) or ".")
@@ -86,7 +86,7 @@ def install(setting: LogConfig | bool, subscribe: Subscribe | None = None, pool_
     if logger.level == logging.NOTSET or logger.level > level:
         logger.setLevel(level)
     event_log = EventLog(subscribe, level, pool_id) if subscribe is not None else None
-    return LogSession(handlers, event_log, pool_file)
+    return PoolLogging(handlers, event_log, pool_file)
 
 
 def _log_directory(directory: str) -> str:

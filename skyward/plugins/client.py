@@ -13,7 +13,7 @@ from skyward.model.spec import Spec, Worker
 from skyward.plugins.hooks import blame, each
 
 
-class ProviderCluster(Protocol):
+class LaunchedNodes(Protocol):
     """What the hooks are shown of a provider's cluster: its nodes and their infos."""
 
     @property
@@ -30,7 +30,7 @@ class ClientPlugins:
     def __init__(self) -> None:
         self._stack = ExitStack()
 
-    def enter(self, pool: ClientPool, spec: Spec, worker: Worker, provider_cluster: ProviderCluster) -> None:
+    def enter(self, pool: ClientPool, spec: Spec, worker: Worker, provider_cluster: LaunchedNodes) -> None:
         """``provider_cluster`` is the provider's Cluster (its nodes and infos are shown to the hooks)."""
         hooks = list(each(spec.plugins, "around_client"))
         if not hooks:

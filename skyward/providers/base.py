@@ -171,6 +171,29 @@ class Provider(Protocol):
         store in the Spec's region), or None when this provider has none."""
 
 
+class Launcher(Protocol):
+    """How a pool has its cluster: launched by its Spec's provider in this process
+    (``Direct``), or held by the pool daemon (``providers.kept.client.Kept``). Chosen once
+    when the pool opens, so opening has no branch of its own for kept pools."""
+
+    daemon_held: ClassVar[bool]
+    """Whether the pool daemon holds the cluster (and lists it): then this process does
+    not record it in the registry of open pools."""
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+        """``spec``'s cluster, as ``Provider.launch`` gives it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Direct:
+    """The Spec's provider launches the cluster in this process; it ends with the pool."""
+
+    daemon_held: ClassVar[bool] = False
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+        return spec.provider.launch(spec, options, pool_id)
+
+
 def runs_here(provider: Provider) -> bool:
     """Whether ``provider``'s nodes are processes of this machine (``Provider.local_processes``)."""
     return bool(getattr(provider, "local_processes", False))

@@ -86,7 +86,7 @@ class ResolvedStorage:
     session_token: str | None = field(default=None, repr=False)
 
 
-class _Session:
+class _SharedClient:
     """The mutable part of an open Storage: its boto3 client, shared by nested and
     concurrent ``with`` blocks, closed when the last one ends. Pickles as a closed one."""
 
@@ -97,8 +97,8 @@ class _Session:
         self.depth = 0
         self.client: S3Client | None = None
 
-    def __reduce__(self) -> tuple[type[_Session], tuple[()]]:
-        return (_Session, ())
+    def __reduce__(self) -> tuple[type[_SharedClient], tuple[()]]:
+        return (_SharedClient, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +121,8 @@ class Storage:
     secret_key: Credential | None = field(default=None, repr=False)
     path_style: bool = False
     ship_client_credentials: bool = False
-    _session: _Session = field(
-        default_factory=_Session, init=False, repr=False, compare=False
+    _session: _SharedClient = field(
+        default_factory=_SharedClient, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:

@@ -1,4 +1,4 @@
-"""The one dispatch engine without Ray: ``ClusterDriver`` over the in-process
+"""The one dispatch engine without Ray: ``PoolDriver`` over the in-process
 ``FakeTransport`` (tests/fake_cluster.py). Error mapping of every transport failure,
 timeouts, slot fairness and map chunking, fast."""
 
@@ -15,7 +15,7 @@ from fake_cluster import FakeTransport
 
 import skyward as sky
 from skyward.core.instance import InstanceInfo, NetworkInfo
-from skyward.engine.driver import ClusterDriver
+from skyward.engine.driver import PoolDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.scheduler import ALL, SlotScheduler
 from skyward.engine.transport import Disconnected, NodeLost, Refused
@@ -36,7 +36,7 @@ class Harness:
         self.events: list[Any] = []
         self.feed = EventFeed(self.events.append, lambda message: self.events.append(message))
         self.transport.open(self.loop, self.feed)
-        self.driver = ClusterDriver(
+        self.driver = PoolDriver(
             self.transport, encode, worker, timeout, self.events.append, lambda _: True,
             self.feed.wait_delivered, self.loop, nodes, retries,
         )

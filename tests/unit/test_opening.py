@@ -16,7 +16,7 @@ from fake_cluster import FakeProvider
 
 import skyward as sky
 from skyward.api.opening import OpenPool
-from skyward.engine.driver import ClusterDriver
+from skyward.engine.driver import PoolDriver
 from skyward.engine.events import EventFeed
 from skyward.engine.reconciler import Reconciler
 from skyward.model.plugin import Plugin
@@ -80,7 +80,7 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return step
 
-    monkeypatch.setattr(ClusterDriver, "close", record("driver.close", ClusterDriver.close))
+    monkeypatch.setattr(PoolDriver, "close", record("driver.close", PoolDriver.close))
     monkeypatch.setattr(Reconciler, "stop", record("reconciler.stop", Reconciler.stop))
     monkeypatch.setattr(EventFeed, "stop", record("feed.stop", EventFeed.stop))
     monkeypatch.setattr(registry, "register", lambda *args, **kwargs: taken.append("registry.register"))

@@ -19,13 +19,14 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import cloudpickle
 
 from skyward.core.codec import load_payload
-from skyward.core.version import VERSION
 from skyward.core.instance import InstanceInfo
+from skyward.core.version import VERSION
 from skyward.engine.membership import Floor, Joined, Loss
 from skyward.engine.transports.relay import RelayEndpoint, RelayTransport, RemoteAgent
 from skyward.engine.wire import ByValueEncoder
@@ -56,6 +57,22 @@ def fingerprint(spec: Spec, options: Options, context: ClientContext) -> str:
         VERSION,
     )
     return hashlib.sha256(repr(definition).encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A pool the pool daemon holds (``Options(keep_alive=...)``), wrapping its Spec's
+    provider: ``launch`` adopts the kept pool ``name`` (when ``named``; else any idle one
+    defined the same) or has the daemon open and keep one (``open_kept``, which says
+    what it raises). ``as_defined``: adopt ``name`` whatever its definition, open nothing."""
+
+    name: str
+    named: bool = False
+    as_defined: bool = False
+    daemon_held: ClassVar[bool] = True
+
+    def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+        return open_kept(spec, options, self.name, self.named, self.as_defined)
 
 
 def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: bool = False) -> LaunchedCluster:
@@ -104,7 +121,7 @@ def default_timeout(spec: Spec) -> float:
 class KeptMembership:
     """How a script grows and shrinks the kept pool it holds: the pool daemon adds and
     removes the nodes (over the relay's Attach and Detach: a local pool's agents placed
-    as its first ones, ``KeptPool.attach``/``detach``; a remote pool's hosts through its
+    as its first ones, ``KeptPool.start_agent``/``stop_agent``; a remote pool's hosts through its
     own membership, ``KeptPool.add_node``/``remove_node``), so they are the pool's and stay
     when the script leaves. Node 0 never leaves: the relay serves the collections through
     it. ``first`` is node 0's InstanceInfo (a local node's, but for its rank; a remote

@@ -67,7 +67,7 @@ class RayNode:
         return _HEAD_RESOURCE in self.resources
 
 
-def attach(provider: Ray, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
+def launch_on_cluster(provider: Ray, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
     """Connect ``provider``'s cluster (or share this process's connection), pin one
     agent per chosen node; blocks until every agent answers or
     ``Options.provision_timeout`` passes."""

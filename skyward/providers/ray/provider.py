@@ -125,9 +125,9 @@ class Ray:
     def launch(self, spec: Spec, options: Options, pool_id: str) -> LaunchedCluster:
         """Connect (or share this process's connection), pin one agent per chosen node;
         blocks until every agent answers or ``Options.provision_timeout`` passes."""
-        from skyward.providers.ray.attach import attach  # Ray loads when a pool opens
+        from skyward.providers.ray.attach import launch_on_cluster  # Ray loads when a pool opens
 
-        return attach(self, spec, options, pool_id)
+        return launch_on_cluster(self, spec, options, pool_id)
 
 
 def _parse_address(address: object) -> tuple[str, int]:

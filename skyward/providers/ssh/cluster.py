@@ -118,7 +118,7 @@ class RemoteNode:
         return self.facts.private_ip if self.facts is not None else self.address.host
 
 
-class RemoteCluster:
+class RemoteHosts:
     """The hosts of one pool: connect, bootstrap, start Ray and the head relay, stop."""
 
     def __init__(self, pool_id: str, ttl: int, on_phase: Callable[[str, float, int | None], None]) -> None:

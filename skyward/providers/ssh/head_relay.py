@@ -119,9 +119,9 @@ class RelayedAgents(Protocol):
 
     def postmortem(self, node: int) -> Death | None: ...
 
-    def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]: ...
+    def start_agent(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]: ...
 
-    def detach(self, node: int) -> None: ...
+    def stop_agent(self, node: int) -> None: ...
 
 
 class HeadRelay:
@@ -168,7 +168,7 @@ class HeadRelay:
         except Exception:
             return None
 
-    def attach(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
+    def start_agent(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
         """Start node ``node``'s agent on the host of ``serial``; returns it once it answers."""
         agents = start_agents([self._laned(load_payload(setup), serial)], [placement(serial)])
         try:
@@ -200,7 +200,7 @@ class HeadRelay:
         """Remove the lanes' directory (the relay is exiting)."""
         shutil.rmtree(self._lanes_dir, ignore_errors=True)
 
-    def detach(self, node: int) -> None:
+    def stop_agent(self, node: int) -> None:
         """Kill node ``node``'s agent (the node left the pool)."""
         self.lanes.pop(node, None)
         agent = self.agents.pop(node, None)
@@ -217,12 +217,12 @@ class HeadRelay:
         async with listener:
             await server.finished.wait()
 
-    def _session(self, sink: Sink) -> RaySession:
+    def _session(self, sink: Sink) -> RayAgentsBackend:
         self._clients += 1
-        return RaySession(self, f"{os.getpid()}-{self._clients}", sink)
+        return RayAgentsBackend(self, f"{os.getpid()}-{self._clients}", sink)
 
 
-class RaySession(TransportBackend):
+class RayAgentsBackend(TransportBackend):
     """The relay's backend for its client: the agents as Ray actors and lanes."""
 
     _transport: RayTransport
@@ -251,7 +251,7 @@ class RaySession(TransportBackend):
         relayed(self._relay.agents[0]).cancel_collection.remote(self._client, call_id)
 
     async def attach(self, node: int, serial: int, setup: bytes) -> bytes:
-        agent = await self._loop.run_in_executor(None, self._relay.attach, node, serial, setup)
+        agent = await self._loop.run_in_executor(None, self._relay.start_agent, node, serial, setup)
         self._transport.attach(node, RayAgent(agent, self._relay.lanes.get(node, "")))
         self._events.add(node, agent)
         return b""  # the client placed it
@@ -259,7 +259,7 @@ class RaySession(TransportBackend):
     def detach(self, node: int, reason: str) -> None:
         self._transport.detach(node, reason)
         self._events.remove(node)
-        self._loop.run_in_executor(None, self._relay.detach, node)
+        self._loop.run_in_executor(None, self._relay.stop_agent, node)
 
     def set_metrics(self, on: bool) -> None:
         (self._listening.set if on else self._listening.clear)()

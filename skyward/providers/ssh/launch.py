@@ -45,7 +45,7 @@ from skyward.providers.base import Holdings, LaunchedCluster, PhaseTiming, Teard
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
-from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteCluster, RemoteNode
+from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteHosts, RemoteNode
 from skyward.providers.ssh.connection import BOOTING_RETRY_INTERVAL, BOOTING_SSH_TIMEOUT, KnownHosts, SSHReach
 from skyward.providers.ssh.handover import Handover, HostState
 from skyward.providers.ssh.handover import release as release_handover
@@ -100,7 +100,7 @@ def launch_on_hosts(
     what the pool's cloud tags find), with the pool's files (``registry.files_of``)."""
     phases: list[PhaseTiming] = []
     loop = LoopThread(f"skyward-ssh-{pool_id[:8]}")
-    cluster = RemoteCluster(pool_id, spec.ttl, lambda name, s, node: phases.append(PhaseTiming(name, s, node)))
+    cluster = RemoteHosts(pool_id, spec.ttl, lambda name, s, node: phases.append(PhaseTiming(name, s, node)))
     ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
     credentials = ExitStack()
     try:
@@ -186,7 +186,7 @@ def take_over(
     ``events``). Raises why it cannot be taken over; what is left of it is then
     abandoned in a thread of its own (``abandon``), which the process waits for at exit."""
     ssh = LoopThread(f"skyward-ssh-{handover.pool_id[:8]}")
-    cluster = RemoteCluster(handover.pool_id, handover.ttl, lambda *_: None)
+    cluster = RemoteHosts(handover.pool_id, handover.ttl, lambda *_: None)
     cluster.token, cluster.gcs_port = handover.ray_token, handover.gcs_port
     cluster.halt, cluster.volume_count = handover.halt, handover.volume_count
     hosts = {host.serial: host for host in handover.hosts}
@@ -222,7 +222,7 @@ def take_over(
     )
 
 
-def abandon(ssh: LoopThread, cluster: RemoteCluster, handover: Handover) -> None:
+def abandon(ssh: LoopThread, cluster: RemoteHosts, handover: Handover) -> None:
     """Close a pool that could not be taken over. Machines created for it (``halt``) are
     removed from their cloud first and their watchdogs left counting ``Spec.ttl`` down
     (they halt what the removal missed); on other hosts the pool is stopped through the
@@ -257,7 +257,7 @@ class HostPath:
     ``Spec.volumes``); and the ``AgentSetup`` of its agent."""
 
     def __init__(
-        self, spec: Spec, options: Options, cluster: RemoteCluster, loop: LoopThread, reach: SSHReach,
+        self, spec: Spec, options: Options, cluster: RemoteHosts, loop: LoopThread, reach: SSHReach,
         volumes: Sequence[NodeVolume], halt: bool,
     ) -> None:
         self.spec = spec
@@ -375,7 +375,7 @@ def check_hardware(spec: Spec, nodes: Sequence[RemoteNode]) -> None:
             )
 
 
-def stop_hosts(loop: LoopThread, cluster: RemoteCluster, credentials: ExitStack, release: Callable[[], None]) -> None:
+def stop_hosts(loop: LoopThread, cluster: RemoteHosts, credentials: ExitStack, release: Callable[[], None]) -> None:
     """Stop the pool on every host, then release the volumes' credentials and the machines."""
     try:
         try:
