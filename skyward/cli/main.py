@@ -122,16 +122,17 @@ def offers(
     allocation: str, region: str | None, max_hourly_cost: float | None, providers: tuple[str, ...], limit: int,
     as_json: bool,
 ) -> None:
-    """Priced machines that satisfy a Spec, cheapest first. Without --provider or --region
-    it asks what sky.offers() asks, every cloud with credentials, and leaves out a cloud
-    whose offers cannot be read, saying so on stderr."""
+    """Priced machines that satisfy a Spec, cheapest first. Without --provider it asks what
+    sky.offers() asks, every cloud with credentials, and leaves out a cloud whose offers
+    cannot be read, saying so on stderr; with no cloud credentials at all it lists the
+    on-demand prices of the snapshot shipped with skyward, marked as not live."""
     from skyward.api.offers import offers as find_offers
     from skyward.cli.output import emit_json, table
     from skyward.core.accelerators import parse_accelerator
+    from skyward.providers.names import clouds_with_credentials
 
-    chosen = _chosen(providers, (region,)) if providers or region else None
-    if chosen is None:
-        _require_credentials()  # sky.offers() then asks each, leaving out one that fails
+    everywhere = not providers and (not region or not clouds_with_credentials())
+    chosen = None if everywhere else _chosen(providers, (region,))
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         found = _run(lambda: find_offers(
@@ -158,7 +159,8 @@ def offers(
     table("offers", ["provider", "region", "instance", "accelerator", "vCPUs", "GB", "market", "$/h", "$/h on-demand"], rows)
     stale = sorted({o.price_source for o in found if o.price_source != "live"})
     if stale:
-        click.echo(f"* not live: from skyward's price {' and '.join(stale)} (the provider's price API could not be read)")
+        click.echo(f"* not live: from skyward's price {' and '.join(stale)} (no credentials, or the provider's "
+                   "price API could not be read: the warning above says which)")
 
 
 @main.command()

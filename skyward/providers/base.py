@@ -194,6 +194,17 @@ class Direct:
         return spec.provider.launch(spec, options, pool_id)
 
 
+@runtime_checkable
+class SnapshotPriced(Protocol):
+    """A cloud that prices offers from the snapshot shipped with skyward alone, with no
+    credentials and no network (``sky.offers()`` on a machine with no cloud credentials)."""
+
+    name: ClassVar[str]
+
+    def snapshot_offers(self, spec: Spec) -> list[Offer]:
+        """``spec``'s offers from the snapshot, each with ``price_source`` "snapshot DATE"."""
+
+
 def runs_here(provider: Provider) -> bool:
     """Whether ``provider``'s nodes are processes of this machine (``Provider.local_processes``)."""
     return bool(getattr(provider, "local_processes", False))

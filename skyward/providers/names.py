@@ -75,6 +75,9 @@ KNOWN: dict[str, Known] = {
     )
 }
 CLOUDS = tuple(name for name, known in KNOWN.items() if known.cloud)
+SNAPSHOT_PRICED = ("aws",)
+"""The clouds whose shipped snapshot holds machine types as well as prices (GCP's holds
+prices alone: its machine types come from its API)."""
 
 
 def known(name: str) -> Known:
@@ -107,3 +110,9 @@ def credentials_found(provider: Known) -> bool:
 def clouds_with_credentials() -> list[Provider]:
     """A provider (default settings) of every cloud whose credentials this machine has."""
     return [make(name) for name in CLOUDS if credentials_found(KNOWN[name])]
+
+
+def snapshot_priced() -> list[Provider]:
+    """A provider (default settings) of every cloud that prices offers from the snapshot
+    shipped with skyward, without credentials (each a ``base.SnapshotPriced``)."""
+    return [make(name) for name in SNAPSHOT_PRICED]

@@ -49,12 +49,12 @@ def instance_types(region: str) -> list[InstanceType]:
     path = cache_path(region, "types")
     cached = read_cache(path, TYPES_TTL)
     if cached is not None:
-        return [_cached(item) for item in fields.as_objects(cached, "the cached instance types")]
+        return [from_record(item) for item in fields.as_objects(cached, "the cached instance types")]
     ec2 = client("ec2", region)
     found: list[InstanceType] = []
     try:
         for page in ec2.get_paginator("describe_instance_types").paginate():
-            found.extend(_parse(item) for item in fields.objects(page, "InstanceTypes"))
+            found.extend(parse_type(item) for item in fields.objects(page, "InstanceTypes"))
     except Exception as exc:
         raise explain(exc, "listing instance types", region) from exc
     write_cache(path, [asdict(t) for t in found])
@@ -99,7 +99,8 @@ def client_architecture() -> str:
     return {"aarch64": "arm64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
-def _parse(item: JsonObject) -> InstanceType:
+def parse_type(item: JsonObject) -> InstanceType:
+    """One instance type of a ``DescribeInstanceTypes`` answer."""
     accelerator: str | None = None
     count = 0
     memory: float | None = None
@@ -126,8 +127,9 @@ def _parse(item: JsonObject) -> InstanceType:
     )
 
 
-def _cached(item: JsonObject) -> InstanceType:
-    """An instance type as ``instance_types`` wrote it to its cache (``asdict``)."""
+def from_record(item: JsonObject) -> InstanceType:
+    """An instance type as ``instance_types`` wrote it to its cache (``asdict``), and as
+    the price snapshot holds it."""
     return InstanceType(
         name=fields.text(item, "name"),
         vcpus=fields.integer(item, "vcpus"),

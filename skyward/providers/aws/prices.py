@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from skyward.providers.aws.catalog import cache_path, read_cache, write_cache
+from skyward.providers.aws.catalog import InstanceType, cache_path, from_record, read_cache, write_cache
 from skyward.providers.aws.session import client, explain
 from skyward.providers.base import PriceSnapshotWarning
 from skyward.providers.cloud import fields
@@ -104,6 +104,14 @@ def snapshot() -> tuple[str, dict[str, dict[str, float]]]:
     """The shipped snapshot: its date and its on-demand prices by region and type."""
     data = json.loads(SNAPSHOT.read_text())
     return data["date"], data["ondemand"]
+
+
+@functools.cache
+def snapshot_types() -> tuple[InstanceType, ...]:
+    """The instance types the shipped snapshot prices, as EC2 describes them (written
+    from moto's copy of ``DescribeInstanceTypes`` by scripts/aws_type_snapshot.py)."""
+    data = json.loads(SNAPSHOT.read_text())
+    return tuple(from_record(item) for item in fields.as_objects(data["types"], "the snapshot's instance types"))
 
 
 def _filters(region: str) -> list[dict[str, str]]:

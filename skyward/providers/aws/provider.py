@@ -34,7 +34,7 @@ from skyward.providers.aws import machines
 from skyward.providers.aws.catalog import InstanceType, candidates, instance_types
 from skyward.providers.aws.images import find_image, root_device
 from skyward.providers.aws.membership import EC2Machines
-from skyward.providers.aws.prices import LIVE, prices
+from skyward.providers.aws.prices import LIVE, prices, snapshot, snapshot_types
 from skyward.providers.aws.session import AWSError, NoCapacityError, client, explain
 from skyward.providers.base import LaunchedCluster, Offer
 from skyward.providers.cloud import fields
@@ -111,6 +111,26 @@ class AWS:
         """Priced instance types that satisfy ``spec`` in its market(s), cheapest first,
         within ``Spec.max_hourly_cost``."""
         return [offer for offer in self._all_offers(spec) if _within(offer, spec)]
+
+    def snapshot_offers(self, spec: Spec) -> list[Offer]:
+        """On-demand offers from the snapshot shipped with skyward alone (its instance
+        types and prices; no AWS call, no credentials), cheapest first, each with
+        ``price_source`` "snapshot DATE"; none for a spot-only Spec. ValueError naming the
+        regions the snapshot has when ``spec``'s region is not one of them."""
+        region = self._region(spec)
+        date, regions = snapshot()
+        if region not in regions:
+            raise fail("Spec", "region", region, f"skyward's price snapshot of {date} has only {', '.join(regions)}")
+        if spec.allocation == "spot" or isinstance(spec.allocation, float):
+            return []
+        priced = regions[region]
+        known = list(snapshot_types())
+        kinds = candidates(known, spec) if spec.instance_type is None else [k for k in known if k.name == spec.instance_type]
+        found = [
+            _offer(kind, priced[kind.name], False, region, priced[kind.name], f"snapshot {date}")
+            for kind in kinds if kind.name in priced
+        ]
+        return sorted((o for o in found if _within(o, spec)), key=lambda o: (o.hourly_price, o.instance_type))
 
     def default_storage(self, spec: Spec) -> Storage:
         """S3 of the pool's region, opted in to giving the nodes the client's AWS

@@ -70,6 +70,23 @@ def test_offers_from_a_cloud(env: dict[str, str], runpod: FakeRunPod) -> None:
     assert "unknown provider" in sky(env, "offers", "--provider", "moon", code=2)
 
 
+def test_offers_with_no_credentials_list_the_shipped_snapshot_marked_as_such(env: dict[str, str]) -> None:
+    from skyward.providers import names
+
+    bare = {k: v for k, v in env.items() if not any(k in source.env for known in names.KNOWN.values()
+                                                      for source in known.credentials)}
+    done = subprocess.run([SKY, "offers", "-a", "A100"], capture_output=True, text=True, timeout=120,
+                          env={**bare, "COLUMNS": "200"}, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "p4de.24xlarge" in done.stdout and "*" in done.stdout, done.stdout
+    assert "* not live: from skyward's price snapshot 20" in done.stdout, done.stdout
+    assert "no cloud credentials were found" in done.stderr and "sky providers list" in done.stderr, done.stderr
+    listed = sky(bare, "offers", "--allocation", "on-demand", "--limit", "100", "--json")
+    assert listed and {o["provider"] for o in listed} == {"aws"}
+    assert all(o["price_source"].startswith("snapshot ") and not o["spot"] for o in listed)
+    assert [o["hourly_price"] for o in listed] == sorted(o["hourly_price"] for o in listed)
+
+
 def test_gc_on_a_cloud(env: dict[str, str], runpod: FakeRunPod) -> None:
     from e2e.cloud.clouds import orphan_name
 

@@ -3,7 +3,8 @@ all fourteen clouds run here at once (the local AWS and a fake of each other clo
 and an A100 is priced by each that sells one, cheapest first, each price marked live or
 from a dated snapshot. A cloud without credentials is not asked; one whose API cannot be
 read is left out with a warning naming it, by ``sky offers`` too (and fails the call when
-it was asked for by name); no credentials at all is an error saying where they are looked for."""
+it was asked for by name); with no credentials at all the shipped snapshot's on-demand
+prices are listed, marked as such, with a warning saying where credentials are looked for."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from e2e.cloud.conftest import environment
 
 import skyward as sky
 from skyward.providers import names
+from skyward.providers.base import PriceSnapshotWarning
 from skyward.providers.gcp.prices import cache_folder
 
 A100 = sky.accelerators.A100()
@@ -112,13 +114,22 @@ def test_gc_over_every_cloud_leaves_out_one_that_fails_and_says_so(
     assert len(everywhere["verda"].requests) > asked, "the other clouds were still asked"
 
 
-def test_no_credentials_at_all_says_where_they_are_looked_for(
+def test_no_credentials_at_all_lists_the_shipped_snapshot_and_says_where_credentials_are_looked_for(
     everywhere: dict[str, FakeCloud], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for variable in credential_variables():
         monkeypatch.delenv(variable, raising=False)
-    with pytest.raises(sky.NoAvailableProviderError, match="sky providers list"):
-        sky.offers(accelerator=A100)
+    asked = {name: len(fake.requests) for name, fake in everywhere.items()}
+    with pytest.warns(PriceSnapshotWarning, match="no cloud credentials.*sky providers list") as warned:
+        found = sky.offers(accelerator=A100)
+    assert len(warned) == 1
+    assert [(o.provider, o.instance_type, o.accelerator_count, o.spot) for o in found] == [("aws", "p4de.24xlarge", 8, False)]
+    assert SNAPSHOT.fullmatch(found[0].price_source) and found[0].region == "us-east-1"
+    assert {name: len(fake.requests) for name, fake in everywhere.items()} == asked, "no cloud was asked"
+    with pytest.warns(PriceSnapshotWarning):
+        assert sky.offers(accelerator=A100, allocation="spot") == [], "the snapshot has no spot prices"
+    with pytest.raises(ValueError, match="us-east-1, us-west-2"):
+        sky.offers(region="eu-west-1")
 
 
 def test_the_command_lists_every_cloud_and_marks_snapshot_prices(everywhere: dict[str, FakeCloud]) -> None:
