@@ -37,7 +37,7 @@ import lz4.block
 import lz4.frame
 import msgpack
 
-from skyward.core.messages import MESSAGES, Message
+from skyward.core.messages import MESSAGES, RECORDS, Message
 
 FRAME_HEADER = struct.Struct("!Q")
 """A frame is its length (8 bytes, big-endian), then that many bytes."""
@@ -176,12 +176,24 @@ def _field_types(cls: type[Message]) -> tuple[tuple[str, object], ...]:
 _CLASSES: dict[str, tuple[type[Message], tuple[tuple[str, object], ...]]] = {
     cls.__name__: (cls, _field_types(cls)) for cls in MESSAGES
 }
+_RECORDS: dict[type, tuple[tuple[str, object], ...]] = {cls: _field_types(cls) for cls in RECORDS}
 
 
 def encode_message(message: Message) -> bytes:
-    """``message`` as a msgpack array: its class name, then its fields in order."""
+    """``message`` as a msgpack array: its class name, then its fields in order (a record
+    among them as the array of its own fields)."""
     fields = [getattr(message, name) for name, _ in _CLASSES[type(message).__name__][1]]
-    return msgpack.packb([type(message).__name__, *fields], use_bin_type=True)  # type: ignore[no-any-return]
+    packed: bytes = msgpack.packb([type(message).__name__, *fields], use_bin_type=True, default=_record)
+    return packed
+
+
+def _record(value: object) -> list[object]:
+    """msgpack's hook for what it cannot pack: a record (``messages.RECORDS``) as the
+    array of its fields; TypeError for anything else."""
+    fields = _RECORDS.get(type(value))
+    if fields is None:
+        raise TypeError(f"a message cannot carry a {type(value).__name__}")
+    return [getattr(value, name) for name, _ in fields]
 
 
 def decode_message(data: bytes | memoryview) -> Message:
@@ -198,10 +210,26 @@ def decode_message(data: bytes | memoryview) -> Message:
     values = items[1:]
     if len(values) != len(fields):
         raise MalformedFrame(f"{cls.__name__} takes {len(fields)} fields, got {len(values)}")
-    for (name, hint), value in zip(fields, values):
-        if not _conforms(value, hint):
-            raise MalformedFrame(f"{cls.__name__}.{name} is not {hint}: {reprlib.repr(value)}")
-    return cls(*values)
+    return cls(*(_decoded(value, hint, f"{cls.__name__}.{name}") for (name, hint), value in zip(fields, values)))
+
+
+def _decoded(value: object, hint: Any, where: str) -> Any:
+    """``value`` as field ``where`` of annotation ``hint`` holds it: a record (or a tuple of
+    records) built from its arrays, anything else as it is. ``MalformedFrame`` when it is
+    not of ``hint``."""
+    record = _RECORDS.get(hint)
+    if record is not None:
+        if not isinstance(value, tuple) or len(value) != len(record):
+            raise MalformedFrame(f"{where} is not a {hint.__name__} of {len(record)} fields: {reprlib.repr(value)}")
+        return hint(*(_decoded(item, field_hint, f"{where}.{name}") for (name, field_hint), item in zip(record, value)))
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _RECORDS:
+        if not isinstance(value, tuple):
+            raise MalformedFrame(f"{where} is not a tuple: {reprlib.repr(value)}")
+        return tuple(_decoded(item, args[0], f"{where}[{index}]") for index, item in enumerate(value))
+    if not _conforms(value, hint):
+        raise MalformedFrame(f"{where} is not {hint}: {reprlib.repr(value)}")
+    return value
 
 
 def _conforms(value: object, hint: Any) -> bool:

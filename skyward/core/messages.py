@@ -1,5 +1,6 @@
 """Every message skyward's processes exchange as control: the relay protocol (between a
-remote pool's client and its head relay) and the pool daemon's (below).
+remote pool's client and its head relay), a node agent's with its worker processes, and
+the pool daemon's (below).
 
 One frozen class a message, dispatched by type (``match``) at either end, encoded by
 ``codec.encode_message`` (a msgpack array: the class name, then the fields in order) and
@@ -206,6 +207,80 @@ class Closed:
     """The relay stopped the agents; nothing follows."""
 
 
+# A node agent and its worker processes (``Worker(executor="process")``), over the
+# child's private pipes (``node.process_executor``, ``node.process_worker``). The
+# node's ``InstanceInfo`` and the collections' layout travel pickled, as a task does.
+
+
+@dataclass(frozen=True, slots=True)
+class StartWorker:
+    """The first message to a worker process (started with the pool's environment): its
+    working directory, the paths it adds, the node's pickled ``InstanceInfo``, the pickled
+    collections layout (empty: none) and the pool's plugins."""
+
+    cwd: str
+    sys_path: tuple[str, ...]
+    info: bytes
+    collections: bytes
+    plugins: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RunTask:
+    """Run the encoded ``TaskRequest`` ``request``; ``info``: the node's pickled
+    ``InstanceInfo`` when it changed since the last task (empty: unchanged)."""
+
+    request: bytes
+    info: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class OperationAnswer:
+    """The agent's answer to the worker's collection operation ``call_id`` (an encoded
+    ``(ok, value or error)``)."""
+
+    call_id: int
+    answer: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """A collection operation of the running task, for the agent's gateway to run
+    (``collections.gateway.encode_operation``'s bytes)."""
+
+    call_id: int
+    request: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutput:
+    """One line the running task printed."""
+
+    stream: Literal["stdout", "stderr"]
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEvent:
+    """An event the running task published (pickled)."""
+
+    event: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ItemStarted:
+    """The running map task started its item ``index``."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDone:
+    """The task's pickled outcome: ``(True, result)`` or ``(False, TaskFailure)``."""
+
+    outcome: bytes
+
+
 # The pool daemon of local pools (``skyward.daemon``), over its private Unix socket:
 # one request a connection, answered by one message (``Refusal`` when it cannot be served).
 
@@ -286,12 +361,29 @@ class ListPools:
 
 
 @dataclass(frozen=True, slots=True)
-class PoolsKept:
-    """Each kept pool as (name, pool id, nodes, keep_alive, holder pid or 0, seconds idle
-    or 0 while held, when it opened as a Unix time, its definition: the pickled Spec and
-    Options it was opened with)."""
+class KeptPoolRow:
+    """One kept pool as ``PoolsKept`` lists it (a record: a field of a message, encoded
+    as the array of its own fields)."""
 
-    pools: tuple[tuple[str, str, int, float, int, float, float, bytes], ...]
+    name: str
+    pool_id: str
+    nodes: int
+    keep_alive: float
+    holder: int
+    """The pid of the client holding it; 0: none."""
+    idle: float
+    """Seconds since its last client left; 0 while held."""
+    opened: float
+    """When it opened, as a Unix time."""
+    definition: bytes
+    """The pickled Spec and Options it was opened with."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolsKept:
+    """Every pool the daemon keeps."""
+
+    pools: tuple[KeptPoolRow, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +414,10 @@ ToRelay = (
     | ReleaseHolds | Close
 )
 ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
-Message = ToRelay | ToClient | ToDaemon | FromDaemon
+ToWorker = StartWorker | RunTask | OperationAnswer
+FromWorker = Operation | TaskOutput | TaskEvent | ItemStarted | TaskDone
+Message = ToRelay | ToClient | ToDaemon | FromDaemon | ToWorker | FromWorker
 MESSAGES: tuple[type[Message], ...] = get_args(Message)
 """Every message class, each once (what ``codec`` decodes into)."""
+RECORDS: tuple[type, ...] = (KeptPoolRow,)
+"""The records a message's field may hold (each encoded as the array of its fields)."""

@@ -42,6 +42,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skyward.core.codec import load_payload
+from skyward.core.messages import KeptPoolRow
 from skyward.core.private_dir import replace_private
 from skyward.daemon.http_guard import Loopback, LoopbackServer
 from skyward.daemon.kept_pools import KeptPools
@@ -159,7 +160,7 @@ class KeptApi:
     def _described(self, name: str, status: int) -> Response:
         """The kept pool ``name`` as the API shows it (404 when it is not kept)."""
         for state in self._kept.states():
-            if state[0] == name:
+            if state.name == name:
                 return JSONResponse(_pool(state), status)
         return _not_kept(name)
 
@@ -180,7 +181,7 @@ class KeptApi:
         cwd = body.get("cwd")
         if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise Invalid("cwd", cwd, "give the absolute path of an existing directory, which the nodes work in")
-        if name in {state[0] for state in self._kept.states()}:
+        if name in {state.name for state in self._kept.states()}:
             return _error(409, f"a pool named {name!r} is kept already; give this one another name, or end that "
                                f"one first (DELETE /pools/{name})")
         context = ClientContext(cwd, (cwd, *sys.path), dict(self._environ))
@@ -200,7 +201,7 @@ class KeptApi:
 
     async def _submit(self, request: Request) -> Response:
         name = request.path_params["name"]
-        if name not in {state[0] for state in self._kept.states()}:
+        if name not in {state.name for state in self._kept.states()}:
             return _not_kept(name)
         body = await _body(request, RUN_FIELDS)
         script = body.get("script")
@@ -316,13 +317,13 @@ def _definition(body: dict[str, object]) -> tuple[Spec, Options]:
     return spec, options
 
 
-def _pool(state: tuple[str, str, int, float, int, float, float, bytes]) -> dict[str, object]:
+def _pool(state: KeptPoolRow) -> dict[str, object]:
     """A kept pool as the API shows it."""
-    name, pool_id, nodes, keep_alive, holder, idle, opened, definition = state
-    spec, _ = load_payload(definition)  # pickled by this daemon
+    spec, _ = load_payload(state.definition)  # pickled by this daemon
     return {
-        "name": name, "pool_id": pool_id, "provider": spec.provider.name, "nodes": nodes, "keep_alive": keep_alive,
-        "holder": holder or None, "idle": round(idle, 3), "opened": opened,
+        "name": state.name, "pool_id": state.pool_id, "provider": spec.provider.name, "nodes": state.nodes,
+        "keep_alive": state.keep_alive, "holder": state.holder or None, "idle": round(state.idle, 3),
+        "opened": state.opened,
     }
 
 

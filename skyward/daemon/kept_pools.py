@@ -50,7 +50,7 @@ from skyward.collections.installed import release as release_collections
 from skyward.core import handshake
 from skyward.core.codec import load_payload
 from skyward.core.instance import InstanceInfo
-from skyward.core.messages import PoolHeld
+from skyward.core.messages import KeptPoolRow, PoolHeld
 from skyward.core.paths import in_home, runtime_dir
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import private_directories
@@ -518,13 +518,15 @@ class KeptPools:
                 }
         return [pool.board for pool in pools]
 
-    def states(self) -> list[tuple[str, str, int, float, int, float, float, bytes]]:
+    def states(self) -> list[KeptPoolRow]:
         """Each pool as ``PoolsKept`` carries it."""
         now = time.monotonic()
         with self._lock:
             return [
-                (p.name, p.pool_id, len(p.cluster.nodes), p.keep_alive, p.holder, p.idle_for(now), p.opened,
-                 p.definition)
+                KeptPoolRow(
+                    p.name, p.pool_id, len(p.cluster.nodes), p.keep_alive, p.holder, p.idle_for(now), p.opened,
+                    p.definition,
+                )
                 for p in self._pools.values()
             ]
 

@@ -5,9 +5,11 @@ tasks too, otherwise it exits after one. A child that outlives its deadline is k
 which really frees the slot; a child that dies is reported as a crash and replaced (one
 that died while idle, or before it got its task, is replaced before the task starts or
 reported as a crash of a task that never ran).
-Frames are cloudpickled tuples over a pair of pipes. A task's distributed-collection
-operations arrive as ``call`` frames and are served by the agent's ``Gateway`` (see
-``skyward.collections.bridge``), whose answers share the pipe to the child.
+The pipes carry the typed messages of ``core.messages`` (``ToWorker``, ``FromWorker``)
+through ``core.codec``; the task, its outcome and its events inside them are pickles. A
+task's distributed-collection operations arrive as ``Operation`` messages and are served
+by the agent's ``Gateway`` (see ``skyward.collections.bridge``), whose answers share the
+pipe to the child.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import cloudpickle
 from skyward.collections import bridge
 from skyward.collections.config import CollectionsConfig
 from skyward.collections.gateway import Gateway
-from skyward.core.codec import load_payload
+from skyward.core import messages
+from skyward.core.codec import MalformedFrame, decode_message, encode_message, load_payload
 from skyward.core.instance import InstanceInfo
 from skyward.engine import death
 from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
@@ -67,7 +70,7 @@ class _Child:
             LaunchCommand((sys.executable,), ("-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w))),
             info,
         )
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **command.env}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **command.env, **setup["env"]}
         self.process = subprocess.Popen(
             command.argv,
             pass_fds=(to_child_r, from_child_w),
@@ -82,10 +85,14 @@ class _Child:
         self.recv = Connection(from_child_r, writable=False)
         self._send_lock = threading.Lock()
         self.info: InstanceInfo = setup["info"]
-        self.write(cloudpickle.dumps(("init", setup)))
+        self.write(messages.StartWorker(
+            setup["cwd"], tuple(setup["sys_path"]), cloudpickle.dumps(info),
+            cloudpickle.dumps(setup["collections"]) if setup["collections"] is not None else b"", setup["plugins"],
+        ))
 
-    def write(self, data: bytes) -> None:
-        """Send one frame to the child (task frames and collection answers share the pipe)."""
+    def write(self, message: messages.ToWorker) -> None:
+        """Send one message to the child (tasks and collection answers share the pipe)."""
+        data = encode_message(message)
         with self._send_lock:
             self.send.send_bytes(data)
 
@@ -95,7 +102,7 @@ class _Child:
         node = info.node
         info = replace(info, worker=self.worker)
         try:
-            self.write(cloudpickle.dumps(("run", request, info if info != self.info else None)))
+            self.write(messages.RunTask(cloudpickle.dumps(request), cloudpickle.dumps(info) if info != self.info else b""))
         except OSError:  # it died before it got the task (a broken pipe): nothing of the task ran
             return False, self._crash(request, node, 0)
         self.info = info
@@ -108,19 +115,27 @@ class _Child:
             try:
                 if not self.recv.poll(wait):
                     continue
-                kind, *body = load_payload(self.recv.recv_bytes())
+                message = decode_message(self.recv.recv_bytes())
             except (EOFError, OSError):
                 return False, self._crash(request, node, item)
-            if kind == "call":
-                bridge.serve(gateway, body[0], body[1], self.write)
-            elif kind == "out":
-                sink(request.task_id, body[0], body[1])
-            elif kind == "event":
-                publish(request.task_id, body[0])
-            elif kind == "item":
-                item, started = body[0], time.monotonic()
-            elif kind == "done":
-                return body[0]
+            except MalformedFrame:  # not a worker's message: the child is not what it should be
+                self.kill()
+                return False, self._crash(request, node, item)
+            match message:
+                case messages.Operation(call_id, operation):
+                    bridge.serve(gateway, call_id, operation, self.write)
+                case messages.TaskOutput(stream, line):
+                    sink(request.task_id, stream, line)
+                case messages.TaskEvent(event):
+                    publish(request.task_id, load_payload(event))
+                case messages.ItemStarted(index):
+                    item, started = index, time.monotonic()
+                case messages.TaskDone(outcome):
+                    done: Outcome = load_payload(outcome)
+                    return done
+                case _:  # a message meant for a worker, not from one
+                    self.kill()
+                    return False, self._crash(request, node, item)
 
     def _crash(self, request: TaskRequest, node: int, item: int) -> TaskFailure:
         code = self.process.wait(timeout=10)

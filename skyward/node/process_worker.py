@@ -1,10 +1,11 @@
 """Entry point of an executor child process: ``python -m skyward.node.process_worker R W``.
 
-Reads an ``init`` frame (cwd, sys.path, env, InstanceInfo, collections layout), then runs
-one ``run`` frame at a time (with the node's InstanceInfo when the pool's membership
-changed it), sending the task's output lines, item progress and finally
-its outcome. Distributed-collection operations go to the agent over the same pipes
-(``skyward.collections.bridge``).
+Started with the pool's environment, reads a ``StartWorker`` message (cwd, sys.path,
+InstanceInfo, collections layout),
+then runs one ``RunTask`` at a time (with the node's InstanceInfo when the pool's
+membership changed it), sending the task's output lines, item progress and finally its
+outcome, each a typed message of ``core.messages`` (``FromWorker``). Distributed-collection
+operations go to the agent over the same pipes (``skyward.collections.bridge``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from multiprocessing.connection import Connection
 
 import cloudpickle
 
-from skyward.core.codec import load_payload
+from skyward.core import messages
+from skyward.core.codec import decode_message, encode_message, load_payload
 
 
 def main(read_fd: int, write_fd: int) -> None:
@@ -33,42 +35,43 @@ def main(read_fd: int, write_fd: int) -> None:
     outbox = Connection(write_fd, readable=False)
     send_lock = threading.Lock()
 
-    def send(*frame: object) -> None:
-        data = cloudpickle.dumps(frame)
+    def send(message: messages.FromWorker) -> None:
+        data = encode_message(message)
         with send_lock:
             outbox.send_bytes(data)
 
-    _, setup = load_payload(inbox.recv_bytes())
-    os.chdir(setup["cwd"])
-    sys.path[:0] = [p for p in setup["sys_path"] if p not in sys.path]
-    os.environ.update(setup["env"])
-    info = setup["info"]
+    setup = decode_message(inbox.recv_bytes())
+    if not isinstance(setup, messages.StartWorker):
+        raise SystemExit(f"a worker process starts with StartWorker, not {type(setup).__name__}")
+    os.chdir(setup.cwd)
+    sys.path[:0] = [p for p in setup.sys_path if p not in sys.path]
+    info = load_payload(setup.info)  # from the node agent that started this process
     install_node_info(info)
-    plugins = install_process(setup.get("plugins", b""), info)
-    publish.install(lambda event: send("event", event))
+    plugins = install_process(setup.plugins, info)
+    publish.install(lambda event: send(messages.TaskEvent(cloudpickle.dumps(event))))
     bridge = ChildBridge(inbox, send)
-    collections_runtime.install_child(setup.get("collections"), bridge)
-    sys.stdout = CallbackWriter(lambda line: send("out", "stdout", line))
-    sys.stderr = CallbackWriter(lambda line: send("out", "stderr", line))
+    collections_runtime.install_child(load_payload(setup.collections) if setup.collections else None, bridge)
+    sys.stdout = CallbackWriter(lambda line: send(messages.TaskOutput("stdout", line)))
+    sys.stderr = CallbackWriter(lambda line: send(messages.TaskOutput("stderr", line)))
 
     while True:
-        frame = bridge.next_frame()
-        if frame is None:
+        task = bridge.next_task()
+        if task is None:
             plugins.close()
             return
-        _, request, changed = load_payload(frame)
-        if changed is not None:
-            info = changed
+        request = load_payload(task.request)
+        if task.info:
+            info = load_payload(task.info)
             install_node_info(info)
         token = task_scope().set(TaskContext(request.task_id, request.name, info))
         try:
-            outcome = execute(request, info.node, lambda index: send("item", index))
+            outcome = execute(request, info.node, lambda index: send(messages.ItemStarted(index)))
         finally:
             task_scope().reset(token)
             sys.stdout.flush()
             sys.stderr.flush()
         try:
-            send("done", outcome)
+            send(messages.TaskDone(cloudpickle.dumps(outcome)))
         except Exception as exc:  # the result itself cannot be pickled
             failure = TaskFailure(
                 "TypeError",
@@ -77,7 +80,7 @@ def main(read_fd: int, write_fd: int) -> None:
                 info.node,
                 cloudpickle.dumps(TypeError(f"the result of {request.name} cannot be pickled: {exc}")),
             )
-            send("done", (False, failure))
+            send(messages.TaskDone(cloudpickle.dumps((False, failure))))
 
 
 if __name__ == "__main__":

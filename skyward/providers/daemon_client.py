@@ -167,7 +167,10 @@ def adopt_pool(name: str, fingerprint: str) -> messages.PoolHeld | None:
 def kept_pools() -> list[KeptPoolState]:
     """The kept pools of every daemon of this user that answers."""
     return [
-        KeptPoolState(*pool, daemon_pid=daemon.pid)
+        KeptPoolState(
+            pool.name, pool.pool_id, pool.nodes, pool.keep_alive, pool.holder, pool.idle, pool.opened,
+            pool.definition, daemon_pid=daemon.pid,
+        )
         for daemon in status()
         for pool in _kept_of(_connect(Path(daemon.directory)))
     ]
@@ -182,8 +185,8 @@ def kept_definition(name: str) -> tuple[Spec, Options] | None:
     if connection is None and name in kept_state.kept_names(directory):
         connection = _reach(directory)
     for pool in _kept_of(connection):
-        if pool[0] == name:
-            spec, options = load_payload(pool[7])  # from this user's daemon (peer checked)
+        if pool.name == name:
+            spec, options = load_payload(pool.definition)  # from this user's daemon (peer checked)
             return spec, options
     return None
 
@@ -207,7 +210,7 @@ def end_pools(name: str, timeout: float = 300.0) -> list[str]:
     return ended
 
 
-def _kept_of(connection: socket.socket | None) -> tuple[tuple[str, str, int, float, int, float, float, bytes], ...]:
+def _kept_of(connection: socket.socket | None) -> tuple[messages.KeptPoolRow, ...]:
     """What the daemon at the other end of ``connection`` keeps (``PoolsKept.pools``);
     nothing when there is none (None) or it is exiting."""
     if connection is None:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import skyward
 from skyward.core import handshake
 from skyward.core.codec import MalformedFrame, decode_message, encode_message
-from skyward.core.messages import MESSAGES, Attach, Call, Failed, Hello, Message, PoolsKept, Reply
+from skyward.core.messages import MESSAGES, Attach, Call, Failed, Hello, KeptPoolRow, Message, PoolsKept, Reply, TaskOutput
 from skyward.engine.transports import lane
 
 SKYWARD = Path(skyward.__file__).parent
@@ -43,6 +43,9 @@ def _hostile(marker: Path) -> list[bytes]:
         pickle.dumps((1, 2, _Exploit(marker))),
         msgpack.packb(["Call", 1, 2]),  # too few fields
         msgpack.packb(["Call", 1, 2, exploit, None, 5]),  # too many
+        msgpack.packb(["PoolsKept", [["kept", "id", 2, 60.0, 0, 1.5, 1e9]]]),  # a record short of a field
+        msgpack.packb(["PoolsKept", [["kept", "id", "2", 60.0, 0, 1.5, 1e9, b"d"]]]),  # a record field mistyped
+        msgpack.packb(["PoolsKept", ["kept"]]),  # not a record
         msgpack.packb(["Call", "1", 2, b"x", None]),  # a field of the wrong type
         msgpack.packb(["Failed", 1, "boom", 0, "x"]),  # a kind that is not one
         msgpack.packb(["posix.system", "touch x"]),  # no such message
@@ -58,7 +61,8 @@ def test_every_message_round_trips() -> None:
     samples = {
         Hello: Hello(1), Call: Call(3, 1, (b"h", (b"a", b"b")), 2.5), Failed: Failed(1, "crashed", 2, "gone"),
         Attach: Attach(1, 2, 3, b"setup"), Reply: Reply(7, b"r"),
-        PoolsKept: PoolsKept((("kept", "id", 2, 60.0, 0, 1.5, 1e9, b"definition"),)),
+        PoolsKept: PoolsKept((KeptPoolRow("kept", "id", 2, 60.0, 0, 1.5, 1e9, b"definition"),)),
+        TaskOutput: TaskOutput("stderr", "a line"),
     }
     for cls in MESSAGES:
         message = samples.get(cls) or cls(*[_sample(f.type) for f in cls.__dataclass_fields__.values()])
