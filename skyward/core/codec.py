@@ -24,6 +24,7 @@ says so, and the receiver expands it only after the handshake, bounded (``expand
 from __future__ import annotations
 
 import dataclasses
+import json
 import reprlib
 import socket
 import struct
@@ -204,6 +205,44 @@ def decode_message(data: bytes | memoryview) -> Message:
         items = msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=True)
     except Exception as exc:
         raise MalformedFrame(f"not a message: {type(exc).__name__}: {exc}") from None
+    return _message(items)
+
+
+MARKER = "::"
+"""What starts a line that carries a message among a remote script's other output."""
+
+
+def marker(message: Message) -> str:
+    """``message`` as one line of text (``MARKER``, then its class name and fields as a
+    JSON array), for a script that reports on its stdout. Its fields must be JSON's
+    (no bytes)."""
+    fields = [getattr(message, name) for name, _ in _CLASSES[type(message).__name__][1]]
+    return MARKER + json.dumps([type(message).__name__, *fields])
+
+
+def read_marker(line: str) -> Message | None:
+    """The message a ``marker`` line carries; None for a line that is not one (what else
+    the host printed). ``MalformedFrame`` for a marked line that is not a message."""
+    if not line.startswith(MARKER):
+        return None
+    try:
+        items = json.loads(line[len(MARKER):], object_hook=_no_objects)
+    except ValueError as exc:
+        raise MalformedFrame(f"not a message: {exc}: {reprlib.repr(line)}") from None
+    return _message(_tuples(items))
+
+
+def _no_objects(value: dict[str, object]) -> object:
+    raise ValueError(f"a message holds no JSON object: {reprlib.repr(value)}")
+
+
+def _tuples(value: object) -> object:
+    """JSON's arrays as the tuples msgpack decodes them into."""
+    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value
+
+
+def _message(items: object) -> Message:
+    """The message of the decoded array ``items`` (see ``decode_message``)."""
     if not isinstance(items, tuple) or not items or not isinstance(items[0], str) or items[0] not in _CLASSES:
         raise MalformedFrame(f"not a message: {reprlib.repr(items)}")
     cls, fields = _CLASSES[items[0]]

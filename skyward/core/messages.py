@@ -1,6 +1,6 @@
 """Every message skyward's processes exchange as control: the relay protocol (between a
-remote pool's client and its head relay), a node agent's with its worker processes, and
-the pool daemon's (below).
+remote pool's client and its head relay), a node agent's with its worker processes, what
+a remote host's scripts report, and the pool daemon's (below).
 
 One frozen class a message, dispatched by type (``match``) at either end, encoded by
 ``codec.encode_message`` (a msgpack array: the class name, then the fields in order) and
@@ -281,6 +281,81 @@ class TaskDone:
     outcome: bytes
 
 
+# What a remote host's scripts (``ssh.watchdog``, ``ssh.head_relay``) report to the client
+# on their stdout over SSH, one message a line among whatever else the host prints
+# (``codec.marker``, ``codec.read_marker``).
+
+
+@dataclass(frozen=True, slots=True)
+class Watching:
+    """The watchdog guards the pool on its host (its client may heartbeat it now)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VolumesMounted:
+    """The watchdog mounted the pool's volumes in ``seconds``."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class MountFailed:
+    """The watchdog could not mount ``bucket`` at ``mount`` (nothing is left mounted)."""
+
+    bucket: str
+    mount: str
+    cause: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnmountFailed:
+    """``bucket`` stays mounted at ``mount`` after the pool stopped."""
+
+    bucket: str
+    mount: str
+    cause: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotRejoinable:
+    """The watchdog has no socket for a successor client (the pool runs on without one)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """The watchdog stopped the pool on its host."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogGone:
+    """No watchdog of the pool listens for a rejoining client."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsStarted:
+    """The head relay's agents answered, ``seconds`` after it began starting them."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RelayListening:
+    """The head relay listens on node 0's loopback ``port``."""
+
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class RelayFailed:
+    """The head relay could not start, and why."""
+
+    error: str
+
+
 # The pool daemon of local pools (``skyward.daemon``), over its private Unix socket:
 # one request a connection, answered by one message (``Refusal`` when it cannot be served).
 
@@ -416,7 +491,11 @@ ToRelay = (
 ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 ToWorker = StartWorker | RunTask | OperationAnswer
 FromWorker = Operation | TaskOutput | TaskEvent | ItemStarted | TaskDone
-Message = ToRelay | ToClient | ToDaemon | FromDaemon | ToWorker | FromWorker
+FromHost = (
+    Watching | VolumesMounted | MountFailed | UnmountFailed | NotRejoinable | Stopped | WatchdogGone | AgentsStarted
+    | RelayListening | RelayFailed
+)
+Message = ToRelay | ToClient | ToDaemon | FromDaemon | ToWorker | FromWorker | FromHost
 MESSAGES: tuple[type[Message], ...] = get_args(Message)
 """Every message class, each once (what ``codec`` decodes into)."""
 RECORDS: tuple[type, ...] = (KeptPoolRow,)

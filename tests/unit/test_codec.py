@@ -160,3 +160,17 @@ def test_only_the_codec_module_loads_pickles() -> None:
             if pattern.search(code) and "``" not in code:
                 found.append(f"{path.relative_to(SKYWARD)}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_a_hosts_report_is_one_marked_line_among_its_other_output() -> None:
+    from skyward.core.codec import marker, read_marker
+    from skyward.core.messages import MountFailed, RelayListening, VolumesMounted
+
+    for message in (MountFailed("bucket", "/data", "no s3fs"), RelayListening(41234), VolumesMounted(1.25)):
+        line = marker(message)
+        assert "\n" not in line and read_marker(line + "\n") == message
+    assert read_marker("Welcome to Ubuntu 24.04\n") is None, "a login script's noise is not a message"
+    for bad in ('::["RelayListening", "41234"]', '::["posix.system", "x"]', "::watching", '::{"RelayListening": 1}',
+                '::["MountFailed", {"bucket": 1}, "m", "c"]'):
+        with pytest.raises(MalformedFrame):
+            read_marker(bad)

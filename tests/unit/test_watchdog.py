@@ -15,6 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from skyward.core import messages
+from skyward.core.codec import read_marker
 from skyward.providers.ssh.watchdog import POOL_ENV, TERM_GRACE, pool_processes, stop_pool
 
 SLEEPER = "import time; time.sleep(60)"
@@ -110,7 +112,7 @@ def test_a_client_that_rejoins_before_ttl_keeps_the_pool_and_stops_it(tmp_path: 
     proxy: subprocess.Popen[str] | None = None
     try:
         assert dog.stdout is not None and dog.stdin is not None
-        assert dog.stdout.readline().startswith("::watching")
+        assert read_marker(dog.stdout.readline()) == messages.Watching()
         dog.stdin.close()  # the client died: ttl=2 s from now
         proxy = subprocess.Popen(
             [sys.executable, "-u", script, watchdog.REJOIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -118,7 +120,7 @@ def test_a_client_that_rejoins_before_ttl_keeps_the_pool_and_stops_it(tmp_path: 
         assert proxy.stdin is not None and proxy.stdout is not None
         proxy.stdin.write(f"{pool_dir}\n")
         proxy.stdin.flush()
-        assert proxy.stdout.readline().startswith("::watching")
+        assert read_marker(proxy.stdout.readline()) == messages.Watching()
         for _ in range(10):  # 5 s: past ttl and the silence limit
             proxy.stdin.write("beat\n")
             proxy.stdin.flush()
@@ -126,7 +128,7 @@ def test_a_client_that_rejoins_before_ttl_keeps_the_pool_and_stops_it(tmp_path: 
         assert dog.poll() is None and pool_dir.is_dir(), "the rejoined pool was stopped"
         proxy.stdin.write("stop\n")
         proxy.stdin.flush()
-        assert proxy.stdout.readline().startswith("::stopped")
+        assert read_marker(proxy.stdout.readline()) == messages.Stopped()
         assert dog.wait(10) == 0 and proxy.wait(10) == 0
         assert not pool_dir.exists()
     finally:
@@ -142,7 +144,7 @@ def test_rejoining_a_pool_whose_watchdog_is_gone_says_so(tmp_path: Path) -> None
         [sys.executable, watchdog.__file__, watchdog.REJOIN], input=f"{tmp_path}\n", capture_output=True, text=True,
         timeout=30,
     )
-    assert done.returncode == 1 and done.stdout.startswith("::gone"), done.stdout + done.stderr
+    assert done.returncode == 1 and isinstance(read_marker(done.stdout), messages.WatchdogGone), done.stdout + done.stderr
 
 
 def test_another_account_cannot_rejoin_a_watchdog() -> None:
@@ -162,7 +164,7 @@ def test_another_account_cannot_rejoin_a_watchdog() -> None:
         stdout=subprocess.PIPE, text=True,
     )
     try:
-        assert dog.stdout is not None and dog.stdout.readline().startswith("::watching")
+        assert dog.stdout is not None and read_marker(dog.stdout.readline()) == messages.Watching()
         socket_path = os.path.join(pool_dir, watchdog.SOCKET)
         assert os.stat(socket_path).st_mode & 0o777 == 0o600
         with stranger() as probe:

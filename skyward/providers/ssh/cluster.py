@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import asyncssh
 
+from skyward.core import messages
+from skyward.core.codec import read_marker
 from skyward.engine.transports.relay import RelayEndpoint
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers import ray_ports
@@ -247,16 +249,17 @@ class RemoteHosts:
             deadline = time.monotonic() + START_TIMEOUT + len(volumes) * MOUNT_TIMEOUT_S
             while True:
                 line = await asyncio.wait_for(watchdog.stdout.readline(), deadline - time.monotonic())
-                if line.startswith("::watching"):
-                    return
-                if line.startswith("::volumes "):
-                    self.on_phase("volumes", float(line.split()[1]), node.index)
-                elif line.startswith("::mount-failed "):
-                    raise _volume_error(node, line)
-                elif not line:
+                if not line:
                     raise RuntimeError(f"the watchdog on {node.address} did not start:\n{''.join(output)}")
-                else:
-                    output.append(line)
+                match read_marker(line):
+                    case messages.Watching():
+                        return
+                    case messages.VolumesMounted(seconds):
+                        self.on_phase("volumes", seconds, node.index)
+                    case messages.MountFailed(bucket, mount, cause):
+                        raise _volume_error(node, bucket, mount, cause)
+                    case _:
+                        output.append(line)
 
         await _all(one(node) for node in (self.nodes if nodes is None else nodes))
         if self._heartbeat is None:
@@ -277,7 +280,7 @@ class RemoteHosts:
             watchdog.stdin.write(node.pool_dir + "\n")
             said: list[str] = []  # what the host's shell printed first (a login script's noise)
             async with asyncio.timeout(timeout):
-                while not (line := await watchdog.stdout.readline()).startswith("::watching"):
+                while not isinstance(read_marker(line := await watchdog.stdout.readline()), messages.Watching):
                     if not line:
                         raise RuntimeError(
                             f"the pool's watchdog on node {node.index} ({node.address}) is gone: {''.join(said).strip()}"
@@ -382,15 +385,16 @@ class RemoteHosts:
             if not raw:
                 raise RuntimeError("the head relay on node 0 exited while starting:\n" + "\n".join(lines[-40:]))
             line = raw.decode(errors="replace").rstrip()
-            if line.startswith("::agents "):
-                agents = float(line.split()[1])
-            elif line.startswith("::listening "):
-                remote_port = int(line.split()[1])
-                break
-            elif line.startswith("::error "):
-                lines.append(line[8:])
-            else:
-                lines.append(line)
+            match read_marker(line):
+                case messages.AgentsStarted(seconds):
+                    agents = seconds
+                case messages.RelayListening(port):
+                    remote_port = port
+                    break
+                case messages.RelayFailed(error):
+                    lines.append(error)
+                case _:
+                    lines.append(line)
         asyncio.ensure_future(self._stream_logs(process))
         return remote_port, agents
 
@@ -465,18 +469,16 @@ class RemoteHosts:
                 log.warning("watchdog on %s: %s", node.address, exc)
                 return
             for line in str(done.stdout or "").splitlines():
-                if line.startswith("::unmount-failed "):
-                    raise _volume_error(node, line)
+                if isinstance(failed := read_marker(line), messages.UnmountFailed):
+                    raise _volume_error(node, failed.bucket, failed.mount, failed.cause)
         else:
             await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
 
 
-def _volume_error(node: RemoteNode, line: str) -> VolumeMountError:
-    """The mount or unmount failure a watchdog reported (``::mount-failed {...}``),
-    naming the node."""
-    failed = json.loads(line.split(" ", 1)[1])
-    where = f"on node {node.index} ({node.address}): {failed['cause']}"
-    return VolumeMountError(failed["bucket"], failed["mount"], where)
+def _volume_error(node: RemoteNode, bucket: str, mount: str, cause: str) -> VolumeMountError:
+    """The mount or unmount failure a watchdog reported (``MountFailed``,
+    ``UnmountFailed``), naming the node."""
+    return VolumeMountError(bucket, mount, f"on node {node.index} ({node.address}): {cause}")
 
 
 def _facts(output: str, host: str) -> HostFacts:

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import ray
 
-from skyward.core import handshake
-from skyward.core.codec import load_payload
+from skyward.core import handshake, messages
+from skyward.core.codec import load_payload, marker
 from skyward.engine.death import Death
 from skyward.engine.relay_server import RelayServer, Sink, TransportBackend
 from skyward.engine.transports.lane import TCP, lane_path
@@ -213,7 +213,7 @@ class HeadRelay:
         pool's relay serves the next one instead, and never returns)."""
         server = RelayServer(self.config.secret, self._session, self.config.compress, successive=self.config.kept)
         listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
-        print(f"::listening {listener.sockets[0].getsockname()[1]}", flush=True)
+        print(marker(messages.RelayListening(listener.sockets[0].getsockname()[1])), flush=True)
         async with listener:
             await server.finished.wait()
 
@@ -289,9 +289,9 @@ def main() -> None:
         try:
             relay.start()
         except BaseException as exc:
-            print(f"::error {type(exc).__name__}: {exc}", flush=True)
+            print(marker(messages.RelayFailed(f"{type(exc).__name__}: {exc}")), flush=True)
             raise SystemExit(1) from None
-        print(f"::agents {time.monotonic() - started:.3f}", flush=True)
+        print(marker(messages.AgentsStarted(round(time.monotonic() - started, 3))), flush=True)
         asyncio.run(relay.serve())
         ray.shutdown()
     finally:

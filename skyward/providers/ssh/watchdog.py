@@ -2,12 +2,13 @@
 
 Started over SSH with the pool directory. With ``mount``, the first line of its stdin
 carries the pool's volumes (``skyward.storage.pool_volumes.encode``: keys included, so
-never on a command line): it mounts them before it reports ``::watching`` (with
-``::volumes SECONDS`` first), or reports ``::mount-failed {bucket, mount, cause}``,
-cleans up and exits; the mounts are its children and it owns them. Then the client
+never on a command line): it mounts them before it reports ``Watching`` (with
+``VolumesMounted`` first), or reports ``MountFailed``, cleans up and exits; the mounts
+are its children and it owns them. What it reports are messages of ``core.messages``,
+one ``codec.marker`` line each. Then the client
 writes a line to its stdin every ``HEARTBEAT`` seconds. It stops every process of this
 pool on the node (``pool_processes``), removes the pool directory, unmounts the volumes
-(``::unmount-failed {...}`` for one that stays mounted) and exits:
+(``UnmountFailed`` for one that stays mounted) and exits:
 - on "stop" (the pool closes), at once;
 - when its stdin ends (the client's SSH connection closed: the client exited or was
   killed), ``ttl`` seconds later (``Spec.ttl``; 0: at once);
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import signal
@@ -44,6 +44,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 import psutil
+
+from skyward.core import messages
+from skyward.core.codec import marker
 
 if TYPE_CHECKING:
     from skyward.storage.mount import MountedVolume
@@ -164,7 +167,7 @@ def shut_down(*arguments: str) -> None:
 
 def mount_volumes(line: str) -> list[MountedVolume] | None:
     """Mount the volumes ``line`` carries; their MountedVolumes, or None after reporting
-    ``::mount-failed`` (nothing is left mounted then)."""
+    ``MountFailed`` (nothing is left mounted then)."""
     from skyward.storage import pool_volumes
     from skyward.storage.errors import VolumeMountError
 
@@ -172,26 +175,21 @@ def mount_volumes(line: str) -> list[MountedVolume] | None:
     try:
         mounted = pool_volumes.mount_all(pool_volumes.decode(line))
     except VolumeMountError as error:
-        report("::mount-failed", bucket=error.bucket, mount=error.mount, cause=error.cause)
+        say(messages.MountFailed(error.bucket, error.mount, error.cause))
         return None
-    print(f"::volumes {time.monotonic() - started:.3f}", flush=True)
+    say(messages.VolumesMounted(round(time.monotonic() - started, 3)))
     return mounted
 
 
 def unmount_volumes(mounted: list[MountedVolume]) -> None:
-    """Unmount what ``mount_volumes`` mounted; ``::unmount-failed`` for what stays."""
+    """Unmount what ``mount_volumes`` mounted; ``UnmountFailed`` for what stays."""
     from skyward.storage import pool_volumes
     from skyward.storage.errors import VolumeMountError
 
     try:
         pool_volumes.unmount_all(mounted)
     except VolumeMountError as error:
-        report("::unmount-failed", bucket=error.bucket, mount=error.mount, cause=error.cause)
-
-
-def report(marker: str, **fields: str) -> None:
-    """Say ``marker`` and ``fields`` as JSON on one line, if the client still listens."""
-    say(f"{marker} {json.dumps(fields)}")
+        say(messages.UnmountFailed(error.bucket, error.mount, error.cause))
 
 
 _said_to: dict[int, TextIO] = {0: sys.stdout}
@@ -200,8 +198,9 @@ it speaks to the newest."""
 _saying = threading.Lock()
 
 
-def say(line: str) -> None:
-    """Write ``line`` to the newest client, if it still listens."""
+def say(message: messages.FromHost) -> None:
+    """Write ``message`` (a ``codec.marker`` line) to the newest client, if it still listens."""
+    line = marker(message)
     with _saying:
         try:
             out = _said_to[max(_said_to)]
@@ -271,7 +270,7 @@ class _Contact:
                 self.seen, self.ended = time.monotonic(), None
                 with _saying:
                     _said_to[stream] = connection.makefile("w", encoding="utf-8")
-            say("::watching")
+            say(messages.Watching())
             lines = connection.makefile("r", encoding="utf-8")
             threading.Thread(target=self.listen, args=(lines, stream), daemon=True).start()
 
@@ -299,7 +298,7 @@ def rejoin_socket(pool_dir: str) -> socket.socket | None:
         server.listen(4)
     except OSError as exc:
         server.close()
-        say(f"::no-rejoin {exc}")
+        say(messages.NotRejoinable(str(exc)))
         return None
     return server
 
@@ -321,20 +320,20 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = 
         threading.Thread(target=state.take_rejoins, args=(server,), daemon=True).start()
     if halt:
         shut_down("-c")  # a client has come: the boot-time shutdown is this watchdog's job now
-    say("::watching")
+    say(messages.Watching())
     silence = max(ttl, 3 * heartbeat)
     while not state.over(ttl, silence):
         time.sleep(TICK)
     stop_pool(pool_dir)
     unmount_volumes(mounted)
-    say("::stopped")
+    say(messages.Stopped())
     if halt and not state.stop:
         shut_down("-h", "now")
 
 
 def rejoin() -> None:
     """Carry stdin to the watchdog of the pool directory named by its first line, and
-    what it says to stdout, until it closes (see the module); ``::gone WHY`` and exit
+    what it says to stdout, until it closes (see the module); ``WatchdogGone`` and exit
     status 1 when no watchdog listens there."""
     from skyward.core.peers import ForeignPeer, require_same_user
 
@@ -344,7 +343,7 @@ def rejoin() -> None:
         connection.connect(os.path.join(pool_dir, SOCKET))
         require_same_user(connection, "the watchdog")
     except (OSError, ForeignPeer) as exc:
-        print(f"::gone no watchdog of {pool_dir} listens: {exc}", flush=True)
+        print(marker(messages.WatchdogGone(f"no watchdog of {pool_dir} listens: {exc}")), flush=True)
         raise SystemExit(1) from None
 
     def forward() -> None:
