@@ -21,7 +21,13 @@ list, where it lists any. Answers with an error status are checked only where th
 description has a schema for that status (OpenAPI); discovery documents and Scaleway's
 describe no errors. A property named ``<key>`` alone stands for every key of a map
 (Scaleway's ``<serverKey>``). Query values are strings: an integer parameter takes
-digits, a boolean ``true``, ``false``, ``1`` or ``0``."""
+digits, a boolean ``true``, ``false``, ``1`` or ``0``.
+
+A GraphQL endpoint (RunPod's ``/graphql``, beside its REST API) is checked against a
+schema (SDL) with graphql-core (``GraphQL``): the query validated and its variables
+coerced, the answer's ``data`` held to what the query selects, each field by its path. A
+cloud whose paths its description writes without a trailing ``/`` while its clients send
+one (Vast.ai) has the ``/`` left out before matching (``slash``)."""
 
 from __future__ import annotations
 
@@ -99,12 +105,18 @@ class Description:
     no description covers to why (checked as nothing: the fakes declare them)."""
 
     def __init__(self, name: str, operations: Iterable[Described], exempt: Mapping[str, str] | None = None,
-                 common: Mapping[str, Parameter] | None = None) -> None:
+                 common: Mapping[str, Parameter] | None = None, graphql: Mapping[str, GraphQL] | None = None,
+                 slash: bool = False) -> None:
         self.name = name
         self.operations = list(operations)
         self.exempt = dict(exempt or {})
         self.common = dict(common or {})
         """Query parameters every operation takes (a discovery document's ``parameters``)."""
+        self.graphql = dict(graphql or {})
+        """By path, a GraphQL endpoint (its schema checks what is posted there)."""
+        self.slash = slash
+        """Whether a path's trailing ``/`` is left out before it is matched (Vast.ai's API
+        takes both; its paths are described without, its own CLI sends one)."""
 
     def find(self, method: str, path: str) -> tuple[Described, dict[str, str]] | None:
         """The operation serving ``method path`` and its path parameters (a parameter
@@ -120,8 +132,13 @@ class Description:
                    answer: Any) -> list[str]:
         """What in this exchange the description does not define (the request) or would
         not produce (the answer), each naming the operation and the field."""
+        if self.slash:
+            path = path.rstrip("/") or "/"
         if path in self.exempt:
             return []
+        if path in self.graphql:
+            where = f"{self.name} GraphQL ({method} {path})"
+            return [f"{where}: {text}" for text in self.graphql[path].violations(method, body, status, answer)]
         found = self.find(method, path)
         if found is None:
             paths = sorted({op.method for op in self.operations if op.match(path, True) is not None})
@@ -347,7 +364,7 @@ def _openapi_schema(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -
         properties, extra = {}, next(iter(properties.values()))
     if properties:
         out["properties"] = {k: _openapi_schema(v, definitions) for k, v in properties.items()}
-    if schema.get("required"):
+    if isinstance(schema.get("required"), list) and schema["required"]:  # Massed Compute's has required: true
         out["required"] = list(schema["required"])
     if isinstance(extra, Mapping):
         out["additionalProperties"] = _openapi_schema(extra, definitions)
@@ -404,6 +421,139 @@ def openapi(document: Mapping[str, Any], below: str = "") -> list[Described]:
     return operations
 
 
+# ---------------------------------------------------------------------------- GraphQL
+
+GRAPHQL_REQUEST = ("query", "variables", "operationName", "extensions")
+"""The fields of a GraphQL request posted as JSON (GraphQL over HTTP)."""
+GRAPHQL_ANSWER = ("data", "errors", "extensions")
+SCALARS: dict[str, tuple[type, ...]] = {"Int": (int,), "Float": (int, float), "String": (str,), "Boolean": (bool,),
+                                        "ID": (str, int)}
+"""The JSON values each built-in scalar is answered as (a bool is no number)."""
+
+
+class GraphQL:
+    """A GraphQL endpoint's schema (SDL) as a check of one exchange: the request's document
+    parsed and validated against the schema (a field, argument or input field the schema
+    lacks is named as graphql-core names it) and its variables coerced to their declared
+    types; the answer's ``data`` held to what the document selects: a field it did not
+    select (the schema's type lacking it, or a misspelling), a value of another scalar type
+    or outside an enum, a null where the type is non-null, each named by its path; each of
+    ``errors`` an object with a ``message``."""
+
+    def __init__(self, sdl: str) -> None:
+        import graphql
+
+        self.schema = graphql.build_schema(sdl)
+
+    def violations(self, method: str, body: Any, status: int, answer: Any) -> list[str]:
+        import graphql
+
+        if method != "POST":
+            return [f"{method} is not described (a query is posted as JSON)"]
+        if not isinstance(body, Mapping) or not isinstance(body.get("query"), str):
+            return ["the request body is no object with a 'query'"]
+        problems = [f"request field {k!r} is not described" for k in body if k not in GRAPHQL_REQUEST]
+        try:
+            document = graphql.parse(body["query"])
+        except graphql.GraphQLError as exc:
+            return [*problems, f"the query does not parse: {exc.message}"]
+        found = graphql.validate(self.schema, document)
+        problems += [f"query: {error.message}" for error in found]
+        operation = graphql.get_operation_ast(document, body.get("operationName"))
+        if not found and operation is not None:
+            from graphql.execution.values import get_variable_values
+
+            coerced = get_variable_values(self.schema, operation.variable_definitions or [],
+                                          body.get("variables") or {})
+            if isinstance(coerced, list):
+                problems += [f"variables: {error.message}" for error in coerced]
+                operation = None
+        return problems + self._answer(document, operation if not found else None, status, answer)
+
+    def _answer(self, document: Any, operation: Any, status: int, answer: Any) -> list[str]:
+        import graphql
+
+        if not isinstance(answer, Mapping):
+            return [f"answer {status} is no JSON object"]
+        problems = [f"answer {status} field {k!r} is not described" for k in answer if k not in GRAPHQL_ANSWER]
+        errors = answer.get("errors")
+        if errors is not None and (not isinstance(errors, list) or not all(
+                isinstance(e, Mapping) and isinstance(e.get("message"), str) for e in errors)):
+            problems.append(f"answer {status} field 'errors' is not a list of objects with a 'message'")
+        if "data" not in answer and not errors:
+            problems.append(f"answer {status} has neither 'data' nor 'errors'")
+        if operation is None or answer.get("data") is None:
+            return problems
+        fragments = {d.name.value: d for d in document.definitions if isinstance(d, graphql.FragmentDefinitionNode)}
+        root = self.schema.get_root_type(operation.operation)
+        found: list[str] = []
+        _selected(root, operation.selection_set, answer["data"], "data", fragments, found)
+        return problems + [f"answer {status} {text}" for text in found]
+
+
+def _selected(kind: Any, selection: Any, value: Any, where: str, fragments: Mapping[str, Any], found: list[str]) -> None:
+    """Hold ``value`` (at ``where``) to the fields of object type ``kind`` that ``selection`` asks for."""
+    import graphql
+
+    if not isinstance(value, Mapping):
+        found.append(f"field {where!r}: {value!r} is not an object ({kind.name})")
+        return
+    asked: dict[str, tuple[Any, Any]] = {}
+
+    def collect(nodes: Any) -> None:
+        for node in nodes.selections:
+            if isinstance(node, graphql.FieldNode):
+                name = node.name.value
+                definition = graphql.TypeNameMetaFieldDef if name == "__typename" else kind.fields.get(name)
+                asked[(node.alias or node.name).value] = (definition, node)
+            elif isinstance(node, graphql.InlineFragmentNode):
+                if node.type_condition is None or node.type_condition.name.value == kind.name:
+                    collect(node.selection_set)
+            elif isinstance(node, graphql.FragmentSpreadNode) and node.name.value in fragments:
+                fragment = fragments[node.name.value]
+                if fragment.type_condition.name.value == kind.name:
+                    collect(fragment.selection_set)
+
+    collect(selection)
+    for key in value:
+        if key not in asked:
+            found.append(f"field {where + '.' + key!r} is not one the query selects ({kind.name} "
+                         f"{'has it' if key in kind.fields else 'has no such field'})")
+    for key, (definition, node) in asked.items():
+        if key not in value:
+            found.append(f"field {where + '.' + key!r} is missing (the query selects it)")
+        elif definition is not None:
+            _typed(definition.type, node.selection_set, value[key], f"{where}.{key}", fragments, found)
+
+
+def _typed(kind: Any, selection: Any, value: Any, where: str, fragments: Mapping[str, Any], found: list[str]) -> None:
+    """Hold ``value`` (at ``where``) to the output type ``kind``."""
+    import graphql
+
+    if graphql.is_non_null_type(kind):
+        if value is None:
+            found.append(f"field {where!r} is null; its type {kind} is not")
+            return
+        kind = kind.of_type
+    if value is None:
+        return
+    if graphql.is_list_type(kind):
+        if not isinstance(value, list):
+            found.append(f"field {where!r}: {value!r} is not a list ({kind})")
+            return
+        for index, item in enumerate(value):
+            _typed(kind.of_type, selection, item, f"{where}[{index}]", fragments, found)
+    elif graphql.is_enum_type(kind):
+        if value not in kind.values:
+            found.append(f"field {where!r}: {value!r} is not one of {sorted(kind.values)}"[:MESSAGE_LENGTH])
+    elif graphql.is_scalar_type(kind):
+        accepted = SCALARS.get(kind.name)
+        if accepted and (isinstance(value, bool) != (bool in accepted) or not isinstance(value, accepted)):
+            found.append(f"field {where!r}: {value!r} is not a {kind.name}")
+    elif graphql.is_object_type(kind) and selection is not None:
+        _selected(kind, selection, value, where, fragments, found)
+
+
 # ---------------------------------------------------------------------------- the pinned clouds
 
 GOOGLE_TOKEN = ("Google's OAuth 2.0 token endpoint (RFC 6749 with RFC 7523's JWT grant): no discovery document "
@@ -440,9 +590,53 @@ def _scaleway() -> Description:
     return Description("scaleway", openapi(_read("scaleway", "instance.v1.json")))
 
 
+def _massedcompute() -> Description:
+    return Description("massedcompute", openapi(_read("massedcompute", "vm.v1.json")))
+
+
+def _jarvislabs() -> Description:
+    return Description("jarvislabs", openapi(_read("jarvislabs", "sdk.v0.2.17.json")))
+
+
+def _novita() -> Description:
+    return Description("novita", openapi(_read("novita", "gpu-instance.v1.json")))
+
+
 PINNED: dict[str, Callable[[], Description]] = {"gcp": _gcp, "docker": _docker, "digitalocean": _digitalocean,
                                                 "vultr": _vultr, "lambda": _lambda, "scaleway": _scaleway}
 """The clouds whose description is pinned, each read from ``descriptions/<cloud>/``."""
+PINNED["massedcompute"] = _massedcompute
+PINNED["jarvislabs"] = _jarvislabs
+PINNED["novita"] = _novita
+
+
+def _hyperstack() -> Description:
+    return Description("hyperstack", openapi(_read("hyperstack", "infrahub.v1.json")))
+
+
+def _verda() -> Description:
+    """Verda publishes no OpenAPI document: its SDKs' models, transcribed (see its SOURCE.md)."""
+    return Description("verda", openapi(_read("verda", "api.v1.json")))
+
+
+PINNED["hyperstack"] = _hyperstack
+PINNED["verda"] = _verda
+
+
+def _runpod() -> Description:
+    """Pods through the REST API v1 (OpenAPI); GPU types and prices through the GraphQL API
+    (``/graphql``, beside ``/v1``), held to a schema derived from RunPod's docs and clients."""
+    schema = GraphQL((DESCRIPTIONS / "runpod" / "graphql.graphql").read_text())
+    return Description("runpod", openapi(_read("runpod", "rest.v1.json")), graphql={"/graphql": schema})
+
+
+def _vastai() -> Description:
+    """API v0 below the fake's prefix (``/api/v0``), and the v1 instance list as it is."""
+    return Description("vastai", openapi(_read("vastai", "api.json"), below="/api/v0"), slash=True)
+
+
+PINNED["runpod"] = _runpod
+PINNED["vastai"] = _vastai
 
 
 @cache

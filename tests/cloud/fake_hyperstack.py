@@ -9,7 +9,11 @@ as Hyperstack documents them (direction, ethertype, protocol, a remote prefix of
 ethertype's family, ports only where the protocol has them). An environment is refused
 deletion while it holds VMs or keypairs. Security rules are recorded, not enforced (the
 lab's hosts share one bridge); a VM's fixed (private) address is its floating one here:
-each lab host has one address."""
+each lab host has one address. Every exchange is checked against Hyperstack's OpenAPI
+document (``pinned``: tests/cloud/descriptions/hyperstack): prices are numbers, images
+carry no creation time, a keypair's environment is an object, lists of environments,
+keypairs and VMs come in pages with their ``count``, and an address not yet assigned is
+left out rather than null (the document does not let it be null)."""
 
 from __future__ import annotations
 
@@ -63,11 +67,9 @@ PRICEBOOK = [
     {
         "id": n,
         "name": name,
-        "value": value,
-        "original_value": value,
+        "value": float(value),
+        "original_value": float(value),
         "discount_applied": False,
-        "start_time": None,
-        "end_time": None,
     }
     for n, (name, value) in enumerate(
         [
@@ -81,18 +83,11 @@ PRICEBOOK = [
     )
 ]
 IMAGES = [
-    {"id": 11, "name": "Ubuntu Server 22.04 LTS", "created_at": "2024-01-01T00:00:00"},
-    {
-        "id": 12,
-        "name": "Ubuntu Server 22.04 LTS R535 CUDA 12.2",
-        "created_at": "2024-02-01T00:00:00",
-    },
-    {
-        "id": 13,
-        "name": "Ubuntu Server 24.04 LTS R570 CUDA 12.8",
-        "created_at": "2025-03-01T00:00:00",
-    },
+    {"id": 11, "name": "Ubuntu Server 22.04 LTS"},
+    {"id": 13, "name": "Ubuntu Server 24.04 LTS R570 CUDA 12.8"},
+    {"id": 12, "name": "Ubuntu Server 22.04 LTS R535 CUDA 12.2"},
 ]
+"""Hyperstack's images carry no creation time (its OpenAPI document): listed here out of order."""
 STATUS = {"booting": "BUILD", "running": "ACTIVE", "exited": "SHUTOFF", "deleted": "DELETED"}
 RULE = shape("direction", "ethertype", "protocol", "remote_ip_prefix", "port_range_min", "port_range_max")
 """A security rule (``CreateSecurityRulePayload``)."""
@@ -100,10 +95,10 @@ OPERATIONS = (
     Operation("GET", "/core/flavors", ("region",)),
     Operation("GET", "/pricebook"),
     Operation("GET", "/core/images", ("region",)),
-    Operation("GET", "/core/environments"),
+    Operation("GET", "/core/environments", ("page", "pageSize")),
     Operation("POST", "/core/environments", body=shape("name", "region", features=shape("network_optimised"))),
     Operation("DELETE", "/core/environments/{id}"),
-    Operation("GET", "/core/keypairs"),
+    Operation("GET", "/core/keypairs", ("page", "pageSize")),
     Operation("POST", "/core/keypairs", body=shape("name", "environment_name", "public_key")),
     Operation("DELETE", "/core/keypair/{id}"),
     Operation("GET", "/core/virtual-machines", ("page", "pageSize")),
@@ -142,6 +137,9 @@ class FakeHyperstack(FakeCloud):
     prefix = "/v1"
     credentials = {"HYPERSTACK_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
     operations = OPERATIONS
+    pinned = "hyperstack"
+    page_size = 30
+    """The size of a page of environments or keypairs when the request gives none."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -181,11 +179,7 @@ class FakeHyperstack(FakeCloud):
                     "message": "Environment created",
                     "environment": self._environment(body),
                 }
-            return {
-                "status": True,
-                "message": "Success",
-                "environments": list(self.environments.values()),
-            }
+            return self._page("environments", list(self.environments.values()), query)
         if path.startswith("/core/environments/") and method == "DELETE":
             return self._delete_environment(path.rsplit("/", 1)[1])
         if path == "/core/keypairs":
@@ -195,7 +189,7 @@ class FakeHyperstack(FakeCloud):
                     "message": "Keypair imported",
                     "keypair": self._keypair(body),
                 }
-            return {"status": True, "message": "Success", "keypairs": list(self.keys.values())}
+            return self._page("keypairs", list(self.keys.values()), query)
         if path.startswith("/core/keypair/") and method == "DELETE":
             if self.keys.pop(path.rsplit("/", 1)[1], None) is None:
                 raise _fail(404, "Keypair not found")
@@ -218,6 +212,12 @@ class FakeHyperstack(FakeCloud):
                 return {"status": True, "message": "Virtual machine deleted"}
             return {"status": True, "message": "Success", "instance": self._vm(machine)}
         raise self.no_route(method, path)
+
+    def _page(self, key: str, items: list[Any], query: dict[str, str]) -> dict[str, Any]:
+        """One page of ``items`` (``page``, ``pageSize``) under ``key``, with the count of all."""
+        page, size = int(query.get("page", 1)), int(query.get("pageSize", self.page_size))
+        return {"status": True, "message": "Success", key: items[(page - 1) * size : page * size],
+                "count": len(items), "page": page, "page_size": size}
 
     def _flavors(self, region: str | None) -> dict[str, Any]:
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -250,20 +250,21 @@ class FakeHyperstack(FakeCloud):
         if environment is None:
             raise _fail(404, "Environment not found")
         name = environment["name"]
-        if self.live_in(name) or any(k["environment"] == name for k in self.keys.values()):
+        if self.live_in(name) or any(k["environment"]["name"] == name for k in self.keys.values()):
             raise _fail(400, f"Environment {name} still has resources; delete them first")
         del self.environments[environment_id]
         return {"status": True, "message": "Environment deleted"}
 
     def _keypair(self, body: dict[str, Any]) -> dict[str, Any]:
-        if not any(e["name"] == body.get("environment_name") for e in self.environments.values()):
+        environment = next((e for e in self.environments.values() if e["name"] == body.get("environment_name")), None)
+        if environment is None:
             raise _fail(404, f"Environment {body.get('environment_name')} not found")
         if not str(body.get("public_key", "")).startswith("ssh-"):
             raise _fail(400, "Invalid public key")
         keypair = {
             "id": int(self.new_id()),
             "name": body["name"],
-            "environment": body["environment_name"],
+            "environment": environment,
             "public_key": body["public_key"],
             "fingerprint": "SHA256:fake",
             "created_at": _now(),
@@ -289,7 +290,7 @@ class FakeHyperstack(FakeCloud):
             (
                 k
                 for k in self.keys.values()
-                if k["name"] == body.get("key_name") and k["environment"] == environment["name"]
+                if k["name"] == body.get("key_name") and k["environment"]["name"] == environment["name"]
             ),
             None,
         )
@@ -333,7 +334,7 @@ class FakeHyperstack(FakeCloud):
             "status": True,
             "message": "Success",
             "instances": [self._vm(m) for m in chosen],
-            "instance_count": len(machines),
+            "count": len(machines),
             "page": page,
             "page_size": size,
         }
@@ -347,21 +348,23 @@ class FakeHyperstack(FakeCloud):
             "region": "CANADA-1",
         }
         public = machine.address if up and machine.extra.get("floating", True) else None
+        addresses = {"fixed_ip": machine.address} if up else {}
+        if public:
+            addresses["floating_ip"] = public
         return {
             "id": int(machine.id),
             "name": machine.name,
             "status": STATUS.get(machine.state, "BUILD"),
             "power_state": "RUNNING" if up else "NOSTATE",
             "vm_state": "active" if up else "building",
-            "fixed_ip": machine.address if up else None,
-            "floating_ip": public,
+            **addresses,
             "floating_ip_status": "ATTACHED" if public else "NOT_ATTACHED",
             "flavor": {
-                k: flavor.get(k) for k in ("name", "cpu", "ram", "disk", "gpu", "gpu_count")
+                k: flavor[k] for k in ("name", "cpu", "ram", "disk", "gpu", "gpu_count") if k in flavor
             },
             "environment": {k: environment[k] for k in ("id", "name", "region")},
             "image": {"name": machine.image},
-            "keypair": {"name": machine.extra.get("environment", {}).get("name")},
+            "keypair": {"name": environment["name"]},
             "security_rules": machine.extra.get("rules", []),
             "created_at": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).strftime(
                 "%Y-%m-%dT%H:%M:%S"

@@ -30,10 +30,10 @@ def _gpu(gpu: str, region: str, price: float, spot: float | None, free: int, vra
 
 
 SERVER_META = [
-    _gpu("RTX5000", "india-01", 0.39, None, 4, 16, 7, 32),
-    _gpu("A5000", "india-01", 0.49, 0.29, 8, 24, 7, 32),
-    _gpu("A100", "india-01", 1.29, 0.79, 1, 40, 7, 32),
-    _gpu("A100-80GB", "india-01", 1.49, 0.99, 2, 80, 7, 32),
+    _gpu("RTX5000", "india-chennai-01", 0.39, None, 4, 16, 7, 32),
+    _gpu("A5000", "india-chennai-01", 0.49, 0.29, 8, 24, 7, 32),
+    _gpu("A100", "india-chennai-01", 1.29, 0.79, 1, 40, 7, 32),
+    _gpu("A100-80GB", "india-chennai-01", 1.49, 0.99, 2, 80, 7, 32),
     _gpu("L4", "india-noida-01", 0.44, None, 4, 24, 8, 32),
     _gpu("A6000", "india-noida-01", 0.79, 0.49, 2, 48, 7, 32),
     _gpu("A6000", "india-noida-01", 0.89, None, 2, 48, 7, 32, workload="vm"),
@@ -67,6 +67,7 @@ class FakeJarvisLabs(FakeCloud):
     name = "jarvislabs"
     credentials = {"JL_API_KEY": "test-token"}  # noqa: RUF012 (as FakeCloud declares it)
     operations = OPERATIONS
+    pinned = "jarvislabs"
     invalid_status = 422
     vm_user = "root"
     """Who a VM's ``ssh_str`` names (containers: root)."""
@@ -157,7 +158,7 @@ class FakeJarvisLabs(FakeCloud):
             "public_ip": machine.address if running else None,
             "gpu_type": machine.extra.get("gpu_type", machine.kind),
             "num_gpus": machine.extra.get("num_gpus", 1),
-            "region": machine.region or "india-01",
+            "region": machine.region or "india-chennai-01",
             "template": machine.extra.get("template", "pytorch"),
             "is_spot": machine.spot,
             "cost": round(machine.price, 4),

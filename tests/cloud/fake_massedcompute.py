@@ -1,12 +1,12 @@
 """A local Massed Compute VM API v1 (``/api/v1``): ``GET /gpu-inventory``, ``GET
 /images``, ``GET/POST /ssh-keys``, ``DELETE /ssh-keys/{id}``, ``POST /instance/launch``,
 ``GET /instance`` and ``/instance/{uuid}``, ``POST /instance/terminate``, in the shapes
-of its OpenAPI document (``gpu_inventory`` keyed by product, ``runningInstances``,
-``runningInstance``, the Bearer key) and of its MCP server's tool catalog (the launch's
-``sshKeys`` by name, the key's ``publicKey``, ``instanceUuids``). Not documented there,
-so chosen here: the launch answers ``{"uuid"}``, the key listing ``{"sshKeys": [...]}``,
-errors ``{"error": text}``, and a product in a region without capacity is refused with
-"Insufficient capacity". A request with a query parameter or a body field these
+of its OpenAPI document, pinned in ``descriptions/massedcompute`` (``gpu_inventory``
+keyed by product, images by ``vm_image_id``, ``runningInstances``, ``runningInstance``
+with its product's ``price_hr`` in dollars, the launch's 202 ``{"response": uuid}``,
+``sshKeys`` listed with ``public_key``, the Bearer key). Not documented there, so chosen
+here: errors ``{"error": text}``, and a product in a region without capacity is refused
+with "Insufficient capacity". A request with a query parameter or a body field these
 operations do not declare is refused (400, naming it). A VM's host accepts the keys
 named at launch; the startup command is recorded, not run."""
 
@@ -43,9 +43,9 @@ INVENTORY = {
     )
 }
 IMAGES = [
-    {"id": 7, "name": "Art", "description": "AI tools for artists"},
-    {"id": 12, "name": "Ubuntu 22.04 Base", "description": "Ubuntu with NVIDIA drivers"},
-    {"id": 15, "name": "Ubuntu 24.04 Base", "description": "Ubuntu with NVIDIA drivers"},
+    {"vm_image_id": 7, "vm_image_name": "Art", "vm_image_description": "AI tools for artists"},
+    {"vm_image_id": 12, "vm_image_name": "Ubuntu 22.04 Base", "vm_image_description": "Ubuntu with NVIDIA drivers"},
+    {"vm_image_id": 15, "vm_image_name": "Ubuntu 24.04 Base", "vm_image_description": "Ubuntu with NVIDIA drivers"},
 ]
 STATUS = {"booting": "provisioning", "running": "rented", "exited": "stopped"}
 OPERATIONS = (
@@ -73,9 +73,14 @@ class FakeMassedCompute(FakeCloud):
     prefix = "/api/v1"
     credentials = {"MASSED_COMPUTE_API_KEY": TOKEN}  # noqa: RUF012 (as FakeCloud declares it)
     operations = OPERATIONS
+    pinned = "massedcompute"
 
     def error(self, status: int, text: str) -> Answer:
         return _fail(status, text)
+
+    def success(self, method: str, path: str) -> int:
+        """A launch and a termination are accepted (202), as the OpenAPI document says."""
+        return 202 if (method, path) in (("POST", "/instance/launch"), ("POST", "/instance/terminate")) else 200
 
     def no_capacity(self, kind: str) -> Answer:
         return _fail(400, f"Insufficient capacity for {kind} in the selected region")
@@ -87,14 +92,15 @@ class FakeMassedCompute(FakeCloud):
             return {"images": IMAGES}
         if path == "/ssh-keys":
             if method == "POST":
-                return {"sshKey": self._add_key(body or {})}
-            return {"sshKeys": [{"id": i, "name": k["name"], "publicKey": k["publicKey"]} for i, k in self.keys.items()]}
+                made = self._add_key(body or {})
+                return {"sshKey": {"id": made["id"], "name": made["name"]}}
+            return {"sshKeys": [{"id": i, "name": k["name"], "public_key": k["publicKey"]} for i, k in self.keys.items()]}
         if path.startswith("/ssh-keys/") and method == "DELETE":
             if self.keys.pop(path.removeprefix("/ssh-keys/"), None) is None:
                 raise _fail(404, "SSH key not found")
-            return {"success": True}
+            return {"result": {}}
         if (method, path) == ("POST", "/instance/launch"):
-            return {"uuid": self._launch(body or {}).id, "message": "Instance deployment started"}
+            return {"response": self._launch(body or {}).id}
         if (method, path) == ("GET", "/instance"):
             return {"runningInstances": [self._view(m) for m in self.live()]}
         if method == "GET" and path.startswith("/instance/"):
@@ -106,9 +112,11 @@ class FakeMassedCompute(FakeCloud):
             ids = (body or {}).get("instanceUuids")
             if not isinstance(ids, list) or not ids:
                 raise _fail(400, "instanceUuids is required")
-            if not any(self.delete(str(i)) for i in ids):
+            ended = [self.machines[str(i)] for i in ids if self.delete(str(i))]
+            if not ended:
                 raise _fail(404, "Instance not found")
-            return {"success": True}
+            return {"response": {"data": {"terminated_instances": [
+                {"id": m.id, "name": m.name, "status": "terminated"} for m in ended]}}}
         raise self.no_route(method, path)
 
     def _add_key(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -123,7 +131,7 @@ class FakeMassedCompute(FakeCloud):
         product = INVENTORY.get(str(body.get("productName")))
         if product is None:
             raise _fail(400, f"unknown productName {body.get('productName')!r}")
-        if body.get("imageId") not in [i["id"] for i in IMAGES]:
+        if body.get("imageId") not in [i["vm_image_id"] for i in IMAGES]:
             raise _fail(400, f"unknown imageId {body.get('imageId')!r}")
         regions = [r["name"] for r in product["regions_with_capacity_available"]]
         region = body.get("regionName")
@@ -143,7 +151,7 @@ class FakeMassedCompute(FakeCloud):
     def _view(self, machine: FakeMachine) -> dict[str, Any]:
         running = machine.state == "running"
         kind = INVENTORY.get(machine.kind, {}).get("instance_type", {})
-        image = next((i for i in IMAGES if str(i["id"]) == machine.image), {"id": 0, "name": machine.image})
+        image = next((i for i in IMAGES if str(i["vm_image_id"]) == machine.image), None)
         return {
             "uuid": machine.id,
             "name": machine.name,
@@ -155,7 +163,8 @@ class FakeMassedCompute(FakeCloud):
             "command_startup": machine.extra.get("command", ""),
             "created": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             "active": 1,
-            "image": image,
-            "product": {"name": machine.kind, "price_cents_per_hour": kind.get("price_cents_per_hour", 50)},
-            "region": machine.region,
+            "image": {"id": image["vm_image_id"], "name": image["vm_image_name"],
+                      "description": image["vm_image_description"]} if image else {"id": 0, "name": machine.image},
+            "product": {"name": machine.kind, "description": kind.get("description", ""),
+                        "price_hr": f"{kind.get('price_cents_per_hour', 50) / 100:.6f}", "final_price_hr": "0.000000"},
         }

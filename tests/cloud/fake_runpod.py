@@ -3,7 +3,7 @@
 documents. A REST request with a query parameter or a body field these operations do not
 declare is refused (400, naming it), and so is a ``cloudType`` other than SECURE or
 COMMUNITY. A GraphQL query is parsed and validated against
-``SCHEMA``, the part of RunPod's schema skyward's client uses and its neighbours (GPU
+``SCHEMA``, RunPod's schema as pinned under ``tests/cloud/descriptions/runpod`` (GPU
 types and their lowest prices; the account's pods, one pod, deploying on demand or
 interruptible, terminating), and answered as a GraphQL server answers: an invalid query
 (a syntax error, a field, argument or input field RunPod does not have) with 400 and
@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from cloud.described import DESCRIPTIONS
 from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
 from graphql import GraphQLError, GraphQLResolveInfo, build_schema, graphql_sync
 
@@ -31,60 +32,9 @@ GPU_TYPES: list[dict[str, Any]] = [
 BY_ID = {gpu["id"]: gpu for gpu in GPU_TYPES}
 NO_CAPACITY = ("There are no longer any instances available with the requested specifications. "
                "Please refresh and try again.")
-DEPLOY_FIELDS = """cloudType: CloudTypeEnum, containerDiskInGb: Int, countryCode: String, dockerArgs: String,
-  env: [EnvironmentVariableInput], gpuCount: Int, gpuTypeId: String, imageName: String, minDisk: Int,
-  minDownload: Int, minMemoryInGb: Int, minUpload: Int, minVcpuCount: Int, name: String, networkVolumeId: String,
-  port: Int, ports: String, startJupyter: Boolean, startSsh: Boolean, stopAfter: String, supportPublicIp: Boolean,
-  templateId: String, terminateAfter: String, volumeInGb: Int, volumeKey: String, volumeMountPath: String,
-  dataCenterId: String, cudaVersion: String, allowedCudaVersions: [String]"""
-SCHEMA = build_schema(f"""
-scalar Void
-enum CloudTypeEnum {{ SECURE COMMUNITY ALL }}
-enum PodStatus {{ CREATED RUNNING RESTARTING EXITED PAUSED DEAD TERMINATED }}
-enum PodType {{ INTERRUPTABLE RESERVED BID BACKGROUND }}
-input GpuTypeFilter {{ id: String, ids: [String] }}
-input GpuLowestPriceInput {{
-  gpuCount: Int, minDisk: Int, minMemoryInGb: Int, minVcpuCount: Int, secureCloud: Boolean, supportPublicIp: Boolean,
-  countryCode: String, dataCenterId: String, minDownload: Int, minUpload: Int, totalDisk: Int, cudaVersion: String,
-  allowedCudaVersions: [String], includeAiApi: Boolean
-}}
-input EnvironmentVariableInput {{ key: String, value: String }}
-input PodFilter {{ podId: String }}
-input PodTerminateInput {{ podId: String }}
-input PodFindAndDeployOnDemandInput {{ {DEPLOY_FIELDS}, gpuTypeIdList: [String] }}
-input PodRentInterruptableInput {{ {DEPLOY_FIELDS}, bidPerGpu: Float }}
-type LowestPrice {{
-  gpuName: String, gpuTypeId: String, minimumBidPrice: Float, uninterruptablePrice: Float, minMemory: Int,
-  minVcpu: Int, rentalPercentage: Float, rentedCount: Int, totalCount: Int, stockStatus: String, minDownload: Int,
-  minDisk: Int, minUpload: Int, countryCode: String, supportPublicIp: Boolean
-}}
-type GpuType {{
-  id: String, displayName: String, manufacturer: String, memoryInGb: Int, cudaCores: Int, secureCloud: Boolean,
-  communityCloud: Boolean, securePrice: Float, communityPrice: Float, oneWeekPrice: Float, oneMonthPrice: Float,
-  threeMonthPrice: Float, sixMonthPrice: Float, secureSpotPrice: Float, communitySpotPrice: Float, maxGpuCount: Int,
-  maxGpuCountSecureCloud: Int, maxGpuCountCommunityCloud: Int, minPodGpuCount: Int,
-  lowestPrice(input: GpuLowestPriceInput): LowestPrice
-}}
-type PodRuntimePorts {{ ip: String, isIpPublic: Boolean, privatePort: Int, publicPort: Int, type: String }}
-type PodRuntime {{ uptimeInSeconds: Int, ports: [PodRuntimePorts] }}
-type Pod {{
-  id: String, name: String, imageName: String, desiredStatus: PodStatus, podType: PodType, costPerHr: Float,
-  gpuCount: Int, containerDiskInGb: Int, volumeInGb: Int, ports: String, machineId: String, runtime: PodRuntime
-}}
-type User {{ id: String, pods: [Pod] }}
-type Query {{
-  gpuTypes(input: GpuTypeFilter): [GpuType]
-  myself: User
-  pod(input: PodFilter): Pod
-}}
-type Mutation {{
-  podFindAndDeployOnDemand(input: PodFindAndDeployOnDemandInput): Pod
-  podRentInterruptable(input: PodRentInterruptableInput!): Pod
-  podTerminate(input: PodTerminateInput!): Void
-}}
-""")
-"""The part of RunPod's GraphQL schema (``api.runpod.io/graphql``) the fake serves, with
-the names RunPod documents."""
+SCHEMA = build_schema((DESCRIPTIONS / "runpod" / "graphql.graphql").read_text())
+"""RunPod's GraphQL schema as pinned (``tests/cloud/descriptions/runpod``, derived from
+RunPod's docs and official clients): the fake serves exactly what it describes."""
 OPERATIONS = (
     Operation("POST", "/graphql", body=shape("query", "variables", "operationName")),
     Operation("GET", "/pods"),
@@ -107,6 +57,10 @@ class FakeRunPod(FakeCloud):
     prefix = "/v1"
     credentials = {"RUNPOD_API_KEY": TOKEN}
     operations = OPERATIONS
+    pinned = "runpod"
+
+    def success(self, method: str, path: str) -> int:
+        return 201 if (method, path) == ("POST", "/pods") else 200
 
     def env(self) -> dict[str, str]:
         return {**super().env(), "SKYWARD_RUNPOD_GRAPHQL_API_URL": self.url.removesuffix(self.prefix)}
@@ -126,6 +80,8 @@ class FakeRunPod(FakeCloud):
             return [self._pod(m) for m in self.live()]
         if path.startswith("/pods/"):
             machine = self.machines.get(path.removeprefix("/pods/"))
+            if (machine is None or machine.state == "deleted") and method == "DELETE":
+                raise Answer(400, {"error": "Invalid Pod ID.", "status": 400})  # as the document says
             if machine is None or machine.state == "deleted":
                 raise Answer(404, {"error": "pod not found", "status": 404})
             if method == "DELETE":
@@ -143,27 +99,33 @@ class FakeRunPod(FakeCloud):
         if body.get("cloudType", "SECURE") not in ("SECURE", "COMMUNITY"):
             raise self.error(400, f"cloudType must be SECURE or COMMUNITY, not {body['cloudType']!r}")
         return self._deploy(body["name"], body["gpuTypeIds"][0], body["gpuCount"], body["imageName"],
-                            body["env"].get("PUBLIC_KEY", ""), bool(body.get("interruptible")))
+                            body["env"].get("PUBLIC_KEY", ""), bool(body.get("interruptible")),
+                            cloud=body.get("cloudType", "SECURE").lower())
 
     def _deploy(self, name: str, gpu_id: str, count: int, image: str, public_key: str, spot: bool,
-                bid: float | None = None) -> FakeMachine:
+                bid: float | None = None, cloud: str = "secure") -> FakeMachine:
         """A new pod of ``count`` GPUs of ``gpu_id`` (Answer 400 for a GPU type RunPod does
-        not have), at the secure price or, interruptible, at ``bid`` per GPU (the spot price
-        unless given)."""
+        not have), at ``cloud``'s price or, interruptible, at ``bid`` per GPU (the cloud's
+        spot price unless given)."""
         gpu = BY_ID.get(gpu_id)
         if gpu is None:
             raise self.error(400, f"invalid gpuTypeIds {gpu_id!r}")
-        price = (bid if bid is not None else gpu["secureSpotPrice"] if spot else gpu["securePrice"]) * count
+        price = (bid if bid is not None else gpu[f"{cloud}SpotPrice"] if spot else gpu[f"{cloud}Price"]) * count
         return self.add(name, gpu["id"], spot, image, public_key, price, gpus=count)
 
     def _pod(self, machine: FakeMachine) -> dict[str, Any]:
+        """A pod as the REST API's ``Pod`` shows it: its GPUs under ``gpu``, no creation
+        time (``lastStartedAt`` is the nearest), ``publicIp`` and ``portMappings`` null until
+        it runs."""
         up = machine.state == "running"
+        gpu = BY_ID.get(machine.kind, {})
+        started = datetime.datetime.fromtimestamp(machine.created, datetime.UTC).isoformat().replace("+00:00", "Z")
         return {
-            "id": machine.id, "name": machine.name, "image": machine.image, "gpuTypeId": machine.kind,
-            "desiredStatus": _status(machine), "publicIp": machine.address if up else "",
-            "portMappings": {"22": 22} if up else {}, "costPerHr": machine.price, "interruptible": machine.spot,
-            "gpuCount": machine.extra.get("gpus", 1),
-            "createdAt": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).isoformat(),
+            "id": machine.id, "name": machine.name, "image": machine.image, "desiredStatus": _status(machine),
+            "publicIp": machine.address if up else None, "portMappings": {"22": 22} if up else None,
+            "costPerHr": machine.price, "adjustedCostPerHr": machine.price, "interruptible": machine.spot,
+            "gpu": {"id": machine.kind, "count": machine.extra.get("gpus", 1), "displayName": gpu.get("displayName", "")},
+            "machineId": f"m-{machine.id}", "lastStartedAt": started,
         }
 
     # ------------------------------------------------------------------ GraphQL

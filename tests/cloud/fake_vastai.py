@@ -1,12 +1,12 @@
-"""A local Vast.ai: ``GET /api/v0/bundles/`` (asks), ``PUT /api/v0/asks/{id}/`` (an ask
-rented once, then ``no_such_ask``), ``POST /api/v0/instances/{id}/ssh/``, ``GET
-/api/v0/instances/``, ``GET/DELETE /api/v0/instances/{id}/``, in Vast.ai's shapes. A
-request with a query parameter or a body field these operations do not declare is
-refused (400 ``invalid_args``, naming it)."""
+"""A local Vast.ai: ``POST /api/v0/bundles/`` (asks), ``PUT /api/v0/asks/{id}/`` (an ask
+rented once, then 410 ``no_such_ask``), ``POST /api/v0/instances/{id}/ssh/``,
+``GET/DELETE /api/v0/instances/{id}/`` and ``GET /api/v1/instances/`` (25 a page, the next
+after ``next_token``), in the shapes of Vast.ai's OpenAPI document (pinned under
+``tests/cloud/descriptions/vastai``). A request with a query parameter or a body field
+these operations do not declare is refused (400 ``invalid_args``, naming it)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from cloud.fake_cloud import TOKEN, Answer, FakeCloud, FakeMachine, Operation, shape
@@ -26,17 +26,29 @@ ASKS = [
      "cpu_arch": "amd64"},
 ]
 
+SEARCH = (
+    "limit", "type", "verified", "rentable", "rented", "gpu_name", "reliability", "num_gpus", "gpu_ram", "duration",
+    "machine_id", "dlperf_per_dphtotal", "dph_total", "flops_per_dphtotal", "geolocation", "gpu_arch", "dlperf",
+    "cuda_max_good", "inet_down", "inet_up", "inet_down_cost", "inet_up_cost", "driver_version", "compute_cap",
+    "cpu_arch", "has_avx", "cpu_cores", "cpu_cores_effective", "cpu_ghz", "cpu_ram", "datacenter", "external",
+    "disk_bw", "disk_space", "bw_nvlink", "gpu_max_power", "gpu_max_temp", "gpu_mem_bw", "gpu_total_ram", "gpu_frac",
+    "gpu_display_active", "direct_port_count", "host_id", "id", "min_bid", "mobo_name", "pci_gen", "pcie_bw",
+    "storage_cost", "static_ip", "total_flops", "os_version", "ubuntu_version", "verification", "vms_enabled", "order",
+    "allocated_storage",
+)
+"""The fields of a search (``POST /bundles/``): filters, ``order``, ``limit``, ``type``."""
+PAGE = 25
 OPERATIONS = (
-    Operation("GET", "/bundles/", ("q",)),
+    Operation("POST", "/bundles/", body=shape(*SEARCH)),
     Operation("PUT", "/asks/{id}/", body=shape(
-        "client_id", "image", "env", "price", "disk", "label", "extra", "onstart", "runtype", "image_login",
-        "python_utf8", "lang_utf8", "use_jupyter_lab", "jupyter_dir", "force", "cancel_unavail", "template_hash_id",
-        "args",
+        "image", "template_hash_id", "label", "disk", "runtype", "target_state", "price", "env", "cancel_unavail",
+        "vm", "onstart", "args", "args_str", "use_jupyter_lab", "jupyter_dir", "python_utf8", "lang_utf8", "force",
+        "user", "image_login", "volume_info",
     )),
     Operation("POST", "/instances/{id}/ssh/", body=shape("ssh_key")),
-    Operation("GET", "/instances/"),
     Operation("GET", "/instances/{id}/"),
     Operation("DELETE", "/instances/{id}/"),
+    Operation("GET", "/api/v1/instances/", ("limit", "after_token", "order_by", "select_cols", "select_filters")),
 )
 """The operations of Vast.ai's API v0 the fake serves, with the fields it documents."""
 ERRORS = {400: "invalid_args", 404: "not_found", 405: "method_not_allowed"}
@@ -47,6 +59,7 @@ class FakeVastAI(FakeCloud):
     prefix = "/api/v0"
     credentials = {"VAST_API_KEY": TOKEN}
     operations = OPERATIONS
+    pinned = "vastai"
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,32 +69,33 @@ class FakeVastAI(FakeCloud):
         return Answer(status, {"success": False, "error": ERRORS.get(status, "error"), "msg": text})
 
     def no_capacity(self, kind: str) -> Answer:
-        return Answer(400, {"success": False, "error": "no_such_ask", "msg": "Instance type no longer available."})
+        return Answer(410, {"success": False, "error": "no_such_ask",
+                            "msg": "error 410/3907: no_such_ask Instance type is no longer available."})
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         parts = [p for p in path.split("/") if p]
-        if (method, parts) == ("GET", ["bundles"]):
-            wanted = json.loads(query["q"])
-            assert wanted["rentable"] == {"eq": True}
+        if (method, parts) == ("POST", ["bundles"]):
+            if (body or {}).get("rentable", {"eq": True}) != {"eq": True}:
+                raise self.error(400, "only rentable offers are searched here")
             return {"offers": [a for a in ASKS if a["id"] not in self.rented]}
+        if (method, parts) == ("GET", ["api", "v1", "instances"]):
+            return self._page(query)
         if method == "PUT" and parts[:1] == ["asks"]:
             return self._rent(int(parts[1]), body)
-        if (method, parts) == ("GET", ["instances"]):
-            return {"instances": [self._instance(m) for m in self.live()]}
         if parts[:1] == ["instances"] and len(parts) >= 2:
             machine = self.machines.get(parts[1])
             if machine is None or machine.state == "deleted":
                 if method == "GET":
-                    return {"instances": None}
-                raise Answer(404, {"success": False, "error": "no_such_instance", "msg": "not found"})
+                    return {"instances": {}}
+                raise Answer(404, {"success": False, "error": "not_found", "msg": "Instance not found"})
             if method == "POST" and parts[2:] == ["ssh"]:
                 with self.lock:
                     machine.public_key = body["ssh_key"]
                     machine.state = "booting" if machine.state == "pending" else machine.state
-                return {"success": True}
+                return {"success": True, "msg": "SSH key attached successfully"}
             if method == "DELETE":
                 self.delete(machine.id)
-                return {"success": True}
+                return {"success": True, "msg": "Instance destroyed successfully"}
             return {"instances": self._instance(machine)}
         raise self.no_route(method, path)
 
@@ -96,8 +110,8 @@ class FakeVastAI(FakeCloud):
         ask = next((a for a in ASKS if a["id"] == ask_id), None)
         if ask is None or ask_id in self.rented:
             raise self.no_capacity("")
-        if not body.get("image") or body.get("client_id") != "me":
-            raise Answer(400, {"success": False, "error": "invalid_args", "msg": "image and client_id required"})
+        if not body.get("image"):
+            raise Answer(400, {"success": False, "error": "invalid_args", "msg": "image is required"})
         spot = "price" in body
         machine = self.add(
             body.get("label", ""), f"{ask['num_gpus']}x {ask['gpu_name']}", spot, body["image"], "",
@@ -107,14 +121,27 @@ class FakeVastAI(FakeCloud):
         self.rented[ask_id] = machine.id
         return {"success": True, "new_contract": int(machine.id)}
 
+    def _page(self, query: dict[str, str]) -> dict[str, Any]:
+        """A page of the v1 list: at most ``limit`` (25) instances by id, after ``after_token``."""
+        limit = min(int(query.get("limit", PAGE)), PAGE)
+        limit = 5 if limit <= 0 else limit
+        after = int(query.get("after_token") or 0)
+        every = sorted(self.live(), key=lambda m: int(m.id))
+        shown = [m for m in every if int(m.id) > after][:limit]
+        more = bool(shown) and int(shown[-1].id) < int(every[-1].id)
+        return {"success": True, "instances_found": len(shown), "total_instances": len(every),
+                "next_token": shown[-1].id if more else None, "instances": [self._instance(m) for m in shown]}
+
     def _instance(self, machine: FakeMachine) -> dict[str, Any]:
+        """An instance as Vast.ai shows it: the addresses (typed text and integer, never
+        null) only once it runs, its ports as Docker's port map (null before)."""
         up = machine.state == "running"
         ask = machine.extra.get("ask", ASKS[0])
         status = {"exited": "exited", "running": "running"}.get(machine.state, "loading")
+        reached = {"public_ipaddr": machine.address, "ssh_host": machine.address, "ssh_port": 22} if up else {}
         return {
             "id": int(machine.id), "label": machine.name, "actual_status": status, "intended_status": "running",
-            "public_ipaddr": machine.address if up else None, "ssh_host": machine.address if up else None,
-            "ssh_port": 22 if up else None, "ports": {"22/tcp": [{"HostIp": "0.0.0.0", "HostPort": "22"}]} if up else {},
+            **reached, "ports": {"22/tcp": [{"HostIp": "0.0.0.0", "HostPort": "22"}]} if up else None,
             "dph_total": machine.price, "is_bid": machine.spot, "num_gpus": ask["num_gpus"], "gpu_name": ask["gpu_name"],
             "start_date": machine.created, "image_uuid": machine.image,
         }

@@ -698,7 +698,9 @@ def test_docs_providers_names_the_description_of_every_pinned_cloud() -> None:
     table = text.split("### How far each cloud is checked against its own API description", 1)[1].split("\n\n")[2]
     rows = {line.split("|")[1].strip(): line.split("|")[2] for line in table.splitlines()[2:]}
     shown = {"gcp": "GCP", "digitalocean": "DigitalOcean", "vultr": "Vultr", "lambda": "Lambda",
-             "scaleway": "Scaleway", "docker": "`sky.Container` (Docker, Podman)"}
+             "scaleway": "Scaleway", "docker": "`sky.Container` (Docker, Podman)", "hyperstack": "Hyperstack",
+             "verda": "Verda", "runpod": "RunPod", "vastai": "Vast.ai", "massedcompute": "Massed Compute",
+             "jarvislabs": "JarvisLabs", "novita": "Novita"}
     pinned = sorted(path.name for path in DESCRIPTIONS.iterdir() if (path / "SOURCE.md").exists())
     assert sorted(shown) == pinned, "a description was pinned: name its cloud here and in docs/providers.md"
     for cloud in pinned:

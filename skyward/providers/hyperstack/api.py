@@ -10,6 +10,8 @@ in the ``api_key`` header: ``api_key=`` or ``HYPERSTACK_API_KEY``."""
 
 from __future__ import annotations
 
+import re
+
 from skyward.core.accelerator_catalog import identify
 from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
@@ -20,6 +22,8 @@ from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors
 URL = "https://infrahub-api.nexgencloud.com/v1"
 API_KEY = credentials.Source(("HYPERSTACK_API_KEY",))
 PAGE = 100
+PAGES = 50
+"""Lists of VMs, keypairs and environments come in pages of ``PAGE``; at most ``PAGES`` are read."""
 NO_CAPACITY = ("not enough", "insufficient", "out of stock", "no stock", "capacity")
 SPOT_SUFFIX = "-spot"
 PRIVATE_NETWORK = "10.0.0.0/8"
@@ -129,9 +133,8 @@ class HyperstackAPI:
         if found is None:
             return
         name = fields.text(found, "name", "")
-        answer = fields.as_object(self._http.call("GET", "/core/environments", "listing environments"))
-        for environment in fields.objects(answer, "environments"):
-            if environment.get("name") == name == found.get("environment"):
+        for environment in self._pages("/core/environments", "environments", "listing environments"):
+            if environment.get("name") == name == _environment_name(found):
                 self._http.remove(
                     f"/core/environments/{fields.text(environment, 'id')}", f"deleting environment {name}"
                 )
@@ -171,29 +174,28 @@ class HyperstackAPI:
         return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
-        """Every VM of the account (pages of ``PAGE``, at most 50 pages)."""
-        found: list[Machine] = []
-        for page in range(1, 51):
-            answer = fields.as_object(
-                self._http.call(
-                    "GET",
-                    "/core/virtual-machines",
-                    "listing VMs",
-                    params={"page": page, "pageSize": PAGE},
-                )
-            )
-            listed = fields.objects(answer, "instances")
-            found.extend(_machine(item) for item in listed)
-            if len(listed) < PAGE:
-                break
-        return found
+        """Every VM of the account (every page)."""
+        return [_machine(item) for item in self._pages("/core/virtual-machines", "instances", "listing VMs")]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(f"/core/virtual-machines/{machine_id}", f"deleting VM {machine_id}")
 
     def _keypairs(self) -> list[JsonObject]:
-        answer = self._http.call("GET", "/core/keypairs", "listing keypairs")
-        return fields.objects(fields.as_object(answer), "keypairs")
+        return self._pages("/core/keypairs", "keypairs", "listing keypairs")
+
+    def _pages(self, path: str, key: str, what: str) -> list[JsonObject]:
+        """The ``key`` items of every page of ``GET path`` (``page``, ``pageSize``): up to
+        the ``count`` the answers give, else until a page comes back short (``PAGES`` at most)."""
+        found: list[JsonObject] = []
+        for page in range(1, PAGES + 1):
+            answer = fields.as_object(self._http.call("GET", path, what, params={"page": page, "pageSize": PAGE}))
+            listed = fields.objects(answer, key)
+            found.extend(listed)
+            total = answer.get("count")
+            done = len(found) >= total if isinstance(total, int) and not isinstance(total, bool) else len(listed) < PAGE
+            if done or not listed:
+                break
+        return found
 
     def _newest_image(self) -> str:
         """The newest Ubuntu image with CUDA in the region (any Ubuntu when none has CUDA);
@@ -215,10 +217,7 @@ class HyperstackAPI:
                     f"Hyperstack lists no Ubuntu image in {self._region}; "
                     "give sky.Hyperstack(image_name=...)"
                 )
-            images.sort(
-                key=lambda i: ("cuda" in fields.text(i, "name").lower(), fields.text(i, "created_at", "")),
-                reverse=True,
-            )
+            images.sort(key=_newness, reverse=True)
             self._images[self._region] = fields.text(images[0], "name")
         return self._images[self._region]
 
@@ -235,6 +234,24 @@ def _pricebook(entries: list[JsonObject]) -> dict[str, float]:
         if name and value > 0:
             prices[name.upper()] = value
     return prices
+
+
+def _newness(image: JsonObject) -> tuple[bool, tuple[int, ...], int]:
+    """How an image ranks, newest last: with CUDA first, then by the version numbers in its
+    name (``Ubuntu Server 24.04 LTS R570 CUDA 12.8``: 24, 4, 570, 12, 8), then by id.
+    Hyperstack's images carry no creation time."""
+    name = fields.text(image, "name", "")
+    numbers = tuple(int(n) for n in re.findall(r"\d+", name))
+    return "cuda" in name.lower(), numbers, fields.integer(image, "id", 0)
+
+
+def _environment_name(keypair: JsonObject) -> str:
+    """The name of a keypair's environment: Hyperstack gives the environment as an object
+    (its id, name and region); a name alone is read too."""
+    environment = keypair.get("environment")
+    if isinstance(environment, dict):
+        return fields.text(environment, "name", "")
+    return environment if isinstance(environment, str) else ""
 
 
 def _accelerator(gpu: str) -> str:

@@ -25,12 +25,14 @@ from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors, m
 from skyward.providers.cloud.keys import KeyCollection
 
 REGION_URLS = {
-    "india-01": "https://backendprod.jarvislabs.net",
     "india-noida-01": "https://backendn.jarvislabs.net",
+    "india-chennai-01": "https://backendc.jarvislabs.net",
     "europe-01": "https://backendeu.jarvislabs.net",
 }
-READS = "india-01"
-"""The backend that lists instances, keys and GPU types for every region."""
+"""As the ``jarvislabs`` SDK (0.2.17) has them: ``india-01`` (``backendprod``) was wound
+down in 2026 and ``india-chennai-01`` took its place."""
+READS = "india-noida-01"
+"""The backend that lists instances, keys and GPU types for every region (the SDK's default)."""
 API_KEY = credentials.Source(("JL_API_KEY",), "~/.config/jl/config.toml", "auth.token")
 COUNTS = (1, 2, 4, 8)
 """The GPUs per instance offered (at most the region's free GPUs of the type)."""

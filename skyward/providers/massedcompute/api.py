@@ -39,6 +39,7 @@ class MassedComputeAPI(KeysInCollection):
     """Calls Massed Compute with ``api_key`` (None: ``$MASSED_COMPUTE_API_KEY``)."""
 
     KEYS = KeyCollection("/ssh-keys", "id", "name", "publicKey", items="sshKeys", created="sshKey")
+    """Added with ``publicKey``; listed with ``public_key`` (not read here)."""
 
     def __init__(self, api_key: str | None = None) -> None:
         key = credentials.given_or_found("Massed Compute", api_key, API_KEY)
@@ -103,8 +104,13 @@ class MassedComputeAPI(KeysInCollection):
         return found
 
     def get(self, machine_id: str) -> Machine | None:
+        """The instance (its ``runningInstance``, as the OpenAPI document has it, or the
+        first of ``runningInstances``, as the API has been seen to answer); None: gone."""
         answer = self._http.read(f"/instance/{machine_id}", f"reading instance {machine_id}")
-        instance = fields.obj(answer, "runningInstance") if isinstance(answer, Mapping) else {}
+        if not isinstance(answer, Mapping):
+            return None
+        listed = [i for i in fields.items(answer, "runningInstances") if isinstance(i, Mapping)]
+        instance = fields.obj(answer, "runningInstance") or (listed[0] if listed else {})
         return _machine(instance) if instance else None
 
     def machines(self) -> list[Machine]:
@@ -118,18 +124,19 @@ class MassedComputeAPI(KeysInCollection):
         )
 
     def _default_image(self) -> str:
-        """The id of the first image whose name says Ubuntu; CloudError when there is none."""
+        """The id (``vm_image_id``) of the first image whose ``vm_image_name`` says Ubuntu;
+        CloudError when there is none."""
         if self._image is None:
             answer = fields.as_object(self._http.call("GET", "/images", "listing images"))
             images = sorted(
-                (i for i in fields.objects(answer, "images") if UBUNTU in fields.text(i, "name", "").lower()),
-                key=lambda i: fields.integer(i, "id", 0),
+                (i for i in fields.objects(answer, "images") if UBUNTU in fields.text(i, "vm_image_name", "").lower()),
+                key=lambda i: fields.integer(i, "vm_image_id", 0),
             )
             if not images:
                 raise CloudError(
                     "Massed Compute lists no Ubuntu image; give MassedCompute(image_id=...) from GET /images"
                 )
-            self._image = fields.text(images[0], "id")
+            self._image = fields.text(images[0], "vm_image_id")
         return self._image
 
 
@@ -151,15 +158,18 @@ def _gpus(name: str, description: str) -> tuple[str | None, int, float | None]:
 
 
 def _uuid(answer: object) -> str | None:
-    """The new instance's uuid in a launch answer (``uuid``, ``instance.uuid`` or the first
-    of ``instances``/``instanceUuids``)."""
+    """The new instance's uuid in a launch answer: its ``response`` (the OpenAPI
+    document's 202), else ``uuid``, ``instance.uuid`` or the first of
+    ``instances``/``instanceUuids``."""
     if not isinstance(answer, Mapping):
         return None
     made = answer.get("instance")
     instance: JsonObject = made if isinstance(made, Mapping) else {}
     listed = [*fields.items(answer, "instances"), *fields.items(answer, "instanceUuids")]
     first = listed[0] if listed else None
-    for value in (answer.get("uuid"), instance.get("uuid"), first.get("uuid") if isinstance(first, Mapping) else first):
+    said = answer.get("response")
+    for value in (said if isinstance(said, str) else None, answer.get("uuid"), instance.get("uuid"),
+                  first.get("uuid") if isinstance(first, Mapping) else first):
         if value:
             return str(value)
     return None
@@ -176,10 +186,22 @@ def _machine(instance: JsonObject) -> Machine:
     )
     sold = instance.get("product")
     product: JsonObject = sold if isinstance(sold, Mapping) else {}
-    cents = fields.number_or_none(product, "price_cents_per_hour")
     return Machine(
         fields.text(instance, "uuid"), fields.text(instance, "name", ""), state,
         ssh_host=address if state == "running" else None,
-        hourly_price=cents / 100 if cents is not None else None, machine_type=fields.text(product, "name", ""),
+        hourly_price=_price(product), machine_type=fields.text(product, "name", ""),
         created=epoch(instance.get("created")),
     )
+
+
+def _price(product: JsonObject) -> float | None:
+    """The instance's hourly price in dollars: its product's ``price_hr`` (dollars, as
+    text: "0.990000"), else a ``price_cents_per_hour`` (as the GPU inventory gives it)."""
+    said = product.get("price_hr")
+    if isinstance(said, (str, int, float)) and not isinstance(said, bool):
+        try:
+            return float(said)
+        except ValueError:
+            pass
+    cents = fields.number_or_none(product, "price_cents_per_hour")
+    return cents / 100 if cents is not None else None

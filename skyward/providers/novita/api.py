@@ -7,6 +7,8 @@ exposes port 22 over TCP (``portMappings`` says where it is reached)."""
 
 from __future__ import annotations
 
+import itertools
+
 from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CloudAPIError
@@ -19,6 +21,8 @@ KEY = credentials.Source(("NOVITA_API_KEY",))
 PRICE_UNIT = 100_000
 """Novita's prices are integers of 1/100,000 USD per hour."""
 GPU_COUNTS = (1, 2, 4, 8)
+PAGE_SIZE = 100
+"""Instances a page of ``GET /gpu/instances``."""
 NO_CAPACITY = ("insufficient", "not enough", "no available", "sold out", "out of stock")
 ENDED = ("toremove", "removing", "removed")
 STOPPED = ("exited", "failed")
@@ -82,8 +86,18 @@ class NovitaAPI(KeysInOrders):
         return _machine(found) if found else None
 
     def machines(self) -> list[Machine]:
-        answer = self._http.call("GET", "/gpu/instances", "listing instances", params={"pageSize": 100, "pageNum": 1})
-        return [_machine(item) for item in fields.objects(fields.as_object(answer), "instances")]
+        """Every instance, page by page (``PAGE_SIZE`` a page) until the pages hold the
+        ``total`` the API gives, or one comes back short."""
+        found: list[Machine] = []
+        for number in itertools.count(1):
+            answer = fields.as_object(self._http.call(
+                "GET", "/gpu/instances", "listing instances", params={"pageSize": PAGE_SIZE, "pageNum": number}))
+            page = fields.objects(answer, "instances")
+            found += [_machine(item) for item in page]
+            total = fields.integer(answer, "total", 0)
+            if len(page) < PAGE_SIZE or (total and len(found) >= total):
+                return found
+        raise AssertionError("unreachable")
 
     def delete(self, machine_id: str) -> None:
         try:

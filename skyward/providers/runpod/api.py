@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.errors import CloudAPIError
 from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import bearer_client, capacity_errors
 from skyward.providers.cloud.keys import KeysInOrders
@@ -34,6 +35,9 @@ class RunPodAPI(KeysInOrders):
         self._rest = bearer_client("RunPod", "runpod", REST_URL, key, KEY.describe())
         self._graphql = bearer_client("RunPod", "runpod_graphql", GRAPHQL_URL, key, KEY.describe())
         self._cloud_type = cloud_type
+        self._cheapest: dict[tuple[str, bool], str] = {}
+        """For cloud_type "all": by (GPU type, spot), the cloud ("SECURE", "COMMUNITY") whose
+        price the listing showed (RunPod's REST API takes one of the two, not "ALL")."""
 
     def machine_types(self, region: str | None) -> list[MachineType]:
         answer = self._graphql.call("POST", "/graphql", "listing GPU types and prices", json={"query": GPU_TYPES})
@@ -59,7 +63,8 @@ class RunPodAPI(KeysInOrders):
     def create(self, order: Order) -> str:
         body: dict[str, object] = {
             "name": order.name, "imageName": order.image, "gpuTypeIds": [order.machine_type.ref],
-            "gpuCount": order.machine_type.accelerator_count, "cloudType": self._cloud_type.upper(),
+            "gpuCount": order.machine_type.accelerator_count,
+            "cloudType": self._cloud(order.machine_type.ref, order.spot),
             "interruptible": order.spot, "ports": ["22/tcp"], "supportPublicIp": True,
             "containerDiskInGb": order.disk_gb or 50, "env": {"PUBLIC_KEY": order.public_key},
         }
@@ -77,14 +82,33 @@ class RunPodAPI(KeysInOrders):
         return [_machine(pod) for pod in fields.as_objects(self._rest.call("GET", "/pods", "listing pods"))]
 
     def delete(self, machine_id: str) -> None:
-        self._rest.remove(f"/pods/{machine_id}", f"terminating pod {machine_id}")
+        """Terminate the pod. RunPod answers a pod it no longer has with 400 ("Invalid Pod
+        ID": its document lists no 404 there), so a 400 is fine when the pod is gone."""
+        try:
+            self._rest.remove(f"/pods/{machine_id}", f"terminating pod {machine_id}")
+        except CloudAPIError as exc:
+            left = self.get(machine_id) if exc.status == 400 else None
+            if exc.status != 400 or (left is not None and left.state != "ended"):
+                raise
 
     def _prices(self, gpu: JsonObject) -> tuple[float | None, float | None]:
         kinds = {"secure": ("secure",), "community": ("community",), "all": ("secure", "community")}[self._cloud_type]
         offered = [kind for kind in kinds if gpu.get(f"{kind}Cloud")]
-        price = _lowest(fields.number(gpu, f"{kind}Price", 0) for kind in offered)
-        spot = _lowest(fields.number(gpu, f"{kind}SpotPrice", 0) for kind in offered)
-        return price, spot
+        found: list[float | None] = []
+        for spot, field in ((False, "Price"), (True, "SpotPrice")):
+            prices = {kind: fields.number(gpu, f"{kind}{field}", 0) for kind in offered}
+            price = _lowest(prices.values())
+            cloud = next((kind for kind, value in prices.items() if value and value == price), "secure")
+            self._cheapest[(fields.text(gpu, "id", ""), spot)] = cloud.upper()
+            found.append(price)
+        return found[0], found[1]
+
+    def _cloud(self, gpu_id: str, spot: bool) -> str:
+        """The ``cloudType`` of a pod: the chosen cloud, or for "all" the one whose price
+        the offer showed (secure where it was not listed here)."""
+        if self._cloud_type != "all":
+            return self._cloud_type.upper()
+        return self._cheapest.get((gpu_id, spot), "SECURE")
 
 
 def _lowest(values: Iterable[float]) -> float | None:
@@ -97,9 +121,9 @@ def _machine(pod: JsonObject) -> Machine:
     port = fields.integer(fields.obj(pod, "portMappings"), "22", 0) or None
     host = fields.text(pod, "publicIp", "") or None
     state: MachineState = "ended" if status == "TERMINATED" else "stopped" if status == "EXITED" else "running" if status == "RUNNING" and host and port else "starting"
-    created = pod.get("createdAt")
+    gpu = fields.text(fields.obj(pod, "gpu"), "id", "") or fields.text(fields.obj(pod, "machine"), "gpuTypeId", "")
     return Machine(
         fields.text(pod, "id"), fields.text(pod, "name", ""), state, host, port or 22, None,
-        fields.number_or_none(pod, "costPerHr"), fields.flag(pod, "interruptible"),
-        fields.text(pod, "gpuTypeId", ""), epoch(created),
+        fields.number_or_none(pod, "costPerHr"), fields.flag(pod, "interruptible"), gpu,
+        epoch(pod.get("lastStartedAt")),
     )

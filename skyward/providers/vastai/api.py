@@ -1,8 +1,9 @@
 """Vast.ai's REST API (``console.vast.ai/api/v0``) as ``MachineAPI``: offers from
-``GET /bundles/`` (each an "ask" on one host machine), instances created by accepting an
-ask (``PUT /asks/{id}/``), the pool's key attached per instance
-(``POST /instances/{id}/ssh/``), ``GET /instances/``, ``GET /instances/{id}/`` and
-``DELETE /instances/{id}/``. The key is ``VAST_API_KEY`` (or ``~/.vast_api_key``, as the
+``POST /bundles/`` (the search as the body; each an "ask" on one host machine), instances
+created by accepting an ask (``PUT /asks/{id}/``), the pool's key attached per instance
+(``POST /instances/{id}/ssh/``), ``GET /instances/{id}/``, ``DELETE /instances/{id}/``, and
+the list from ``GET /api/v1/instances/``, page by page (at most 25 a page; the v0 list is
+deprecated). The key is ``VAST_API_KEY`` (or ``~/.vast_api_key``, as the
 ``vastai`` tool keeps it), sent as a Bearer token.
 
 Offers of the same GPU, count and place are one machine type whose ``ref`` lists their
@@ -19,13 +20,16 @@ from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Machine, MachineState, MachineType, Order
 from skyward.providers.cloud.errors import CapacityError, CloudAPIError
 from skyward.providers.cloud.fields import JsonObject
-from skyward.providers.cloud.http import bearer_client, message
+from skyward.providers.cloud.http import ApiClient, base_url, bearer_client, message
 from skyward.providers.cloud.keys import KeysInOrders
 
 URL = "https://console.vast.ai/api/v0"
 KEY = credentials.Source(("VAST_API_KEY",), "~/.vast_api_key")
 QUERY = {"rentable": {"eq": True}, "rented": {"eq": False}, "verified": {"eq": True}, "order": [["dph_total", "asc"]]}
 GONE = ("no_such_ask", "not available", "unavailable", "already rented")
+PAGE = 25
+"""The most instances ``GET /api/v1/instances/`` gives a page."""
+BY_ID = json.dumps([{"col": "id", "dir": "asc"}])
 ENDED = ("deleted", "destroyed")
 STOPPED = ("exited", "offline")
 
@@ -36,11 +40,13 @@ class VastAPI(KeysInOrders):
     def __init__(self) -> None:
         (key,) = credentials.require("Vast.ai", [KEY])
         self._http = bearer_client("Vast.ai", "vastai", URL, key, KEY.describe())
+        v1 = base_url("vastai", URL).rstrip("/").removesuffix("/v0") + "/v1"
+        self._v1 = ApiClient("Vast.ai", v1, lambda: {"Authorization": f"Bearer {key}"}, KEY.describe())
         self._taken: set[str] = set()
         self._lock = threading.Lock()
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        answer = self._http.call("GET", "/bundles/", "searching offers", params={"q": json.dumps(QUERY)})
+        answer = self._http.call("POST", "/bundles/", "searching offers", json=QUERY)
         groups: dict[tuple[str, int, str], list[JsonObject]] = {}
         for ask in fields.objects(fields.as_object(answer), "offers"):
             place = fields.text(ask, "geolocation", "")
@@ -65,7 +71,7 @@ class VastAPI(KeysInOrders):
 
     def create(self, order: Order) -> str:
         body: dict[str, object] = {
-            "client_id": "me", "image": order.image, "label": order.name, "disk": order.disk_gb or 50,
+            "image": order.image, "label": order.name, "disk": order.disk_gb or 50,
             "runtype": "ssh_direct",
         }
         if order.spot and order.machine_type.spot_price is not None:
@@ -98,8 +104,18 @@ class VastAPI(KeysInOrders):
         return _machine(instance) if isinstance(instance, Mapping) and instance else None
 
     def machines(self) -> list[Machine]:
-        answer = self._http.call("GET", "/instances/", "listing instances")
-        return [_machine(item) for item in fields.objects(fields.as_object(answer), "instances")]
+        """Every instance: the pages of the v1 list, each after the last's ``next_token``."""
+        found: list[Machine] = []
+        params = {"limit": str(PAGE), "order_by": BY_ID}
+        seen: set[str] = set()
+        while True:
+            answer = fields.as_object(self._v1.call("GET", "/instances/", "listing instances", params=params))
+            found += [_machine(item) for item in fields.objects(answer, "instances")]
+            token = answer.get("next_token")
+            if not token or str(token) in seen:
+                return found
+            seen.add(str(token))
+            params = {**params, "after_token": str(token)}
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(f"/instances/{machine_id}/", f"destroying instance {machine_id}")
@@ -107,8 +123,7 @@ class VastAPI(KeysInOrders):
 
 def _machine(item: JsonObject) -> Machine:
     status = fields.text(item, "actual_status", "")
-    host = fields.text(item, "public_ipaddr", "") or fields.text(item, "ssh_host", "") or None
-    port = _ssh_port(item)
+    host, port = _ssh_address(item)
     state: MachineState = "ended" if status in ENDED else "stopped" if status in STOPPED else "running" if status == "running" and host and port else "starting"
     return Machine(
         fields.text(item, "id"), fields.text(item, "label", ""), state, host, port or 22, None,
@@ -118,9 +133,11 @@ def _machine(item: JsonObject) -> Machine:
     )
 
 
-def _ssh_port(item: JsonObject) -> int | None:
-    """The host port that reaches the container's port 22 (direct SSH)."""
+def _ssh_address(item: JsonObject) -> tuple[str | None, int | None]:
+    """Where SSH reaches the container, as Vast.ai's CLI pairs them: the host's public
+    address and the port mapped to the container's 22 (direct), else Vast.ai's SSH proxy
+    (``ssh_host``, ``ssh_port``); a public address never goes with the proxy's port."""
     mapped = fields.objects(fields.obj(item, "ports"), "22/tcp")
     if mapped:
-        return fields.integer(mapped[0], "HostPort")
-    return fields.integer(item, "ssh_port", 0) or None
+        return fields.text(item, "public_ipaddr", "") or None, fields.integer(mapped[0], "HostPort")
+    return fields.text(item, "ssh_host", "") or None, fields.integer(item, "ssh_port", 0) or None

@@ -1,10 +1,12 @@
-"""Verda's REST API (``api.datacrunch.io/v1``) as ``MachineAPI``: an OAuth2 client
-credentials token (``POST /oauth2/token``, renewed before it expires), instance types
-and prices (``GET /instance-types``), where each is available (``GET
-/instance-availability``), SSH keys (``POST/GET/DELETE /sshkeys``) and instances
-(``POST /instances``, ``GET /instances``, ``GET /instances/{id}``, ``PUT /instances``
-with ``action: delete``). Credentials: ``VERDA_CLIENT_ID`` and ``VERDA_CLIENT_SECRET``
-(or the older ``DATACRUNCH_CLIENT_ID``/``DATACRUNCH_CLIENT_SECRET``)."""
+"""Verda's REST API (``api.verda.com/v1``, formerly ``api.datacrunch.io/v1``) as
+``MachineAPI``: an OAuth2 client credentials token (``POST /oauth2/token``, renewed
+before it expires), instance types and prices in dollars (``GET /instance-types``),
+where each is available (``GET /instance-availability``), SSH keys (``POST/GET/DELETE
+/sshkeys``) and instances (``POST /instances``, ``GET /instances``, ``GET
+/instances/{id}``, ``PUT /instances`` with ``action: delete``, which answers a result
+per instance). Fields and statuses as Verda's official SDKs (verda-cloud/sdk-python,
+verdacloud-sdk-go) have them. Credentials: ``VERDA_CLIENT_ID`` and
+``VERDA_CLIENT_SECRET`` (or the older ``DATACRUNCH_CLIENT_ID``/``DATACRUNCH_CLIENT_SECRET``)."""
 
 from __future__ import annotations
 
@@ -15,15 +17,18 @@ from collections.abc import Mapping
 
 from skyward.providers.cloud import credentials, fields
 from skyward.providers.cloud.api import Key, Machine, MachineState, MachineType, Order, epoch
+from skyward.providers.cloud.errors import CloudAPIError
 from skyward.providers.cloud.fields import JsonObject
 from skyward.providers.cloud.http import ApiClient, base_url, capacity_errors
 
-URL = "https://api.datacrunch.io/v1"
+URL = "https://api.verda.com/v1"
+"""Where Verda's SDKs send their calls (the DataCrunch host before the rename)."""
 CLIENT_ID = credentials.Source(("VERDA_CLIENT_ID", "DATACRUNCH_CLIENT_ID"))
 CLIENT_SECRET = credentials.Source(("VERDA_CLIENT_SECRET", "DATACRUNCH_CLIENT_SECRET"))
 NO_CAPACITY = ("insufficient", "not enough", "unavailable", "not available", "sold out")
-ENDED = ("deleting", "discontinued")
-STOPPED = ("offline", "error")
+ENDED = ("deleting", "discontinued", "no_capacity", "notfound")
+"""Statuses of an instance that is gone or never came (Verda found no capacity for the order)."""
+STOPPED = ("offline", "error", "starting_hibernation", "hibernating")
 _COUNT = re.compile(r"^\s*(\d+)\s*x\s*", re.IGNORECASE)
 
 
@@ -51,7 +56,8 @@ class VerdaAPI:
             return {"Authorization": f"Bearer {self._token[0]}"}
 
     def machine_types(self, region: str | None) -> list[MachineType]:
-        types = fields.as_objects(self._http.call("GET", "/instance-types", "listing instance types"))
+        listed_types = self._http.call("GET", "/instance-types", "listing instance types", params={"currency": "usd"})
+        types = fields.as_objects(listed_types)
         where: dict[str, list[str]] = {}
         for spot in (False, True):
             params = {"is_spot": str(spot).lower()} | ({"location_code": region} if region else {})
@@ -109,9 +115,24 @@ class VerdaAPI:
         return [_machine(item) for item in fields.as_objects(self._http.call("GET", "/instances", "listing instances"))]
 
     def delete(self, machine_id: str) -> None:
-        self._http.remove(
-            "/instances", f"deleting instance {machine_id}", method="PUT", json={"action": "delete", "id": [machine_id]}
-        )
+        """``action: delete``; Verda answers each instance's result (207 when one failed):
+        a failure other than not found (gone already) is raised."""
+        what = f"deleting instance {machine_id}"
+        try:
+            answer = self._http.call("PUT", "/instances", what, json={"action": "delete", "id": [machine_id]})
+        except CloudAPIError as exc:
+            if exc.status != 404:
+                raise
+            return
+        for result in answer if isinstance(answer, list) else []:
+            if not isinstance(result, Mapping) or str(result.get("instanceId")) != machine_id:
+                continue
+            status = result.get("statusCode")
+            if result.get("error") and status != 404:
+                raise CloudAPIError(
+                    f"the Verda API did not delete instance {machine_id}: {result['error']}",
+                    status if isinstance(status, int) else 207, dict(result),
+                )
 
 
 def _made_id(answer: object) -> str:

@@ -8,8 +8,12 @@ exchanges against.
     python tests/cloud/descriptions/extract.py docker v1.41.yaml
     python tests/cloud/descriptions/extract.py digitalocean specification/DigitalOcean-public.v2.yaml
     python tests/cloud/descriptions/extract.py vultr blob/v0.0.1.json
+    python tests/cloud/descriptions/extract.py runpod api-reference/openapi.json
+    python tests/cloud/descriptions/extract.py vastai api-reference/openapi.yaml
     python tests/cloud/descriptions/extract.py lambda openapi/lambda-labs-openapi.json
     python tests/cloud/descriptions/extract.py scaleway openapi/_original/scaleway-instance-openapi.yml
+    python tests/cloud/descriptions/extract.py hyperstack api/openapi.yaml
+    python tests/cloud/descriptions/extract.py massedcompute v1/providers/massedcompute/openapi-v1.0.0.yaml
 
 Each source file is the published one, found where the cloud's SOURCE.md says (same
 repository, path and commit); the outputs replace the files beside this script. Run it
@@ -27,6 +31,13 @@ from typing import Any
 
 HERE = Path(__file__).parent
 KEPT: dict[str, dict[str, list[str]]] = {
+    "runpod": {"pods": ["GET /pods", "POST /pods", "GET /pods/{podId}", "DELETE /pods/{podId}"]},
+    "vastai": {
+        "api": [
+            "POST /api/v0/bundles", "PUT /api/v0/asks/{id}", "POST /api/v0/instances/{id}/ssh",
+            "GET /api/v0/instances/{id}", "DELETE /api/v0/instances/{id}", "GET /api/v1/instances",
+        ],
+    },
     "gcp": {
         "compute": [
             "compute.machineTypes.list", "compute.acceleratorTypes.list", "compute.instances.list",
@@ -81,10 +92,27 @@ KEPT: dict[str, dict[str, list[str]]] = {
             )
         ],
     },
+    "massedcompute": {
+        "vm": [
+            "GET /gpu-inventory", "GET /images", "GET /instance", "GET /instance/{uuid}", "POST /instance/launch",
+            "POST /instance/terminate", "GET /ssh-keys", "POST /ssh-keys", "DELETE /ssh-keys/{id}",
+        ],
+    },
+    "hyperstack": {
+        "infrahub": [
+            "GET /core/flavors", "GET /pricebook", "GET /core/images", "GET /core/environments",
+            "POST /core/environments", "DELETE /core/environments/{id}", "GET /core/keypairs", "POST /core/keypairs",
+            "DELETE /core/keypair/{id}", "GET /core/virtual-machines", "POST /core/virtual-machines",
+            "GET /core/virtual-machines/{vm_id}", "DELETE /core/virtual-machines/{vm_id}",
+        ],
+    },
 }
 """Per cloud and document, the operations kept: a discovery document's method ids, an
 OpenAPI document's ``METHOD /path``."""
 SOURCES = {
+    "runpod": "github.com/runpod/docs@a900806e253c4f8c16da27d1a4370e72456da4cb:api-reference/{name} "
+              "(rest.runpod.io/v1/openapi.json)",
+    "vastai": "github.com/vast-ai/docs@c624622622496828c1ae58edec481bba1f5d675d:api-reference/{name}",
     "gcp": "PyPI google-api-python-client 2.202.0, googleapiclient/discovery_cache/documents/{name} "
            "(wheel sha256 aaa90064c9bb642ff1d065b22ca8958a2cb6e345909cefe70d0e5452fc50e08b)",
     "docker": "github.com/moby/moby@b985e2313a8676e18072b442911fc8f64f17d440:api/docs/{name}",
@@ -94,7 +122,44 @@ SOURCES = {
               "@9589c610a5e9a29f2e868772572f9a9ea5e2519f:openapi/{name}",
     "scaleway": "Scaleway's Instance API v1 OpenAPI (scaleway.com), as mirrored in github.com/api-evangelist/scaleway"
                 "@0212ec06fb134e0d41743cc54a3957fcd4d4bc80:openapi/_original/{name}",
+    "massedcompute": "https://vm-docs.massedcompute.com/redocusaurus/plugin-redoc-0.yaml (the API reference's "
+                     "'Download OpenAPI specification'), as mirrored in github.com/brevdev/cloud"
+                     "@3f0a5e9bb8edd83ceca7e8e94963a8382ed9a311:v1/providers/massedcompute/{name}",
+    "hyperstack": "https://infrahub-api-doc.nexgencloud.com/api.json, as NexGenCloud's Go SDK carries it: "
+                  "github.com/NexGenCloud/hyperstack-sdk-go@cd34036f43f21aa5683b3ddcdb0800ceeda183df:api/{name}",
 }
+FIXED: dict[str, list[tuple[str, Any, str]]] = {
+    "vastai": [
+        ("/paths/~1api~1v0~1bundles/post/requestBody/content/application~1json/schema/properties/order",
+         {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}},
+         ("the document puts minItems/maxItems 2 on the list of sort entries, where its own text says each entry "
+          "holds two elements (field, direction); the official CLI (github.com/vast-ai/vast-cli@55679830:vast.py, "
+          "search__offers) sends a list of [field, direction] pairs, one pair for one field")),
+        ("/paths/~1api~1v0~1instances~1{id}/get/responses/200/content/application~1json/schema/properties/instances/"
+         + "properties/ports",
+         {"type": ["object", "null"], "additionalProperties": {"type": "array", "items": {
+             "type": "object", "properties": {"HostIp": {"type": "string"}, "HostPort": {"type": "string"}}}}},
+         ("the document types an instance's ports as a list of integers here and as Docker's port map "
+          "(\"22/tcp\": [{HostIp, HostPort}]) in GET /api/v1/instances; the official CLI reads the map "
+          "(vast-cli@55679830:vast.py, ssh_url: ports.get(\"22/tcp\")[0][\"HostPort\"])")),
+    ],
+    "massedcompute": [
+        ("/paths/~1instance~1launch/post/requestBody/content/application~1json/schema/required",
+         ["imageId", "productName", "regionName"],
+         ("the document requires 'image_id', a field it does not have: its property is imageId (required: true), "
+          "as Massed Compute's MCP tool catalog (github.com/Massed-Compute/massed-compute-mcp@d11c49a:tools.json, "
+          "instances_launch) requires it")),
+    ],
+    "hyperstack": [
+        (("/paths/~1core~1virtual-machines/post/requestBody/content/application~1json/schema/properties/"
+          "security_rules/items/required"), ["direction", "ethertype", "protocol", "remote_ip_prefix"],
+         ("the SDK's build (scripts/fix_api_spec.py, marked 'UNSYNCED') adds 'virtual_machine_id' to the required "
+          "fields of Create_Security_Rule_Payload, a field the schema does not have: a VM being created has no id "
+          "yet, and the published api.json does not require it")),
+    ],
+}
+"""Per cloud, the document's own slips corrected in the extract (JSON pointer, the value
+put there, why), each recorded under ``x-skyward-fixed``."""
 GOVULTR = "github.com/vultr/govultr@9ee451b0dcec73936d0ed318b847d98d60f986dc"
 ADDED: dict[str, dict[str, dict[str, Any]]] = {
     "vultr": {
@@ -242,11 +307,29 @@ def openapi3(source: Path, kept: list[str], added: dict[str, dict[str, Any]] | N
     return {"openapi": root["openapi"], "info": info, "paths": paths}
 
 
+def fixed(extract: dict[str, Any], fixes: list[tuple[str, Any, str]]) -> dict[str, Any]:
+    """``extract`` with each of ``fixes`` (a JSON pointer, its new value, why) made and recorded."""
+    for pointer, value, why in fixes:
+        *parents, last = [part.replace("~1", "/").replace("~0", "~") for part in pointer.strip("/").split("/")]
+        node = extract
+        for part in parents:
+            node = node[part]
+        was, node[last] = node.get(last), value
+        extract.setdefault("x-skyward-fixed", []).append({"at": pointer, "was": was, "now": value, "why": why})
+    return extract
+
+
 def main(cloud: str, sources: list[str]) -> None:
     for source in map(Path, sources):
         if cloud == "digitalocean":
             extract = openapi3(source, KEPT[cloud]["public"])
             out = HERE / cloud / "public.v2.json"
+        elif cloud == "runpod":
+            extract = openapi3(source, KEPT[cloud]["pods"])
+            out = HERE / cloud / "rest.v1.json"
+        elif cloud == "vastai":
+            extract = fixed(openapi3(source, KEPT[cloud]["api"]), FIXED[cloud])
+            out = HERE / cloud / "api.json"
         elif cloud == "vultr":
             extract = openapi3(source, KEPT[cloud]["api"], ADDED[cloud])
             out = HERE / cloud / "api.v2.json"
@@ -256,6 +339,12 @@ def main(cloud: str, sources: list[str]) -> None:
         elif cloud == "scaleway":
             extract = openapi3(source, KEPT[cloud]["instance"])
             out = HERE / cloud / "instance.v1.json"
+        elif cloud == "massedcompute":
+            extract = fixed(openapi3(source, KEPT[cloud]["vm"]), FIXED[cloud])
+            out = HERE / cloud / "vm.v1.json"
+        elif cloud == "hyperstack":
+            extract = fixed(openapi3(source, KEPT[cloud]["infrahub"]), FIXED[cloud])
+            out = HERE / cloud / "infrahub.v1.json"
         elif source.suffix == ".json":
             document = json.loads(source.read_text())
             name = document["name"]

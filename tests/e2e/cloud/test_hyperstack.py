@@ -89,7 +89,7 @@ def test_a_pool_has_its_own_environment_and_admits_only_ssh_from_outside(cloud: 
         assert [e["region"] for e in fake.environments.values() if e["name"] == name] == [
             "CANADA-1"
         ]
-        assert [k["environment"] for k in fake.keys.values() if k["name"] == name] == [name]
+        assert [k["environment"]["name"] for k in fake.keys.values() if k["name"] == name] == [name]
         [body] = [
             b
             for b in fake.bodies("POST", "/core/virtual-machines")

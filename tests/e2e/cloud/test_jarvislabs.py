@@ -55,8 +55,8 @@ def test_offers_come_from_the_gpu_types_free_in_each_region(cloud: Cloud) -> Non
         ("4x L4", 1.76, False, "india-noida-01", "L4", 24.0),
     ], "up to the four free"
     assert offered(provider, accelerator=sky.accelerators.A100(memory="40GB"), allocation="cheapest") == [
-        ("1x A100", 0.79, True, "india-01", "A100", 40.0),
-        ("1x A100", 1.29, False, "india-01", "A100", 40.0),
+        ("1x A100", 0.79, True, "india-chennai-01", "A100", 40.0),
+        ("1x A100", 1.29, False, "india-chennai-01", "A100", 40.0),
     ], "one A100 free: no 2x; JarvisLabs' A100 has 40 GB"
     assert offered(provider, accelerator=sky.accelerators.RTX_A6000(), allocation="on-demand") == [
         ("1x A6000", 0.79, False, "india-noida-01", "RTX_A6000", 48.0),
@@ -69,9 +69,9 @@ def test_offers_come_from_the_gpu_types_free_in_each_region(cloud: Cloud) -> Non
         ("1x A6000", 0.89, False, "india-noida-01", "RTX_A6000", 48.0),
         ("2x A6000", 1.78, False, "india-noida-01", "RTX_A6000", 48.0),
     ], "a VM template sees the VM types, without spot"
-    assert offered(sky.JarvisLabs(region="india-01"), accelerator=sky.accelerators.L4()) == []
+    assert offered(sky.JarvisLabs(region="india-chennai-01"), accelerator=sky.accelerators.L4()) == []
     assert offered(provider, accelerator=sky.accelerators.Quadro_RTX_5000(), allocation="on-demand")[0] == (
-        "1x RTX5000", 0.39, False, "india-01", "Quadro_RTX_5000", 16.0,
+        "1x RTX5000", 0.39, False, "india-chennai-01", "Quadro_RTX_5000", 16.0,
     ), "its RTX5000 is the catalog's Quadro RTX 5000"
     assert provider.offers(sky.Spec(provider=provider, vcpus=2)) == [], "GPU instances only"
 
@@ -89,7 +89,7 @@ def test_a_spot_pool_orders_its_instance_with_the_pools_key(cloud: Cloud) -> Non
         assert instance.spot and instance.public_key == fake.keys[key_id]["ssh_key"], "the account's key reached it"
         body = instance.extra["create"]
         assert (body["gpu_type"], body["num_gpus"], body["region"], body["is_spot"], body["hdd"], body["duration"]) == (
-            "A5000", 1, "india-01", True, 40, "hour",
+            "A5000", 1, "india-chennai-01", True, 40, "hour",
         )
         assert body["name"] == instance.name and instance.extra["template"] == "pytorch"
     assert cloud.leftovers(pool.id) == []
@@ -102,10 +102,10 @@ def test_spot_vms_unknown_regions_and_bad_fields_are_refused_naming_the_field(cl
     with pytest.raises(ValueError, match=r"Spec\.allocation='spot' is not valid: JarvisLabs sells spot containers only"):
         vm.validate(sky.Spec(provider=vm, allocation="spot"), OPTIONS)
     provider = sky.JarvisLabs()
-    with pytest.raises(ValueError, match=r"Spec\.region='us-east-1' is not valid: JarvisLabs regions are india-01"):
+    with pytest.raises(ValueError, match=r"Spec\.region='us-east-1' is not valid: JarvisLabs regions are india-noida-01, india-chennai-01"):
         provider.validate(sky.Spec(provider=provider, region="us-east-1"), OPTIONS)
     for fields, named in [
-        ({"region": "IN1"}, r"JarvisLabs\.region='IN1'.*'india-01'"),
+        ({"region": "IN1"}, r"JarvisLabs\.region='IN1'.*'india-chennai-01'"),
         ({"template": "PyTorch 2"}, r"JarvisLabs\.template='PyTorch 2'.*jl templates"),
         ({"template": sky.containers.cuda("12.8")}, r"JarvisLabs\.template=.*virtual machines"),
         ({"api_key": 42}, r"JarvisLabs\.api_key of type int.*JL_API_KEY"),
