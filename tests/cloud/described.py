@@ -602,14 +602,6 @@ def _novita() -> Description:
     return Description("novita", openapi(_read("novita", "gpu-instance.v1.json")))
 
 
-PINNED: dict[str, Callable[[], Description]] = {"gcp": _gcp, "docker": _docker, "digitalocean": _digitalocean,
-                                                "vultr": _vultr, "lambda": _lambda, "scaleway": _scaleway}
-"""The clouds whose description is pinned, each read from ``descriptions/<cloud>/``."""
-PINNED["massedcompute"] = _massedcompute
-PINNED["jarvislabs"] = _jarvislabs
-PINNED["novita"] = _novita
-
-
 def _hyperstack() -> Description:
     return Description("hyperstack", openapi(_read("hyperstack", "infrahub.v1.json")))
 
@@ -617,10 +609,6 @@ def _hyperstack() -> Description:
 def _verda() -> Description:
     """Verda publishes no OpenAPI document: its SDKs' models, transcribed (see its SOURCE.md)."""
     return Description("verda", openapi(_read("verda", "api.v1.json")))
-
-
-PINNED["hyperstack"] = _hyperstack
-PINNED["verda"] = _verda
 
 
 def _runpod() -> Description:
@@ -635,8 +623,17 @@ def _vastai() -> Description:
     return Description("vastai", openapi(_read("vastai", "api.json"), below="/api/v0"), slash=True)
 
 
-PINNED["runpod"] = _runpod
-PINNED["vastai"] = _vastai
+def _tensordock() -> Description:
+    """TensorDock publishes no OpenAPI document: its v2 documentation pages, transcribed (see its SOURCE.md)."""
+    return Description("tensordock", openapi(_read("tensordock", "api.v2.json")))
+
+
+PINNED: dict[str, Callable[[], Description]] = {
+    "gcp": _gcp, "docker": _docker, "digitalocean": _digitalocean, "vultr": _vultr, "lambda": _lambda,
+    "scaleway": _scaleway, "massedcompute": _massedcompute, "jarvislabs": _jarvislabs, "novita": _novita,
+    "hyperstack": _hyperstack, "verda": _verda, "runpod": _runpod, "vastai": _vastai, "tensordock": _tensordock,
+}
+"""The clouds whose description is pinned, each read from ``descriptions/<cloud>/``."""
 
 
 @cache

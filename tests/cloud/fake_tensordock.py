@@ -1,7 +1,9 @@
 """A local TensorDock v2 API (``/api/v2``): ``GET /locations``, ``POST/GET /instances``,
-``GET/DELETE /instances/{id}``, in TensorDock's documented shapes (the ``data`` envelope,
-``attributes`` in the list, a flat instance from the get, ``portForwards`` as
-``{internal_port, external_port}``, a Bearer token). A create is checked as TensorDock
+``GET/DELETE /instances/{id}``, in the shapes of TensorDock's v2 documentation pages,
+pinned in ``descriptions/tensordock`` (the ``data`` envelope; a listed instance's
+``attributes`` only its ``name`` and ``status``; a flat instance from the get with its
+``ipAddress`` and ``portForwards`` as ``{internal_port, external_port}``, and no price or
+resources; a Bearer token). A create is checked as TensorDock
 checks it (JSON:API body, a known location and GPU within its ``max_count``, at least
 100 GB of disk, ``ssh_key`` xor ``ssh_key_id``); a request with a query parameter or a
 body field these operations do not declare is refused (400, naming it). A lab host
@@ -71,12 +73,12 @@ LOCATIONS = [
 
 
 ATTRIBUTES = shape(
-    "name", "type", "image", "location_id", "useDedicatedIp", "ssh_key", "ssh_key_id",
+    "name", "type", "image", "hostnode_id", "location_id", "useDedicatedIp", "ssh_key", "ssh_key_id",
     resources=shape("vcpu_count", "ram_gb", "storage_gb", gpus=keyed(shape("count"))),
-    port_forwards=shape("protocol", "internal_port", "external_port"),
+    port_forwards=shape("internal_port", "external_port"),
     cloud_init=shape(
         "runcmd", "packages", "package_update", "package_upgrade",
-        write_files=shape("path", "content", "owner", "permissions", "encoding", "append"),
+        write_files=shape("path", "content"),
     ),
 )
 """A new virtual machine's attributes (JSON:API ``data.attributes``)."""
@@ -95,6 +97,7 @@ class FakeTensorDock(FakeCloud):
     prefix = "/api/v2"
     credentials = {"TENSORDOCK_API_TOKEN": TOKEN}
     operations = OPERATIONS
+    pinned = "tensordock"
 
     def __init__(self) -> None:
         super().__init__()
@@ -144,7 +147,7 @@ class FakeTensorDock(FakeCloud):
             return {
                 "data": {
                     "instances": [
-                        {"type": "virtualmachine", "id": m.id, "attributes": self._instance(m)}
+                        {"type": "VM", "id": m.id, "attributes": {"name": m.name, "status": self._status(m)}}
                         for m in self.live()
                     ]
                 }
@@ -161,7 +164,7 @@ class FakeTensorDock(FakeCloud):
                         "attributes": {"message": "Instance deleted successfully"},
                     }
                 }
-            return {"type": "virtualmachine", "id": machine.id, **self._instance(machine)}
+            return {"type": "instance", "id": machine.id, **self._instance(machine)}
         raise self.no_route(method, path)
 
     def _create(self, body: Any) -> FakeMachine:
@@ -216,11 +219,15 @@ class FakeTensorDock(FakeCloud):
             cloud_init=attributes.get("cloud_init"),
         )
 
-    def _instance(self, machine: FakeMachine) -> dict[str, Any]:
-        up = machine.state == "running"
-        status = {"running": "running", "exited": "stopped", "deleted": "deleted"}.get(
+    def _status(self, machine: FakeMachine) -> str:
+        return {"running": "running", "exited": "stopped", "deleted": "deleted"}.get(
             machine.state, "starting"
         )
+
+    def _instance(self, machine: FakeMachine) -> dict[str, Any]:
+        """An instance as ``GET /instances/{id}`` shows it (the documented fields only: no
+        price, resources, location or image; its address once it is up)."""
+        up = machine.state == "running"
         forward = self.forwards.get(machine.id)
         forwards = [
             {
@@ -232,13 +239,8 @@ class FakeTensorDock(FakeCloud):
             for f in machine.extra.get("forwards", [])
         ]
         address = "127.0.0.1" if forward else machine.address
-        return {
-            "name": machine.name,
-            "status": status,
-            "ipAddress": address if up else None,
-            "portForwards": forwards if up else [],
-            "rateHourly": machine.price,
-            "resources": machine.extra.get("resources", {}),
-            "location_id": machine.region,
-            "image": machine.image,
-        }
+        shown: dict[str, Any] = {"name": machine.name, "status": self._status(machine)}
+        if up and address:
+            shown["ipAddress"] = address
+        shown["portForwards"] = forwards if up else []
+        return shown

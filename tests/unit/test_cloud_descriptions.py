@@ -700,7 +700,7 @@ def test_docs_providers_names_the_description_of_every_pinned_cloud() -> None:
     shown = {"gcp": "GCP", "digitalocean": "DigitalOcean", "vultr": "Vultr", "lambda": "Lambda",
              "scaleway": "Scaleway", "docker": "`sky.Container` (Docker, Podman)", "hyperstack": "Hyperstack",
              "verda": "Verda", "runpod": "RunPod", "vastai": "Vast.ai", "massedcompute": "Massed Compute",
-             "jarvislabs": "JarvisLabs", "novita": "Novita"}
+             "jarvislabs": "JarvisLabs", "novita": "Novita", "tensordock": "TensorDock"}
     pinned = sorted(path.name for path in DESCRIPTIONS.iterdir() if (path / "SOURCE.md").exists())
     assert sorted(shown) == pinned, "a description was pinned: name its cloud here and in docs/providers.md"
     for cloud in pinned:

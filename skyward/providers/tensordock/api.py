@@ -116,8 +116,13 @@ class TensorDockAPI(KeysInOrders):
         return _machine({"id": machine_id, **item})
 
     def machines(self) -> list[Machine]:
+        """Every VM, from ``data.instances`` (the Instance Management page's shape) or
+        ``data.attributes.instances`` (the Getting Started page's); a listed VM carries
+        only its name and status, so it reads as starting until ``get`` shows its address."""
         answer = fields.as_object(self._http.call("GET", "/instances", "listing VMs"))
-        return [_machine(item) for item in fields.objects(fields.obj(answer, "data"), "instances")]
+        data = fields.obj(answer, "data")
+        listed = fields.objects(data, "instances") or fields.objects(fields.obj(data, "attributes"), "instances")
+        return [_machine(item) for item in listed]
 
     def delete(self, machine_id: str) -> None:
         self._http.remove(f"/instances/{machine_id}", f"deleting VM {machine_id}")
