@@ -21,7 +21,16 @@ list, where it lists any. Answers with an error status are checked only where th
 description has a schema for that status (OpenAPI); discovery documents and Scaleway's
 describe no errors. A property named ``<key>`` alone stands for every key of a map
 (Scaleway's ``<serverKey>``). Query values are strings: an integer parameter takes
-digits, a boolean ``true``, ``false``, ``1`` or ``0``.
+digits, a boolean ``true``, ``false``, ``1`` or ``0``. Every ``format`` a schema gives a
+string or an integer holds too (``FORMATS``: RFC 3339 times, sized integers, uuids, base64,
+addresses), in bodies, answers and parameters alike.
+
+Given the request's headers, the ones that carry meaning are checked as well: the key,
+against the alternatives of the operation's security requirement (or the document's)
+made of the schemes the document declares (``http`` Bearer or Basic, an ``apiKey``
+header or query parameter, OAuth 2.0 as a Bearer token; a discovery method with scopes
+takes an OAuth 2.0 token); the ``Content-Type`` of a body, against the media types the
+operation takes; and header parameters, as query ones are.
 
 A GraphQL endpoint (RunPod's ``/graphql``, beside its REST API) is checked against a
 schema (SDL) with graphql-core (``GraphQL``): the query validated and its variables
@@ -31,6 +40,10 @@ one (Vast.ai) has the ``/`` left out before matching (``slash``)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import datetime
+import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -47,9 +60,123 @@ MESSAGE_LENGTH = 240
 BOOLEANS = ("true", "false", "1", "0")
 
 
+RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
+RANGES = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1), "uint16": (0, 2**16 - 1),
+          "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1)}
+"""The integers each sized format holds (OpenAPI's int32/int64; Google's unsigned ones)."""
+FORMATS = jsonschema.FormatChecker(formats=())
+"""The string and integer ``format``s a value is held to: JSON Schema's own (``uuid``,
+``email``, ``ipv4``, ``ipv6``, ``date``, ``time``, ...; ``date-time`` as RFC 3339 has it,
+which Google writes ``google-datetime``) and those OpenAPI and the clouds add: the sized
+integers (``int32`` ... ``uint64``, also as Google's decimal strings), ``byte`` (base64),
+``uri``, ``ip-address``, and a network (``ipv4network``, ``CIDR``). A format no one
+defines (``float``, ``password``, ``currency``) holds nothing."""
+FORMATS.checkers.update(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
+
+
+def _rfc3339(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if RFC3339.fullmatch(value) is None:
+        return False
+    try:
+        datetime.datetime.fromisoformat(value.upper())
+    except ValueError:
+        return False
+    return True
+
+
+def _sized(low: int, high: int) -> Callable[[object], bool]:
+    def check(value: object) -> bool:
+        if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
+            value = int(value)
+        return not isinstance(value, int) or isinstance(value, bool) or low <= value <= high
+    return check
+
+
+def _base64(value: object) -> bool:
+    try:
+        return not isinstance(value, str) or base64.b64decode(value, validate=True) is not None
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _parsed(parse: Callable[[str], object]) -> Callable[[object], bool]:
+    def check(value: object) -> bool:
+        try:
+            return not isinstance(value, str) or parse(value) is not None
+        except ValueError:
+            return False
+    return check
+
+
+def _uri(value: object) -> bool:
+    return not isinstance(value, str) or re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s]+", value) is not None
+
+
+for _name in ("date-time", "google-datetime", "dateTime"):
+    FORMATS.checks(_name)(_rfc3339)
+for _name, (_low, _high) in RANGES.items():
+    FORMATS.checks(_name)(_sized(_low, _high))
+FORMATS.checks("byte")(_base64)
+FORMATS.checks("uri")(_uri)
+FORMATS.checks("ip-address")(_parsed(ipaddress.ip_address))
+for _name in ("ipv4network", "CIDR"):
+    FORMATS.checks(_name)(_parsed(lambda text: ipaddress.ip_network(text, strict=False)))
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One of a description's security schemes: the header or query parameter ``name``
+    that carries the key, its value starting with ``prefix`` (``Bearer ``, ``Basic ``;
+    "" for the bare key)."""
+
+    scheme: str
+    where: str
+    name: str
+    prefix: str = ""
+
+    def carried(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
+        """Whether a request with ``headers`` (lower-case names) and ``query`` carries it."""
+        given = headers.get(self.name.lower()) if self.where == "header" else query.get(self.name)
+        return given is not None and given.lower().startswith(self.prefix.lower()) and len(given) > len(self.prefix)
+
+    def __str__(self) -> str:
+        return f"{self.where} {self.name!r}" + (f" as '{self.prefix}<key>'" if self.prefix else "")
+
+
+def credential(scheme: str, spec: Mapping[str, Any]) -> Credential | None:
+    """The credential an OpenAPI security scheme (3.x ``securitySchemes``, 2.0
+    ``securityDefinitions``) describes; None: one carried otherwise (a cookie)."""
+    kind = spec.get("type")
+    if kind == "http":
+        return Credential(scheme, "header", "Authorization", f"{str(spec['scheme']).capitalize()} ")
+    if kind == "basic":
+        return Credential(scheme, "header", "Authorization", "Basic ")
+    if kind in ("oauth2", "openIdConnect"):
+        return Credential(scheme, "header", "Authorization", "Bearer ")
+    if kind == "apiKey" and spec.get("in") in ("header", "query"):
+        return Credential(scheme, str(spec["in"]), str(spec["name"]))
+    return None
+
+
+def requirements(listed: Iterable[Mapping[str, Any]], schemes: Mapping[str, Any]) -> tuple[tuple[Credential, ...], ...]:
+    """A security requirement list as alternatives of credentials; () where one of them
+    asks for nothing (``{}``: the key is optional) or the list is empty. An alternative
+    naming a scheme the document does not define is left out."""
+    alternatives: list[tuple[Credential, ...]] = []
+    for requirement in listed:
+        if not requirement:
+            return ()
+        found = [credential(name, schemes[name]) for name in requirement if name in schemes]
+        if len(found) == len(requirement) and all(found):
+            alternatives.append(tuple(c for c in found if c is not None))
+    return tuple(alternatives)
+
+
 @dataclass(frozen=True)
 class Parameter:
-    """A path or query parameter: its JSON Schema (of the value as text is read) and whether it must be given."""
+    """A path, query or header parameter: its JSON Schema (of the value as text is read) and whether it must be given."""
 
     name: str
     where: str
@@ -74,6 +201,11 @@ class Described:
     strict_status: bool
     """Whether a status ``answers`` lacks is a violation (OpenAPI lists them; discovery only the success)."""
     defs: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    security: tuple[tuple[Credential, ...], ...] = ()
+    """The ways a request may carry its key: any one alternative, each credential of it
+    (none: the operation takes requests without one)."""
+    media: tuple[str, ...] = ("application/json",)
+    """The media types its request body may be sent as (the ``Content-Type`` it takes)."""
     _validators: dict[str, jsonschema.Draft202012Validator] = field(repr=False, default_factory=dict)
 
     def match(self, path: str, loose: bool) -> dict[str, str] | None:
@@ -92,7 +224,8 @@ class Described:
     def validator(self, key: str, schema: Mapping[str, Any]) -> jsonschema.Draft202012Validator:
         """The validator of ``schema`` (the body's, or the answer's of status ``key``), made once."""
         if key not in self._validators:
-            self._validators[key] = jsonschema.Draft202012Validator({**schema, "$defs": self.defs})
+            self._validators[key] = jsonschema.Draft202012Validator({**schema, "$defs": self.defs},
+                                                                     format_checker=FORMATS)
         return self._validators[key]
 
 
@@ -106,7 +239,7 @@ class Description:
 
     def __init__(self, name: str, operations: Iterable[Described], exempt: Mapping[str, str] | None = None,
                  common: Mapping[str, Parameter] | None = None, graphql: Mapping[str, GraphQL] | None = None,
-                 slash: bool = False) -> None:
+                 slash: bool = False, graphql_security: tuple[tuple[Credential, ...], ...] = ()) -> None:
         self.name = name
         self.operations = list(operations)
         self.exempt = dict(exempt or {})
@@ -114,6 +247,8 @@ class Description:
         """Query parameters every operation takes (a discovery document's ``parameters``)."""
         self.graphql = dict(graphql or {})
         """By path, a GraphQL endpoint (its schema checks what is posted there)."""
+        self.graphql_security = graphql_security
+        """The credentials a GraphQL endpoint takes (a schema describes none)."""
         self.slash = slash
         """Whether a path's trailing ``/`` is left out before it is matched (Vast.ai's API
         takes both; its paths are described without, its own CLI sends one)."""
@@ -129,16 +264,21 @@ class Description:
         return None
 
     def violations(self, method: str, path: str, query: Mapping[str, str], body: Any, status: int,
-                   answer: Any) -> list[str]:
+                   answer: Any, headers: Mapping[str, str] | None = None) -> list[str]:
         """What in this exchange the description does not define (the request) or would
-        not produce (the answer), each naming the operation and the field."""
+        not produce (the answer), each naming the operation and the field; with the
+        request's ``headers``, also the key it carries (against the security schemes),
+        its ``Content-Type`` and its header parameters."""
         if self.slash:
             path = path.rstrip("/") or "/"
         if path in self.exempt:
             return []
         if path in self.graphql:
             where = f"{self.name} GraphQL ({method} {path})"
-            return [f"{where}: {text}" for text in self.graphql[path].violations(method, body, status, answer)]
+            found = self.graphql[path].violations(method, body, status, answer)
+            if headers is not None:
+                found = [*_carried(self.graphql_security, _lowered(headers), query), *found]
+            return [f"{where}: {text}" for text in found]
         found = self.find(method, path)
         if found is None:
             paths = sorted({op.method for op in self.operations if op.match(path, True) is not None})
@@ -147,6 +287,8 @@ class Description:
         operation, values = found
         where = f"{self.name} {operation.id} ({operation.method} {operation.path})"
         problems = [f"{where}: {text}" for text in _request(operation, values, query, body, self.common)]
+        if headers is not None:
+            problems += [f"{where}: {text}" for text in _headers(operation, _lowered(headers), query, body)]
         problems += [f"{where}: {text}" for text in _answer(operation, status, answer)]
         return problems
 
@@ -161,8 +303,11 @@ def _request(operation: Described, values: Mapping[str, str], query: Mapping[str
         parameter = operation.parameters.get(name)
         if parameter is not None and parameter.where == "path":
             problems += [f"path parameter {name!r}: {text}" for text in _value(parameter, value)]
+    keys = {c.name for alternative in operation.security for c in alternative if c.where == "query"}
     for name, value in query.items():
         parameter = operation.parameters.get(name) or common.get(name)
+        if parameter is None and name in keys:
+            continue
         if parameter is None or parameter.where != "query":
             problems.append(f"query parameter {name!r} is not described")
             continue
@@ -180,6 +325,44 @@ def _request(operation: Described, values: Mapping[str, str], query: Mapping[str
     else:
         problems += [f"request body {text}" for text in _schema_errors(operation, "body", operation.body, body)]
     return problems
+
+
+def _lowered(headers: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in headers.items()}
+
+
+def _carried(security: tuple[tuple[Credential, ...], ...], headers: Mapping[str, str],
+             query: Mapping[str, str]) -> list[str]:
+    """What is wrong with the key a request carries: none of the alternatives ``security`` describes."""
+    if not security or any(all(c.carried(headers, query) for c in alternative) for alternative in security):
+        return []
+    said = " or ".join(" and ".join(map(str, alternative)) for alternative in security)
+    return [f"the request carries none of the credentials described ({said})"]
+
+
+def _headers(operation: Described, headers: Mapping[str, str], query: Mapping[str, str], body: Any) -> list[str]:
+    """What is wrong with the headers that carry meaning: the key, the body's media type, the header parameters."""
+    problems = _carried(operation.security, headers, query)
+    if body not in (None, "", b"") and operation.body is not None:
+        given = headers.get("content-type", "").split(";")[0].strip().lower()
+        if not any(_media_matches(given, media) for media in operation.media):
+            problems.append(f"the request body is sent as {given or 'no Content-Type'!r}; the operation takes "
+                            f"{', '.join(operation.media)}")
+    for parameter in operation.parameters.values():
+        if parameter.where != "header":
+            continue
+        value = headers.get(parameter.name.lower())
+        if value is None:
+            if parameter.required:
+                problems.append(f"header {parameter.name!r} is required")
+        else:
+            problems += [f"header {parameter.name!r}: {text}" for text in _value(parameter, value)]
+    return problems
+
+
+def _media_matches(given: str, media: str) -> bool:
+    media = media.lower()
+    return media in (given, "*/*") or media.endswith("/*") and given.startswith(media[:-1])
 
 
 def _value(parameter: Parameter, value: str) -> list[str]:
@@ -200,6 +383,9 @@ def _value(parameter: Parameter, value: str) -> list[str]:
     pattern = schema.get("pattern")
     if pattern and not re.fullmatch(pattern, value):
         return [f"{value!r} does not match {pattern!r}"]
+    form = schema.get("format")
+    if form and not FORMATS.conforms(int(value) if kind == "integer" else value, form):
+        return [f"{value!r} is not a {form!r}"]
     return []
 
 
@@ -261,6 +447,8 @@ def _discovery_schema(schema: Mapping[str, Any], method: str | None) -> dict[str
         out["enum"] = schema["enum"]
     if kind == "string" and schema.get("format") in ("int64", "uint64"):
         out["pattern"] = r"^-?[0-9]+$"
+    if "format" in schema:
+        out["format"] = schema["format"]
     if kind == "array":
         out["items"] = _discovery_schema(schema.get("items", {}), method)
     if kind == "object":
@@ -278,13 +466,15 @@ def _discovery_schema(schema: Mapping[str, Any], method: str | None) -> dict[str
 
 
 def _discovery_parameter(name: str, spec: Mapping[str, Any]) -> Parameter:
-    schema = {k: spec[k] for k in ("type", "enum", "pattern", "minimum", "maximum") if k in spec}
+    schema = {k: spec[k] for k in ("type", "enum", "pattern", "minimum", "maximum", "format") if k in spec}
     return Parameter(name, spec.get("location", "query"), schema, bool(spec.get("required")))
 
 
 def discovery(name: str, document: Mapping[str, Any], root: str = "") -> tuple[list[Described], dict[str, Parameter]]:
     """The methods of a discovery document, their paths (``flatPath``) below ``root``,
-    and the query parameters every method takes."""
+    and the query parameters every method takes. A method with OAuth 2.0 ``scopes``
+    (the document's ``auth``) takes an access token as ``Authorization: Bearer``."""
+    oauth = "oauth2" in document.get("auth", {})
     answers_defs = {k: _discovery_schema(v, None) for k, v in document["schemas"].items()}
     operations: list[Described] = []
 
@@ -302,6 +492,8 @@ def discovery(name: str, document: Mapping[str, Any], root: str = "") -> tuple[l
                     {k: _discovery_parameter(k, v) for k, v in method.get("parameters", {}).items()},
                     None if body is None else _discovery_schema(body, method["id"]), body is not None,
                     {"2XX": None if response is None else _discovery_schema(response, None)}, False, defs,
+                    ((Credential("oauth2", "header", "Authorization", "Bearer "),),) if oauth and method.get("scopes")
+                    else (),
                 ))
             walk(resource.get("resources", {}))
 
@@ -314,7 +506,8 @@ def discovery(name: str, document: Mapping[str, Any], root: str = "") -> tuple[l
 
 PLACEHOLDER = re.compile(r"<\w+>")
 """A property that stands for any name (Scaleway's ``<serverKey>``): the schema of every value of a map."""
-KEYWORDS = ("enum", "const", "minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems")
+KEYWORDS = ("enum", "const", "minimum", "maximum", "pattern", "minLength", "maxLength", "minItems", "maxItems",
+            "format")
 """What of an OpenAPI schema carries over to JSON Schema as it is."""
 
 
@@ -386,8 +579,11 @@ def _json(content: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 def openapi(document: Mapping[str, Any], below: str = "") -> list[Described]:
     """The operations of an OpenAPI 2.0 or 3.x document, their paths as the document has
     them less ``below`` (the fake's prefix where the paths hold it; 3.x: every reference
-    inlined, as ``extract.py`` leaves it)."""
+    inlined, as ``extract.py`` leaves it), each with the credentials its ``security`` (or
+    the document's) asks for and the media types its body may be sent as."""
     definitions = document.get("definitions", {})
+    schemes = document.get("components", {}).get("securitySchemes") or document.get("securityDefinitions") or {}
+    consumes = tuple(document.get("consumes", ("application/json",)))
     defs = {k: _openapi_schema(v, definitions) for k, v in definitions.items()}
     operations: list[Described] = []
     for path, item in document["paths"].items():
@@ -398,16 +594,19 @@ def openapi(document: Mapping[str, Any], below: str = "") -> list[Described]:
             parameters: dict[str, Parameter] = {}
             body: dict[str, Any] | None = None
             body_required = False
+            media = tuple(spec.get("consumes", consumes))
             if "requestBody" in spec:
+                media = tuple(spec["requestBody"].get("content") or media)
                 raw = _json(spec["requestBody"].get("content"))
                 body = None if raw is None else _openapi_schema(raw, definitions)
                 body_required = bool(spec["requestBody"].get("required"))
             for parameter in [*shared, *spec.get("parameters", [])]:
                 if parameter["in"] == "body":
                     body, body_required = _openapi_schema(parameter["schema"], definitions), bool(parameter.get("required"))
-                elif parameter["in"] in ("path", "query"):
+                elif parameter["in"] in ("path", "query", "header"):
                     given = parameter.get("schema", parameter)
-                    schema = {k: given[k] for k in ("type", "enum", "pattern", "minimum", "maximum") if k in given}
+                    schema = {k: given[k] for k in ("type", "enum", "pattern", "minimum", "maximum", "format")
+                              if k in given}
                     parameters[parameter["name"]] = Parameter(parameter["name"], parameter["in"], schema,
                                                               bool(parameter.get("required")))
             answers: dict[str, Mapping[str, Any] | None] = {}
@@ -417,6 +616,7 @@ def openapi(document: Mapping[str, Any], below: str = "") -> list[Described]:
             operations.append(Described(
                 spec.get("operationId", f"{method.upper()} {path}"), method.upper(), path.removeprefix(below),
                 parameters, body, body_required, answers, True, defs,
+                requirements(spec.get("security", document.get("security", [])), schemes), media,
             ))
     return operations
 
@@ -615,7 +815,10 @@ def _runpod() -> Description:
     """Pods through the REST API v1 (OpenAPI); GPU types and prices through the GraphQL API
     (``/graphql``, beside ``/v1``), held to a schema derived from RunPod's docs and clients."""
     schema = GraphQL((DESCRIPTIONS / "runpod" / "graphql.graphql").read_text())
-    return Description("runpod", openapi(_read("runpod", "rest.v1.json")), graphql={"/graphql": schema})
+    # the key as RunPod's own client sends it to /graphql (runpod-python@07fc6e2:runpod/api/graphql.py)
+    bearer = ((Credential("runpod", "header", "Authorization", "Bearer "),),)
+    return Description("runpod", openapi(_read("runpod", "rest.v1.json")), graphql={"/graphql": schema},
+                       graphql_security=bearer)
 
 
 def _vastai() -> Description:

@@ -336,13 +336,14 @@ class FakeCloud:
         """The cloud's answer to a request without its key, or with a wrong one (401)."""
         return Answer(401, {"message": "Unauthorized"})
 
-    def check(self, method: str, path: str, query: Mapping[str, str], body: Any, status: int, answer: Any) -> None:
+    def check(self, method: str, path: str, query: Mapping[str, str], body: Any, status: int, answer: Any,
+              headers: Mapping[str, str] | None = None) -> None:
         """Keep in ``violations`` what the description says against this exchange (a
         check that fails is one too); the answer is not changed."""
         if self.description is None:
             return
         try:
-            found = self.description.violations(method, path, query, body, status, answer)
+            found = self.description.violations(method, path, query, body, status, answer, headers)
         except Exception as exc:  # noqa: BLE001 - the check must never change the fake's answer
             found = [f"{self.name}: {method} {path}: the check itself failed: {exc!r}"]
         if found:
@@ -416,7 +417,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = b"" if answer is None else answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         status = 204 if answer is None and status == 200 else status
         self.owner.check(self.command, path, query, body, status, json.loads(data) if data and not isinstance(
-            answer, bytes) else answer)
+            answer, bytes) else answer, dict(self.headers.items()))
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -47,7 +47,7 @@ def _flavor(
         "gpu": gpu,
         "gpu_count": count,
         "stock_available": stock,
-        "created_at": "2024-01-01T00:00:00",
+        "created_at": "2024-01-01T00:00:00.000+00:00",
         "labels": [],
         "features": {},
     }
@@ -125,7 +125,7 @@ PORT_LIMITS = {
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
 
 
 def _fail(status: int, text: str) -> Answer:
@@ -366,9 +366,8 @@ class FakeHyperstack(FakeCloud):
             "image": {"name": machine.image},
             "keypair": {"name": environment["name"]},
             "security_rules": machine.extra.get("rules", []),
-            "created_at": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).strftime(
-                "%Y-%m-%dT%H:%M:%S"
-            ),
+            "created_at": datetime.datetime.fromtimestamp(machine.created, datetime.UTC).isoformat(
+                timespec="milliseconds"),
         }
 
 

@@ -47,8 +47,9 @@ def test_the_pin_says_where_it_came_from_and_what_it_corrected() -> None:
         assert needed in source
     extract = document()
     assert "brevdev/cloud" in extract["x-skyward-source"]
-    [fix] = extract["x-skyward-fixed"]
+    fix, *scheme = extract["x-skyward-fixed"]
     assert fix["was"] == ["image_id", "productName", "regionName"] and fix["now"][0] == "imageId"
+    assert [f["at"] for f in scheme] == ["/security", "/components"], "the Bearer key its prose states"
 
 
 def test_a_request_the_document_does_not_allow_is_named() -> None:

@@ -73,4 +73,5 @@ def test_engine_times_with_nanoseconds_are_read() -> None:
     assert epoch("2024-05-01T12:00:00.123456789Z") == pytest.approx(1714564800.123456)
     assert epoch("2024-05-01T12:00:00Z") == 1714564800.0
     assert epoch("2024-05-01T12:00:00.5+02:00") == 1714557600.5
+    assert epoch("2024-05-01T12:00:00") == 1714564800.0, "no offset: UTC, not the local time"
     assert epoch("garbage") is None and epoch(None) is None

@@ -207,8 +207,9 @@ class FirewallAPI(Protocol):
 
 def epoch(text: object) -> float | None:
     """A time as the clouds' APIs write it (ISO 8601 / RFC 3339, ``Z`` or an offset,
-    fractions finer than microseconds cut) in epoch seconds; None when absent or not such
-    a time (``Machine.created``)."""
+    fractions finer than microseconds cut; one without an offset read as UTC, not as this
+    machine's local time) in epoch seconds; None when absent or not such a time
+    (``Machine.created``)."""
     if not text:
         return None
     parts = _ISO_TIME.fullmatch(str(text).replace("Z", "+00:00"))
@@ -217,7 +218,8 @@ def epoch(text: object) -> float | None:
     head, fraction, zone = parts.group(1), parts.group(2) or "", parts.group(3) or ""
     try:
         stamp = f"{head}.{fraction[:6]}{zone}" if fraction else f"{head}{zone}"
-        return datetime.datetime.fromisoformat(stamp).timestamp()
+        moment = datetime.datetime.fromisoformat(stamp)
+        return (moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)).timestamp()
     except ValueError:
         return None
 

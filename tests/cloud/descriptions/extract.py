@@ -149,6 +149,11 @@ FIXED: dict[str, list[tuple[str, Any, str]]] = {
          ("the document requires 'image_id', a field it does not have: its property is imageId (required: true), "
           "as Massed Compute's MCP tool catalog (github.com/Massed-Compute/massed-compute-mcp@d11c49a:tools.json, "
           "instances_launch) requires it")),
+        *[(pointer, value, ("the document states its key in prose only (info.description: 'We leverage Bearer token "
+                            "authentication on our endpoints ... | Authorization | Bearer {{api_token}} |'), not as a "
+                            "security scheme; put here as the scheme it states"))
+          for pointer, value in (("/security", [{"bearerAuth": []}]),
+                                 ("/components", {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}}))],
     ],
     "hyperstack": [
         (("/paths/~1core~1virtual-machines/post/requestBody/content/application~1json/schema/properties/"
@@ -244,7 +249,7 @@ def discovery(document: dict[str, Any], kept: list[str]) -> dict[str, Any]:
 
     tree = resources(document["resources"])
     top = {k: document[k] for k in ("kind", "name", "version", "revision", "rootUrl", "servicePath", "baseUrl",
-                                    "parameters") if k in document}
+                                    "parameters", "auth") if k in document}
     return {**top, "resources": tree, "schemas": reached(document["schemas"], tree, lambda ref: ref)}
 
 
@@ -255,7 +260,8 @@ def openapi(document: dict[str, Any], kept: list[str]) -> dict[str, Any]:
         method, path = entry.split(" ", 1)
         item = document["paths"][path]
         paths.setdefault(path, {k: v for k, v in item.items() if k == "parameters"})[method.lower()] = item[method.lower()]
-    top = {k: document[k] for k in ("swagger", "info", "basePath", "schemes", "consumes", "produces") if k in document}
+    top = {k: document[k] for k in ("swagger", "info", "basePath", "schemes", "consumes", "produces",
+                                    "securityDefinitions", "security") if k in document}
     definitions = reached(document["definitions"], paths, lambda ref: ref.rsplit("/", 1)[-1])
     return {**top, "paths": paths, "definitions": definitions}
 
@@ -292,7 +298,8 @@ def bundled(file: Path, pointer: str = "", seen: tuple[tuple[Path, str], ...] = 
 def openapi3(source: Path, kept: list[str], added: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """An OpenAPI 3 document (one file, or split over several), bundled into one with only
     the operations ``kept`` and the parameters their paths share (every reference
-    inlined), ``added``'s fields first put into the named schemas."""
+    inlined), ``added``'s fields first put into the named schemas, and the security
+    schemes and requirement it declares for every operation."""
     root = document_of(source.resolve())
     for name, properties in (added or {}).items():
         root["components"]["schemas"][name]["properties"].update(properties)
@@ -304,7 +311,10 @@ def openapi3(source: Path, kept: list[str], added: dict[str, dict[str, Any]] | N
         item = paths.setdefault(path, {"parameters": bundled(source.resolve(), pointer + "/parameters")} if shared else {})
         item[method.lower()] = bundled(source.resolve(), f"{pointer}/{method.lower()}")
     info = {k: root["info"][k] for k in ("title", "version", "license") if k in root["info"]}
-    return {"openapi": root["openapi"], "info": info, "paths": paths}
+    security = {"security": root["security"]} if "security" in root else {}
+    schemes = root.get("components", {}).get("securitySchemes")
+    components = {"components": {"securitySchemes": bundled(source.resolve(), "/components/securitySchemes")}}
+    return {"openapi": root["openapi"], "info": info, **security, **(components if schemes else {}), "paths": paths}
 
 
 def fixed(extract: dict[str, Any], fixes: list[tuple[str, Any, str]]) -> dict[str, Any]:
