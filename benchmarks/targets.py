@@ -156,7 +156,12 @@ def shutdown(rows: Sequence[Row]) -> Verdict:
 
 def serialized_once(rows: Sequence[Row]) -> Verdict:
     """B3: the broadcast argument was serialized once by the client."""
-    count = fact(rows, "B3", "skyward", "serializations")
+    return serialized_once_in(rows, "B3", "skyward")
+
+
+def serialized_once_in(rows: Sequence[Row], group: str, subject: str) -> Verdict:
+    """The broadcast argument of ``subject`` was serialized once by the client."""
+    count = fact(rows, group, subject, "serializations")
     return ("not measured", None) if count is None else (f"{count}x per broadcast", count == 1)
 
 
@@ -187,6 +192,16 @@ def flat_curve(rows: Sequence[Row]) -> Verdict:
             return "not measured", None
         ratios.append(big["median_s"] / little["median_s"])
     return ", ".join(f"{r:.2f}x" for r in ratios), all(r <= 1.5 for r in ratios)
+
+
+def metrics_delivered(rows: Sequence[Row]) -> Verdict:
+    """N: the metric events delivered per second against those the nodes sent (99% or more:
+    the windows of sending and counting are not the same instant)."""
+    delivered = fact(rows, "N", "1,000 nodes: metrics at 1 Hz, client CPU", "delivered_per_s")
+    sent = fact(rows, "N", "1,000 nodes: metrics at 1 Hz, client CPU", "sent_per_s")
+    if delivered is None or not sent:
+        return "not measured", None
+    return f"{delivered:,}/s delivered of {sent:,}/s sent", delivered >= 0.99 * sent
 
 
 TARGETS = (
@@ -268,6 +283,22 @@ TARGETS = (
     Target("CLI-help", "`sky --help` answers ≤ 0.3 s in a fresh process (issue 42)", at_most("CLI", "sky --help", 0.3)),
     Target("CLI-all", "every `sky` command timed answers ≤ 0.3 s in a fresh process (issue 42)",
            slowest_at_most("CLI", "sky ", 0.3)),
+    Target("N-open", "opening a pool of 1,000 simulated nodes costs the control plane ≤ 5 s (issue 37)",
+           at_most("N", "1,000 nodes: open (control plane)", 5.0)),
+    Target("N-close", "closing it ≤ 5 s, its relay process gone (issue 37)", at_most("N", "1,000 nodes: close", 5.0)),
+    Target("N-at", "`f() @ pool` on 1,000 simulated nodes, a small argument, ≤ 0.5 s (issue 37)",
+           at_most("N", "1,000 nodes: f() @ pool", 0.5)),
+    Target("N-once", "`f(x) @ pool` on 1,000 simulated nodes with a 100 MB argument: serialized once, sent to the "
+           "relay once (issue 37)", lambda rows: serialized_once_in(rows, "N", "1,000 nodes: f(100 MB) @ pool")),
+    Target("N-map", "`pool.map` of 1,000,000 trivial items on 1,000 simulated nodes ≥ 500,000 items/s through "
+           "the client, in order (issue 37)", rate_at_least("N", "1,000 nodes: pool.map", 500_000)),
+    Target("N-events", "metrics of 1,000 simulated nodes at 1 Hz: the client under 20% of one core (issue 37)",
+           at_most("N", "1,000 nodes: metrics at 1 Hz, client CPU", 20.0, "%")),
+    Target("N-events-memory", "the same: the client under 500 MB (issue 37)",
+           at_most("N", "1,000 nodes: metrics at 1 Hz, client peak memory", 500.0, "MiB")),
+    Target("N-events-lost", "the same: every metric event sent is delivered (issue 37)", metrics_delivered),
+    Target("N-console", "the same: the rich console under 10% of one core, summarising 1,000 nodes (issue 37)",
+           at_most("N", "1,000 nodes: metrics at 1 Hz, the rich console's CPU", 10.0, "%")),
     Target("D-lost", "the pool daemon under load and a SIGKILL loses nothing: every script gets its pool, every "
            "run its exit, every pool is adopted again, nothing is left after `sky down --all` (issue 36)",
            at_most("D", "lost:", 0.0, "")),

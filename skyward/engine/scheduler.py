@@ -11,8 +11,9 @@ Waiters sit in one queue per kind of want (any node, node ``i``, every node), ea
 arrival order, so serving a release looks at the head of each queue only: the cost of a
 grant does not grow with the number of waiters (50,000 pending futures cost per task
 what 1,000 do). Nor with the number of nodes: the nodes with a free slot are kept as a
-set and the rank order is sorted once per membership change (a grant at 1,000 nodes
-costs what it costs at 10).
+set and the rank order is sorted once per membership change; a grant looks at a few
+nodes from the round-robin cursor, else (most nodes busy) takes the first open node
+after it from the set, so a grant at 1,000 busy nodes costs what it costs at 10.
 
 Membership: ``add(i)`` brings node ``i`` in with every slot free; ``drain(i)`` stops
 granting its slots (it is about to leave; ``undrain(i)`` if it stays); ``expect(i)`` takes it out while a
@@ -25,6 +26,7 @@ the node that later takes the same rank.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import itertools
 import threading
 import time
@@ -35,6 +37,9 @@ from typing import Final, Literal, overload
 from skyward.core.errors import NodeRemovedError
 
 ALL: Final = "all"
+SCAN: Final = 8
+"""How many nodes from the round-robin cursor on a grant looks at before it takes the
+first open node after the cursor from the open set (cheap when few are open)."""
 Want = int | str | None
 Grant = int | list[int]
 """A node's rank, or for ``ALL`` the ranks of every node present."""
@@ -67,6 +72,7 @@ class SlotScheduler:
         self._stale: dict[int, int] = {}
         self._slots = slots
         self._next = 0
+        """The rank the next round-robin grant starts from (the one after the last granted)."""
         self._loop = loop
         self._lock = threading.Lock()
         self._seq = itertools.count()
@@ -344,13 +350,14 @@ class SlotScheduler:
         if not self._open:
             return None
         active = self._ordered()
-        for offset in range(len(active)):
-            node = active[(self._next + offset) % len(active)]
-            if self._free[node] > 0:
-                self._take(node)
-                self._next = (self._next + offset + 1) % len(active)
-                return node
-        return None
+        start = bisect.bisect_left(active, self._next)
+        near = (active[(start + offset) % len(active)] for offset in range(min(SCAN, len(active))))
+        found = next((rank for rank in near if rank in self._open), None)
+        # few nodes have a free slot: the first of them at or after the cursor
+        chosen = found if found is not None else min(self._open, key=lambda rank: (rank < self._next, rank))
+        self._take(chosen)
+        self._next = chosen + 1
+        return chosen
 
 
 def _fail(future: asyncio.Future[Grant | None], error: BaseException) -> None:

@@ -1,5 +1,5 @@
 """The "rich" console: a live panel with the nodes table (state, CPU/memory/GPU bars,
-current task), a progress bar per map/broadcast/gather (done/total, rate, ETA), task
+current task; past 16 nodes, those in trouble and the busiest, the rest counted by state), a progress bar per map/broadcast/gather (done/total, rate, ETA), task
 output and errors scrolling above it, and a summary line when the pool stops.
 
 Only one rich console is live at a time in a process; ``in_use()`` lets a second pool
@@ -41,7 +41,7 @@ from skyward.observe.events import (
     TaskCompleted,
 )
 from skyward.observe.events import Progress as ProgressEvent
-from skyward.observe.view import EVENTS, NodeState, PoolView
+from skyward.observe.view import EVENTS, NodeState, PoolView, counted_states, shown_nodes
 
 MAX_ROWS = 16
 BAR_WIDTH = 10
@@ -167,12 +167,13 @@ class RichConsole:
             table.add_column("gpu", no_wrap=True)
         table.add_column("done", justify="right", no_wrap=True)
         table.add_column("task", ratio=1, no_wrap=True, overflow="ellipsis")
-        states = [view.nodes[i] for i in sorted(view.nodes)]
-        for state in states[:MAX_ROWS]:
+        states = list(view.nodes.values())
+        for state in shown_nodes(states, MAX_ROWS):
             table.add_row(*_row(state, gpu))
-        if len(states) > MAX_ROWS:
-            table.add_row("", Text(f"… {len(states) - MAX_ROWS} more nodes", style="dim"))
-        return table
+        if len(states) <= MAX_ROWS:
+            return table
+        hidden = f"      … {len(states) - MAX_ROWS} more nodes; all {len(states)}: {counted_states(states)}"
+        return Group(table, Text(hidden, style="dim", no_wrap=True, overflow="ellipsis"))
 
     def _progress_event(self, event: ProgressEvent) -> None:
         self.view.apply(event)

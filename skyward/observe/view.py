@@ -33,6 +33,32 @@ class NodeState:
         return self.state
 
 
+TROUBLE = ("preempted", "replaced")
+"""The states of a node in trouble (a summary shows it before the others)."""
+
+
+def shown_nodes(nodes: list[NodeState], limit: int) -> list[NodeState]:
+    """The nodes a summary of a big pool shows, by rank: all of them up to ``limit``;
+    past it, those in trouble (a failed task, preempted, replaced) first, then the
+    busiest (running tasks, then CPU)."""
+    if len(nodes) <= limit:
+        return sorted(nodes, key=lambda node: node.node)
+
+    def first(node: NodeState) -> tuple[int, int, float, int]:
+        trouble = 0 if node.failed or node.status in TROUBLE else 1
+        return trouble, -len(node.running), -node.metrics.get("cpu", 0.0), node.node
+
+    return sorted(sorted(nodes, key=first)[:limit], key=lambda node: node.node)
+
+
+def counted_states(nodes: list[NodeState]) -> str:
+    """``nodes`` counted by status, the most common first ("970 busy · 25 idle · 5 replaced")."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        counts[node.status] = counts.get(node.status, 0) + 1
+    return " · ".join(f"{count} {status}" for status, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 class PoolView:
     """Thread-safe: ``apply`` from any thread; read the fields while holding ``lock``."""
 

@@ -286,3 +286,50 @@ def test_many_waiters_are_served_without_rescanning_them() -> None:
     looked = loop.run_until_complete(scenario())
     loop.close()
     assert looked <= 20_000 * 2
+
+
+LOOKED = [0]
+"""Nodes a scheduler looked at, through the two structures below."""
+
+
+class _CountedSet(set[int]):
+    """A set that counts the members it is asked about or yields."""
+
+    def __contains__(self, item: object) -> bool:
+        LOOKED[0] += 1
+        return super().__contains__(item)
+
+    def __iter__(self) -> Iterator[int]:
+        for item in super().__iter__():
+            LOOKED[0] += 1
+            yield item
+
+
+class _CountedDict(dict[int, int]):
+    """A dict that counts the keys read."""
+
+    def __getitem__(self, key: int) -> int:
+        LOOKED[0] += 1
+        return super().__getitem__(key)
+
+
+def test_a_grant_among_a_thousand_busy_nodes_looks_at_a_few() -> None:
+    """1,000 nodes of one slot, all busy but two: a grant takes the first free one after
+    the round-robin cursor without walking the busy ones (counted, not timed)."""
+    loop = asyncio.new_event_loop()
+
+    async def scenario() -> list[int]:
+        scheduler = SlotScheduler(1000, 1, loop)
+        assert [await scheduler.acquire(None) for _ in range(1000)] == list(range(1000)), "round robin, rank order"
+        scheduler.release(700)
+        scheduler.release(300)
+        scheduler._open = _CountedSet(scheduler._open)
+        scheduler._free = _CountedDict(scheduler._free)
+        granted = [await scheduler.acquire(None), await scheduler.acquire(None)]
+        scheduler.release(5)
+        scheduler.release(6)
+        return [*granted, await scheduler.acquire(None)]
+
+    assert loop.run_until_complete(scenario()) == [300, 700, 5], "the first free node at or after the cursor, wrapping"
+    loop.close()
+    assert LOOKED[0] <= 3 * 16, f"{LOOKED[0]} nodes looked at for 3 grants"

@@ -126,6 +126,25 @@ def test_rich_panel_shows_nodes_table_and_progress_bar() -> None:
     assert re.search(r"map square\s+━+.*150/400", text)
 
 
+def test_rich_panel_of_a_thousand_nodes_shows_the_busiest_and_those_in_trouble() -> None:
+    bus = EventBus()
+    terminal = RichTerminal(record=True, width=120)
+    view = RichConsole(bus.on, console=terminal, live=False)
+    bus.emit(sky.ClusterRequested("p", "simulated", 1000))
+    for node in range(1000):
+        bus.emit(sky.InstanceBootstrapped(node, f"i-{node}", 1.0))
+        bus.emit(sky.Metric(node, "cpu", 97.0 if node in (500, 900) else 10.0, "%"))
+    bus.emit(sky.InstanceReplaced(777, "lost"))
+    bus.emit(sky.TaskStarted("t1", "square", 321))
+    terminal.print(view.renderable())
+    view.close()
+    text = terminal.export_text()
+    rows = [int(found[1]) for line in text.splitlines() if (found := re.search(r"│\s*(\d+)\s+(idle|busy|replaced)", line))]
+    assert len(rows) == 16 and {321, 500, 777, 900} <= set(rows), "in trouble, running, then the busiest"
+    assert rows == sorted(rows)
+    assert "… 984 more nodes; all 1000: 998 idle · 1 busy · 1 replaced" in text
+
+
 def test_rich_panel_before_any_node_shows_a_spinner_and_gpu_only_when_reported() -> None:
     bus = EventBus()
     terminal = RichTerminal(record=True, width=80)

@@ -24,7 +24,7 @@ from skyward.core.codec import load_payload
 from skyward.observe import events
 from skyward.observe.cost import Pricing
 from skyward.observe.describe import describe
-from skyward.observe.view import NodeState, PoolView
+from skyward.observe.view import NodeState, PoolView, shown_nodes
 
 NODE_ROWS = 25
 """Node rows a snapshot shows at most; the others are counted by state."""
@@ -36,7 +36,6 @@ LINE_CHARS = 2000
 """Characters of one output line kept (the rest is cut)."""
 THROUGHPUT_WINDOW = 30.0
 """Seconds over which tasks per second are counted."""
-TROUBLE = ("preempted", "replaced")
 METRICS = ("cpu", "memory", "gpu", "gpu_memory")
 QUIET = (events.Metric, events.Log, events.TaskStarted, events.CostUpdate, events.BroadcastStarted)
 """Events the event list leaves out (too many; they show elsewhere on the page)."""
@@ -224,7 +223,7 @@ class Board:
             view = self.view
             nodes = list(view.nodes.values())
             states = collections.Counter(node.status for node in nodes)
-            shown = _rows(nodes, rows)
+            shown = shown_nodes(nodes, rows)
             running = sum(len(node.running) for node in nodes)
             return {
                 "name": view.pool,
@@ -311,19 +310,6 @@ def _level(event: events.Event) -> str:
     if isinstance(event, events.Progress) and event.failed:
         return "warning"
     return "info"
-
-
-def _rows(nodes: list[NodeState], limit: int) -> list[NodeState]:
-    """The nodes a snapshot shows, by rank: all of them up to ``limit``; past it, those
-    in trouble (a failed task, preempted, replaced) first, then the busiest."""
-    if len(nodes) <= limit:
-        return sorted(nodes, key=lambda node: node.node)
-
-    def first(node: NodeState) -> tuple[int, int, float, int]:
-        trouble = 0 if node.failed or node.status in TROUBLE else 1
-        return trouble, -len(node.running), -node.metrics.get("cpu", 0.0), node.node
-
-    return sorted(sorted(nodes, key=first)[:limit], key=lambda node: node.node)
 
 
 def _node(node: NodeState) -> dict[str, object]:

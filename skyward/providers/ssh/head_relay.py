@@ -43,6 +43,7 @@ import ray
 
 from skyward.core import handshake, messages
 from skyward.core.codec import load_payload, marker
+from skyward.core.open_files import raise_open_files
 from skyward.engine.death import Death
 from skyward.engine.relay_server import RelayServer, Sink, TransportBackend
 from skyward.engine.transports.lane import TCP, lane_path
@@ -279,6 +280,7 @@ class RayAgentsBackend(TransportBackend):
 
 
 def main() -> None:
+    raise_open_files()  # a lane per node: a big pool needs more than a session's 1,024
     size = int.from_bytes(sys.stdin.buffer.read(8), "big")
     config: RelayConfig = load_payload(sys.stdin.buffer.read(size))  # from the client, over SSH
     if config.kept:  # its client's SSH connection may end before it does

@@ -1,0 +1,169 @@
+"""N — a pool of 10, 100 and 1,000 simulated nodes through the real control plane.
+
+The client, driver, scheduler, event bus and console are skyward's own, speaking the
+relay protocol to the real head relay server in a process of its own; only the nodes
+behind it are simulated, many per process (tests/simulated_cluster.py: each answers a
+task as an agent does, inline on the relay's loop). So what grows with the node count
+on the client's side shows here: opening (the control plane's part: the simulated
+provisioning takes no time), `f() @ pool` with a small argument (one call per node), `f(x) @ pool` with a 100 MB
+NumPy argument (counted serializations: the client serializes it once and sends it to
+the relay once, and the relay hands it to each node's call; a simulated node reads it
+once for all, where each real node reads its own copy at the same time),
+`pool.map` of 1,000,000 trivial items (results in input order; items per second through
+the client), and closing. Each size runs in a fresh interpreter, `@` five times (the
+median), the map once. Then 1,000 nodes each send a one-GPU node's 8 metrics once a
+second for 20 s, counted by a handler: the client's CPU (% of one core) and peak memory,
+the events delivered against those sent, and the same again with the rich console
+drawing the pool (to a terminal that discards it): the difference is the console's CPU. The nodes' work is serial in the relay process, so the map rate
+is a floor for what the client can drive, not what 1,000 machines would compute.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import payloads
+from benchmarks.common import Row, failed_row, row
+from benchmarks.isolate import SubjectFailed, isolated
+
+GROUP = "N"
+TITLE = "N — a simulated pool of 10, 100 and 1,000 nodes through the real relay"
+TESTS = str(Path(__file__).resolve().parent.parent / "tests")
+SIZES = (10, 100, 1_000)
+ITEMS = 1_000_000
+BROADCASTS = 5
+BROADCAST_ELEMENTS = 12_500_000
+"""float64: the 100 MB argument of a broadcast (B3's)."""
+
+
+def run(quick: bool = False) -> list[Row]:
+    rows: list[Row] = []
+    for nodes in SIZES[:2] if quick else SIZES:
+        try:
+            measured = isolated(simulated_pool, nodes, ITEMS // 10 if quick else ITEMS, timeout=600)
+        except SubjectFailed as exc:
+            rows.append(failed_row(GROUP, f"{nodes:,} nodes", exc))
+            continue
+        facts = {"nodes": nodes, "items": measured["items"]}
+        rows += [
+            row(GROUP, f"{nodes:,} nodes: open (control plane)", [measured["open"]], facts=facts, metric="open"),
+            row(GROUP, f"{nodes:,} nodes: f() @ pool", measured["broadcast"], facts=facts, metric="broadcast"),
+            row(GROUP, f"{nodes:,} nodes: pool.map of {measured['items']:,} items", [measured["rate"]],
+                "items per second through the client", unit="ops/s", facts=facts, metric="map"),
+            row(GROUP, f"{nodes:,} nodes: f(100 MB) @ pool", [measured["big"]],
+                f"argument serialized {measured['serialized']}x, sent to the relay once, which hands it to every node",
+                facts={**facts, "serializations": measured["serialized"]}, metric="broadcast 100 MB"),
+            row(GROUP, f"{nodes:,} nodes: close", [measured["close"]], facts=facts, metric="close"),
+        ]
+    rows += _metrics_rows(SIZES[1] if quick else SIZES[-1], 5.0 if quick else 20.0)
+    return rows
+
+
+def _metrics_rows(nodes: int, seconds: float) -> list[Row]:
+    """The client's CPU and memory under ``nodes`` nodes' metrics, without and with the console."""
+    try:
+        plain = isolated(metrics_load, nodes, seconds, False, timeout=300)
+        drawn = isolated(metrics_load, nodes, seconds, True, timeout=300)
+    except SubjectFailed as exc:
+        return [failed_row(GROUP, f"{nodes:,} nodes: metrics at 1 Hz", exc)]
+    facts = {"nodes": nodes, "delivered_per_s": round(plain["delivered_per_s"]), "sent_per_s": round(plain["sent_per_s"])}
+    return [
+        row(GROUP, f"{nodes:,} nodes: metrics at 1 Hz, client CPU", [plain["cpu"]],
+            f"{plain['delivered_per_s']:,.0f} metric events/s delivered of {plain['sent_per_s']:,.0f} sent", unit="%",
+            facts=facts, metric="events"),
+        row(GROUP, f"{nodes:,} nodes: metrics at 1 Hz, client peak memory", [plain["peak_mib"]], "RSS", unit="MiB",
+            facts=facts, metric="events"),
+        row(GROUP, f"{nodes:,} nodes: metrics at 1 Hz, the rich console's CPU", [max(0.0, drawn["cpu"] - plain["cpu"])],
+            f"the client with the console drawing: {drawn['cpu']:.1f}% of a core", unit="%",
+            facts={**facts, "with_console": drawn["cpu"]}, metric="events"),
+    ]
+
+
+def metrics_load(nodes: int, seconds: float, console: bool) -> dict[str, Any]:
+    """A pool of ``nodes`` whose every node sends a one-GPU node's metrics once a second,
+    watched for ``seconds`` by a handler counting them (``console``: and by the rich
+    console, drawing to a terminal that discards it): the client's CPU (% of one core),
+    its peak memory, and the metric events delivered against those the nodes sent."""
+    import os
+    import sys
+
+    if TESTS not in sys.path:
+        sys.path.insert(0, TESTS)
+    import psutil
+    from rich.console import Console
+    from simulated_cluster import METRICS, SAMPLE_EVERY, SimulatedProvider
+
+    import skyward as sky
+    from skyward.observe.rich_console import RichConsole
+
+    counted = [0]
+    me = psutil.Process()
+    options = sky.Options(console=False, logging=False)
+    with open(os.devnull, "w") as discarded, sky.Compute(provider=SimulatedProvider(), nodes=nodes, options=options) as pool:
+        pool.on(sky.Metric, lambda event: counted.__setitem__(0, counted[0] + 1))
+        drawn = None
+        if console:
+            drawn = RichConsole(pool.on, console=Console(file=discarded, force_terminal=True, width=120))
+        time.sleep(2 * SAMPLE_EVERY)  # the first samples are in
+        cpu, began, before = sum(me.cpu_times()[:2]), time.monotonic(), counted[0]
+        peak = 0.0
+        while time.monotonic() - began < seconds:
+            time.sleep(0.5)
+            peak = max(peak, me.memory_info().rss / 2**20)
+        elapsed = time.monotonic() - began
+        share = 100 * (sum(me.cpu_times()[:2]) - cpu) / elapsed
+        delivered = counted[0] - before
+        if drawn is not None:
+            drawn.close()
+    expected = nodes * len(METRICS) * elapsed / SAMPLE_EVERY
+    return {"cpu": share, "peak_mib": peak, "delivered_per_s": delivered / elapsed,
+            "sent_per_s": expected / elapsed}
+
+
+def simulated_pool(nodes: int, items: int) -> dict[str, Any]:
+    """Open, broadcast, map and close one simulated pool of ``nodes``; the seconds of each
+    (the map as items per second)."""
+    import sys
+
+    if TESTS not in sys.path:
+        sys.path.insert(0, TESTS)
+    import numpy
+    from simulated_cluster import SimulatedProvider
+
+    import skyward as sky
+
+    noop = sky.function(payloads.noop)
+    identity = payloads.identity
+    started = time.perf_counter()
+    pool = sky.Compute(provider=SimulatedProvider(), nodes=nodes, options=sky.Options(console=False, logging=False))
+    pool.__enter__()
+    try:
+        opened = time.perf_counter() - started
+        noop() @ pool  # warm-up: the function shipped once
+        broadcast = []
+        for _ in range(BROADCASTS):
+            began = time.perf_counter()
+            answers = noop() @ pool
+            broadcast.append(time.perf_counter() - began)
+            assert len(answers) == nodes
+        probe = sky.function(payloads.in_script("probe_counted"))
+        array = numpy.arange(BROADCAST_ELEMENTS, dtype=numpy.float64)
+        probe(payloads.Counted(array)) @ pool  # warm-up
+        payloads.Counted.pickled = 0
+        began = time.perf_counter()
+        answers = probe(payloads.Counted(array)) @ pool
+        big = time.perf_counter() - began
+        assert answers == [payloads.probe(array)] * nodes
+        serialized = payloads.Counted.pickled
+        began = time.perf_counter()
+        results = pool.map(identity, range(items))
+        mapped = time.perf_counter() - began
+        assert results == list(range(items)), "results in input order"
+    finally:
+        began = time.perf_counter()
+        pool.__exit__(None, None, None)
+        closed = time.perf_counter() - began
+    return {"open": opened, "broadcast": broadcast, "rate": items / mapped, "close": closed, "items": items,
+            "big": big, "serialized": serialized}
