@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -131,8 +131,9 @@ def offers(
     from skyward.core.accelerators import parse_accelerator
     from skyward.providers.names import clouds_with_credentials
 
-    everywhere = not providers and (not region or not clouds_with_credentials())
-    chosen = None if everywhere else _chosen(providers, (region,))
+    found_clouds = clouds_with_credentials() if not providers and region else []
+    everywhere = not providers and (not region or not found_clouds)
+    chosen = None if everywhere else _chosen(providers, (region,), found_clouds)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         found = _run(lambda: find_offers(
@@ -230,12 +231,13 @@ def _require_credentials() -> list[Provider]:
     return found
 
 
-def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...]) -> list[Provider]:
-    """The providers ``--provider`` names in each region, or every cloud with credentials."""
+def _chosen(names: tuple[str, ...], regions: tuple[str | None, ...], found: Sequence[Provider] = ()) -> list[Provider]:
+    """The providers ``--provider`` names in each region, or every cloud with credentials
+    (``found``, where the caller looked for them already)."""
     from skyward.providers import names as known
 
     if not names:
-        found = _require_credentials()
+        found = list(found) or _require_credentials()
         if regions == (None,):
             return found
         names = tuple(provider.name for provider in found)

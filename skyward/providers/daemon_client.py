@@ -87,20 +87,10 @@ def socket_path(directory: Path) -> Path:
 
 
 @dataclass(frozen=True, slots=True)
-class KeptPoolState:
-    """A kept pool (``daemon.kept_pools``) as its daemon reports it: ``holder`` is the pid of
-    the client using it (0: none), ``idle`` the seconds since the last one left."""
+class KeptPoolState(messages.KeptPoolRow):
+    """A kept pool (``daemon.kept_pools``) as its daemon reports it, and that daemon's pid."""
 
-    name: str
-    pool_id: str
-    nodes: int
-    keep_alive: float
-    holder: int
-    idle: float
-    opened: float
-    definition: bytes
-    """The pickled (Spec, Options) the pool was opened with."""
-    daemon_pid: int
+    daemon_pid: int = 0
 
 
 def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, timeout: float) -> messages.PoolHeld:
@@ -167,10 +157,8 @@ def adopt_pool(name: str, fingerprint: str) -> messages.PoolHeld | None:
 def kept_pools() -> list[KeptPoolState]:
     """The kept pools of every daemon of this user that answers."""
     return [
-        KeptPoolState(
-            pool.name, pool.pool_id, pool.nodes, pool.keep_alive, pool.holder, pool.idle, pool.opened,
-            pool.definition, daemon_pid=daemon.pid,
-        )
+        KeptPoolState(pool.name, pool.pool_id, pool.nodes, pool.keep_alive, pool.holder, pool.idle, pool.opened,
+                      pool.definition, daemon.pid)
         for daemon in status()
         for pool in _kept_of(_connect(Path(daemon.directory)))
     ]

@@ -17,6 +17,7 @@ import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from skyward.providers.aws.catalog import InstanceType, cache_path, from_record, read_cache, write_cache
 from skyward.providers.aws.session import client, explain
@@ -100,18 +101,22 @@ def _from_snapshot(region: str, error: BaseException) -> tuple[dict[str, float],
 
 
 @functools.cache
+def _shipped() -> fields.JsonObject:
+    """The shipped snapshot's JSON, read once."""
+    return fields.as_object(json.loads(SNAPSHOT.read_text()), "skyward's price snapshot")
+
+
 def snapshot() -> tuple[str, dict[str, dict[str, float]]]:
     """The shipped snapshot: its date and its on-demand prices by region and type."""
-    data = json.loads(SNAPSHOT.read_text())
-    return data["date"], data["ondemand"]
+    shipped = _shipped()
+    return str(shipped["date"]), cast("dict[str, dict[str, float]]", shipped["ondemand"])
 
 
 @functools.cache
 def snapshot_types() -> tuple[InstanceType, ...]:
     """The instance types the shipped snapshot prices, as EC2 describes them (written
     from moto's copy of ``DescribeInstanceTypes`` by scripts/aws_type_snapshot.py)."""
-    data = json.loads(SNAPSHOT.read_text())
-    return tuple(from_record(item) for item in fields.as_objects(data["types"], "the snapshot's instance types"))
+    return tuple(from_record(item) for item in fields.as_objects(_shipped()["types"], "the snapshot's instance types"))
 
 
 def _filters(region: str) -> list[dict[str, str]]:
