@@ -14,7 +14,13 @@ the client), and closing. Each size runs in a fresh interpreter, `@` five times 
 median), the map once. Then 1,000 nodes each send a one-GPU node's 8 metrics once a
 second for 20 s, counted by a handler: the client's CPU (% of one core) and peak memory,
 the events delivered against those sent, and the same again with the rich console
-drawing the pool (to a terminal that discards it): the difference is the console's CPU. The nodes' work is serial in the relay process, so the map rate
+drawing the pool (to a terminal that discards it): the difference is the console's CPU.
+Then work that takes time (waited on the relay's loop, so the nodes work at once): a
+map of 120,000 one-second items while 1% of the 1,000 nodes vanish each minute (each
+reported as a spot machine taken back): how often each item ran, the nodes lost and
+launched again; and `Nodes(desired=10, max=1000)` given 40,000 waiting tasks of half a
+second, each node a second to launch: the time to 1,000 nodes, the launches, and the
+time back to 10 once idle. The nodes' work is serial in the relay process, so the map rate
 is a floor for what the client can drive, not what 1,000 machines would compute.
 """
 
@@ -34,6 +40,9 @@ TESTS = str(Path(__file__).resolve().parent.parent / "tests")
 SIZES = (10, 100, 1_000)
 ITEMS = 1_000_000
 BROADCASTS = 5
+LOST_ITEMS = 120_000
+"""A map of a minute's work at 1,000 nodes of 2 slots with 1 s items: 1% of them lost."""
+ELASTIC_TASKS = 40_000
 BROADCAST_ELEMENTS = 12_500_000
 """float64: the 100 MB argument of a broadcast (B3's)."""
 
@@ -58,7 +67,101 @@ def run(quick: bool = False) -> list[Row]:
             row(GROUP, f"{nodes:,} nodes: close", [measured["close"]], facts=facts, metric="close"),
         ]
     rows += _metrics_rows(SIZES[1] if quick else SIZES[-1], 5.0 if quick else 20.0)
+    rows += _churn_rows(quick)
     return rows
+
+
+def _churn_rows(quick: bool) -> list[Row]:
+    """Nodes lost during a map, and an elastic pool growing to the most nodes and back."""
+    nodes = SIZES[1] if quick else SIZES[-1]
+    rows: list[Row] = []
+    try:
+        lost = isolated(losses_during_map, nodes, *((20_000, 0.05, 0.3) if quick else (LOST_ITEMS, 1.0, 0.01)),
+                        timeout=900)
+        facts = {key: lost[key] for key in ("losses", "launches", "retried_once", "retried_more", "items_missing")}
+        rows.append(row(GROUP, f"{nodes:,} nodes losing {lost['rate']:.0%} a minute: pool.map of {lost['items']:,} items",
+                        [lost["seconds"]], f"{lost['losses']} nodes lost, {lost['launches']} launched in their place; "
+                        f"{lost['retried_once']} items run again once, {lost['retried_more']} more than once, "
+                        f"{lost['items_missing']} missing", facts=facts, metric="losses"))
+    except SubjectFailed as exc:
+        rows.append(failed_row(GROUP, f"{nodes:,} nodes losing nodes during a map", exc))
+    try:
+        grown = isolated(elastic_growth, nodes, *((5_000, 0.5) if quick else (ELASTIC_TASKS, 0.5)), timeout=900)
+        facts = {key: grown[key] for key in ("peak", "launches", "back_s", "floor", "tasks")}
+        rows.append(row(GROUP, f"elastic 10 → {nodes:,} nodes under {grown['tasks']:,} waiting tasks: time to the top",
+                        [grown["to_top"]], f"peak {grown['peak']} nodes, {grown['launches']} launches, back to "
+                        f"{grown['floor']} nodes {grown['back_s']:.0f} s after the work ended", facts=facts,
+                        metric="elastic"))
+    except SubjectFailed as exc:
+        rows.append(failed_row(GROUP, f"elastic 10 → {nodes:,} nodes", exc))
+    return rows
+
+
+def losses_during_map(nodes: int, items: int, item_seconds: float, rate: float) -> dict[str, Any]:
+    """A map of ``items`` items of ``item_seconds`` each on ``nodes`` nodes of which a
+    share ``rate`` vanishes each minute: how long it took, the nodes lost and launched,
+    and how many times each item ran (1: once; a lost chunk's items run again)."""
+    import collections
+    import sys
+
+    if TESTS not in sys.path:
+        sys.path.insert(0, TESTS)
+    from simulated_cluster import Behaviour, SimulatedProvider, attempt
+
+    import skyward as sky
+
+    provider = SimulatedProvider(delay=1.0, behaviour=Behaviour(item_seconds=item_seconds, losses_per_minute=rate, seed=7))
+    losses = [0]
+    with sky.Compute(provider=provider, nodes=nodes, options=sky.Options(console=False, logging=False)) as pool:
+        pool.on(sky.InstancePreempted, lambda event: losses.__setitem__(0, losses[0] + 1))
+        began = time.perf_counter()
+        runs = pool.map(attempt, range(items))
+        seconds = time.perf_counter() - began
+        time.sleep(3)  # the last replacements join
+        launches = len(provider.memberships[0].added)
+    counted = collections.Counter(runs)
+    return {"seconds": seconds, "items": items, "rate": rate, "losses": losses[0], "launches": launches,
+            "retried_once": counted[2], "retried_more": sum(n for times, n in counted.items() if times > 2),
+            "items_missing": items - len(runs)}
+
+
+def elastic_growth(top: int, tasks: int, item_seconds: float) -> dict[str, Any]:
+    """``Nodes(desired=10, max=top)`` given ``tasks`` waiting tasks of ``item_seconds``
+    each (nodes take 1 s to provision): the seconds until it has ``top`` nodes, its peak,
+    the launches, and how long after the work it is back to 10."""
+    import sys
+
+    if TESTS not in sys.path:
+        sys.path.insert(0, TESTS)
+    from simulated_cluster import Behaviour, SimulatedProvider
+
+    import skyward as sky
+
+    provider = SimulatedProvider(delay=1.0, behaviour=Behaviour(item_seconds=item_seconds))
+    work = sky.function(payloads.identity)
+    options = sky.Options(console=False, logging=False, autoscale_idle_timeout=3.0, autoscale_cooldown=3.0)
+    floor = 10
+    with sky.Compute(provider=provider, nodes=sky.Nodes(desired=floor, max=top), options=options) as pool:
+        membership = provider.memberships[0]
+
+        def live() -> int:
+            return floor + len(membership.added) - len(membership.removed)
+
+        began = time.perf_counter()
+        futures = [work(i) > pool for i in range(tasks)]
+        peak, to_top = 0, None
+        while not all(future.done() for future in futures):
+            peak = max(peak, live())
+            if peak >= top and to_top is None:
+                to_top = time.perf_counter() - began
+            time.sleep(0.2)
+        assert [future.result() for future in futures] == list(range(tasks))
+        launches = len(membership.added)
+        ended = time.perf_counter()
+        while live() > floor and time.perf_counter() - ended < 120:
+            time.sleep(0.5)
+        back = time.perf_counter() - ended
+    return {"to_top": float("nan") if to_top is None else to_top, "peak": peak, "launches": launches, "back_s": back, "floor": live(), "tasks": tasks}
 
 
 def _metrics_rows(nodes: int, seconds: float) -> list[Row]:

@@ -204,6 +204,33 @@ def metrics_delivered(rows: Sequence[Row]) -> Verdict:
     return f"{delivered:,}/s delivered of {sent:,}/s sent", delivered >= 0.99 * sent
 
 
+def churn_survived(rows: Sequence[Row]) -> Verdict:
+    """N: nodes lost during a map: none of its items lost, none run more than twice, and
+    every lost node launched again (at least one lost, or nothing was tested)."""
+    subject = "1,000 nodes losing"
+    facts = [fact(rows, "N", subject, name) for name in ("losses", "launches", "retried_once", "retried_more",
+                                                          "items_missing")]
+    if None in facts:
+        return "not measured", None
+    losses, launches, once, more, missing = facts
+    shown = f"{losses} lost, {launches} launched; {once} items run again once, {more} more often, {missing} missing"
+    return shown, losses > 0 and launches >= losses and more == 0 and missing == 0
+
+
+def elastic_grew(rows: Sequence[Row]) -> Verdict:
+    """N: the elastic pool reached 1,000 nodes with at most 5% more launches than the 990
+    it needed, and came back to its 10 once idle."""
+    subject = "elastic 10 → 1,000 nodes"
+    found = find(rows, "N", subject)
+    peak, launches, floor = (fact(rows, "N", subject, name) for name in ("peak", "launches", "floor"))
+    if peak is None or launches is None or floor is None:
+        return "not measured", None
+    if found is None:  # its time to the top is NaN: it never got there
+        return f"peak {peak} nodes, never 1,000", False
+    shown = f"1,000 nodes in {found['median_s']:.0f} s, {launches} launches, back to {floor}"
+    return shown, peak >= 1000 and launches <= 1.05 * 990 and floor == 10
+
+
 TARGETS = (
     Target("B1-actor", "`>>` round trip ≤ 1.3x a raw Ray actor call",
            at_most_times("B1", "skyward", "Ray actor call", 1.3)),
@@ -299,6 +326,10 @@ TARGETS = (
     Target("N-events-lost", "the same: every metric event sent is delivered (issue 37)", metrics_delivered),
     Target("N-console", "the same: the rich console under 10% of one core, summarising 1,000 nodes (issue 37)",
            at_most("N", "1,000 nodes: metrics at 1 Hz, the rich console's CPU", 10.0, "%")),
+    Target("N-losses", "1% of 1,000 simulated nodes lost each minute during a map: no item lost, each retried "
+           "once, the pool refilled (issue 37)", churn_survived),
+    Target("N-elastic", "an elastic pool growing 10 → 1,000 simulated nodes under waiting work and shrinking back "
+           "when idle, without thrashing (launches ≤ 1.05x the 990 needed; issue 37)", elastic_grew),
     Target("D-lost", "the pool daemon under load and a SIGKILL loses nothing: every script gets its pool, every "
            "run its exit, every pool is adopted again, nothing is left after `sky down --all` (issue 36)",
            at_most("D", "lost:", 0.0, "")),

@@ -14,32 +14,43 @@ therefore serial within the relay process: the simulation is for trivial tasks, 
 is measured is the control plane's cost per call, per item and per node.
 
 While the client listens for metrics, every node sends what a one-GPU node's sampler
-sends (``METRICS``) once a second. Provisioning is simulated with ``delay``: ``launch``
-waits that long before the nodes exist, so an open's control-plane overhead is its time
-less ``delay``. Not simulated (yet): nodes failing, elastic membership, task output,
-collections (the pool has none), lanes between the relay and its agents.
+sends (``METRICS``) once a second. A ``Behaviour`` gives tasks simulated work (waited on
+the relay's loop, so the nodes work at the same time; ``attempt`` counts each item's
+runs) and makes nodes vanish at a rate, each reported lost as a spot machine taken back.
+Provisioning is simulated with ``delay`` (each node's launch waits that long; a share
+``refused`` fails), and ``SimulatedMembership`` lets the engine's reconciler and
+autoscaler add and remove nodes through the relay (``Attach``/``Detach``), as on a remote
+pool. Not simulated (yet): task output, collections (the pool has none), the lanes
+between the relay and its agents.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import dataclasses
+import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import skyward as sky
 from skyward.core import handshake
 from skyward.core.instance import InstanceInfo, NetworkInfo, PeerInfo
 from skyward.engine.events import EventBatch
+from skyward.engine.membership import Floor, Joined, Loss
 from skyward.engine.relay_server import RelayServer, Sink
-from skyward.engine.transport import Shared
-from skyward.engine.transports.relay import RelayEndpoint, RelayTransport
-from skyward.engine.wire import Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.engine.transport import NodeLost, Shared
+from skyward.engine.transports.relay import RelayEndpoint, RelayTransport, RemoteAgent
+from skyward.engine.wire import MAP, Payload, TaskFailure, TaskRequest, decode, encode
 from skyward.model.nodes import NodeHandle
 from skyward.node.execution import execute
 from skyward.observe.events import Metric
@@ -54,14 +65,28 @@ METRICS = (("cpu", "%"), ("memory", "%"), ("memory_used", "MB"), ("memory_total"
 """What a node with one GPU samples (``observe.metrics``'s collectors)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Behaviour:
+    """How the simulated nodes behave: ``item_seconds`` of simulated work per call or map
+    item (waited, not computed, so nodes work at the same time); ``losses_per_minute``:
+    the share of the nodes (node 0 spared) that vanish each minute, each reported lost as
+    a spot machine taken back; ``seed``: which ones."""
+
+    item_seconds: float = 0.0
+    losses_per_minute: float = 0.0
+    seed: int = 0
+
+
 class SimulatedBackend:
     """The relay's backend over ``nodes`` simulated nodes (see the module)."""
 
-    def __init__(self, nodes: int, sink: Sink) -> None:
-        self.nodes = nodes
+    def __init__(self, nodes: int, sink: Sink, behaviour: Behaviour = Behaviour()) -> None:
+        self._alive = set(range(nodes))
         self._sink = sink
-        self._published = [0] * nodes
+        self._behaviour = behaviour
+        self._published: dict[int, int] = {}
         self._sampling: asyncio.Task[None] | None = None
+        self._losing = asyncio.get_running_loop().create_task(self._lose()) if behaviour.losses_per_minute else None
         self._keys = 0
         self._shared: dict[int, TaskRequest] = {}
         """A shared payload (a broadcast's), decoded once for every node: each real node
@@ -69,6 +94,8 @@ class SimulatedBackend:
         in a row would measure the simulation, not the pool."""
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
+        if node not in self._alive:
+            raise NodeLost(node, f"simulated node {node} is gone")
         try:
             if not isinstance(payload, Shared):
                 request: TaskRequest = decode(payload)
@@ -78,7 +105,12 @@ class SimulatedBackend:
                 request = self._shared[payload.key] = decode(payload.handle)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - answered as an agent answers an unloadable task
             return encode((False, TaskFailure.from_exception(exc, node), 0))
-        return encode((*execute(request, node), 0))
+        outcome = execute(request, node)
+        if self._behaviour.item_seconds:  # the work's time, after its effects (an attempt lost midway ran)
+            await asyncio.sleep(self._behaviour.item_seconds * (len(request.chunk) if request.kind == MAP else 1))
+            if node not in self._alive:
+                raise NodeLost(node, f"simulated node {node} vanished while it worked")
+        return encode((*outcome, 0))
 
     async def share(self, payload: Payload) -> Shared:
         self._keys += 1
@@ -94,10 +126,22 @@ class SimulatedBackend:
         pass
 
     async def attach(self, node: int, serial: int, setup: bytes) -> bytes:
-        raise NotImplementedError("the simulated pool's nodes do not change")
+        self._alive.add(node)
+        return b""
 
     def detach(self, node: int, reason: str) -> None:
-        pass
+        self._alive.discard(node)
+
+    async def _lose(self) -> None:
+        """Take ``losses_per_minute`` of the nodes away each minute, one at a time."""
+        chosen = random.Random(self._behaviour.seed)
+        while True:
+            await asyncio.sleep(60 / max(1.0, self._behaviour.losses_per_minute * len(self._alive)))
+            candidates = sorted(self._alive - {0})
+            if candidates:
+                node = chosen.choice(candidates)
+                self._alive.discard(node)
+                self._sink.lost(node, "simulated: the spot machine was taken back", True)
 
     def set_metrics(self, on: bool) -> None:
         """Every node samples ``METRICS`` once a second while someone listens, as a GPU node's sampler does."""
@@ -109,8 +153,8 @@ class SimulatedBackend:
 
     async def _sample(self) -> None:
         while True:
-            for node in range(self.nodes):
-                self._published[node] += len(METRICS)
+            for node in sorted(self._alive):
+                self._published[node] = self._published.get(node, 0) + len(METRICS)
                 batch = EventBatch([Metric(node, name, 50.0, unit) for name, unit in METRICS], 0, self._published[node])
                 self._sink.events(node, batch.encode())
             await asyncio.sleep(SAMPLE_EVERY)
@@ -119,17 +163,29 @@ class SimulatedBackend:
         pass
 
     def end(self) -> None:
-        pass
+        for task in (self._losing, self._sampling):
+            if task is not None:
+                task.cancel()
 
 
-def serve(address: str, nodes: int) -> None:
+_RUNS: collections.Counter[object] = collections.Counter()
+
+
+def attempt(item: object) -> int:
+    """How many times a task on a simulated node has been given ``item`` so far, this
+    time included (for a map whose items are distinct: 1 for each item run once)."""
+    _RUNS[item] += 1
+    return _RUNS[item]
+
+
+def serve(address: str, nodes: int, behaviour: Behaviour) -> None:
     """Serve one client on the Unix socket ``address`` (the secret: stdin's first line, in
     hex), over ``nodes`` simulated nodes; print ``listening`` once it does, exit when the
     client's session is over."""
     secret = bytes.fromhex(sys.stdin.readline().strip())
 
     async def main() -> None:
-        server = RelayServer(secret, lambda sink: SimulatedBackend(nodes, sink), compress=True)
+        server = RelayServer(secret, lambda sink: SimulatedBackend(nodes, sink, behaviour), compress=True)
         listener = await asyncio.start_unix_server(server.handle, address)
         os.chmod(address, 0o600)
         print("listening", flush=True)
@@ -158,20 +214,75 @@ class _NoCollections:
         pass
 
 
+class SimulatedMembership:
+    """Nodes joining and leaving a simulated pool: a node takes ``delay`` seconds to
+    provision, a share ``refused`` of the tries fail, then the relay's side attaches it;
+    ``added`` counts every launch tried, ``most_at_once`` the most launching together."""
+
+    def __init__(self, transport: RelayTransport, pool_id: str, delay: float, refused: float, seed: int) -> None:
+        self._transport = transport
+        self._pool_id = pool_id
+        self._delay = delay
+        self._refused = refused
+        self._chosen = random.Random(seed)
+        self._lock = threading.Lock()
+        self.added: list[int] = []
+        self.removed: list[int] = []
+        self.most_at_once = 0
+        self._launching = 0
+
+    def capacity(self) -> int | None:
+        return None
+
+    def lowest(self) -> Floor:
+        return Floor(1, "node 0 runs the pool's relay; close the pool to release it")
+
+    def add(self, node: int) -> Joined:
+        with self._lock:
+            self.added.append(node)
+            refused = self._chosen.random() < self._refused
+            self._launching += 1
+            self.most_at_once = max(self.most_at_once, self._launching)
+        try:
+            time.sleep(self._delay)
+        finally:
+            with self._lock:
+                self._launching -= 1
+        if refused:
+            raise RuntimeError(f"node {node}: the simulated cloud has no capacity now")
+        self._transport.attach(node, RemoteAgent(node, None, READY_TIMEOUT))
+        handle = NodeHandle(f"{self._pool_id}-{node}-{len(self.added)}", "127.0.0.1", instance_type="simulated")
+        return Joined(handle, _info(node, node + 1, self._pool_id))
+
+    def remove(self, node: int) -> None:
+        self._transport.detach(node, f"node {node} was removed")
+        with self._lock:
+            self.removed.append(node)
+
+    def watch(self, lost: Callable[[Loss], None]) -> None:
+        self._transport.watch_losses(lost)
+
+    def check(self) -> list[Loss]:
+        return []
+
+
 @dataclass(frozen=True, slots=True)
 class SimulatedProvider:
     """A pool of simulated nodes behind a real relay process (see the module); ``delay``:
-    the seconds provisioning takes."""
+    the seconds provisioning a node takes, ``refused``: the share of launches that fail;
+    ``behaviour``: how the nodes work and vanish. ``memberships`` holds each pool's
+    ``SimulatedMembership`` (its launches counted)."""
 
     name: ClassVar[str] = "simulated"
     priced: ClassVar[bool] = False
-    resizable: ClassVar[bool] = False
+    resizable: ClassVar[bool] = True
     options_used: ClassVar[frozenset[str]] = frozenset()
     delay: float = 0.0
+    refused: float = 0.0
+    behaviour: Behaviour = Behaviour()
+    memberships: list[SimulatedMembership] = field(default_factory=list, compare=False, hash=False)
 
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
-        if spec.node_count.floor != spec.node_count.ceiling:
-            raise NotImplementedError("the simulated pool has a fixed number of nodes")
         if spec.volumes:
             raise NotImplementedError("the simulated pool mounts no volumes")
 
@@ -188,9 +299,10 @@ class SimulatedProvider:
         address = os.path.join(folder, "relay.sock")
         secret = handshake.new_secret()
         path = os.pathsep.join(entry for entry in sys.path if entry)  # the client's modules, as a local pool's nodes
+        behaviour = json.dumps(dataclasses.asdict(self.behaviour))
         relay = subprocess.Popen(
-            [sys.executable, __file__, address, str(count)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": path},
+            [sys.executable, __file__, address, str(count), behaviour], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, env={**os.environ, "PYTHONPATH": path},
         )
         assert relay.stdin is not None and relay.stdout is not None
         relay.stdin.write(secret.hex() + "\n")
@@ -212,7 +324,9 @@ class SimulatedProvider:
         infos = tuple(_info(node, count, pool_id) for node in range(count))
         nodes = tuple(NodeHandle(f"{pool_id}-{i}", "127.0.0.1", instance_type="simulated") for i in range(count))
         client = RelayTransport(RelayEndpoint.on_unix_socket(address, secret, compress=True))
-        return LaunchedCluster(nodes, infos, client, encode, _NoCollections(), stop)
+        membership = SimulatedMembership(client, pool_id, self.delay, self.refused, self.behaviour.seed)
+        self.memberships.append(membership)
+        return LaunchedCluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
 
 
 def _line_within(process: subprocess.Popen[str], timeout: float) -> str:
@@ -228,4 +342,4 @@ def _line_within(process: subprocess.Popen[str], timeout: float) -> str:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]), Behaviour(**json.loads(sys.argv[3])))

@@ -24,7 +24,7 @@ after ``Options.shutdown_timeout``). Every change publishes a new membership vie
 which each node gets with its next request (``engine.views``).
 
 Adding and removing nodes block (a cloud machine takes minutes), so they run on worker
-threads; the loop itself never waits for them.
+threads (``MEMBERSHIP_THREADS`` at once); the loop itself never waits for them.
 """
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ IDLE_POLL = 0.1
 """How often a pool with no node looks for waiting work (to wake on demand)."""
 CHECK_LIMIT = 30.0
 """The longest ``Membership.check`` may take."""
+MEMBERSHIP_THREADS = 32
+"""Nodes joining or leaving at once: a pool growing to 1,000 nodes whose machines take a
+minute each joins in about half an hour, not two (8 at once, before); a cloud's client
+backs off where its API throttles the launches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,7 @@ class Reconciler:
         self._removing: set[int] = set()
         self._retry_at: dict[int, float] = {}
         self._checked_at = -math.inf
-        self._threads = ThreadPoolExecutor(8, thread_name_prefix="skyward-membership")
+        self._threads = ThreadPoolExecutor(MEMBERSHIP_THREADS, thread_name_prefix="skyward-membership")
         self._tasks: set[asyncio.Task[None]] = set()
         """Nodes joining, leaving or being cleaned up: awaited when the pool closes."""
         self._probes: set[asyncio.Task[None]] = set()
