@@ -224,9 +224,12 @@ class FakeMembership:
             self._found.append(loss)
 
 
-class _NoCollections:
+class NoCollections:
+    """The ``ClientCollections`` of a pool without distributed collections (the fake and
+    the simulated clusters): every operation is refused."""
+
     def operations(self) -> Any:
-        raise NotImplementedError("the fake cluster has no distributed collections")
+        raise NotImplementedError("this test cluster has no distributed collections")
 
     def membership_changed(self, left: int | None, reason: str) -> None:
         pass
@@ -286,8 +289,8 @@ class FakeProvider:
 
         if relay is not None:  # nodes join on the relay's side (its FakeTransport)
             client = RelayTransport(RelayEndpoint.on_unix_socket(relay.address, relay.secret, compress=True))
-            return LaunchedCluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
-        return LaunchedCluster(nodes, infos, transport, encode, _NoCollections(), stop, membership=membership)
+            return LaunchedCluster(nodes, infos, client, encode, NoCollections(), stop, membership=membership)
+        return LaunchedCluster(nodes, infos, transport, encode, NoCollections(), stop, membership=membership)
 
 
 class TransportBackend:

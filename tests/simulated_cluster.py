@@ -40,7 +40,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from fake_cluster import NoCollections
 
 import skyward as sky
 from skyward.core import handshake
@@ -200,20 +202,6 @@ def _info(node: int, count: int, pool_id: str) -> InstanceInfo:
     return InstanceInfo(node, 0, count, 1, 0.0, 0.0, "127.0.0.1", 0, pool_id, peers, None, NetworkInfo("lo"))
 
 
-class _NoCollections:
-    def operations(self) -> Any:
-        raise NotImplementedError("the simulated pool has no distributed collections")
-
-    def membership_changed(self, left: int | None, reason: str) -> None:
-        pass
-
-    def release(self) -> None:
-        pass
-
-    def results_arrived(self) -> None:
-        pass
-
-
 class SimulatedMembership:
     """Nodes joining and leaving a simulated pool: a node takes ``delay`` seconds to
     provision, a share ``refused`` of the tries fail, then the relay's side attaches it;
@@ -326,7 +314,7 @@ class SimulatedProvider:
         client = RelayTransport(RelayEndpoint.on_unix_socket(address, secret, compress=True))
         membership = SimulatedMembership(client, pool_id, self.delay, self.refused, self.behaviour.seed)
         self.memberships.append(membership)
-        return LaunchedCluster(nodes, infos, client, encode, _NoCollections(), stop, membership=membership)
+        return LaunchedCluster(nodes, infos, client, encode, NoCollections(), stop, membership=membership)
 
 
 def _line_within(process: subprocess.Popen[str], timeout: float) -> str:
