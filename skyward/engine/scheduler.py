@@ -38,8 +38,8 @@ from skyward.core.errors import NodeRemovedError
 
 ALL: Final = "all"
 SCAN: Final = 8
-"""How many nodes from the round-robin cursor on a grant looks at before it takes the
-first open node after the cursor from the open set (cheap when few are open)."""
+"""How many nodes from the round-robin cursor on a grant looks at; past them it takes
+the first node with a free slot after the cursor from the set of those (few, then)."""
 Want = int | str | None
 Grant = int | list[int]
 """A node's rank, or for ``ALL`` the ranks of every node present."""

@@ -1,6 +1,7 @@
 """The "rich" console: a live panel with the nodes table (state, CPU/memory/GPU bars,
-current task; past 16 nodes, those in trouble and the busiest, the rest counted by state), a progress bar per map/broadcast/gather (done/total, rate, ETA), task
-output and errors scrolling above it, and a summary line when the pool stops.
+current task; past 16 nodes, those in trouble and the busiest, the rest counted by
+state), a progress bar per map/broadcast/gather (done/total, rate, ETA), task output and
+errors scrolling above it, and a summary line when the pool stops.
 
 Only one rich console is live at a time in a process; ``in_use()`` lets a second pool
 fall back to the "log" console.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from collections.abc import Callable
@@ -53,10 +54,8 @@ def shown_nodes(nodes: list[NodeState], limit: int) -> list[NodeState]:
 
 def counted_states(nodes: list[NodeState]) -> str:
     """``nodes`` counted by status, the most common first ("970 busy · 25 idle · 5 replaced")."""
-    counts: dict[str, int] = {}
-    for node in nodes:
-        counts[node.status] = counts.get(node.status, 0) + 1
-    return " · ".join(f"{count} {status}" for status, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    counts = collections.Counter(node.status for node in nodes)
+    return " · ".join(f"{count} {status}" for status, count in counts.most_common())
 
 
 class PoolView:
