@@ -36,7 +36,8 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 from cloud.described import Description, load
 
@@ -212,6 +213,17 @@ class FakeCloud:
         """What points the provider here: its API URL and its credentials."""
         return {f"SKYWARD_{self.name.upper()}_API_URL": self.url, **self.credentials}
 
+    def serve_here(self, monkeypatch: Any, home: Path, subnet: str | None = "192.0.2.0/24") -> Self:
+        """Start this fake (its machines' addresses from ``subnet``; None: as set already)
+        and point this process's clients at it, with ``home`` as SKYWARD_HOME, through
+        ``monkeypatch`` (undone after the test); the caller stops it."""
+        if subnet is not None:
+            self.use_subnet(subnet)
+        self.start()
+        for key, value in {**self.env(), "SKYWARD_HOME": str(home)}.items():
+            monkeypatch.setenv(key, value)
+        return self
+
     def use_subnet(self, cidr: str, first: int = 100) -> None:
         """Hand out addresses of ``cidr`` (a /24) from ``.first`` on."""
         base = cidr.rsplit(".", 1)[0]
@@ -355,6 +367,19 @@ class FakeCloud:
         with self.lock:
             found, self._reported = self.violations[self._reported:], len(self.violations)
         return found
+
+
+def misspell(fake: FakeCloud, monkeypatch: Any, method: str, field: str, wrong: str) -> None:
+    """Have ``fake``'s ``method`` (one that shows a machine as its cloud's API does) give
+    ``field`` under the name ``wrong``: a slip planted for the description check to name."""
+    shown = getattr(fake, method)
+
+    def misspelt(machine: Any) -> dict[str, Any]:
+        view = shown(machine)
+        view[wrong] = view.pop(field)
+        return view
+
+    monkeypatch.setattr(fake, method, misspelt)
 
 
 def unreported() -> list[str]:

@@ -491,11 +491,8 @@ def usual_calls(api: Any, fake: Any, kind: Any, image: str, planted: str) -> Non
 def test_the_digitalocean_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
                                                                           tmp_path: Path) -> None:
     fake = FakeDigitalOcean()
-    fake.use_subnet("192.0.2.0/24")
-    fake.start()
+    fake.serve_here(monkeypatch, tmp_path)
     try:
-        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-            monkeypatch.setenv(key, value)
         api = DigitalOceanAPI()
         kinds = {k.name: k for k in api.machine_types("nyc3")}
         usual_calls(api, fake, kinds["s-2vcpu-4gb"], "ubuntu-24-04-x64", "planted")
@@ -507,12 +504,9 @@ def test_the_digitalocean_client_and_fake_agree_with_its_openapi_document(monkey
 def test_the_vultr_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Path) -> None:
     fake = FakeVultr()
-    fake.use_subnet("192.0.2.0/24")
     fake.page_limit = 2  # every page read
-    fake.start()
+    fake.serve_here(monkeypatch, tmp_path)
     try:
-        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-            monkeypatch.setenv(key, value)
         api = vultr.VultrAPI()
         kinds = {k.name: k for k in api.machine_types("ewr")}
         assert kinds["vcg-a100-12c-120g-80vram"].accelerator_count == 1
@@ -525,11 +519,8 @@ def test_the_vultr_client_and_fake_agree_with_its_openapi_document(monkeypatch: 
 def test_the_lambda_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
                                                                     tmp_path: Path) -> None:
     fake = FakeLambda()
-    fake.use_subnet("192.0.2.0/24")
-    fake.start()
+    fake.serve_here(monkeypatch, tmp_path)
     try:
-        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-            monkeypatch.setenv(key, value)
         api = lambda_cloud.LambdaAPI()
         kinds = {k.name: k for k in api.machine_types("us-east-1")}
         group = naming.key_name("0123456789abcdef")
@@ -565,12 +556,9 @@ def test_the_lambda_client_and_fake_agree_with_its_openapi_document(monkeypatch:
 def test_the_scaleway_client_and_fake_agree_with_its_openapi_document(monkeypatch: pytest.MonkeyPatch,
                                                                       tmp_path: Path) -> None:
     fake = FakeScaleway()
-    fake.use_subnet("192.0.2.0/24")
     fake.page_limit = 3  # every page read
-    fake.start()
+    fake.serve_here(monkeypatch, tmp_path)
     try:
-        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-            monkeypatch.setenv(key, value)
         api = scaleway.ScalewayAPI("fr-par-2")
         kinds = {k.name: k for k in api.machine_types("fr-par-2")}
         assert "H100-2-80G" not in kinds, "in shortage"

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from cloud.described import DESCRIPTIONS, load
+from cloud.fake_cloud import misspell
 from cloud.fake_hyperstack import FakeHyperstack
 
 from skyward.providers.cloud import naming
@@ -27,11 +28,7 @@ POOL = "0123456789abcdef"
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHyperstack]:
-    running = FakeHyperstack()
-    running.use_subnet("192.0.2.0/24")
-    running.start()
-    for key, value in {**running.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
+    running = FakeHyperstack().serve_here(monkeypatch, tmp_path)
     try:
         yield running
     finally:
@@ -120,14 +117,7 @@ def test_a_wrong_field_name_in_a_fake_answer_is_named(fake: FakeHyperstack, monk
     key = api.add_key(naming.key_name(POOL), PUBLIC_KEY)
     made = api.create(order(api, key))
     fake.started(made)
-    shown = fake._vm
-
-    def planted(machine: Any) -> dict[str, Any]:
-        vm = shown(machine)
-        vm["floating_ip_address"] = vm.pop("floating_ip")
-        return vm
-
-    monkeypatch.setattr(fake, "_vm", planted)
+    misspell(fake, monkeypatch, "_vm", "floating_ip", "floating_ip_address")
     api.get(made)
     said = "\n".join(fake.violations)
     assert "hyperstack Get_VM (GET /core/virtual-machines/{vm_id})" in said

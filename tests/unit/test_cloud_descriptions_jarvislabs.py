@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cloud.described import DESCRIPTIONS, Description, load
+from cloud.fake_cloud import misspell
 from cloud.fake_jarvislabs import FakeJarvisLabs
 
 from skyward.providers.cloud import naming
@@ -83,16 +83,9 @@ def test_an_answer_the_sdk_would_not_read_is_named() -> None:
     assert "ssh_keys.list" in keys and "'key_name' is a required property" in keys
 
 
-def start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: FakeJarvisLabs) -> None:
-    fake.use_subnet("192.0.2.0/24")
-    fake.start()
-    for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
-
-
 def test_a_pools_exchanges_with_the_fake_agree_with_the_sdk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeJarvisLabs()
-    start(monkeypatch, tmp_path, fake)
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         for template, region, gpu in (("pytorch", "india-chennai-01", "1x A5000"), ("vm", "india-noida-01", "1x A6000")):
             api = jarvislabs.JarvisLabsAPI(template)
@@ -120,15 +113,8 @@ def test_a_pools_exchanges_with_the_fake_agree_with_the_sdk(monkeypatch: pytest.
 
 def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeJarvisLabs()
-    shown = fake._view
-
-    def misspelt(machine: Any) -> dict[str, Any]:
-        view = shown(machine)
-        view["ssh_string"] = view.pop("ssh_str")
-        return view
-
-    monkeypatch.setattr(fake, "_view", misspelt)
-    start(monkeypatch, tmp_path, fake)
+    misspell(fake, monkeypatch, "_view", "ssh_str", "ssh_string")
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         fake.plant(naming.machine_name("fedcba9876543210", 0), "1x L4")
         jarvislabs.JarvisLabsAPI("pytorch").machines()
@@ -140,7 +126,7 @@ def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.M
 
 def test_a_planted_wrong_field_in_the_client_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeJarvisLabs()
-    start(monkeypatch, tmp_path, fake)
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         monkeypatch.setattr(jarvislabs.JarvisLabsAPI, "KEYS", jarvislabs.KeyCollection("/ssh/", "key_id", "name", "ssh_key"))
         with pytest.raises(Exception, match="name"):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from cloud.described import DESCRIPTIONS, Description, load
+from cloud.fake_cloud import misspell
 from cloud.fake_massedcompute import FakeMassedCompute
 
 from skyward.providers.cloud import naming
@@ -87,11 +88,8 @@ def test_an_answer_the_document_would_not_produce_is_named() -> None:
 def test_a_pools_exchanges_with_the_fake_agree_with_the_document(monkeypatch: pytest.MonkeyPatch,
                                                                  tmp_path: Path) -> None:
     fake = FakeMassedCompute()
-    fake.use_subnet("192.0.2.0/24")
-    fake.start()
+    fake.serve_here(monkeypatch, tmp_path)
     try:
-        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-            monkeypatch.setenv(key, value)
         api = massed.MassedComputeAPI()
         kinds = {k.name: k for k in api.machine_types("us-central-3")}
         assert kinds["gpu_1x_a6000"].price == 0.62, "62 cents an hour"
@@ -122,19 +120,9 @@ def test_a_pools_exchanges_with_the_fake_agree_with_the_document(monkeypatch: py
 
 def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeMassedCompute()
-    fake.use_subnet("192.0.2.0/24")
-    shown = fake._view
-
-    def misspelt(machine: Any) -> dict[str, Any]:
-        view = shown(machine)
-        view["os_boot"] = view.pop("os_booted")
-        return view
-
-    monkeypatch.setattr(fake, "_view", misspelt)
-    fake.start()
+    misspell(fake, monkeypatch, "_view", "os_booted", "os_boot")
+    fake.serve_here(monkeypatch, tmp_path)
     try:
-        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-            monkeypatch.setenv(key, value)
         fake.plant(naming.machine_name("fedcba9876543210", 0), "gpu_1x_l40s")
         massed.MassedComputeAPI().machines()
         [violation] = fake.violations
@@ -145,11 +133,8 @@ def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.M
 
 def test_a_planted_wrong_field_in_the_client_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeMassedCompute()
-    fake.use_subnet("192.0.2.0/24")
-    fake.start()
+    fake.serve_here(monkeypatch, tmp_path)
     try:
-        for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-            monkeypatch.setenv(key, value)
         monkeypatch.setattr(massed.MassedComputeAPI, "KEYS", massed.KeyCollection(
             "/ssh-keys", "id", "name", "public_key", items="sshKeys", created="sshKey"))
         with pytest.raises(Exception, match="public"):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from cloud.described import DESCRIPTIONS, Description, load
+from cloud.fake_cloud import misspell
 from cloud.fake_novita import PRODUCTS, FakeNovita
 
 from skyward.providers.cloud import naming
@@ -75,17 +76,10 @@ def test_an_answer_the_reference_would_not_produce_is_named() -> None:
     assert "field 'instances[0].productName'" in listed
 
 
-def start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: FakeNovita) -> None:
-    fake.use_subnet("192.0.2.0/24")
-    fake.start()
-    for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
-
-
 def test_a_pools_exchanges_with_the_fake_agree_with_the_reference(monkeypatch: pytest.MonkeyPatch,
                                                                   tmp_path: Path) -> None:
     fake = FakeNovita()
-    start(monkeypatch, tmp_path, fake)
+    fake.serve_here(monkeypatch, tmp_path)
     monkeypatch.setattr(novita, "PAGE_SIZE", 2)
     try:
         api = novita.NovitaAPI()
@@ -109,15 +103,8 @@ def test_a_pools_exchanges_with_the_fake_agree_with_the_reference(monkeypatch: p
 
 def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeNovita()
-    shown = fake._listed
-
-    def misspelt(machine: Any) -> dict[str, Any]:
-        view = shown(machine)
-        view["productname"] = view.pop("productName")
-        return view
-
-    monkeypatch.setattr(fake, "_listed", misspelt)
-    start(monkeypatch, tmp_path, fake)
+    misspell(fake, monkeypatch, "_listed", "productName", "productname")
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         fake.plant(naming.machine_name("fedcba9876543210", 0), "p-4090")
         novita.NovitaAPI().machines()
@@ -128,7 +115,7 @@ def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.M
 
 def test_a_planted_wrong_field_in_the_client_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeNovita()
-    start(monkeypatch, tmp_path, fake)
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         api = novita.NovitaAPI()
         calls = api._http.call

@@ -39,11 +39,7 @@ def graphql(query: str = runpod.GPU_TYPES, answer: Any = None, status: int = 200
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    running = FakeRunPod()
-    running.use_subnet("192.0.2.0/24")
-    running.start()
-    for key, value in {**running.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
+    running = FakeRunPod().serve_here(monkeypatch, tmp_path)
     yield running
     running.stop()
 

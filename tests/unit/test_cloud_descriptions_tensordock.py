@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from cloud.described import DESCRIPTIONS, Description, load
+from cloud.fake_cloud import misspell
 from cloud.fake_tensordock import FakeTensorDock
 
 from skyward.providers.cloud import naming
@@ -114,16 +115,9 @@ def test_an_answer_the_pages_would_not_produce_is_named() -> None:
     assert "field 'data.locations[0].gpus[0].price_per_hr'" in typed and "is not of type 'number'" in typed
 
 
-def start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: FakeTensorDock) -> None:
-    fake.use_subnet("192.0.2.0/24")
-    fake.start()
-    for key, value in {**fake.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
-
-
 def test_a_pools_exchanges_with_the_fake_agree_with_the_pages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeTensorDock()
-    start(monkeypatch, tmp_path, fake)
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         api = tensordock.TensorDockAPI()
         kinds = {k.name: k for k in api.machine_types("Texas")}
@@ -151,15 +145,8 @@ def test_a_pools_exchanges_with_the_fake_agree_with_the_pages(monkeypatch: pytes
 
 def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeTensorDock()
-    shown = fake._instance
-
-    def misspelt(machine: Any) -> dict[str, Any]:
-        view = shown(machine)
-        view["portforwards"] = view.pop("portForwards")
-        return view
-
-    monkeypatch.setattr(fake, "_instance", misspelt)
-    start(monkeypatch, tmp_path, fake)
+    misspell(fake, monkeypatch, "_instance", "portForwards", "portforwards")
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         planted = fake.plant(naming.machine_name("fedcba9876543210", 0), "h100-sxm5-80gb")
         tensordock.TensorDockAPI().get(planted.id)
@@ -170,7 +157,7 @@ def test_a_planted_wrong_field_in_the_fake_fails_naming_it(monkeypatch: pytest.M
 
 def test_a_planted_wrong_field_in_the_client_fails_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = FakeTensorDock()
-    start(monkeypatch, tmp_path, fake)
+    fake.serve_here(monkeypatch, tmp_path)
     try:
         api = tensordock.TensorDockAPI()
         kind = api.machine_types("Texas")[0]

@@ -29,11 +29,7 @@ def said(method: str, path: str, body: Any = None, status: int = 200, answer: An
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    running = FakeVastAI()
-    running.use_subnet("192.0.2.0/24")
-    running.start()
-    for key, value in {**running.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
+    running = FakeVastAI().serve_here(monkeypatch, tmp_path)
     yield running
     running.stop()
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from cloud.described import load
+from cloud.fake_cloud import misspell
 from cloud.fake_verda import FakeVerda
 
 from skyward.providers.cloud import naming
@@ -29,11 +30,7 @@ IMAGE = "ubuntu-24.04-cuda-12.8-open-docker"
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeVerda]:
-    running = FakeVerda()
-    running.use_subnet("192.0.2.0/24")
-    running.start()
-    for key, value in {**running.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
+    running = FakeVerda().serve_here(monkeypatch, tmp_path)
     try:
         yield running
     finally:
@@ -114,14 +111,7 @@ def test_a_wrong_field_name_in_a_fake_answer_is_named(fake: FakeVerda, monkeypat
     api = verda.VerdaAPI()
     key = api.add_key(naming.key_name(POOL), PUBLIC_KEY)
     made = api.create(order(api, key))
-    shown = fake._instance
-
-    def planted(machine: Any) -> dict[str, Any]:
-        instance = shown(machine)
-        instance["location_code"] = instance.pop("location")
-        return instance
-
-    monkeypatch.setattr(fake, "_instance", planted)
+    misspell(fake, monkeypatch, "_instance", "location", "location_code")
     api.get(made)
     said = "\n".join(fake.violations)
     assert "verda instances.get_by_id (GET /instances/{id})" in said and "'location_code' was unexpected" in said

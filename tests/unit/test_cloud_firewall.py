@@ -27,10 +27,7 @@ ANYWHERE = ["0.0.0.0/0", "::/0"]
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeDigitalOcean]:
     """The fake DigitalOcean, the process pointed at it, a fresh SKYWARD_HOME."""
-    running = FakeDigitalOcean()
-    running.start()
-    for key, value in {**running.env(), "SKYWARD_HOME": str(tmp_path)}.items():
-        monkeypatch.setenv(key, value)
+    running = FakeDigitalOcean().serve_here(monkeypatch, tmp_path, subnet=None)
     try:
         yield running
     finally:
