@@ -184,6 +184,15 @@ published (``x-skyward-from``): Vultr's OpenAPI has no GPU fields on a plan, and
 ``v6_networks`` on an instance where its own examples and govultr have ``v6_main_ip``."""
 
 
+OPENAPI3 = {
+    "digitalocean": ("public", "public.v2.json"), "runpod": ("pods", "rest.v1.json"), "vastai": ("api", "api.json"),
+    "vultr": ("api", "api.v2.json"), "lambda": ("cloud", "cloud.v1.json"), "scaleway": ("instance", "instance.v1.json"),
+    "massedcompute": ("vm", "vm.v1.json"), "hyperstack": ("infrahub", "infrahub.v1.json"),
+}
+"""The clouds whose description is OpenAPI 3: which of ``KEPT`` each keeps, and the file
+written (``ADDED`` and ``FIXED`` applied where they name the cloud)."""
+
+
 def yaml_of(text: str) -> Any:
     """``text`` read as YAML 1.2 reads it: ``off``, ``no``, ``on`` and ``yes`` stay words
     (an enum of DigitalOcean's has ``off``), times stay text (PyYAML reads YAML 1.1)."""
@@ -331,30 +340,10 @@ def fixed(extract: dict[str, Any], fixes: list[tuple[str, Any, str]]) -> dict[st
 
 def main(cloud: str, sources: list[str]) -> None:
     for source in map(Path, sources):
-        if cloud == "digitalocean":
-            extract = openapi3(source, KEPT[cloud]["public"])
-            out = HERE / cloud / "public.v2.json"
-        elif cloud == "runpod":
-            extract = openapi3(source, KEPT[cloud]["pods"])
-            out = HERE / cloud / "rest.v1.json"
-        elif cloud == "vastai":
-            extract = fixed(openapi3(source, KEPT[cloud]["api"]), FIXED[cloud])
-            out = HERE / cloud / "api.json"
-        elif cloud == "vultr":
-            extract = openapi3(source, KEPT[cloud]["api"], ADDED[cloud])
-            out = HERE / cloud / "api.v2.json"
-        elif cloud == "lambda":
-            extract = openapi3(source, KEPT[cloud]["cloud"])
-            out = HERE / cloud / "cloud.v1.json"
-        elif cloud == "scaleway":
-            extract = openapi3(source, KEPT[cloud]["instance"])
-            out = HERE / cloud / "instance.v1.json"
-        elif cloud == "massedcompute":
-            extract = fixed(openapi3(source, KEPT[cloud]["vm"]), FIXED[cloud])
-            out = HERE / cloud / "vm.v1.json"
-        elif cloud == "hyperstack":
-            extract = fixed(openapi3(source, KEPT[cloud]["infrahub"]), FIXED[cloud])
-            out = HERE / cloud / "infrahub.v1.json"
+        if cloud in OPENAPI3:
+            document, file = OPENAPI3[cloud]
+            extract = fixed(openapi3(source, KEPT[cloud][document], ADDED.get(cloud)), FIXED.get(cloud, []))
+            out = HERE / cloud / file
         elif source.suffix == ".json":
             document = json.loads(source.read_text())
             name = document["name"]
