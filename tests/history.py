@@ -19,6 +19,7 @@ could not follow it (the anomaly, for the test's message).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -125,8 +126,13 @@ def linearizable(history: Sequence[Op], model: Model, limit: int = 2_000_000) ->
             best = (len(order), order, tuple(stuck))
         return False
 
-    if search(frozenset(), (), model.initial):
-        return None
+    depth = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(depth, 2 * len(ops) + 1_000))  # one frame per operation placed
+    try:
+        if search(frozenset(), (), model.initial):
+            return None
+    finally:
+        sys.setrecursionlimit(depth)
     return Violation(tuple(ops[index] for index in best[1]), tuple(ops[index] for index in best[2]))
 
 

@@ -8,9 +8,7 @@ calling it strong, is found: the checker can fail."""
 
 from __future__ import annotations
 
-import json
 import os
-import random
 import signal
 import threading
 import time
@@ -19,74 +17,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from history import COUNTER, REGISTER, Op, linearizable, overlapping_holds
+from history import COUNTER, REGISTER, linearizable, overlapping_holds
+from recorded_history import histories, operate
 
 import skyward as sky
 
 pytestmark = pytest.mark.slow
-KEYS = ("k0", "k1")
-
-
-def operate(name: str, process: str, count: int, seed: int, log: str, consistency: str = "strong") -> int:
-    """``count`` random operations on the strong counter and dict ``name``, each written
-    to ``log`` when invoked and when it completes (``invoke``/``ok`` lines)."""
-    rng = random.Random(seed)
-    counter = sky.counter(name, consistency=consistency)
-    table = sky.dict(name, consistency=consistency)
-    with open(log, "a", buffering=1, encoding="utf-8") as out:
-        for number in range(count):
-            key = rng.choice(KEYS)
-            kind = rng.choice(("add", "read", "write", "get"))
-            ident = f"{process}-{number}"
-            value = f"{process}-{number}" if kind == "write" else None
-            out.write(json.dumps({"id": ident, "at": time.monotonic(), "kind": kind, "key": key, "value": value}) + "\n")
-            if kind == "add":
-                result: object = counter.increment(1)
-            elif kind == "read":
-                result = counter.value
-            elif kind == "write":
-                table[key] = value
-                result = None
-            else:
-                result = table.get(key)
-            out.write(json.dumps({"id": ident, "at": time.monotonic(), "result": result}) + "\n")
-    return count
 
 
 @sky.function
 def on_node(name: str, count: int, seed: int, directory: str) -> int:
     node = sky.instance_info().node
-    process = f"n{node}.{os.getpid()}"  # a retried task's attempt is a process of its own
+    # each attempt is a process of its own: a task run again may share a node and a pid with another
+    process = f"n{node}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
     return operate(name, process, count, seed + node, os.path.join(directory, f"{process}.log"))
 
 
 @sky.function
 def agent_pid() -> int:
     return os.getpid()
-
-
-def histories(directory: Path) -> tuple[list[Op], dict[str, list[Op]]]:
-    """The counter's history and each dict key's, from every process's log."""
-    invoked: dict[str, dict[str, object]] = {}
-    completed: dict[str, dict[str, object]] = {}
-    for log in directory.glob("*.log"):
-        for line in log.read_text().splitlines():
-            record = json.loads(line)
-            (completed if "result" in record else invoked)[record["id"]] = record
-    counter: list[Op] = []
-    keys: dict[str, list[Op]] = {key: [] for key in KEYS}
-    for ident, start in invoked.items():
-        end = completed.get(ident)
-        process = ident.rsplit("-", 1)[0]
-        at = end["at"] if end is not None else None
-        result = end["result"] if end is not None else None
-        kind = start["kind"]
-        if kind in ("add", "read"):
-            counter.append(Op(process, kind, 1 if kind == "add" else None, start["at"], at, result))  # type: ignore[arg-type]
-        else:
-            arg = start["value"] if kind == "write" else None
-            keys[start["key"]].append(Op(process, "write" if kind == "write" else "read", arg, start["at"], at, result))  # type: ignore[arg-type,index]
-    return counter, keys
 
 
 def _run(pool: sky.Pool, directory: Path, count: int, seed: int, client_consistency: str = "strong",

@@ -1,0 +1,169 @@
+"""Strong collections checked by their histories (tests/history.py) on a pool of the
+lab's 3 SSH hosts while its network fails (tests/netfaults.py).
+
+The three nodes and the client operate at once on one strong counter and two keys of one
+strong dict, spaced out so that their operations span the fault, each writing down every
+operation as it is invoked and as it completes (tests/recorded_history.py) in a
+directory every host sees (under the lab's /var/tmp, which no host replaces); the
+clock is this machine's monotonic one, which the hosts' namespaces share. Under the
+client's link to node 0 dropped for 10 s, and under one worker host cut off from the
+others for 30 s (it is taken for lost; what it had in flight is of unknown outcome),
+the histories must be linearizable. In CI the partition takes its turn by the commit's
+day (``rotation.in_turn``) with the other long partition; everywhere else both run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import QUIET, make_image, ssh_provider
+from e2e.cloud.rotation import in_turn
+from history import COUNTER, REGISTER, Op, linearizable
+from hosts import LAB_DIR, HostLab
+from netfaults import link_dropped, partitioned
+from recorded_history import histories, operate
+
+import skyward as sky
+
+pytestmark = pytest.mark.slow
+SEED = 7
+QUIET_FOR = 3.0
+"""Seconds the logs must not grow before the histories are read (a cut-off node's
+task may still be writing)."""
+
+
+@sky.function
+def on_node(name: str, count: int, seed: int, directory: str, pause: float) -> int:
+    node = sky.instance_info().node
+    # each attempt is a process of its own: a task run again may share a node and a pid with another
+    process = f"n{node}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
+    return operate(name, process, count, seed + node, os.path.join(directory, f"{process}.log"), pause=pause)
+
+
+@pytest.fixture(scope="module")
+def pool(lab: HostLab, index: str) -> Iterator[sky.Pool]:
+    with sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(index), options=QUIET) as opened:
+        yield opened
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    directory = Path(tempfile.mkdtemp(dir=LAB_DIR, prefix="skyward-histories-"))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def recorded(pool: sky.Pool, directory: Path, fault: Callable[[], None], count: int, pause: float) -> dict[str, str]:
+    """The nodes' and the client's operations written down in ``directory`` while
+    ``fault()`` runs 2 s in; how each process's run ended ("ok" or its error)."""
+    name = f"hist-{uuid.uuid4().hex[:8]}"
+    ended: dict[str, str] = {}
+
+    def on(node: int) -> None:
+        try:
+            pool.run(on_node(name, count, SEED, str(directory), pause), target=node)
+            ended[f"n{node}"] = "ok"
+        except Exception as exc:  # noqa: BLE001 - what the test reports
+            ended[f"n{node}"] = f"{type(exc).__name__}: {exc}"
+
+    def client() -> None:
+        try:
+            operate(name, "client", count, SEED, str(directory / "client.log"), pause=pause)
+            ended["client"] = "ok"
+        except Exception as exc:  # noqa: BLE001 - what the test reports
+            ended["client"] = f"{type(exc).__name__}: {exc}"
+
+    threads = [threading.Thread(target=on, args=(node,), daemon=True) for node in range(3)]
+    threads.append(threading.Thread(target=client, daemon=True))
+    for thread in threads:
+        thread.start()
+    time.sleep(2)
+    fault()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads), f"a run never ended: {ended}"
+    _wait_quiet(directory)
+    return ended
+
+
+def _wait_quiet(directory: Path) -> None:
+    """Until no log in ``directory`` grew for ``QUIET_FOR`` seconds (at most a minute)."""
+    deadline = time.monotonic() + 60
+    sizes: dict[str, int] = {}
+    still_since = time.monotonic()
+    while time.monotonic() < deadline:
+        now = {log.name: log.stat().st_size for log in directory.glob("*.log")}
+        if now != sizes:
+            sizes, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since >= QUIET_FOR:
+            return
+        time.sleep(0.2)
+
+
+def checked(directory: Path) -> list[Op]:
+    """Every operation written down; each history asserted linearizable."""
+    counter, keys = histories(directory)
+    violation = linearizable(counter, COUNTER)
+    assert violation is None, str(violation)
+    for key, ops in keys.items():
+        violation = linearizable(ops, REGISTER)
+        assert violation is None, (key, str(violation))
+    return counter + [op for ops in keys.values() for op in ops]
+
+
+def test_histories_stay_linearizable_while_the_clients_link_to_node_0_is_dropped(
+    lab: HostLab, pool: sky.Pool, shared: Path
+) -> None:
+    window: list[float] = []
+
+    def drop() -> None:
+        with link_dropped(lab, lab.hosts[0]):
+            window.append(time.monotonic())
+            time.sleep(10)
+        window.append(time.monotonic())
+
+    ended = recorded(pool, shared, drop, count=300, pause=0.05)
+    assert set(ended.values()) == {"ok"}, ended
+    ops = checked(shared)
+    assert len(ops) == 4 * 300
+    client = [op for op in ops if op.process == "client"]
+    # the link was down while the client operated: one of its operations waited it out
+    assert max(op.completed - op.invoked for op in client if op.completed is not None) > 5, window
+    nodes = [op for op in ops if op.process != "client" and window[0] < op.invoked and op.completed is not None
+             and op.completed < window[1]]
+    assert nodes, "the nodes did nothing while the client's link was down"  # their own paths stayed up
+
+
+@in_turn(0, of=3)  # with the 30 s partition of test_network_faults.py
+def test_histories_stay_linearizable_while_a_worker_is_cut_off_for_30s(
+    lab: HostLab, pool: sky.Pool, shared: Path
+) -> None:
+    window: list[float] = []
+
+    def cut() -> None:
+        with partitioned(lab, lab.hosts[2]):
+            window.append(time.monotonic())
+            time.sleep(30)
+        window.append(time.monotonic())
+
+    ended = recorded(pool, shared, cut, count=450, pause=0.1)
+    print(f"runs ended: {ended}")
+    assert ended["client"] == "ok" and ended["n0"] == "ok" and ended["n1"] == "ok", ended
+    ops = checked(shared)
+    during = [op for op in ops if window[0] + 1 < op.invoked and op.completed is not None
+              and op.completed < window[1] and not op.process.startswith("n2.")]
+    assert len(during) > 100, "the other nodes and the client did little while node 2 was cut off"
+    cut_off = [op for op in ops if op.process.startswith("n2.") and window[0] + 1 < op.invoked < window[1]]
+    assert all(op.completed is None or op.completed > window[1] for op in cut_off), (
+        "node 2 completed an operation while it could reach no other host"
+    )
