@@ -115,9 +115,8 @@ def _upload(pool: Pool, local: Path, path: str, nodes: tuple[int, ...], every_no
         raise click.ClickException(f"{local}: no such file or directory here")
     absolute, there = pool.run(function(kind)(path), target=nodes[0])
     root = os.path.join(absolute, local.name) if there == "directory" or path.endswith("/") else absolute
-    files = [(local, Entry("", local.stat().st_size, local.stat().st_mode & PERMISSIONS))] if local.is_file() else [
-        (file, Entry(str(file.relative_to(local)), file.stat().st_size, file.stat().st_mode & PERMISSIONS))
-        for file in sorted(local.rglob("*")) if file.is_file()
+    files = [(local, _entry(local, ""))] if local.is_file() else [
+        (file, _entry(file, str(file.relative_to(local)))) for file in sorted(local.rglob("*")) if file.is_file()
     ]
     for file, entry in files:
         target = os.path.join(root, entry.relative) if entry.relative else root
@@ -131,6 +130,12 @@ def _upload(pool: Pool, local: Path, path: str, nodes: tuple[int, ...], every_no
                 else:
                     pool.run(task, target=nodes[0])
     return len(files), sum(entry.size for _, entry in files)
+
+
+def _entry(file: Path, relative: str) -> Entry:
+    """``file`` (at ``relative`` under what is copied) as the copy sends it: one stat."""
+    status = file.stat()
+    return Entry(relative, status.st_size, status.st_mode & PERMISSIONS)
 
 
 def _download(

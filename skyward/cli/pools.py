@@ -9,8 +9,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -54,8 +54,8 @@ id and every other field: ``--json``)."""
 
 def _row(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState], now: float) -> tuple[str, ...]:
     """``pool``'s line in ``sky ls``."""
-    state = kept.get(pool.pool_id)
-    if pool.keep_alive is None or state is None:
+    state = _kept(pool, kept)
+    if state is None:
         shown = f"open: pid {pool.pid}"
     elif state.holder:
         shown = f"kept: pid {state.holder}"
@@ -68,16 +68,21 @@ def _row(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState], 
 
 def _state(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState]) -> str:
     """"open" (a script holds it), or for a kept pool "kept, in use by PID" or "kept, idle"."""
-    state = kept.get(pool.pool_id)
-    if pool.keep_alive is None or state is None:
+    state = _kept(pool, kept)
+    if state is None:
         return "open"
     return f"kept, in use by {state.holder}" if state.holder else "kept, idle"
 
 
 def _idle(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState]) -> float | None:
     """Seconds a kept pool has been idle (None: not kept, or in use)."""
-    state = kept.get(pool.pool_id)
+    state = _kept(pool, kept)
     return state.idle if state is not None and not state.holder else None
+
+
+def _kept(pool: registry.LivePool, kept: dict[str, daemon_client.KeptPoolState]) -> daemon_client.KeptPoolState | None:
+    """What the pool daemon says of ``pool`` when it is a kept pool (else None)."""
+    return None if pool.keep_alive is None else kept.get(pool.pool_id)
 
 
 @click.command()
