@@ -1,7 +1,8 @@
 """A network that fails under a pool of an emulated cloud (DigitalOcean's fake, its
-Droplets real test hosts): the client's link to every machine of the pool dropped for
-30 s in the middle of a ``pool.map`` (a laptop's Wi-Fi gone), as blackhole routes on
-both ends, under the map of tests/netfaults.py. Every item counts itself on a strong
+Droplets real test hosts), in the middle of a ``pool.map``, as blackhole routes on both
+ends, under the map of tests/netfaults.py: the client's link to every machine of the
+pool dropped for 30 s (a laptop's Wi-Fi gone), and one machine cut off from the others
+for 30 s (a partition inside the cloud). Every item counts itself on a strong
 counter (one in 500 under a lock), so "every item exactly once, in order" is read from
 the results and the counter; the cloud's API (on this machine's loopback) stays reachable, as a cloud's does from a
 laptop whose link to its machines alone is gone."""
@@ -16,12 +17,17 @@ from typing import Any
 import pytest
 from e2e.cloud.clouds import Cloud, started
 from e2e.cloud.rotation import in_turn
-from netfaults import ITEMS, link_dropped, mapped_through
+from netfaults import ITEMS, link_dropped, mapped_through, partitioned
 
 import skyward as sky
 
 pytestmark = pytest.mark.slow
 OPTIONS = sky.Options(console=False, logging=False, ssh_retry_interval=1)
+
+
+@sky.function
+def head_address() -> str:
+    return sky.instance_info().head_addr
 
 
 @pytest.fixture(scope="module")
@@ -47,4 +53,28 @@ def test_the_clients_link_to_a_cloud_pool_dropped_for_30s_loses_nothing(cloud: C
         assert results == [item * 2 for item in range(ITEMS)]
         assert counted_items == ITEMS
         assert took > 30  # the link was down while the map ran: it waited, and then went on
+    assert cloud.leftovers(pool.id) == []
+
+
+@in_turn(1, of=3)  # with the past-ttl link and the stopped client of tests/e2e/ssh/test_network_faults.py
+def test_a_cloud_machine_cut_off_from_the_others_for_30s_loses_nothing(cloud: Cloud, lab: Any) -> None:
+    """One Droplet of three cut off from the other two (the client and the cloud's API
+    still reach it) for 30 s: node 0's lane to it gives up, the machine counts as lost,
+    the chunk it ran runs again elsewhere, and the map returns every item once, in order."""
+    assert cloud.harness is not None
+    with sky.Compute(provider=sky.DigitalOcean(), nodes=3, vcpus=2, options=OPTIONS) as pool:
+        hosts = list(cloud.harness.hosts.values())
+        assert len(hosts) == 3
+        head = pool.run(head_address(), target=0)
+        workers = [host for host in hosts if host.address != head]
+        assert len(workers) == 2, (head, [host.address for host in hosts])
+
+        def cut() -> None:
+            with partitioned(lab, workers[-1]):
+                time.sleep(30)
+
+        results, counted_items, took = mapped_through(pool, cut)
+        print(f"a machine cut off 30 s: the map took {took:.1f} s, {counted_items - ITEMS} items ran twice")
+        assert results == [item * 2 for item in range(ITEMS)]
+        assert counted_items >= ITEMS  # a re-run chunk's side effects happen at least once
     assert cloud.leftovers(pool.id) == []
