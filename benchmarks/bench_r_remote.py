@@ -235,24 +235,24 @@ def _ray(lab: Any, python: str, calls: int) -> Iterator[Round]:
     try:
         for index, host in enumerate(lab.hosts):
             role = f"--head --port={port} --include-dashboard=false" if index == 0 else f"--address={head.address}:{port}"
-            _ssh(lab, host, f"{env} {ray} start {role} --node-ip-address={host.address} --temp-dir={temp} "
+            ssh_run(lab, host, f"{env} {ray} start {role} --node-ip-address={host.address} --temp-dir={temp} "
                             f"--resources='{{\"node-{index}\": 1}}' --num-cpus=1 --disable-usage-stats", 180)
         script = f"{temp}-driver.py"
-        _ssh(lab, head, f"cat > {script}", 30, RAY_DRIVER)
+        ssh_run(lab, head, f"cat > {script}", 30, RAY_DRIVER)
         driver = (f"cd /tmp && {env} {python} {script} {calls} {MAP_ITEMS} {BATCH} {BROADCAST_BYTES} "
                   f"{head.address}:{port} {WARMUP}")
-        with _answering(lab, head, driver) as ask:
+        with answering(lab, head, driver) as ask:
             yield lambda: dict(zip(PEER_LABELS, ask(), strict=True))
     finally:
         for host in lab.hosts:
             try:
-                _ssh(lab, host, f"{env} {ray} stop --force", 60)
+                ssh_run(lab, host, f"{env} {ray} stop --force", 60)
             except Exception:
                 pass
 
 
 @contextlib.contextmanager
-def _answering(lab: Any, host: Any, command: str, timeout: float = 600.0) -> Iterator[Callable[[], Any]]:
+def answering(lab: Any, host: Any, command: str, timeout: float = 600.0) -> Iterator[Callable[[], Any]]:
     """``command`` running on ``host`` over SSH for the block. It prints a line READY once
     set up, then answers each line of its stdin with a line ``RESULT <json>``; the
     function yielded asks once and returns that JSON (RuntimeError with the command's
@@ -260,7 +260,7 @@ def _answering(lab: Any, host: Any, command: str, timeout: float = 600.0) -> Ite
     import subprocess
     import threading
 
-    process = subprocess.Popen(_ssh_args(lab, host, command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    process = subprocess.Popen(ssh_args(lab, host, command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None and stdout is not None
@@ -447,7 +447,7 @@ async def _echo(lab: Any, python: str) -> AsyncIterator[Send]:
             server.terminate()
 
 
-def _ssh_args(lab: Any, host: Any, command: str) -> list[str]:
+def ssh_args(lab: Any, host: Any, command: str) -> list[str]:
     """The ``ssh`` command line that runs ``command`` on ``host`` as root."""
     return [
         "ssh", "-i", lab.client_key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
@@ -455,11 +455,11 @@ def _ssh_args(lab: Any, host: Any, command: str) -> list[str]:
     ]
 
 
-def _ssh(lab: Any, host: Any, command: str, timeout: float, stdin: str | None = None) -> str:
+def ssh_run(lab: Any, host: Any, command: str, timeout: float, stdin: str | None = None) -> str:
     """Run ``command`` on ``host`` over SSH; its output (RuntimeError with it on failure)."""
     import subprocess
 
-    result = subprocess.run(_ssh_args(lab, host, command), input=stdin, capture_output=True, text=True,
+    result = subprocess.run(ssh_args(lab, host, command), input=stdin, capture_output=True, text=True,
                             timeout=timeout)
     if result.returncode != 0:
         raise RuntimeError(f"`{command}` on {host.address} failed: {result.stdout[-800:]}{result.stderr[-800:]}")
