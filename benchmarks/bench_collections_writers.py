@@ -8,7 +8,9 @@ the nodes as separate tasks; each calls strong `counter.increment()` (then
 `queue.put(i)`, then an eventual counter's `increment()`) back to back for a few
 seconds from a common start. Measured: the total rate, and the CPU the host actor
 processes (`ray::CollectionHost`, psutil) spent per operation, whose inverse is what
-one host core serves: the saturation point. On this 2-core machine the writers and the
+one host core serves: the saturation point. The peer: a plain Ray actor holding an
+int, its `incr` called the same way by as many Ray tasks (in a Ray instance of its own
+with 4 CPUs), and its process's CPU per call. On this 2-core machine the writers and the
 host share the cores, so the measured total stops growing early; the host's CPU per
 operation is what carries over to 1,000 machines, each of which gets a thousandth of
 that when all write at once. Not measured: 1,000 Ray clients' connections to one actor.
@@ -29,22 +31,27 @@ WRITERS = (1, 4, 16, 64)
 NODES = 4
 SLOTS = 16
 KINDS = ("strong counter.increment", "queue.put", "eventual counter.increment")
+PEER = "Ray actor holding an int, incr"
+"""The peer of the strong counter: a plain Ray actor called by as many Ray tasks."""
 
 
 def run(quick: bool = False) -> list[Row]:
+    seconds, writers = (1.0, WRITERS[:3]) if quick else (3.0, WRITERS)
     try:
-        found = isolated(measure, 1.0 if quick else 3.0, WRITERS[:3] if quick else WRITERS, timeout=900)
+        found = isolated(measure, seconds, writers, timeout=900)
+        found[PEER] = isolated(ray_actor, seconds, writers, timeout=600)
     except SubjectFailed as exc:
         return [failed_row(GROUP, "skyward writers", exc)]
     rows = []
-    for kind in KINDS:
+    for kind in (*KINDS, PEER):
         measured = {int(writers): counts for writers, counts in found[kind].items()}  # JSON made the keys strings
         for writers, (ops, seconds, host_cpu) in sorted(measured.items()):
             per_op = host_cpu / ops if ops else float("nan")
             note = (f"{ops:,} ops in {seconds:.1f} s; the host spent {per_op * 1e6:,.1f} µs of CPU per op: "
                     f"one host core serves {1 / per_op:,.0f}/s" if ops and host_cpu else f"{ops:,} ops")
-            rows.append(row(GROUP, f"skyward {kind}, {writers} writer{'s' if writers > 1 else ''}", [ops / seconds],
-                            note, unit="ops/s", metric=f"{kind} {writers}",
+            subject = kind if kind == PEER else f"skyward {kind}"
+            rows.append(row(GROUP, f"{subject}, {writers} writer{'s' if writers > 1 else ''}", [ops / seconds],
+                            note, unit="ops/s", metric=f"{KINDS[0] if kind == PEER else kind} {writers}",
                             facts={"writers": writers, "ops": ops, "host_cpu_per_op_s": per_op}))
     return rows
 
@@ -99,4 +106,49 @@ def measure(seconds: float, writers: tuple[int, ...]) -> dict[str, dict[int, tup
                 futures = [write(kind, name, start, seconds) > pool for _ in range(count)]
                 ops = sum(future.result() for future in futures)
                 found[kind][count] = (ops, seconds, _host_cpu() - before)
+    return found
+
+
+def ray_actor(seconds: float, writers: tuple[int, ...]) -> dict[int, tuple[int, float, float]]:
+    """The peer: for each number of writers, Ray tasks calling one plain actor's ``incr``
+    back to back for ``seconds`` (operations, seconds, the actor process's CPU seconds)."""
+    import os
+
+    import psutil
+    import ray
+
+    from benchmarks import engines
+
+    @ray.remote(num_cpus=0)
+    class Holder:
+        def __init__(self) -> None:
+            self.value = 0
+
+        def pid(self) -> int:
+            return os.getpid()
+
+        def incr(self) -> int:
+            self.value += 1
+            return self.value
+
+    @ray.remote(num_cpus=0)
+    def write(holder: Any, start: float, seconds: float) -> int:
+        time.sleep(max(0.0, start - time.time()))
+        done, end = 0, start + seconds
+        while time.time() < end:
+            ray.get(holder.incr.remote())
+            done += 1
+        return done
+
+    found: dict[int, tuple[int, float, float]] = {}
+    with engines.ray_instance():
+        holder = Holder.remote()  # type: ignore[attr-defined]
+        process = psutil.Process(ray.get(holder.pid.remote()))
+        for count in writers:
+            ray.get([write.remote(holder, time.time() + 0.5, 0.3) for _ in range(count)])
+            start = time.time() + 1.0 + count * 0.01
+            times = process.cpu_times()
+            ops = sum(ray.get([write.remote(holder, start, seconds) for _ in range(count)]))
+            after = process.cpu_times()
+            found[count] = (ops, seconds, after.user + after.system - times.user - times.system)
     return found
