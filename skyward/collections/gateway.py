@@ -2,9 +2,9 @@
 
 An executor child (``Worker(executor="process")``) and the client of a remote pool are
 not Ray drivers, so their proxies get a ``ForwardingOperations``: each operation is
-encoded as ``(op, args)`` and sent to a node agent, which runs it with its own
-``LocalOperations`` (and so its node's cache) through a ``Gateway`` and answers with the
-encoded ``(ok, value)``. The proxies are the same classes as everywhere else; only
+encoded as a ``CollectionCall`` (the operation by name, its arguments pickled) and sent
+to a node agent, which runs it with its own ``LocalOperations`` (and so its node's
+cache) through a ``Gateway`` and answers with an encoded ``CollectionResult``. The proxies are the same classes as everywhere else; only
 their operations differ. The child reaches its agent over its pipe (``bridge``); a remote
 client reaches the head node's agent through the head relay, which forwards the bytes
 unopened.
@@ -34,10 +34,13 @@ import cloudpickle
 
 from skyward.collections.operations import Operations
 from skyward.collections.steps import Steps, Wait
-from skyward.core.codec import load_payload
+from skyward.core.codec import MalformedFrame, decode_message, encode_message, load_payload
+from skyward.core.messages import CollectionCall, CollectionResult
 from skyward.core.validation import shown
 
 OPERATION_PREFIXES = ("dict_", "set_", "counter_", "queue_", "barrier_", "lock_", "pool_")
+OPERATIONS = frozenset(name for name in vars(Operations) if name.startswith(OPERATION_PREFIXES))
+"""The operations a gateway runs: the methods of ``operations.Operations``."""
 GATEWAY_THREADS = 128
 DRAIN_TIMEOUT = 8.0
 """How long an ending client waits for its running operations (each stops within one
@@ -87,10 +90,11 @@ def fresh_read(op: str, args: tuple[object, ...]) -> tuple[object, ...]:
 
 
 def encode_operation(op: str, args: tuple[object, ...], dumps: Callable[[object], bytes] = cloudpickle.dumps) -> bytes:
-    """The bytes of one forwarded operation; TypeError naming the collection, the
-    operation and the argument that cannot be pickled."""
+    """The bytes of one forwarded operation (an encoded ``CollectionCall``: ``op`` by name,
+    ``args`` pickled); TypeError naming the collection, the operation and the argument
+    that cannot be pickled."""
     try:
-        return dumps((op, args))
+        return encode_message(CollectionCall(op, dumps(args)))
     except Exception as exc:
         kind, _, method = op.partition("_")
         what = f"sky.{kind}({args[0]!r}).{method}" if args and isinstance(args[0], str) else op
@@ -114,11 +118,25 @@ def _unpicklable(args: tuple[object, ...], dumps: Callable[[object], bytes]) -> 
 
 
 def decode_answer(data: bytes) -> object:
-    """The result in a gateway's answer, or raises its error."""
-    ok, value = load_payload(data)
-    if ok:
+    """The result in a gateway's answer (an encoded ``CollectionResult``), or raises its
+    error; ``MalformedFrame`` when ``data`` is not one."""
+    result = decode_message(data)
+    if not isinstance(result, CollectionResult):
+        raise MalformedFrame(f"a collection operation was answered with a {type(result).__name__}")
+    value = load_payload(result.value)  # from the gateway the operation was sent to
+    if result.ok:
         return value
     raise value
+
+
+def encode_answer(ok: bool, value: object) -> bytes:
+    """A gateway's answer, encoded: ``value`` pickled (an error that cannot be pickled
+    becomes a TypeError saying so)."""
+    try:
+        return encode_message(CollectionResult(ok, cloudpickle.dumps(value)))
+    except Exception as exc:
+        problem = TypeError(f"the {'answer' if ok else 'error'} cannot be pickled to send back: {exc}")
+        return encode_message(CollectionResult(False, cloudpickle.dumps(problem)))
 
 
 class Gateway:
@@ -178,20 +196,18 @@ class Gateway:
     def _serve(self, request: bytes, reply: Callable[[bytes], None], client: str, stop: threading.Event) -> None:
         from skyward.collections.steps import run
 
-        op: object = "the operation"
         try:
-            op, args = load_payload(request)
-            if not isinstance(op, str) or not op.startswith(OPERATION_PREFIXES):
-                raise ValueError(f"{op!r} is not a collection operation")
+            call = decode_message(request)
+            if not isinstance(call, CollectionCall) or call.operation not in OPERATIONS:
+                raise ValueError(f"{shown(call)} is not a collection operation")
+            args = load_payload(call.arguments)  # from this agent's child or an authenticated client
+            if not isinstance(args, tuple):
+                raise TypeError(f"the arguments of {call.operation} are a {type(args).__name__}, not a tuple")
             if client:
-                args = self._as_client_holder(op, args, client)
-            answer: tuple[bool, object] = (True, run(getattr(self._operations(), op)(*args), stop))
+                args = self._as_client_holder(call.operation, args, client)
+            data = encode_answer(True, run(getattr(self._operations(), call.operation)(*args), stop))
         except BaseException as exc:  # sent back to the caller, raised there
-            answer = (False, exc)
-        try:
-            data = cloudpickle.dumps(answer)
-        except Exception as exc:
-            data = cloudpickle.dumps((False, TypeError(f"the answer to {op} cannot be pickled: {exc}")))
+            data = encode_answer(False, exc)
         try:
             reply(data)
         except OSError:  # the caller is gone; nobody waits for the answer

@@ -88,7 +88,7 @@ class Forget:
 
 @dataclass(frozen=True, slots=True)
 class CollectionOp:
-    """An encoded collection operation for the head node's agent."""
+    """A collection operation for the head node's agent (an encoded ``CollectionCall``)."""
 
     call_id: int
     request: bytes
@@ -175,8 +175,30 @@ class Report:
 
 @dataclass(frozen=True, slots=True)
 class CollectionAnswer:
+    """The head node's answer to the client's ``CollectionOp`` ``call_id`` (an encoded
+    ``CollectionResult``)."""
+
     call_id: int
     answer: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionCall:
+    """A collection operation forwarded to a node agent's gateway: the name of a method of
+    ``collections.operations.Operations`` and its arguments (a user payload: collection
+    names, keys and values are the user's)."""
+
+    operation: str
+    arguments: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionResult:
+    """A gateway's answer to a ``CollectionCall``: ``ok`` and the operation's result, or
+    not ``ok`` and its error (a user payload either way)."""
+
+    ok: bool
+    value: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +259,7 @@ class RunTask:
 @dataclass(frozen=True, slots=True)
 class OperationAnswer:
     """The agent's answer to the worker's collection operation ``call_id`` (an encoded
-    ``(ok, value or error)``)."""
+    ``CollectionResult``)."""
 
     call_id: int
     answer: bytes
@@ -245,8 +267,8 @@ class OperationAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """A collection operation of the running task, for the agent's gateway to run
-    (``collections.gateway.encode_operation``'s bytes)."""
+    """A collection operation of the running task, for the agent's gateway to run (an
+    encoded ``CollectionCall``)."""
 
     call_id: int
     request: bytes
@@ -495,7 +517,10 @@ FromHost = (
     Watching | VolumesMounted | MountFailed | UnmountFailed | NotRejoinable | Stopped | WatchdogGone | AgentsStarted
     | RelayListening | RelayFailed
 )
-Message = ToRelay | ToClient | ToDaemon | FromDaemon | ToWorker | FromWorker | FromHost
+ForwardedCollections = CollectionCall | CollectionResult
+"""What a forwarded collection operation and its answer are, inside ``Operation``,
+``CollectionOp`` and their answers."""
+Message = ToRelay | ToClient | ToDaemon | FromDaemon | ToWorker | FromWorker | FromHost | ForwardedCollections
 MESSAGES: tuple[type[Message], ...] = get_args(Message)
 """Every message class, each once (what ``codec`` decodes into)."""
 RECORDS: tuple[type, ...] = (KeptPoolRow,)

@@ -29,7 +29,6 @@ import asyncio
 import dataclasses
 import logging
 import os
-import pickle
 import shutil
 import signal
 import sys
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import ray
 
+from skyward.collections.gateway import encode_answer
 from skyward.core import handshake, messages
 from skyward.core.codec import load_payload, marker
 from skyward.core.open_files import raise_open_files
@@ -246,7 +246,7 @@ class RayAgentsBackend(TransportBackend):
         try:
             return await asyncio.wrap_future(ref.future())
         except Exception as exc:  # the head node's agent died: the operation failed
-            return pickle.dumps((False, ConnectionError(f"the head node's agent is gone: {exc}")))
+            return encode_answer(False, ConnectionError(f"the head node's agent is gone: {exc}"))
 
     def forget_collection(self, call_id: int) -> None:
         relayed(self._relay.agents[0]).cancel_collection.remote(self._client, call_id)
