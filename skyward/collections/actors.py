@@ -322,10 +322,14 @@ class CollectionHost:
                 del self._held[holder]
                 self._leases.drop(holder)
 
-    def _release_holder(self, holder: str, failed: bool, why: str = "") -> None:
+    def _release_holder(self, holder: str, failed: bool, why: str = "", expired: bool = False) -> None:
+        """``holder`` is gone (``expired``: its lease ran out): the locks it held are freed
+        and the barriers it joined break when it ``failed``."""
         for key in self._held.pop(holder, set()):
             entity = self._entities[key]
-            if isinstance(entity, (BarrierState, LockState)):
+            if isinstance(entity, LockState) and expired:
+                entity.lease_ran_out(holder)
+            elif isinstance(entity, (BarrierState, LockState)):
                 entity.holder_gone(holder, failed, why)
         self._leases.drop(holder)
 
@@ -338,7 +342,7 @@ class CollectionHost:
             ticks += 1
             with self._lock:
                 for holder in self._leases.expired():
-                    self._release_holder(holder, failed=True)
+                    self._release_holder(holder, failed=True, expired=True)
                 now = time.monotonic()
                 for transaction, (name, deadline) in list(self._prepared.items()):
                     if deadline <= now:

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
+from skyward.collections.config import LEASE_TTL
 from skyward.collections.errors import BrokenBarrierError
 from skyward.collections.markers import MISSING
 
@@ -326,13 +327,21 @@ class _Ticket:
         self.cancelled = False
 
 
+LOST_REMEMBERED = 1_000
+"""How many holders that lost a lock to their lease a lock remembers (the oldest go)."""
+
+
 class LockState:
-    """A mutex owned by one holder at a time; waiters are served first come, first served."""
+    """A mutex owned by one holder at a time; waiters are served first come, first served.
+    A holder whose lease ran out while it held the lock (``lease_ran_out``) is told so
+    when it releases."""
 
     def __init__(self, hooks: Hooks) -> None:
         self._hooks = hooks
         self.holder: str | None = None
         self._queue: deque[_Ticket] = deque()
+        self._lost: dict[str, None] = {}
+        """Holders whose lease ran out while they held the lock, oldest first."""
 
     def acquire(self, holder: str, wait: float) -> bool:
         """True once ``holder`` owns the lock; False if it did not within ``wait`` s."""
@@ -353,8 +362,17 @@ class LockState:
         return granted
 
     def release(self, holder: str) -> None:
-        """Let go; RuntimeError if ``holder`` does not own the lock."""
+        """Let go; RuntimeError if ``holder`` does not own the lock, saying so when it lost
+        it to its lease."""
         if self.holder != holder:
+            if holder in self._lost:
+                del self._lost[holder]
+                raise RuntimeError(
+                    f"release() of sky.lock({self._hooks.name!r}): this holder lost the lock while it held it: "
+                    f"its lease ran out (its process could not renew it for {LEASE_TTL:g}s: cut off from the lock's host, "
+                    "or stalled), and another holder may have held the lock since; what ran under it may not have "
+                    "run alone"
+                )
             state = "it is not locked" if self.holder is None else "another task holds it"
             raise RuntimeError(
                 f"release() of sky.lock({self._hooks.name!r}) by a holder that does not hold "
@@ -373,6 +391,15 @@ class LockState:
         if self.holder == holder:
             self._let_go()
         self._hooks.condition.notify_all()
+
+    def lease_ran_out(self, holder: str) -> None:
+        """``holder``'s lease ran out: as ``holder_gone``, and if it held the lock its
+        release will say that it lost it."""
+        if self.holder == holder:
+            self._lost[holder] = None
+            while len(self._lost) > LOST_REMEMBERED:
+                del self._lost[next(iter(self._lost))]
+        self.holder_gone(holder, failed=True)
 
     def _next_is(self, ticket: _Ticket) -> bool:
         return self.holder is None and bool(self._queue) and self._queue[0] is ticket

@@ -218,6 +218,23 @@ def test_lock_belongs_to_its_holder_and_passes_to_the_next_waiter() -> None:
     assert lock.holder == "b" and recorder.held == {"b"}
 
 
+def test_a_holder_whose_lease_ran_out_is_told_it_lost_the_lock_when_it_releases() -> None:
+    recorder = Recorder("l")
+    lock = LockState(recorder.hooks)
+    with recorder.lock:
+        assert lock.acquire("a", 0)
+        lock.lease_ran_out("a")  # cut off from the host: the lock is free for the next
+        assert lock.acquire("b", 0)
+        with pytest.raises(RuntimeError, match=r"lost the lock while it held it: its lease ran out.*may not have run alone"):
+            lock.release("a")
+        with pytest.raises(RuntimeError, match="does not hold it.*only the task"):
+            lock.release("a")  # told once; after that it is any holder that does not hold it
+        lock.lease_ran_out("c")  # a holder that held nothing here: nothing to tell
+        with pytest.raises(RuntimeError, match="does not hold it.*only the task"):
+            lock.release("c")
+        lock.release("b")
+
+
 def test_lock_waiters_are_served_in_order_and_a_timeout_gives_up() -> None:
     recorder = Recorder("l")
     lock = LockState(recorder.hooks)
