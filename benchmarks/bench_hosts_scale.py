@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from benchmarks.bench_r_remote import answering, ssh_run
+from benchmarks.bench_r_remote import RAY_REMOTES, answering, ssh_run
 from benchmarks.common import Row, failed_row, repeat, row
 from benchmarks.isolate import SubjectFailed, isolated
 
@@ -146,27 +146,9 @@ def measure(hosts: int) -> dict[str, Any]:
     return found
 
 
-RAY_DRIVER = """
-import json, os, sys, time, ray
+RAY_DRIVER = RAY_REMOTES + """
 ray.init(address=sys.argv[1], log_to_driver=False)
 hosts, calls, items, batch, size, warmup = (int(a) for a in sys.argv[2:8])
-@ray.remote(num_cpus=0)
-class A:
-    def noop(self, x=None):
-        return x
-@ray.remote(num_cpus=0)
-def noop(x=None):
-    return x
-@ray.remote(num_cpus=0)
-def noops(xs):
-    return [x for x in xs]
-@ray.remote(num_cpus=0)
-def length(data):
-    return len(data)
-def timed(fn):
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 actors = [A.options(resources={f"host-{i}": 0.01}).remote() for i in range(hosts)]
 def every_node():
     ray.get([a.noop.remote() for a in actors])

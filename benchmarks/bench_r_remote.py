@@ -180,10 +180,8 @@ def _skyward(lab: Any, dask: str, calls: int) -> Iterator[Round]:
         }
 
 
-RAY_DRIVER = """
+RAY_REMOTES = """
 import json, os, sys, time, ray
-ray.init(address=sys.argv[5], log_to_driver=False)
-calls, items, batch, size = (int(a) for a in sys.argv[1:5])
 @ray.remote(num_cpus=0)
 class A:
     def noop(self, x=None):
@@ -203,6 +201,13 @@ def timed(fn):
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
+"""
+"""What a Ray peer's driver on a host defines: an actor and tasks that return what they
+are given (``noops`` a batch of items), one that reads a broadcast's size, and a timer."""
+
+RAY_DRIVER = RAY_REMOTES + """
+ray.init(address=sys.argv[5], log_to_driver=False)
+calls, items, batch, size = (int(a) for a in sys.argv[1:5])
 def broadcast():
     ref = ray.put(data)
     assert ray.get([length.options(resources={f"node-{i}": 0.01}).remote(ref) for i in range(3)]) == [size] * 3
