@@ -4,10 +4,10 @@ An executor child (``Worker(executor="process")``) and the client of a remote po
 not Ray drivers, so their proxies get a ``ForwardingOperations``: each operation is
 encoded as a ``CollectionCall`` (the operation by name, its arguments pickled) and sent
 to a node agent, which runs it with its own ``LocalOperations`` (and so its node's
-cache) through a ``Gateway`` and answers with an encoded ``CollectionResult``. The proxies are the same classes as everywhere else; only
-their operations differ. The child reaches its agent over its pipe (``bridge``); a remote
-client reaches the head node's agent through the head relay, which forwards the bytes
-unopened.
+cache) through a ``Gateway`` and answers with an encoded ``CollectionResult``. The
+proxies are the same classes as everywhere else; only their operations differ. The
+child reaches its agent over its pipe (``bridge``); a remote client reaches the head
+node's agent through the head relay, which forwards the bytes unopened.
 
 Each operation runs on a thread of its own, so a waiting one (``queue.get``,
 ``lock.acquire``, ``barrier.wait``) blocks nothing else; it can be stopped (``cancel``),
@@ -69,7 +69,7 @@ class ForwardingOperations:
     def __getattr__(self, op: str) -> Callable[..., Steps[Any]]:
         """Operation ``op`` (see ``operations.Operations``); its result is whatever the
         agent's operations returned for it."""
-        if not op.startswith(OPERATION_PREFIXES):
+        if op not in OPERATIONS:
             raise AttributeError(op)
         return lambda *args: self._forward(op, args)
 
