@@ -405,6 +405,7 @@ class LockState:
         return self.holder is None and bool(self._queue) and self._queue[0] is ticket
 
     def _grant(self, holder: str) -> None:
+        self._lost.pop(holder, None)  # held again: what it lost before is past
         self.holder = holder
         self._hooks.hold(holder)
 

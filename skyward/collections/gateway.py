@@ -94,7 +94,7 @@ def encode_operation(op: str, args: tuple[object, ...], dumps: Callable[[object]
     ``args`` pickled); TypeError naming the collection, the operation and the argument
     that cannot be pickled."""
     try:
-        return encode_message(CollectionCall(op, dumps(args)))
+        arguments = dumps(args)
     except Exception as exc:
         kind, _, method = op.partition("_")
         what = f"sky.{kind}({args[0]!r}).{method}" if args and isinstance(args[0], str) else op
@@ -103,6 +103,7 @@ def encode_operation(op: str, args: tuple[object, ...], dumps: Callable[[object]
             f"{what}({shown(culprit)}): it ({type(culprit).__name__}) cannot be pickled to send to the pool "
             f"({type(exc).__name__}: {exc}); use a str, int, bytes or tuple key and a picklable value"
         ) from None
+    return encode_message(CollectionCall(op, arguments))
 
 
 def _unpicklable(args: tuple[object, ...], dumps: Callable[[object], bytes]) -> object:
@@ -133,10 +134,11 @@ def encode_answer(ok: bool, value: object) -> bytes:
     """A gateway's answer, encoded: ``value`` pickled (an error that cannot be pickled
     becomes a TypeError saying so)."""
     try:
-        return encode_message(CollectionResult(ok, cloudpickle.dumps(value)))
+        pickled = cloudpickle.dumps(value)
     except Exception as exc:
         problem = TypeError(f"the {'answer' if ok else 'error'} cannot be pickled to send back: {exc}")
-        return encode_message(CollectionResult(False, cloudpickle.dumps(problem)))
+        ok, pickled = False, cloudpickle.dumps(problem)
+    return encode_message(CollectionResult(ok, pickled))
 
 
 class Gateway:

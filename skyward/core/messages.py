@@ -28,10 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-PROTOCOL = 5
+PROTOCOL = 6
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
 may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``; 4:
-``Attached.joined``, ``Lost``; 5: ``Observed``)."""
+``Attached.joined``, ``Lost``; 5: ``Observed``; 6: ``CollectionOp`` and its answer carry
+a ``CollectionCall`` and a ``CollectionResult``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]

@@ -233,6 +233,12 @@ def test_a_holder_whose_lease_ran_out_is_told_it_lost_the_lock_when_it_releases(
         with pytest.raises(RuntimeError, match="does not hold it.*only the task"):
             lock.release("c")
         lock.release("b")
+        assert lock.acquire("d", 0)
+        lock.lease_ran_out("d")
+        assert lock.acquire("d", 0)  # held again before it released: the loss is past
+        lock.release("d")
+        with pytest.raises(RuntimeError, match="does not hold it.*only the task"):
+            lock.release("d")
 
 
 def test_lock_waiters_are_served_in_order_and_a_timeout_gives_up() -> None:
