@@ -75,7 +75,8 @@ def _write(kind: str, name: str, start: float, seconds: float) -> int:
 
 
 def _host_cpu() -> float:
-    """CPU seconds the pool's collection host actors have used so far."""
+    """CPU seconds the collection host actors on this machine have used so far (the
+    benchmark's pool is the only pool here while it runs)."""
     import psutil
 
     total = 0.0

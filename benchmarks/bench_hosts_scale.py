@@ -153,12 +153,13 @@ actors = [A.options(resources={f"host-{i}": 0.01}).remote() for i in range(hosts
 def every_node():
     ray.get([a.noop.remote() for a in actors])
 def broadcast():
-    ref = ray.put(os.urandom(size))
+    ref = ray.put(data)
     got = ray.get([length.options(resources={f"host-{i}": 0.01}).remote(ref) for i in range(hosts)])
     assert got == [size] * hosts
 for _ in range(warmup):
     every_node()
 batches = [list(range(i, min(i + batch, items))) for i in range(0, items, batch)]
+data = os.urandom(size)
 print("READY", flush=True)
 for _ in sys.stdin:
     at = [timed(every_node) for _ in range(calls)]

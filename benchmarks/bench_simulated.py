@@ -26,6 +26,7 @@ is a floor for what the client can drive, not what 1,000 machines would compute.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -117,10 +118,11 @@ def losses_during_map(nodes: int, items: int, item_seconds: float, rate: float) 
         began = time.perf_counter()
         runs = pool.map(attempt, range(items))
         seconds = time.perf_counter() - began
+        lost = losses[0]  # those after the map need not be replaced yet
         time.sleep(3)  # the last replacements join
         launches = len(provider.memberships[0].added)
     counted = collections.Counter(runs)
-    return {"seconds": seconds, "items": items, "rate": rate, "losses": losses[0], "launches": launches,
+    return {"seconds": seconds, "items": items, "rate": rate, "losses": lost, "launches": launches,
             "retried_once": counted[2], "retried_more": sum(n for times, n in counted.items() if times > 2),
             "items_missing": items - len(runs)}
 
@@ -220,7 +222,7 @@ def metrics_load(nodes: int, seconds: float, console: bool) -> dict[str, Any]:
         delivered = counted[0] - before
         if drawn is not None:
             drawn.close()
-    expected = nodes * len(METRICS) * elapsed / SAMPLE_EVERY
+    expected = nodes * len(METRICS) * math.floor(elapsed / SAMPLE_EVERY)  # the ticks surely inside the window
     return {"cpu": share, "peak_mib": peak, "delivered_per_s": delivered / elapsed,
             "sent_per_s": expected / elapsed}
 

@@ -262,8 +262,8 @@ def render_report(
 
 _RATIO_HELP = (
     "Median, min and max are over the runs (for B1, over single calls). "
-    "\"skyward ÷ peer\" divides skyward's median by that peer's: below 1.00x skyward is faster "
-    "(or smaller), above it slower. Every peer ran in the same run on the same machine, "
+    "\"skyward ÷ peer\" divides skyward's median by that peer's (for a rate in ops/s, the peer's by "
+    "skyward's): below 1.00x skyward is faster (or smaller), above it slower. Every peer ran in the same run on the same machine, "
     "each in a fresh interpreter."
 )
 

@@ -100,7 +100,8 @@ def run_module(module: ModuleType, quick: bool) -> list[Row]:
 
 def with_ratios(rows: list[Row]) -> list[Row]:
     """Set each peer row's ``ratio``: the median of the first skyward row of the same
-    group and metric, divided by the peer's median."""
+    group and metric, divided by the peer's median; for a rate (ops/s) the peer's divided
+    by skyward's, so that below 1.00x skyward is faster in every row."""
     for current in rows:
         if current["subject"].startswith("skyward"):
             current["ratio"] = None
@@ -113,8 +114,13 @@ def with_ratios(rows: list[Row]) -> list[Row]:
             ),
             None,
         )
-        valid = ours is not None and current["runs"] and current["median_s"] > 0
-        current["ratio"] = ours["median_s"] / current["median_s"] if valid and ours else None
+        valid = ours is not None and current["runs"] and current["median_s"] > 0 and ours["median_s"] > 0
+        if not valid or ours is None:
+            current["ratio"] = None
+        elif current.get("unit") == "ops/s":
+            current["ratio"] = current["median_s"] / ours["median_s"]
+        else:
+            current["ratio"] = ours["median_s"] / current["median_s"]
     return rows
 
 

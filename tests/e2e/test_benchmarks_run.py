@@ -19,7 +19,7 @@ def test_quick_b1_run_writes_a_report(tmp_path: Path) -> None:
     report = tmp_path / "benchmarks.md"
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "B1", "--output", str(report)],
-        cwd=ROOT, capture_output=True, text=True, timeout=480,
+        cwd=ROOT, capture_output=True, text=True, timeout=480, check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     text = report.read_text(encoding="utf-8")
@@ -30,6 +30,7 @@ def test_quick_b1_run_writes_a_report(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(720)
 def test_quick_n_run_meets_issue_37s_targets_at_100_simulated_nodes(tmp_path: Path) -> None:
     """Group N at 100 simulated nodes (``--quick``, about 1.5 min): every target of the
     1,000-node run, held at that size."""
@@ -39,7 +40,7 @@ def test_quick_n_run_meets_issue_37s_targets_at_100_simulated_nodes(tmp_path: Pa
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "N", "--rows", str(saved),
          "--output", str(tmp_path / "benchmarks.md")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, capture_output=True, text=True, timeout=660, check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(saved.read_text(encoding="utf-8"))["rows"]

@@ -149,31 +149,6 @@ def test_histories_stay_linearizable_while_the_clients_link_to_node_0_is_dropped
     assert nodes, "the nodes did nothing while the client's link was down"  # their own paths stayed up
 
 
-@in_turn(0, of=3)  # with the 30 s partition of test_network_faults.py
-def test_histories_stay_linearizable_while_a_worker_is_cut_off_for_30s(
-    lab: HostLab, pool: sky.Pool, shared: Path
-) -> None:
-    window: list[float] = []
-
-    def cut() -> None:
-        with partitioned(lab, lab.hosts[2]):
-            window.append(time.monotonic())
-            time.sleep(30)
-        window.append(time.monotonic())
-
-    ended = recorded(pool, shared, cut, count=450, pause=0.1)
-    print(f"runs ended: {ended}")
-    assert ended["client"] == "ok" and ended["n0"] == "ok" and ended["n1"] == "ok", ended
-    ops = checked(shared)
-    during = [op for op in ops if window[0] + 1 < op.invoked and op.completed is not None
-              and op.completed < window[1] and not op.process.startswith("n2.")]
-    assert len(during) > 100, "the other nodes and the client did little while node 2 was cut off"
-    cut_off = [op for op in ops if op.process.startswith("n2.") and window[0] + 1 < op.invoked < window[1]]
-    assert all(op.completed is None or op.completed > window[1] for op in cut_off), (
-        "node 2 completed an operation while it could reach no other host"
-    )
-
-
 @sky.function
 def hold_for(name: str, seconds: float, directory: str) -> str:
     """Hold the lock ``name`` for ``seconds`` (noting when it was acquired in
@@ -200,27 +175,32 @@ def test_a_lock_holder_cut_off_loses_the_lock_after_its_lease_and_is_told_so(
     lab: HostLab, pool: sky.Pool, shared: Path
 ) -> None:
     """The limit of a lease: node 2 holds the lock and is cut off from node 0 (the lock's
-    host) for 6 s; its lease runs out and node 1 takes the lock while node 2's task still
-    runs under it. The overlap is bounded by the lease, and node 2's release says what
+    host) for 6 s; its lease runs out and node 1 takes the lock about 3 s after the cut,
+    while node 2's task still runs under it until it ends. Node 2's release says what
     happened instead of passing in silence (docs/reliability.md)."""
     name = f"hist-lock-{uuid.uuid4().hex[:8]}"
     said: list[str] = []
-    holder = threading.Thread(
-        target=lambda: said.append(pool.run(hold_for(name, 12.0, str(shared)), target=2)), daemon=True
-    )
+
+    def hold() -> None:
+        try:
+            said.append(pool.run(hold_for(name, 12.0, str(shared)), target=2))
+        except Exception as exc:  # noqa: BLE001 - what the assertion shows
+            said.append(f"{type(exc).__name__}: {exc}")
+
+    holder = threading.Thread(target=hold, daemon=True)
     holder.start()
     deadline = time.monotonic() + 60
     while not (shared / "held").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (shared / "held").exists(), "node 2 never held the lock"
+    cut = time.monotonic()  # before the routes: the cut is no earlier than this
     with partitioned(lab, lab.hosts[2]):
-        cut = time.monotonic()
         taken = pool.run(take(name), target=1)
         time.sleep(max(0.0, cut + 6 - time.monotonic()))
     holder.join(timeout=120)
     waited = taken - cut
     print(f"node 1 took the lock {waited:.2f} s after node 2 was cut off; node 2's release: {said}")
-    assert 2.0 < waited < 3.75 + 1.5, waited  # LEASE_TTL, within a renewal and a check
+    assert 2.0 < waited < 3.75 + 2.0, waited  # LEASE_TTL, within a renewal and a check (and the routes' setup)
     assert said and "lost the lock while it held it: its lease ran out" in said[0], said
 
 
@@ -270,3 +250,30 @@ def test_an_eventual_counter_converges_after_a_partition_and_loses_no_write(lab:
             break
         time.sleep(0.2)
     assert set(seen.values()) == {total}, (seen, counts)
+
+
+@in_turn(0, of=3)  # with the 30 s partition of test_network_faults.py
+@pytest.mark.timeout(900)  # last in the module: node 2 is taken for lost, and rejoins later
+def test_histories_stay_linearizable_while_a_worker_is_cut_off_for_30s(
+    lab: HostLab, pool: sky.Pool, shared: Path
+) -> None:
+    window: list[float] = []
+
+    def cut() -> None:
+        with partitioned(lab, lab.hosts[2]):
+            window.append(time.monotonic())
+            time.sleep(30)
+        window.append(time.monotonic())
+
+    ended = recorded(pool, shared, cut, count=450, pause=0.1)
+    print(f"runs ended: {ended}")
+    assert ended["client"] == "ok" and ended["n0"] == "ok" and ended["n1"] == "ok", ended
+    ops = checked(shared)
+    during = [op for op in ops if window[0] + 1 < op.invoked and op.completed is not None
+              and op.completed < window[1] and not op.process.startswith("n2.")]
+    assert len(during) > 100, "the other nodes and the client did little while node 2 was cut off"
+    on_2 = [op for op in ops if op.process.startswith("n2.")]
+    # the fault took hold: an operation of node 2's was caught by the cut, and none
+    # completed while node 2 could reach no other host
+    assert any(op.invoked < window[0] + 1 and (op.completed is None or op.completed > window[1]) for op in on_2)
+    assert not [op for op in on_2 if op.completed is not None and window[0] + 1 < op.completed < window[1]]
