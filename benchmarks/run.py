@@ -176,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = selected(modules, args.only)
     if args.from_rows is not None:
         saved = json.loads(args.from_rows.read_text(encoding="utf-8"))
-        info, rows, elapsed, finished = saved["machine"], saved["rows"], saved["elapsed_s"], saved["finished"]
+        info, elapsed, finished = saved["machine"], saved["elapsed_s"], saved["finished"]
+        rows = with_ratios(saved["rows"])  # as the ratios are read now
     else:
         info = machine_info()
         started = time.monotonic()
