@@ -25,6 +25,7 @@ within 3.75 s.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -214,6 +215,10 @@ class Gateway:
             reply(data)
         except OSError:  # the caller is gone; nobody waits for the answer
             pass
+        except Exception as exc:  # noqa: BLE001 - the answer could not be framed: the caller is told, not left waiting
+            problem = RuntimeError(f"the answer of this collection operation could not be sent back: {exc}")
+            with contextlib.suppress(Exception):
+                reply(encode_answer(False, problem))
 
     def _as_client_holder(self, op: str, args: tuple[object, ...], client: str) -> tuple[object, ...]:
         slot = _HOLDER_ARG.get(op)

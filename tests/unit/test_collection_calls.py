@@ -6,6 +6,7 @@ operations runs them."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import pickle
 from collections.abc import Iterator
 
@@ -96,3 +97,19 @@ def test_an_error_comes_back_raised_and_an_unpicklable_one_says_so() -> None:
 
     with pytest.raises(TypeError, match="the error cannot be pickled to send back"):
         decode_answer(encode_answer(False, Local("x")))
+
+
+def test_an_answer_that_cannot_be_framed_is_replaced_by_an_error_not_lost(gateway: tuple[Gateway, Counting]) -> None:
+    """A reply that fails for another reason than a gone caller (an answer too large
+    for a frame) does not end the gateway's thread with the caller left waiting."""
+    running, _ = gateway
+    answers: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+
+    def reply(data: bytes) -> None:
+        if decode_message(data) == CollectionResult(True, cloudpickle.dumps(3)):
+            raise ValueError("bin size exceeds the frame's limit")
+        answers.set_result(data)
+
+    running.submit(encode_operation("counter_add", ("c", 3, "strong")), reply)
+    with pytest.raises(RuntimeError, match="could not be sent back: bin size exceeds"):
+        decode_answer(answers.result(5))
