@@ -57,7 +57,7 @@ CALLS = {
     "dict": frozenset({"get", "contains", "set", "delete", "pop", "update"}),
     "set": frozenset({"contains", "add", "discard", "size"}),
     "counter": frozenset({"get", "add", "reset"}),
-    "queue": frozenset({"put", "get", "size"}),
+    "queue": frozenset({"put", "put_many", "get", "size"}),
     "barrier": frozenset({"join", "arrive", "await_round", "abandon", "reset"}),
     "lock": frozenset({"acquire", "release", "locked"}),
 }

@@ -204,6 +204,11 @@ class QueueState:
         self._items.append(item)
         self._hooks.condition.notify_all()
 
+    def put_many(self, items: tuple[object, ...]) -> None:
+        """``put`` of each of ``items``, in order, at once (a node's concurrent puts)."""
+        self._items.extend(items)
+        self._hooks.condition.notify_all()
+
     def get(self, wait: float) -> tuple[bool, object]:
         """``(True, item)``, or ``(False, None)`` if nothing came within ``wait`` s."""
         if wait_until(self._hooks.condition, lambda: bool(self._items), wait):

@@ -23,6 +23,7 @@ import cloudpickle
 from skyward.collections import lineage
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
+from skyward.collections.combiner import Combiner, Failed
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
 from skyward.collections.errors import BrokenBarrierError, CollectionClosedError, CollectionUnavailableError
 from skyward.collections.leases import LeaseKeeper
@@ -40,6 +41,9 @@ P = ParamSpec("P")
 WAIT_GRACE = 5.0
 """How long after a waiting operation's own deadline (a slice of the caller's timeout)
 the host's answer may take before TimeoutError; normally it takes one round trip."""
+
+PUTS_AT_ONCE = 64
+"""The most queue items one call carries (the items may be large)."""
 
 _remote_host: HostClass | None = None
 _remote_lock = threading.Lock()
@@ -69,6 +73,8 @@ class LocalOperations:
         self._loop = BackgroundLoop(f"skyward-collections-{config.pool_id[:8]}")
         self._cache = NodeCache(self._loop, self.handle, f"{where}/{os.getpid()}/{uuid.uuid4().hex[:8]}")
         self._keeper = LeaseKeeper(self._loop, self.handle)
+        self._increments: Combiner[int, int] = Combiner("increment", self._add_all)
+        self._puts: Combiner[object, None] = Combiner("put", self._put_all, most=PUTS_AT_ONCE)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -112,9 +118,12 @@ class LocalOperations:
         operation that may wait (``waiting``) goes to the host's wait group; so does one
         the host answers BUSY (its dict keys are held by a multi-shard update)."""
         request = _packed(kind, name, op, args)
+        return (yield from self._request(host, f"sky.{kind}({name!r}).{op}", request, timeout, waiting))
+
+    def _request(self, host: int, what: str, request: bytes, timeout: float, waiting: bool) -> Steps[object]:
+        """``call`` of a packed request."""
         handle = self.handle(host)
         method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
-        what = f"sky.{kind}({name!r}).{op}"
         ok, value = load_payload((yield Wait(method.remote(request), timeout, what)))
         if value is BUSY:
             waiting_call = handle.call_waiting.options(concurrency_group=WAIT_GROUP)
@@ -310,8 +319,8 @@ class LocalOperations:
     def counter_add(self, name: str, amount: int, strong: bool) -> Steps[int]:
         """Add ``amount``; returns the new value (when eventual: this node's view of it)."""
         host = home_of("counter", name, self.hosts)
-        if strong:
-            return (yield from self.call_as(int, host, "counter", name, "add", (amount,)))
+        if strong:  # concurrent increments of this process share one call (``combiner``)
+            return (yield from self._increments.write(host, name, amount))
         if self._cache.lookup(host, "counter", name, None) is UNKNOWN:
             yield from self._cache.read(host, "counter", name, None)
         value = self._cache.write(host, "counter", name, None, "add", (amount,), (amount,))
@@ -329,7 +338,40 @@ class LocalOperations:
 
     @_while_open
     def queue_put(self, name: str, item: object) -> Steps[None]:
-        yield from self.call(home_of("queue", name, self.hosts), "queue", name, "put", (item,))
+        """Append ``item``; concurrent puts of this process share one call (``combiner``)."""
+        yield from self._puts.write(home_of("queue", name, self.hosts), name, item)
+
+    def _add_all(self, host: int, name: str, amounts: list[int]) -> Steps[list[int]]:
+        """Strong counter ``name`` incremented by ``amounts`` in one call: the value each
+        increment left, in order."""
+        total = sum(amounts)
+        value = yield from self.call_as(int, host, "counter", name, "add", (total,))
+        left: list[int] = []
+        running = value - total
+        for amount in amounts:
+            running += amount
+            left.append(running)
+        return left
+
+    def _put_all(self, host: int, name: str, items: list[object]) -> Steps[list[None | Failed]]:
+        """Queue ``name`` given ``items`` in one call, in order. If one of them cannot be
+        pickled, each is sent alone, so that only its own put fails."""
+        if len(items) == 1:
+            yield from self.call(host, "queue", name, "put", (items[0],))
+            return [None]
+        try:
+            request = _packed("queue", name, "put_many", (tuple(items),))
+        except TypeError:
+            answers: list[None | Failed] = []
+            for item in items:
+                try:
+                    yield from self.call(host, "queue", name, "put", (item,))
+                    answers.append(None)
+                except Exception as exc:  # noqa: BLE001 - this put's own error, raised to its caller
+                    answers.append(Failed(exc))
+            return answers
+        yield from self._request(host, f"sky.queue({name!r}).put", request, OP_TIMEOUT, False)
+        return [None] * len(items)
 
     @_while_open
     def queue_get(self, name: str, timeout: float | None) -> Steps[tuple[bool, object]]:

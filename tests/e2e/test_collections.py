@@ -5,6 +5,7 @@ its corrections, atomicity under contention, consistency and the process bridge.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import os
 import re
@@ -342,6 +343,64 @@ def test_strong_counter_loses_no_increment(pool: sky.Pool) -> None:
     finals = count(name, "strong", times) @ pool
     assert pool.counter(name, consistency="strong").value == 4 * times
     assert max(finals) == 4 * times
+
+
+@sky.function
+def increment_from_threads(name: str, threads: int, times: int) -> list[int]:
+    """``threads`` threads of this task increment strong counter ``name`` ``times`` each
+    at once (their calls share the host's calls: ``collections.combiner``); the values
+    each increment returned."""
+    counter = sky.counter(name, consistency="strong")
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        parts = pool.map(lambda _: [counter.increment() for _ in range(times)], range(threads))
+        return [value for part in parts for value in part]
+
+
+def test_concurrent_strong_increments_each_return_a_value_no_other_did(pool: sky.Pool) -> None:
+    """Increments made at once in one process go to the host together; each still
+    answers the value its own increment left, as if applied alone."""
+    name = unique("combined")
+    values = [v for part in increment_from_threads(name, 8, 100) @ pool for v in part]
+    assert sorted(values) == list(range(1, 4 * 8 * 100 + 1))
+    assert pool.counter(name, consistency="strong").value == 4 * 8 * 100
+
+
+@sky.function
+def put_from_threads(name: str, threads: int, times: int) -> list[str]:
+    """``threads`` threads of this task put ``times`` items each on queue ``name`` at
+    once (their puts share the host's calls), ``(node, thread, i)``; thread 0 also puts
+    an unpicklable item midway among them. What each of those puts raised."""
+    queue = sky.queue(name)
+    node = sky.instance_info().node
+
+    def put(thread: int) -> str:
+        raised = ""
+        for i in range(times):
+            queue.put((node, thread, i))
+            if thread == 0 and i == times // 2:
+                try:
+                    queue.put(threading.Lock())
+                except TypeError as exc:
+                    raised = str(exc)
+        return raised
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(put, range(threads)))
+
+
+def test_concurrent_puts_arrive_once_each_in_each_threads_order(pool: sky.Pool) -> None:
+    """Puts made at once in one process go to the host together, in the order they came;
+    an item that cannot be pickled fails its own put only."""
+    name = unique("combined-queue")
+    for raised in put_from_threads(name, 8, 100) @ pool:
+        assert "cannot be pickled" in raised[0] and raised[1:] == [""] * 7
+    queue = pool.queue(name)
+    items = [queue.get(timeout=10) for _ in range(4 * 800)]
+    assert sorted(items) == [(n, t, i) for n in range(4) for t in range(8) for i in range(100)]
+    for n in range(4):
+        for t in range(8):
+            assert [i for (node, thread, i) in items if (node, thread) == (n, t)] == list(range(100))
+    assert queue.empty()
 
 
 def test_eventual_counter_converges_everywhere(pool: sky.Pool) -> None:

@@ -85,6 +85,54 @@ def test_strong_collections_are_linearizable_in_100_short_runs(pool: sky.Pool, t
             assert violation is None, (run, key, str(violation))
 
 
+@sky.function
+def on_node_threads(name: str, threads: int, count: int, seed: int, directory: str) -> int:
+    """``operate`` from ``threads`` threads of the task at once: their counter increments
+    share the host's calls (``collections.combiner``); each thread is a process of the
+    history."""
+    node = sky.instance_info().node
+    attempt = uuid.uuid4().hex[:6]
+    workers = [
+        threading.Thread(target=operate, args=(
+            name, f"n{node}.{attempt}.t{t}", count, seed * 100 + node * 10 + t,
+            os.path.join(directory, f"n{node}.{attempt}.t{t}.log"),
+        ))
+        for t in range(threads)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    return count * threads
+
+
+def test_strong_collections_are_linearizable_with_threads_writing_at_once_on_each_node(
+    pool: sky.Pool, tmp_path: Path
+) -> None:
+    """Four threads a node (and two on the client) operate at once, so a process's
+    concurrent increments go to the host as one call: still linearizable, in 10 runs."""
+    for run in range(10):
+        directory = tmp_path / f"run{run}"
+        directory.mkdir()
+        name = f"hist-{uuid.uuid4().hex[:8]}"
+        clients = [
+            threading.Thread(target=operate, args=(name, f"client{c}", 12, 7_000 + run * 10 + c,
+                                                   str(directory / f"client{c}.log")))
+            for c in range(2)
+        ]
+        for client in clients:
+            client.start()
+        assert on_node_threads(name, 4, 12, run, str(directory)) @ pool == [48] * 3
+        for client in clients:
+            client.join(120)
+        counter, keys = histories(directory)
+        assert len(counter) + sum(map(len, keys.values())) == 14 * 12
+        assert linearizable(counter, COUNTER) is None, (run, str(linearizable(counter, COUNTER)))
+        for key, ops in keys.items():
+            violation = linearizable(ops, REGISTER)
+            assert violation is None, (run, key, str(violation))
+
+
 def test_strong_collections_stay_linearizable_when_a_node_is_killed(pool: sky.Pool, tmp_path: Path) -> None:
     _run(pool, tmp_path, 120, 99, kill=True)
     counter, keys = histories(tmp_path)

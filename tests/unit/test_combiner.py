@@ -1,0 +1,208 @@
+"""The combiner of a process's concurrent writes (``collections.combiner``): one call per
+collection at a time, each caller answered as if its write had been applied alone."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+
+import pytest
+
+from skyward.collections.combiner import Combiner, Failed
+from skyward.collections.steps import Steps, Wait, run
+
+
+class Host:
+    """A counter's host: each call waits until the test lets it through (``gate``)."""
+
+    def __init__(self, gated: bool = False) -> None:
+        self.value = 0
+        self.calls: list[int] = []
+        self.gates: list[concurrent.futures.Future[None]] = []
+        self.gated = gated
+        self.fail: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def send(self, host: int, name: str, amounts: list[int]) -> Steps[list[int | Failed]]:
+        gate: concurrent.futures.Future[None] = concurrent.futures.Future()
+        with self._lock:
+            self.calls.append(sum(amounts))
+            self.gates.append(gate)
+        if self.gated:
+            yield Wait(gate, 10.0, "the test's gate")
+        if self.fail is not None:
+            raise self.fail
+        answers: list[int | Failed] = []
+        with self._lock:
+            for amount in amounts:
+                if amount < 0:
+                    answers.append(Failed(ValueError(f"{amount} refused alone")))
+                else:
+                    self.value += amount
+                    answers.append(self.value)
+        return answers
+
+    def combiner(self) -> Combiner[int, int]:
+        return Combiner("increment", self.send)
+
+    def open_next(self) -> None:
+        deadline = time.monotonic() + 5
+        while not any(not gate.done() for gate in self.gates):
+            assert time.monotonic() < deadline, "no call came"
+            time.sleep(0.005)
+        next(gate for gate in self.gates if not gate.done()).set_result(None)
+
+
+def _in_threads(combiner: Combiner[int, int], amounts: list[int]) -> list[concurrent.futures.Future[int]]:
+    pool = concurrent.futures.ThreadPoolExecutor(len(amounts))
+    futures = []
+    for amount in amounts:
+        futures.append(pool.submit(run, combiner.write(0, "c", amount)))
+        time.sleep(0.05)  # in this order
+    pool.shutdown(wait=False)
+    return futures
+
+
+def test_a_lone_increment_is_sent_at_once() -> None:
+    host = Host()
+    combiner = host.combiner()
+    assert [run(combiner.write(0, "c", 1)) for _ in range(3)] == [1, 2, 3]
+    assert host.calls == [1, 1, 1]
+
+
+def test_increments_made_while_a_call_is_out_go_together_and_each_gets_its_own_value() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    futures = _in_threads(combiner, [1, 2, 3, 4])  # the first goes alone; the others wait for it
+    assert host.calls == [1]
+    host.open_next()
+    assert futures[0].result(5) == 1
+    host.open_next()
+    assert [future.result(5) for future in futures[1:]] == [3, 6, 10]
+    assert host.calls == [1, 9]
+    host.gated = False
+    assert run(combiner.write(0, "c", 5)) == 15  # the turn was handed back: a new caller sends alone
+
+
+def test_counters_of_other_names_or_hosts_do_not_wait_for_each_other() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    pool = concurrent.futures.ThreadPoolExecutor(3)
+    first = pool.submit(run, combiner.write(0, "a", 1))
+    time.sleep(0.05)
+    second = pool.submit(run, combiner.write(0, "b", 1))
+    third = pool.submit(run, combiner.write(1, "a", 1))
+    time.sleep(0.1)
+    assert len(host.calls) == 3  # three calls out at once
+    for _ in range(3):
+        host.open_next()
+    assert {first.result(5), second.result(5), third.result(5)} <= {1, 2, 3}
+    pool.shutdown()
+
+
+def test_an_error_of_the_call_reaches_every_increment_it_carried() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    futures = _in_threads(combiner, [1, 1, 1])
+    host.fail = ConnectionError("the host is gone")
+    host.open_next()
+    host.open_next()
+    for future in futures:
+        with pytest.raises(ConnectionError, match="the host is gone"):
+            future.result(5)
+    host.fail, host.gated = None, False
+    assert run(combiner.write(0, "c", 1)) == 1  # nothing was added; the next call goes out
+
+
+def test_a_caller_stopped_before_its_batch_went_takes_its_increment_back() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    pool = concurrent.futures.ThreadPoolExecutor(2)
+    first = pool.submit(run, combiner.write(0, "c", 1))
+    time.sleep(0.05)
+    stopped = combiner.write(0, "c", 100)
+    next(stopped)  # queued behind the first call
+    third = pool.submit(run, combiner.write(0, "c", 10))
+    time.sleep(0.05)
+    with pytest.raises(concurrent.futures.CancelledError):
+        stopped.throw(concurrent.futures.CancelledError("stopped"))  # as ``run`` does once its stop is set
+    host.open_next()
+    host.open_next()
+    assert (first.result(5), third.result(5)) == (1, 11)
+    assert host.calls == [1, 10]
+    pool.shutdown()
+
+
+def test_a_caller_stopped_just_as_its_turn_came_passes_the_turn_on() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    pool = concurrent.futures.ThreadPoolExecutor(3)
+    first = pool.submit(run, combiner.write(0, "c", 1))
+    time.sleep(0.05)
+    waiting = combiner.write(0, "c", 100)
+    wait = next(waiting)  # queued behind the first call
+    third = pool.submit(run, combiner.write(0, "c", 10))
+    time.sleep(0.05)
+    host.open_next()
+    assert first.result(5) == 1
+    assert wait.target.result(5) is not None  # the turn to send is this caller's
+    with pytest.raises(concurrent.futures.CancelledError):
+        waiting.throw(concurrent.futures.CancelledError("stopped"))
+    host.open_next()
+    assert third.result(5) == 11
+    assert host.calls == [1, 10]
+    pool.shutdown()
+
+
+def test_many_threads_each_get_a_value_no_other_got_and_the_total_is_exact() -> None:
+    host = Host()
+    combiner = host.combiner()
+    threads, each = 16, 300
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        values = [v for part in pool.map(lambda _: [run(combiner.write(0, "c", 1)) for _ in range(each)], range(threads))
+                  for v in part]
+    assert sorted(values) == list(range(1, threads * each + 1))
+    assert host.value == threads * each
+    assert sum(host.calls) == threads * each
+
+
+def test_a_write_refused_alone_fails_only_its_own_caller() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    futures = _in_threads(combiner, [1, 2, -5, 3])
+    host.open_next()
+    host.open_next()
+    assert [futures[i].result(5) for i in (0, 1, 3)] == [1, 3, 6]
+    with pytest.raises(ValueError, match="-5 refused alone"):
+        futures[2].result(5)
+
+
+def test_a_caller_on_an_event_loop_sends_alone_so_a_blocking_one_there_cannot_wait_on_its_own_loop() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    first = pool.submit(run, combiner.write(0, "c", 1))  # a call out for "c"
+    time.sleep(0.05)
+
+    async def on_a_loop() -> int:
+        return run(combiner.write(0, "c", 2))  # blocking, inside a coroutine: not queued behind the first
+
+    second = concurrent.futures.ThreadPoolExecutor(1).submit(asyncio.run, on_a_loop())
+    time.sleep(0.1)
+    assert host.calls == [1, 2]
+    host.open_next()
+    host.open_next()
+    assert {first.result(5), second.result(5)} == {1, 3}
+    pool.shutdown()
+
+
+def test_a_call_carries_at_most_its_limit_and_the_rest_go_next() -> None:
+    host = Host(gated=True)
+    combiner: Combiner[int, int] = Combiner("increment", host.send, most=2)
+    futures = _in_threads(combiner, [1, 2, 3, 4, 5])
+    for _ in range(3):
+        host.open_next()
+    assert [future.result(5) for future in futures] == [1, 3, 6, 10, 15]
+    assert host.calls == [1, 5, 9]
