@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import threading
 import time
 from collections.abc import Iterator
@@ -65,6 +66,45 @@ def test_cancelling_the_future_cancels_the_coroutine(loop: asyncio.AbstractEvent
     assert cancelled.wait(5)
     with pytest.raises(concurrent.futures.CancelledError):
         future.result()
+
+
+def test_a_future_cancelled_before_its_coroutine_started_never_runs_it() -> None:
+    loop = asyncio.new_event_loop()  # not running yet: nothing submitted to it starts
+    ran = threading.Event()
+
+    async def marks() -> None:
+        ran.set()
+
+    future = interruptible.submit(marks(), loop)
+    assert future.cancel()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    time.sleep(0.1)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+    assert not ran.is_set()
+
+
+def test_a_cancelled_task_cancels_its_future(loop: asyncio.AbstractEventLoop) -> None:
+    async def cancelled() -> None:
+        raise asyncio.CancelledError
+
+    with pytest.raises(concurrent.futures.CancelledError):
+        interruptible.submit(cancelled(), loop).result(5)
+
+
+def test_a_settled_future_lets_go_of_its_task(loop: asyncio.AbstractEventLoop) -> None:
+    """A caller holding many done futures holds no tasks, coroutines or second Futures
+    through them (what the garbage collector walks grows with them)."""
+    future = interruptible.submit(_after(0.01, 7), loop)
+    assert future.result(5) == 7
+    assert future._work is None
+    reached, level = [], [future]
+    for _ in range(4):  # the future, its attributes, their contents (its callbacks), theirs
+        level = [r for obj in level for r in gc.get_referents(obj) if not isinstance(r, type)]
+        reached += level
+    assert not [r for r in reached if isinstance(r, (asyncio.Future, concurrent.futures.Future)) and r is not future]
 
 
 def test_wait_and_as_completed(loop: asyncio.AbstractEventLoop) -> None:
