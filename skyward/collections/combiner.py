@@ -112,7 +112,8 @@ class Combiner(Generic[A, R]):
         try:
             answers = yield from self._send(key[0], key[1], [write.argument for write in batch])
         except BaseException as exc:
-            shared = exc if not isinstance(exc, concurrent.futures.CancelledError) else TimeoutError(
+            stopped = not isinstance(exc, Exception) or isinstance(exc, concurrent.futures.CancelledError)
+            shared = exc if not stopped else TimeoutError(  # the sender's own stop (Ctrl-C, cancel) is not theirs
                 f"{key[1]!r}.{self._what}: sent with other writes by a task that was stopped while it waited "
                 "for the answer; it may or may not have been applied"
             )

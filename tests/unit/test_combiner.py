@@ -206,3 +206,20 @@ def test_a_call_carries_at_most_its_limit_and_the_rest_go_next() -> None:
         host.open_next()
     assert [future.result(5) for future in futures] == [1, 3, 6, 10, 15]
     assert host.calls == [1, 5, 9]
+
+
+def test_a_sender_stopped_by_ctrl_c_gives_the_others_a_timeout_not_its_interrupt() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    first = _in_threads(combiner, [1])  # the call out
+    sender = combiner.write(0, "c", 2)
+    turn = next(sender)  # queued behind it
+    other = _in_threads(combiner, [3])  # queued too: it goes in the sender's call
+    host.open_next()
+    assert first[0].result(5) == 1
+    sender.send(turn.target.result(5))  # the sender's turn: its call (2 + 3) is out
+    assert host.calls == [1, 5]
+    with pytest.raises(KeyboardInterrupt):
+        sender.throw(KeyboardInterrupt())  # Ctrl-C in the sender's thread while it waits
+    with pytest.raises(TimeoutError, match="may or may not have been applied"):
+        other[0].result(5)
