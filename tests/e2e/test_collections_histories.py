@@ -77,12 +77,18 @@ def test_strong_collections_are_linearizable_in_100_short_runs(pool: sky.Pool, t
         directory = tmp_path / f"run{run}"
         directory.mkdir()
         _run(pool, directory, 24, run)
-        counter, keys = histories(directory)
-        assert len(counter) + sum(map(len, keys.values())) == 4 * 24
-        assert linearizable(counter, COUNTER) is None, (run, str(linearizable(counter, COUNTER)))
-        for key, ops in keys.items():
-            violation = linearizable(ops, REGISTER)
-            assert violation is None, (run, key, str(violation))
+        _check_linearizable(directory, 4 * 24, run)
+
+
+def _check_linearizable(directory: Path, operations: int, run: int) -> None:
+    """The ``operations`` written down under ``directory`` are all there, and the counter's
+    history and each dict key's are linearizable."""
+    counter, keys = histories(directory)
+    assert len(counter) + sum(map(len, keys.values())) == operations
+    assert linearizable(counter, COUNTER) is None, (run, str(linearizable(counter, COUNTER)))
+    for key, ops in keys.items():
+        violation = linearizable(ops, REGISTER)
+        assert violation is None, (run, key, str(violation))
 
 
 @sky.function
@@ -125,12 +131,7 @@ def test_strong_collections_are_linearizable_with_threads_writing_at_once_on_eac
         assert on_node_threads(name, 4, 12, run, str(directory)) @ pool == [48] * 3
         for client in clients:
             client.join(120)
-        counter, keys = histories(directory)
-        assert len(counter) + sum(map(len, keys.values())) == 14 * 12
-        assert linearizable(counter, COUNTER) is None, (run, str(linearizable(counter, COUNTER)))
-        for key, ops in keys.items():
-            violation = linearizable(ops, REGISTER)
-            assert violation is None, (run, key, str(violation))
+        _check_linearizable(directory, 14 * 12, run)
 
 
 def test_strong_collections_stay_linearizable_when_a_node_is_killed(pool: sky.Pool, tmp_path: Path) -> None:

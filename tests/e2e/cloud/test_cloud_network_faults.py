@@ -1,8 +1,9 @@
 """A network that fails under a pool of an emulated cloud (DigitalOcean's fake, its
-Droplets real test hosts), in the middle of a ``pool.map``, as blackhole routes on both
-ends, under the map of tests/netfaults.py: the client's link to every machine of the
-pool dropped for 30 s (a laptop's Wi-Fi gone), and one machine cut off from the others
-for 30 s (a partition inside the cloud). Every item counts itself on a strong
+Droplets real test hosts), in the middle of a ``pool.map``, under the map of
+tests/netfaults.py: the client's link to every machine of the pool dropped for 30 s (a
+laptop's Wi-Fi gone) and one machine cut off from the others for 30 s (a partition
+inside the cloud), as blackhole routes on both ends; every path to the machines slowed
+to 10 Mbit/s (a token bucket), and node 0's sshd restarted. Every item counts itself on a strong
 counter (one in 500 under a lock), so "every item exactly once, in order" is read from
 the results and the counter; the cloud's API (on this machine's loopback) stays reachable, as a cloud's does from a
 laptop whose link to its machines alone is gone."""
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from e2e.cloud.clouds import Cloud, started
 from e2e.cloud.rotation import in_turn
-from netfaults import ITEMS, link_dropped, mapped_through, partitioned
+from netfaults import ITEMS, link_dropped, mapped_through, partitioned, slowed
 
 import skyward as sky
 
@@ -78,4 +79,30 @@ def test_a_cloud_machine_cut_off_from_the_others_for_30s_loses_nothing(cloud: Cl
         assert took > 20  # the map waited on the cut-off machine's chunk until its lane gave up
         assert results == [item * 2 for item in range(ITEMS)]
         assert counted_items >= ITEMS  # a re-run chunk's side effects happen at least once
+    assert cloud.leftovers(pool.id) == []
+
+
+@in_turn(0, of=3)  # with the partitions of tests/e2e/ssh
+def test_a_cloud_pool_through_a_slowed_path_and_a_restarted_sshd_loses_nothing(cloud: Cloud, lab: Any) -> None:
+    """Every path to and from the pool's two Droplets through a 10 Mbit/s token bucket for
+    a whole map, then node 0's sshd restarted during another (as a package upgrade does):
+    as on SSH hosts, each map returns every item once, in order."""
+    assert cloud.harness is not None
+    with sky.Compute(provider=sky.DigitalOcean(), nodes=2, vcpus=2, options=OPTIONS) as pool:
+        hosts = list(cloud.harness.hosts.values())
+        assert len(hosts) == 2
+        with slowed(lab, "10mbit", hosts):
+            results, counted_items, took = mapped_through(pool, lambda: None, after=0.0)
+        print(f"10 Mbit/s: {ITEMS} items in {took:.1f} s")
+        assert results == [item * 2 for item in range(ITEMS)]
+        assert counted_items == ITEMS
+        head = pool.run(head_address(), target=0)
+        node_0 = next(host for host in hosts if host.address == head)
+        listening, restarted, began = node_0.sshd.pid, [], time.monotonic()
+        results, counted_items, took = mapped_through(
+            pool, lambda: (lab.restart_sshd(node_0), restarted.append(time.monotonic() - began))
+        )
+        assert restarted and restarted[0] < took and node_0.sshd.pid != listening  # restarted during the map
+        assert results == [item * 2 for item in range(ITEMS)]
+        assert counted_items == ITEMS
     assert cloud.leftovers(pool.id) == []
