@@ -16,17 +16,22 @@ an asyncio event loop (an ``_async`` method, or a blocking call made inside a co
 always sends alone: a blocking caller waiting there for a coroutine of its own loop to
 send its call would wait forever.
 
-A caller whose wait ends before its write was sent (its timeout, or its task stopped)
+A caller whose wait ends before its write was sent (its task stopped, or its deadline)
 takes its write back. Once sent, a write's outcome is its call's: when the call fails,
-every caller in it gets that error (the write may have been applied, as when a single
-call times out).
+each caller in it gets the host's error, or a TimeoutError saying the write may have been
+applied when the call timed out or its sender was stopped. Whoever holds the turn hands
+it on however it leaves, and a write whose turn has not come within ``SLICE`` (the
+holder stuck: a call gives up sooner) takes one itself: two calls for one collection at
+once are still each applied whole, so that costs batching, never correctness.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
@@ -37,8 +42,11 @@ from skyward.collections.steps import Steps, Wait
 A = TypeVar("A")
 R = TypeVar("R")
 
-WAITS = 2 * OP_TIMEOUT + 5.0
-"""How long a caller waits for its answer: the call before its own and its own."""
+SLICE = OP_TIMEOUT
+"""How long a waiting write waits before it looks again (a call gives up after as long)."""
+SENT_SLICES = 3
+"""How many slices a sent write waits for its call's answer (finding a host's actor
+included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +65,9 @@ _LEAD = object()
 
 
 class _Write(Generic[A]):
+    """One caller's write. ``answer`` is ``_LEAD`` once the write holds a turn to send
+    (it then sends itself and no other sender takes it), else its answer or error."""
+
     __slots__ = ("answer", "argument")
 
     def __init__(self, argument: A) -> None:
@@ -87,76 +98,131 @@ class Combiner(Generic[A, R]):
             return alone
         key = (host, name)
         mine = _Write(argument)
-        with self._lock:
-            self._waiting.setdefault(key, []).append(mine)
-            lead = key not in self._sending
-            self._sending.add(key)
-        if not lead:
+        turn = False  # whoever holds the turn hands it on, however it leaves (an interrupt included)
+        try:
+            with self._lock:
+                self._waiting.setdefault(key, []).append(mine)
+                turn = key not in self._sending
+                self._sending.add(key)
+                if turn:
+                    mine.answer.set_result(_LEAD)  # claimed: no other sender takes it into its call
+            if not turn:
+                try:
+                    answer = yield from self._wait(key, mine)
+                except BaseException:
+                    turn = self._abandon(key, mine)
+                    raise
+                if answer is not _LEAD:
+                    return cast(R, answer)
+                turn = True
+            return (yield from self._send_waiting(key, mine))
+        finally:
+            if turn:
+                self._next(key, mine)
+
+    def _wait(self, key: tuple[int, str], mine: _Write[A]) -> Steps[object]:
+        """``mine``'s answer, or ``_LEAD`` once it is its turn to send. A write still unsent
+        after a ``SLICE`` takes the turn itself: its holder is stuck or gone (a call gives
+        up sooner), and two calls for one collection at once are still applied whole,
+        each at one instant. A sent write waits ``SENT_SLICES`` for its call's answer."""
+        what = f"{key[1]!r}.{self._what}"
+        sent = 0
+        while True:
+            began = time.monotonic()
             try:
-                answer = yield Wait(mine.answer, WAITS, f"{name!r}.{self._what}")
-            except BaseException:
-                self._abandon(key, mine)
-                raise
-            if answer is not _LEAD:
-                return cast(R, answer)
-        return (yield from self._send_waiting(key, mine))
+                return (yield Wait(mine.answer, SLICE, what))
+            except TimeoutError:
+                if time.monotonic() - began < SLICE:
+                    raise  # not this wait's: the task's own deadline, raised into its thread
+            with self._lock:
+                unsent = mine in self._waiting.get(key, ())
+                if unsent and not mine.answer.done():
+                    mine.answer.set_result(_LEAD)  # claimed, as a turn handed on is
+            if unsent:
+                return _LEAD
+            sent += 1
+            if sent >= SENT_SLICES:
+                raise TimeoutError(
+                    f"{what}: the call that carried it got no answer within {SENT_SLICES * SLICE:g}s; "
+                    "it may or may not have been applied"
+                )
 
     def _send_waiting(self, key: tuple[int, str], mine: _Write[A]) -> Steps[R]:
-        """Send the writes waiting for ``key`` (``mine`` first) as one call."""
+        """Send ``mine`` and the writes waiting after it for ``key`` (at most ``most`` in
+        all) as one call."""
         with self._lock:
-            waiting = self._waiting.pop(key)
-            most = len(waiting) if self._most is None else self._most
-            batch, rest = waiting[:most], waiting[most:]
+            waiting = self._waiting.pop(key, [])
+            others = [write for write in waiting if write is not mine and not write.answer.done()]
+            claimed = [write for write in waiting if write is not mine and write.answer.done()]  # they send themselves
+            most = len(others) + 1 if self._most is None else self._most
+            batch, rest = [mine, *others[:most - 1]], claimed + others[most - 1:]
             if rest:
                 self._waiting[key] = rest
         try:
             answers = yield from self._send(key[0], key[1], [write.argument for write in batch])
         except BaseException as exc:
-            stopped = not isinstance(exc, Exception) or isinstance(exc, concurrent.futures.CancelledError)
-            shared = exc if not stopped else TimeoutError(  # the sender's own stop (Ctrl-C, cancel) is not theirs
-                f"{key[1]!r}.{self._what}: sent with other writes by a task that was stopped while it waited "
-                "for the answer; it may or may not have been applied"
-            )
-            for write in batch:
-                if write is not mine:
-                    write.answer.set_exception(shared)
+            for write in batch[1:]:
+                write.answer.set_exception(self._their_error(key, exc))
             raise
-        finally:
-            self._next(key)
-        own: R | Failed = answers[0]
-        for write, answer in zip(batch, answers, strict=True):
-            if write is mine:
-                own = answer
-            elif isinstance(answer, Failed):
-                write.answer.set_exception(answer.error)
-            else:
-                write.answer.set_result(answer)
+        try:
+            for write, answer in zip(batch[1:], answers[1:], strict=True):
+                if isinstance(answer, Failed):
+                    write.answer.set_exception(answer.error)
+                else:
+                    write.answer.set_result(answer)
+        finally:  # an interrupt while handing the answers out leaves nobody waiting for one
+            for write in batch[1:]:
+                if not write.answer.done():
+                    write.answer.set_exception(TimeoutError(
+                        f"{key[1]!r}.{self._what}: applied, but its answer was lost: the task that sent it with "
+                        "other writes was stopped while it handed the answers out"
+                    ))
+        own = answers[0]
         if isinstance(own, Failed):
             raise own.error
         return own
 
-    def _next(self, key: tuple[int, str]) -> None:
-        """The call for ``key`` ended: the first waiting caller sends the next one."""
+    def _their_error(self, key: tuple[int, str], error: BaseException) -> BaseException:
+        """What the other writes of a call that raised ``error`` raise: the host's error as
+        an object of their own; a timeout or a stop of the sender (Ctrl-C, a cancel, its
+        task's deadline) as a TimeoutError saying the write may have been applied."""
+        if isinstance(error, Exception) and not isinstance(error, (TimeoutError, concurrent.futures.CancelledError)):
+            try:
+                return copy.copy(error)
+            except Exception:  # noqa: BLE001 - an error type that cannot be copied is shared
+                return error
+        fresh = TimeoutError(
+            f"{key[1]!r}.{self._what}: sent in one call with other writes, whose sender got no answer or was "
+            f"stopped ({type(error).__name__}); it may or may not have been applied"
+        )
+        fresh.__cause__ = error
+        return fresh
+
+    def _next(self, key: tuple[int, str], mine: _Write[A]) -> None:
+        """``mine``'s turn for ``key`` ended: the first waiting caller sends the next call.
+        (``mine`` is still waiting only if its sender was stopped before it sent it.)"""
         with self._lock:
             waiting = self._waiting.get(key)
-            if waiting:
-                waiting[0].answer.set_result(_LEAD)
-            else:
+            if waiting and mine in waiting:
+                waiting.remove(mine)
+            if not waiting:
                 self._sending.discard(key)
+                return
+            first = next((write for write in waiting if not write.answer.done()), None)
+            if first is not None:  # else every one waiting has claimed a turn and sends itself
+                first.answer.set_result(_LEAD)
 
-    def _abandon(self, key: tuple[int, str], mine: _Write[A]) -> None:
-        """``mine``'s caller stopped waiting: take it back if it was not sent, and pass
-        the turn on if it had just been handed the turn to send."""
+    def _abandon(self, key: tuple[int, str], mine: _Write[A]) -> bool:
+        """``mine``'s caller stopped waiting: take it back if it was not sent. True if it
+        had just been handed the turn to send (the caller hands it on)."""
         with self._lock:
             waiting = self._waiting.get(key, [])
             if mine not in waiting:
-                return  # sent: its call's outcome is its own
+                return False  # sent: its call's outcome is its own
             waiting.remove(mine)
             if not waiting:
                 del self._waiting[key]
-            lead = mine.answer.done() and mine.answer.result() is _LEAD
-        if lead:
-            self._next(key)
+            return mine.answer.done() and mine.answer.result() is _LEAD
 
 
 def _on_event_loop() -> bool:

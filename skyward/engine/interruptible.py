@@ -97,8 +97,16 @@ def submit(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -
     def start() -> None:
         if outer.cancelled():  # the caller cancelled it before it started
             coroutine.close()
+            outer.set_running_or_notify_cancel()  # its waiters see it done
             return
-        task = loop.create_task(coroutine)
+        try:
+            task = loop.create_task(coroutine)
+        except BaseException as exc:  # not a coroutine, or the loop is closing: the caller is told
+            with contextlib.suppress(Exception):
+                coroutine.close()
+            if outer.set_running_or_notify_cancel():
+                outer.set_exception(exc)
+            return
         task.add_done_callback(functools.partial(_settle_from, outer))
         outer._work = (loop, task)
         if outer.cancelled():  # cancelled while the task was being made
@@ -113,6 +121,7 @@ def _settle_from(outer: InterruptibleFuture[T], task: asyncio.Future[T]) -> None
     outer._work = None
     if task.cancelled():
         outer.cancel()
+        outer.set_running_or_notify_cancel()  # its waiters (``concurrent.futures.wait``) see it done
     elif outer.set_running_or_notify_cancel():  # False: the caller cancelled it first
         error = task.exception()
         if error is None:

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from skyward.collections import combiner as combiner_module
 from skyward.collections.combiner import Combiner, Failed
 from skyward.collections.steps import Steps, Wait, run
 
@@ -193,8 +194,9 @@ def test_a_caller_on_an_event_loop_sends_alone_so_a_blocking_one_there_cannot_wa
     time.sleep(0.1)
     assert host.calls == [1, 2]
     host.open_next()
+    assert first.result(5) == 1
     host.open_next()
-    assert {first.result(5), second.result(5)} == {1, 3}
+    assert second.result(5) == 3
     pool.shutdown()
 
 
@@ -223,3 +225,38 @@ def test_a_sender_stopped_by_ctrl_c_gives_the_others_a_timeout_not_its_interrupt
         sender.throw(KeyboardInterrupt())  # Ctrl-C in the sender's thread while it waits
     with pytest.raises(TimeoutError, match="may or may not have been applied"):
         other[0].result(5)
+
+
+def test_a_write_whose_turn_does_not_come_within_a_slice_sends_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sender before it is stuck (its call unanswered): two calls for one collection
+    at once are still each applied whole, so the waiting write goes on its own."""
+    monkeypatch.setattr(combiner_module, "SLICE", 0.3)
+    host = Host(gated=True)
+    combiner = host.combiner()
+    stuck = _in_threads(combiner, [1, 2])
+    time.sleep(0.5)
+    assert host.calls == [1, 2]  # the second went on its own after a slice
+    host.gates[1].set_result(None)
+    assert stuck[1].result(5) == 2
+    host.gates[0].set_result(None)
+    assert stuck[0].result(5) == 3
+    host.gated = False
+    assert run(combiner.write(0, "c", 4)) == 7  # the turn came back: a lone write goes at once
+    assert host.calls == [1, 2, 4]
+
+
+def test_a_sent_write_whose_call_never_answers_times_out_saying_it_may_have_been_applied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(combiner_module, "SLICE", 0.2)
+    host = Host(gated=True)
+    combiner = host.combiner()
+    first = _in_threads(combiner, [1])
+    sender = combiner.write(0, "c", 2)
+    turn = next(sender)
+    waiting = _in_threads(combiner, [3])
+    host.open_next()
+    assert first[0].result(5) == 1
+    sender.send(turn.target.result(5))  # its call (2 + 3) is out, and stays unanswered
+    with pytest.raises(TimeoutError, match="may or may not have been applied"):
+        waiting[0].result(5)

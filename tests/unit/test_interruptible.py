@@ -94,6 +94,30 @@ def test_a_cancelled_task_cancels_its_future(loop: asyncio.AbstractEventLoop) ->
         interruptible.submit(cancelled(), loop).result(5)
 
 
+def test_a_cancelled_future_counts_as_done_for_waiters(loop: asyncio.AbstractEventLoop) -> None:
+    """``concurrent.futures.wait`` (and so ``interruptible.as_completed``) sees a cancelled
+    future done, as one of ``run_coroutine_threadsafe`` is."""
+    future = interruptible.submit(_after(30, None), loop)
+    time.sleep(0.1)
+    assert future.cancel()
+    done, _ = concurrent.futures.wait([future], timeout=5)
+    assert future in done
+
+
+def test_what_cannot_become_a_task_fails_its_future() -> None:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        future = interruptible.submit(object(), loop)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            future.result(5)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
 def test_a_settled_future_lets_go_of_its_task(loop: asyncio.AbstractEventLoop) -> None:
     """A caller holding many done futures holds no tasks, coroutines or second Futures
     through them (what the garbage collector walks grows with them)."""
