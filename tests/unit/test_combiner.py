@@ -117,35 +117,38 @@ def test_an_error_of_the_call_reaches_every_increment_it_carried() -> None:
     assert run(combiner.write(0, "c", 1)) == 1  # nothing was added; the next call goes out
 
 
-def test_a_caller_stopped_before_its_batch_went_takes_its_increment_back() -> None:
-    host = Host(gated=True)
-    combiner = host.combiner()
+def _a_held_write_between_two(combiner: Combiner[int, int]) -> tuple[
+    concurrent.futures.Future[int], Steps[int], Wait, concurrent.futures.Future[int]
+]:
+    """A call out (1); a write of 100 that the test drives, queued behind it (its first
+    wait); and a write of 10 queued after that."""
     pool = concurrent.futures.ThreadPoolExecutor(2)
     first = pool.submit(run, combiner.write(0, "c", 1))
     time.sleep(0.05)
-    stopped = combiner.write(0, "c", 100)
-    next(stopped)  # queued behind the first call
+    held = combiner.write(0, "c", 100)
+    wait = next(held)
     third = pool.submit(run, combiner.write(0, "c", 10))
     time.sleep(0.05)
+    pool.shutdown(wait=False)
+    return first, held, wait, third
+
+
+def test_a_caller_stopped_before_its_batch_went_takes_its_increment_back() -> None:
+    host = Host(gated=True)
+    combiner = host.combiner()
+    first, stopped, _, third = _a_held_write_between_two(combiner)
     with pytest.raises(concurrent.futures.CancelledError):
         stopped.throw(concurrent.futures.CancelledError("stopped"))  # as ``run`` does once its stop is set
     host.open_next()
     host.open_next()
     assert (first.result(5), third.result(5)) == (1, 11)
     assert host.calls == [1, 10]
-    pool.shutdown()
 
 
 def test_a_caller_stopped_just_as_its_turn_came_passes_the_turn_on() -> None:
     host = Host(gated=True)
     combiner = host.combiner()
-    pool = concurrent.futures.ThreadPoolExecutor(3)
-    first = pool.submit(run, combiner.write(0, "c", 1))
-    time.sleep(0.05)
-    waiting = combiner.write(0, "c", 100)
-    wait = next(waiting)  # queued behind the first call
-    third = pool.submit(run, combiner.write(0, "c", 10))
-    time.sleep(0.05)
+    first, waiting, wait, third = _a_held_write_between_two(combiner)
     host.open_next()
     assert first.result(5) == 1
     assert wait.target.result(5) is not None  # the turn to send is this caller's
@@ -154,7 +157,6 @@ def test_a_caller_stopped_just_as_its_turn_came_passes_the_turn_on() -> None:
     host.open_next()
     assert third.result(5) == 11
     assert host.calls == [1, 10]
-    pool.shutdown()
 
 
 def test_many_threads_each_get_a_value_no_other_got_and_the_total_is_exact() -> None:
