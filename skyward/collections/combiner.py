@@ -98,27 +98,20 @@ class Combiner(Generic[A, R]):
             return alone
         key = (host, name)
         mine = _Write(argument)
-        turn = False  # whoever holds the turn hands it on, however it leaves (an interrupt included)
+        claimed = False
         try:
             with self._lock:
                 self._waiting.setdefault(key, []).append(mine)
-                turn = key not in self._sending
-                self._sending.add(key)
-                if turn:
+                if key not in self._sending:
+                    self._sending.add(key)
                     mine.answer.set_result(_LEAD)  # claimed: no other sender takes it into its call
-            if not turn:
-                try:
-                    answer = yield from self._wait(key, mine)
-                except BaseException:
-                    turn = self._abandon(key, mine)
-                    raise
-                if answer is not _LEAD:
-                    return cast(R, answer)
-                turn = True
+                    claimed = True
+            answer = _LEAD if claimed else (yield from self._wait(key, mine))
+            if answer is not _LEAD:
+                return cast(R, answer)
             return (yield from self._send_waiting(key, mine))
-        finally:
-            if turn:
-                self._next(key, mine)
+        finally:  # by state, not a local flag: an interrupt at any line above is covered
+            self._leave(key, mine)
 
     def _wait(self, key: tuple[int, str], mine: _Write[A]) -> Steps[object]:
         """``mine``'s answer, or ``_LEAD`` once it is its turn to send. A write still unsent
@@ -150,19 +143,20 @@ class Combiner(Generic[A, R]):
     def _send_waiting(self, key: tuple[int, str], mine: _Write[A]) -> Steps[R]:
         """Send ``mine`` and the writes waiting after it for ``key`` (at most ``most`` in
         all) as one call."""
-        with self._lock:
-            waiting = self._waiting.pop(key, [])
-            others = [write for write in waiting if write is not mine and not write.answer.done()]
-            claimed = [write for write in waiting if write is not mine and write.answer.done()]  # they send themselves
-            most = len(others) + 1 if self._most is None else self._most
-            batch, rest = [mine, *others[:most - 1]], claimed + others[most - 1:]
-            if rest:
-                self._waiting[key] = rest
+        batch = [mine]
         try:
+            with self._lock:
+                waiting = self._waiting.get(key, [])
+                others = [write for write in waiting if write is not mine and not write.answer.done()]
+                claimed = [write for write in waiting if write is not mine and write.answer.done()]  # they send themselves
+                most = len(others) + 1 if self._most is None else self._most
+                batch = [mine, *others[:most - 1]]
+                self._waiting[key] = claimed + others[most - 1:]  # last, and no call: nothing is lost in between
             answers = yield from self._send(key[0], key[1], [write.argument for write in batch])
         except BaseException as exc:
             for write in batch[1:]:
-                write.answer.set_exception(self._their_error(key, exc))
+                if not write.answer.done():
+                    write.answer.set_exception(self._their_error(key, exc))
             raise
         try:
             for write, answer in zip(batch[1:], answers[1:], strict=True):
@@ -198,31 +192,24 @@ class Combiner(Generic[A, R]):
         fresh.__cause__ = error
         return fresh
 
-    def _next(self, key: tuple[int, str], mine: _Write[A]) -> None:
-        """``mine``'s turn for ``key`` ended: the first waiting caller sends the next call.
-        (``mine`` is still waiting only if its sender was stopped before it sent it.)"""
-        with self._lock:
-            waiting = self._waiting.get(key)
-            if waiting and mine in waiting:
-                waiting.remove(mine)
-            if not waiting:
-                self._sending.discard(key)
-                return
-            first = next((write for write in waiting if not write.answer.done()), None)
-            if first is not None:  # else every one waiting has claimed a turn and sends itself
-                first.answer.set_result(_LEAD)
-
-    def _abandon(self, key: tuple[int, str], mine: _Write[A]) -> bool:
-        """``mine``'s caller stopped waiting: take it back if it was not sent. True if it
-        had just been handed the turn to send (the caller hands it on)."""
+    def _leave(self, key: tuple[int, str], mine: _Write[A]) -> None:
+        """``mine``'s caller is leaving: take ``mine`` back if it is still unsent, and if
+        it held a turn (its answer is ``_LEAD``), the first unclaimed waiting write gets it."""
         with self._lock:
             waiting = self._waiting.get(key, [])
-            if mine not in waiting:
-                return False  # sent: its call's outcome is its own
-            waiting.remove(mine)
+            if mine in waiting:
+                waiting.remove(mine)
+            answer = mine.answer
+            held = answer.done() and answer.exception() is None and answer.result() is _LEAD
             if not waiting:
-                del self._waiting[key]
-            return mine.answer.done() and mine.answer.result() is _LEAD
+                self._waiting.pop(key, None)
+                if held:
+                    self._sending.discard(key)
+                return
+            if held:
+                first = next((write for write in waiting if not write.answer.done()), None)
+                if first is not None:  # else every one waiting has claimed a turn and sends itself
+                    first.answer.set_result(_LEAD)
 
 
 def _on_event_loop() -> bool:

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import inspect
+import sys
 import threading
 import time
+import types
+from collections.abc import Callable
 
 import pytest
 
@@ -262,3 +267,59 @@ def test_a_sent_write_whose_call_never_answers_times_out_saying_it_may_have_been
     sender.send(turn.target.result(5))  # its call (2 + 3) is out, and stays unanswered
     with pytest.raises(TimeoutError, match="may or may not have been applied"):
         waiting[0].result(5)
+
+
+def test_a_deadline_raised_into_a_writer_at_any_line_leaves_the_turn_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task's deadline is raised into its thread wherever it is (the thread executor's
+    async TimeoutError). Wherever that lands in a waiting writer, no write is sent twice
+    and the next lone write goes at once: no dead write holds the collection's turn."""
+    monkeypatch.setattr(combiner_module, "SLICE", 2.0)
+    lines = _lines_of(Combiner.write) + _lines_of(Combiner._send_waiting)
+    leaving = _lines_of(Combiner.write, "self._leave(")
+    for line in lines:
+        host = Host(gated=True)
+        combiner = host.combiner()
+        holder = _in_threads(combiner, [1])
+        interrupted = concurrent.futures.ThreadPoolExecutor(1).submit(_interrupted_at, line, combiner)
+        time.sleep(0.1)  # queued behind the holder's call, or interrupted already
+        host.gated = False
+        host.gates[0].set_result(None)
+        assert holder[0].result(5) >= 1
+        with contextlib.suppress(TimeoutError):
+            interrupted.result(5)
+        began = time.monotonic()
+        run(combiner.write(0, "c", 4))
+        # in the line that hands the turn on, an interrupt can only be outlived: the next write takes it after a slice
+        longest = 1.0 if line not in leaving else combiner_module.SLICE + 1.0
+        assert time.monotonic() - began < longest, f"a write waited for a dead turn (deadline at line {line})"
+        assert host.calls.count(2) + host.calls.count(6) <= 1, (line, host.calls)
+
+
+def _lines_of(function: Callable[..., object], holding: str = "") -> list[tuple[str, int]]:
+    """The lines of ``function`` that run (those holding ``holding`` only, if given)."""
+    source, first = inspect.getsourcelines(function)
+    return [(function.__name__, first + offset) for offset, text in enumerate(source)
+            if text.strip() and not text.strip().startswith(("def ", '"""', "#")) and holding in text]
+
+
+def _interrupted_at(where: tuple[str, int], combiner: Combiner[int, int]) -> int:
+    """``combiner.write`` of 2 in this thread, with a TimeoutError raised at line ``where``
+    of the function named there (once), as a task's deadline is."""
+    name, line = where
+    fired = False
+
+    def local(frame: types.FrameType, event: str, _: object) -> object:
+        nonlocal fired
+        if event == "line" and not fired and frame.f_lineno == line:
+            fired = True
+            raise TimeoutError("the task's deadline")
+        return local
+
+    def calls(frame: types.FrameType, event: str, _: object) -> object:
+        return local if frame.f_code.co_name == name and frame.f_code.co_filename == combiner_module.__file__ else None
+
+    sys.settrace(calls)
+    try:
+        return run(combiner.write(0, "c", 2))
+    finally:
+        sys.settrace(None)
