@@ -3,22 +3,30 @@ Droplets real test hosts), in the middle of a ``pool.map``, under the map of
 tests/netfaults.py: the client's link to every machine of the pool dropped for 30 s (a
 laptop's Wi-Fi gone) and one machine cut off from the others for 30 s (a partition
 inside the cloud), as blackhole routes on both ends; every path to the machines slowed
-to 10 Mbit/s (a token bucket), and node 0's sshd restarted. Every item counts itself on a strong
-counter (one in 500 under a lock), so "every item exactly once, in order" is read from
-the results and the counter; the cloud's API (on this machine's loopback) stays reachable, as a cloud's does from a
-laptop whose link to its machines alone is gone."""
+to 10 Mbit/s (a token bucket), and node 0's sshd restarted; the client's link dropped past
+``Spec.ttl``, and the client process stopped for 60 s (a laptop asleep). Every item counts
+itself on a strong counter (one in 500 under a lock), so "every item exactly once, in
+order" is read from the results and the counter; the cloud's API (on this machine's
+loopback) stays reachable, as a cloud's does from a laptop whose link to its machines
+alone is gone."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e.cloud.clouds import Cloud, started
 from e2e.cloud.rotation import in_turn
-from netfaults import ITEMS, link_dropped, mapped_through, partitioned, slowed
+from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed
 
 import skyward as sky
 
@@ -106,3 +114,75 @@ def test_a_cloud_pool_through_a_slowed_path_and_a_restarted_sshd_loses_nothing(c
         assert results == [item * 2 for item in range(ITEMS)]
         assert counted_items == ITEMS
     assert cloud.leftovers(pool.id) == []
+
+
+@in_turn(2, of=3)
+def test_a_link_to_a_cloud_pool_dropped_past_ttl_ends_the_map_saying_why_and_leaves_nothing(
+    cloud: Cloud, lab: Any
+) -> None:
+    """The client's link to both Droplets gone for longer than ``Spec.ttl``: the map
+    raises ``ConnectionError`` saying so within one keepalive of the ttl, and the close
+    (through the cloud's API, still reachable) leaves nothing in the cloud."""
+    assert cloud.harness is not None
+    ttl = 20
+    pool = sky.Compute(provider=sky.DigitalOcean(), nodes=2, vcpus=2, ttl=ttl, options=OPTIONS)
+    pool.open()
+    try:
+        hosts = list(cloud.harness.hosts.values())
+        assert len(hosts) == 2
+        with contextlib.ExitStack() as stack:
+            for host in hosts:
+                stack.enter_context(link_dropped(lab, host))
+            dropped = time.monotonic()
+            with pytest.raises(ConnectionError) as lost:
+                pool.map(counted, range(ITEMS))
+            noticed = time.monotonic() - dropped
+            pool.close()
+    finally:
+        pool.close()
+    said = str(lost.value)
+    assert f"node 0 answered nothing for {ttl} s" in said and "Spec.ttl" in said, said
+    assert ttl <= noticed < ttl + 20, noticed  # keepalives every 5 s: given up within one more
+    assert cloud.leftovers(pool.id) == []
+
+
+SLEEPER = """
+import json, os, sys
+sys.path[:0] = [os.environ["TESTS"]]
+import skyward as sky
+from netfaults import ITEMS, counted
+
+options = sky.Options(console=False, logging=False, ssh_retry_interval=1)
+with sky.Compute(provider=sky.DigitalOcean(), nodes=2, vcpus=2, options=options) as pool:
+    print("mapping", pool.id, flush=True)
+    results = pool.map(counted, range(ITEMS))
+    counted_items = pool.counter("items", consistency="strong").value
+    print(json.dumps({"in_order": results == [i * 2 for i in range(ITEMS)], "counted": counted_items}), flush=True)
+"""
+
+
+@in_turn(0, of=3)
+def test_a_cloud_pools_client_stopped_for_60s_as_a_sleeping_laptop_goes_on(cloud: Cloud, tmp_path: Path) -> None:
+    """The client process of a 2-Droplet pool stopped (SIGSTOP) for 60 s two seconds
+    into its map, then resumed: the map returns every item once, in order, and the
+    client's close leaves nothing in the cloud."""
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEPER)
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "TESTS": tests, "TMPDIR": str(tmp_path)})
+    try:
+        assert client.stdout is not None
+        started_line = client.stdout.readline().split()
+        if started_line[:1] != ["mapping"]:
+            pytest.fail(f"the client did not start its map: {client.communicate(timeout=60)[1][-3000:]}")
+        time.sleep(2)
+        client.send_signal(signal.SIGSTOP)
+        time.sleep(60)
+        client.send_signal(signal.SIGCONT)
+        out, err = client.communicate(timeout=300)
+    finally:
+        client.kill()
+    assert client.returncode == 0, err[-3000:]
+    assert json.loads(out.strip().splitlines()[-1]) == {"in_order": True, "counted": ITEMS}, out + err[-3000:]
+    assert cloud.leftovers(started_line[1]) == []
