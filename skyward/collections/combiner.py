@@ -92,21 +92,18 @@ class Combiner(Generic[A, R]):
         """Apply ``argument`` to collection ``name`` on ``host``; its answer. Raises what
         the host's call raised."""
         if _on_event_loop():
-            alone = (yield from self._send(host, name, [argument]))[0]
-            if isinstance(alone, Failed):
-                raise alone.error
-            return alone
+            return _unwrap((yield from self._send(host, name, [argument]))[0])
         key = (host, name)
         mine = _Write(argument)
-        claimed = False
+        leads = False
         try:
             with self._lock:
                 self._waiting.setdefault(key, []).append(mine)
                 if key not in self._sending:
                     self._sending.add(key)
                     mine.answer.set_result(_LEAD)  # claimed: no other sender takes it into its call
-                    claimed = True
-            answer = _LEAD if claimed else (yield from self._wait(key, mine))
+                    leads = True
+            answer = _LEAD if leads else (yield from self._wait(key, mine))
             if answer is not _LEAD:
                 return cast(R, answer)
             return (yield from self._send_waiting(key, mine))
@@ -171,10 +168,7 @@ class Combiner(Generic[A, R]):
                         f"{key[1]!r}.{self._what}: applied, but its answer was lost: the task that sent it with "
                         "other writes was stopped while it handed the answers out"
                     ))
-        own = answers[0]
-        if isinstance(own, Failed):
-            raise own.error
-        return own
+        return _unwrap(answers[0])
 
     def _their_error(self, key: tuple[int, str], error: BaseException) -> BaseException:
         """What the other writes of a call that raised ``error`` raise: the host's error as
@@ -210,6 +204,13 @@ class Combiner(Generic[A, R]):
                 first = next((write for write in waiting if not write.answer.done()), None)
                 if first is not None:  # else every one waiting has claimed a turn and sends itself
                     first.answer.set_result(_LEAD)
+
+
+def _unwrap(answer: R | Failed) -> R:
+    """``answer``, or its write's error raised."""
+    if isinstance(answer, Failed):
+        raise answer.error
+    return answer
 
 
 def _on_event_loop() -> bool:
