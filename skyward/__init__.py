@@ -36,7 +36,7 @@ __all__ = [
     "Metric", "MultiPool", "NetworkInfo", "NoActivePoolError", "NodeCrashedError", "Nodes",
     "Options", "PeerInfo", "PendingBatch", "PendingCompute", "PendingFunction",
     "PendingFunctionGroup", "PipIndex", "Pool", "PoolClosedError", "Progress", "RemoteError",
-    "Ray", "RemoteTraceback", "SSH", "Session", "SkywardError", "SkywardFunction", "Spec", "TaskCompleted",
+    "Ray", "RemoteTraceback", "SSH", "Session", "SkywardError", "SkywardFunction", "Spec", "StaleFenceError", "TaskCompleted",
     "TaskExitError", "TaskStarted", "Worker", "accelerators", "compose", "compute", "emit", "function", "gather",
     "instance_info", "is_head", "metrics", "pool", "redirect_output", "shard", "silent", "stderr", "stdout",
     "time", "use_callback", "dict", "set", "counter", "queue", "barrier", "lock",
@@ -98,6 +98,7 @@ _LAZY = {
     "select_first": "skyward.api.selection",
     "Session": "skyward.api.session",
     "BrokenBarrierError": "skyward.collections:BrokenBarrierError",
+    "StaleFenceError": "skyward.collections:StaleFenceError",
     "CollectionUnavailableError": "skyward.collections:CollectionUnavailableError",
     "barrier": "skyward.collections:barrier",
     "counter": "skyward.collections:counter",
@@ -252,7 +253,15 @@ if TYPE_CHECKING:  # every name, as type checkers should see them
         select_first,
     )
     from skyward.api.session import Session
-    from skyward.collections import BrokenBarrierError, CollectionUnavailableError, barrier, counter, lock, queue
+    from skyward.collections import (
+        BrokenBarrierError,
+        CollectionUnavailableError,
+        StaleFenceError,
+        barrier,
+        counter,
+        lock,
+        queue,
+    )
     from skyward.collections import shared_dict as dict
     from skyward.collections import shared_set as set
     from skyward.collections.config import Consistency

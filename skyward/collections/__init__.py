@@ -18,7 +18,7 @@ from __future__ import annotations
 from skyward.collections.barrier import SharedBarrier
 from skyward.collections.config import DISABLED, CollectionsConfig
 from skyward.collections.counter import SharedCounter
-from skyward.collections.errors import BrokenBarrierError, CollectionUnavailableError
+from skyward.collections.errors import BrokenBarrierError, CollectionUnavailableError, StaleFenceError
 from skyward.collections.factories import PoolCollections, barrier, counter, lock, queue, shared_dict, shared_set
 from skyward.collections.lock import SharedLock
 from skyward.collections.shared_dict import SharedDict
@@ -27,6 +27,6 @@ from skyward.collections.work_queue import SharedQueue
 
 __all__ = [
     "DISABLED", "BrokenBarrierError", "CollectionUnavailableError", "CollectionsConfig", "PoolCollections",
-    "SharedBarrier", "SharedCounter", "SharedDict", "SharedLock", "SharedQueue", "SharedSet",
+    "SharedBarrier", "SharedCounter", "SharedDict", "SharedLock", "SharedQueue", "SharedSet", "StaleFenceError",
     "barrier", "counter", "lock", "queue", "shared_dict", "shared_set",
 ]

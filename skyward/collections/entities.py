@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from skyward.collections.config import LEASE_TTL
-from skyward.collections.errors import BrokenBarrierError
+from skyward.collections.errors import BrokenBarrierError, StaleFenceError
 from skyward.collections.markers import MISSING
 
 KEPT_OUTCOMES = 1024
@@ -74,6 +74,8 @@ class DictShard(DataEntity):
     def __init__(self, hooks: Hooks) -> None:
         super().__init__(hooks)
         self._data: dict[Hashable, object] = {}
+        self._fences: dict[Hashable, int] = {}
+        """The newest fencing token each fenced key was written with."""
         self._locked: dict[Hashable, str] = {}
         self._transactions: dict[str, tuple[Hashable, ...]] = {}
 
@@ -87,7 +89,20 @@ class DictShard(DataEntity):
     def contains(self, key: Hashable) -> bool:
         return key in self._data
 
-    def set(self, key: Hashable, value: object) -> None:
+    def set(self, key: Hashable, value: object, fence: int = 0) -> None:
+        """``key`` = ``value``. A ``fence`` (a lock's fencing token, 0: none) is checked
+        first: StaleFenceError, and nothing written, when ``key`` was written with a
+        newer one."""
+        if fence:
+            newest = self._fences.get(key, 0)
+            if fence < newest:
+                raise StaleFenceError(
+                    f"sky.dict({self._hooks.name!r}).set(key={key!r}, fence={fence}): refused, the key was written "
+                    f"with the newer fencing token {newest} (most likely this writer's lock lease ran out and a "
+                    "later holder wrote); nothing was written: acquire the lock again, read the key again and "
+                    "redo the work with the new token"
+                )
+            self._fences[key] = fence
         self._data[key] = value
         self._changed(key)
 
@@ -347,24 +362,25 @@ class LockState:
         self._queue: deque[_Ticket] = deque()
         self._lost: dict[str, None] = {}
         """Holders whose lease ran out while they held the lock, oldest first."""
+        self._token = 0
+        """The fencing token of the latest grant."""
 
-    def acquire(self, holder: str, wait: float) -> bool:
-        """True once ``holder`` owns the lock; False if it did not within ``wait`` s."""
+    def acquire(self, holder: str, wait: float) -> int:
+        """The fencing token of ``holder``'s hold once it owns the lock (see ``_grant``);
+        0 if it did not within ``wait`` s."""
         if self.holder is None and not self._queue:
-            self._grant(holder)
-            return True
+            return self._grant(holder)
         if wait <= 0:
-            return False
+            return 0
         ticket = _Ticket(holder)
         self._queue.append(ticket)
         wait_until(self._hooks.condition, lambda: ticket.cancelled or self._next_is(ticket), wait)
         granted = not ticket.cancelled and self._next_is(ticket)
         if ticket in self._queue:
             self._queue.remove(ticket)
-        if granted:
-            self._grant(holder)
+        token = self._grant(holder) if granted else 0
         self._hooks.condition.notify_all()
-        return granted
+        return token
 
     def release(self, holder: str) -> None:
         """Let go; RuntimeError if ``holder`` does not own the lock, saying so when it lost
@@ -409,10 +425,16 @@ class LockState:
     def _next_is(self, ticket: _Ticket) -> bool:
         return self.holder is None and bool(self._queue) and self._queue[0] is ticket
 
-    def _grant(self, holder: str) -> None:
+    def _grant(self, holder: str) -> int:
+        """Give the lock to ``holder``; its fencing token: larger than every token this
+        lock gave before (the clock's microseconds, or one more than the last token when
+        grants come faster), so while clocks agree, also larger than those a lock of the
+        same name gave in an earlier pool, for storage that outlives pools."""
         self._lost.pop(holder, None)  # held again: what it lost before is past
         self.holder = holder
         self._hooks.hold(holder)
+        self._token = max(self._token + 1, time.time_ns() // 1_000)
+        return self._token
 
     def _let_go(self) -> None:
         previous, self.holder = self.holder, None

@@ -211,11 +211,15 @@ class LocalOperations:
         return (yield from self._cache.read(host, "dict", name, key, fresh)) is not MISSING
 
     @_while_open
-    def dict_set(self, name: str, key: Hashable, value: object, strong: bool) -> Steps[None]:
+    def dict_set(self, name: str, key: Hashable, value: object, strong: bool, fence: int = 0) -> Steps[None]:
+        """``key`` = ``value``; a ``fence`` (strong only) is checked at the key's owner
+        (``DictShard.set``)."""
         host = _dict_shard(name, "set", key, self.hosts)
         if strong:
-            yield from self.call(host, "dict", name, "set", (key, value))
+            yield from self.call(host, "dict", name, "set", (key, value, fence) if fence else (key, value))
             return
+        if fence:
+            raise ValueError(f"sky.dict({name!r}).set(fence={fence}): fenced writes need consistency='strong'")
         _check_picklable(f"sky.dict({name!r})", value)
         self._cache.write(host, "dict", name, key, "set", (value,), (key, value))
 
@@ -431,21 +435,21 @@ class LocalOperations:
     # ------------------------------------------------------------------ lock
 
     @_while_open
-    def lock_acquire(self, name: str, holder: str, timeout: float | None) -> Steps[bool]:
-        """True once ``holder`` owns the lock; False if ``timeout`` s passed first (None:
-        no limit)."""
+    def lock_acquire(self, name: str, holder: str, timeout: float | None) -> Steps[int]:
+        """The hold's fencing token (positive) once ``holder`` owns the lock; 0 if
+        ``timeout`` s passed first (None: no limit)."""
         host = home_of("lock", name, self.hosts)
         deadline = _deadline(timeout)
         while True:
             wait = _slice(deadline)
-            granted = yield from self.call_as(
-                bool, host, "lock", name, "acquire", (holder, wait), wait + WAIT_GRACE, waiting=True
+            token = yield from self.call_as(
+                int, host, "lock", name, "acquire", (holder, wait), wait + WAIT_GRACE, waiting=True
             )
-            if granted:
+            if token:
                 self._keeper.hold(host, holder)
-                return True
+                return token
             if _passed(deadline):
-                return False
+                return 0
 
     @_while_open
     def lock_release(self, name: str, holder: str) -> Steps[None]:

@@ -12,6 +12,9 @@ from skyward.collections.operations import Operations, Reduced
 from skyward.collections.steps import Steps, async_twin, steps
 
 _held: Counter[str] = Counter()
+_tokens: dict[tuple[Operations, str, str], int] = {}
+"""The fencing token of each hold in this process, by the pool's operations, the lock's
+name and the holder."""
 _held_lock = threading.Lock()
 
 
@@ -23,11 +26,13 @@ def holds_lock() -> bool:
 
 def forget_task(task_id: str) -> None:
     """Task ``task_id`` ended: whatever it held is freed (see ``runtime.end_task``)."""
-    if not _held:
+    if not _held and not _tokens:
         return
     with _held_lock:
         for holder in [h for h in _held if holder_task(h) == task_id]:
             del _held[holder]
+        for hold in [hold for hold in _tokens if holder_task(hold[2]) == task_id]:
+            del _tokens[hold]
 
 
 class SharedLock:
@@ -42,6 +47,11 @@ class SharedLock:
     eventual reads ask the owner, so a critical section sees every write made in the
     critical sections before it. ``timeout`` is the default wait of ``acquire`` and of
     ``with lock:`` (None: no limit).
+
+    Each hold has a fencing token (``token``), larger than every earlier hold's: a
+    strong dict refuses a write fenced with a token older than one its key was written
+    with (``SharedDict.set(..., fence=)``), so a holder that lost the lock to its lease
+    cannot overwrite what a later holder wrote.
     """
 
     __slots__ = ("name", "timeout", "_operations")
@@ -60,17 +70,20 @@ class SharedLock:
         wait = 0.0 if not blocking else (self.timeout if timeout is None else timeout)
         wait = check_timeout(f"sky.lock({self.name!r}).acquire", wait)
         holder = holder_id()
-        acquired = yield from self._operations.lock_acquire(self.name, holder, wait)
-        if acquired:
+        token = yield from self._operations.lock_acquire(self.name, holder, wait)
+        if token:
             with _held_lock:
                 _held[holder] += 1
-        return bool(acquired)
+                _tokens[(self._operations, self.name, holder)] = token
+        return bool(token)
 
     @steps
     def release(self) -> Steps[None]:
         """Let go, once this node's earlier eventual writes are applied; RuntimeError if
         the caller does not hold the lock."""
         holder = holder_id()
+        hold = (self._operations, self.name, holder)
+        mine = _tokens.get(hold)
         try:
             yield from self._operations.lock_release(self.name, holder)
         finally:
@@ -78,6 +91,25 @@ class SharedLock:
                 _held[holder] -= 1
                 if _held[holder] <= 0:
                     del _held[holder]
+                if _tokens.get(hold) == mine:  # else a coroutine of the same holder took the lock meanwhile
+                    _tokens.pop(hold, None)
+
+    @property
+    def token(self) -> int:
+        """The fencing token of the caller's hold of this lock (a positive int, larger
+        than any earlier hold's); pass it as ``fence=`` to a strong dict's ``set``, or
+        write it beside what the critical section writes elsewhere and refuse older
+        ones there. It is this process's record of the hold: a holder that lost the lock
+        to its lease still reads its old token, which fenced writes then refuse.
+        RuntimeError unless the caller (task or client thread) acquired the lock and has
+        not released it."""
+        token = _tokens.get((self._operations, self.name, holder_id()))
+        if token is None:
+            raise RuntimeError(
+                f"sky.lock({self.name!r}).token: the caller does not hold the lock; read it inside "
+                f"`with sky.lock({self.name!r}):` (or after acquire() returned True)"
+            )
+        return token
 
     @steps
     def locked(self) -> Steps[bool]:

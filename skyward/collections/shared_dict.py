@@ -46,9 +46,26 @@ class SharedDict(NamedCollection, Generic[K, V]):
         return default if value is MISSING else cast(V, value)
 
     @steps
-    def set(self, key: K, value: V) -> Steps[None]:
-        """``d[key] = value``."""
-        yield from self._operations.dict_set(self.name, key, value, self._strong)
+    def set(self, key: K, value: V, fence: int | None = None) -> Steps[None]:
+        """``d[key] = value``. With ``fence``, a lock's fencing token
+        (``sky.lock(name).token``; strong dicts only), the key's owner refuses the write
+        with StaleFenceError, writing nothing, when the key was written with a newer
+        token: its writer lost the lock to its lease and a later holder wrote since.
+        TypeError for a fence that is not a positive int; ValueError on an eventual dict."""
+        if fence is None:
+            yield from self._operations.dict_set(self.name, key, value, self._strong)
+            return
+        if isinstance(fence, bool) or not isinstance(fence, int) or fence < 1:
+            raise TypeError(
+                f"sky.dict({self.name!r}).set(fence={shown(fence)}): a fence is a lock's fencing token, a positive "
+                "int; pass sky.lock(name).token while holding that lock"
+            )
+        if not self._strong:
+            raise ValueError(
+                f"sky.dict({self.name!r}).set(fence={fence}): fenced writes are checked at the key's owner, which "
+                f"an eventual dict does not ask; use sky.dict({self.name!r}, consistency='strong')"
+            )
+        yield from self._operations.dict_set(self.name, key, value, True, fence)
 
     @steps
     def delete(self, key: K) -> Steps[None]:

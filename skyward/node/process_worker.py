@@ -24,6 +24,7 @@ from skyward.core.codec import decode_message, encode_message, load_payload
 def main(read_fd: int, write_fd: int) -> None:
     from skyward.collections import installed as collections_runtime
     from skyward.collections.bridge import ChildBridge
+    from skyward.collections.lock import forget_task
     from skyward.core.instance import TaskContext, install_node_info, task_scope
     from skyward.core.output import CallbackWriter
     from skyward.engine import publish
@@ -68,6 +69,7 @@ def main(read_fd: int, write_fd: int) -> None:
             outcome = execute(request, info.node, lambda index: send(messages.ItemStarted(index)))
         finally:
             task_scope().reset(token)
+            forget_task(request.task_id)  # the agent frees its holds at the host; this child's record goes too
             sys.stdout.flush()
             sys.stderr.flush()
         try:

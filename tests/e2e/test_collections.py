@@ -186,6 +186,14 @@ def lock_behaviour(name: str) -> dict:
 
 
 @sky.function
+def fenced_write(lock_name: str, dict_name: str, value: str) -> int:
+    """Write ``value`` under the lock, fenced with its token; the token."""
+    with sky.lock(lock_name) as lock:
+        sky.dict(dict_name, consistency="strong").set("owner", value, fence=lock.token)
+        return lock.token
+
+
+@sky.function
 def hold_lock(name: str, seconds: float) -> bool:
     lock = sky.lock(name)
     with lock:
@@ -535,6 +543,35 @@ def test_lock_ownership_and_timeouts(pool: sky.Pool) -> None:
     assert "could not be acquired within its timeout of 0.2s" in blocked["with"]
     assert holder.result(timeout=60) is True
     assert pool.lock(name).locked() is False
+
+
+def test_a_write_fenced_with_an_earlier_holds_token_is_refused(pool: sky.Pool) -> None:
+    """Each hold of a lock has a larger fencing token, on nodes and on the client; a
+    strong dict refuses a write fenced with a token older than its key's (what a holder
+    that lost the lock to its lease would write late), and keeps the newer value."""
+    lock_name, dict_name = unique("lock"), unique("fenced")
+    first = fenced_write(lock_name, dict_name, "first") >> pool
+    second = pool.run(fenced_write(lock_name, dict_name, "second"), target=1)
+    assert second > first > 0
+    owner = pool.dict(dict_name, consistency="strong")
+    with pool.lock(lock_name) as lock:
+        third = lock.token
+        assert third > second
+    with pytest.raises(RuntimeError, match="token: the caller does not hold the lock"):
+        _ = lock.token
+    with pytest.raises(sky.StaleFenceError, match=rf"fence={first}\): refused.*newer fencing token {second}"):
+        owner.set("owner", "late", fence=first)
+    assert owner["owner"] == "second"
+    owner.set("owner", "third", fence=third)
+    assert owner["owner"] == "third"
+
+
+def test_a_process_child_fences_with_its_holds_token(process_pool: sky.Pool) -> None:
+    lock_name, dict_name = unique("lock"), unique("fenced")
+    first = fenced_write(lock_name, dict_name, "first") >> process_pool
+    second = fenced_write(lock_name, dict_name, "second") >> process_pool
+    assert second > first > 0
+    assert process_pool.dict(dict_name, consistency="strong")["owner"] == "second"
 
 
 def test_client_lock_release_by_other_thread_is_refused(pool4: sky.Pool) -> None:

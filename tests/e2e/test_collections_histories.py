@@ -165,20 +165,24 @@ def test_a_stale_read_served_as_strong_is_found(pool: sky.Pool, tmp_path: Path) 
 
 
 @sky.function
-def hold_lock(name: str, rounds: int) -> list[tuple[str, float, float]]:
+def hold_lock(name: str, rounds: int) -> list[tuple[str, float, float, int]]:
     holder = f"n{sky.instance_info().node}"
     holds = []
     for _ in range(rounds):
-        with sky.lock(name):
+        with sky.lock(name) as lock:
             acquired = time.monotonic()
+            token = lock.token
             time.sleep(0.002)
             released = time.monotonic()
-        holds.append((holder, acquired, released))
+        holds.append((holder, acquired, released, token))
     return holds
 
 
 def test_a_lock_has_one_holder_at_a_time_by_its_history(pool: sky.Pool) -> None:
+    """No two holds overlap, and the fencing tokens grow in the order of the holds."""
     name = f"hist-lock-{uuid.uuid4().hex[:8]}"
     holds = [hold for node in hold_lock(name, 40) @ pool for hold in node]
     assert len(holds) == 120
-    assert overlapping_holds(holds) == []
+    assert overlapping_holds([hold[:3] for hold in holds]) == []
+    tokens = [token for *_, token in sorted(holds, key=lambda hold: hold[1])]
+    assert tokens == sorted(set(tokens)), "a later hold got a token no larger than an earlier one's"

@@ -20,7 +20,7 @@ from skyward.collections.actors import LeaseTable, pack
 from skyward.collections.cache import Replica
 from skyward.collections.config import LEASE_TTL, MAX_HOSTS, MIN_HOSTS, check_name, check_timeout, host_count, resolve
 from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
-from skyward.collections.errors import BrokenBarrierError
+from skyward.collections.errors import BrokenBarrierError, StaleFenceError
 from skyward.collections.markers import MISSING, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.steps import Wait, run, run_async
@@ -214,7 +214,7 @@ def test_lock_belongs_to_its_holder_and_passes_to_the_next_waiter() -> None:
     until_waiting(recorder)
     with recorder.lock:
         lock.holder_gone("a", failed=True)
-    assert waiting.result(timeout=5) is True
+    assert waiting.result(timeout=5) > 0
     assert lock.holder == "b" and recorder.held == {"b"}
 
 
@@ -251,12 +251,50 @@ def test_lock_waiters_are_served_in_order_and_a_timeout_gives_up() -> None:
     second = in_thread(recorder, lambda: lock.acquire("c", 5.0))
     until_waiting(recorder, 2)
     with recorder.lock:
-        assert lock.acquire("d", 0.01) is False
+        assert lock.acquire("d", 0.01) == 0
         lock.release("a")
-    assert first.result(timeout=5) is True and not second.done()
+    assert first.result(timeout=5) > 0 and not second.done()
     with recorder.lock:
         lock.release("b")
-    assert second.result(timeout=5) is True and lock.holder == "c"
+    assert second.result(timeout=5) > first.result() and lock.holder == "c"
+
+
+def test_each_hold_of_a_lock_has_a_larger_fencing_token_and_a_fenced_key_refuses_older_ones() -> None:
+    recorder = Recorder("l")
+    lock = LockState(recorder.hooks)
+    shard = DictShard(Recorder("d").hooks)
+    with recorder.lock:
+        tokens = []
+        for holder in "abc":
+            tokens.append(lock.acquire(holder, 0))
+            lock.release(holder)
+        assert tokens == sorted(set(tokens)) and tokens[0] > 0, tokens
+        first = lock.acquire("x", 0)
+        lock.lease_ran_out("x")  # x is cut off; y takes the lock and writes
+        second = lock.acquire("y", 0)
+        assert second > first
+    shard.set("owner", "y", second)
+    shard.set("owner", "y again", second)  # the same hold writes as often as it likes
+    with pytest.raises(StaleFenceError, match=rf"fence={first}\): refused.*newer fencing token {second}.*nothing was written"):
+        shard.set("owner", "x", first)
+    assert shard.get("owner") == "y again"
+    shard.set("other", "x", first)  # fences are per key
+    shard.set("owner", "unfenced")  # a write without a fence is not checked, nor does it reset the fence
+    with pytest.raises(StaleFenceError):
+        shard.set("owner", "x", first)
+    assert shard.get("owner") == "unfenced"
+
+
+def test_a_fence_is_a_positive_int_on_a_strong_dict_and_a_token_needs_a_hold() -> None:
+    strong = SharedDict(None, "d", "strong")  # type: ignore[arg-type] - refused before any operation
+    with pytest.raises(TypeError, match=r"fence=True\): a fence is a lock's fencing token, a positive int"):
+        strong.set("k", 1, fence=True)
+    with pytest.raises(TypeError, match=r"fence=0\)"):
+        strong.set("k", 1, fence=0)
+    with pytest.raises(ValueError, match=r"fenced writes are checked at the key's owner.*consistency='strong'"):
+        SharedDict(None, "d", "eventual").set("k", 1, fence=5)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match=r"sky.lock\('l'\).token: the caller does not hold the lock"):
+        _ = SharedLock(None, "l", None).token  # type: ignore[arg-type]
 
 
 def test_leases_expire_unless_renewed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -152,22 +152,31 @@ def test_histories_stay_linearizable_while_the_clients_link_to_node_0_is_dropped
 @sky.function
 def hold_for(name: str, seconds: float, directory: str) -> str:
     """Hold the lock ``name`` for ``seconds`` (noting when it was acquired in
-    ``directory``); what its release said."""
+    ``directory``), then write to ``sky.dict(name)`` fenced with the hold's token; what
+    the write and the release said."""
     lock = sky.lock(name)
     lock.acquire()
+    token = lock.token
     Path(directory, "held").write_text(str(time.monotonic()))
     time.sleep(seconds)
     try:
+        sky.dict(name, consistency="strong").set("owner", "node 2", fence=token)
+        wrote = "written"
+    except sky.StaleFenceError as exc:
+        wrote = str(exc)
+    try:
         lock.release()
     except RuntimeError as exc:
-        return str(exc)
-    return "released"
+        return f"{wrote} | {exc}"
+    return f"{wrote} | released"
 
 
 @sky.function
 def take(name: str) -> float:
-    """When the lock ``name`` was acquired (waiting up to a minute)."""
-    with sky.lock(name, timeout=60):
+    """When the lock ``name`` was acquired (waiting up to a minute), after writing to
+    ``sky.dict(name)`` fenced with the hold's token."""
+    with sky.lock(name, timeout=60) as lock:
+        sky.dict(name, consistency="strong").set("owner", "node 1", fence=lock.token)
         return time.monotonic()
 
 
@@ -176,8 +185,9 @@ def test_a_lock_holder_cut_off_loses_the_lock_after_its_lease_and_is_told_so(
 ) -> None:
     """The limit of a lease: node 2 holds the lock and is cut off from node 0 (the lock's
     host) for 6 s; its lease runs out and node 1 takes the lock about 3 s after the cut,
-    while node 2's task still runs under it until it ends. Node 2's release says what
-    happened instead of passing in silence (docs/reliability.md)."""
+    while node 2's task still runs under it until it ends. Fencing keeps what node 1
+    wrote: node 2's late write, fenced with its older token, is refused. Node 2's
+    release says what happened instead of passing in silence (docs/reliability.md)."""
     name = f"hist-lock-{uuid.uuid4().hex[:8]}"
     said: list[str] = []
 
@@ -202,6 +212,8 @@ def test_a_lock_holder_cut_off_loses_the_lock_after_its_lease_and_is_told_so(
     print(f"node 1 took the lock {waited:.2f} s after node 2 was cut off; node 2's release: {said}")
     assert 2.0 < waited < 3.75 + 2.0, waited  # LEASE_TTL, within a renewal and a check (and the routes' setup)
     assert said and "lost the lock while it held it: its lease ran out" in said[0], said
+    assert "refused, the key was written with the newer fencing token" in said[0], said
+    assert pool.dict(name, consistency="strong")["owner"] == "node 1"
 
 
 @sky.function
