@@ -9,8 +9,8 @@ spread over the nodes as separate tasks; each calls strong `counter.increment()`
 seconds from a common start. Measured: the total rate, and the CPU the host actor
 processes (`ray::CollectionHost`, psutil) spent per operation, whose inverse is what
 one host core serves: the saturation point. A node's concurrent strong increments of
-one counter share the host's calls (`collections.combiner`), so the strong counter's
-cost per increment falls as writers per node grow; puts are one call each. The peer: a
+one counter share the host's calls (`collections.combiner`), and so do its puts to one
+queue (up to 64 a call), so the cost per write falls as writers per node grow. The peer: a
 plain Ray actor holding an int, its `incr` called the same way by as many Ray tasks (in
 a Ray instance of its own with 4 CPUs; up to 64, each a worker process), and its
 process's CPU per call. On this 2-core machine the writers and the host share the
