@@ -18,11 +18,15 @@ counting itself on a strong counter (one in 500 under a lock).
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 from hosts import HostLab, TestHost
 
@@ -57,6 +61,31 @@ def mapped_through(pool: sky.Pool, fault: Callable[[], None], after: float = 2.0
     worker.join(timeout=120)
     assert not worker.is_alive(), "the fault did not end"
     return results, counter.value - start, took
+
+
+def stopped_mid_map(script: Path, env: dict[str, str], seconds: float = 60) -> list[str]:
+    """Run the client ``script``, which prints a line starting with "mapping" as its
+    ``pool.map`` of the items begins and, last, a JSON line of whether the results were
+    in order and what the counter counted; stop it (SIGSTOP) 2 s into the map for
+    ``seconds``, as a laptop asleep, then let it go on. The words of its first line;
+    AssertionError unless it exits 0 having found every item once, in order."""
+    client = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        assert client.stdout is not None
+        first = client.stdout.readline().split()
+        if first[:1] != ["mapping"]:
+            raise AssertionError(f"the client did not start its map: {client.communicate(timeout=60)[1][-3000:]}")
+        time.sleep(2)
+        client.send_signal(signal.SIGSTOP)
+        time.sleep(seconds)
+        client.send_signal(signal.SIGCONT)
+        out, err = client.communicate(timeout=300)
+    finally:
+        client.kill()
+    assert client.returncode == 0, err[-3000:]
+    assert json.loads(out.strip().splitlines()[-1]) == {"in_order": True, "counted": ITEMS}, out + err[-3000:]
+    return first
 
 
 def _ip(*args: str, netns: str | None = None, check: bool = True) -> None:

@@ -13,11 +13,7 @@ alone is gone."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +22,7 @@ from typing import Any
 import pytest
 from e2e.cloud.clouds import Cloud, started
 from e2e.cloud.rotation import in_turn
-from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed
+from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed, stopped_mid_map
 
 import skyward as sky
 
@@ -169,20 +165,5 @@ def test_a_cloud_pools_client_stopped_for_60s_as_a_sleeping_laptop_goes_on(cloud
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEPER)
     tests = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-    client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "TESTS": tests, "TMPDIR": str(tmp_path)})
-    try:
-        assert client.stdout is not None
-        started_line = client.stdout.readline().split()
-        if started_line[:1] != ["mapping"]:
-            pytest.fail(f"the client did not start its map: {client.communicate(timeout=60)[1][-3000:]}")
-        time.sleep(2)
-        client.send_signal(signal.SIGSTOP)
-        time.sleep(60)
-        client.send_signal(signal.SIGCONT)
-        out, err = client.communicate(timeout=300)
-    finally:
-        client.kill()
-    assert client.returncode == 0, err[-3000:]
-    assert json.loads(out.strip().splitlines()[-1]) == {"in_order": True, "counted": ITEMS}, out + err[-3000:]
-    assert cloud.leftovers(started_line[1]) == []
+    started = stopped_mid_map(script, {**os.environ, "TESTS": tests, "TMPDIR": str(tmp_path)})
+    assert cloud.leftovers(started[1]) == []

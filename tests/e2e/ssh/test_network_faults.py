@@ -15,9 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +23,7 @@ import pytest
 from conftest import HERE, QUIET, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from e2e.cloud.rotation import in_turn
 from hosts import HostLab
-from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed
+from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed, stopped_mid_map
 
 import skyward as sky
 
@@ -148,18 +145,4 @@ def test_the_client_stopped_for_60s_as_a_sleeping_laptop_goes_on(lab: HostLab, i
     env = {**os.environ, "TESTS": os.path.dirname(os.path.dirname(HERE)), "SSH_TESTS": HERE,
            "LAB": json.dumps({"hosts": lab.strings(), "key": lab.client_key, "known_hosts": lab.known_hosts,
                               "index": index})}
-    client = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    try:
-        assert client.stdout is not None
-        if client.stdout.readline().strip() != "mapping":
-            pytest.fail(f"the client did not start its map: {client.communicate(timeout=60)[1][-3000:]}")
-        time.sleep(2)
-        client.send_signal(signal.SIGSTOP)
-        time.sleep(60)
-        client.send_signal(signal.SIGCONT)
-        out, err = client.communicate(timeout=300)
-    finally:
-        client.kill()
-    assert client.returncode == 0, err[-3000:]
-    assert json.loads(out.strip().splitlines()[-1]) == {"in_order": True, "counted": ITEMS}, out + err[-3000:]
+    stopped_mid_map(script, env)
