@@ -18,5 +18,5 @@ class BrokenBarrierError(threading.BrokenBarrierError):
 class StaleFenceError(RuntimeError):
     """A fenced write to a strong ``sky.dict`` key (``set(key, value, fence=token)``)
     was refused: a write with a newer fencing token (``sky.lock(...).token``) reached
-    that key first, so the writer lost its lock to its lease (cut off, or stalled) and
-    someone who held the lock after it has written. Nothing was written."""
+    that key first: most likely the writer lost its lock to its lease (cut off, or
+    stalled) and someone who held the lock after it has written. Nothing was written."""

@@ -20,11 +20,14 @@ class RelayCollections:
         self._transport = transport
         self._encoder = encoder
         self._enabled = enabled
+        self._operations = ForwardingOperations(self._forward, "the head node")
 
     def operations(self) -> ForwardingOperations:
+        """The pool's operations, one object for the pool's life (a lock's holds are
+        recorded by it: ``SharedLock.token``)."""
         if not self._enabled:
             raise RuntimeError(DISABLED)
-        return ForwardingOperations(self._forward, "the head node")
+        return self._operations
 
     def release(self) -> None:
         """Nothing here: the head relay frees what this client held when it disconnects."""

@@ -177,6 +177,32 @@ def test_client_lock_against_tasks(any_pool: sky.Pool) -> None:
     assert not lock.locked()
 
 
+@sky.function
+def fenced_owner(lock_name: str, store: str) -> int:
+    """Write "task" to ``store``'s key "owner" under the lock, fenced; the hold's token."""
+    with sky.lock(lock_name) as lock:
+        sky.dict(store, consistency="strong").set("owner", "task", fence=lock.token)
+        return lock.token
+
+
+def test_client_lock_tokens_fence_its_writes(any_pool: sky.Pool) -> None:
+    """The client's hold has a token, read through any proxy of the lock; a task's later
+    hold has a larger one, and the client's late write fenced with its old token is
+    refused, on a local pool and through the SSH pool's relay alike."""
+    name, store = unique("lock"), unique("fenced")
+    assert any_pool.lock(name).acquire()
+    first = any_pool.lock(name).token  # another proxy of the same lock: the same hold
+    any_pool.dict(store, consistency="strong").set("owner", "client", fence=first)
+    any_pool.lock(name).release()
+    with pytest.raises(RuntimeError, match="does not hold the lock"):
+        _ = any_pool.lock(name).token
+    second = any_pool.run(fenced_owner(name, store), target=1)
+    assert second > first
+    with pytest.raises(sky.StaleFenceError, match=f"fence={first}\\): refused"):
+        any_pool.dict(store, consistency="strong").set("owner", "late", fence=first)
+    assert any_pool.dict(store, consistency="strong")["owner"] == "task"
+
+
 def test_client_joins_a_barrier_with_tasks(any_pool: sky.Pool) -> None:
     name = unique("barrier")
     barrier = any_pool.barrier(name, NODES + 1)
