@@ -42,6 +42,8 @@ class Forward:
             except OSError:
                 client.close()
                 continue
+            for conn in (client, upstream):  # as Docker's and Podman's proxies do (Go's default)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._open += [client, upstream]
             threading.Thread(target=self._relay, args=(client, upstream), daemon=True).start()

@@ -88,8 +88,11 @@ def test_map_keeps_input_order_and_chunks(pool4: sky.Pool) -> None:
     finally:
         unsubscribe()
     # guided chunks, but none with less than ~5 ms of work once their pace is known: the
-    # tail of single items (58 chunks in all) is gone; each chunk's event counts its items
-    assert 4 <= len(calls) <= 30, f"10,000 items took {len(calls)} tasks"
+    # tail of single items (58 chunks in all) is gone; each chunk's event counts its items.
+    # The pace is each chunk's round trip, so a slow path or a loaded machine reads it
+    # slower and makes the floor smaller (31 chunks once in CI's container pass, when its
+    # published ports added 40 ms to every round trip)
+    assert 4 <= len(calls) <= 40, f"10,000 items took {len(calls)} tasks"
     assert sum(getattr(call, "items", 0) or 0 for call in calls) == 10_000, calls
     assert pool4.map(lambda x: x + 1, []) == []
     assert pool4.map(echo, ["a", "b"]) == ["a", "b"]
