@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from types import TracebackType
 
 from skyward.collections.config import check_timeout
@@ -11,28 +10,25 @@ from skyward.collections.leases import holder_id, holder_task
 from skyward.collections.operations import Operations, Reduced
 from skyward.collections.steps import Steps, async_twin, steps
 
-_held: Counter[str] = Counter()
-_tokens: dict[tuple[Operations, str, str], int] = {}
-"""The fencing token of each hold in this process, by the pool's operations, the lock's
-name and the holder."""
-_held_lock = threading.Lock()
+_holds: dict[str, dict[tuple[Operations, str], int]] = {}
+"""The locks held in this process: by holder, each hold's fencing token by the pool's
+operations and the lock's name. A holder is present only while it holds something."""
+_holds_lock = threading.Lock()
 
 
 def holds_lock() -> bool:
     """True if the caller (task or thread) holds a ``sky.lock`` acquired in this process:
     its eventual reads then ask the owner (see ``SharedDict``)."""
-    return bool(_held) and holder_id() in _held
+    return bool(_holds) and holder_id() in _holds
 
 
 def forget_task(task_id: str) -> None:
     """Task ``task_id`` ended: whatever it held is freed (see ``runtime.end_task``)."""
-    if not _held and not _tokens:
+    if not _holds:
         return
-    with _held_lock:
-        for holder in [h for h in _held if holder_task(h) == task_id]:
-            del _held[holder]
-        for hold in [hold for hold in _tokens if holder_task(hold[2]) == task_id]:
-            del _tokens[hold]
+    with _holds_lock:
+        for holder in [h for h in _holds if holder_task(h) == task_id]:
+            del _holds[holder]
 
 
 class SharedLock:
@@ -72,9 +68,8 @@ class SharedLock:
         holder = holder_id()
         token = yield from self._operations.lock_acquire(self.name, holder, wait)
         if token:
-            with _held_lock:
-                _held[holder] += 1
-                _tokens[(self._operations, self.name, holder)] = token
+            with _holds_lock:
+                _holds.setdefault(holder, {})[(self._operations, self.name)] = token
         return bool(token)
 
     @steps
@@ -82,17 +77,13 @@ class SharedLock:
         """Let go, once this node's earlier eventual writes are applied; RuntimeError if
         the caller does not hold the lock."""
         holder = holder_id()
-        hold = (self._operations, self.name, holder)
-        mine = _tokens.get(hold)
+        lock = (self._operations, self.name)
+        mine = _holds.get(holder, {}).get(lock)
         try:
             yield from self._operations.lock_release(self.name, holder)
         finally:
-            with _held_lock:
-                _held[holder] -= 1
-                if _held[holder] <= 0:
-                    del _held[holder]
-                if _tokens.get(hold) == mine:  # else a coroutine of the same holder took the lock meanwhile
-                    _tokens.pop(hold, None)
+            if mine is not None:
+                _forget_hold(holder, lock, mine)
 
     @property
     def token(self) -> int:
@@ -103,7 +94,7 @@ class SharedLock:
         to its lease still reads its old token, which fenced writes then refuse.
         RuntimeError unless the caller (task or client thread) acquired the lock and has
         not released it."""
-        token = _tokens.get((self._operations, self.name, holder_id()))
+        token = _holds.get(holder_id(), {}).get((self._operations, self.name))
         if token is None:
             raise RuntimeError(
                 f"sky.lock({self.name!r}).token: the caller does not hold the lock; read it inside "
@@ -143,6 +134,18 @@ class SharedLock:
 
     def __repr__(self) -> str:
         return f"sky.lock({self.name!r}, timeout={self.timeout!r})"
+
+
+def _forget_hold(holder: str, lock: tuple[Operations, str], token: int) -> None:
+    """The hold of ``lock`` with ``token`` is over (released, or lost to its lease); a
+    newer hold of the same lock by the same holder (another coroutine of its task, granted
+    meanwhile) stays."""
+    with _holds_lock:
+        held = _holds.get(holder)
+        if held is not None and held.get(lock) == token:
+            del held[lock]
+            if not held:
+                del _holds[holder]
 
 
 def _not_acquired(lock: SharedLock) -> str:

@@ -186,6 +186,21 @@ def lock_behaviour(name: str) -> dict:
 
 
 @sky.function
+def release_the_wrong_lock(held_name: str, other_name: str) -> tuple[bool, bool, str]:
+    """Hold one lock and wrongly release another: (still counted as holding, the hold's
+    token unchanged, the refusal)."""
+    from skyward.collections.lock import holds_lock
+
+    with sky.lock(held_name) as lock:
+        token = lock.token
+        try:
+            sky.lock(other_name).release()
+        except RuntimeError as exc:
+            refusal = str(exc)
+        return holds_lock(), lock.token == token, refusal
+
+
+@sky.function
 def fenced_write(lock_name: str, dict_name: str, value: str) -> int:
     """Write ``value`` under the lock, fenced with its token; the token."""
     with sky.lock(lock_name) as lock:
@@ -564,6 +579,12 @@ def test_a_write_fenced_with_an_earlier_holds_token_is_refused(pool: sky.Pool) -
     assert owner["owner"] == "second"
     owner.set("owner", "third", fence=third)
     assert owner["owner"] == "third"
+
+
+def test_releasing_a_lock_not_held_leaves_the_callers_holds_alone(pool: sky.Pool) -> None:
+    holding, same_token, refusal = release_the_wrong_lock(unique("lock"), unique("other")) >> pool
+    assert "does not hold it (it is not locked)" in refusal
+    assert holding and same_token
 
 
 def test_a_process_child_fences_with_its_holds_token(process_pool: sky.Pool) -> None:
