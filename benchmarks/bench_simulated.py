@@ -22,6 +22,14 @@ launched again; and `Nodes(desired=10, max=1000)` given 40,000 waiting tasks of 
 second, each node a second to launch: the time to 1,000 nodes, the launches, and the
 time back to 10 once idle. The nodes' work is serial in the relay process, so the map rate
 is a floor for what the client can drive, not what 1,000 machines would compute.
+
+Last, 100 and 1,000 nodes behind real lanes: the relay reaches every node as a remote
+pool's head relay reaches the agents of the other hosts, over a TCP connection per node
+that proves the pool's lane secret, to agents in 4 processes of their own
+(``Behaviour.lanes``). Maps of 1,000,000 items (the first dials every lane; then the
+median of three), 200 `f() >> pool` round trips, and what the relay holds: its open
+files, its established connections and its memory. The agents' processes share the 2
+cores with the relay and the client, where a real pool's agents have hosts of their own.
 """
 
 from __future__ import annotations
@@ -72,7 +80,68 @@ def run(quick: bool = False) -> list[Row]:
         ]
     rows += _metrics_rows(SIZES[1] if quick else SIZES[-1], 5.0 if quick else 20.0)
     rows += _churn_rows(quick)
+    rows += _lane_rows(SIZES[1:2] if quick else SIZES[1:])
     return rows
+
+
+def _lane_rows(sizes: tuple[int, ...]) -> list[Row]:
+    """Pools whose relay calls every node through a real TCP lane."""
+    rows: list[Row] = []
+    for nodes in sizes:
+        at = f"{nodes:,} nodes behind TCP lanes"
+        try:
+            measured = isolated(lanes_pool, nodes, ITEMS, timeout=600)
+        except SubjectFailed as exc:
+            rows.append(failed_row(GROUP, at, exc))
+            continue
+        facts = {"nodes": nodes, "first_map": round(measured["first"]), "open_files": measured["files"],
+                 "lanes": measured["lanes"], "relay_mib": round(measured["relay_mib"])}
+        rows += [
+            row(GROUP, f"{at}: pool.map of {ITEMS:,} items", measured["rates"],
+                f"items per second through the client; the first map, which dials every lane: {measured['first']:,.0f}",
+                unit="ops/s", facts=facts, metric="lanes map"),
+            row(GROUP, f"{at}: f() >> pool", measured["trips"], "one node's lane, through the client and the relay",
+                facts=facts, metric="lanes trip"),
+            row(GROUP, f"{at}: the relay's open files", [measured["files"]],
+                f"{measured['lanes']} lane connections established, the relay's RSS {measured['relay_mib']:.0f} MiB",
+                unit="files", facts=facts, metric="lanes files"),
+        ]
+    return rows
+
+
+def lanes_pool(nodes: int, items: int) -> dict[str, Any]:
+    """A simulated pool of ``nodes`` behind real TCP lanes: the rate of its first map and
+    of three more, ``>>`` round trips, and the relay's open files, established
+    connections and memory after them."""
+    import sys
+
+    if TESTS not in sys.path:
+        sys.path.insert(0, TESTS)
+    import psutil
+    from simulated_cluster import Behaviour, SimulatedProvider
+
+    import skyward as sky
+
+    noop = sky.function(payloads.noop)
+    provider = SimulatedProvider(behaviour=Behaviour(lanes=True))
+    with sky.Compute(provider=provider, nodes=nodes, options=sky.Options(console=False, logging=False)) as pool:
+        rates = []
+        for _ in range(MAPS + 1):
+            began = time.perf_counter()
+            results = pool.map(payloads.identity, range(items))
+            rates.append(items / (time.perf_counter() - began))
+            assert results == list(range(items)), "results in input order"
+        noop() >> pool  # warm-up
+        trips = []
+        for _ in range(200):
+            began = time.perf_counter()
+            noop() >> pool
+            trips.append(time.perf_counter() - began)
+        relay = psutil.Process(provider.relays[0])
+        lanes = [c for c in relay.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED]
+        files, relay_mib = relay.num_fds(), relay.memory_info().rss / 2**20
+    return {"first": rates[0], "rates": rates[1:], "trips": trips,
+            "files": files, "lanes": len(lanes), "relay_mib": relay_mib}
 
 
 def _churn_rows(quick: bool) -> list[Row]:

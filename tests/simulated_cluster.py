@@ -20,8 +20,17 @@ runs) and makes nodes vanish at a rate, each reported lost as a spot machine tak
 Provisioning is simulated with ``delay`` (each node's launch waits that long; a share
 ``refused`` fails), and ``SimulatedMembership`` lets the engine's reconciler and
 autoscaler add and remove nodes through the relay (``Attach``/``Detach``), as on a remote
-pool. Not simulated (yet): task output, collections (the pool has none), the lanes
-between the relay and its agents.
+pool.
+
+With ``Behaviour.lanes`` the relay reaches each node as a remote pool's head relay
+reaches the agents of the other hosts: through a real lane (``transports.lane``), a TCP
+connection per node that proves the pool's lane secret before a frame is read, to a
+``LaneServer`` per node. Those simulated agents run in ``AGENT_HOSTS`` processes of their
+own (``python tests/simulated_cluster.py --agents``), started by the relay, each serving
+its share of the nodes on threads as an agent does; their work then runs beside the
+relay's, not on its loop. A broadcast's shared payload (Ray's object store on a real
+pool) and nodes that join later are still answered on the relay's loop. Not simulated
+(yet): task output, collections (the pool has none), Ray itself.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import asyncio
 import collections
 import dataclasses
 import json
+import math
 import os
 import random
 import shutil
@@ -47,10 +57,12 @@ from fake_cluster import NoCollections
 import skyward as sky
 from skyward.core import handshake
 from skyward.core.instance import InstanceInfo, NetworkInfo, PeerInfo
+from skyward.core.open_files import raise_open_files
 from skyward.engine.events import EventBatch
 from skyward.engine.membership import Floor, Joined, Loss
 from skyward.engine.relay_server import RelayServer, Sink
-from skyward.engine.transport import NodeLost, Shared
+from skyward.engine.transport import NodeLost, NoReply, Refused, Shared
+from skyward.engine.transports.lane import TCP, LaneBroken, LaneClient, LaneFailed, LaneServer
 from skyward.engine.transports.relay import RelayEndpoint, RelayTransport, RemoteAgent
 from skyward.engine.wire import MAP, Payload, TaskFailure, TaskRequest, decode, encode
 from skyward.model.nodes import NodeHandle
@@ -65,6 +77,8 @@ SAMPLE_EVERY = 1.0
 METRICS = (("cpu", "%"), ("memory", "%"), ("memory_used", "MB"), ("memory_total", "MB"), ("gpu", "%"),
            ("gpu_memory", "%"), ("gpu_memory_total", "MB"), ("gpu_temp", "C"))
 """What a node with one GPU samples (``observe.metrics``'s collectors)."""
+AGENT_HOSTS = 4
+"""Processes the simulated agents of a pool with lanes run in (``Behaviour.lanes``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,18 +86,22 @@ class Behaviour:
     """How the simulated nodes behave: ``item_seconds`` of simulated work per call or map
     item (waited, not computed, so nodes work at the same time); ``losses_per_minute``:
     the share of the nodes (node 0 spared) that vanish each minute, each reported lost as
-    a spot machine taken back; ``seed``: which ones."""
+    a spot machine taken back; ``seed``: which ones; ``lanes``: the relay calls each node
+    through a real TCP lane to its agent in another process (see the module)."""
 
     item_seconds: float = 0.0
     losses_per_minute: float = 0.0
     seed: int = 0
+    lanes: bool = False
 
 
 class SimulatedBackend:
     """The relay's backend over ``nodes`` simulated nodes (see the module)."""
 
-    def __init__(self, nodes: int, sink: Sink, behaviour: Behaviour = Behaviour()) -> None:
+    def __init__(self, nodes: int, sink: Sink, behaviour: Behaviour = Behaviour(),
+                 lanes: dict[int, LaneClient] | None = None) -> None:
         self._alive = set(range(nodes))
+        self._lanes = lanes or {}
         self._sink = sink
         self._behaviour = behaviour
         self._published: dict[int, int] = {}
@@ -98,6 +116,12 @@ class SimulatedBackend:
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         if node not in self._alive:
             raise NodeLost(node, f"simulated node {node} is gone")
+        lane = self._lanes.get(node)
+        if lane is not None and isinstance(payload, bytes):
+            reply = await _via_lane(node, lane, payload, timeout)
+            if node not in self._alive:
+                raise NodeLost(node, f"simulated node {node} vanished while it worked")
+            return reply
         try:
             if not isinstance(payload, Shared):
                 request: TaskRequest = decode(payload)
@@ -106,13 +130,13 @@ class SimulatedBackend:
             else:
                 request = self._shared[payload.key] = decode(payload.handle)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - answered as an agent answers an unloadable task
-            return encode((False, TaskFailure.from_exception(exc, node), 0))
-        outcome = execute(request, node)
+            return _unloadable(exc, node)
+        reply = _answer(request, node)
         if self._behaviour.item_seconds:  # the work's time, after its effects (an attempt lost midway ran)
-            await asyncio.sleep(self._behaviour.item_seconds * (len(request.chunk) if request.kind == MAP else 1))
+            await asyncio.sleep(_work_seconds(request, self._behaviour))
             if node not in self._alive:
                 raise NodeLost(node, f"simulated node {node} vanished while it worked")
-        return encode((*outcome, 0))
+        return reply
 
     async def share(self, payload: Payload) -> Shared:
         self._keys += 1
@@ -168,6 +192,103 @@ class SimulatedBackend:
         for task in (self._losing, self._sampling):
             if task is not None:
                 task.cancel()
+        for lane in self._lanes.values():
+            lane.close()
+
+
+def _answer(request: TaskRequest, node: int) -> Payload:
+    """Node ``node``'s reply to ``request``, encoded as an agent encodes its outcome."""
+    return encode((*execute(request, node), 0))
+
+
+def _unloadable(error: Exception, node: int) -> Payload:
+    return encode((False, TaskFailure.from_exception(error, node), 0))
+
+
+def _work_seconds(request: TaskRequest, behaviour: Behaviour) -> float:
+    return behaviour.item_seconds * (len(request.chunk) if request.kind == MAP else 1)
+
+
+async def _via_lane(node: int, lane: LaneClient, payload: bytes, timeout: float | None) -> Payload:
+    """Node ``node``'s reply through its lane; its failures as the head relay's transport
+    reports them (``transports.ray_actors``), and a lane that takes nothing as refused
+    (a real relay would send through Ray instead: here it is a broken simulation)."""
+    try:
+        reply = await lane.call_async(payload, timeout)
+    except LaneBroken as exc:
+        raise NodeLost(node, str(exc)) from None
+    except TimeoutError:
+        raise NoReply(node, "no answer in time") from None
+    except LaneFailed as exc:
+        raise Refused(node, str(exc)) from None
+    if reply is None:
+        raise Refused(node, f"simulated node {node}: nothing took the call on its lane {lane.address}")
+    return reply
+
+
+def host_agents(first: int, count: int, behaviour: Behaviour) -> None:
+    """Be the agents of nodes ``first`` to ``first + count - 1``: a TCP lane each on
+    loopback, proven with the secret on stdin's first line (hex), each call answered on
+    the lane's thread as an agent answers it. Print the lanes' addresses (one JSON list)
+    once they listen; serve until stdin ends (the relay closed it, or died)."""
+    raise_open_files()
+    secret = bytes.fromhex(sys.stdin.readline().strip())
+
+    def agent(node: int) -> Callable[[bytes], Payload]:
+        def handle(frame: bytes) -> Payload:
+            try:
+                request: TaskRequest = decode(frame)
+            except Exception as exc:  # noqa: BLE001 - answered as an agent answers an unloadable task
+                return _unloadable(exc, node)
+            reply = _answer(request, node)
+            if behaviour.item_seconds:
+                time.sleep(_work_seconds(request, behaviour))
+            return reply
+        return handle
+
+    servers = [LaneServer(f"{TCP}127.0.0.1:0", agent(node), secret) for node in range(first, first + count)]
+    print(json.dumps([server.address for server in servers]), flush=True)
+    sys.stdin.read()
+    for server in servers:
+        server.close()
+
+
+def _start_agents(nodes: int, behaviour: Behaviour) -> tuple[list[subprocess.Popen[str]], dict[int, LaneClient]]:
+    """``AGENT_HOSTS`` processes serving the lanes of ``nodes`` nodes (``host_agents``),
+    and a lane client to each node; RuntimeError if one does not start in time. The
+    processes end when their stdin, kept open here, closes."""
+    secret = handshake.new_secret()
+    share = math.ceil(nodes / AGENT_HOSTS)
+    hosts = []
+    for first in range(0, nodes, share):
+        host = subprocess.Popen(
+            [sys.executable, __file__, "--agents", str(first), str(min(share, nodes - first)),
+             json.dumps(dataclasses.asdict(behaviour))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert host.stdin is not None
+        host.stdin.write(secret.hex() + "\n")
+        host.stdin.flush()
+        hosts.append(host)
+    lanes: dict[int, LaneClient] = {}
+    for first, host in zip(range(0, nodes, share), hosts, strict=True):
+        said = _line_within(host, READY_TIMEOUT)
+        if not said.startswith("["):
+            _stop_agents(hosts)
+            raise RuntimeError(f"the simulated agents from node {first} did not start (they said {said!r})")
+        lanes.update({first + i: LaneClient(address, secret) for i, address in enumerate(json.loads(said))})
+    return hosts, lanes
+
+
+def _stop_agents(hosts: list[subprocess.Popen[str]]) -> None:
+    for host in hosts:
+        assert host.stdin is not None
+        host.stdin.close()
+    for host in hosts:
+        try:
+            host.wait(10)
+        except subprocess.TimeoutExpired:
+            host.kill()
+            host.wait()
 
 
 _RUNS: collections.Counter[object] = collections.Counter()
@@ -185,16 +306,21 @@ def serve(address: str, nodes: int, behaviour: Behaviour) -> None:
     hex), over ``nodes`` simulated nodes; print ``listening`` once it does, exit when the
     client's session is over."""
     secret = bytes.fromhex(sys.stdin.readline().strip())
+    raise_open_files()  # a lane per node, as the head relay does
+    hosts, lanes = _start_agents(nodes, behaviour) if behaviour.lanes else ([], {})
 
     async def main() -> None:
-        server = RelayServer(secret, lambda sink: SimulatedBackend(nodes, sink, behaviour), compress=True)
+        server = RelayServer(secret, lambda sink: SimulatedBackend(nodes, sink, behaviour, lanes), compress=True)
         listener = await asyncio.start_unix_server(server.handle, address)
         os.chmod(address, 0o600)
         print("listening", flush=True)
         await server.finished.wait()
         listener.close()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        _stop_agents(hosts)
 
 
 def _info(node: int, count: int, pool_id: str) -> InstanceInfo:
@@ -259,7 +385,8 @@ class SimulatedProvider:
     """A pool of simulated nodes behind a real relay process (see the module); ``delay``:
     the seconds provisioning a node takes, ``refused``: the share of launches that fail;
     ``behaviour``: how the nodes work and vanish. ``memberships`` holds each pool's
-    ``SimulatedMembership`` (its launches counted)."""
+    ``SimulatedMembership`` (its launches counted), ``relays`` each pool's relay process
+    id."""
 
     name: ClassVar[str] = "simulated"
     priced: ClassVar[bool] = False
@@ -269,6 +396,7 @@ class SimulatedProvider:
     refused: float = 0.0
     behaviour: Behaviour = Behaviour()
     memberships: list[SimulatedMembership] = field(default_factory=list, compare=False, hash=False)
+    relays: list[int] = field(default_factory=list, compare=False, hash=False)
 
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
         if spec.volumes:
@@ -314,6 +442,7 @@ class SimulatedProvider:
         client = RelayTransport(RelayEndpoint.on_unix_socket(address, secret, compress=True))
         membership = SimulatedMembership(client, pool_id, self.delay, self.refused, self.behaviour.seed)
         self.memberships.append(membership)
+        self.relays.append(relay.pid)
         return LaunchedCluster(nodes, infos, client, encode, NoCollections(), stop, membership=membership)
 
 
@@ -330,4 +459,7 @@ def _line_within(process: subprocess.Popen[str], timeout: float) -> str:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]), Behaviour(**json.loads(sys.argv[3])))
+    if sys.argv[1] == "--agents":
+        host_agents(int(sys.argv[2]), int(sys.argv[3]), Behaviour(**json.loads(sys.argv[4])))
+    else:
+        serve(sys.argv[1], int(sys.argv[2]), Behaviour(**json.loads(sys.argv[3])))

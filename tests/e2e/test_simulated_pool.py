@@ -74,3 +74,24 @@ def test_an_elastic_pool_launches_its_nodes_many_at_once() -> None:
             time.sleep(0.05)
         assert rank_of(1) @ pool
     assert provider.memberships[0].most_at_once >= 32
+
+
+def test_a_hundred_nodes_answer_through_real_tcp_lanes() -> None:
+    """With lanes the relay calls every node over a TCP connection of its own that proved
+    the lane secret, to agents in processes of their own, which end with the pool. (An
+    `@` shares its payload, which goes through Ray's object store on a real pool, not a
+    lane: here it is answered on the relay's loop; a map's chunks take the lanes.)"""
+    provider = SimulatedProvider(behaviour=Behaviour(lanes=True))
+    with sky.Compute(provider=provider, nodes=NODES, options=sky.Options(console=False, logging=False)) as pool:
+        relay = psutil.Process(provider.relays[0])
+        agents = relay.children()
+        assert len(agents) == 4
+        assert rank_of(7) @ pool == [7] * NODES
+        assert pool.map(_double, range(20_000)) == [2 * x for x in range(20_000)]
+        lanes = {c.raddr for c in relay.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED}
+        assert len({address.port for address in lanes}) == NODES, "a lane (or more) to every node"
+        with pytest.raises(ValueError, match="planted"):
+            fails() >> pool
+    psutil.wait_procs(agents, timeout=15)
+    assert not [agent for agent in agents if agent.is_running() and agent.status() != psutil.STATUS_ZOMBIE], (
+        "the agents ended with the pool")
