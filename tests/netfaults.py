@@ -10,6 +10,10 @@ nearest thing it can do:
 - ``slowed``: every path to and from the hosts through a token bucket (``tc ... tbf``)
   of ``rate`` with a deep queue: the bandwidth of a slow link, and the delay of a full
   queue; no loss beyond the queue's.
+- ``connections_reset``: every TCP connection between this machine and a host's sshd
+  ended at once, as a NAT or firewall that dropped them answers the next packet with a
+  reset (``ss -K``, the kernel's socket destroy: this machine's end is closed and the
+  host's gets the reset).
 
 Each is a context manager that removes what it added, whatever happens inside.
 ``mapped_through`` runs the map the fault tests run under one: ``ITEMS`` items, each
@@ -119,6 +123,15 @@ def partitioned(lab: HostLab, host: TestHost) -> Iterator[None]:
                 stack.enter_context(_blackhole(other.address, host.netns))
                 stack.enter_context(_blackhole(host.address, other.netns))
         yield
+
+
+def connections_reset(host: TestHost) -> int:
+    """End every connection between this machine and ``host``'s sshd (see the module);
+    how many there were."""
+    rule = ("dst", host.address, "dport", "=", "22")
+    listed = subprocess.run(["ss", "-Htn", *rule], capture_output=True, text=True, timeout=30, check=True)
+    subprocess.run(["ss", "-HKtn", *rule], capture_output=True, text=True, timeout=30, check=False)
+    return len([line for line in listed.stdout.splitlines() if line.strip()])
 
 
 def _link_of(host: TestHost) -> str:

@@ -87,12 +87,15 @@ class Behaviour:
     item (waited, not computed, so nodes work at the same time); ``losses_per_minute``:
     the share of the nodes (node 0 spared) that vanish each minute, each reported lost as
     a spot machine taken back; ``seed``: which ones; ``lanes``: the relay calls each node
-    through a real TCP lane to its agent in another process (see the module)."""
+    through a real TCP lane to its agent in another process (see the module);
+    ``resume_within``: the seconds the relay and the client keep a session whose stream
+    broke for a new stream to resume (a remote pool's ``Spec.ttl``; 0: none)."""
 
     item_seconds: float = 0.0
     losses_per_minute: float = 0.0
     seed: int = 0
     lanes: bool = False
+    resume_within: float = 0.0
 
 
 class SimulatedBackend:
@@ -310,7 +313,8 @@ def serve(address: str, nodes: int, behaviour: Behaviour) -> None:
     hosts, lanes = _start_agents(nodes, behaviour) if behaviour.lanes else ([], {})
 
     async def main() -> None:
-        server = RelayServer(secret, lambda sink: SimulatedBackend(nodes, sink, behaviour, lanes), compress=True)
+        server = RelayServer(secret, lambda sink: SimulatedBackend(nodes, sink, behaviour, lanes), compress=True,
+                             resume_within=behaviour.resume_within)
         listener = await asyncio.start_unix_server(server.handle, address)
         os.chmod(address, 0o600)
         print("listening", flush=True)
@@ -386,7 +390,7 @@ class SimulatedProvider:
     the seconds provisioning a node takes, ``refused``: the share of launches that fail;
     ``behaviour``: how the nodes work and vanish. ``memberships`` holds each pool's
     ``SimulatedMembership`` (its launches counted), ``relays`` each pool's relay process
-    id."""
+    id; ``cut`` breaks the client's streams to the relay (a connection reset)."""
 
     name: ClassVar[str] = "simulated"
     priced: ClassVar[bool] = False
@@ -397,6 +401,16 @@ class SimulatedProvider:
     behaviour: Behaviour = Behaviour()
     memberships: list[SimulatedMembership] = field(default_factory=list, compare=False, hash=False)
     relays: list[int] = field(default_factory=list, compare=False, hash=False)
+    streams: list[tuple[asyncio.AbstractEventLoop, asyncio.StreamWriter]] = field(
+        default_factory=list, compare=False, hash=False)
+
+    def cut(self) -> int:
+        """Reset every stream the client has opened to its relay so far (each end sees its
+        connection broken at once, as a NAT that dropped it answers); how many."""
+        streams, self.streams[:] = list(self.streams), []
+        for loop, writer in streams:
+            loop.call_soon_threadsafe(writer.transport.abort)
+        return len(streams)
 
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
         if spec.volumes:
@@ -439,7 +453,13 @@ class SimulatedProvider:
 
         infos = tuple(_info(node, count, pool_id) for node in range(count))
         nodes = tuple(NodeHandle(f"{pool_id}-{i}", "127.0.0.1", instance_type="simulated") for i in range(count))
-        client = RelayTransport(RelayEndpoint.on_unix_socket(address, secret, compress=True))
+        async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            reader, writer = await asyncio.open_unix_connection(address)
+            self.streams.append((asyncio.get_running_loop(), writer))
+            return reader, writer
+
+        client = RelayTransport(RelayEndpoint(connect, address, secret, compress=True,
+                                              resume_within=self.behaviour.resume_within))
         membership = SimulatedMembership(client, pool_id, self.delay, self.refused, self.behaviour.seed)
         self.memberships.append(membership)
         self.relays.append(relay.pid)

@@ -12,6 +12,12 @@ A channel starts with ``handshake`` (both ends prove the pool's secret), then ea
 sends ``Hello`` with its ``PROTOCOL``; a mismatch ends the channel with a message naming
 both versions.
 
+A relay stream carries a session that may outlive it (``engine.resumable``): the client
+then sends ``Resume`` with the session's id (new: nothing received yet) and the relay
+answers with its own ``Resume`` (or ``Closed``: it holds no such session). Each end
+numbers the other messages it sends, keeps them until the other says with ``Ack`` that it
+has them, and after a ``Resume`` on a new stream sends again those the other lacks.
+
 client -> relay                          relay -> client
 Call, CallShared, Share, Unshare         Reply, Failed
 Forget (a call given up on)              Events, Report
@@ -21,6 +27,7 @@ Metrics (whether anyone listens)
 Observed (what the client saw: the daemon's dashboard)
 ReleaseHolds (the client's locks, leases)
 Close                                    Closed
+Resume, Ack                              Resume, Ack
 """
 
 from __future__ import annotations
@@ -28,11 +35,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-PROTOCOL = 6
+PROTOCOL = 7
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
 may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``; 4:
 ``Attached.joined``, ``Lost``; 5: ``Observed``; 6: ``CollectionOp`` and its answer carry
-a ``CollectionCall`` and a ``CollectionResult``)."""
+a ``CollectionCall`` and a ``CollectionResult``; 7: sessions that outlive a stream,
+``Resume`` and ``Ack``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]
@@ -45,6 +53,24 @@ class Hello:
     """The first message each end of a relay stream sends after the handshake."""
 
     protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """After ``Hello``: the session this stream carries (``session``, the client's random
+    id) and how many of the other end's numbered messages this end has received (0: a new
+    session). Not numbered itself."""
+
+    session: bytes
+    received: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """This end has received the other's first ``received`` numbered messages: it need
+    not keep them for a resume. Not numbered itself."""
+
+    received: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,10 +534,10 @@ AboutKeptPools = KeepPool | AdoptPool | ListPools | EndPool
 ToDaemon = AskStatus | StopDaemon | AboutKeptPools
 FromDaemon = DaemonRunning | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
 ToRelay = (
-    Hello | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Observed
+    Hello | Resume | Ack | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Observed
     | ReleaseHolds | Close
 )
-ToClient = Hello | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
+ToClient = Hello | Resume | Ack | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 ToWorker = StartWorker | RunTask | OperationAnswer
 FromWorker = Operation | TaskOutput | TaskEvent | ItemStarted | TaskDone
 FromHost = (

@@ -8,15 +8,21 @@ is the in-process fake cluster). Per connection:
 1. the caller proves the pool's secret (``core.handshake``) before a byte of a frame is
    read; a stranger is hung up on and changes nothing. At most ``MAX_UNPROVEN``
    connections wait in the handshake at once (each for ``handshake.TIMEOUT`` at most).
-2. both ends send ``Hello``; a protocol mismatch ends the connection.
-3. the first proven client is served; a second one is refused while it is. When the
-   served client says ``Close`` or its stream ends, the backend frees what it held and
-   stops the agents, ``Closed`` is sent, and ``finished`` is set (the relay exits).
+2. both ends send ``Hello``; a protocol mismatch ends the connection. Then the client
+   names its session (``Resume``, see ``engine.resumable``) and the server answers with
+   its own ``Resume``, or ``Closed`` when it holds no such session.
+3. the first proven client's session is served; another session is refused while it
+   is. When the client says ``Close``, or its stream ends and it does not resume the
+   session on a new stream within ``resume_within`` seconds, the backend frees what it
+   held and stops the agents, ``Closed`` is sent, and ``finished`` is set (the relay
+   exits). A resumed session goes on where it was: the calls running meanwhile ran on,
+   and each end sends again what the other had not received (``engine.resumable``); a
+   stream that resumes the session ends the one it had, if that one is still open.
    A ``successive`` server (a kept pool's relay) serves its clients one after another
    instead: a newly proven client ends the session being served (only a holder of the
    secret gets that far: its client died and the end of its stream has not arrived) and
    is served once that one ended, unless a newer one came meanwhile; ``finished`` is
-   never set.
+   never set, and a session is never resumed.
 
 ``Observed`` (what a kept pool's script saw) goes to the server's ``observed`` callback
 (the pool daemon's dashboard), or nowhere.
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Never, Protocol
 
 from skyward.core import handshake, messages
@@ -43,6 +50,7 @@ from skyward.core.codec import (
     relay_frame,
 )
 from skyward.core.handshake import StreamIn, StreamOut
+from skyward.engine.resumable import Resumable, acknowledge
 from skyward.engine.transport import NodeLost, NoReply, Shared, Transport, TransportError
 from skyward.engine.wire import Payload
 
@@ -159,23 +167,20 @@ def payload_of(body: messages.Body) -> Payload:
 
 
 class Outgoing:
-    """The single ordered stream of messages to the client; a ``Sink`` for the backend.
-    Messages are written as they come (on the loop), without a queue between."""
+    """The single ordered stream of messages to the client, over whichever stream the
+    session has (``Resumable``); a ``Sink`` for the backend. Messages are written as they
+    come (on the loop), without a queue between."""
 
-    def __init__(self, writer: StreamOut, compress: bool = False) -> None:
-        self._writer = writer
-        self._compress = compress
+    def __init__(self, out: Resumable) -> None:
+        self._out = out
         self._loop = asyncio.get_running_loop()
         self._open = True
 
     def put(self, message: messages.Message) -> None:
-        """Send ``message`` (on the loop); nothing once the stream broke or closed."""
-        if not self._open:
-            return
-        try:
-            put_message(self._writer, message, self._compress)
-        except (ConnectionError, OSError, RuntimeError):
-            self._open = False
+        """Send ``message`` (on the loop): kept for the client until it has it; nothing
+        once the session ended."""
+        if self._open:
+            self._out.put(message)
 
     def events(self, node: int, batch: bytes) -> None:
         self._loop.call_soon_threadsafe(self.put, messages.Events(node, batch))
@@ -189,10 +194,56 @@ class Outgoing:
     async def close(self) -> None:
         """Send what is buffered (bounded), then stop."""
         try:
-            await asyncio.wait_for(self._writer.drain(), 10)
-        except (asyncio.TimeoutError, ConnectionError, OSError):
+            await asyncio.wait_for(self._out.drain(), 10)
+        except Exception:  # noqa: BLE001, S110 - a timeout, or the stream's errors: the client is gone
             pass
         self._open = False
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One stream of a session: its ends, how many of the server's messages its client
+    has (from its ``Resume``), and ``done``, set once the session stops using it (the
+    connection is closed then)."""
+
+    reader: StreamIn
+    writer: asyncio.StreamWriter
+    received: int
+    done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+@dataclass(eq=False)
+class _Session:
+    """What outlives a session's streams: its id, what the server sent and received, and
+    the stream that resumes it next."""
+
+    token: bytes
+    out: Resumable
+    stream: _Stream | None = None
+    waiting: _Stream | None = None
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    over: bool = False
+
+    def offer(self, stream: _Stream) -> None:
+        """``stream`` resumes the session: the stream it has is ended (a client that opened
+        a new one has given it up), and so is an older offer not taken yet."""
+        if self.waiting is not None and not self.waiting.done.done():
+            self.waiting.done.set_result(None)
+        self.waiting = stream
+        if self.stream is not None:
+            self.stream.writer.transport.abort()
+        self.arrived.set()
+
+    async def next_stream(self, within: float) -> _Stream | None:
+        """The stream that resumes the session, waited for ``within`` seconds at most."""
+        if self.waiting is None:
+            self.arrived.clear()
+            try:
+                await asyncio.wait_for(self.arrived.wait(), within)
+            except asyncio.TimeoutError:
+                return None
+        stream, self.waiting = self.waiting, None
+        return stream
 
 
 class RelayServer:
@@ -201,17 +252,23 @@ class RelayServer:
     ``compress``: large messages to the client travel compressed where that pays (a
     remote pool's relay, whose client is across an SSH channel). ``successive``: serves
     one client after another instead (see the module). ``observed`` takes the client's
-    ``Observed`` batches."""
+    ``Observed`` batches. ``resume_within``: the seconds a session whose stream broke
+    waits for its client to resume it on another (0: it ends at once; never for a
+    ``successive`` server)."""
 
     def __init__(
         self, secret: bytes, open_backend: Callable[[Sink], RelayBackend], compress: bool = False,
-        successive: bool = False, observed: Callable[[bytes], None] | None = None,
+        successive: bool = False, observed: Callable[[bytes], None] | None = None, resume_within: float = 0.0,
     ) -> None:
+        if successive and resume_within:
+            raise ValueError("a successive relay server ends a session when the next client comes: it resumes none")
         self._secret = secret
         self._observed = observed
         self._open_backend = open_backend
         self._compress = compress
         self._successive = successive
+        self._resume_within = resume_within
+        self._session: _Session | None = None
         self._unproven = 0
         self._served: asyncio.StreamWriter | None = None
         self._newest: asyncio.StreamWriter | None = None
@@ -224,6 +281,21 @@ class RelayServer:
         try:
             if not await self._proven(reader, writer):
                 return
+            named = await self._named_session(reader)
+            if named is None:
+                return
+            session = self._session
+            if session is not None and not self._successive:
+                if named.session != session.token or session.over:
+                    await write_message(writer, messages.Closed())  # not this session: nothing to resume
+                    return
+                stream = _Stream(reader, writer, named.received)
+                session.offer(stream)
+                await stream.done
+                return
+            if named.received:
+                await write_message(writer, messages.Closed())  # a session that is over (or another relay's)
+                return
             if self._successive and not await self._turn(writer):
                 return
             if self._served is not None:
@@ -231,13 +303,22 @@ class RelayServer:
             self._served = writer
             self._idle.clear()
             try:
-                await self._serve(reader, writer)
+                await self._serve(_Stream(reader, writer, 0), named.session)
             finally:
                 if self._successive:
                     self._served = None
                 self._idle.set()
         finally:
             writer.close()
+
+    @staticmethod
+    async def _named_session(reader: StreamIn) -> messages.Resume | None:
+        """The client's ``Resume`` (the first message after ``Hello``), or None."""
+        try:
+            named = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
+        except (asyncio.TimeoutError, MalformedFrame):
+            return None
+        return named if isinstance(named, messages.Resume) else None
 
     async def _turn(self, writer: asyncio.StreamWriter) -> bool:
         """Whether ``writer``, the newest proven client, gets served: the session being
@@ -268,9 +349,12 @@ class RelayServer:
         finally:
             self._unproven -= 1
 
-    async def _serve(self, reader: StreamIn, writer: StreamOut) -> None:
+    async def _serve(self, first: _Stream, token: bytes) -> None:
+        """Serve session ``token`` over ``first`` and the streams that resume it, until
+        it ends."""
         loop = asyncio.get_running_loop()
-        out = Outgoing(writer, self._compress)
+        session = self._session = _Session(token, Resumable(self._compress))
+        out = Outgoing(session.out)
         shared: dict[int, Shared | str] = {}  # a key's payload, or why it could not be stored
         tasks: dict[int, asyncio.Task[None]] = {}
 
@@ -282,30 +366,69 @@ class RelayServer:
         try:
             backend = self._open_backend(out)
         except Exception:
+            session.over = True
             self.finished.set()  # nothing can be served
             raise
+        stream = first
         try:
-            while (message := await read_message(reader)) is not None:
+            while not await self._stream(session, stream, backend, out, shared, start, tasks) and self._resume_within:
+                resumed = await session.next_stream(self._resume_within)
+                if not stream.done.done():
+                    stream.done.set_result(None)  # a resumed stream's connection closes (the first's with _serve)
+                if resumed is None:
+                    break
+                stream = resumed
+        finally:
+            session.over = True
+            for task in list(tasks.values()):
+                task.cancel()
+            try:
+                await loop.run_in_executor(None, backend.end)
+            finally:
+                out.put(messages.Closed())  # on the last stream, if it is still there
+                await out.close()
+                for left in (stream, session.waiting):
+                    if left is not None and not left.done.done():
+                        left.done.set_result(None)
+                if not self._successive:
+                    self.finished.set()
+
+    async def _stream(
+        self, session: _Session, stream: _Stream, backend: RelayBackend, out: Outgoing,
+        shared: dict[int, Shared | str], start: Callable[[int, Awaitable[None]], None],
+        tasks: dict[int, asyncio.Task[None]],
+    ) -> bool:
+        """Serve ``session`` over ``stream`` until it ends; True when the session ends
+        with it (the client said ``Close``, or sent what no client of this session would)."""
+        put_message(stream.writer, messages.Resume(session.token, session.out.received))
+        try:
+            session.out.attach(stream.writer, stream.received)
+        except ValueError:
+            return True
+        session.stream = stream
+        acks = asyncio.ensure_future(acknowledge(session.out, stream.writer))
+        try:
+            while (message := await read_message(stream.reader)) is not None:
+                if isinstance(message, messages.Ack):
+                    session.out.acknowledged(message.received)
+                    continue
+                session.out.count_received()
                 try:
                     if not await self._take(message, backend, out, shared, start, tasks):
-                        break
+                        return True  # the session's last words (``Closed``) go on this stream
                 except MalformedFrame:
                     raise
                 except Exception as exc:  # the backend failed this one message: say so, serve the next
                     why = f"{type(exc).__name__}: {exc}"
                     out.put(messages.Report(f"the head relay could not handle {type(message).__name__}: {why}"))
         except MalformedFrame:
-            pass  # a proven client sent garbage: end as if it closed
+            return True  # a proven client sent garbage: end as if it closed
         finally:
-            for task in list(tasks.values()):
-                task.cancel()
-            try:
-                await loop.run_in_executor(None, backend.end)
-            finally:
-                out.put(messages.Closed())
-                await out.close()
-                if not self._successive:
-                    self.finished.set()
+            acks.cancel()
+            session.stream = None
+        if session.out.writer is stream.writer:
+            session.out.detach()
+        return False
 
     async def _take(
         self, message: messages.Message, backend: RelayBackend, out: Outgoing, shared: dict[int, Shared | str],

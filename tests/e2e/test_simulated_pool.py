@@ -95,3 +95,38 @@ def test_a_hundred_nodes_answer_through_real_tcp_lanes() -> None:
     psutil.wait_procs(agents, timeout=15)
     assert not [agent for agent in agents if agent.is_running() and agent.status() != psutil.STATUS_ZOMBIE], (
         "the agents ended with the pool")
+
+
+def test_a_broken_stream_to_the_relay_is_resumed_and_every_item_runs_once() -> None:
+    """The client's stream to the relay reset twice during a map (as a NAT that dropped
+    the connection): the client opens another and resumes the session, the calls in
+    flight are answered once, and every item ran exactly once, in order."""
+    import threading
+
+    provider = SimulatedProvider(behaviour=Behaviour(item_seconds=0.01, resume_within=10.0))
+    reports: list[str] = []
+    with sky.Compute(provider=provider, nodes=20, options=sky.Options(console=False, logging=False)) as pool:
+        pool.on(sky.Error, lambda event: reports.append(event.message))
+        runs: list[int] = []
+        mapping = threading.Thread(target=lambda: runs.extend(pool.map(attempt, range(100_000, 106_000))))
+        mapping.start()
+        for _ in range(2):
+            time.sleep(0.4)
+            assert provider.cut() == 1, "one stream at a time"
+        assert mapping.is_alive(), "the cuts came while the map ran"
+        mapping.join(timeout=120)
+        assert not mapping.is_alive()
+        assert runs == [1] * 6_000, "every item once, in order"
+        assert sum("resumed the session" in report for report in reports) == 2, reports
+        assert rank_of(3) @ pool == [3] * 20
+        assert len(provider.streams) == 1, "the session's third stream is the one in use"
+
+
+def test_without_resuming_a_broken_stream_ends_the_calls_in_flight() -> None:
+    provider = SimulatedProvider(behaviour=Behaviour(item_seconds=0.002))
+    with sky.Compute(provider=provider, nodes=5, options=sky.Options(console=False, logging=False)) as pool:
+        import threading
+
+        threading.Timer(0.3, provider.cut).start()
+        with pytest.raises(ConnectionError, match="lost the connection to the cluster's head relay"):
+            pool.map(attempt, range(200_000, 202_000))

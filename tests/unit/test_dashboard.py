@@ -22,7 +22,7 @@ import pytest
 
 from skyward.api.dashboard import PoolDashboard
 from skyward.core import handshake
-from skyward.core.messages import PROTOCOL, Close, Hello, Observed
+from skyward.core.messages import PROTOCOL, Close, Hello, Observed, Resume
 from skyward.daemon.dashboard_feed import Watched
 from skyward.engine.events import EventBatch
 from skyward.engine.observed import ObservedForwarder
@@ -273,6 +273,8 @@ def test_a_kept_pools_script_sends_what_it_observes_and_the_relay_hands_it_on(tm
             assert await handshake.prove_to_server_async(reader, writer, secret)
             await write_message(writer, Hello(PROTOCOL))
             assert await read_message(reader) == Hello(PROTOCOL)
+            await write_message(writer, Resume(b"s", 0))
+            assert await read_message(reader) == Resume(b"s", 0)
             await write_message(writer, Observed(sent[0]))
             await write_message(writer, Close())
             closed = await asyncio.wait_for(read_message(reader), 5)

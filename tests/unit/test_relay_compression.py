@@ -30,7 +30,7 @@ from skyward.core.codec import (
     shrink,
 )
 from skyward.core.messages import Call, Reply
-from skyward.engine import relay_server
+from skyward.engine import relay_server, resumable
 from skyward.engine.relay_server import read_message
 
 MIB = 1 << 20
@@ -155,7 +155,7 @@ class _Spy:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.compressed = 0
         self.expanded = 0
-        frame, grow = relay_server.relay_frame, relay_server.expand
+        frame, grow = resumable.relay_frame, relay_server.expand
 
         def counting_frame(data: bytes, compress: bool = False) -> tuple[bytes, ...]:
             parts = frame(data, compress)
@@ -166,7 +166,7 @@ class _Spy:
             self.expanded += 1
             return grow(body, limit)
 
-        monkeypatch.setattr(relay_server, "relay_frame", counting_frame)
+        monkeypatch.setattr(resumable, "relay_frame", counting_frame)  # both ends frame what they send there
         monkeypatch.setattr(relay_server, "expand", counting_expand)
 
 

@@ -20,7 +20,7 @@ from fake_cluster import FakeProvider
 import skyward as sky
 from skyward.core import handshake
 from skyward.core.codec import FRAME_HEADER, encode_message
-from skyward.core.messages import PROTOCOL, Call, Close, Hello
+from skyward.core.messages import PROTOCOL, Call, Close, Closed, Hello, Resume
 from skyward.engine.relay_server import read_message, write_message
 from skyward.engine.transport import NodeLost
 from skyward.engine.transports.relay import RelayEndpoint, RelayRefused, RelayTransport
@@ -160,16 +160,18 @@ def test_a_second_client_with_the_secret_is_not_served(relayed: tuple[sky.Pool, 
         assert await handshake.prove_to_server_async(reader, writer, relay.secret)
         await write_message(writer, Hello(PROTOCOL))
         hello = await read_message(reader)
+        await write_message(writer, Resume(b"another session", 0))
+        refused = await asyncio.wait_for(read_message(reader), 5)
         try:
             await write_message(writer, Close())
         except ConnectionError:
             pass  # hung up on already
         ended = await asyncio.wait_for(read_message(reader), 5)
         writer.close()
-        return hello, ended
+        return hello, refused, ended
 
-    hello, ended = asyncio.run(second())
-    assert hello == Hello(PROTOCOL) and ended is None  # greeted, then hung up on: its Close did nothing
+    hello, refused, ended = asyncio.run(second())
+    assert hello == Hello(PROTOCOL) and refused == Closed() and ended is None  # refused, hung up on: its Close did nothing
     assert not relay.server.finished.is_set()
     assert (square(8) >> pool) == 64
 
@@ -205,7 +207,6 @@ class _Ended:
 def test_a_successive_server_serves_a_new_proven_client_after_ending_the_last_one(tmp_path: Path) -> None:
     """A kept pool's relay: the daemon that held it died and the end of its stream has
     not arrived; its successor, proving the secret, ends that session and is served."""
-    from skyward.core.messages import Closed
     from skyward.engine.relay_server import RelayServer
 
     secret = handshake.new_secret()
@@ -222,6 +223,9 @@ def test_a_successive_server_serves_a_new_proven_client_after_ending_the_last_on
             assert await handshake.prove_to_server_async(reader, writer, secret)
             await write_message(writer, Hello(PROTOCOL))
             assert await read_message(reader) == Hello(PROTOCOL)
+            session = os.urandom(16)
+            await write_message(writer, Resume(session, 0))
+            assert await read_message(reader) == Resume(session, 0)
             return reader, writer
 
         async with listener:

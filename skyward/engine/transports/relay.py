@@ -6,9 +6,16 @@ The relay is not a second engine: it forwards each request's bytes to a node age
 the agent's reply bytes back, and each node's event batches as the agent encoded them;
 it never unpickles a user object. Scheduling, timeouts and error mapping stay in the
 client's driver. Before anything else the client proves the pool's secret and the relay
-proves it back (``core.handshake``), then both say ``Hello``; every message after that is
-one of ``core.messages``, decoded by ``core.codec`` (never by an unpickler). A broken
-stream fails every call in flight with ``Disconnected``.
+proves it back (``core.handshake``), then both say ``Hello`` and ``Resume``; every message
+after that is one of ``core.messages``, decoded by ``core.codec`` (never by an
+unpickler).
+
+The session outlives its stream (``engine.resumable``): when the stream breaks and the
+endpoint allows it (``resume_within``), the client opens another, with backoff, and both
+ends go on where they were, each sending again what the other had not received, so calls
+in flight are answered once and nothing runs twice. Only when no new stream resumes the
+session within ``resume_within`` seconds (or the relay no longer holds it) does every call
+in flight fail with ``Disconnected``.
 
 The stream is driven on ``io_loop`` (the SSH connection's own loop, so no bytes cross a
 local socket between loops); a ``>>`` (``call_now``) hands its frame to that loop and the
@@ -20,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
+import secrets
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
@@ -33,7 +42,8 @@ from skyward.core.handshake import StreamIn, StreamOut
 from skyward.engine import interruptible
 from skyward.engine.events import EventBatch
 from skyward.engine.membership import Loss
-from skyward.engine.relay_server import payload_of, put_message, read_message, wire_body, write_message
+from skyward.engine.relay_server import payload_of, read_message, wire_body, write_message
+from skyward.engine.resumable import Resumable, acknowledge
 from skyward.engine.transport import Disconnected, NodeLost, NoReply, Refused, Shared, TransportError
 from skyward.engine.wire import Payload
 
@@ -45,6 +55,9 @@ CLOSE_TIMEOUT = 30.0
 LISTENER_TICK = 1.0
 """Seconds between looks at whether anyone listens for metrics (sent to the head on change)."""
 FAILURES: dict[str, type[TransportError]] = {"lost": NodeLost, "no_reply": NoReply, "refused": Refused}
+FIRST_RETRY = 0.25
+LAST_RETRY = 4.0
+"""Seconds between tries to resume a session: doubling from the first to the last."""
 
 
 T = TypeVar("T")
@@ -72,6 +85,10 @@ class RelayRefused(ConnectionError):
     another protocol version."""
 
 
+class SessionOver(ConnectionError):
+    """The relay no longer holds the session this client tried to resume."""
+
+
 @dataclass(frozen=True, slots=True)
 class RelayEndpoint:
     """A pool's head relay as its client reaches it: ``connect`` opens the stream,
@@ -79,13 +96,16 @@ class RelayEndpoint:
     proves it), ``compress``: large messages travel compressed where that pays
     (``codec.relay_frame``: an SSH channel to a remote relay, not a local socket).
     ``silent``: what a lost stream may mean besides a dead head node, added to its error
-    (a remote pool: how long a link that answers nothing is waited for)."""
+    (a remote pool: how long a link that answers nothing is waited for).
+    ``resume_within``: the seconds the client tries to resume the session on a new
+    stream once one broke (0: it does not; the relay must wait as long)."""
 
     connect: Connector
     where: str
     secret: bytes
     compress: bool = False
     silent: str = ""
+    resume_within: float = 0.0
 
     @classmethod
     def on_unix_socket(cls, path: str, secret: bytes, where: str = "", compress: bool = False) -> RelayEndpoint:
@@ -109,7 +129,10 @@ class RelayTransport:
         self._collections: dict[int, concurrent.futures.Future[bytes]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._feed: EventSink | None = None
+        self._session = secrets.token_bytes(16)
+        self._out = Resumable(endpoint.compress)
         self._writer: StreamOut | None = None
+        """The stream of the session now; None before it opened and once it ended."""
         self._closed: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
         self._closing = False
@@ -131,30 +154,46 @@ class RelayTransport:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
 
     async def _connect(self) -> None:
-        """Connect, prove the secret both ways, exchange ``Hello``. ``RelayRefused`` when
-        the other end is not the pool's relay."""
-        endpoint = self._endpoint
-        reader, writer = await asyncio.wait_for(endpoint.connect(), CONNECT_TIMEOUT)
-        if not await handshake.prove_to_server_async(reader, writer, endpoint.secret):
-            writer.close()
-            raise RelayRefused(f"what answers at {endpoint.where} did not prove the pool's secret: not its head relay")
-        await write_message(writer, messages.Hello(messages.PROTOCOL))
-        try:
-            hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
-        except (asyncio.TimeoutError, MalformedFrame):
-            hello = None
-        if not isinstance(hello, messages.Hello) or hello.protocol != messages.PROTOCOL:
-            writer.close()
-            theirs = hello.protocol if isinstance(hello, messages.Hello) else "none"
-            raise RelayRefused(
-                f"the head relay speaks protocol {theirs}, this client {messages.PROTOCOL}: "
-                "the head node runs another skyward version than the client"
-            )
-        self._writer = writer
+        """Open the session's first stream (``_open_stream``) and start reading it."""
+        reader, writer = await asyncio.wait_for(self._open_stream(), CONNECT_TIMEOUT)
         assert self._loop is not None
         self._closed = self._loop.create_future()
-        asyncio.ensure_future(self._read(reader))
+        asyncio.ensure_future(self._read(reader, writer))
         self._listeners = asyncio.ensure_future(self._follow_listeners())
+
+    async def _open_stream(self) -> tuple[StreamIn, StreamOut]:
+        """Connect, prove the secret both ways, exchange ``Hello`` and ``Resume``, and go
+        on with the session over the new stream. ``RelayRefused`` when the other end is
+        not the pool's relay, ``SessionOver`` when it no longer holds the session."""
+        endpoint = self._endpoint
+        reader, writer = await endpoint.connect()
+        try:
+            if not await handshake.prove_to_server_async(reader, writer, endpoint.secret):
+                raise RelayRefused(f"what answers at {endpoint.where} did not prove the pool's secret: not its head relay")
+            await write_message(writer, messages.Hello(messages.PROTOCOL))
+            try:
+                hello = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
+            except (asyncio.TimeoutError, MalformedFrame):
+                hello = None
+            if not isinstance(hello, messages.Hello) or hello.protocol != messages.PROTOCOL:
+                theirs = hello.protocol if isinstance(hello, messages.Hello) else "none"
+                raise RelayRefused(
+                    f"the head relay speaks protocol {theirs}, this client {messages.PROTOCOL}: "
+                    "the head node runs another skyward version than the client"
+                )
+            await write_message(writer, messages.Resume(self._session, self._out.received))
+            try:
+                resumed = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
+            except (asyncio.TimeoutError, MalformedFrame):
+                resumed = None
+            if not isinstance(resumed, messages.Resume) or resumed.session != self._session:
+                raise SessionOver(f"the head relay at {endpoint.where} no longer holds this client's session")
+            self._out.attach(writer, resumed.received)
+        except BaseException:
+            writer.close()
+            raise
+        self._writer = writer
+        return reader, writer
 
     async def _follow_listeners(self) -> None:
         """Send ("metrics", on) at once and whenever whether anyone listens for metrics changes."""
@@ -174,7 +213,7 @@ class RelayTransport:
         if node in self._left:
             raise NodeLost(node, self._left[node])
         loop = self._loop
-        if loop is None or loop.is_closed() or self._writer is None:
+        if loop is None or loop.is_closed() or self._closed is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
         call_id = next(self._ids)
         waiter: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
@@ -197,16 +236,14 @@ class RelayTransport:
         return _outcome(reply)
 
     def _put(self, call_id: int | None, message: messages.Message) -> None:
-        """Write ``message`` now (on the loop); if the stream is gone, call ``call_id``
-        fails with ``Disconnected``."""
-        try:
-            if self._lost is not None or self._writer is None:
-                raise ConnectionError(str(self._lost or "the pool is closed"))
-            put_message(self._writer, message, self._endpoint.compress)
-        except (ConnectionError, OSError, RuntimeError) as exc:
+        """Send ``message`` now (on the loop; between streams it waits for the next); if
+        the session is over, call ``call_id`` fails with ``Disconnected``."""
+        if self._lost is not None or self._closed is None:
             if call_id is not None:
                 pending = self._pending.get(call_id)
-                _resolve(pending, Disconnected(pending[0] if pending else -1, str(exc)))
+                _resolve(pending, Disconnected(pending[0] if pending else -1, str(self._lost or "the pool is closed")))
+            return
+        self._out.put(message)
 
     def watch_losses(self, lost: Callable[[Loss], None]) -> None:
         """Call ``lost`` (on the I/O loop) for each node the relay's side reports lost
@@ -252,7 +289,7 @@ class RelayTransport:
         for target, future in list(self._pending.values()):
             if target == node:
                 _resolve((target, future), NodeLost(node, reason))
-        if self._writer is not None and not self._lost and not self._closing:
+        if self._closed is not None and not self._lost and not self._closing:
             asyncio.ensure_future(self._send_quietly(messages.Detach(node, reason)))
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
@@ -289,20 +326,20 @@ class RelayTransport:
         return Shared(key, None)
 
     def unshare(self, shared: Shared) -> None:
-        if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
+        if self._closed is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._put, None, messages.Unshare(shared.key))
 
     def release_holds(self) -> None:
         """Have the head relay free every collection lock and lease this client holds
-        (from any thread but the loop's; nothing when the stream is gone)."""
-        if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
+        (from any thread but the loop's; nothing when the session is over)."""
+        if self._closed is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._put, None, messages.ReleaseHolds())
 
     def observe(self, batch: bytes) -> None:
         """Send what this client observed (an encoded ``EventBatch``) to a kept pool's
         relay, the pool daemon's, for its dashboard (from any thread; nothing when the
-        stream is gone)."""
-        if self._writer is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
+        session is over)."""
+        if self._closed is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
             try:
                 self._loop.call_soon_threadsafe(self._put, None, messages.Observed(batch))
             except RuntimeError:  # the loop closed meanwhile
@@ -311,7 +348,7 @@ class RelayTransport:
     def collection_call(self, request: bytes) -> concurrent.futures.Future[bytes]:
         """Send an encoded collection operation for the head node's agent (from any thread
         but the loop's); a Future of its encoded answer."""
-        if self._closing or self._writer is None or self._loop is None or self._loop.is_closed():
+        if self._closing or self._closed is None or self._loop is None or self._loop.is_closed():
             raise CollectionClosedError("the pool is closed: its collections are gone")
         if self._lost is not None:
             raise ConnectionError(str(self._lost))
@@ -340,40 +377,95 @@ class RelayTransport:
             pass
 
     async def _send(self, message: messages.Message) -> None:
+        """Send ``message`` (between streams it waits for the next) and wait while the
+        stream's buffer is full. ConnectionError once the session is over."""
         if self._lost is not None:
             raise ConnectionError(str(self._lost))
-        if self._writer is None:
+        if self._closed is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
+        self._out.put(message)
         try:
-            await write_message(self._writer, message, self._endpoint.compress)
-        except Exception as exc:  # an OSError, or the SSH library's own errors of a lost channel
-            raise ConnectionError(f"lost the connection to the cluster's head relay: {exc}") from None
+            await self._out.drain()
+        except Exception:  # noqa: BLE001, S110 - an OSError, or the SSH library's errors: the reader resumes
+            pass
 
-    async def _read(self, reader: StreamIn) -> None:
+    async def _read(self, reader: StreamIn, writer: StreamOut) -> None:
+        """Read the session's stream; when it breaks, resume the session on a new one
+        (``_resume``) or, failing that, end every call in flight."""
         silent = f"; or {self._endpoint.silent}" if self._endpoint.silent else ""
         error: BaseException = ConnectionError(
             f"lost the connection to the cluster's head relay (node 0): the SSH tunnel or the head node is gone{silent}"
         )
+        acks = asyncio.ensure_future(acknowledge(self._out, writer))
+        broken = True
         try:
             while (message := await read_message(reader)) is not None:
+                if isinstance(message, messages.Ack):
+                    self._out.acknowledged(message.received)
+                    continue
+                self._out.count_received()
                 if not self._take(message):
+                    broken = False
                     break
         except MalformedFrame as exc:  # nothing more can be trusted
+            broken = False
             error = ConnectionError(f"the head relay sent something that is not a message: {exc}")
         except Exception as exc:  # the SSH library's errors of a lost channel
             error = ConnectionError(f"lost the connection to the cluster's head relay: {exc}{silent}")
         finally:
-            self._lost = PoolClosedError("the pool closed while the task was running") if self._closing else error
-            for node, future in list(self._pending.values()):
-                _resolve((node, future), Disconnected(node, str(self._lost)))
-            for collection in list(self._collections.values()):
-                if not collection.done():
-                    collection.set_exception(self._lost)
-            for answer in list(self._attaching.values()):
-                if not answer.done():
-                    answer.set_result((str(self._lost), b""))
-            if self._closed is not None and not self._closed.done():
-                self._closed.set_result(None)
+            acks.cancel()
+            writer.close()
+            self._out.detach()
+        if broken and not self._closing and self._endpoint.resume_within > 0:
+            if await self._resume(error):
+                return
+            error = self._lost or error
+        self._end(error)
+
+    async def _resume(self, error: BaseException) -> bool:
+        """Open new streams, backing off, until one resumes the session (True; it is read
+        from then on) or ``resume_within`` seconds passed, the relay said the session is
+        over, or the pool closes (False, with why in ``_lost``)."""
+        assert self._feed is not None
+        within = self._endpoint.resume_within
+        began = time.monotonic()
+        self._feed.report(
+            f"the connection to the head relay at {self._endpoint.where} broke; resuming the session "
+            f"(trying for up to {within:g} s)"
+        )
+        wait, last = FIRST_RETRY, str(error)
+        while not self._closing and (left := within - (time.monotonic() - began)) > 0:
+            try:
+                reader, writer = await asyncio.wait_for(self._open_stream(), min(left, CONNECT_TIMEOUT))
+            except SessionOver as exc:
+                self._lost = ConnectionError(f"{error}; and the session could not be resumed: {exc}")
+                return False
+            except Exception as exc:  # noqa: BLE001 - the way to node 0 is not back yet
+                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                await asyncio.sleep(min(wait, max(0.0, within - (time.monotonic() - began))))
+                wait = min(2 * wait, LAST_RETRY)
+                continue
+            self._feed.report(f"resumed the session with the head relay after {time.monotonic() - began:.1f} s")
+            asyncio.ensure_future(self._read(reader, writer))
+            return True
+        self._lost = ConnectionError(f"{error}; and no new connection resumed the session within {within:g} s "
+                                     f"(the last try: {last})")
+        return False
+
+    def _end(self, error: BaseException) -> None:
+        """The session is over: every call in flight fails."""
+        self._writer = None
+        self._lost = PoolClosedError("the pool closed while the task was running") if self._closing else error
+        for node, future in list(self._pending.values()):
+            _resolve((node, future), Disconnected(node, str(self._lost)))
+        for collection in list(self._collections.values()):
+            if not collection.done():
+                collection.set_exception(self._lost)
+        for answer in list(self._attaching.values()):
+            if not answer.done():
+                answer.set_result((str(self._lost), b""))
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
 
     def _take(self, message: messages.Message) -> bool:
         """Act on one message from the relay; False once nothing more will come."""

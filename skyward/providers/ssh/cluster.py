@@ -24,11 +24,11 @@ import asyncssh
 
 from skyward.core import messages
 from skyward.core.codec import read_marker
-from skyward.engine.transports.relay import RelayEndpoint
+from skyward.engine.transports.relay import RelayEndpoint, SessionOver
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers import ray_ports
 from skyward.providers.ssh import bootstrap as runner
-from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect
+from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, went_silent
 from skyward.providers.ssh.versions import mismatches
 from skyward.providers.ssh.watchdog import POOL_ENV, REJOIN
 from skyward.providers.ssh.wheels import NodePlatform
@@ -398,19 +398,51 @@ class RemoteHosts:
         asyncio.ensure_future(self._stream_logs(process))
         return remote_port, agents
 
-    async def open_relay(self, port: int) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
+    async def open_relay(
+        self, port: int, reach: SSHReach | None = None,
+    ) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
         """A stream to the relay on node 0's loopback ``port``: a channel of the pool's SSH
-        connection (on this loop), so nothing listens on the client's machine."""
-        return await self.nodes[0].conn.open_connection("127.0.0.1", port, encoding=None)
+        connection (on this loop), so nothing listens on the client's machine. With
+        ``reach``, a connection to node 0 that was closed or reset is opened again first
+        (``reconnect``); one given up on after ``quiet_link`` seconds of silence is not
+        (``SessionOver``: the hosts stop the pool then)."""
+        head = self.nodes[0]
+        if reach is not None and head.conn.is_closed():
+            if went_silent(head.conn):
+                raise SessionOver("node 0 was silent for as long as the pool's hosts wait for this client")
+            await self.reconnect(head, reach)
+        return await head.conn.open_connection("127.0.0.1", port, encoding=None)
 
-    def relay(self, port: int, secret: bytes, compress: bool) -> RelayEndpoint:
-        """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it."""
+    async def reconnect(self, node: RemoteNode, reach: SSHReach) -> None:
+        """A new SSH connection to ``node`` in place of its closed one, and its watchdog
+        rejoined over it (``rejoin_watchdogs``: its countdown, started when the old
+        connection ended, stops). Raises why not (unreachable, the watchdog gone)."""
+        conn = await connect(node.address, reach.known, reach.timeout, reach.retry_interval, self.quiet_link)
+        node.conn.close()
+        node.conn, node.files = conn, RemoteFiles(conn, node.address)
+        await self.rejoin_watchdogs(reach.timeout, [node])
+
+    def relay(self, port: int, secret: bytes, compress: bool, reach: SSHReach | None = None) -> RelayEndpoint:
+        """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it. With
+        ``reach`` the client resumes its session when its stream breaks, within
+        ``resume_within`` seconds (the relay waits as long: ``RelayConfig.resume_within``),
+        over a new connection to node 0 where the old one closed."""
         quiet = (
             f"node 0 answered nothing for {self.quiet_link:g} s (the client waits that long for a link "
             f"that came back; the pool's hosts stop its work {self.ttl} s after they last heard from "
             "this client, Spec.ttl)"
         )
-        return RelayEndpoint(lambda: self.open_relay(port), f"node 0's port {port}", secret, compress, quiet)
+        return RelayEndpoint(
+            lambda: self.open_relay(port, reach), f"node 0's port {port}", secret, compress, quiet,
+            self.resume_within if reach is not None else 0.0,
+        )
+
+    @property
+    def resume_within(self) -> float:
+        """Seconds a session whose stream broke is kept for its client to resume: as long
+        as the client waits for a link that answers nothing (``quiet_link``), never past
+        ``Spec.ttl`` (the hosts stop the pool then; 0: no resuming)."""
+        return min(float(self.ttl), self.quiet_link)
 
     async def _stream_logs(self, process: asyncssh.SSHClientProcess[bytes]) -> None:
         try:

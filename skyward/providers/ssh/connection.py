@@ -11,6 +11,7 @@ import math
 import os
 import secrets
 import shlex
+import weakref
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -148,6 +149,12 @@ class _TrustOnFirstUse(asyncssh.SSHClient):
         self._known = known
         self._lookup = lookup
         self.changed = False
+        self.silent = False
+        """Whether the connection ended because the host answered none of its keepalives."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # asyncssh says why only in the message of a ConnectionLost
+        self.silent = isinstance(exc, asyncssh.ConnectionLost) and "keepalive" in str(exc)
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         trusted, authorities, _ = self._lookup(host, addr, port)
@@ -181,6 +188,19 @@ async def connect(
             await asyncio.sleep(retry_interval)
 
 
+_clients: weakref.WeakKeyDictionary[asyncssh.SSHClientConnection, _TrustOnFirstUse] = weakref.WeakKeyDictionary()
+"""The client object of each connection ``connect`` made (asyncssh forgets it once the
+connection ends)."""
+
+
+def went_silent(conn: asyncssh.SSHClientConnection) -> bool:
+    """Whether ``conn`` (made by ``connect``) ended because its host answered none of its
+    keepalives for the ``quiet_link`` it was opened with, rather than being closed or
+    reset."""
+    client = _clients.get(conn)
+    return client is not None and client.silent
+
+
 async def _connect_once(
     address: SSHEndpoint, known: KnownHosts, timeout: float, limit: float, keepalives: int
 ) -> asyncssh.SSHClientConnection:
@@ -191,7 +211,7 @@ async def _connect_once(
     key_path = address.key_path
     keys = [os.path.expanduser(key_path)] if key_path else ()
     try:
-        return await asyncio.wait_for(
+        conn = await asyncio.wait_for(
             asyncssh.connect(
                 address.host,
                 port=address.port,
@@ -208,6 +228,8 @@ async def _connect_once(
             ),
             limit + 1,
         )
+        _clients[conn] = client
+        return conn
     except asyncssh.HostKeyNotVerifiable as exc:
         if client.changed:
             raise _changed(address, known) from None

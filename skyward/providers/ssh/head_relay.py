@@ -15,7 +15,8 @@ unpickles a user object: scheduling, timeouts and errors are the client's driver
 business. It starts the agent of a node that joins ("attach") and kills that of a node
 that left ("detach"); when an agent died, its successor on the same host reads the note
 it left (``NodeAgent.postmortem``), so the client learns whether the task ended it. When
-the client closes the connection (or it breaks) the relay stops the agents, frees what
+the client closes the connection (or it breaks and the client does not resume its session
+on a new one within ``RelayConfig.resume_within``) the relay stops the agents, frees what
 the client held in the collections and exits; the node's watchdog stops it too if the
 client vanished. A kept pool's relay (``RelayConfig.kept``: its client is the pool
 daemon) outlives its client instead: its agents keep running and it serves the next
@@ -78,6 +79,9 @@ class RelayConfig:
     ``codec.relay_frame``, docs/benchmarks.md's payload compression)."""
     kept: bool = False
     """Whether the pool outlives its client (a kept pool: see the module)."""
+    resume_within: float = 0.0
+    """Seconds the client's session is kept when its stream breaks, for the client to
+    resume it over a new one (``RelayServer``; 0: none; never for a kept pool)."""
 
 
 def placement(serial: int) -> dict[str, object]:
@@ -212,7 +216,10 @@ class HeadRelay:
         """Listen on 127.0.0.1 (reached over a channel of the client's SSH connection) and
         serve the client that proves the pool's secret; return once it is gone (a kept
         pool's relay serves the next one instead, and never returns)."""
-        server = RelayServer(self.config.secret, self._session, self.config.compress, successive=self.config.kept)
+        server = RelayServer(
+            self.config.secret, self._session, self.config.compress, successive=self.config.kept,
+            resume_within=self.config.resume_within,
+        )
         listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
         print(marker(messages.RelayListening(listener.sockets[0].getsockname()[1])), flush=True)
         async with listener:
@@ -283,7 +290,7 @@ def main() -> None:
     raise_open_files()  # a lane per node: a big pool needs more than a session's 1,024
     size = int.from_bytes(sys.stdin.buffer.read(8), "big")
     config: RelayConfig = load_payload(sys.stdin.buffer.read(size))  # from the client, over SSH
-    if config.kept:  # its client's SSH connection may end before it does
+    if config.kept or config.resume_within:  # its client's SSH connection may end before it does
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
     relay = HeadRelay(config)
     started = time.monotonic()

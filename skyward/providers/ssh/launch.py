@@ -112,9 +112,10 @@ def launch_on_hosts(
         path.up(handles, range(len(handles)))
         loop.run(cluster.start_ray(resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
         setups = tuple(path.setup(node) for node in cluster.nodes)
+        kept = options.keep_alive is not None
         config = RelayConfig(
             f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
-            handshake.new_secret(), COMPRESS, kept=options.keep_alive is not None,
+            handshake.new_secret(), COMPRESS, kept=kept, resume_within=0.0 if kept else cluster.resume_within,
         )
         relay_port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
@@ -122,7 +123,8 @@ def launch_on_hosts(
         stop_hosts(loop, cluster, credentials, release)
         raise
 
-    transport = RelayTransport(cluster.relay(relay_port, config.secret, config.compress), loop.loop)
+    resumes = reach if config.resume_within else None
+    transport = RelayTransport(cluster.relay(relay_port, config.secret, config.compress, resumes), loop.loop)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
     membership = None

@@ -23,7 +23,16 @@ import pytest
 from conftest import HERE, QUIET, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from e2e.cloud.rotation import in_turn
 from hosts import HostLab
-from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed, stopped_mid_map
+from netfaults import (
+    ITEMS,
+    connections_reset,
+    counted,
+    link_dropped,
+    mapped_through,
+    partitioned,
+    slowed,
+    stopped_mid_map,
+)
 
 import skyward as sky
 
@@ -57,6 +66,23 @@ def test_node_0s_sshd_restarted_loses_nothing(lab: HostLab, pool: sky.Pool) -> N
     assert counted_items == ITEMS
     assert lab.hosts[0].sshd is not None and lab.hosts[0].sshd.pid != listening
     assert pool.counter("items", consistency="strong").value >= ITEMS  # the pool still answers
+
+
+def test_the_clients_connection_to_node_0_reset_is_resumed_and_loses_nothing(lab: HostLab, pool: sky.Pool) -> None:
+    """A NAT or firewall that dropped the client's connection to node 0 answers its next
+    packet with a reset: the client connects again, rejoins node 0's watchdog and resumes
+    its session with the relay, which kept what it had not delivered; the map returns
+    every item once, in order (the strong counter counts each once)."""
+    said: list[str] = []
+    pool.on(sky.Error, lambda event: said.append(event.message))
+    reset: list[int] = []
+    results, counted_items, _ = mapped_through(pool, lambda: reset.append(connections_reset(lab.hosts[0])))
+    assert reset and reset[0] >= 1, "the client had a connection to node 0 to reset"
+    assert results == [item * 2 for item in range(ITEMS)]
+    assert counted_items == ITEMS
+    assert [message for message in said if "resumed the session" in message], said
+    assert connections_reset(lab.hosts[0]) >= 1, "a new connection to node 0 carries the pool"
+    assert pool.map(counted, range(10)) == [item * 2 for item in range(10)], "resumed again"
 
 
 @in_turn(2, of=3)
