@@ -125,13 +125,20 @@ def partitioned(lab: HostLab, host: TestHost) -> Iterator[None]:
         yield
 
 
+def connections_to(host: TestHost) -> int:
+    """How many TCP connections this machine has open to ``host``'s sshd."""
+    listed = subprocess.run(["ss", "-Htn", "dst", host.address, "dport", "=", "22"], capture_output=True, text=True,
+                            timeout=30, check=True)
+    return len([line for line in listed.stdout.splitlines() if line.strip()])
+
+
 def connections_reset(host: TestHost) -> int:
     """End every connection between this machine and ``host``'s sshd (see the module);
     how many there were."""
-    rule = ("dst", host.address, "dport", "=", "22")
-    listed = subprocess.run(["ss", "-Htn", *rule], capture_output=True, text=True, timeout=30, check=True)
-    subprocess.run(["ss", "-HKtn", *rule], capture_output=True, text=True, timeout=30, check=False)
-    return len([line for line in listed.stdout.splitlines() if line.strip()])
+    found = connections_to(host)
+    subprocess.run(["ss", "-HKtn", "dst", host.address, "dport", "=", "22"], capture_output=True, text=True,
+                   timeout=30, check=False)
+    return found
 
 
 def _link_of(host: TestHost) -> str:

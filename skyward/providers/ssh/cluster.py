@@ -135,6 +135,9 @@ class RemoteHosts:
         self._heartbeat: asyncio.Task[None] | None = None
         self._serials = itertools.count()
         self._stopping: set[int] = set()
+        self.resumes: SSHReach | None = None
+        """How to reach the hosts again when the client's connection to one is closed or
+        reset: the pool resumes (``relay``, ``watch``). None: it does not."""
 
     @property
     def quiet_link(self) -> float:
@@ -293,18 +296,40 @@ class RemoteHosts:
 
     def watch(self, node: RemoteNode, lost: Callable[[RemoteNode, str], None]) -> None:
         """Call ``lost(node, why)`` when the host's watchdog stream ends while the pool
-        did not ask it to stop: the host (or the way to it) is gone."""
+        did not ask it to stop: the host (or the way to it) is gone. When the pool
+        resumes (``resumes``) and the stream ended because the client's connection was
+        closed or reset, the host is reached again first (``reconnect``, for
+        ``resume_within`` seconds at most), and only a host that is not is lost."""
 
         async def follow() -> None:
-            try:
-                if node.watchdog is not None:
-                    await node.watchdog.wait_closed()
-            except Exception:
-                pass
-            if node.serial not in self._stopping:
-                lost(node, f"the connection to {node.address} closed (its machine or sshd is gone)")
+            while True:
+                try:
+                    if node.watchdog is not None:
+                        await node.watchdog.wait_closed()
+                except Exception:
+                    pass
+                if node.serial in self._stopping:
+                    return
+                if not await self._reached_again(node):
+                    break
+            lost(node, f"the connection to {node.address} closed (its machine or sshd is gone)")
 
         asyncio.ensure_future(follow())
+
+    async def _reached_again(self, node: RemoteNode) -> bool:
+        """Whether ``node``, whose connection was closed or reset, was reached again and
+        its watchdog rejoined within ``resume_within`` seconds (tried every second)."""
+        reach = self.resumes
+        if reach is None or not node.conn.is_closed() or went_silent(node.conn):
+            return False
+        deadline = time.monotonic() + self.resume_within
+        while node.serial not in self._stopping and (left := deadline - time.monotonic()) > 0:
+            try:
+                await asyncio.wait_for(self.reconnect(node, reach), max(1.0, left))
+                return True
+            except Exception:  # noqa: BLE001 - not back yet
+                await asyncio.sleep(1.0)
+        return False
 
     async def _beat(self) -> None:
         while True:
@@ -398,19 +423,17 @@ class RemoteHosts:
         asyncio.ensure_future(self._stream_logs(process))
         return remote_port, agents
 
-    async def open_relay(
-        self, port: int, reach: SSHReach | None = None,
-    ) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
+    async def open_relay(self, port: int) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
         """A stream to the relay on node 0's loopback ``port``: a channel of the pool's SSH
-        connection (on this loop), so nothing listens on the client's machine. With
-        ``reach``, a connection to node 0 that was closed or reset is opened again first
-        (``reconnect``); one given up on after ``quiet_link`` seconds of silence is not
-        (``SessionOver``: the hosts stop the pool then)."""
+        connection (on this loop), so nothing listens on the client's machine. When the
+        pool resumes (``resumes``), a connection to node 0 that was closed or reset is
+        opened again first (``reconnect``); one given up on after ``quiet_link`` seconds
+        of silence is not (``SessionOver``: the hosts stop the pool then)."""
         head = self.nodes[0]
-        if reach is not None and head.conn.is_closed():
+        if self.resumes is not None and head.conn.is_closed():
             if went_silent(head.conn):
                 raise SessionOver("node 0 was silent for as long as the pool's hosts wait for this client")
-            await self.reconnect(head, reach)
+            await self.reconnect(head, self.resumes)
         return await head.conn.open_connection("127.0.0.1", port, encoding=None)
 
     async def reconnect(self, node: RemoteNode, reach: SSHReach) -> None:
@@ -422,19 +445,20 @@ class RemoteHosts:
         node.conn, node.files = conn, RemoteFiles(conn, node.address)
         await self.rejoin_watchdogs(reach.timeout, [node])
 
-    def relay(self, port: int, secret: bytes, compress: bool, reach: SSHReach | None = None) -> RelayEndpoint:
-        """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it. With
-        ``reach`` the client resumes its session when its stream breaks, within
-        ``resume_within`` seconds (the relay waits as long: ``RelayConfig.resume_within``),
-        over a new connection to node 0 where the old one closed."""
+    def relay(self, port: int, secret: bytes, compress: bool) -> RelayEndpoint:
+        """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it. When
+        the pool resumes (``resumes``) the client resumes its session when its stream
+        breaks, within ``resume_within`` seconds (the relay waits as long:
+        ``RelayConfig.resume_within``), over a new connection to node 0 where the old one
+        was closed or reset."""
         quiet = (
             f"node 0 answered nothing for {self.quiet_link:g} s (the client waits that long for a link "
             f"that came back; the pool's hosts stop its work {self.ttl} s after they last heard from "
             "this client, Spec.ttl)"
         )
         return RelayEndpoint(
-            lambda: self.open_relay(port, reach), f"node 0's port {port}", secret, compress, quiet,
-            self.resume_within if reach is not None else 0.0,
+            lambda: self.open_relay(port), f"node 0's port {port}", secret, compress, quiet,
+            self.resume_within if self.resumes is not None else 0.0,
         )
 
     @property

@@ -123,8 +123,9 @@ def launch_on_hosts(
         stop_hosts(loop, cluster, credentials, release)
         raise
 
-    resumes = reach if config.resume_within else None
-    transport = RelayTransport(cluster.relay(relay_port, config.secret, config.compress, resumes), loop.loop)
+    if config.resume_within:
+        cluster.resumes = reach
+    transport = RelayTransport(cluster.relay(relay_port, config.secret, config.compress), loop.loop)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
     membership = None

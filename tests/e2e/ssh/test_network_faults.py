@@ -26,6 +26,7 @@ from hosts import HostLab
 from netfaults import (
     ITEMS,
     connections_reset,
+    connections_to,
     counted,
     link_dropped,
     mapped_through,
@@ -83,6 +84,22 @@ def test_the_clients_connection_to_node_0_reset_is_resumed_and_loses_nothing(lab
     assert [message for message in said if "resumed the session" in message], said
     assert connections_reset(lab.hosts[0]) >= 1, "a new connection to node 0 carries the pool"
     assert pool.map(counted, range(10)) == [item * 2 for item in range(10)], "resumed again"
+
+
+def test_every_connection_of_the_client_reset_loses_no_host_and_nothing_else(lab: HostLab, pool: sky.Pool) -> None:
+    """A NAT that dropped all of the client's connections, to every host: each host is
+    reached again and its watchdog rejoined (none is lost, none replaced), the session
+    with the relay resumes, and the map returns every item once, in order."""
+    said: list[str] = []
+    pool.on(sky.Error, lambda event: said.append(event.message))
+    reset: list[int] = []
+    results, counted_items, _ = mapped_through(pool, lambda: reset.extend(connections_reset(h) for h in lab.hosts))
+    assert len(reset) == 3 and all(reset), reset
+    assert results == [item * 2 for item in range(ITEMS)]
+    assert counted_items == ITEMS
+    assert wait_for(lambda: all(connections_to(host) for host in lab.hosts), timeout=30), "every host reached again"
+    assert pool.map(counted, range(10)) == [item * 2 for item in range(10)]
+    assert not [message for message in said if "sshd is gone" in message or " lost" in message], said
 
 
 @in_turn(2, of=3)
