@@ -4,7 +4,8 @@ tests/netfaults.py: the client's link to every machine of the pool dropped for 3
 laptop's Wi-Fi gone) and one machine cut off from the others for 30 s (a partition
 inside the cloud), as blackhole routes on both ends; every path to the machines slowed
 to 10 Mbit/s (a token bucket), and node 0's sshd restarted; the client's link dropped past
-``Spec.ttl``, and the client process stopped for 60 s (a laptop asleep). Every item counts
+``Spec.ttl``, the client process stopped for 60 s (a laptop asleep), and every connection
+of the client reset (a NAT that dropped them). Every item counts
 itself on a strong counter (one in 500 under a lock), so "every item exactly once, in
 order" is read from the results and the counter; the cloud's API (on this machine's
 loopback) stays reachable, as a cloud's does from a laptop whose link to its machines
@@ -22,7 +23,17 @@ from typing import Any
 import pytest
 from e2e.cloud.clouds import Cloud, started
 from e2e.cloud.rotation import in_turn
-from netfaults import ITEMS, counted, link_dropped, mapped_through, partitioned, slowed, stopped_mid_map
+from netfaults import (
+    ITEMS,
+    connections_reset,
+    connections_to,
+    counted,
+    link_dropped,
+    mapped_through,
+    partitioned,
+    slowed,
+    stopped_mid_map,
+)
 
 import skyward as sky
 
@@ -58,6 +69,28 @@ def test_the_clients_link_to_a_cloud_pool_dropped_for_30s_loses_nothing(cloud: C
         assert results == [item * 2 for item in range(ITEMS)]
         assert counted_items == ITEMS
         assert took > 30  # the link was down while the map ran: it waited, and then went on
+    assert cloud.leftovers(pool.id) == []
+
+
+def test_every_connection_to_a_cloud_pool_reset_is_resumed_and_loses_nothing(cloud: Cloud, lab: Any) -> None:
+    """Every connection of the client to both Droplets reset mid-map: the client reaches
+    both again, resumes its session with the relay, and loses no machine and no item."""
+    assert cloud.harness is not None
+    said: list[str] = []
+    with sky.Compute(provider=sky.DigitalOcean(), nodes=2, vcpus=2, options=OPTIONS) as pool:
+        pool.on(sky.Error, lambda event: said.append(event.message))
+        hosts = list(cloud.harness.hosts.values())
+        reset: list[int] = []
+        results, counted_items, _ = mapped_through(pool, lambda: reset.extend(connections_reset(h) for h in hosts))
+        assert len(reset) == 2 and all(reset), reset
+        assert results == [item * 2 for item in range(ITEMS)]
+        assert counted_items == ITEMS
+        deadline = time.monotonic() + 30
+        while not all(connections_to(host) for host in hosts) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(connections_to(host) for host in hosts), "both machines reached again"
+        assert [message for message in said if "resumed the session" in message], said
+        assert not [message for message in said if "sshd is gone" in message or " lost" in message], said
     assert cloud.leftovers(pool.id) == []
 
 

@@ -8,7 +8,8 @@ directory every host sees (under the lab's /var/tmp, which no host replaces); th
 clock is this machine's monotonic one, which the hosts' namespaces share. Under the
 client's link to node 0 dropped for 10 s, and under one worker host cut off from the
 others for 30 s (it is taken for lost; what it had in flight is of unknown outcome),
-the histories must be linearizable. In CI the partition takes its turn by the commit's
+the histories must be linearizable, and so under every connection of the client reset
+twice (its session with the relay resumed). In CI the partition takes its turn by the commit's
 day (``rotation.in_turn``) with the other long partition; everywhere else both run.
 
 Two more partitions show the other collections' promises: a lock holder cut off from
@@ -33,7 +34,7 @@ from conftest import QUIET, make_image, ssh_provider
 from e2e.cloud.rotation import in_turn
 from history import COUNTER, REGISTER, Op, linearizable
 from hosts import LAB_DIR, HostLab
-from netfaults import link_dropped, partitioned
+from netfaults import connections_reset, link_dropped, partitioned
 from recorded_history import histories, operate
 
 import skyward as sky
@@ -147,6 +148,23 @@ def test_histories_stay_linearizable_while_the_clients_link_to_node_0_is_dropped
     nodes = [op for op in ops if op.process != "client" and window[0] < op.invoked and op.completed is not None
              and op.completed < window[1]]
     assert nodes, "the nodes did nothing while the client's link was down"  # their own paths stayed up
+
+
+def test_histories_stay_linearizable_while_the_clients_connections_are_reset(
+    lab: HostLab, pool: sky.Pool, shared: Path
+) -> None:
+    """Every connection of the client, to every host, reset twice while it and the nodes
+    operate: the session with the relay resumes each time, and no operation the client
+    sent is lost or applied twice (the strong counter's history would show either)."""
+
+    def reset_twice() -> None:
+        for _ in range(2):
+            assert all([connections_reset(host) for host in lab.hosts])
+            time.sleep(3)
+
+    ended = recorded(pool, shared, reset_twice, count=300, pause=0.05)
+    assert set(ended.values()) == {"ok"}, ended
+    assert len(checked(shared)) == 4 * 300
 
 
 @sky.function
