@@ -10,6 +10,9 @@ nearest thing it can do:
 - ``slowed``: every path to and from the hosts through a token bucket (``tc ... tbf``)
   of ``rate`` with a deep queue: the bandwidth of a slow link, and the delay of a full
   queue; no loss beyond the queue's.
+- ``address_moved``: this machine's new connections come from another address, and
+  the hosts can no longer answer the old one (their route to it blackholed): its old
+  connections go silent, as a laptop's do when it moves to another network.
 - ``connections_reset``: every TCP connection between this machine and a host's sshd
   ended at once, as a NAT or firewall that dropped them answers the next packet with a
   reset (``ss -K``, the kernel's socket destroy: this machine's end is closed and the
@@ -50,6 +53,28 @@ def counted(item: int) -> int:
     else:
         sky.counter("items", consistency="strong").increment()
     return item * 2
+
+
+@sky.function
+def touch(name: str) -> int:
+    return sky.counter(name, consistency="strong").increment()
+
+
+def settled(pool: sky.Pool, timeout: float = 60.0) -> int:
+    """Once every node's collection operation succeeds: after a partition heals, a node's
+    first one can fail (Ray reset its connection to the collection's host during the cut:
+    ``CollectionUnavailableError``, saying the operation may or may not have taken
+    effect). How many ``@`` rounds failed first."""
+    failures, deadline = 0, time.monotonic() + timeout
+    while True:
+        try:
+            touch("netfaults-settle") @ pool
+            return failures
+        except sky.CollectionUnavailableError:
+            failures += 1
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
 
 
 def mapped_through(pool: sky.Pool, fault: Callable[[], None], after: float = 2.0) -> tuple[list[int], int, float]:
@@ -123,6 +148,24 @@ def partitioned(lab: HostLab, host: TestHost) -> Iterator[None]:
                 stack.enter_context(_blackhole(other.address, host.netns))
                 stack.enter_context(_blackhole(host.address, other.netns))
         yield
+
+
+@contextmanager
+def address_moved(lab: HostLab) -> Iterator[str]:
+    """See the module; yields the new address (.250 of the lab's subnet). On the way out
+    the old address is this machine's again and the new one goes, so connections made
+    from the new one go silent in their turn."""
+    new = lab.gateway.rsplit(".", 1)[0] + ".250"
+    _ip("ip", "addr", "add", f"{new}/24", "dev", lab.bridge)
+    try:
+        _ip("ip", "route", "replace", lab.cidr, "dev", lab.bridge, "scope", "link", "src", new)
+        with ExitStack() as stack:
+            for host in lab.hosts:
+                stack.enter_context(_blackhole(lab.gateway, host.netns))
+            yield new
+    finally:
+        _ip("ip", "route", "replace", lab.cidr, "dev", lab.bridge, "scope", "link", "src", lab.gateway, check=False)
+        _ip("ip", "addr", "del", f"{new}/24", "dev", lab.bridge, check=False)
 
 
 def connections_to(host: TestHost) -> int:

@@ -390,7 +390,10 @@ class SimulatedProvider:
     the seconds provisioning a node takes, ``refused``: the share of launches that fail;
     ``behaviour``: how the nodes work and vanish. ``memberships`` holds each pool's
     ``SimulatedMembership`` (its launches counted), ``relays`` each pool's relay process
-    id; ``cut`` breaks the client's streams to the relay (a connection reset)."""
+    id; ``cut`` breaks the client's streams to the relay (a connection reset), ``mute``
+    silences them (the client hears nothing more on them, as when its address changed);
+    ``probe_after``: the client's ``RelayEndpoint.probe_after``, after which it cuts the
+    silent streams (its ``revive``)."""
 
     name: ClassVar[str] = "simulated"
     priced: ClassVar[bool] = False
@@ -403,6 +406,7 @@ class SimulatedProvider:
     relays: list[int] = field(default_factory=list, compare=False, hash=False)
     streams: list[tuple[asyncio.AbstractEventLoop, asyncio.StreamWriter]] = field(
         default_factory=list, compare=False, hash=False)
+    probe_after: float = 0.0
 
     def cut(self) -> int:
         """Reset every stream the client has opened to its relay so far (each end sees its
@@ -410,6 +414,15 @@ class SimulatedProvider:
         streams, self.streams[:] = list(self.streams), []
         for loop, writer in streams:
             loop.call_soon_threadsafe(writer.transport.abort)
+        return len(streams)
+
+    def mute(self) -> int:
+        """Stop reading every stream the client has opened to its relay so far: the client
+        hears nothing more on them, the relay's side stays open; how many."""
+        streams, self.streams[:] = list(self.streams), []
+        for loop, writer in streams:
+            loop.call_soon_threadsafe(writer.transport.pause_reading)
+        self.streams.extend(streams)  # still the client's, for ``cut``
         return len(streams)
 
     def validate(self, spec: sky.Spec, options: sky.Options) -> None:
@@ -458,8 +471,12 @@ class SimulatedProvider:
             self.streams.append((asyncio.get_running_loop(), writer))
             return reader, writer
 
+        async def revive() -> None:
+            self.cut()
+
         client = RelayTransport(RelayEndpoint(connect, address, secret, compress=True,
-                                              resume_within=self.behaviour.resume_within))
+                                              resume_within=self.behaviour.resume_within, revive=revive,
+                                              probe_after=self.probe_after))
         membership = SimulatedMembership(client, pool_id, self.delay, self.refused, self.behaviour.seed)
         self.memberships.append(membership)
         self.relays.append(relay.pid)

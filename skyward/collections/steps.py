@@ -163,8 +163,14 @@ def _ray_get(ref: ObjectRef[T], timeout: float) -> T:
 
 def translated(exc: Exception) -> Exception:
     """Ray's actor failures as a clear error; anything else unchanged."""
-    from ray.exceptions import RayActorError
+    from ray.exceptions import ActorUnavailableError, RayActorError
 
+    if isinstance(exc, ActorUnavailableError):
+        return CollectionUnavailableError(
+            "the host of this collection could not be reached just now (the network between this process "
+            "and it failed, as a partition does, or its process is restarting); the operation may or may "
+            f"not have taken effect: retry it if that is safe ({str(exc).strip().splitlines()[0]})"
+        )
     if isinstance(exc, RayActorError):
         return CollectionUnavailableError(
             "the actor holding this collection is gone: the pool was closed, or the actor "

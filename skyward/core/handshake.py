@@ -86,6 +86,8 @@ class StreamIn(Protocol):
 
     async def readexactly(self, n: int) -> bytes: ...
 
+    async def read(self, n: int = -1) -> bytes: ...
+
 
 class StreamOut(Protocol):
     """What a message is written to: an asyncio stream, or an SSH channel's."""

@@ -409,8 +409,9 @@ class RelayServer:
         acks = asyncio.ensure_future(acknowledge(session.out, stream.writer))
         try:
             while (message := await read_message(stream.reader)) is not None:
-                if isinstance(message, messages.Ack):
+                if isinstance(message, messages.Ack):  # the client's heartbeat: answered, so it hears the relay
                     session.out.acknowledged(message.received)
+                    session.out.put_control(messages.Ack(session.out.received))
                     continue
                 session.out.count_received()
                 try:

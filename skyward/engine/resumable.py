@@ -108,11 +108,12 @@ class Resumable:
             self._writer = None
 
 
-async def acknowledge(out: Resumable, stream: StreamOut) -> None:
-    """Send ``Ack`` every ``ACK_EVERY`` seconds that something came, while ``stream`` is
-    ``out``'s (run as a task; cancel it with the stream)."""
+async def acknowledge(out: Resumable, stream: StreamOut, always: bool = False) -> None:
+    """Send ``Ack`` every ``ACK_EVERY`` seconds that something came (``always``: every
+    ``ACK_EVERY`` seconds: the client's heartbeat, which the relay answers), while
+    ``stream`` is ``out``'s (run as a task; cancel it with the stream)."""
     while out.writer is stream:
         await asyncio.sleep(ACK_EVERY)
-        ack = out.ack_due()
+        ack = messages.Ack(out.received) if always else out.ack_due()
         if ack is not None and out.writer is stream:
             out.put_control(ack)

@@ -122,6 +122,32 @@ def test_a_broken_stream_to_the_relay_is_resumed_and_every_item_runs_once() -> N
         assert len(provider.streams) == 1, "the session's third stream is the one in use"
 
 
+def test_a_silent_stream_is_given_up_for_a_new_one_and_every_item_runs_once() -> None:
+    """The client hears nothing more on its stream (as when its address changed and the
+    old connection will never answer): after ``probe_after`` seconds of silence it
+    revives (here: cuts the silent stream) and resumes on a new one; every item ran
+    exactly once, in order. A working stream, idle or busy, is never that silent."""
+    import threading
+
+    provider = SimulatedProvider(behaviour=Behaviour(item_seconds=0.01, resume_within=10.0), probe_after=1.5)
+    reports: list[str] = []
+    with sky.Compute(provider=provider, nodes=20, options=sky.Options(console=False, logging=False)) as pool:
+        pool.on(sky.Error, lambda event: reports.append(event.message))
+        time.sleep(3)  # idle: the relay answers the client's heartbeat
+        assert not reports
+        runs: list[int] = []
+        mapping = threading.Thread(target=lambda: runs.extend(pool.map(attempt, range(300_000, 306_000))))
+        mapping.start()
+        time.sleep(0.4)
+        assert provider.mute() == 1
+        assert mapping.is_alive(), "the stream went silent while the map ran"
+        mapping.join(timeout=120)
+        assert not mapping.is_alive()
+        assert runs == [1] * 6_000, "every item once, in order"
+        assert [report for report in reports if "said nothing for" in report], reports
+        assert [report for report in reports if "resumed the session" in report], reports
+
+
 def test_without_resuming_a_broken_stream_ends_the_calls_in_flight() -> None:
     provider = SimulatedProvider(behaviour=Behaviour(item_seconds=0.002))
     with sky.Compute(provider=provider, nodes=5, options=sky.Options(console=False, logging=False)) as pool:

@@ -98,7 +98,12 @@ class RelayEndpoint:
     ``silent``: what a lost stream may mean besides a dead head node, added to its error
     (a remote pool: how long a link that answers nothing is waited for).
     ``resume_within``: the seconds the client tries to resume the session on a new
-    stream once one broke (0: it does not; the relay must wait as long)."""
+    stream once one broke (0: it does not; the relay must wait as long). ``revive``:
+    called when the relay has said nothing for ``probe_after`` seconds (it answers the
+    client's heartbeat every second, so a working stream never is that quiet): it makes
+    new connections where they work and closes the silent ones, whose streams then break
+    and are resumed (a client whose address changed: its old connections will never
+    answer again)."""
 
     connect: Connector
     where: str
@@ -106,6 +111,8 @@ class RelayEndpoint:
     compress: bool = False
     silent: str = ""
     resume_within: float = 0.0
+    revive: Callable[[], Awaitable[None]] | None = None
+    probe_after: float = 0.0
 
     @classmethod
     def on_unix_socket(cls, path: str, secret: bytes, where: str = "", compress: bool = False) -> RelayEndpoint:
@@ -133,6 +140,8 @@ class RelayTransport:
         self._out = Resumable(endpoint.compress)
         self._writer: StreamOut | None = None
         """The stream of the session now; None before it opened and once it ended."""
+        self._heard = time.monotonic()
+        """When bytes from the relay last arrived."""
         self._closed: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
         self._closing = False
@@ -160,6 +169,8 @@ class RelayTransport:
         self._closed = self._loop.create_future()
         asyncio.ensure_future(self._read(reader, writer))
         self._listeners = asyncio.ensure_future(self._follow_listeners())
+        if self._endpoint.revive is not None and self._endpoint.probe_after > 0:
+            asyncio.ensure_future(self._revive_when_silent(self._endpoint.revive))
 
     async def _open_stream(self) -> tuple[StreamIn, StreamOut]:
         """Connect, prove the secret both ways, exchange ``Hello`` and ``Resume``, and go
@@ -192,7 +203,7 @@ class RelayTransport:
         except BaseException:
             writer.close()
             raise
-        self._writer = writer
+        self._writer, self._heard = writer, time.monotonic()
         return reader, writer
 
     async def _follow_listeners(self) -> None:
@@ -396,10 +407,11 @@ class RelayTransport:
         error: BaseException = ConnectionError(
             f"lost the connection to the cluster's head relay (node 0): the SSH tunnel or the head node is gone{silent}"
         )
-        acks = asyncio.ensure_future(acknowledge(self._out, writer))
+        acks = asyncio.ensure_future(acknowledge(self._out, writer, always=True))
         broken = True
+        hearing = _Hearing(reader, self._hear)
         try:
-            while (message := await read_message(reader)) is not None:
+            while (message := await read_message(hearing)) is not None:
                 if isinstance(message, messages.Ack):
                     self._out.acknowledged(message.received)
                     continue
@@ -451,6 +463,28 @@ class RelayTransport:
         self._lost = ConnectionError(f"{error}; and no new connection resumed the session within {within:g} s "
                                      f"(the last try: {last})")
         return False
+
+    def _hear(self) -> None:
+        self._heard = time.monotonic()
+
+    async def _revive_when_silent(self, revive: Callable[[], Awaitable[None]]) -> None:
+        """While the session lasts: once the relay has said nothing for ``probe_after``
+        seconds, ``revive`` (see ``RelayEndpoint``); again after as long, while the
+        silence lasts."""
+        every = self._endpoint.probe_after
+        while self._closed is not None and not self._closed.done() and not self._closing:
+            await asyncio.sleep(min(1.0, every / 4))
+            silent = time.monotonic() - self._heard
+            if silent < every or self._writer is None:
+                continue
+            assert self._feed is not None
+            self._feed.report(f"the head relay at {self._endpoint.where} said nothing for {silent:.0f} s; "
+                              "trying new connections")
+            try:
+                await revive()
+            except Exception as exc:  # noqa: BLE001 - the old connections may still come back
+                self._feed.report(f"no new connection either ({type(exc).__name__}: {exc}); waiting")
+            self._heard = time.monotonic()
 
     def _end(self, error: BaseException) -> None:
         """The session is over: every call in flight fails."""
@@ -526,6 +560,32 @@ class RelayTransport:
                 self._listeners.cancel()
             if self._writer is not None:
                 self._writer.close()
+
+
+class _Hearing:
+    """``reader`` that calls ``heard()`` whenever bytes arrive, so that a message that
+    takes long to arrive (a large one on a slow link) counts as the relay talking."""
+
+    def __init__(self, reader: StreamIn, heard: Callable[[], None]) -> None:
+        self._reader = reader
+        self._heard = heard
+
+    async def readexactly(self, n: int) -> bytes:
+        if n == 0:
+            return b""
+        parts: list[bytes] = []
+        got = 0
+        while got < n:
+            part = await self._reader.read(n - got)
+            if not part:
+                raise asyncio.IncompleteReadError(b"".join(parts), n)
+            self._heard()
+            parts.append(part)
+            got += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    async def read(self, n: int = -1) -> bytes:
+        return await self._reader.read(n)
 
 
 def _outcome(reply: Outcome) -> Payload:

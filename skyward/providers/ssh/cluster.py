@@ -45,6 +45,11 @@ QUIET_LINK_LIMIT = 120.0
 """The longest the client keeps a pool's SSH connections over a link that answers
 nothing (a laptop's Wi-Fi gone for a minute): ``Spec.ttl`` up to this, never past the
 hosts' own patience (``watchdog``: ``max(ttl, 3 * HEARTBEAT)`` of silence)."""
+PROBE_AFTER = 10.0
+"""Seconds node 0's relay may say nothing (it answers the client's heartbeat every
+second) before the client tries new connections to the hosts (``revive``)."""
+PROBE_TIMEOUT = 10.0
+"""Seconds each of those new connections may take."""
 HEAD_RESOURCE = "skyward-head"
 """A Ray resource only the head node has: the pool's collection hosts ask for a little
 of it, so they live on the head, which the pool never removes."""
@@ -138,6 +143,7 @@ class RemoteHosts:
         self.resumes: SSHReach | None = None
         """How to reach the hosts again when the client's connection to one is closed or
         reset: the pool resumes (``relay``, ``watch``). None: it does not."""
+        self._reconnecting: dict[int, asyncio.Lock] = {}
 
     @property
     def quiet_link(self) -> float:
@@ -303,13 +309,16 @@ class RemoteHosts:
 
         async def follow() -> None:
             while True:
+                watched = node.watchdog
                 try:
-                    if node.watchdog is not None:
-                        await node.watchdog.wait_closed()
+                    if watched is not None:
+                        await watched.wait_closed()
                 except Exception:
                     pass
                 if node.serial in self._stopping:
                     return
+                if node.watchdog is not watched:
+                    continue  # rejoined over a new connection (``revive``): follow that one
                 if not await self._reached_again(node):
                     break
             lost(node, f"the connection to {node.address} closed (its machine or sshd is gone)")
@@ -436,29 +445,57 @@ class RemoteHosts:
             await self.reconnect(head, self.resumes)
         return await head.conn.open_connection("127.0.0.1", port, encoding=None)
 
-    async def reconnect(self, node: RemoteNode, reach: SSHReach) -> None:
-        """A new SSH connection to ``node`` in place of its closed one, and its watchdog
-        rejoined over it (``rejoin_watchdogs``: its countdown, started when the old
-        connection ended, stops). Raises why not (unreachable, the watchdog gone)."""
-        conn = await connect(node.address, reach.known, reach.timeout, reach.retry_interval, self.quiet_link)
-        node.conn.close()
-        node.conn, node.files = conn, RemoteFiles(conn, node.address)
-        await self.rejoin_watchdogs(reach.timeout, [node])
+    async def reconnect(self, node: RemoteNode, reach: SSHReach, timeout: float | None = None) -> None:
+        """A new SSH connection to ``node`` in place of its closed (or silent) one, its
+        watchdog rejoined over it (``rejoin_watchdogs``: the countdown it started when the
+        old connection ended stops), then the old one closed. Nothing when another caller
+        replaced the connection meanwhile. Raises why not (unreachable within ``timeout``
+        seconds, default ``reach.timeout``; the watchdog gone)."""
+        old = node.conn
+        async with self._reconnecting.setdefault(node.serial, asyncio.Lock()):
+            if node.conn is not old:
+                return
+            conn = await connect(node.address, reach.known, timeout or reach.timeout, reach.retry_interval,
+                                 self.quiet_link)
+            node.conn, node.files = conn, RemoteFiles(conn, node.address)
+            try:
+                await self.rejoin_watchdogs(timeout or reach.timeout, [node])
+            finally:
+                old.close()
+
+    async def revive(self) -> None:
+        """Node 0 has said nothing for a while (``relay``): give it a new connection if
+        one can be made now (``reconnect``, within ``PROBE_TIMEOUT``), the old one closed,
+        and then every other host too (one that cannot be reached keeps its connection).
+        A connection that is silent because the client's address changed never answers
+        again; a new one from the new address does. ConnectionError when node 0 could not
+        be reached either (its old connection may still come back)."""
+        reach = self.resumes
+        if reach is None or not self.nodes:
+            return
+        head, *others = self.nodes
+        try:
+            await self.reconnect(head, reach, PROBE_TIMEOUT)
+        except Exception as exc:
+            raise ConnectionError(f"node 0 ({head.address}) could not be reached again: {exc}") from None
+        await asyncio.gather(*(self.reconnect(node, reach, PROBE_TIMEOUT) for node in others), return_exceptions=True)
 
     def relay(self, port: int, secret: bytes, compress: bool) -> RelayEndpoint:
         """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it. When
         the pool resumes (``resumes``) the client resumes its session when its stream
         breaks, within ``resume_within`` seconds (the relay waits as long:
         ``RelayConfig.resume_within``), over a new connection to node 0 where the old one
-        was closed or reset."""
+        was closed or reset; and when the relay has said nothing for ``PROBE_AFTER``
+        seconds it gives every host a new connection that works (``revive``)."""
         quiet = (
             f"node 0 answered nothing for {self.quiet_link:g} s (the client waits that long for a link "
             f"that came back; the pool's hosts stop its work {self.ttl} s after they last heard from "
             "this client, Spec.ttl)"
         )
+        resumes = self.resumes is not None and self.resume_within > 0
         return RelayEndpoint(
             lambda: self.open_relay(port), f"node 0's port {port}", secret, compress, quiet,
-            self.resume_within if self.resumes is not None else 0.0,
+            self.resume_within if resumes else 0.0, self.revive if resumes else None, PROBE_AFTER,
         )
 
     @property
