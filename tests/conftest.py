@@ -76,11 +76,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         )
 
 
+NETWORK_FAULTS = ("test_network_faults", "test_histories_under_faults", "test_cloud_network_faults")
+"""Modules that break the host lab's network (partitions between hosts, every connection
+of this machine reset, its address moved): every pool on the lab's hosts lives through
+them, so they run after the modules that share a session-wide pool (``ssh_pool``)."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--provider") == "local":
         # tests that count what their pool's private Ray instance leaves run before any
-        # session-wide pool (pool4) shares that instance
-        items.sort(key=lambda item: item.get_closest_marker("own_ray") is None)
+        # session-wide pool (pool4) shares that instance; the network faults last
+        items.sort(key=lambda item: (item.module.__name__.split(".")[-1] in NETWORK_FAULTS,
+                                     item.get_closest_marker("own_ray") is None))
         return
     kept = [item for item in items if _uses_pool4(item)]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])

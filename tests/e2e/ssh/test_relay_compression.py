@@ -11,7 +11,7 @@ import pytest
 
 import skyward as sky
 from skyward.core import codec
-from skyward.engine import relay_server
+from skyward.engine import relay_server, resumable
 
 
 @sky.function
@@ -28,7 +28,7 @@ def test_a_large_payload_round_trips_through_the_relay(
 ) -> None:
     sent: list[bool] = []  # the client's frames: compressed or not
     expanded: list[int] = []  # the relay's compressed frames the client expanded
-    frame, grow = relay_server.relay_frame, relay_server.expand
+    frame, grow = resumable.relay_frame, relay_server.expand
 
     def counting_frame(data: bytes, compress: bool = False) -> tuple[bytes, ...]:
         parts = frame(data, compress)
@@ -41,7 +41,7 @@ def test_a_large_payload_round_trips_through_the_relay(
         expanded.append(len(data))
         return data
 
-    monkeypatch.setattr(relay_server, "relay_frame", counting_frame)
+    monkeypatch.setattr(resumable, "relay_frame", counting_frame)  # where each end frames what it sends
     monkeypatch.setattr(relay_server, "expand", counting_expand)
     data = b"skyward " * (2 << 20) if kind == "compressible" else os.urandom(16 << 20)  # 16 MiB
     digest, back = digest_and_echo(data) >> ssh_pool
