@@ -149,7 +149,7 @@ def _churn_rows(quick: bool) -> list[Row]:
     nodes = SIZES[1] if quick else SIZES[-1]
     rows: list[Row] = []
     try:
-        lost = isolated(losses_during_map, nodes, *((20_000, 0.05, 0.3) if quick else (LOST_ITEMS, 1.0, 0.01)),
+        lost = isolated(losses_during_map, nodes, *((30_000, 0.05, 0.1) if quick else (LOST_ITEMS, 1.0, 0.01)),
                         timeout=900)
         facts = {key: lost[key] for key in ("losses", "launches", "retried_once", "retried_more", "items_missing")}
         rows.append(row(GROUP, f"{nodes:,} nodes losing {lost['rate']:.0%} a minute: pool.map of {lost['items']:,} items",

@@ -127,17 +127,17 @@ def failure_kind(error: TransportError) -> messages.FailureKind:
     return "no_reply" if isinstance(error, NoReply) else "refused"
 
 
-def put_message(writer: StreamOut, message: messages.Message, compress: bool = False) -> None:
-    """Queue one framed message on ``writer`` (on its loop; frames never interleave, as
-    nothing awaits between the writes); ``compress``: a large one compressed where that
-    pays (``codec.relay_frame``; the remote path's streams, not a local socket's)."""
-    for part in relay_frame(encode_message(message), compress):
+def put_message(writer: StreamOut, message: messages.Message) -> None:
+    """Queue one framed, uncompressed message on ``writer`` (on its loop; frames never
+    interleave, as nothing awaits between the writes): the handshake's, which go before
+    a session's ``Resumable`` frames the rest."""
+    for part in relay_frame(encode_message(message), False):
         writer.write(part)
 
 
-async def write_message(writer: StreamOut, message: messages.Message, compress: bool = False) -> None:
+async def write_message(writer: StreamOut, message: messages.Message) -> None:
     """Write one framed message (waiting while the stream's buffer is full)."""
-    put_message(writer, message, compress)
+    put_message(writer, message)
     await writer.drain()
 
 

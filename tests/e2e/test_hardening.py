@@ -338,10 +338,16 @@ def test_futures_cost_per_task_does_not_grow(pool: sky.Pool) -> None:
         return (time.perf_counter() - started) / count
 
     per_task(500)  # warm up
-    small, large = min(per_task(1000) for _ in range(2)), per_task(16_000)
     # 16 times the tasks: a cost per task that grew with their number (a scan of the
-    # pending ones) would be ~16 times higher; 3 leaves room for a loaded CI machine,
-    # where the collector's passes over 16k live futures alone made it 2.1 once.
+    # pending ones) would be ~16 times higher; 3 leaves room for the collector's passes
+    # over 16k live futures (2.1 once). The best of up to three interleaved rounds, as
+    # timeit takes the best of its repeats: the other CI stream shares the two cores and
+    # slowed one 16k round to 4x once, which a scan would make every round.
+    small = large = float("inf")
+    for _ in range(3):
+        small, large = min(small, per_task(1000)), min(large, per_task(16_000))
+        if large / small <= 3.0:
+            break
     assert large / small <= 3.0, f"{small * 1e3:.3f} ms per task at 1k, {large * 1e3:.3f} ms at 16k"
     assert not pool._futures  # finished futures are not kept
 
