@@ -39,7 +39,7 @@ from hosts import HostLab, TestHost
 
 import skyward as sky
 
-ITEMS = 6_000
+ITEMS = 10_000
 
 
 @sky.function

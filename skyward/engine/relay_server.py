@@ -19,10 +19,11 @@ is the in-process fake cluster). Per connection:
    and each end sends again what the other had not received (``engine.resumable``); a
    stream that resumes the session ends the one it had, if that one is still open.
    A ``successive`` server (a kept pool's relay) serves its clients one after another
-   instead: a newly proven client ends the session being served (only a holder of the
-   secret gets that far: its client died and the end of its stream has not arrived) and
-   is served once that one ended, unless a newer one came meanwhile; ``finished`` is
-   never set, and a session is never resumed.
+   instead: a newly proven client with a new session ends the session being served,
+   whether a stream carries it or it waits to be resumed (only a holder of the secret
+   gets that far: its client died, or gave the pool to another process), and is served
+   once that one ended, unless a newer one came meanwhile; ``finished`` is never set.
+   The session being served resumes as any does until then.
 
 ``Observed`` (what a kept pool's script saw) goes to the server's ``observed`` callback
 (the pool daemon's dashboard), or nowhere.
@@ -56,9 +57,10 @@ from skyward.engine.wire import Payload
 
 MAX_UNPROVEN = 16
 """Connections that may wait in the handshake at once; more are closed at once."""
-TURN_WAIT = 60.0
+TURN_WAIT = 25.0
 """Seconds a successive server's newest client waits for the session it ended to finish
-(the backend frees what its client held)."""
+(the backend frees what its client held): less than the 30 s a client gives its first
+stream to be answered (``transports.relay.CONNECT_TIMEOUT``)."""
 
 
 class Sink(Protocol):
@@ -223,25 +225,42 @@ class _Session:
     waiting: _Stream | None = None
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     over: bool = False
+    ending: bool = False
+    """Ended for another client's session (``end``): it is not resumed any more."""
 
-    def offer(self, stream: _Stream) -> None:
+    def offer(self, stream: _Stream) -> bool:
         """``stream`` resumes the session: the stream it has is ended (a client that opened
-        a new one has given it up), and so is an older offer not taken yet."""
+        a new one has given it up), and so is an older offer not taken yet. False, and
+        nothing changes, once the session is over or ending."""
+        if self.over or self.ending:
+            return False
         if self.waiting is not None and not self.waiting.done.done():
             self.waiting.done.set_result(None)
         self.waiting = stream
         if self.stream is not None:
             self.stream.writer.transport.abort()
         self.arrived.set()
+        return True
+
+    def end(self) -> None:
+        """End the session now, for the next client's: its stream is dropped (written or
+        not), and it waits for none to resume it."""
+        self.ending = True
+        if self.stream is not None:
+            self.stream.writer.transport.abort()
+        self.arrived.set()
 
     async def next_stream(self, within: float) -> _Stream | None:
-        """The stream that resumes the session, waited for ``within`` seconds at most."""
-        if self.waiting is None:
+        """The stream that resumes the session, waited for ``within`` seconds at most;
+        None at once once it is ending."""
+        if self.waiting is None and not self.ending:
             self.arrived.clear()
             try:
                 await asyncio.wait_for(self.arrived.wait(), within)
             except asyncio.TimeoutError:
                 return None
+        if self.ending:
+            return None
         stream, self.waiting = self.waiting, None
         return stream
 
@@ -253,15 +272,13 @@ class RelayServer:
     remote pool's relay, whose client is across an SSH channel). ``successive``: serves
     one client after another instead (see the module). ``observed`` takes the client's
     ``Observed`` batches. ``resume_within``: the seconds a session whose stream broke
-    waits for its client to resume it on another (0: it ends at once; never for a
-    ``successive`` server)."""
+    waits for its client to resume it on another (0: it ends at once; a ``successive``
+    server's is ended sooner by the next client's new session)."""
 
     def __init__(
         self, secret: bytes, open_backend: Callable[[Sink], RelayBackend], compress: bool = False,
         successive: bool = False, observed: Callable[[bytes], None] | None = None, resume_within: float = 0.0,
     ) -> None:
-        if successive and resume_within:
-            raise ValueError("a successive relay server ends a session when the next client comes: it resumes none")
         self._secret = secret
         self._observed = observed
         self._open_backend = open_backend
@@ -269,6 +286,9 @@ class RelayServer:
         self._successive = successive
         self._resume_within = resume_within
         self._session: _Session | None = None
+        self._served_tokens: set[bytes] = set()
+        """Every session served (a successive server's clients are few: the processes that
+        held the pool in turn); one that is over is never served again."""
         self._unproven = 0
         self._served: asyncio.StreamWriter | None = None
         self._newest: asyncio.StreamWriter | None = None
@@ -285,16 +305,16 @@ class RelayServer:
             if named is None:
                 return
             session = self._session
-            if session is not None and not self._successive:
-                if named.session != session.token or session.over:
-                    await write_message(writer, messages.Closed())  # not this session: nothing to resume
-                    return
+            if session is not None and named.session == session.token:
                 stream = _Stream(reader, writer, named.received)
-                session.offer(stream)
+                if not session.offer(stream):
+                    await write_message(writer, messages.Closed())  # over, or ended for the next client
+                    return
                 await stream.done
                 return
-            if named.received:
-                await write_message(writer, messages.Closed())  # a session that is over (or another relay's)
+            over = named.received or named.session in self._served_tokens
+            if over or (session is not None and not self._successive):
+                await write_message(writer, messages.Closed())  # a session that is over, or another's
                 return
             if self._successive and not await self._turn(writer):
                 return
@@ -322,11 +342,13 @@ class RelayServer:
 
     async def _turn(self, writer: asyncio.StreamWriter) -> bool:
         """Whether ``writer``, the newest proven client, gets served: the session being
-        served is aborted (its stream dropped at once, written or not) and, once it ended
-        (within ``TURN_WAIT``), the newest client waiting is served; an older one is not."""
+        served is ended (``_Session.end``: its stream dropped at once, written or not, a
+        wait for it to resume cut short) and, once it ended (within ``TURN_WAIT``), the
+        newest client waiting is served; an older one is not."""
         self._newest = writer
         while self._served is not None and self._newest is writer:
-            self._served.transport.abort()
+            if self._session is not None:
+                self._session.end()
             try:
                 await asyncio.wait_for(self._idle.wait(), TURN_WAIT)
             except asyncio.TimeoutError:
@@ -354,6 +376,7 @@ class RelayServer:
         it ends."""
         loop = asyncio.get_running_loop()
         session = self._session = _Session(token, Resumable(self._compress))
+        self._served_tokens.add(token)
         out = Outgoing(session.out)
         shared: dict[int, Shared | str] = {}  # a key's payload, or why it could not be stored
         tasks: dict[int, asyncio.Task[None]] = {}
@@ -371,7 +394,10 @@ class RelayServer:
             raise
         stream = first
         try:
-            while not await self._stream(session, stream, backend, out, shared, start, tasks) and self._resume_within:
+            while (
+                not await self._stream(session, stream, backend, out, shared, start, tasks)
+                and self._resume_within and not session.ending
+            ):
                 resumed = await session.next_stream(self._resume_within)
                 if not stream.done.done():
                     stream.done.set_result(None)  # a resumed stream's connection closes (the first's with _serve)

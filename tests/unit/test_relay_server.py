@@ -240,3 +240,60 @@ def test_a_successive_server_serves_a_new_proven_client_after_ending_the_last_on
     first_end, second_end, finished = asyncio.run(scenario())
     assert first_end is None and second_end == Closed()  # the first stream was ended, the second served
     assert ends == [1, 2] and finished is False
+
+
+def test_a_successive_server_resumes_a_session_until_the_next_client_ends_it(tmp_path: Path) -> None:
+    """A kept pool's relay keeps the session of the process holding the pool when its
+    stream breaks, and that process resumes it on a new stream (the backend never ended);
+    a successor's new session ends a session waiting to be resumed at once, not after
+    ``resume_within``, and resuming that one is refused from then on."""
+    from skyward.engine.relay_server import RelayServer
+
+    secret = handshake.new_secret()
+    ends: list[int] = []
+    clients = iter(range(1, 10))
+    path = str(tmp_path / "relay.sock")
+
+    async def scenario() -> dict[str, object]:
+        server = RelayServer(
+            secret, lambda sink: _Ended(ends, next(clients)), successive=True, resume_within=30.0,  # type: ignore[arg-type, return-value]
+        )
+        listener = await asyncio.start_unix_server(server.handle, path)
+
+        async def client(session: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, object]:
+            reader, writer = await asyncio.open_unix_connection(path)
+            assert await handshake.prove_to_server_async(reader, writer, secret)
+            await write_message(writer, Hello(PROTOCOL))
+            assert await read_message(reader) == Hello(PROTOCOL)
+            await write_message(writer, Resume(session, 0))
+            return reader, writer, await asyncio.wait_for(read_message(reader), 5)
+
+        seen: dict[str, object] = {}
+        async with listener:
+            held = os.urandom(16)
+            _, first, seen["opened"] = await client(held)
+            first.transport.abort()  # the holder's connection broke
+            await asyncio.sleep(0.3)
+            _, again, seen["resumed"] = await client(held)
+            seen["ends_after_resume"] = list(ends)
+            again.transport.abort()  # broke again; the holder died this time
+            await asyncio.sleep(0.3)
+            began = time.monotonic()
+            successor_reader, successor, seen["successor"] = await client(os.urandom(16))
+            seen["ended_within"] = time.monotonic() - began
+            seen["ends_after_successor"] = list(ends)
+            _, late, seen["late_resume"] = await client(held)
+            late.close()
+            await write_message(successor, Close())
+            seen["successor_end"] = await asyncio.wait_for(read_message(successor_reader), 5)
+            seen["finished"] = server.finished.is_set()
+        return seen
+
+    seen = asyncio.run(scenario())
+    held_resume = seen["opened"]
+    assert isinstance(held_resume, Resume) and held_resume.received == 0
+    assert seen["resumed"] == held_resume and seen["ends_after_resume"] == []  # the same session went on
+    assert isinstance(seen["successor"], Resume) and seen["successor"] != held_resume
+    assert seen["ended_within"] < 5 and seen["ends_after_successor"] == [1]  # ended at once, for the successor
+    assert seen["late_resume"] == Closed()
+    assert seen["successor_end"] == Closed() and ends == [1, 2] and seen["finished"] is False

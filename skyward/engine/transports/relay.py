@@ -164,7 +164,7 @@ class RelayTransport:
 
     async def _connect(self) -> None:
         """Open the session's first stream (``_open_stream``) and start reading it."""
-        reader, writer = await asyncio.wait_for(self._open_stream(), CONNECT_TIMEOUT)
+        reader, writer = await asyncio.wait_for(self._open_stream(CONNECT_TIMEOUT), CONNECT_TIMEOUT)
         assert self._loop is not None
         self._closed = self._loop.create_future()
         asyncio.ensure_future(self._read(reader, writer))
@@ -172,10 +172,12 @@ class RelayTransport:
         if self._endpoint.revive is not None and self._endpoint.probe_after > 0:
             asyncio.ensure_future(self._revive_when_silent(self._endpoint.revive))
 
-    async def _open_stream(self) -> tuple[StreamIn, StreamOut]:
-        """Connect, prove the secret both ways, exchange ``Hello`` and ``Resume``, and go
-        on with the session over the new stream. ``RelayRefused`` when the other end is
-        not the pool's relay, ``SessionOver`` when it no longer holds the session."""
+    async def _open_stream(self, answer_within: float = handshake.TIMEOUT) -> tuple[StreamIn, StreamOut]:
+        """Connect, prove the secret both ways, exchange ``Hello`` and ``Resume`` (the
+        relay's answered within ``answer_within`` seconds: a kept pool's relay answers a
+        new session once it ended its previous client's), and go on with the session over
+        the new stream. ``RelayRefused`` when the other end is not the pool's relay,
+        ``SessionOver`` when it no longer holds the session."""
         endpoint = self._endpoint
         reader, writer = await endpoint.connect()
         try:
@@ -194,7 +196,7 @@ class RelayTransport:
                 )
             await write_message(writer, messages.Resume(self._session, self._out.received))
             try:
-                resumed = await asyncio.wait_for(read_message(reader), handshake.TIMEOUT)
+                resumed = await asyncio.wait_for(read_message(reader), answer_within)
             except (asyncio.TimeoutError, MalformedFrame):
                 resumed = None
             if not isinstance(resumed, messages.Resume) or resumed.session != self._session:

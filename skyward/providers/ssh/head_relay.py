@@ -81,7 +81,8 @@ class RelayConfig:
     """Whether the pool outlives its client (a kept pool: see the module)."""
     resume_within: float = 0.0
     """Seconds the client's session is kept when its stream breaks, for the client to
-    resume it over a new one (``RelayServer``; 0: none; never for a kept pool)."""
+    resume it over a new one (``RelayServer``; 0: none). A kept pool's is ended sooner
+    by the next client's session (a process that took the pool over)."""
 
 
 def placement(serial: int) -> dict[str, object]:

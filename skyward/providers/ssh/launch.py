@@ -115,7 +115,7 @@ def launch_on_hosts(
         kept = options.keep_alive is not None
         config = RelayConfig(
             f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
-            handshake.new_secret(), COMPRESS, kept=kept, resume_within=0.0 if kept else cluster.resume_within,
+            handshake.new_secret(), COMPRESS, kept=kept, resume_within=cluster.resume_within,
         )
         relay_port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
@@ -208,6 +208,8 @@ def take_over(
             for node in cluster.nodes:
                 node.facts, node.ready = hosts[node.serial].facts, hosts[node.serial].ready
         ssh.run(cluster.rejoin_watchdogs(TAKE_OVER_WAIT), TAKE_OVER_WAIT + 10)
+        # its relay keeps a broken session as long as this computes (RelayConfig.resume_within)
+        cluster.resumes = SSHReach(KnownHosts(handover.known_hosts), TAKE_OVER_SSH_TIMEOUT, 1.0)
         transport = RelayTransport(cluster.relay(port, handover.relay_secret, handover.compress), ssh.loop)
         transport.open(loop, events)
     except BaseException:

@@ -9,9 +9,11 @@ clock is this machine's monotonic one, which the hosts' namespaces share. Under 
 client's link to node 0 dropped for 10 s, and under one worker host cut off from the
 others for 30 s (it is taken for lost; what it had in flight is of unknown outcome),
 the histories must be linearizable, and so under every connection of the client reset
-twice (its session with the relay resumed), and in 100 short runs with every connection
-reset in the middle of each. In CI the partition takes its turn by the commit's
-day (``rotation.in_turn``) with the other long partition; everywhere else both run.
+twice (its session with the relay resumed), in 100 short runs with every connection
+reset in the middle of each, and in 100 with the client's link to node 0 dropped for a
+second in the middle of each. In CI the partition and the two sets of 100 runs take
+turns by the commit's day (``rotation.in_turn``) with the other long faults; everywhere
+else all run.
 
 Two more partitions show the other collections' promises: a lock holder cut off from
 the lock's host loses the lock after its lease and is told so, and an eventual counter
@@ -186,6 +188,26 @@ def test_histories_stay_linearizable_in_100_short_runs_each_with_every_connectio
         directory.mkdir()
         ended = recorded(pool, directory, lambda: [connections_reset(host) for host in lab.hosts], count=20,
                          pause=0.02, after=0.2, quiet=False)
+        assert set(ended.values()) == {"ok"}, (run, ended)
+        assert len(checked(directory)) == 4 * 20, run
+
+
+@in_turn(2, of=3)  # about 5 minutes: with the 60 s dropped links of test_network_faults.py
+def test_histories_stay_linearizable_in_100_short_runs_each_with_the_link_to_node_0_dropped(
+    lab: HostLab, pool: sky.Pool, shared: Path
+) -> None:
+    """100 short runs of the 3 nodes and the client operating at once, the client's
+    link to node 0 dropped for a second in the middle of each (TCP resends what was in
+    flight once it is back): each history is linearizable."""
+
+    def drop() -> None:
+        with link_dropped(lab, lab.hosts[0]):
+            time.sleep(1.0)
+
+    for run in range(100):
+        directory = shared / f"run-{run}"
+        directory.mkdir()
+        ended = recorded(pool, directory, drop, count=20, pause=0.02, after=0.2, quiet=False)
         assert set(ended.values()) == {"ok"}, (run, ended)
         assert len(checked(directory)) == 4 * 20, run
 

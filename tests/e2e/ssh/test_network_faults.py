@@ -1,7 +1,7 @@
 """Networks that fail under a running map, on a pool of the lab's 3 SSH hosts
 (tests/netfaults.py says how each fault is made and what it approximates).
 
-Each map has 6,000 items of about 3 ms; every item counts itself on a strong counter
+Each map has 10,000 items of about 3 ms; every item counts itself on a strong counter
 and one item in 500 holds a lock while it does, so "every item exactly once, in order"
 is read from the results and the counter, and a lock held across the fault is part of
 it. What is shown here, and what is not (a client back after Spec.ttl), is in
@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +25,8 @@ from pathlib import Path
 import pytest
 from conftest import HERE, QUIET, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from e2e.cloud.rotation import in_turn
+from e2e.ssh.test_kept_ssh import SCRIPT as KEPT_SCRIPT
+from e2e.ssh.test_kept_ssh import run as run_kept
 from hosts import HostLab
 from netfaults import (
     ITEMS,
@@ -39,6 +43,7 @@ from netfaults import (
 )
 
 import skyward as sky
+from skyward.providers import daemon_client
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +229,34 @@ def test_the_client_stopped_for_60s_as_a_sleeping_laptop_goes_on(lab: HostLab, i
            "LAB": json.dumps({"hosts": lab.strings(), "key": lab.client_key, "known_hosts": lab.known_hosts,
                               "index": index})}
     stopped_mid_map(script, env)
+
+
+def test_a_kept_pools_daemon_resumes_its_session_when_every_connection_is_reset(
+    lab: HostLab, sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    """The pool daemon holding a kept pool has every connection to the hosts reset (a NAT
+    that dropped them) while the pool is idle: it reaches each host again and resumes its
+    session with the kept pool's relay (which kept it, as a pool's relay does for its
+    client), so the next run adopts the same node processes, its collections as the last
+    run left them. Before, the kept relay ended the session with its stream and the
+    daemon's pool was lost."""
+    script = tmp_path / "script.py"
+    script.write_text(KEPT_SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts,
+                                         keep_alive=600))
+    sky_command = os.path.join(os.path.dirname(sys.executable), "sky")
+    first = run_kept(sandbox, script)
+    [kept] = daemon_client.kept_pools()
+    try:
+        reset = [connections_reset(host) for host in lab.hosts]
+        assert all(reset), f"the daemon had connections to every host to reset: {reset}"
+        assert wait_for(lambda: all(connections_to(host) for host in lab.hosts), timeout=60), "every host reached again"
+        second = run_kept(sandbox, script)
+        logs = "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
+        assert second["NODES"] == first["NODES"], f"the kept pool was not the same after the reset: {second}\n{logs}"
+        assert second["RUNS"] == 2 and second["LOCKED"] is True, (second, logs)
+        assert [pool.pool_id for pool in daemon_client.kept_pools()] == [kept.pool_id]
+    finally:
+        down = subprocess.run([sky_command, "down", "--all"], env=sandbox["env"], capture_output=True, text=True,
+                              timeout=180, check=False)
+    assert down.returncode == 0 and kept.name in down.stdout, down.stdout + down.stderr
+    assert wait_for(lambda: not any(pool_traces(lab, kept.pool_id).values()), timeout=60), pool_traces(lab, kept.pool_id)
