@@ -13,8 +13,9 @@ A pool nobody held for ``keep_alive`` seconds is torn down as a pool's close tea
 down; ``EndPool`` ends one (or all) at once. The pool's collections keep their contents
 between clients; on a local pool each client's locks and leases are freed when it
 leaves. A client may add and remove nodes, asked through its relay: the daemon places
-a local pool's as it placed the first ones (``KeptPool.start_agent``/``stop_agent``) and has a
-remote pool's membership add and remove its hosts (``KeptPool.add_node``/``remove_node``).
+a local pool's as it placed the first ones (``LocalKeptPool.start_agent``/``stop_agent``) and
+has a remote pool's membership add and remove its hosts (``RemoteKeptPool.add_node``/
+``remove_node``). Each pool is one of the two classes of ``daemon.kept_pool``.
 
 Kept pools outlive the daemon, which writes down what it keeps (``kept.state``) each
 time that changes. A local pool's agents are detached actors of the daemon's detached
@@ -37,10 +38,8 @@ import os
 import pickle
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
 
 import cloudpickle
 import ray
@@ -49,20 +48,16 @@ from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import release as release_collections
 from skyward.core import handshake
 from skyward.core.codec import load_payload
-from skyward.core.instance import InstanceInfo
 from skyward.core.messages import KeptPoolRow, PoolHeld
 from skyward.core.paths import in_home, runtime_dir
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import private_directories
 from skyward.daemon import dashboard_feed
+from skyward.daemon.kept_pool import KeptPool, LocalKeptPool, RemoteKeptPool
 from skyward.daemon.pool_log import PoolLog
-from skyward.daemon.remote_backend import KeptRemoteBackend, EventForwarder
-from skyward.engine.death import Death, cause_of_death
-from skyward.engine.membership import Loss, Membership
+from skyward.daemon.remote_backend import EventForwarder
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
-from skyward.engine.transports.relay import RelayTransport
-from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.observe.dashboard.board import Board
 from skyward.observe.log_config import LogConfig
@@ -78,14 +73,8 @@ from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.ray.agents import AgentMembership
 from skyward.providers.ssh.handover import Handover
 from skyward.providers.ssh.handover import release as release_handover
-from skyward.providers.ssh.head_relay import RayAgentsBackend
 from skyward.providers.ssh.launch import take_over
 from skyward.providers.ssh.loop import LoopThread
-
-if TYPE_CHECKING:
-    from ray.actor import ActorHandle
-
-    from skyward.node.agent import NodeAgent
 
 HOLD_TIMEOUT = 30.0
 """Seconds a client that was given a pool has to open its relay session."""
@@ -98,151 +87,6 @@ CHECK_EVERY = 5.0
 SILENCE_MARGIN = 15.0
 """Seconds a dead daemon's silence may overstate how long ago it died (it marks itself
 alive every few seconds)."""
-
-
-@dataclass(eq=False)
-class KeptPool:
-    """One kept pool: its cluster (started here), its relay's socket and who holds it."""
-
-    name: str
-    fingerprint: str
-    keep_alive: float
-    pool_id: str
-    cluster: LaunchedCluster
-    socket: Path
-    notes: str
-    agents: dict[int, ActorHandle[NodeAgent]] = field(default_factory=dict)
-    lanes: dict[int, str] = field(default_factory=dict)
-    lane_secret: bytes = b""
-    ends_with_client: bool = False
-    holder: int = 0
-    """The pid of the client holding it (0: nobody)."""
-    secret: bytes = b""
-    """What the holder proves at the relay."""
-    hold_deadline: float = 0.0
-    session: asyncio.StreamWriter | None = None
-    idle_since: float = field(default_factory=time.monotonic)
-    opened: float = field(default_factory=time.time)
-    server: asyncio.AbstractServer | None = None
-    log: PoolLog | None = None
-    """Its own log (``daemon.pool_log``), among the pools' logs."""
-    definition: bytes = b""
-    """The pickled (Spec, Options) it was opened with."""
-    forwarder: EventForwarder | None = None
-    """Where a remote pool's events go (None: a local pool, served by ``RayAgentsBackend``)."""
-    resized: Callable[[], None] = lambda: None
-    """Told when a node joined or left (the daemon writes down what it keeps)."""
-    placing: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
-    """Held while a remote pool's node is added (the client's environment: credentials,
-    SSH agent)."""
-    members_lock: threading.Lock = field(default_factory=threading.Lock)
-    """Held while its nodes change (``_members``)."""
-    board: Board = field(default_factory=Board)
-    """What the daemon's dashboard shows of it (``daemon.dashboard_feed``)."""
-    priced: bool = False
-    """Its nodes cost what their handles say (its provider has prices)."""
-
-    def postmortem(self, node: int) -> Death | None:
-        """Why node ``node``'s agent died, from the note it left."""
-        return cause_of_death(self.notes, node) if self.notes else None
-
-    def start_agent(self, node: int, serial: int, setup: bytes) -> ActorHandle[NodeAgent]:
-        """Start node ``node``'s agent on a local pool, placed as its first nodes were (the
-        client's ``serial`` and ``setup`` are not used: the daemon places its nodes) and
-        detached like them; returns it once it answers. NotImplementedError for a pool
-        a successor daemon adopted (its size is fixed) or a remote one (``add_node``)."""
-        membership = self._local_membership(node, "join")
-        joined = membership.add(node)
-        agent = membership.agents[node]
-        self.agents[node] = agent
-        if path := lane_path(LocalRay.temp_dir() or "", self.pool_id, node):
-            self.lanes[node] = path
-        self._members(node, (joined.handle, joined.info))
-        return agent
-
-    def stop_agent(self, node: int) -> None:
-        """Stop node ``node``'s agent (the client's pool let it go). ValueError for node 0,
-        whose agent serves the collections; NotImplementedError as for ``start_agent``."""
-        if node == 0:
-            raise ValueError("node 0 of a kept pool serves its collections: it never leaves")
-        self._local_membership(node, "leave").remove(node)
-        self.agents.pop(node, None)
-        self.lanes.pop(node, None)
-        self._members(node, None)
-
-    def add_node(self, node: int) -> bytes:
-        """Add node ``node`` to a remote pool as its membership places it (its provider's
-        machines, under the environment of the client that opened it); its pickled
-        ``(NodeHandle, InstanceInfo)``. NotImplementedError for a pool taken over from a
-        daemon that died: its size is fixed."""
-        membership = self._remote_membership(node, "join")
-        with self.members_lock:
-            present = [(h, i) for h, i in zip(self.cluster.nodes, self.cluster.infos) if i.node == node]
-        if present:  # the script asked again after giving up waiting: it has joined meanwhile
-            return pickle.dumps(present[0])
-        with self.placing():
-            joined = membership.add(node)
-        self._members(node, (joined.handle, joined.info))
-        return pickle.dumps((joined.handle, joined.info))
-
-    def remove_node(self, node: int) -> None:
-        """Remove node ``node`` from a remote pool (stopped on its host, its machine
-        released); NotImplementedError as for ``add_node``."""
-        membership = self._remote_membership(node, "leave")
-        with self.placing():
-            membership.remove(node)
-        self._members(node, None)
-
-    def lost(self, loss: Loss) -> None:
-        """A host of this remote pool was lost (its watchdog's stream ended): it leaves
-        the pool (its machine released), then the script holding the pool, if any, is
-        told, and its autoscaler replaces it (``Lost``)."""
-        try:
-            self.remove_node(loss.node)
-        except Exception as exc:  # noqa: BLE001 - logged; the script is told all the same
-            print(f"pool daemon: node {loss.node} of {self.name} could not be removed: {type(exc).__name__}: {exc}",
-                  flush=True)
-        if self.forwarder is not None:
-            self.forwarder.lost(loss)
-
-    def _remote_membership(self, node: int, what: str) -> Membership:
-        membership = self.cluster.membership
-        if membership is None:
-            raise NotImplementedError(
-                f"node {node} cannot {what} the kept pool {self.name}: it was taken over from a pool daemon that "
-                "died and keeps its size until it ends"
-            )
-        return membership
-
-    def _local_membership(self, node: int, what: str) -> AgentMembership:
-        membership = self.cluster.membership
-        if not isinstance(membership, AgentMembership):
-            raise NotImplementedError(f"node {node} cannot {what} the kept pool {self.name}: it is not a local pool")
-        return membership
-
-    def _members(self, node: int, joined: tuple[NodeHandle, InstanceInfo] | None) -> None:
-        """Rank ``node`` of the pool's nodes is ``joined`` from now on (None: it left); the
-        daemon is told."""
-        with self.members_lock:
-            members = {info.node: (handle, info) for handle, info in zip(self.cluster.nodes, self.cluster.infos)}
-            if joined is None:
-                gone = members.pop(node, None)
-                if gone is not None:
-                    dashboard_feed.left(self.board, node, gone[0].id)
-            else:
-                members[node] = joined
-                dashboard_feed.joined(self.board, self.board.view.provider, self.priced, node, joined[0])
-            ranks = sorted(members)
-            self.cluster = replace(
-                self.cluster, nodes=tuple(members[r][0] for r in ranks), infos=tuple(members[r][1] for r in ranks),
-            )
-            # sky ssh and sky ls read the nodes from the registry: a replaced node's login is the new one's
-            registry.renew_nodes(self.pool_id, [registry.NodeRecord.of(handle) for handle in self.cluster.nodes])
-        self.resized()
-
-    def idle_for(self, now: float) -> float:
-        """Seconds since its last client left (0 while held)."""
-        return 0.0 if self.holder else now - self.idle_since
 
 
 class KeptPools:
@@ -353,9 +197,9 @@ class KeptPools:
             )
         forwarder = EventForwarder()
         cluster = take_over(handover, spec, options, self._loop.loop, forwarder)
-        pool = KeptPool(
+        pool = RemoteKeptPool(
             record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster,
-            self._socket_path(record.pool_id), "", forwarder=forwarder, resized=self._write_down,
+            self._socket_path(record.pool_id), forwarder=forwarder, resized=self._write_down,
         )
         return self._resumed(pool, record, spec)
 
@@ -382,8 +226,10 @@ class KeptPools:
             return
         with self._writing:
             with self._lock:
-                pools = [p for p in self._pools.values() if p.forwarder is None or p.cluster.handover is not None]
-            local = [p for p in pools if p.forwarder is None]
+                pools = [
+                    p for p in self._pools.values() if isinstance(p, LocalKeptPool) or p.cluster.handover is not None
+                ]
+            local = [p for p in pools if isinstance(p, LocalKeptPool)]
             try:
                 records = tuple(
                     kept_state.KeptRecord(
@@ -410,7 +256,9 @@ class KeptPools:
         cluster = start(request.spec, request.options, request.pool_id, context=request.context, detached=True)
         return self._local_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
 
-    def _remote_pool(self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster) -> KeptPool:
+    def _remote_pool(
+        self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster,
+    ) -> RemoteKeptPool:
         """The kept pool of a remote ``cluster``, its transport open (its events go to
         the client in session); the cluster is stopped if that fails."""
         forwarder = EventForwarder()
@@ -419,8 +267,8 @@ class KeptPools:
         except BaseException:
             cluster.stop()
             raise
-        pool = KeptPool(
-            name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id), "", forwarder=forwarder,
+        pool = RemoteKeptPool(
+            name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id), forwarder=forwarder,
             resized=self._write_down,
         )
         if cluster.membership is not None:
@@ -434,7 +282,9 @@ class KeptPools:
         with self._launching, _client_environment(context):
             yield
 
-    def _local_pool(self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster) -> KeptPool:
+    def _local_pool(
+        self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster,
+    ) -> LocalKeptPool:
         """The kept pool of a local ``cluster`` on this daemon's Ray: its agents, lanes and
         post-mortem notes are the relay's. TypeError (the cluster stopped) when the
         cluster is not a local pool's."""
@@ -443,9 +293,9 @@ class KeptPools:
             cluster.stop()
             raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
         temp = LocalRay.temp_dir() or ""
-        pool = KeptPool(
+        pool = LocalKeptPool(
             name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id),
-            os.path.join(temp, f"notes-{pool_id[:12]}") if temp else "", agents=dict(membership.agents),
+            notes=os.path.join(temp, f"notes-{pool_id[:12]}") if temp else "", agents=dict(membership.agents),
             resized=self._write_down,
         )
         pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, pool_id, node))}
@@ -562,10 +412,13 @@ class KeptPools:
     def check_hosts(self, stop: threading.Event) -> None:
         """Until ``stop``, ask each remote pool's provider every ``CHECK_EVERY`` seconds for
         hosts it took back (a spot machine reclaimed: ``Membership.check``), which leave
-        the pool as a lost one does (``KeptPool.lost``); a thread's life."""
+        the pool as a lost one does (``RemoteKeptPool.lost``); a thread's life."""
         while not stop.wait(CHECK_EVERY):
             with self._lock:
-                pools = [p for p in self._pools.values() if p.forwarder is not None and p.cluster.membership is not None]
+                pools = [
+                    p for p in self._pools.values()
+                    if isinstance(p, RemoteKeptPool) and p.cluster.membership is not None
+                ]
             for pool in pools:
                 membership = pool.cluster.membership
                 try:
@@ -654,12 +507,7 @@ class KeptPools:
     def _backend(pool: KeptPool, client: str, sink: Sink) -> RelayBackend:
         if pool.log is not None:
             sink = pool.log.sink(sink)
-        backend: RelayBackend
-        if pool.forwarder is not None:
-            backend = KeptRemoteBackend(cast(RelayTransport, pool.cluster.transport), pool.forwarder, sink, pool)
-        else:
-            backend = RayAgentsBackend(pool, client, sink)
-        return dashboard_feed.Watched(backend, pool.board)
+        return dashboard_feed.Watched(pool.backend(client, sink), pool.board)
 
     def _stop(self, pool: KeptPool) -> None:
         """Tear ``pool`` down: its relay (ending a session in progress), then its agents."""

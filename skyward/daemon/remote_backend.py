@@ -71,7 +71,7 @@ class EventForwarder:
 
 
 class Resizable(Protocol):
-    """A kept remote pool as its scripts grow and shrink it (``daemon.kept_pools.KeptPool``)."""
+    """A kept remote pool as its scripts grow and shrink it (``daemon.kept_pool.RemoteKeptPool``)."""
 
     def add_node(self, node: int) -> bytes:
         """Add node ``node``; its pickled ``(NodeHandle, InstanceInfo)``. Raises why not."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -61,8 +62,7 @@ def test_concurrency_runs_tasks_side_by_side(pool2_concurrent: sky.Pool) -> None
     spans = sky.gather(*(span_of(1.0) for _ in range(4))) >> pool2_concurrent
     assert len({pid for pid, _, _ in spans}) == 2
     edges = sorted([(began, 1) for _, began, _ in spans] + [(ended, -1) for _, _, ended in spans])
-    running = [sum(step for _, step in edges[: index + 1]) for index in range(len(edges))]
-    assert max(running) >= 2, f"the tasks ran one at a time: {sorted(spans, key=lambda span: span[1])}"
+    assert max(itertools.accumulate(step for _, step in edges)) >= 2, f"the tasks ran one at a time: {sorted(spans, key=lambda span: span[1])}"
 
 
 def test_concurrency_one_serialises_a_node() -> None:

@@ -115,7 +115,7 @@ def relayed(agent: ActorHandle[NodeAgent]) -> RelayAgent:
 
 class RelayedAgents(Protocol):
     """The agents a relay serves its client with: a remote pool's (``HeadRelay``), or a
-    kept pool's in the pool daemon (``daemon.kept_pools.KeptPool``)."""
+    kept pool's in the pool daemon (``daemon.kept_pool.LocalKeptPool``)."""
 
     agents: dict[int, ActorHandle[NodeAgent]]
     lanes: dict[int, str]

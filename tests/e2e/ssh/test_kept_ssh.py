@@ -8,12 +8,14 @@ pool over from what its predecessor wrote down, and it still runs tasks."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -41,8 +43,8 @@ with sky.Compute(provider=provider, nodes=3, keep_alive={keep_alive}, console=Fa
     print("LOCKED", pool.lock("left-held").acquire(timeout=10), flush=True)  # never released
 print("AFTER", flush=True)
 """
-
-
+SKY = os.path.join(os.path.dirname(sys.executable), "sky")
+"""The console script installed beside this interpreter."""
 
 
 def run(sandbox: dict, script: Path) -> dict[str, object]:
@@ -56,6 +58,28 @@ def run(sandbox: dict, script: Path) -> dict[str, object]:
             found[key] = ast.literal_eval(value)
     assert done.returncode == 0 and "AFTER" in done.stdout, (done.stdout + done.stderr)[-3000:]
     return found
+
+
+def daemon_logs(home: Path) -> str:
+    """What every pool daemon of ``home`` logged."""
+    return "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
+
+
+@contextlib.contextmanager
+def ended_after(lab: HostLab, sandbox: dict, name: str, pool_id: str) -> Iterator[None]:
+    """Run the block, then `sky down --all` whatever it did; once the block passed, the
+    kept pool ``name`` must have been ended by it and left nothing on the hosts or in
+    the sandbox."""
+    try:
+        yield
+    finally:
+        down = subprocess.run(
+            [SKY, "down", "--all"], env=sandbox["env"], capture_output=True, text=True, timeout=180, check=False
+        )
+    assert down.returncode == 0 and name in down.stdout, down.stdout + down.stderr
+    gone = wait_for(lambda: not any(pool_traces(lab, pool_id).values()), timeout=60)
+    assert gone, f"left on the hosts after `sky down`: {pool_traces(lab, pool_id)}"
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
 
 
 def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_alive(
@@ -99,10 +123,9 @@ def test_a_killed_daemons_kept_ssh_pool_is_taken_over_by_the_next_command_and_st
     [daemon] = daemon_client.status()
     os.kill(daemon.pid, signal.SIGKILL)  # its SSH connections close: the hosts count Spec.ttl down
     assert wait_for(lambda: not psutil.pid_exists(daemon.pid), timeout=10)
-    sky = os.path.join(os.path.dirname(sys.executable), "sky")
-    try:
-        listed = subprocess.run([sky, "ls", "--json"], env=sandbox["env"], capture_output=True, text=True, timeout=180)
-        logs = "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
+    with ended_after(lab, sandbox, kept.name, kept.pool_id):
+        listed = subprocess.run([SKY, "ls", "--json"], env=sandbox["env"], capture_output=True, text=True, timeout=180)
+        logs = daemon_logs(home)
         assert listed.returncode == 0, listed.stdout + listed.stderr + logs
         found = {p["name"]: p["state"] for p in json.loads(listed.stdout) if p["keep_alive"]}
         assert found == {kept.name: "kept, idle"}, listed.stdout + logs
@@ -111,12 +134,6 @@ def test_a_killed_daemons_kept_ssh_pool_is_taken_over_by_the_next_command_and_st
         second = run(sandbox, script)
         assert second["NODES"] == first["NODES"], "the new daemon did not take over the same node processes"
         assert second["RUNS"] == 2 and second["RAY"] is False and second["LOCKED"] is True, second
-    finally:
-        down = subprocess.run([sky, "down", "--all"], env=sandbox["env"], capture_output=True, text=True, timeout=180)
-    assert down.returncode == 0 and kept.name in down.stdout, down.stdout + down.stderr
-    gone = wait_for(lambda: not any(pool_traces(lab, kept.pool_id).values()), timeout=60)
-    assert gone, f"left on the hosts after `sky down`: {pool_traces(lab, kept.pool_id)}"
-    assert wait_for_no_processes(sandbox["base"], within=60) == []
 
 
 ELASTIC_SCRIPT = """

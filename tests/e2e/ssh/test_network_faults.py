@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ import pytest
 from conftest import HERE, QUIET, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from e2e.cloud.rotation import in_turn
 from e2e.ssh.test_kept_ssh import SCRIPT as KEPT_SCRIPT
+from e2e.ssh.test_kept_ssh import daemon_logs, ended_after
 from e2e.ssh.test_kept_ssh import run as run_kept
 from hosts import HostLab
 from netfaults import (
@@ -243,20 +242,14 @@ def test_a_kept_pools_daemon_resumes_its_session_when_every_connection_is_reset(
     script = tmp_path / "script.py"
     script.write_text(KEPT_SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts,
                                          keep_alive=600))
-    sky_command = os.path.join(os.path.dirname(sys.executable), "sky")
     first = run_kept(sandbox, script)
     [kept] = daemon_client.kept_pools()
-    try:
+    with ended_after(lab, sandbox, kept.name, kept.pool_id):
         reset = [connections_reset(host) for host in lab.hosts]
         assert all(reset), f"the daemon had connections to every host to reset: {reset}"
         assert wait_for(lambda: all(connections_to(host) for host in lab.hosts), timeout=60), "every host reached again"
         second = run_kept(sandbox, script)
-        logs = "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
+        logs = daemon_logs(home)
         assert second["NODES"] == first["NODES"], f"the kept pool was not the same after the reset: {second}\n{logs}"
         assert second["RUNS"] == 2 and second["LOCKED"] is True, (second, logs)
         assert [pool.pool_id for pool in daemon_client.kept_pools()] == [kept.pool_id]
-    finally:
-        down = subprocess.run([sky_command, "down", "--all"], env=sandbox["env"], capture_output=True, text=True,
-                              timeout=180, check=False)
-    assert down.returncode == 0 and kept.name in down.stdout, down.stdout + down.stderr
-    assert wait_for(lambda: not any(pool_traces(lab, kept.pool_id).values()), timeout=60), pool_traces(lab, kept.pool_id)
