@@ -73,6 +73,11 @@ def lines_of(process: subprocess.Popen[str], until: str, keys: tuple[str, ...], 
     raise AssertionError(f"never saw {until}; output: {''.join(output)[-3000:]}")
 
 
+def daemon_logs(home: Path) -> str:
+    """What every pool daemon of the skyward home ``home`` logged."""
+    return "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
+
+
 def own_home(root: str | Path) -> dict[str, str]:
     """This process's environment with ``SKYWARD_HOME`` at ``root``/skyward: a client
     killed with it leaves its pool's record there, in the test's directory, not in the

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from sandbox import lines_of, wait_for_no_processes
+from sandbox import daemon_logs, lines_of, wait_for_no_processes
 
 import skyward as sky
 from skyward.providers import daemon_client, registry
@@ -214,7 +214,7 @@ def test_a_killed_daemons_kept_pools_are_adopted_by_the_next_command_and_still_r
         listed = sky_cli(sandbox, "ls", "--json")
         assert listed.returncode == 0, listed.stdout + listed.stderr
         kept = {p["name"]: p["state"] for p in json.loads(listed.stdout) if p["keep_alive"]}
-        logs = "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
+        logs = daemon_logs(home)
         assert kept == {"one": "kept, idle", "two": "kept, idle"}, listed.stdout + logs
         [successor] = daemon_client.status()
         assert successor.pid != daemon.pid

@@ -22,7 +22,7 @@ from cloud.fake_digitalocean import FakeDigitalOcean
 from cloud.machines import Harness
 from e2e.cloud import rotation
 from e2e.cloud.conftest import environment
-from sandbox import wait_for_no_processes
+from sandbox import daemon_logs, wait_for_no_processes
 
 from skyward.providers import daemon_client
 
@@ -131,7 +131,7 @@ def test_a_killed_daemons_kept_cloud_pool_is_taken_over_and_removed_once_it_cann
         if "head_relay" in line and kept.pool_id[:12] in line:
             process.kill()
     listed = daemon_client.kept_pools()  # starts the successor
-    logs = "".join(path.read_text() for path in Path(home).glob("daemon/*/daemon.log"))
+    logs = daemon_logs(Path(home))
     assert [pool.pool_id for pool in listed] == [], listed
     assert f"kept pool {kept.name} of a dead daemon could not be adopted and was ended" in logs, logs
     deadline = time.monotonic() + 120
@@ -147,7 +147,7 @@ def test_a_killed_daemons_kept_cloud_pool_is_taken_over_and_removed_once_it_cann
     then = time.time() - 700  # Spec.ttl is 600 s
     os.utime(alive, (then, then))
     assert daemon_client.kept_pools() == []
-    logs = "".join(path.read_text() for path in Path(home).glob("daemon/*/daemon.log"))
+    logs = daemon_logs(Path(home))
     assert f"kept pool {late.name} of a dead daemon could not be adopted" in logs and "Spec.ttl" in logs, logs
     deadline = time.monotonic() + 120
     while cloud.live(late.pool_id[:12]) and time.monotonic() < deadline:

@@ -21,7 +21,8 @@ from pathlib import Path
 import psutil
 from conftest import pool_traces, wait_for
 from hosts import HostLab
-from sandbox import wait_for_no_processes
+from node_access import SKY
+from sandbox import daemon_logs, wait_for_no_processes
 
 from skyward.providers import daemon_client
 
@@ -43,8 +44,6 @@ with sky.Compute(provider=provider, nodes=3, keep_alive={keep_alive}, console=Fa
     print("LOCKED", pool.lock("left-held").acquire(timeout=10), flush=True)  # never released
 print("AFTER", flush=True)
 """
-SKY = os.path.join(os.path.dirname(sys.executable), "sky")
-"""The console script installed beside this interpreter."""
 
 
 def run(sandbox: dict, script: Path) -> dict[str, object]:
@@ -58,11 +57,6 @@ def run(sandbox: dict, script: Path) -> dict[str, object]:
             found[key] = ast.literal_eval(value)
     assert done.returncode == 0 and "AFTER" in done.stdout, (done.stdout + done.stderr)[-3000:]
     return found
-
-
-def daemon_logs(home: Path) -> str:
-    """What every pool daemon of ``home`` logged."""
-    return "".join(path.read_text() for path in home.glob("daemon/*/daemon.log"))
 
 
 @contextlib.contextmanager

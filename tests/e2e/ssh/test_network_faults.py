@@ -24,7 +24,7 @@ import pytest
 from conftest import HERE, QUIET, host_processes, make_image, pool_traces, ssh_provider, strays, wait_for
 from e2e.cloud.rotation import in_turn
 from e2e.ssh.test_kept_ssh import SCRIPT as KEPT_SCRIPT
-from e2e.ssh.test_kept_ssh import daemon_logs, ended_after
+from e2e.ssh.test_kept_ssh import ended_after
 from e2e.ssh.test_kept_ssh import run as run_kept
 from hosts import HostLab
 from netfaults import (
@@ -40,6 +40,7 @@ from netfaults import (
     slowed,
     stopped_mid_map,
 )
+from sandbox import daemon_logs
 
 import skyward as sky
 from skyward.providers import daemon_client
