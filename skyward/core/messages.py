@@ -232,7 +232,7 @@ class CollectionResult:
 class Attached:
     """Node ``call_id``'s attach finished: ``error`` is None once its agent answers.
     ``joined``: the node as the relay's side placed it, its pickled ``(NodeHandle,
-    InstanceInfo)`` (a kept remote pool's daemon adds its machines itself); empty when
+    InstanceInfo)`` (a kept remote pool's host adds its machines itself); empty when
     the client placed it."""
 
     call_id: int
@@ -529,6 +529,64 @@ class Refusal:
     error: str
 
 
+# The pool daemon and the host process of one of its remote kept pools
+# (``daemon.pool_host``), over the private socket pair the daemon made for it. The daemon
+# reuses ``Metrics`` (whether a page of its dashboard follows the pool) and ``Close``
+# (tear the pool down); the host answers ``Close`` with ``Closed``, or with ``Refusal``
+# naming what could not be confirmed gone, and tees what its relay sessions send the
+# script to the daemon as ``Events``, ``Report``, ``Lost`` and ``Observed``.
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRemote:
+    """Launch the kept pool ``definition`` (its pickled Spec and Options) with the id
+    ``pool_id``, importing from ``sys_path`` first (the client's); answered by ``Members``
+    once it runs, or ``Refusal``."""
+
+    definition: bytes
+    pool_id: str
+    sys_path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TakeOverRemote:
+    """Take over the kept pool a dead daemon wrote down: its ``definition`` and its
+    pickled ``Handover``; answered as ``OpenRemote``."""
+
+    definition: bytes
+    handover: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSession:
+    """Serve the connection that comes with this message (its file descriptor, passed
+    along) as relay session ``session`` to the client ``client``, who proves ``secret``;
+    ``SessionEnded`` follows when it ends."""
+
+    session: int
+    secret: bytes
+    client: str
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    """The pool's nodes now: the pickled ``NodeHandle`` and ``InstanceInfo`` tuples, and
+    the pickled ``Handover`` a successor daemon takes it over with (empty: it cannot be)."""
+
+    nodes: bytes
+    infos: bytes
+    handover: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnded:
+    """Relay session ``session`` ended: ``served`` when its client closed it (the pool
+    is idle), not when it never proved its secret or its stream broke."""
+
+    session: int
+    served: bool
+
+
 AboutKeptPools = KeepPool | AdoptPool | ListPools | EndPool
 """The daemon's requests that its kept pools serve."""
 ToDaemon = AskStatus | StopDaemon | AboutKeptPools
@@ -540,6 +598,8 @@ ToRelay = (
 ToClient = Hello | Resume | Ack | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 ToWorker = StartWorker | RunTask | OperationAnswer
 FromWorker = Operation | TaskOutput | TaskEvent | ItemStarted | TaskDone
+ToPoolHost = OpenRemote | TakeOverRemote | ServeSession | Metrics | Close
+FromPoolHost = Members | SessionEnded | Events | Report | Lost | Observed | Closed | Refusal
 FromHost = (
     Watching | VolumesMounted | MountFailed | UnmountFailed | NotRejoinable | Stopped | WatchdogGone | AgentsStarted
     | RelayListening | RelayFailed
@@ -547,7 +607,10 @@ FromHost = (
 ForwardedCollections = CollectionCall | CollectionResult
 """What a forwarded collection operation and its answer are, inside ``Operation``,
 ``CollectionOp`` and their answers."""
-Message = ToRelay | ToClient | ToDaemon | FromDaemon | ToWorker | FromWorker | FromHost | ForwardedCollections
+Message = (
+    ToRelay | ToClient | ToDaemon | FromDaemon | ToPoolHost | FromPoolHost | ToWorker | FromWorker | FromHost
+    | ForwardedCollections
+)
 MESSAGES: tuple[type[Message], ...] = get_args(Message)
 """Every message class, each once (what ``codec`` decodes into)."""
 RECORDS: tuple[type, ...] = (KeptPoolRow,)

@@ -13,6 +13,7 @@ learns of a kept pool, on the pool's ``Board``:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from skyward.core.instance import InstanceInfo
 from skyward.engine.relay_server import RelayBackend
@@ -56,19 +57,30 @@ def left(board: Board, rank: int, handle_id: str) -> None:
     board.apply(InstanceDestroyed(rank, handle_id))
 
 
+class Followed(Protocol):
+    """Whether a page follows a pool: its ``Board``, or what a remote kept pool's host
+    process is told of it (``daemon.pool_host``)."""
+
+    @property
+    def watched(self) -> bool: ...
+
+    def on_watch(self, listener: Callable[[bool], None]) -> Callable[[], None]:
+        """Call ``listener`` when that changes; returns a function that stops calling it."""
+
+
 class Watched:
     """``backend``, whose nodes sample their metrics while the script asks for them or
-    a page follows ``board`` (see the module)."""
+    a page follows the pool (``followed``; see the module)."""
 
-    def __init__(self, backend: RelayBackend, board: Board) -> None:
+    def __init__(self, backend: RelayBackend, followed: Followed) -> None:
         self._backend = backend
-        self._board = board
+        self._followed = followed
         self._asked = True  # a backend starts sampling until its client says otherwise
-        self._forget: Callable[[], None] = board.on_watch(lambda _: self._tell())
+        self._forget: Callable[[], None] = followed.on_watch(lambda _: self._tell())
         self._tell()
 
     def _tell(self) -> None:
-        self._backend.set_metrics(self._asked or self._board.watched)
+        self._backend.set_metrics(self._asked or self._followed.watched)
 
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         return await self._backend.call(node, payload, timeout)

@@ -13,18 +13,21 @@ A pool nobody held for ``keep_alive`` seconds is torn down as a pool's close tea
 down; ``EndPool`` ends one (or all) at once. The pool's collections keep their contents
 between clients; on a local pool each client's locks and leases are freed when it
 leaves. A client may add and remove nodes, asked through its relay: the daemon places
-a local pool's as it placed the first ones (``LocalKeptPool.start_agent``/``stop_agent``) and
-has a remote pool's membership add and remove its hosts (``RemoteKeptPool.add_node``/
-``remove_node``). Each pool is one of the two classes of ``daemon.kept_pool``.
+a local pool's as it placed the first ones (``LocalKeptPool.start_agent``/``stop_agent``).
+A remote pool (``daemon.remote_kept_pool``) is held by a host process of its own, started
+with the environment and working directory of the client that opened it: the host
+launched it, adds and removes its hosts, and serves each connection the daemon accepted
+for it; the daemon's own environment never changes.
 
 Kept pools outlive the daemon, which writes down what it keeps (``kept.state``) each
 time that changes. A local pool's agents are detached actors of the daemon's detached
 Ray instance (``local.detached_ray``): if the daemon dies, its reaper keeps the instance
 up to the pools' ``keep_alive`` for a successor. A remote pool's nodes wait ``Spec.ttl``
-for one (their watchdogs count it down once the daemon's SSH connections closed, and
+for one (their watchdogs count it down once the host's SSH connections closed, and
 their head relays serve the next client that proves the pool's secret). The successor's
-``resume`` adopts every pool whose agents still answer, taking the remote ones over
-(``ssh.launch.take_over``), and ends the others, removing what they hold in a cloud;
+``resume`` adopts every pool whose agents still answer, taking the remote ones over in a
+host of its own (``ssh.launch.take_over``), and ends the others, removing what they hold
+in a cloud;
 what is left of a pool it did not find written down is removed
 (``clean_up_after_a_dead_daemon``).
 """
@@ -36,9 +39,9 @@ import contextlib
 import itertools
 import os
 import pickle
+import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import cloudpickle
@@ -48,14 +51,14 @@ from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import release as release_collections
 from skyward.core import handshake
 from skyward.core.codec import load_payload
-from skyward.core.messages import KeptPoolRow, PoolHeld
+from skyward.core.messages import KeptPoolRow, OpenRemote, PoolHeld, TakeOverRemote
 from skyward.core.paths import in_home, runtime_dir
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import private_directories
 from skyward.daemon import dashboard_feed
-from skyward.daemon.kept_pool import KeptPool, LocalKeptPool, RemoteKeptPool
+from skyward.daemon.kept_pool import KeptPool, LocalKeptPool
 from skyward.daemon.pool_log import PoolLog
-from skyward.daemon.remote_backend import EventForwarder
+from skyward.daemon.remote_kept_pool import RemoteKeptPool
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.model.spec import Options, Spec
@@ -64,7 +67,7 @@ from skyward.observe.log_config import LogConfig
 from skyward.providers import registry
 from skyward.providers.base import LaunchedCluster, runs_here
 from skyward.providers.kept import state as kept_state
-from skyward.providers.kept.request import ClientContext, KeptRequest
+from skyward.providers.kept.request import KeptRequest
 from skyward.providers.leftovers import remove_leftovers
 from skyward.providers.local import reaper
 from skyward.providers.local.detached_ray import DetachedRay
@@ -73,7 +76,6 @@ from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.ray.agents import AgentMembership
 from skyward.providers.ssh.handover import Handover
 from skyward.providers.ssh.handover import release as release_handover
-from skyward.providers.ssh.launch import take_over
 from skyward.providers.ssh.loop import LoopThread
 
 HOLD_TIMEOUT = 30.0
@@ -82,8 +84,6 @@ OWN_RELEASE_WAIT = 5.0
 """Seconds ``adopt`` waits for a pool held by the asking client itself to be let go: its
 relay session ends here a moment after the client was told it closed."""
 OWN_RELEASE_POLL = 0.02
-CHECK_EVERY = 5.0
-"""Seconds between asking the providers of remote kept pools for hosts they took back."""
 SILENCE_MARGIN = 15.0
 """Seconds a dead daemon's silence may overstate how long ago it died (it marks itself
 alive every few seconds)."""
@@ -100,8 +100,7 @@ class KeptPools:
         self._pools: dict[str, KeptPool] = {}
         self._opening: set[str] = set()
         self._loop = LoopThread("skyward-kept-pools")
-        self._launching = threading.Lock()
-        """Held while a remote pool launches under a client's environment."""
+        """Where the local pools' relays run."""
         self._writing = threading.Lock()
         """Held while what is kept is written down."""
         self._sessions = itertools.count(1)
@@ -120,17 +119,18 @@ class KeptPools:
                     f"another name, or end it with `sky down {name}`"
                 )
             self._opening.add(name)
+        definition = cloudpickle.dumps((request.spec, request.options))
         try:
-            pool = self._open(name, fingerprint, keep_alive, request)
+            pool = self._open(name, fingerprint, keep_alive, request, definition)
         except BaseException:
             with self._lock:
                 self._opening.discard(name)
             raise
-        pool.definition = cloudpickle.dumps((request.spec, request.options))
+        pool.definition = definition
         _show(pool, request.spec)
         pool.log = PoolLog(_log_path(request.pool_id), pool.board)
         pool.log.note(
-            f"pool {name}: kept, {len(pool.cluster.nodes)} nodes on {request.spec.provider.name}, idle for at most "
+            f"pool {name}: kept, {len(pool.nodes)} nodes on {request.spec.provider.name}, idle for at most "
             f"{keep_alive:g}s; opened for pid {pid}"
         )
         try:
@@ -195,11 +195,10 @@ class KeptPools:
                 f"its daemon died about {silent:.0f}s ago and its nodes stop their pool {handover.ttl}s after "
                 "that (Spec.ttl); what it holds in its cloud is being removed"
             )
-        forwarder = EventForwarder()
-        cluster = take_over(handover, spec, options, self._loop.loop, forwarder)
-        pool = RemoteKeptPool(
-            record.name, record.fingerprint, record.keep_alive, record.pool_id, cluster,
-            self._socket_path(record.pool_id), forwarder=forwarder, resized=self._write_down,
+        pool = RemoteKeptPool.start(
+            TakeOverRemote(record.definition, record.handover), os.environ, os.getcwd(), name=record.name,
+            fingerprint=record.fingerprint, keep_alive=record.keep_alive, pool_id=record.pool_id,
+            socket_path=self._socket_path(record.pool_id), resized=self._write_down,
         )
         return self._resumed(pool, record, spec)
 
@@ -226,15 +225,13 @@ class KeptPools:
             return
         with self._writing:
             with self._lock:
-                pools = [
-                    p for p in self._pools.values() if isinstance(p, LocalKeptPool) or p.cluster.handover is not None
-                ]
+                pools = [p for p in self._pools.values() if isinstance(p, LocalKeptPool) or p.handover()]
             local = [p for p in pools if isinstance(p, LocalKeptPool)]
             try:
                 records = tuple(
                     kept_state.KeptRecord(
-                        p.name, p.fingerprint, p.keep_alive, p.pool_id, len(p.cluster.nodes), p.opened, p.definition,
-                        p.cluster.handover(p.cluster.nodes) if p.cluster.handover is not None else b"",
+                        p.name, p.fingerprint, p.keep_alive, p.pool_id, len(p.nodes), p.opened, p.definition,
+                        p.handover(),
                     )
                     for p in pools
                 )
@@ -244,43 +241,21 @@ class KeptPools:
             except Exception as exc:  # noqa: BLE001 - logged; nothing kept is lost by it
                 print(f"pool daemon: could not write down the kept pools: {type(exc).__name__}: {exc}", flush=True)
 
-    def _open(self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest) -> KeptPool:
-        """Start the pool ``request`` defines: local agents on this daemon's Ray, or a
-        remote pool by its provider (under the client's environment, one at a time)."""
+    def _open(
+        self, name: str, fingerprint: str, keep_alive: float, request: KeptRequest, definition: bytes,
+    ) -> KeptPool:
+        """Start the pool ``request`` defines (``definition`` its pickled Spec and
+        Options): local agents on this daemon's Ray, or a remote pool by its provider, in
+        a host process with the client's environment and working directory."""
         if not runs_here(request.spec.provider):
-            with self._as_client(request.context):
-                cluster = request.spec.provider.launch(request.spec, request.options, request.pool_id)
-            pool = self._remote_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
-            pool.placing = lambda: self._as_client(request.context)
-            return pool
+            context = request.context
+            return RemoteKeptPool.start(
+                OpenRemote(definition, request.pool_id, context.sys_path), context.environ, context.cwd, name=name,
+                fingerprint=fingerprint, keep_alive=keep_alive, pool_id=request.pool_id,
+                socket_path=self._socket_path(request.pool_id), resized=self._write_down,
+            )
         cluster = start(request.spec, request.options, request.pool_id, context=request.context, detached=True)
         return self._local_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
-
-    def _remote_pool(
-        self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster,
-    ) -> RemoteKeptPool:
-        """The kept pool of a remote ``cluster``, its transport open (its events go to
-        the client in session); the cluster is stopped if that fails."""
-        forwarder = EventForwarder()
-        try:
-            cluster.transport.open(self._loop.loop, forwarder)
-        except BaseException:
-            cluster.stop()
-            raise
-        pool = RemoteKeptPool(
-            name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id), forwarder=forwarder,
-            resized=self._write_down,
-        )
-        if cluster.membership is not None:
-            cluster.membership.watch(pool.lost)
-        return pool
-
-    @contextlib.contextmanager
-    def _as_client(self, context: ClientContext) -> Iterator[None]:
-        """This process as the client of ``context`` while a remote pool launches or adds
-        a node (``_client_environment``), one at a time."""
-        with self._launching, _client_environment(context):
-            yield
 
     def _local_pool(
         self, name: str, fingerprint: str, keep_alive: float, pool_id: str, cluster: LaunchedCluster,
@@ -294,8 +269,8 @@ class KeptPools:
             raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
         temp = LocalRay.temp_dir() or ""
         pool = LocalKeptPool(
-            name, fingerprint, keep_alive, pool_id, cluster, self._socket_path(pool_id),
-            notes=os.path.join(temp, f"notes-{pool_id[:12]}") if temp else "", agents=dict(membership.agents),
+            name, fingerprint, keep_alive, pool_id, cluster.nodes, cluster.infos, self._socket_path(pool_id),
+            cluster=cluster, notes=os.path.join(temp, f"notes-{pool_id[:12]}") if temp else "", agents=dict(membership.agents),
             resized=self._write_down,
         )
         pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, pool_id, node))}
@@ -374,7 +349,7 @@ class KeptPools:
         with self._lock:
             return [
                 KeptPoolRow(
-                    p.name, p.pool_id, len(p.cluster.nodes), p.keep_alive, p.holder, p.idle_for(now), p.opened,
+                    p.name, p.pool_id, len(p.nodes), p.keep_alive, p.holder, p.idle_for(now), p.opened,
                     p.definition,
                 )
                 for p in self._pools.values()
@@ -409,27 +384,6 @@ class KeptPools:
         if expired:
             self._write_down()
 
-    def check_hosts(self, stop: threading.Event) -> None:
-        """Until ``stop``, ask each remote pool's provider every ``CHECK_EVERY`` seconds for
-        hosts it took back (a spot machine reclaimed: ``Membership.check``), which leave
-        the pool as a lost one does (``RemoteKeptPool.lost``); a thread's life."""
-        while not stop.wait(CHECK_EVERY):
-            with self._lock:
-                pools = [
-                    p for p in self._pools.values()
-                    if isinstance(p, RemoteKeptPool) and p.cluster.membership is not None
-                ]
-            for pool in pools:
-                membership = pool.cluster.membership
-                try:
-                    losses = membership.check() if membership is not None else []
-                except Exception as exc:  # noqa: BLE001 - asked again next time
-                    print(f"pool daemon: could not check the hosts of {pool.name}: {type(exc).__name__}: {exc}",
-                          flush=True)
-                    continue
-                for loss in losses:
-                    pool.lost(loss)
-
     @staticmethod
     def clean_up_after_a_dead_daemon() -> list[str]:
         """Remove what the kept pools of a daemon that died (SIGKILL, a reboot) and that
@@ -460,12 +414,20 @@ class KeptPools:
         pool.hold_deadline = time.monotonic() + HOLD_TIMEOUT
         if adopted and pool.log is not None:
             pool.log.note(f"pool {pool.name}: adopted by pid {pid}")
-        infos = pickle.dumps(tuple(pool.cluster.infos))
-        nodes = pickle.dumps(tuple(pool.cluster.nodes))
+        infos = pickle.dumps(tuple(pool.infos))
+        nodes = pickle.dumps(tuple(pool.nodes))
         return PoolHeld(pool.name, pool.pool_id, str(pool.socket), pool.secret, infos, nodes, adopted)
 
     def _listen(self, pool: KeptPool) -> None:
-        """Start ``pool``'s relay on its socket (mode 0600 in the private directory)."""
+        """Listen on ``pool``'s socket (mode 0600 in the private directory): a local pool's
+        relay, on the daemon's loop; a remote pool's connections, handed to its host."""
+        if isinstance(pool, RemoteKeptPool):
+            pool.session_ended, pool.ended = self._ended, self._host_ended
+            pool.board.on_watch(pool.tell_watched)
+            pool.listen(lambda connection: self._hand_over(pool, connection))
+            return
+        if not isinstance(pool, LocalKeptPool):
+            raise TypeError(f"a kept pool is a LocalKeptPool or a RemoteKeptPool, not a {type(pool).__name__}")
         with contextlib.suppress(FileNotFoundError):
             pool.socket.unlink()
 
@@ -476,7 +438,7 @@ class KeptPools:
 
         pool.server = self._loop.run(listen(), 30)
 
-    async def _session(self, pool: KeptPool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _session(self, pool: LocalKeptPool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one connection to ``pool``'s relay: the holder's, proven by its secret."""
         sock = writer.get_extra_info("socket")
         try:
@@ -496,28 +458,69 @@ class KeptPools:
         try:
             await server.handle(reader, writer)
         finally:
-            with self._lock:
-                pool.session = None
-                if server.finished.is_set():  # it was served: the client left
-                    if pool.log is not None:
-                        pool.log.note(f"pool {pool.name}: idle (pid {pool.holder} left), kept for {pool.keep_alive:g}s")
-                    pool.holder, pool.secret, pool.idle_since = 0, b"", time.monotonic()
+            self._ended(pool, server.finished.is_set())
+
+    def _hand_over(self, pool: RemoteKeptPool, connection: socket.socket) -> None:
+        """Have ``pool``'s host serve ``connection``: the holder's (this user, its pid),
+        whose secret the host checks; any other is closed."""
+        try:
+            require_same_user(connection, "a client of a kept pool")
+        except (ForeignPeer, OSError):
+            connection.close()
+            return
+        with self._lock:
+            ours = pool.holder != 0 and pool.session is None and peer_pid(connection) == pool.holder
+            if ours:
+                session = next(self._sessions)
+                pool.session, client = session, f"{pool.holder}-{session}"
+        if not ours:
+            connection.close()
+            return
+        try:
+            pool.serve(session, client, connection)
+        except OSError:  # its host is gone: the pool ends (RemoteKeptPool.ended)
+            self._ended(pool, False)
+
+    def _ended(self, pool: KeptPool, served: bool) -> None:
+        """``pool``'s relay session ended; ``served``: its client closed it, and the pool
+        is idle from now on."""
+        with self._lock:
+            pool.session = None
+            if served:
+                if pool.log is not None:
+                    pool.log.note(f"pool {pool.name}: idle (pid {pool.holder} left), kept for {pool.keep_alive:g}s")
+                pool.holder, pool.secret, pool.idle_since = 0, b"", time.monotonic()
+
+    def _host_ended(self, pool: RemoteKeptPool) -> None:
+        """``pool``'s host process died: the pool is no longer kept, and what it held in
+        its cloud is removed (in a thread: this is the host's listening thread)."""
+        with self._lock:
+            if self._pools.get(pool.name) is not pool:
+                return
+            del self._pools[pool.name]
+        with contextlib.suppress(FileNotFoundError):
+            pool.socket.unlink()
+        registry.unregister(pool.pool_id)
+        if pool.handed_over:
+            handover: Handover = load_payload(pool.handed_over)  # written by the pool's host
+            threading.Thread(target=_release_quietly, args=(handover,), name="skyward-release", daemon=False).start()
+        self._write_down()
 
     @staticmethod
-    def _backend(pool: KeptPool, client: str, sink: Sink) -> RelayBackend:
+    def _backend(pool: LocalKeptPool, client: str, sink: Sink) -> RelayBackend:
         if pool.log is not None:
             sink = pool.log.sink(sink)
         return dashboard_feed.Watched(pool.backend(client, sink), pool.board)
 
     def _stop(self, pool: KeptPool) -> None:
-        """Tear ``pool`` down: its relay (ending a session in progress), then its agents."""
-        if pool.server is not None:
-            server = pool.server
+        """Tear ``pool`` down: its relay (ending a session in progress), then its nodes."""
+        if isinstance(pool, LocalKeptPool) and pool.server is not None:
+            server, session = pool.server, pool.session
 
             async def close() -> None:
                 server.close()
-                if pool.session is not None:
-                    pool.session.close()
+                if isinstance(session, asyncio.StreamWriter):
+                    session.close()
 
             with contextlib.suppress(Exception):
                 self._loop.run(close(), 10)
@@ -526,9 +529,7 @@ class KeptPools:
         if pool.log is not None:  # kept: `sky logs NAME` finds it after the pool
             pool.log.note(f"pool {pool.name}: torn down")
         try:
-            pool.cluster.transport.close()
-            pool.cluster.collections.release()
-            pool.cluster.stop()
+            pool.tear_down()
         finally:
             registry.unregister(pool.pool_id)
 
@@ -545,13 +546,13 @@ def _show(pool: KeptPool, spec: Spec) -> None:
     """Put ``pool`` on its dashboard board (``daemon.dashboard_feed``)."""
     pool.priced = bool(getattr(spec.provider, "priced", False))
     with pool.members_lock:
-        members = list(zip(pool.cluster.nodes, pool.cluster.infos))
+        members = list(zip(pool.nodes, pool.infos))
     dashboard_feed.show(pool.board, pool.name, spec.provider.name, pool.priced, pool.opened, members)
 
 
 def _register(pool: KeptPool, spec: Spec) -> None:
     """Record ``pool`` as this daemon's (``sky ls``, ``sky gc``)."""
-    records = [registry.NodeRecord.of(node) for node in pool.cluster.nodes]
+    records = [registry.NodeRecord.of(node) for node in pool.nodes]
     region = spec.region or getattr(spec.provider, "region", None)
     registry.register(
         pool.pool_id, spec.provider.name, region, name=pool.name, nodes=records,
@@ -582,22 +583,3 @@ def _discard(record: kept_state.KeptRecord, definition: tuple[Spec, Options] | N
             release_collections(
                 CollectionsConfig(record.pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
             )
-
-
-@contextlib.contextmanager
-def _client_environment(context: ClientContext) -> Iterator[None]:
-    """This process's environment and working directory as the client's while a remote
-    pool launches or adds a node (credentials, SSH agent, relative paths are the
-    client's); restored after. The caller holds the launch lock, so no two clients'
-    overlap; the daemon's other threads (other pools' sessions, the HTTP API) see the
-    client's environment meanwhile, which is this same user's."""
-    saved, cwd = dict(os.environ), os.getcwd()
-    os.environ.clear()
-    os.environ.update(context.environ)
-    try:
-        os.chdir(context.cwd)
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        os.chdir(cwd)

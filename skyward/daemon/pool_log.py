@@ -41,8 +41,9 @@ class PoolLog:
         if self.board is not None:
             self.board.note(message, level.lower())
 
-    def sink(self, sink: Sink) -> LoggedSink:
-        """``sink``, with what passes through it written here too."""
+    def sink(self, sink: Sink | None) -> LoggedSink:
+        """``sink``, with what passes through it written here too (None: only here; what
+        a remote pool's host process passed to its script)."""
         return LoggedSink(sink, self)
 
     def write_lines(self, lines: list[str]) -> None:
@@ -55,14 +56,15 @@ class PoolLog:
 
 
 class LoggedSink:
-    """``sink``, with each event batch and report also written to ``log``."""
+    """``sink`` (None: none), with each event batch and report also written to ``log``."""
 
-    def __init__(self, sink: Sink, log: PoolLog) -> None:
+    def __init__(self, sink: Sink | None, log: PoolLog) -> None:
         self._sink = sink
         self._log = log
 
     def events(self, node: int, batch: bytes) -> None:
-        self._sink.events(node, batch)
+        if self._sink is not None:
+            self._sink.events(node, batch)
         try:
             events = EventBatch.decode(batch).events  # the pool's own agents' bytes
         except Exception as exc:  # noqa: BLE001 - the line says so; the script got the batch
@@ -73,13 +75,15 @@ class LoggedSink:
             self._log.board.apply_all(events)
 
     def report(self, message: str) -> None:
-        self._sink.report(message)
+        if self._sink is not None:
+            self._sink.report(message)
         self._log.write_lines([f"ERROR {EVENTS_LOGGER}: {message}"])
         if self._log.board is not None:
             self._log.board.note(message, "error")
 
     def lost(self, node: int, reason: str, preempted: bool) -> None:
-        self._sink.lost(node, reason, preempted)
+        if self._sink is not None:
+            self._sink.lost(node, reason, preempted)
         self._log.note(f"node {node} was {'preempted' if preempted else 'lost'}: {reason}", "WARNING")
 
 

@@ -32,6 +32,7 @@ from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import open_private, replace_private
 from skyward.daemon.http_api import KeptApi
 from skyward.daemon.kept_pools import KeptPools
+from skyward.daemon.remote_kept_pool import HostRefused
 from skyward.providers.daemon_client import LIFE_LOCK, LOG_FILE, PID_FILE, lock_within, socket_path
 from skyward.providers.kept import state as kept_state
 from skyward.providers.kept.request import KeptRequest
@@ -89,7 +90,6 @@ class PoolDaemon:
             _listen_at(server, path)
             threading.Thread(target=self._accept, args=(server,), name="daemon-accept", daemon=True).start()
             threading.Thread(target=self._clean_up, name="daemon-cleanup", daemon=True).start()
-            threading.Thread(target=self._kept.check_hosts, args=(self._down,), name="daemon-hosts", daemon=True).start()
             print(f"pool daemon {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
             while not self._down.wait(TICK):
                 rotate_log(self.directory / LOG_FILE)
@@ -202,6 +202,8 @@ class PoolDaemon:
                     _answer(connection, messages.Refusal(f"not a valid request: {request!r}"))
         except LookupError as exc:
             _answer(connection, messages.NotKept(str(exc.args[0]) if exc.args else str(exc)))
+        except HostRefused as exc:  # says what its host raised, and its type
+            _answer(connection, messages.Refusal(str(exc)))
         except Exception as exc:  # the client gets the reason; the daemon serves on
             _answer(connection, messages.Refusal(f"{type(exc).__name__}: {exc}"))
         finally:

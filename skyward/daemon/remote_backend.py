@@ -1,15 +1,15 @@
-"""The relay backend of a kept remote pool (SSH hosts, cloud machines) in the pool
-daemon: the daemon is the pool's client, holding its SSH connection and its stream to
-the head relay (``RelayTransport``), and passes each call, shared payload and collection
-operation of the script that holds the pool through it as the bytes they are; the
-pool's event batches go back to that script as the head relay sent them (dropped while
-no script holds the pool).
+"""The relay backend of a kept remote pool (SSH hosts, cloud machines) in the pool's
+host process (``daemon.pool_host``): the host is the pool's client, holding its SSH
+connection and its stream to the head relay (``RelayTransport``), and passes each call,
+shared payload and collection operation of the script that holds the pool through it
+as the bytes they are; the pool's event batches go back to that script as the head
+relay sent them (dropped while no script holds the pool).
 
 The script's pool grows and shrinks it as any elastic pool (``kept.client.KeptMembership``):
-its Attach and Detach ask the daemon, which adds and removes the node through the pool's
+its Attach and Detach ask the host, which adds and removes the node through the pool's
 own membership (its provider's machines, its head relay) and answers with the node as
-placed. The head relay knows only the daemon as its client, and one script at a time
-holds the pool: when the script leaves, the daemon has the head relay free every
+placed. The head relay knows only the host as its client, and one script at a time
+holds the pool: when the script leaves, the host has the head relay free every
 collection lock and lease its client holds, which are that script's.
 """
 
@@ -71,7 +71,7 @@ class EventForwarder:
 
 
 class Resizable(Protocol):
-    """A kept remote pool as its scripts grow and shrink it (``daemon.kept_pool.RemoteKeptPool``)."""
+    """A kept remote pool as its scripts grow and shrink it (``daemon.pool_host.PoolHost``)."""
 
     def add_node(self, node: int) -> bytes:
         """Add node ``node``; its pickled ``(NodeHandle, InstanceInfo)``. Raises why not."""
@@ -81,7 +81,7 @@ class Resizable(Protocol):
 
 class KeptRemoteBackend(TransportBackend):
     """The backend (``engine.relay_server.RelayBackend``) serving one script a kept
-    remote pool through the daemon's stream to its head relay."""
+    remote pool through its host's stream to its head relay."""
 
     _transport: RelayTransport
 
@@ -98,12 +98,12 @@ class KeptRemoteBackend(TransportBackend):
         """Nothing to do: the answer, when it comes, is dropped with the call."""
 
     async def attach(self, node: int, serial: int, setup: bytes) -> bytes:
-        """Node ``node`` added by the daemon (the script's ``serial`` and ``setup`` are
+        """Node ``node`` added by the host (the script's ``serial`` and ``setup`` are
         not used: the pool places its own nodes); the node as placed."""
         return await asyncio.get_running_loop().run_in_executor(None, self._pool.add_node, node)
 
     def detach(self, node: int, reason: str) -> None:
-        """Node ``node`` removed by the daemon (in the background; why it failed, if it
+        """Node ``node`` removed by the host (in the background; why it failed, if it
         did, is reported to the script)."""
         removing = asyncio.get_running_loop().run_in_executor(None, self._pool.remove_node, node)
         removing.add_done_callback(lambda done: self._failed(node, done))

@@ -121,8 +121,8 @@ def default_timeout(spec: Spec) -> float:
 class KeptMembership:
     """How a script grows and shrinks the kept pool it holds: the pool daemon adds and
     removes the nodes (over the relay's Attach and Detach: a local pool's agents placed
-    as its first ones, ``LocalKeptPool.start_agent``/``stop_agent``; a remote pool's hosts through its
-    own membership, ``RemoteKeptPool.add_node``/``remove_node``), so they are the pool's and stay
+    as its first ones, ``LocalKeptPool.start_agent``/``stop_agent``; a remote pool's hosts by its
+    host process, through its own membership, ``PoolHost.add_node``/``remove_node``), so they are the pool's and stay
     when the script leaves. Node 0 never leaves: the relay serves the collections through
     it. ``first`` is node 0's InstanceInfo (a local node's, but for its rank; a remote
     node's comes from the daemon; the engine sends the membership with its first task)."""

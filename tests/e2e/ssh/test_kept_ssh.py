@@ -32,6 +32,7 @@ import skyward as sky
 
 @sky.function
 def where():
+    print("ran on", socket.gethostname(), flush=True)
     return socket.gethostname(), os.getpid()
 
 provider = sky.SSH(hosts={hosts!r}, key_path={key!r}, known_hosts={known!r})
@@ -99,6 +100,15 @@ def test_a_script_run_again_adopts_the_kept_ssh_pool_and_it_ends_after_keep_aliv
     # the same script with a fresh 3-host open in it, on this machine now: adopting must
     # save most of it (R-kept in the benchmarks measures the adoption itself)
     assert took < opening / 2, f"adopting took {took:.1f}s, the first run with its open {opening:.1f}s"
+    # what the tasks printed and what the daemon did reach the pool's log through its host
+    name = kept[0].name
+    logs = subprocess.run([SKY, "logs", name], env=sandbox["env"], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    printed = sorted(line.split(" skyward.task: ")[-1] for line in logs.splitlines() if " ran on " in line)
+    assert [line.split(" ran on ")[0] for line in printed] == [f"[node {rank}]" for rank in (0, 0, 1, 1, 2, 2)], logs
+    events = subprocess.run([SKY, "events", name], env=sandbox["env"], capture_output=True, text=True, timeout=60,
+                            check=True)
+    assert "adopted by pid" in events.stdout and "idle (pid" in events.stdout, events.stdout
 
     # idle for keep_alive=8 s: torn down on the hosts, and the daemon leaves too
     gone = wait_for(lambda: not any(pool_traces(lab, pool_id).values()), timeout=90)
@@ -170,8 +180,8 @@ def test_an_elastic_kept_ssh_pool_grows_and_shrinks_and_is_adopted_at_its_size(
 
     def elastic(*args: str) -> dict[str, object]:
         done = subprocess.run(
-            [sys.executable, str(script), *args], cwd=tmp_path, env=sandbox["env"], capture_output=True, text=True,
-            timeout=500,
+            [sys.executable, str(script), *args], cwd=tmp_path,
+            env={**sandbox["env"], "SKYWARD_TEST_CLIENT": "elastic"}, capture_output=True, text=True, timeout=500,
         )
         assert done.returncode == 0 and "AFTER" in done.stdout, (done.stdout + done.stderr)[-3000:]
         return {
@@ -180,10 +190,18 @@ def test_an_elastic_kept_ssh_pool_grows_and_shrinks_and_is_adopted_at_its_size(
             if key in ("START", "PIDS", "NOW")
         }
 
+    # the daemon runs first, started elsewhere (`sky api`) without the script's environment
+    subprocess.run([SKY, "api"], cwd=sandbox["base"], env=sandbox["env"], capture_output=True, timeout=120, check=True)
     grown = elastic("grow", "600")  # leaves before it would shrink: the pool is kept with 3 hosts
     assert grown["START"] == 1 and grown["NOW"] == (3, False), grown
     [kept] = daemon_client.kept_pools()
     assert kept.nodes == 3
+    # it launched the pool and added its 2 hosts in a process of the pool's own, with the
+    # environment and working directory of the script; the daemon's stay its own
+    [host] = [p for p in psutil.process_iter(["cmdline"]) if "skyward.daemon.pool_host" in (p.info["cmdline"] or [])]
+    assert host.environ().get("SKYWARD_TEST_CLIENT") == "elastic" and host.cwd() == str(tmp_path)
+    daemon = host.parent()
+    assert daemon is not None and "SKYWARD_TEST_CLIENT" not in daemon.environ() and daemon.cwd() != str(tmp_path)
     head = lab.hosts[0].name
     assert {d.split(":")[0] for d in pool_traces(lab, kept.pool_id)["dirs"]} == {h.name for h in lab.hosts}
     adopted = elastic("shrink", "1")  # adopts all 3, then goes back to min=1 once idle
@@ -194,4 +212,6 @@ def test_an_elastic_kept_ssh_pool_grows_and_shrinks_and_is_adopted_at_its_size(
     assert left, f"the 2 hosts that left still hold the pool: {pool_traces(lab, kept.pool_id)}"
     assert daemon_client.end_pools("") == [kept.name]
     assert wait_for(lambda: not any(pool_traces(lab, kept.pool_id).values()), timeout=60)
+    assert not host.is_running(), "the pool's host process outlived its pool"
+    daemon_client.stop_all()  # `sky api` keeps the daemon up for its HTTP API
     assert wait_for_no_processes(sandbox["base"], within=60) == []
