@@ -530,8 +530,9 @@ class Refusal:
 
 
 # The pool daemon and the host process of one of its remote kept pools
-# (``daemon.pool_host``), over the private socket pair the daemon made for it. The daemon
-# reuses ``Metrics`` (whether a page of its dashboard follows the pool) and ``Close``
+# (``daemon.pool_host``), over the private socket pair the daemon made for it
+# (``daemon.host_channel``). The daemon reuses ``Metrics`` (whether a page of its
+# dashboard follows the pool) and ``Close``
 # (tear the pool down); the host answers ``Close`` with ``Closed``, or with ``Refusal``
 # naming what could not be confirmed gone, and tees what its relay sessions send the
 # script to the daemon as ``Events``, ``Report``, ``Lost`` and ``Observed``.
@@ -569,6 +570,13 @@ class ServeSession:
 
 
 @dataclass(frozen=True, slots=True)
+class Recorded:
+    """The daemon wrote the pool down (``kept.state``, the registry): should the daemon
+    die from now on, a successor takes the pool over, and the host leaves it up. A host
+    that loses its daemon before this tears the pool it launched down."""
+
+
+@dataclass(frozen=True, slots=True)
 class Members:
     """The pool's nodes now: the pickled ``NodeHandle`` and ``InstanceInfo`` tuples, and
     the pickled ``Handover`` a successor daemon takes it over with (empty: it cannot be)."""
@@ -598,7 +606,7 @@ ToRelay = (
 ToClient = Hello | Resume | Ack | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 ToWorker = StartWorker | RunTask | OperationAnswer
 FromWorker = Operation | TaskOutput | TaskEvent | ItemStarted | TaskDone
-ToPoolHost = OpenRemote | TakeOverRemote | ServeSession | Metrics | Close
+ToPoolHost = OpenRemote | TakeOverRemote | Recorded | ServeSession | Metrics | Close
 FromPoolHost = Members | SessionEnded | Events | Report | Lost | Observed | Closed | Refusal
 FromHost = (
     Watching | VolumesMounted | MountFailed | UnmountFailed | NotRejoinable | Stopped | WatchdogGone | AgentsStarted

@@ -21,6 +21,7 @@ from skyward.core.instance import InstanceInfo
 from skyward.daemon import dashboard_feed
 from skyward.daemon.pool_log import PoolLog
 from skyward.engine.death import Death, cause_of_death
+from skyward.engine.membership import with_member
 from skyward.engine.relay_server import RelayBackend, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.model.nodes import NodeHandle
@@ -167,11 +168,5 @@ class LocalKeptPool(KeptPool):
     def _members(self, node: int, joined: tuple[NodeHandle, InstanceInfo] | None) -> None:
         """Rank ``node`` is ``joined`` from now on (None: it left); the daemon is told."""
         with self.members_lock:
-            members = {info.node: (handle, info) for handle, info in zip(self.nodes, self.infos)}
-            if joined is None:
-                members.pop(node, None)
-            else:
-                members[node] = joined
-            ranks = sorted(members)
-            self._renew(tuple(members[r][0] for r in ranks), tuple(members[r][1] for r in ranks))
+            self._renew(*with_member(self.nodes, self.infos, node, joined))
         self.resized()

@@ -58,7 +58,7 @@ from skyward.core.private_dir import private_directories
 from skyward.daemon import dashboard_feed
 from skyward.daemon.kept_pool import KeptPool, LocalKeptPool
 from skyward.daemon.pool_log import PoolLog
-from skyward.daemon.remote_kept_pool import RemoteKeptPool
+from skyward.daemon.remote_kept_pool import HostRefused, RemoteKeptPool
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.lane import lane_path
 from skyward.model.spec import Options, Spec
@@ -84,6 +84,8 @@ OWN_RELEASE_WAIT = 5.0
 """Seconds ``adopt`` waits for a pool held by the asking client itself to be let go: its
 relay session ends here a moment after the client was told it closed."""
 OWN_RELEASE_POLL = 0.02
+RETAKE_WAIT = 120.0
+"""Seconds ``adopt`` waits for a remote pool whose host died to be taken over again."""
 SILENCE_MARGIN = 15.0
 """Seconds a dead daemon's silence may overstate how long ago it died (it marks itself
 alive every few seconds)."""
@@ -126,26 +128,34 @@ class KeptPools:
             with self._lock:
                 self._opening.discard(name)
             raise
-        pool.definition = definition
-        _show(pool, request.spec)
-        pool.log = PoolLog(_log_path(request.pool_id), pool.board)
-        pool.log.note(
-            f"pool {name}: kept, {len(pool.nodes)} nodes on {request.spec.provider.name}, idle for at most "
-            f"{keep_alive:g}s; opened for pid {pid}"
-        )
         try:
+            pool.definition = definition
+            _show(pool, request.spec)
+            pool.log = PoolLog(_log_path(request.pool_id), pool.board)
+            pool.log.note(
+                f"pool {name}: kept, {len(pool.nodes)} nodes on {request.spec.provider.name}, idle for at most "
+                f"{keep_alive:g}s; opened for pid {pid}"
+            )
             self._listen(pool)
+            _register(pool, request.spec)
         except BaseException:
             with self._lock:
                 self._opening.discard(name)
-            self._stop(pool)
+            with contextlib.suppress(Exception):  # what is raised is why it could not be kept
+                self._stop(pool)
             raise
-        _register(pool, request.spec)
         with self._lock:
             self._opening.discard(name)
-            self._pools[name] = pool
-            held = self._hold(pool, pid, adopted=False)
+            gone = pool if isinstance(pool, RemoteKeptPool) and pool.gone else None
+            if gone is None:
+                self._pools[name] = pool
+                held = self._hold(pool, pid, adopted=False)
+        if gone is not None:  # its host died as it opened (RemoteKeptPool.ended found it not kept yet)
+            self._forget(gone, release=True)
+            raise HostRefused(f"the host process of the pool {name} ended as the pool opened; see the daemon's log")
         self._write_down()
+        if isinstance(pool, RemoteKeptPool):
+            pool.recorded()
         return held
 
     def resume(self, ray: DetachedRay, state: kept_state.DaemonState | None, silent: float) -> list[str]:
@@ -157,7 +167,7 @@ class KeptPools:
         for record in state.pools if state is not None else ():
             definition: tuple[Spec, Options] | None = None
             try:
-                definition = load_payload(record.definition)  # written by this user's daemon (kept.state)
+                definition = _definition(record.definition)
                 spec, options = definition
                 if record.handover:
                     pool = self._take_over(record, spec, options, silent)
@@ -173,7 +183,13 @@ class KeptPools:
                 )
                 continue
             with self._lock:
-                self._pools[pool.name] = pool
+                gone = pool if isinstance(pool, RemoteKeptPool) and pool.gone else None
+                if gone is None:
+                    self._pools[pool.name] = pool
+            if gone is not None:  # its host died as it took the pool over (RemoteKeptPool.ended found it not kept yet)
+                self._forget(gone, release=True)
+                done.append(f"kept pool {record.name} of a dead daemon could not be adopted: its host process ended")
+                continue
             done.append(f"kept pool {record.name} of a dead daemon adopted ({record.nodes} nodes)")
         self._write_down()
         return done
@@ -198,7 +214,8 @@ class KeptPools:
         pool = RemoteKeptPool.start(
             TakeOverRemote(record.definition, record.handover), os.environ, os.getcwd(), name=record.name,
             fingerprint=record.fingerprint, keep_alive=record.keep_alive, pool_id=record.pool_id,
-            socket_path=self._socket_path(record.pool_id), resized=self._write_down,
+            socket_path=self._socket_path(record.pool_id), resized=self._write_down, session_ended=self._ended,
+            ended=self._host_ended,
         )
         return self._resumed(pool, record, spec)
 
@@ -228,13 +245,7 @@ class KeptPools:
                 pools = [p for p in self._pools.values() if isinstance(p, LocalKeptPool) or p.handover()]
             local = [p for p in pools if isinstance(p, LocalKeptPool)]
             try:
-                records = tuple(
-                    kept_state.KeptRecord(
-                        p.name, p.fingerprint, p.keep_alive, p.pool_id, len(p.nodes), p.opened, p.definition,
-                        p.handover(),
-                    )
-                    for p in pools
-                )
+                records = tuple(_record(p) for p in pools)
                 kept_state.save(self._directory, kept_state.DaemonState(self._ray, records))
                 longest = max((p.keep_alive for p in local), default=0.0)
                 reaper.linger_until(self._ray.temp_dir, time.time() + longest if longest else 0.0)
@@ -252,7 +263,8 @@ class KeptPools:
             return RemoteKeptPool.start(
                 OpenRemote(definition, request.pool_id, context.sys_path), context.environ, context.cwd, name=name,
                 fingerprint=fingerprint, keep_alive=keep_alive, pool_id=request.pool_id,
-                socket_path=self._socket_path(request.pool_id), resized=self._write_down,
+                socket_path=self._socket_path(request.pool_id), resized=self._write_down, session_ended=self._ended,
+                ended=self._host_ended,
             )
         cluster = start(request.spec, request.options, request.pool_id, context=request.context, detached=True)
         return self._local_pool(name, fingerprint, keep_alive, request.pool_id, cluster)
@@ -284,15 +296,26 @@ class KeptPools:
         must be ``fingerprint``), or with no name any idle one defined so. LookupError
         when there is none; ValueError naming the holder or the difference. A pool that
         ``pid`` itself holds is waited for up to ``OWN_RELEASE_WAIT`` seconds: that
-        client has just closed it, and its session may not have ended here yet."""
-        deadline = time.monotonic() + OWN_RELEASE_WAIT
+        client has just closed it, and its session may not have ended here yet. A remote
+        pool whose host died is waited for up to ``RETAKE_WAIT`` seconds, while it is
+        taken over again (``_host_ended``)."""
+        started = time.monotonic()
         while True:
             with self._lock:
                 candidates = self._candidates(name, fingerprint)
                 for pool in candidates:
-                    if not pool.holder:
+                    if not pool.holder and not _host_died(pool):
                         return self._hold(pool, pid, adopted=True)
-                if time.monotonic() >= deadline or all(pool.holder != pid for pool in candidates):
+                waited = time.monotonic() - started
+                retaking = [p.name for p in candidates if _host_died(p)]
+                if (waited >= OWN_RELEASE_WAIT or all(pool.holder != pid for pool in candidates)) and (
+                    waited >= RETAKE_WAIT or not retaking
+                ):
+                    if retaking:
+                        raise ValueError(
+                            f"the kept pool {retaking[0]} lost its host process and is still being taken over again; "
+                            "try again in a moment, or end it with `sky down`"
+                        )
                     holders = ", ".join(f"{p.name} (pid {p.holder})" for p in candidates)
                     raise ValueError(
                         f"the kept pool {holders} is in use by another script (one client at a time); wait for it "
@@ -362,10 +385,23 @@ class KeptPools:
             if name and name not in self._pools:
                 raise LookupError(f"no pool named {name!r} is kept")
             ended = [self._pools.pop(n) for n in ([name] if name else list(self._pools))]
-        for pool in ended:
-            self._stop(pool)
-        self._write_down()
+        failures = self._stop_all(ended)
+        if failures:
+            raise RuntimeError("; ".join(failures))
         return tuple(pool.name for pool in ended)
+
+    def _stop_all(self, pools: list[KeptPool]) -> list[str]:
+        """Tear each of ``pools`` down (no longer kept), then write down what is kept;
+        what could not be confirmed gone, one line a pool (each also logged)."""
+        failures = []
+        for pool in pools:
+            try:
+                self._stop(pool)
+            except Exception as exc:  # noqa: BLE001 - said, and the other pools still end
+                failures.append(f"the kept pool {pool.name} was not confirmed torn down: {type(exc).__name__}: {exc}")
+                print(f"pool daemon: {failures[-1]}", flush=True)
+        self._write_down()
+        return failures
 
     def sweep(self) -> None:
         """End the pools idle past their ``keep_alive``; free holds whose client never came."""
@@ -377,12 +413,11 @@ class KeptPools:
             expired = [p for p in self._pools.values() if not p.holder and now - p.idle_since > p.keep_alive]
             for pool in expired:
                 del self._pools[pool.name]
-        for pool in expired:  # on the daemon's main thread, which waits for it
+        for pool in expired:
             if pool.log is not None:
                 pool.log.note(f"pool {pool.name}: idle past its keep_alive of {pool.keep_alive:g}s")
-            self._stop(pool)
-        if expired:
-            self._write_down()
+        if expired:  # on the daemon's main thread, which waits for it
+            self._stop_all(expired)
 
     @staticmethod
     def clean_up_after_a_dead_daemon() -> list[str]:
@@ -404,9 +439,12 @@ class KeptPools:
         return done
 
     def close(self) -> None:
-        """End every pool and the relays' loop (the daemon exits)."""
-        self.end("")
-        self._loop.stop()
+        """End every pool and the relays' loop (the daemon exits); RuntimeError naming the
+        pools not confirmed torn down."""
+        try:
+            self.end("")
+        finally:
+            self._loop.stop()
 
     def _hold(self, pool: KeptPool, pid: int, adopted: bool) -> PoolHeld:
         """Give ``pool`` to client ``pid`` (with the lock held)."""
@@ -422,7 +460,6 @@ class KeptPools:
         """Listen on ``pool``'s socket (mode 0600 in the private directory): a local pool's
         relay, on the daemon's loop; a remote pool's connections, handed to its host."""
         if isinstance(pool, RemoteKeptPool):
-            pool.session_ended, pool.ended = self._ended, self._host_ended
             pool.board.on_watch(pool.tell_watched)
             pool.listen(lambda connection: self._hand_over(pool, connection))
             return
@@ -492,16 +529,50 @@ class KeptPools:
                 pool.holder, pool.secret, pool.idle_since = 0, b"", time.monotonic()
 
     def _host_ended(self, pool: RemoteKeptPool) -> None:
-        """``pool``'s host process died: the pool is no longer kept, and what it held in
-        its cloud is removed (in a thread: this is the host's listening thread)."""
+        """``pool``'s host process died (the script holding it lost its session). Its
+        nodes wait for a new client as for a successor daemon, so it is taken over again
+        in a new host, under the daemon's environment; when it cannot be, it is no longer
+        kept (``_forget``; its new host removed what it held). One not kept yet is left to
+        ``keep`` or ``resume``, which find it ``gone``. On the dead host's thread."""
         with self._lock:
             if self._pools.get(pool.name) is not pool:
                 return
-            del self._pools[pool.name]
+        again = self._retake(pool) if pool.handed_over else None
+        if again is not None and _host_died(again):  # its new host died too
+            again = None
+        with self._lock:
+            kept = self._pools.get(pool.name) is pool
+            if kept and again is None:
+                del self._pools[pool.name]
+            elif kept and again is not None:
+                self._pools[pool.name] = again
+        if not kept:  # ended meanwhile (`sky down`)
+            if again is not None:
+                self._stop_all([again])
+            return
+        if again is None:
+            self._forget(pool, release=False)
+        else:
+            self._write_down()
+
+    def _retake(self, pool: RemoteKeptPool) -> KeptPool | None:
+        """``pool``, whose host died, taken over in a new host; None (noted in its log)
+        when it cannot be."""
+        try:
+            spec, options = _definition(pool.definition)
+            return self._take_over(_record(pool), spec, options, 0.0)
+        except Exception as exc:  # noqa: BLE001 - noted; the pool is no longer kept
+            if pool.log is not None:
+                pool.log.note(f"pool {pool.name}: could not be taken over again: {type(exc).__name__}: {exc}", "ERROR")
+            return None
+
+    def _forget(self, pool: RemoteKeptPool, release: bool) -> None:
+        """Forget ``pool``, whose host died; ``release``: remove what it held in its cloud
+        (in a thread of its own; its nodes stop themselves after ``Spec.ttl``)."""
         with contextlib.suppress(FileNotFoundError):
             pool.socket.unlink()
         registry.unregister(pool.pool_id)
-        if pool.handed_over:
+        if release and pool.handed_over:
             handover: Handover = load_payload(pool.handed_over)  # written by the pool's host
             threading.Thread(target=_release_quietly, args=(handover,), name="skyward-release", daemon=False).start()
         self._write_down()
@@ -532,6 +603,26 @@ class KeptPools:
             pool.tear_down()
         finally:
             registry.unregister(pool.pool_id)
+
+
+def _host_died(pool: KeptPool) -> bool:
+    """Whether ``pool`` is a remote pool whose host process died (being taken over again)."""
+    return isinstance(pool, RemoteKeptPool) and pool.gone
+
+
+def _definition(definition: bytes) -> tuple[Spec, Options]:
+    """A kept pool's pickled Spec and Options, as this user's daemon wrote them down."""
+    loaded: tuple[Spec, Options] = load_payload(definition)  # kept.state, or a pool of this daemon's
+    return loaded
+
+
+def _record(pool: KeptPool) -> kept_state.KeptRecord:
+    """``pool`` as ``kept.state`` holds it (its nodes and handover of one moment)."""
+    with pool.members_lock:
+        return kept_state.KeptRecord(
+            pool.name, pool.fingerprint, pool.keep_alive, pool.pool_id, len(pool.nodes), pool.opened,
+            pool.definition, pool.handover(),
+        )
 
 
 def _log_path(pool_id: str) -> Path:

@@ -15,8 +15,11 @@ tells the daemon its nodes (``Members``, with the ``Handover`` a successor needs
 a session ends, and what the script is sent (for the pool's log and dashboard).
 
 ``Close`` tears the pool down. When the daemon dies its end of the pair closes, and the
-host exits without stopping the pool: its nodes wait ``Spec.ttl`` for a successor daemon,
-which takes the pool over in a host of its own.
+host exits without stopping the pool, once the daemon said it wrote the pool down
+(``Recorded``; a pool taken over was written down already): its nodes wait ``Spec.ttl``
+for a successor daemon, which takes the pool over in a host of its own. A pool the
+daemon died before writing down would be found by nobody, so the host tears it down.
+What the host prints goes to the daemon, which logs it.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from skyward.core.instance import InstanceInfo
 from skyward.daemon.dashboard_feed import Watched
 from skyward.daemon.host_channel import HostChannel
 from skyward.daemon.remote_backend import EventForwarder, KeptRemoteBackend
-from skyward.engine.membership import Loss, Membership
+from skyward.engine.membership import Loss, Membership, with_member
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.relay import RelayTransport
 from skyward.model.nodes import NodeHandle
@@ -68,35 +71,45 @@ class PoolHost:
         self._cluster: LaunchedCluster | None = None
         self._sessions: dict[int, asyncio.StreamWriter] = {}
         self._closing = threading.Event()
+        self._recorded = False
+        """The daemon wrote the pool down: losing the daemon leaves it up from now on."""
 
     def run(self) -> int | None:
         """Open the pool the daemon's first message asks for, then do what it says until
         ``Close`` (the pool torn down: 0). 1 when the pool could not be opened (``Refusal``
-        says why); None when the daemon went away (the pool is left up)."""
+        says why); None when the daemon went away after writing the pool down (the pool is
+        left up; before, it is torn down: 0)."""
         received = self._receive()
         if received is None:
             return None
+        self._recorded = isinstance(received[0], messages.TakeOverRemote)
         try:
             self._cluster = self._open(received[0])
         except Exception as exc:  # noqa: BLE001 - the daemon is told, and tells the client
-            self._channel.send(messages.Refusal(f"{type(exc).__name__}: {exc}"))
+            self._tell(messages.Refusal(f"{type(exc).__name__}: {exc}"))
             return 1
         self._tell_members()
         threading.Thread(target=self._check_hosts, name="skyward-check-hosts", daemon=True).start()
         while (received := self._receive()) is not None:
             message, connection = received
+            if connection is not None and not isinstance(message, messages.ServeSession):
+                connection.close()
             match message:
                 case messages.ServeSession(session, secret, client) if connection is not None:
                     asyncio.run_coroutine_threadsafe(self._serve(session, secret, client, connection), self._loop.loop)
+                case messages.Recorded():
+                    self._recorded = True
                 case messages.Metrics(on):
                     self._following.set(on)
                 case messages.Close():
                     self._close()
                     return 0
                 case _:
-                    print(f"pool host: {type(message).__name__} is not for a pool host; ignored", flush=True)
-                    if connection is not None:
-                        connection.close()
+                    _say(f"{type(message).__name__} is not for a pool host; ignored")
+        if not self._recorded:
+            _say("the daemon went away before it wrote the pool down, where a successor would find it: tearing it down")
+            self._close()
+            return 0
         return None
 
     def _receive(self) -> tuple[messages.Message, socket.socket | None] | None:
@@ -104,7 +117,7 @@ class PoolHost:
         try:
             return self._channel.receive()
         except (MalformedFrame, OSError) as exc:
-            print(f"pool host: the daemon's channel broke: {exc}", flush=True)
+            _say(f"the daemon's channel broke: {exc}")
             return None
 
     def _open(self, message: messages.Message) -> LaunchedCluster:
@@ -142,8 +155,7 @@ class PoolHost:
             cluster = self.cluster
             handover = cluster.handover(cluster.nodes) if cluster.handover is not None else b""
             members = messages.Members(pickle.dumps(cluster.nodes), pickle.dumps(cluster.infos), handover)
-        with contextlib.suppress(OSError):  # the daemon is gone: so is the pool's record
-            self._channel.send(members)
+        self._tell(members)
 
     def add_node(self, node: int) -> bytes:
         """Add node ``node`` as the pool's membership places it (its provider's machines);
@@ -171,7 +183,7 @@ class PoolHost:
         try:
             self.remove_node(loss.node)
         except Exception as exc:  # noqa: BLE001 - logged; the script is told all the same
-            print(f"pool host: node {loss.node} could not be removed: {type(exc).__name__}: {exc}", flush=True)
+            _say(f"node {loss.node} could not be removed: {type(exc).__name__}: {exc}")
         self._forwarder.lost(loss)
 
     def _membership(self, node: int, what: str) -> Membership:
@@ -187,13 +199,7 @@ class PoolHost:
         """Rank ``node`` is ``joined`` from now on (None: it left); the daemon is told."""
         with self._members:
             cluster = self.cluster
-            members = {info.node: (handle, info) for handle, info in zip(cluster.nodes, cluster.infos)}
-            if joined is None:
-                members.pop(node, None)
-            else:
-                members[node] = joined
-            ranks = sorted(members)
-            nodes, infos = tuple(members[r][0] for r in ranks), tuple(members[r][1] for r in ranks)
+            nodes, infos = with_member(cluster.nodes, cluster.infos, node, joined)
             self._cluster = replace(cluster, nodes=nodes, infos=infos)
         self._tell_members()
 
@@ -208,7 +214,7 @@ class PoolHost:
             try:
                 losses = membership.check()
             except Exception as exc:  # noqa: BLE001 - asked again next time
-                print(f"pool host: could not check the hosts: {type(exc).__name__}: {exc}", flush=True)
+                _say(f"could not check the hosts: {type(exc).__name__}: {exc}")
                 continue
             for loss in losses:
                 self.lost(loss)
@@ -227,11 +233,10 @@ class PoolHost:
                 self._sessions.pop(session, None)
                 served = server.finished.is_set()
         except Exception as exc:  # noqa: BLE001 - logged; the session ends unserved
-            print(f"pool host: session {session} failed: {type(exc).__name__}: {exc}", flush=True)
+            _say(f"session {session} failed: {type(exc).__name__}: {exc}")
             connection.close()
         finally:
-            with contextlib.suppress(OSError):
-                self._channel.send(messages.SessionEnded(session, served))
+            self._tell(messages.SessionEnded(session, served))
 
     def _backend(self, client: str, sink: Sink) -> RelayBackend:
         """What serves the script ``client``: the pool through its transport, its events
@@ -240,8 +245,12 @@ class PoolHost:
         return Watched(KeptRemoteBackend(transport, self._forwarder, Teed(sink, self._channel), self), self._following)
 
     def _observed(self, batch: bytes) -> None:
+        self._tell(messages.Observed(batch))
+
+    def _tell(self, message: messages.Message) -> None:
+        """Send the daemon ``message``; nothing when it is gone (``run`` finds out)."""
         with contextlib.suppress(OSError):
-            self._channel.send(messages.Observed(batch))
+            self._channel.send(message)
 
     def _close(self) -> None:
         """Tear the pool down: its sessions, its transport, its collections, its nodes;
@@ -260,11 +269,11 @@ class PoolHost:
             cluster.collections.release()
             cluster.stop()
         except Exception as exc:  # noqa: BLE001 - the daemon is told, and tells who ended the pool
-            self._channel.send(messages.Refusal(f"{type(exc).__name__}: {exc}"))
+            self._tell(messages.Refusal(f"{type(exc).__name__}: {exc}"))
             return
         finally:
             self._loop.stop()
-        self._channel.send(messages.Closed())
+        self._tell(messages.Closed())
 
 
 class Following:
@@ -325,6 +334,13 @@ class Teed:
             self._channel.send(message)
 
 
+def _say(text: str) -> None:
+    """A line for the daemon's log (this process's output is the daemon's to read; once
+    the daemon is gone, the line is lost)."""
+    with contextlib.suppress(OSError):
+        print(text, flush=True)
+
+
 def _definition(definition: bytes) -> tuple[Spec, Options]:
     """A kept pool's pickled Spec and Options, as the daemon was sent them by its client."""
     loaded: tuple[Spec, Options] = load_payload(definition)  # from the daemon, over the pair it made
@@ -333,11 +349,14 @@ def _definition(definition: bytes) -> tuple[Spec, Options]:
 
 def main(argv: list[str]) -> None:
     """Hold the pool of the daemon at the other end of the descriptor ``argv[1]``."""
-    channel = HostChannel(socket.socket(fileno=int(argv[1])))
+    descriptor = int(argv[1])
+    os.set_inheritable(descriptor, False)  # a process the provider starts must not hold the daemon's channel
+    channel = HostChannel(socket.socket(fileno=descriptor))
     code = PoolHost(channel).run()
     if code is None:  # the daemon died: leave the pool up for its successor, as it did
-        sys.stdout.flush()
-        sys.stderr.flush()
+        with contextlib.suppress(OSError):  # the daemon read what this process printed
+            sys.stdout.flush()
+            sys.stderr.flush()
         os._exit(0)
     sys.exit(code)
 

@@ -8,8 +8,9 @@ its record) and accepts on the pool's socket: a connection whose peer runs as th
 and is the pid holding the pool is handed to the host as it is (``serve``), and the
 host serves it. What the host tells (``daemon.host_channel``) is applied here, on a
 thread of the pool's: its nodes, the end of a session, and what its sessions sent the
-script, which goes to the pool's log and board. Should the host die, the pool ends:
-the daemon is told (``ended``) and removes what it held in its cloud."""
+script, which goes to the pool's log and board; what it prints goes to the daemon's
+log, each line naming the pool. Should the host die, the pool ends: the daemon is told
+(``ended``) and removes what it held in its cloud."""
 
 from __future__ import annotations
 
@@ -45,37 +46,45 @@ class HostRefused(RuntimeError):
 @dataclass(eq=False, kw_only=True)
 class RemoteKeptPool(KeptPool):
     """A remote kept pool whose ``host`` holds it (see the module). ``session_ended`` is
-    told each session's end (whether it was served); ``ended``, that the host died."""
+    told each session's end (whether it was served); ``ended``, that the host died
+    (``gone`` is set first)."""
 
     host: subprocess.Popen[bytes]
     channel: HostChannel
+    session_ended: Callable[[RemoteKeptPool, bool], None]
+    ended: Callable[[RemoteKeptPool], None]
     listener: socket.socket | None = None
     handed_over: bytes = b""
     """What the host last said a successor takes the pool over with."""
-    session_ended: Callable[[RemoteKeptPool, bool], None] = lambda pool, served: None
-    ended: Callable[[RemoteKeptPool], None] = lambda pool: None
+    gone: bool = False
+    """Its host died (the pool ended with it)."""
     _answers: queue.Queue[messages.Message | None] = field(default_factory=queue.Queue)
     _closing: bool = False
+    _handing: threading.Lock = field(default_factory=threading.Lock)
+    """Held while a connection is handed to the host, and while the pool starts closing."""
 
     @classmethod
     def start(
         cls, opening: messages.OpenRemote | messages.TakeOverRemote, environ: Mapping[str, str], cwd: str, *,
         name: str, fingerprint: str, keep_alive: float, pool_id: str, socket_path: Path, resized: Callable[[], None],
+        session_ended: Callable[[RemoteKeptPool, bool], None], ended: Callable[[RemoteKeptPool], None],
     ) -> RemoteKeptPool:
         """The pool ``opening`` asks for (named ``name``, ...), in a host started with
         ``environ`` and ``cwd``, once it runs. Raises ``HostRefused`` naming why it could
         not be opened (the host has then exited, or was killed)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
+        try:  # -P: the client's working directory is not searched for a skyward of its own
             host = subprocess.Popen(
-                [sys.executable, "-m", "skyward.daemon.pool_host", str(theirs.fileno())],
+                [sys.executable, "-P", "-m", "skyward.daemon.pool_host", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), env=dict(environ), cwd=cwd, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             )
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
+        threading.Thread(target=_copy_output, args=(host, name), name="skyward-pool-host-output", daemon=True).start()
         channel = HostChannel(ours)
         try:
             channel.send(opening)
@@ -86,10 +95,15 @@ class RemoteKeptPool(KeptPool):
             why = ""
         match first:
             case (messages.Members() as members, None):
-                pool = cls(
-                    name, fingerprint, keep_alive, pool_id, _nodes(members.nodes), _infos(members.infos), socket_path,
-                    resized=resized, host=host, channel=channel, handed_over=members.handover,
-                )
+                try:
+                    pool = cls(
+                        name, fingerprint, keep_alive, pool_id, _nodes(members.nodes), _infos(members.infos),
+                        socket_path, resized=resized, host=host, channel=channel, handed_over=members.handover,
+                        session_ended=session_ended, ended=ended,
+                    )
+                except BaseException:
+                    _abandon(channel, host)
+                    raise
                 threading.Thread(target=pool._listen_to_host, name="skyward-pool-host", daemon=True).start()
                 return pool
             case (messages.Refusal(error), None):
@@ -106,9 +120,15 @@ class RemoteKeptPool(KeptPool):
     def handover(self) -> bytes:
         return self.handed_over
 
+    def recorded(self) -> None:
+        """Tell the host the pool is written down (a successor would find it)."""
+        with contextlib.suppress(OSError):
+            self.channel.send(messages.Recorded())
+
     def listen(self, served: Callable[[socket.socket], None]) -> None:
         """Listen on the pool's socket (mode 0600 in the daemon's private directory) and
-        pass each connection to ``served``, on a thread of the pool's, until ``tear_down``."""
+        pass each connection to ``served``, on a thread of the pool's, until ``tear_down``
+        (or the host's death)."""
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -126,8 +146,10 @@ class RemoteKeptPool(KeptPool):
     def serve(self, session: int, client: str, connection: socket.socket) -> None:
         """Have the host serve ``connection`` as relay session ``session`` to ``client``
         (with the holder's secret); the daemon's copy of it is closed. ``OSError`` when
-        the host is gone."""
-        with connection:
+        the host is gone or the pool closing."""
+        with connection, self._handing:
+            if self._closing or self.gone:
+                raise OSError(f"the kept pool {self.name} is closing")
             self.channel.send(messages.ServeSession(session, self.secret, client), connection)
 
     def tell_watched(self, on: bool) -> None:
@@ -138,11 +160,9 @@ class RemoteKeptPool(KeptPool):
     def tear_down(self) -> None:
         """Have the host tear the pool down, and wait (``CLOSE_WAIT``) until it says so;
         ``HostRefused`` naming what is not confirmed gone (or that it did not answer)."""
-        self._closing = True
-        if self.listener is not None:
-            with contextlib.suppress(OSError):
-                self.listener.shutdown(socket.SHUT_RDWR)
-            self.listener.close()
+        with self._handing:
+            self._closing = True
+        self._stop_listening()
         try:
             self.channel.send(messages.Close())
             answer = self._answers.get(timeout=CLOSE_WAIT)
@@ -158,8 +178,15 @@ class RemoteKeptPool(KeptPool):
             case _:
                 raise HostRefused(f"its host did not confirm it torn down (exit status {self.host.returncode})")
 
+    def _stop_listening(self) -> None:
+        if self.listener is not None:
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)
+            self.listener.close()
+
     def _listen_to_host(self) -> None:
-        """Apply what the host tells until it is gone (a thread's life)."""
+        """Apply what the host tells until it is gone (a thread's life); if it died, the
+        pool ends (``ended``) and the host is reaped."""
         while True:
             try:
                 received = self.channel.receive()
@@ -193,10 +220,16 @@ class RemoteKeptPool(KeptPool):
                 case _:
                     pass
         self._answers.put(None)
-        if not self._closing:
-            if self.log is not None:
-                self.log.note(f"pool {self.name}: its host process ended (status {self.host.poll()})", "ERROR")
-            self.ended(self)
+        with self._handing:
+            if self._closing:
+                return
+            self.gone = True
+        self._stop_listening()
+        self.channel.close()  # a host that broke the channel sees it end, and exits
+        if self.log is not None:
+            self.log.note(f"pool {self.name}: its host process ended (status {self.host.poll()})", "ERROR")
+        self.ended(self)
+        _end(self.host)
 
 
 def _nodes(data: bytes) -> tuple[NodeHandle, ...]:
@@ -207,6 +240,30 @@ def _nodes(data: bytes) -> tuple[NodeHandle, ...]:
 def _infos(data: bytes) -> tuple[InstanceInfo, ...]:
     infos: tuple[InstanceInfo, ...] = load_payload(data)  # from the pool's host, over the pair the daemon made
     return infos
+
+
+def _copy_output(host: subprocess.Popen[bytes], name: str) -> None:
+    """Print what ``host`` writes on its stdout and stderr (its provider's warnings, its
+    own) to the daemon's, each line named, until it exits: the daemon's log, whichever
+    file that is since it was last rotated."""
+    if host.stdout is None:
+        return
+    with host.stdout:
+        for line in host.stdout:
+            print(f"pool host of {name}: {line.decode(errors='replace').rstrip()}", flush=True)
+
+
+def _abandon(channel: HostChannel, host: subprocess.Popen[bytes]) -> None:
+    """Have ``host`` tear down the pool it opened for a pool that could not be kept, and
+    end it (its answers are read until it closes: it exits once done)."""
+    with contextlib.suppress(OSError, MalformedFrame):
+        channel.send(messages.Close())
+        while (received := channel.receive()) is not None and not isinstance(
+            received[0], messages.Closed | messages.Refusal
+        ):
+            pass
+    channel.close()
+    _end(host)
 
 
 def _end(host: subprocess.Popen[bytes]) -> None:

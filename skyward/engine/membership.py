@@ -73,3 +73,18 @@ class Membership(Protocol):
 
     def check(self) -> list[Loss]:
         """Ask the provider which nodes are gone (every reconcile tick; bounded)."""
+
+
+def with_member(
+    nodes: tuple[NodeHandle, ...], infos: tuple[InstanceInfo, ...], rank: int,
+    joined: tuple[NodeHandle, InstanceInfo] | None,
+) -> tuple[tuple[NodeHandle, ...], tuple[InstanceInfo, ...]]:
+    """A pool's ``nodes`` (``infos`` theirs) with rank ``rank`` as ``joined`` from now on
+    (None: without it), in rank order."""
+    members = {info.node: (handle, info) for handle, info in zip(nodes, infos)}
+    if joined is None:
+        members.pop(rank, None)
+    else:
+        members[rank] = joined
+    ranks = sorted(members)
+    return tuple(members[r][0] for r in ranks), tuple(members[r][1] for r in ranks)

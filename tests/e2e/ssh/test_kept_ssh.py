@@ -3,7 +3,10 @@ adopts the same node processes on the hosts through the pool daemon, without Ray
 script, with the pool's collections as the last run left them and the locks the last
 script held freed; idle past ``keep_alive`` it is torn down and leaves nothing on the
 hosts or on this machine. When the daemon is killed, the next command's daemon takes the
-pool over from what its predecessor wrote down, and it still runs tasks."""
+pool over from what its predecessor wrote down, and it still runs tasks; when the process
+holding the pool (``daemon.pool_host``, with the opening script's environment) is killed,
+the daemon takes it over again. A pool whose daemon died before writing it down is torn
+down by that process."""
 
 from __future__ import annotations
 
@@ -139,6 +142,56 @@ def test_a_killed_daemons_kept_ssh_pool_is_taken_over_by_the_next_command_and_st
         assert second["NODES"] == first["NODES"], "the new daemon did not take over the same node processes"
         assert second["RUNS"] == 2 and second["RAY"] is False and second["LOCKED"] is True, second
 
+        # the process holding the pool killed: the daemon takes the pool over again in a new
+        # one, and a script that asks meanwhile waits for it
+        [host] = pool_hosts()
+        host.kill()
+        assert wait_for(lambda: [h.pid for h in pool_hosts()] not in ([], [host.pid]), timeout=60), daemon_logs(home)
+        third = run(sandbox, script)
+        assert third["NODES"] == first["NODES"], "the pool was not taken over again with its node processes"
+        assert third["RUNS"] == 3 and third["LOCKED"] is True, third
+        events = subprocess.run([SKY, "events", kept.name], env=sandbox["env"], capture_output=True, text=True,
+                                timeout=60, check=True).stdout
+        assert "its host process ended" in events and events.count("taken over by pool daemon") == 2, events
+
+
+def test_a_pool_whose_daemon_dies_while_it_opens_is_torn_down_by_its_host(
+    lab: HostLab, sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts, keep_alive=600))
+    opening = subprocess.Popen(
+        [sys.executable, str(script)], cwd=tmp_path, env=sandbox["env"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        # the daemon dies while the pool's host launches it (its directories appear on the hosts)
+        assert wait_for(lambda: pool_hosts() and pool_traces(lab, "")["dirs"], timeout=120), daemon_logs(home)
+        [first_host] = pool_hosts()
+        [first] = {name.split("skyward-")[1][:12] for name in pool_traces(lab, "")["dirs"]}  # its pool id's start
+        [daemon] = daemon_client.status()
+        os.kill(daemon.pid, signal.SIGKILL)
+        opening.communicate(timeout=400)  # its client tries once more on a new daemon: a second pool, or an error
+    finally:
+        if opening.poll() is None:
+            opening.kill()
+    try:
+        # no daemon wrote the first pool down: its host tore it down (not left for Spec.ttl)
+        assert wait_for(lambda: not first_host.is_running(), timeout=300), daemon_logs(home)
+        assert wait_for(lambda: not any(pool_traces(lab, first).values()), timeout=60), pool_traces(lab, first)
+    finally:
+        down = subprocess.run(
+            [SKY, "down", "--all"], env=sandbox["env"], capture_output=True, text=True, timeout=300, check=False
+        )
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert wait_for(lambda: not any(pool_traces(lab, "").values()), timeout=60), pool_traces(lab, "")
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def pool_hosts() -> list[psutil.Process]:
+    """The processes holding remote kept pools (``daemon.pool_host``)."""
+    return [p for p in psutil.process_iter(["cmdline"]) if "skyward.daemon.pool_host" in (p.info["cmdline"] or [])]
+
 
 ELASTIC_SCRIPT = """
 import os, sys, time
@@ -198,7 +251,7 @@ def test_an_elastic_kept_ssh_pool_grows_and_shrinks_and_is_adopted_at_its_size(
     assert kept.nodes == 3
     # it launched the pool and added its 2 hosts in a process of the pool's own, with the
     # environment and working directory of the script; the daemon's stay its own
-    [host] = [p for p in psutil.process_iter(["cmdline"]) if "skyward.daemon.pool_host" in (p.info["cmdline"] or [])]
+    [host] = pool_hosts()
     assert host.environ().get("SKYWARD_TEST_CLIENT") == "elastic" and host.cwd() == str(tmp_path)
     daemon = host.parent()
     assert daemon is not None and "SKYWARD_TEST_CLIENT" not in daemon.environ() and daemon.cwd() != str(tmp_path)
