@@ -44,7 +44,6 @@ import threading
 import time
 from pathlib import Path
 
-import cloudpickle
 import ray
 
 from skyward.collections.config import CollectionsConfig, host_count
@@ -55,6 +54,7 @@ from skyward.core.messages import KeptPoolRow, OpenRemote, PoolHeld, TakeOverRem
 from skyward.core.paths import in_home, runtime_dir
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import private_directories
+from skyward.core.unix_listener import listening_at
 from skyward.daemon import dashboard_feed
 from skyward.daemon.kept_pool import KeptPool, LocalKeptPool
 from skyward.daemon.pool_log import PoolLog
@@ -121,7 +121,7 @@ class KeptPools:
                     f"another name, or end it with `sky down {name}`"
                 )
             self._opening.add(name)
-        definition = cloudpickle.dumps((request.spec, request.options))
+        definition = kept_state.pool_definition(request.spec, request.options)
         try:
             pool = self._open(name, fingerprint, keep_alive, request, definition)
         except BaseException:
@@ -167,7 +167,7 @@ class KeptPools:
         for record in state.pools if state is not None else ():
             definition: tuple[Spec, Options] | None = None
             try:
-                definition = _definition(record.definition)
+                definition = kept_state.opened_with(record.definition)
                 spec, options = definition
                 if record.handover:
                     pool = self._take_over(record, spec, options, silent)
@@ -465,15 +465,16 @@ class KeptPools:
             return
         if not isinstance(pool, LocalKeptPool):
             raise TypeError(f"a kept pool is a LocalKeptPool or a RemoteKeptPool, not a {type(pool).__name__}")
-        with contextlib.suppress(FileNotFoundError):
-            pool.socket.unlink()
+        listener = listening_at(str(pool.socket))
 
         async def listen() -> asyncio.AbstractServer:
-            server = await asyncio.start_unix_server(lambda r, w: self._session(pool, r, w), str(pool.socket))
-            os.chmod(pool.socket, 0o600)
-            return server
+            return await asyncio.start_unix_server(lambda r, w: self._session(pool, r, w), sock=listener)
 
-        pool.server = self._loop.run(listen(), 30)
+        try:
+            pool.server = self._loop.run(listen(), 30)
+        except BaseException:
+            listener.close()
+            raise
 
     async def _session(self, pool: LocalKeptPool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one connection to ``pool``'s relay: the holder's, proven by its secret."""
@@ -559,7 +560,7 @@ class KeptPools:
         """``pool``, whose host died, taken over in a new host; None (noted in its log)
         when it cannot be."""
         try:
-            spec, options = _definition(pool.definition)
+            spec, options = kept_state.opened_with(pool.definition)
             return self._take_over(_record(pool), spec, options, 0.0)
         except Exception as exc:  # noqa: BLE001 - noted; the pool is no longer kept
             if pool.log is not None:
@@ -608,12 +609,6 @@ class KeptPools:
 def _host_died(pool: KeptPool) -> bool:
     """Whether ``pool`` is a remote pool whose host process died (being taken over again)."""
     return isinstance(pool, RemoteKeptPool) and pool.gone
-
-
-def _definition(definition: bytes) -> tuple[Spec, Options]:
-    """A kept pool's pickled Spec and Options, as this user's daemon wrote them down."""
-    loaded: tuple[Spec, Options] = load_payload(definition)  # kept.state, or a pool of this daemon's
-    return loaded
 
 
 def _record(pool: KeptPool) -> kept_state.KeptRecord:

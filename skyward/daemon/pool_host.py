@@ -19,7 +19,7 @@ host exits without stopping the pool, once the daemon said it wrote the pool dow
 (``Recorded``; a pool taken over was written down already): its nodes wait ``Spec.ttl``
 for a successor daemon, which takes the pool over in a host of its own. A pool the
 daemon died before writing down would be found by nobody, so the host tears it down.
-What the host prints goes to the daemon, which logs it.
+What the host prints goes to the daemon's log file (its stdout and stderr, inherited).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from skyward.engine.membership import Loss, Membership, with_member
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
 from skyward.engine.transports.relay import RelayTransport
 from skyward.model.nodes import NodeHandle
-from skyward.model.spec import Options, Spec
 from skyward.providers.base import LaunchedCluster
+from skyward.providers.kept.state import opened_with
 from skyward.providers.ssh.handover import Handover
 from skyward.providers.ssh.launch import take_over
 from skyward.providers.ssh.loop import LoopThread
@@ -126,7 +126,7 @@ class PoolHost:
         match message:
             case messages.OpenRemote(definition, pool_id, sys_path):
                 sys.path[:0] = [path for path in sys_path if path not in sys.path]
-                spec, options = _definition(definition)
+                spec, options = opened_with(definition)  # from the daemon, over the pair it made
                 cluster = spec.provider.launch(spec, options, pool_id)
                 try:
                     cluster.transport.open(self._loop.loop, self._forwarder)
@@ -134,7 +134,7 @@ class PoolHost:
                     cluster.stop()
                     raise
             case messages.TakeOverRemote(definition, handover):
-                spec, options = _definition(definition)
+                spec, options = opened_with(definition)  # from the daemon, over the pair it made
                 written: Handover = load_payload(handover)  # the daemon's kept.state, in its private directory
                 cluster = take_over(written, spec, options, self._loop.loop, self._forwarder)
             case _:
@@ -335,16 +335,9 @@ class Teed:
 
 
 def _say(text: str) -> None:
-    """A line for the daemon's log (this process's output is the daemon's to read; once
-    the daemon is gone, the line is lost)."""
+    """A line for the daemon's log (this process's stdout), naming this process."""
     with contextlib.suppress(OSError):
-        print(text, flush=True)
-
-
-def _definition(definition: bytes) -> tuple[Spec, Options]:
-    """A kept pool's pickled Spec and Options, as the daemon was sent them by its client."""
-    loaded: tuple[Spec, Options] = load_payload(definition)  # from the daemon, over the pair it made
-    return loaded
+        print(f"pool host {os.getpid()}: {text}", flush=True)
 
 
 def main(argv: list[str]) -> None:
@@ -354,7 +347,7 @@ def main(argv: list[str]) -> None:
     channel = HostChannel(socket.socket(fileno=descriptor))
     code = PoolHost(channel).run()
     if code is None:  # the daemon died: leave the pool up for its successor, as it did
-        with contextlib.suppress(OSError):  # the daemon read what this process printed
+        with contextlib.suppress(OSError):
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(0)

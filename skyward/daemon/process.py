@@ -30,6 +30,7 @@ from skyward.core.accepting import accepted
 from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
 from skyward.core.peers import ForeignPeer, peer_pid, require_same_user
 from skyward.core.private_dir import open_private, replace_private
+from skyward.core.unix_listener import listening_at
 from skyward.daemon.http_api import KeptApi
 from skyward.daemon.kept_pools import KeptPools
 from skyward.daemon.remote_kept_pool import HostRefused
@@ -80,14 +81,14 @@ class PoolDaemon:
         threading.Thread(target=self._mark_alive, name="daemon-alive", daemon=True).start()
         for line in self._kept.resume(instance, self._found, self._silent):
             print(f"pool daemon: {line}", flush=True)
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         path = socket_path(self.directory)
+        server: socket.socket | None = None
         try:  # before the socket: a client that reached the daemon finds api.json
             print(f"pool daemon {os.getpid()}: HTTP API at {self._api.start()}", flush=True)
         except Exception as exc:  # noqa: BLE001 - logged; the daemon serves scripts without it
             print(f"pool daemon: the HTTP API did not start: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         try:
-            _listen_at(server, path)
+            server = listening_at(str(path))
             threading.Thread(target=self._accept, args=(server,), name="daemon-accept", daemon=True).start()
             threading.Thread(target=self._clean_up, name="daemon-cleanup", daemon=True).start()
             print(f"pool daemon {os.getpid()} serving {path} (Ray at {self.address})", flush=True)
@@ -104,13 +105,12 @@ class PoolDaemon:
             self._down.set()
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            with contextlib.suppress(FileNotFoundError):  # where it fell before listening
-                _staging(path).unlink()
+            if server is not None:
+                with contextlib.suppress(OSError):  # wakes the accepting thread
+                    server.shutdown(socket.SHUT_RDWR)
+                server.close()
             with contextlib.suppress(OSError):  # the runtime directory, once empty
                 path.parent.rmdir()
-            with contextlib.suppress(OSError):  # wakes the accepting thread
-                server.shutdown(socket.SHUT_RDWR)
-            server.close()
             self._api.stop()
             self._kept.close()
             LocalRay.release()
@@ -228,25 +228,6 @@ def rotate_log(log: Path, limit: int = LOG_LIMIT) -> None:
     os.dup2(fresh, 1)
     os.dup2(fresh, 2)
     os.close(fresh)
-
-
-def _listen_at(server: socket.socket, path: Path) -> None:
-    """Make ``server`` listen at ``path``, replacing what is there (a dead daemon's socket
-    file). Bound, narrowed to 0600 and listening under a name of its own first, then
-    renamed into place: a client never finds a socket at ``path`` that is not yet
-    listening (and would refuse it), nor one that is not yet private."""
-    staging = _staging(path)
-    with contextlib.suppress(FileNotFoundError):
-        staging.unlink()
-    server.bind(str(staging))
-    os.chmod(staging, 0o600)
-    server.listen(16)
-    os.replace(staging, path)
-
-
-def _staging(path: Path) -> Path:
-    """Where this process binds its socket before renaming it to ``path``."""
-    return path.with_name(f"{path.name}.{os.getpid()}")
 
 
 def _answer(connection: socket.socket, answer: messages.Message) -> None:

@@ -8,14 +8,15 @@ its record) and accepts on the pool's socket: a connection whose peer runs as th
 and is the pid holding the pool is handed to the host as it is (``serve``), and the
 host serves it. What the host tells (``daemon.host_channel``) is applied here, on a
 thread of the pool's: its nodes, the end of a session, and what its sessions sent the
-script, which goes to the pool's log and board; what it prints goes to the daemon's
-log, each line naming the pool. Should the host die, the pool ends: the daemon is told
+script, which goes to the pool's log and board. What it prints goes to the daemon's
+log file as it was when the host started (``pool NAME: held by pool host PID`` says
+whose lines are whose): a file, not a pipe, so the host's writes cannot fail once the
+daemon is gone, as it tears down a pool no successor would find. Should the host die, the pool ends: the daemon is told
 (``ended``) and removes what it held in its cloud."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import socket
 import subprocess
@@ -29,6 +30,7 @@ from skyward.core import messages
 from skyward.core.accepting import accepted
 from skyward.core.codec import MalformedFrame, load_payload
 from skyward.core.instance import InstanceInfo
+from skyward.core.unix_listener import listening_at
 from skyward.daemon.host_channel import HostChannel
 from skyward.daemon.kept_pool import KeptPool
 from skyward.model.nodes import NodeHandle
@@ -77,14 +79,13 @@ class RemoteKeptPool(KeptPool):
             host = subprocess.Popen(
                 [sys.executable, "-P", "-m", "skyward.daemon.pool_host", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), env=dict(environ), cwd=cwd, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            )
+            )  # its stdout and stderr: the daemon's log file, which stays writable once the daemon is gone
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
-        threading.Thread(target=_copy_output, args=(host, name), name="skyward-pool-host-output", daemon=True).start()
+        print(f"pool {name}: held by pool host {host.pid}", flush=True)
         channel = HostChannel(ours)
         try:
             channel.send(opening)
@@ -129,13 +130,7 @@ class RemoteKeptPool(KeptPool):
         """Listen on the pool's socket (mode 0600 in the daemon's private directory) and
         pass each connection to ``served``, on a thread of the pool's, until ``tear_down``
         (or the host's death)."""
-        with contextlib.suppress(FileNotFoundError):
-            self.socket.unlink()
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(self.socket))
-        os.chmod(self.socket, 0o600)
-        listener.listen(16)
-        self.listener = listener
+        listener = self.listener = listening_at(str(self.socket))
 
         def accept() -> None:
             for connection in accepted(listener, lambda warning: print(f"pool daemon: {warning}", flush=True)):
@@ -240,17 +235,6 @@ def _nodes(data: bytes) -> tuple[NodeHandle, ...]:
 def _infos(data: bytes) -> tuple[InstanceInfo, ...]:
     infos: tuple[InstanceInfo, ...] = load_payload(data)  # from the pool's host, over the pair the daemon made
     return infos
-
-
-def _copy_output(host: subprocess.Popen[bytes], name: str) -> None:
-    """Print what ``host`` writes on its stdout and stderr (its provider's warnings, its
-    own) to the daemon's, each line named, until it exits: the daemon's log, whichever
-    file that is since it was last rotated."""
-    if host.stdout is None:
-        return
-    with host.stdout:
-        for line in host.stdout:
-            print(f"pool host of {name}: {line.decode(errors='replace').rstrip()}", flush=True)
 
 
 def _abandon(channel: HostChannel, host: subprocess.Popen[bytes]) -> None:

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from skyward.core import messages
-from skyward.core.codec import MalformedFrame, frame, load_payload, read_frame
+from skyward.core.codec import MalformedFrame, frame, read_frame
 from skyward.core.paths import runtime_dir, skyward_dir, skyward_home
-from skyward.core.version import VERSION
 from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.core.private_dir import open_private, private_directory
+from skyward.core.version import VERSION
 from skyward.providers.kept import state as kept_state
 
 if TYPE_CHECKING:  # the definitions arrive pickled: `sky ls` need not import what they are
@@ -174,8 +174,7 @@ def kept_definition(name: str) -> tuple[Spec, Options] | None:
         connection = _reach(directory)
     for pool in _kept_of(connection):
         if pool.name == name:
-            spec, options = load_payload(pool.definition)  # from this user's daemon (peer checked)
-            return spec, options
+            return kept_state.opened_with(pool.definition)  # from this user's daemon (peer checked)
     return None
 
 

@@ -45,13 +45,14 @@ from skyward.core import handshake
 from skyward.core.accepting import accepted
 from skyward.core.codec import MalformedFrame
 from skyward.core.peers import ForeignPeer, require_same_user
+from skyward.core.unix_listener import listening_at
 from skyward.engine import interruptible
 from skyward.engine.wire import Payload
 
 log = logging.getLogger("skyward.lane")
 
 _LENGTH = struct.Struct("!Q")
-_MAX_PATH = 100  # AF_UNIX paths are limited to 107 bytes
+_MAX_PATH = 99  # AF_UNIX paths are limited to 107 bytes, and listening_at binds 8 more first
 TCP = "tcp://"
 """A lane address ``tcp://HOST:PORT``; a setup's ``tcp://`` alone: the agent picks them."""
 MAX_UNPROVEN = 16
@@ -95,12 +96,7 @@ class LaneServer:
             self.address = f"{TCP}{host}:{self._socket.getsockname()[1]}"
         else:
             self._path = self.address = address
-            if os.path.exists(address):
-                os.unlink(address)  # left by this node's previous agent
-            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._socket.bind(address)
-            os.chmod(address, 0o600)
-            self._socket.listen(64)
+            self._socket = listening_at(address, backlog=64)  # over what this node's previous agent left
         threading.Thread(target=self._accept, name="skyward-lane", daemon=True).start()
 
     def _accept(self) -> None:

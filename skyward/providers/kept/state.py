@@ -20,9 +20,14 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from skyward.core.codec import load_payload
 from skyward.core.private_dir import is_private, replace_private
 from skyward.providers.local.detached_ray import DetachedRay
+
+if TYPE_CHECKING:
+    from skyward.model.spec import Options, Spec
 
 STATE_FILE = "kept.json"
 ALIVE_FILE = "alive"
@@ -44,6 +49,21 @@ class KeptRecord:
     """The pickled (Spec, Options) it was opened with."""
     handover: bytes = b""
     """A remote pool's pickled ``Handover`` (empty: a local pool, on the daemon's Ray)."""
+
+
+def pool_definition(spec: Spec, options: Options) -> bytes:
+    """What a kept pool is written down as having been opened with (``KeptRecord.definition``)."""
+    import cloudpickle  # the daemon's alone: not on the path of a `sky` command that only reads state
+
+    return cloudpickle.dumps((spec, options))
+
+
+def opened_with(definition: bytes) -> tuple[Spec, Options]:
+    """The Spec and Options of a ``pool_definition``. Only for bytes this user's daemon
+    wrote (``kept.state``, read as ``load`` says) or sent over a channel whose peer was
+    checked: they are unpickled."""
+    loaded: tuple[Spec, Options] = load_payload(definition)  # this user's daemon's (see the docstring)
+    return loaded
 
 
 @dataclass(frozen=True, slots=True)

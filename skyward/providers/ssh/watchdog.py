@@ -47,6 +47,7 @@ import psutil
 
 from skyward.core import messages
 from skyward.core.codec import marker
+from skyward.core.unix_listener import listening_at
 
 if TYPE_CHECKING:
     from skyward.storage.mount import MountedVolume
@@ -288,19 +289,11 @@ class _Contact:
 def rejoin_socket(pool_dir: str) -> socket.socket | None:
     """``SOCKET`` in ``pool_dir``, listening (mode 0600 in the private pool directory);
     None, said to the client, when it cannot be made (the pool runs on, not rejoinable)."""
-    path = os.path.join(pool_dir, SOCKET)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        if os.path.lexists(path):
-            os.unlink(path)
-        server.bind(path)
-        os.chmod(path, 0o600)
-        server.listen(4)
+        return listening_at(os.path.join(pool_dir, SOCKET), backlog=4)
     except OSError as exc:
-        server.close()
         say(messages.NotRejoinable(str(exc)))
         return None
-    return server
 
 
 def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = False) -> None:
