@@ -48,7 +48,6 @@ from skyward.observe.events import Event
 from skyward.observe.progress import ProgressTracker
 from skyward.observe.progress_bar import progress_bar
 from skyward.providers.base import Direct, Launcher
-from skyward.providers.kept.client import Kept
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -119,6 +118,8 @@ class Pool(PoolCollections, DispatchOperand):
         (``Options.keep_alive``), else launched here by its Spec's provider."""
         if self.options.keep_alive is None:
             return Direct()
+        from skyward.providers.kept.client import Kept  # a kept pool's client alone (about 15 ms to import)
+
         return Kept(self.name, named=self._named, as_defined=self._kept)
 
     @shows_users_frames

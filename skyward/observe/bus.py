@@ -12,10 +12,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from skyward.observe.events import Error, Event
-from skyward.observe.legacy import LegacyEvent, Translator
+
+if TYPE_CHECKING:
+    from skyward.observe.legacy import Translator
 
 E = TypeVar("E", bound=Event)
 Callback = Callable[[Event], Event | None]
@@ -70,7 +72,8 @@ class EventBus:
         self._reported: set[int] = set()
         self._types: frozenset[type[Event]] = frozenset()
         self._legacy_wanted = False
-        self._translator = Translator()
+        self._translator: Translator | None = None
+        """Made when an older event is first wanted (``observe.legacy`` is imported then)."""
 
     def on(self, event_type: type[E], handler: Callable[[E], object], *, legacy: bool = False) -> Callable[[], None]:
         """Call ``handler(event)`` for every event of ``event_type`` (or a subclass); with
@@ -80,7 +83,7 @@ class EventBus:
             raise TypeError(f"pool.on() takes an event class such as sky.TaskCompleted, got {event_type!r}")
         if not callable(handler):
             raise TypeError(f"pool.on() needs a callable handler, got {handler!r}")
-        entry = _Subscription(event_type, handler, legacy or issubclass(event_type, LegacyEvent))
+        entry = _Subscription(event_type, handler, legacy or _is_legacy(event_type))
         with self._lock:
             self._handlers.append(entry)
             self._refresh()
@@ -106,7 +109,7 @@ class EventBus:
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to matching handlers, then to the callbacks; then its older
         counterparts to those who take them."""
-        legacy = isinstance(event, LegacyEvent)
+        legacy = _is_legacy(type(event))
         with self._lock:
             entries = [e for e in self._handlers if isinstance(event, e.event_type) and (e.legacy or not legacy)]
         for entry in entries:
@@ -116,8 +119,16 @@ class EventBus:
         for callback in callbacks:
             self._reported_error(_call(callback, event, self._reported))
         if not legacy and (self._legacy_wanted or callbacks):
-            for old in self._translator.translate(event):
+            for old in self._older(event):
                 self.emit(old)
+
+    def _older(self, event: Event) -> list[Event]:
+        """``event`` as the older reference's events (none, or one or more)."""
+        if self._translator is None:
+            from skyward.observe.legacy import Translator
+
+            self._translator = Translator()
+        return list(self._translator.translate(event))
 
     def _reported_error(self, message: str | None) -> None:
         """Report a handler's failure (``_call``'s message, if any)."""
@@ -127,6 +138,17 @@ class EventBus:
             self.emit(Error(message))
         else:
             _report(message)
+
+
+def _is_legacy(event_type: type) -> bool:
+    """Whether ``event_type`` is one of the older reference's events. None exists before
+    ``observe.legacy`` is imported (by ``sky.LogLine`` and the like, or a translation),
+    which a pool that nobody asks them of never does (about 10 ms)."""
+    if "skyward.observe.legacy" not in sys.modules:
+        return False
+    from skyward.observe.legacy import LegacyEvent
+
+    return issubclass(event_type, LegacyEvent)
 
 
 def _call(handler: Callable[[E], object], event: E, reported: set[int]) -> str | None:

@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable
 from typing import Protocol, TextIO
 
-from skyward.observe import rich_console
 from skyward.observe.bus import Subscribe
 from skyward.observe.describe import describe
 from skyward.observe.events import Error, Log
@@ -45,8 +44,11 @@ def open_console(console: bool | str, subscribe: Subscribe) -> Console:
     """Start the console ``Options.console`` asks for, subscribed through ``subscribe``
     (``pool.on``)."""
     mode = resolve_mode(console)
-    if mode == "rich" and not rich_console.in_use():
-        return rich_console.RichConsole(subscribe)
+    if mode == "rich":
+        from skyward.observe import rich_console  # rich (about 45 ms to import) only for a panel
+
+        if not rich_console.in_use():
+            return rich_console.RichConsole(subscribe)
     if mode in ("rich", "log"):
         return LogConsole(subscribe)
     if mode == "minimal":

@@ -43,3 +43,20 @@ def test_sky_ls_loads_neither_the_event_machinery_nor_package_metadata(tmp_path:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "LOADED []" in done.stdout, done.stdout
+
+
+def test_a_local_pools_first_open_imports_no_panel_older_events_kept_client_or_wheel_builder() -> None:
+    """What B4-import counts (``import skyward`` and the modules a local pool's first open
+    imports) leaves out what only some pools use: the live panel and rich (a terminal's),
+    the older reference's events (someone subscribing to them), a kept pool's client and
+    the wheel builder with packaging (an Image that installs)."""
+    later = (
+        "rich", "skyward.observe.rich_console", "skyward.observe.legacy", "skyward.providers.kept.client",
+        "skyward.providers.ssh.wheels",
+    )
+    code = (
+        "import sys, skyward, ray, skyward.api.pool, skyward.providers.local.launch, skyward.providers.ray.agents, "
+        f"skyward.observe.console, skyward.observe.bus\nprint(sorted(m for m in {later!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stdout

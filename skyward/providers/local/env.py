@@ -37,7 +37,6 @@ from pathlib import Path
 from skyward.core.paths import skyward_dir
 from skyward.image.image import Image
 from skyward.image.script import BootstrapOp, pip_groups
-from skyward.providers.ssh import wheels
 
 KEY_VERSION = "1"
 LOCK_POLL = 0.2
@@ -105,6 +104,8 @@ def prepare(image: Image, ops: Sequence[BootstrapOp], timeout: float) -> LocalEn
 
 def _venv(image: Image, deadline: float) -> str:
     """The venv's interpreter, built unless a complete one with the same key exists."""
+    from skyward.providers.ssh import wheels  # packaging (about 25 ms): only for an Image that installs
+
     wheel = wheels.skyward_wheel()
     root = skyward_dir("envs") / env_key(image, wheel.name)
     python = root / "venv" / "bin" / "python"
