@@ -11,8 +11,8 @@ thread of the pool's: its nodes, the end of a session, and what its sessions sen
 script, which goes to the pool's log and board. What it prints goes to the daemon's
 log file as it was when the host started (``pool NAME: held by pool host PID`` says
 whose lines are whose): a file, not a pipe, so the host's writes cannot fail once the
-daemon is gone, as it tears down a pool no successor would find. Should the host die, the pool ends: the daemon is told
-(``ended``) and removes what it held in its cloud."""
+daemon is gone, as it tears down a pool no successor would find. Should the host die,
+the pool ends: the daemon is told (``ended``) and removes what it held in its cloud."""
 
 from __future__ import annotations
 

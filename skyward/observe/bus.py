@@ -140,15 +140,22 @@ class EventBus:
             _report(message)
 
 
+_legacy_base: type | None = None
+"""``observe.legacy.LegacyEvent`` once that module is imported (``_is_legacy``)."""
+
+
 def _is_legacy(event_type: type) -> bool:
     """Whether ``event_type`` is one of the older reference's events. None exists before
     ``observe.legacy`` is imported (by ``sky.LogLine`` and the like, or a translation),
-    which a pool that nobody asks them of never does (about 10 ms)."""
-    if "skyward.observe.legacy" not in sys.modules:
-        return False
-    from skyward.observe.legacy import LegacyEvent
-
-    return issubclass(event_type, LegacyEvent)
+    which a pool that nobody asks them of never does (about 10 ms); the class is kept
+    from then on (this runs for every event emitted)."""
+    global _legacy_base
+    if _legacy_base is None:
+        base = getattr(sys.modules.get("skyward.observe.legacy"), "LegacyEvent", None)  # None while it imports
+        if base is None:
+            return False
+        _legacy_base = base
+    return issubclass(event_type, _legacy_base)
 
 
 def _call(handler: Callable[[E], object], event: E, reported: set[int]) -> str | None:

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -93,10 +93,14 @@ class KeptPoolState(messages.KeptPoolRow):
     daemon_pid: int = 0
 
 
-def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, timeout: float) -> messages.PoolHeld:
+def keep_pool(
+    name: str, fingerprint: str, keep_alive: float, request: Callable[[], bytes], timeout: float
+) -> messages.PoolHeld:
     """Open a kept pool on this user's daemon (starting the daemon when none runs),
-    held for this process; waits up to ``timeout`` seconds for its agents. RuntimeError
-    with the daemon's reason when it cannot."""
+    held for this process; waits up to ``timeout`` seconds for its agents. Each attempt
+    sends a ``request()`` of its own, with a pool id of its own: a daemon that went away
+    may have begun opening the last one, and what it started there must not be taken
+    for the new pool's. RuntimeError with the daemon's reason when it cannot."""
     directory = daemon_dir()
     for attempt in range(2):  # a daemon found exiting (its last kept pool just ended): start another
         with _spawn_lock(directory):
@@ -104,7 +108,7 @@ def keep_pool(name: str, fingerprint: str, keep_alive: float, request: bytes, ti
         with connection:
             connection.settimeout(timeout + ANSWER_TIMEOUT)
             try:
-                return _ask(connection, messages.KeepPool(name, fingerprint, keep_alive, request), messages.PoolHeld)
+                return _ask(connection, messages.KeepPool(name, fingerprint, keep_alive, request()), messages.PoolHeld)
             except DaemonGone:
                 if attempt:
                     raise

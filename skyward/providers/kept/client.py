@@ -93,7 +93,9 @@ def open_kept(spec: Spec, options: Options, name: str, named: bool, as_defined: 
     if held is None and as_defined:
         raise LookupError(f"no pool named {name!r} is kept now (sky ls lists the kept pools)")
     if held is None:
-        request = cloudpickle.dumps(KeptRequest(spec, options, uuid.uuid4().hex, context))
+        def request() -> bytes:  # a pool id of its own each time it is sent
+            return cloudpickle.dumps(KeptRequest(spec, options, uuid.uuid4().hex, context))
+
         timeout = float(options.provision_timeout or default_timeout(spec))
         held = daemon_client.keep_pool(name, mark, options.keep_alive, request, timeout)
     infos: tuple[InstanceInfo, ...] = load_payload(held.infos)  # from this user's daemon (peer checked)

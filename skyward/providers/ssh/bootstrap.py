@@ -79,10 +79,11 @@ async def bootstrap(
     """Run the bootstrap script; BootstrapError (failing command + output) or TimeoutError.
     The host's own ``timeout`` stops the script (and everything it started) when
     ``timeout`` seconds pass, so nothing keeps installing after we gave up. The pool
-    directory is made private (mode 0700) first: it holds the shell_vars values, the
-    pool's logs and notes, and Ray's own world-writable directories."""
+    directory is made first, private (mode 0700): it holds the shell_vars values, the
+    pool's logs and notes, and Ray's own world-writable directories. OSError when it is
+    there already (another pool's, with this pool's id)."""
     script_path = posixpath.join(pool_dir, "bootstrap.sh")
-    await files.make_private_dir(pool_dir)
+    await files.make_private_dir(pool_dir, new=True)
     await files.write(image_script.encode(), script_path)
     lines: list[str] = []
     phases: list[tuple[str, float]] = []

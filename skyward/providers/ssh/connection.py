@@ -9,6 +9,7 @@ import asyncio
 import functools
 import math
 import os
+import posixpath
 import secrets
 import shlex
 import weakref
@@ -285,18 +286,29 @@ class RemoteFiles:
         else:
             await self._shell(f"mkdir -p -- {shlex.quote(path)}")
 
-    async def make_private_dir(self, path: str) -> None:
+    async def make_private_dir(self, path: str, new: bool = False) -> None:
         """Create the directory ``path`` (and its parents) with mode 0700, or set 0700 on it
         when it exists: only the login user may list or enter it. OSError when ``path`` is
-        a link or not the login user's own (someone else made it first)."""
+        a link or not the login user's own (someone else made it first); with ``new``,
+        when it exists at all (what is there belongs to something else: a pool's own
+        directory is never shared)."""
         q = shlex.quote(path)
+        first = ""
+        if new:
+            taken = shlex.quote(
+                f"{path} exists already on this host, and a pool's directory is its own: another pool "
+                "with this pool's id runs here, or ran and left it behind"
+            )
+            parent = shlex.quote(posixpath.dirname(path.rstrip("/")) or "/")
+            first = f"mkdir -p -- {parent} && {{ mkdir -m 700 -- {q} 2>/dev/null || {{ echo {taken} >&2; exit 1; }}; }} && "
         refused = shlex.quote(
             f"{path} must be a directory of this user's own, mode 0700, and is not (a link, or "
             "another user's): remove it (as its owner), then open the pool again"
         )
         await self._shell(
-            f"mkdir -p -m 700 -- {q} && [ -d {q} ] && [ ! -L {q} ] && [ -O {q} ] && chmod 700 -- {q} "
-            f"|| {{ echo {refused} >&2; exit 1; }}"
+            f"{first}mkdir -p -m 700 -- {q} && [ -d {q} ] && [ ! -L {q} ] && [ -O {q} ] && chmod 700 -- {q} "
+            f"|| {{ echo {refused} >&2; exit 1; }}",
+            what=f"making the directory {path}",
         )
 
     async def sizes(self, directory: str) -> dict[str, int]:
@@ -362,11 +374,13 @@ class RemoteFiles:
                 self._no_sftp = True  # no sftp subsystem on this host: use the exec channel
         return self._sftp
 
-    async def _shell(self, command: str, data: bytes | None = None) -> bytes:
+    async def _shell(self, command: str, data: bytes | None = None, what: str = "") -> bytes:
+        """``command``'s output; OSError naming ``what`` it does (else the command), the
+        host and what it printed on stderr when it fails."""
         result = await self._conn.run(command, input=data, encoding=None, check=False)
         if result.exit_status != 0:
             error = _bytes(result.stderr).decode(errors="replace").strip()
-            raise OSError(f"`{command}` failed on {self._address} (exit {result.exit_status}): {error}")
+            raise OSError(f"{what or f'`{command}`'} failed on {self._address} (exit {result.exit_status}): {error}")
         return _bytes(result.stdout)
 
 

@@ -186,7 +186,8 @@ def test_the_pool_directory_and_the_cache_are_private_to_the_user(ssh_pool: sky.
 def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: HostLab) -> None:
     """``make_private_dir`` (the pool directory, the cache) creates a directory 0700, makes
     one of the user's own 0700, and refuses a link or another user's directory (made
-    first by someone else to read what the pool puts there)."""
+    first by someone else to read what the pool puts there); a pool's own directory it
+    refuses when it exists at all."""
     host = lab.hosts[0]
     tmp = host.private("/tmp")
     os.makedirs(os.path.join(tmp, "sky-mine"), mode=0o755)
@@ -195,10 +196,10 @@ def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: Hos
     os.symlink("/tmp/sky-mine", os.path.join(tmp, "sky-link"))
     endpoint = parse_host(lab.strings()[0], "root", 22, lab.client_key)
 
-    async def attempt(path: str) -> str:
+    async def attempt(path: str, new: bool = False) -> str:
         conn = await connect(endpoint, KnownHosts(lab.known_hosts), 10)
         try:
-            await RemoteFiles(conn, endpoint).make_private_dir(path)
+            await RemoteFiles(conn, endpoint).make_private_dir(path, new)
             return oct(stat.S_IMODE(os.stat(os.path.join(tmp, path.removeprefix("/tmp/"))).st_mode))
         except OSError as exc:
             return str(exc)
@@ -209,3 +210,8 @@ def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: Hos
     assert asyncio.run(attempt("/tmp/sky-mine")) == "0o700"
     for path in ("/tmp/sky-theirs", "/tmp/sky-link"):
         assert f"{path} must be a directory of this user's own, mode 0700, and is not" in asyncio.run(attempt(path))
+    # a pool's own directory (``new``) is made by that pool, never found: not even one of the user's
+    assert asyncio.run(attempt("/tmp/sky-fresh", new=True)) == "0o700"
+    for path in ("/tmp/sky-fresh", "/tmp/sky-mine", "/tmp/sky-link"):
+        said = asyncio.run(attempt(path, new=True))
+        assert f"making the directory {path} failed" in said and f"{path} exists already on this host" in said, said
