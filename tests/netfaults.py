@@ -17,6 +17,10 @@ nearest thing it can do:
   ended at once, as a NAT or firewall that dropped them answers the next packet with a
   reset (``ss -K``, the kernel's socket destroy: this machine's end is closed and the
   host's gets the reset).
+- ``process_connections_reset``: the same between two hosts, for the connections one
+  host's processes opened to the ports a process of the other listens on (a collection's
+  host actor, found by its title): what Ray reports as an actor "temporarily
+  unavailable".
 
 Each is a context manager that removes what it added, whatever happens inside.
 ``mapped_through`` runs the map the fault tests run under one: ``ITEMS`` items, each
@@ -26,6 +30,7 @@ counting itself on a strong counter (one in 500 under a lock).
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import psutil
 from hosts import HostLab, TestHost
 
 import skyward as sky
@@ -182,6 +188,37 @@ def connections_reset(host: TestHost) -> int:
     subprocess.run(["ss", "-HKtn", "dst", host.address, "dport", "=", "22"], capture_output=True, text=True,
                    timeout=30, check=False)
     return found
+
+
+def listening_ports(host: TestHost, title: str) -> set[int]:
+    """The TCP ports that the processes in ``host``'s namespace whose command line
+    starts with ``title`` (``ray::CollectionHost``, as Ray retitles an actor's worker)
+    listen on."""
+    shown = subprocess.run(["ip", "netns", "exec", host.netns, "ss", "-Htlnp"], capture_output=True, text=True,
+                           timeout=30, check=True).stdout
+    ports = set()
+    for line in shown.splitlines():
+        for pid in re.findall(r"pid=(\d+),", line):
+            try:
+                titled = " ".join(psutil.Process(int(pid)).cmdline()).startswith(title)
+            except psutil.Error:
+                continue
+            if titled:
+                ports.add(int(line.split()[3].rsplit(":", 1)[1]))
+    return ports
+
+
+def process_connections_reset(source: TestHost, destination: TestHost, ports: set[int]) -> int:
+    """End every TCP connection from ``source`` to ``ports`` on ``destination`` (``ss -K``
+    in ``source``'s namespace: its end closed, the other end reset); how many."""
+    if not ports:
+        return 0
+    chosen = " or ".join(f"dport = :{port}" for port in sorted(ports))
+    killed = subprocess.run(
+        ["ip", "netns", "exec", source.netns, "ss", "-HKtn", "dst", destination.address, "(", *chosen.split(), ")"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    return len(killed.stdout.splitlines())
 
 
 def _link_of(host: TestHost) -> str:

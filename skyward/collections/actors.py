@@ -34,6 +34,7 @@ import cloudpickle
 from skyward.collections import lineage
 from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, CollectionsConfig
 from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
+from skyward.collections.errors import CollectionUnavailableError
 from skyward.collections.markers import BUSY, NO_SLOT, Marker
 from skyward.collections.remote import EntityKey, Exchanged, HostHandle, Items, Outcome, Snapshot, WireOp
 from skyward.collections.subscriptions import Subscriptions, WatchedKey
@@ -208,20 +209,30 @@ class CollectionHost:
             return self._exchange(subscriber, first_seq, ops)
 
     def _exchange(self, subscriber: str, first_seq: int, ops: list[WireOp]) -> Exchanged:
+        """Apply ``ops`` (sequence numbers ``first_seq`` on) once each: a batch sent again
+        because its answer was lost (``NodeCache``) skips what was applied when it came
+        first, and an operation's answer that is lost so says."""
         outcomes: list[Outcome] = []
         slots: list[WatchedKey] = []
-        for kind, name, op, args, slot in ops:
+        applied = self._acked.get(subscriber, -1)
+        for seq, (kind, name, op, args, slot) in enumerate(ops, first_seq):
             if kind == SYNC:
                 outcomes.append((True, None))
                 continue
-            try:
-                entity = self._entity(kind, name, op, EXCHANGES)
-                outcomes.append((True, getattr(entity, op)(*args)))
-            except Exception as exc:
-                outcomes.append((False, exc))
+            if seq <= applied:
+                outcomes.append((False, CollectionUnavailableError(
+                    f"sky.{kind}({name!r}).{op} was applied when first sent; its answer was lost as the "
+                    "network to the collection's host failed"
+                )))
+            else:
+                try:
+                    entity = self._entity(kind, name, op, EXCHANGES)
+                    outcomes.append((True, getattr(entity, op)(*args)))
+                except Exception as exc:
+                    outcomes.append((False, exc))
             if slot is not NO_SLOT:
                 slots.append(((kind, name), slot))
-        acked = self._acked[subscriber] = first_seq + len(ops) - 1
+        acked = self._acked[subscriber] = max(applied, first_seq + len(ops) - 1)
         for slot in slots:
             self._subscriptions.watch(subscriber, slot)
         return outcomes, self._snapshots(slots), acked

@@ -33,10 +33,12 @@ from skyward.collections.config import OP_TIMEOUT, SYNC
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import MISSING, NO_SLOT, UNKNOWN, Marker
 from skyward.collections.remote import Exchanged, HostHandle, Snapshot, WireOp
-from skyward.collections.steps import Steps, Wait, translated
+from skyward.collections.steps import Steps, Wait, translated, unreachable_now
 
 POLL_WAIT = 2.0
 POLL_LINGER = 0.005
+RESEND_AFTER = 0.5
+"""Seconds between sending a batch (or a poll) again to a host that could not be reached."""
 
 
 Write = tuple[Hashable, str, tuple[object, ...], tuple[object, ...]]
@@ -310,11 +312,7 @@ class NodeCache:
                     for p in batch
                 ]
                 try:
-                    answer: Exchanged | Marker = await link.handle.exchange.remote(self.subscriber, first, ops)
-                    if isinstance(answer, Marker):  # BUSY: keys held by a prepared update
-                        waiting = link.handle.exchange_waiting.options(concurrency_group=WAIT_GROUP)
-                        answer = await waiting.remote(self.subscriber, first, ops)
-                    outcomes, snapshots, acked = answer
+                    outcomes, snapshots, acked = await self._exchanged(link, first, ops)
                 except Exception as exc:
                     self._break(link, translated(exc))
                     return
@@ -335,15 +333,46 @@ class NodeCache:
                 link.flushing = False
             raise
 
+    async def _exchanged(self, link: _Link, first: int, ops: list[WireOp]) -> Exchanged:
+        """The host's answer to ``ops`` (sequence numbers ``first`` on). While the host
+        cannot be reached (``unreachable_now``) the same batch is sent again every
+        ``RESEND_AFTER`` seconds, for ``OP_TIMEOUT`` at most: the host applies each
+        operation once whichever copy comes first, so a partition delays this process's
+        writes and loses none. Raises what the last attempt did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + OP_TIMEOUT
+        while True:
+            try:
+                answer: Exchanged | Marker = await link.handle.exchange.remote(self.subscriber, first, ops)
+                if isinstance(answer, Marker):  # BUSY: keys held by a prepared update
+                    waiting = link.handle.exchange_waiting.options(concurrency_group=WAIT_GROUP)
+                    answer = await waiting.remote(self.subscriber, first, ops)
+                return answer
+            except Exception as exc:
+                if not unreachable_now(exc) or loop.time() + RESEND_AFTER > deadline:
+                    raise
+            await asyncio.sleep(RESEND_AFTER)
+
     async def _poll(self, link: _Link) -> None:
+        """Take in what the host says changed, one long poll after another; a host that
+        cannot be reached is asked again (``RESEND_AFTER``) for ``OP_TIMEOUT``, then the
+        link breaks."""
+        loop = asyncio.get_running_loop()
+        failing_since: float | None = None
         while True:
             try:
                 snapshots, acked = await link.handle.poll.options(concurrency_group=WAIT_GROUP).remote(
                     self.subscriber, POLL_WAIT
                 )
             except Exception as exc:
+                now = loop.time()
+                failing_since = now if failing_since is None else failing_since
+                if unreachable_now(exc) and now - failing_since < OP_TIMEOUT:
+                    await asyncio.sleep(RESEND_AFTER)
+                    continue
                 self._break(link, translated(exc))
                 return
+            failing_since = None
             with self._lock:
                 self._absorb(link, snapshots, acked)
             await asyncio.sleep(POLL_LINGER)

@@ -161,6 +161,15 @@ def _ray_get(ref: ObjectRef[T], timeout: float) -> T:
         raise translated(exc) from None
 
 
+def unreachable_now(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ray's word that an actor could not be reached just now (the
+    network failed, as a partition does, or its process is restarting): a call that is
+    safe to send again may be."""
+    from ray.exceptions import ActorUnavailableError
+
+    return isinstance(exc, ActorUnavailableError)
+
+
 def translated(exc: Exception) -> Exception:
     """Ray's actor failures as a clear error; anything else unchanged."""
     from ray.exceptions import ActorUnavailableError, RayActorError

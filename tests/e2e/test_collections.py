@@ -717,3 +717,29 @@ def test_cluster_false_disables_every_constructor() -> None:
         ):
             with pytest.raises(RuntimeError, match="Options\\(cluster=False\\)"):
                 make()
+
+
+def test_a_batch_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
+    """A node cache sends its batch again while the host cannot be reached (a partition:
+    ``NodeCache._exchanged``), so a host may get a batch twice: it applies each operation
+    once, whichever copy came first, and of an answer the first copy took with it says
+    that it was lost."""
+    import ray
+
+    from skyward.collections.config import NAMESPACE
+    from skyward.collections.placement import home_of
+
+    name = unique("resent")
+    counter = process_pool.counter(name, consistency="eventual")
+    assert counter.value == 0  # its host is started
+    config = process_pool._open.cluster.collections.config
+    host = ray.get_actor(config.host_name(home_of("counter", name, config.hosts)), namespace=NAMESPACE)
+    batch = [("counter", name, "add", (5,), None)]
+    first = ray.get(host.exchange.remote("resent-test", 0, batch), timeout=30)
+    again = ray.get(host.exchange.remote("resent-test", 0, batch), timeout=30)
+    later = ray.get(host.exchange.remote("resent-test", 1, [("counter", name, "add", (1,), None)]), timeout=30)
+    assert first[0] == [(True, 5)] and first[2] == 0, first
+    [(ok, error)] = again[0]
+    assert not ok and "applied when first sent; its answer was lost" in str(error) and again[2] == 0, again
+    assert later[0] == [(True, 6)] and later[2] == 1, later
+    assert eventually(lambda: process_pool.counter(name, consistency="eventual").value, 6) == 6

@@ -18,7 +18,8 @@ else all run.
 Two more partitions show the other collections' promises: a lock holder cut off from
 the lock's host loses the lock after its lease and is told so, and an eventual counter
 written on every node through a partition converges, once healed, to every
-acknowledged increment.
+acknowledged increment; so does one whose writer's connections to the counter's host
+are reset again and again.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from conftest import QUIET, make_image, ssh_provider
 from e2e.cloud.rotation import in_turn
 from history import COUNTER, REGISTER, Op, linearizable
 from hosts import LAB_DIR, HostLab
-from netfaults import connections_reset, link_dropped, partitioned
+from netfaults import connections_reset, link_dropped, listening_ports, partitioned, process_connections_reset
 from recorded_history import histories, operate
 
 import skyward as sky
@@ -325,6 +326,34 @@ def test_an_eventual_counter_converges_after_a_partition_and_loses_no_write(lab:
             break
         time.sleep(0.2)
     assert set(seen.values()) == {total}, (seen, counts)
+
+
+def test_an_eventual_counter_loses_no_write_when_its_hosts_connections_reset(lab: HostLab, pool: sky.Pool) -> None:
+    """Every node increments one eventual counter for 12 s while node 2's connections to
+    the collections' hosts (on node 0) are reset six times, a second apart: Ray says the
+    host is unavailable for now (``ActorUnavailableError``), node 2 sends its batch
+    again, and no write is lost or applied twice. Before, node 2's writes failed from
+    the first reset on (``CollectionUnavailableError``), and what it had sent was lost."""
+    name = f"reset-{uuid.uuid4().hex[:8]}"
+    counts: dict[int, int] = {}
+
+    def on(node: int) -> None:
+        counts[node] = pool.run(count_eventually(name, 12.0), target=node)
+
+    threads = [threading.Thread(target=on, args=(node,), daemon=True) for node in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(3)  # node 2 uses the counter's host by now
+    ports = listening_ports(lab.hosts[0], "ray::CollectionHost")
+    reset = []
+    for _ in range(6):
+        reset.append(process_connections_reset(lab.hosts[2], lab.hosts[0], ports))
+        time.sleep(1)
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sum(reset) > 0, f"no connection of node 2 to {ports} was reset"
+    assert sorted(counts) == [0, 1, 2], counts
+    assert pool.counter(name).value == sum(counts.values()), (counts, reset)
 
 
 @in_turn(0, of=3)  # with the 30 s partition of test_network_faults.py
