@@ -143,6 +143,9 @@ class RemoteHosts:
         self.resumes: SSHReach | None = None
         """How to reach the hosts again when the client's connection to one is closed or
         reset: the pool resumes (``relay``, ``watch``). None: it does not."""
+        self.reach: SSHReach | None = None
+        """How the hosts were reached (``connect``): a stop whose connection to a host
+        closed reaches it again with it (``_stop_on``)."""
         self._reconnecting: dict[int, asyncio.Lock] = {}
 
     @property
@@ -171,6 +174,7 @@ class RemoteHosts:
         hosts of a pool taken over, default new ones); ConnectionError naming the first
         that fails. Returns the new nodes."""
         started = time.monotonic()
+        self.reach = reach
         endpoints = [handle.ssh for handle in handles]
         if any(endpoint is None for endpoint in endpoints):
             raise ValueError("every node of a remote pool needs an SSH endpoint")
@@ -321,7 +325,8 @@ class RemoteHosts:
                     continue  # rejoined over a new connection (``revive``): follow that one
                 if not await self._reached_again(node):
                     break
-            lost(node, f"the connection to {node.address} closed (its machine or sshd is gone)")
+            if node.serial not in self._stopping:  # not lost: the pool stops it (``_stop_on``)
+                lost(node, f"the connection to {node.address} closed (its machine or sshd is gone)")
 
         asyncio.ensure_future(follow())
 
@@ -516,16 +521,17 @@ class RemoteHosts:
         """Stop every process of the pool on every host and remove its files."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        nodes = list(self.nodes)  # each closed after, whatever leaves the pool meanwhile
         try:
-            results = await asyncio.gather(*(self._stop_on(node) for node in self.nodes), return_exceptions=True)
+            results = await asyncio.gather(*(self._stop_on(node, True) for node in nodes), return_exceptions=True)
             failures = [result for result in results if isinstance(result, VolumeMountError)]
             if failures:
                 raise failures[0]
         finally:
-            for node in self.nodes:
+            for node in nodes:
                 node.files.close()
                 node.conn.close()
-            await asyncio.gather(*(n.conn.wait_closed() for n in self.nodes), return_exceptions=True)
+            await asyncio.gather(*(n.conn.wait_closed() for n in nodes), return_exceptions=True)
 
     async def disconnect(self) -> None:
         """Let go of every host without stopping the pool there: its watchdogs count
@@ -552,20 +558,53 @@ class RemoteHosts:
             node.files.close()
             node.conn.close()
 
-    async def _stop_on(self, node: RemoteNode) -> None:
+    async def _stop_on(self, node: RemoteNode, reach_again: bool = False) -> None:
+        """Stop the pool on ``node``: its watchdog is told to (it stops every process of
+        the pool there, removes its files, unmounts its volumes) and waited for. With
+        ``reach_again`` (the pool closes), when the connection to the host closed (reset,
+        dropped) the host is reached again and its watchdog rejoined (``reconnect``) and
+        told over the new one. A host that is not is logged and left to its watchdog,
+        which stops the pool ``ttl`` seconds after it last heard from this client.
+        VolumeMountError for a volume left mounted."""
         self._stopping.add(node.serial)
-        if node.watchdog is not None:
-            try:
-                node.watchdog.stdin.write("stop\n")
-                done = await asyncio.wait_for(node.watchdog.wait(), STOP_TIMEOUT + self.volume_count * UNMOUNT_TIMEOUT_S)
-            except Exception as exc:
+        if node.watchdog is None:
+            await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
+            return
+        try:
+            done = await self._told_to_stop(node)
+        except Exception as exc:  # noqa: BLE001 - logged; the watchdog's countdown stops the pool
+            if isinstance(exc, TimeoutError) or not reach_again or self.reach is None:
                 log.warning("watchdog on %s: %s", node.address, exc)
                 return
-            for line in str(done.stdout or "").splitlines():
-                if isinstance(failed := read_marker(line), messages.UnmountFailed):
-                    raise _volume_error(node, failed.bucket, failed.mount, failed.cause)
-        else:
-            await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
+            try:
+                await self._reached_again_to_stop(node, self.reach)
+                done = await self._told_to_stop(node)
+            except Exception as again:  # noqa: BLE001 - logged, as above
+                log.warning("watchdog on %s: %s; reaching it again: %s", node.address, exc, again)
+                return
+        for line in str(done.stdout or "").splitlines():
+            if isinstance(failed := read_marker(line), messages.UnmountFailed):
+                raise _volume_error(node, failed.bucket, failed.mount, failed.cause)
+
+    async def _reached_again_to_stop(self, node: RemoteNode, reach: SSHReach) -> None:
+        """``node`` on a new connection, its watchdog rejoined (``reconnect``), trying
+        every second for ``STOP_TIMEOUT`` while the host cannot be reached; raises why
+        not (unreachable all that time, the watchdog gone)."""
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while True:
+            try:
+                await self.reconnect(node, reach, PROBE_TIMEOUT)
+                return
+            except ConnectionError:
+                if time.monotonic() + 1.0 > deadline:
+                    raise
+            await asyncio.sleep(1.0)
+
+    async def _told_to_stop(self, node: RemoteNode) -> asyncssh.SSHCompletedProcess:
+        """``node``'s watchdog told to stop the pool, once it has (its output)."""
+        assert node.watchdog is not None
+        node.watchdog.stdin.write("stop\n")
+        return await asyncio.wait_for(node.watchdog.wait(), STOP_TIMEOUT + self.volume_count * UNMOUNT_TIMEOUT_S)
 
 
 def _volume_error(node: RemoteNode, bucket: str, mount: str, cause: str) -> VolumeMountError:

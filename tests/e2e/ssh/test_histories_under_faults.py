@@ -298,24 +298,35 @@ def read_count(name: str) -> int:
     return sky.counter(name).value
 
 
-def test_an_eventual_counter_converges_after_a_partition_and_loses_no_write(lab: HostLab, pool: sky.Pool) -> None:
-    """Every node increments one eventual counter for 15 s while node 2 is cut off from
-    the others for 8 s of it: once healed, every node and the client read the same value,
-    the sum of every increment acknowledged."""
-    name = f"eventual-{uuid.uuid4().hex[:8]}"
+def counted_on_every_node(pool: sky.Pool, name: str, seconds: float, fault: Callable[[], None]) -> dict[int, int]:
+    """Every node increments the eventual counter ``name`` for ``seconds`` while
+    ``fault()`` runs 3 s in; how many increments each node's task acknowledged."""
     counts: dict[int, int] = {}
 
     def on(node: int) -> None:
-        counts[node] = pool.run(count_eventually(name, 15.0), target=node)
+        counts[node] = pool.run(count_eventually(name, seconds), target=node)
 
     threads = [threading.Thread(target=on, args=(node,), daemon=True) for node in range(3)]
     for thread in threads:
         thread.start()
     time.sleep(3)
-    with partitioned(lab, lab.hosts[2]):
-        time.sleep(8)
+    fault()
     for thread in threads:
         thread.join(timeout=120)
+    return counts
+
+
+def test_an_eventual_counter_converges_after_a_partition_and_loses_no_write(lab: HostLab, pool: sky.Pool) -> None:
+    """Every node increments one eventual counter for 15 s while node 2 is cut off from
+    the others for 8 s of it: once healed, every node and the client read the same value,
+    the sum of every increment acknowledged."""
+    name = f"eventual-{uuid.uuid4().hex[:8]}"
+
+    def cut() -> None:
+        with partitioned(lab, lab.hosts[2]):
+            time.sleep(8)
+
+    counts = counted_on_every_node(pool, name, 15.0, cut)
     assert sorted(counts) == [0, 1, 2], counts
     total = sum(counts.values())
     assert pool.counter(name).value == total  # the tasks' results came: their writes show
@@ -335,22 +346,16 @@ def test_an_eventual_counter_loses_no_write_when_its_hosts_connections_reset(lab
     again, and no write is lost or applied twice. Before, node 2's writes failed from
     the first reset on (``CollectionUnavailableError``), and what it had sent was lost."""
     name = f"reset-{uuid.uuid4().hex[:8]}"
-    counts: dict[int, int] = {}
+    ports: set[int] = set()
+    reset: list[int] = []
 
-    def on(node: int) -> None:
-        counts[node] = pool.run(count_eventually(name, 12.0), target=node)
+    def resets() -> None:
+        ports.update(listening_ports(lab.hosts[0], "ray::CollectionHost"))  # node 2 uses them by now
+        for _ in range(6):
+            reset.append(process_connections_reset(lab.hosts[2], lab.hosts[0], ports))
+            time.sleep(1)
 
-    threads = [threading.Thread(target=on, args=(node,), daemon=True) for node in range(3)]
-    for thread in threads:
-        thread.start()
-    time.sleep(3)  # node 2 uses the counter's host by now
-    ports = listening_ports(lab.hosts[0], "ray::CollectionHost")
-    reset = []
-    for _ in range(6):
-        reset.append(process_connections_reset(lab.hosts[2], lab.hosts[0], ports))
-        time.sleep(1)
-    for thread in threads:
-        thread.join(timeout=120)
+    counts = counted_on_every_node(pool, name, 12.0, resets)
     assert sum(reset) > 0, f"no connection of node 2 to {ports} was reset"
     assert sorted(counts) == [0, 1, 2], counts
     assert pool.counter(name).value == sum(counts.values()), (counts, reset)

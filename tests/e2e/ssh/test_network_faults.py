@@ -179,6 +179,32 @@ def test_a_link_dropped_past_ttl_ends_the_map_saying_why_and_leaves_nothing(lab:
     assert gone, {**pool_traces(lab, pool_id), "strays": strays(lab, before, pool_id)}
 
 
+def test_a_pool_closed_as_its_connection_to_a_host_is_reset_still_stops_there_at_once(
+    lab: HostLab, index: str
+) -> None:
+    """The pool closes just after its connection to host 2 was reset, while host 2
+    cannot be reached for 3 s: the close reaches host 2 again once it can, rejoins its
+    watchdog and stops the pool there, rather than leaving it to the watchdog's
+    countdown (``Spec.ttl``, 600 s here)."""
+    pool = sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(index), options=QUIET)
+    pool.open()
+    pool_id = pool.id
+    try:
+        assert len(pool.map(counted, range(30))) == 30
+        with link_dropped(lab, lab.hosts[2]):
+            assert connections_reset(lab.hosts[2]) > 0
+            closing = threading.Thread(target=pool.close, daemon=True)
+            closing.start()
+            time.sleep(3)
+        closing.join(timeout=120)
+        assert not closing.is_alive(), "the pool did not close"
+    finally:
+        pool.close()
+    # the pool's processes and directory (not ``strays``: the reset ended the module's
+    # pool's connections to host 2 too, and its watchdog there has a rejoin of its own now)
+    assert wait_for(lambda: not any(pool_traces(lab, pool_id).values()), timeout=30), pool_traces(lab, pool_id)
+
+
 @in_turn(0, of=3)  # the longest (1.5-2.5 min each) take turns in CI by the commit's day
 def test_a_worker_partitioned_from_the_others_for_30s_loses_nothing(lab: HostLab, pool: sky.Pool) -> None:
     def cut() -> None:
