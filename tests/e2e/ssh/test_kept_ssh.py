@@ -5,8 +5,7 @@ script held freed; idle past ``keep_alive`` it is torn down and leaves nothing o
 hosts or on this machine. When the daemon is killed, the next command's daemon takes the
 pool over from what its predecessor wrote down, and it still runs tasks; when the process
 holding the pool (``daemon.pool_host``, with the opening script's environment) is killed,
-the daemon takes it over again. A pool whose daemon died before writing it down is torn
-down by that process."""
+the daemon takes it over again."""
 
 from __future__ import annotations
 
@@ -153,49 +152,6 @@ def test_a_killed_daemons_kept_ssh_pool_is_taken_over_by_the_next_command_and_st
         events = subprocess.run([SKY, "events", kept.name], env=sandbox["env"], capture_output=True, text=True,
                                 timeout=60, check=True).stdout
         assert "its host process ended" in events and events.count("taken over by pool daemon") == 2, events
-
-
-def test_a_pool_whose_daemon_dies_while_it_opens_is_torn_down_by_its_host(
-    lab: HostLab, sandbox: dict, home: Path, tmp_path: Path
-) -> None:
-    script = tmp_path / "script.py"
-    text = SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts, keep_alive=600)
-    # each host's bootstrap waits 8 s once the pool's directory is there: the daemon is
-    # killed inside that, before the pool opened (and so before it could be written down)
-    slowed = text.replace("nodes=3,", 'nodes=3, image=sky.Image(shell_vars={"HELD": "sleep 8; echo held"}),')
-    assert slowed != text
-    script.write_text(slowed)
-    opening = subprocess.Popen(
-        [sys.executable, str(script)], cwd=tmp_path, env=sandbox["env"], stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        # the daemon dies while the pool's host launches it (its directories appear on the hosts)
-        assert wait_for(lambda: pool_hosts() and pool_traces(lab, "")["dirs"], timeout=120), daemon_logs(home)
-        [first_host] = pool_hosts()
-        [first] = {name.split("skyward-")[1][:12] for name in pool_traces(lab, "")["dirs"]}  # its pool id's start
-        [daemon] = daemon_client.status()
-        os.kill(daemon.pid, signal.SIGKILL)
-        said, _ = opening.communicate(timeout=400)
-    finally:
-        if opening.poll() is None:
-            opening.kill()
-    # its client asked a new daemon once more, for a pool with an id of its own: it opened
-    # on the same hosts beside the first (sharing the id, it took the first's directories)
-    assert opening.returncode == 0 and "AFTER" in said, f"{said[-3000:]}\n{daemon_logs(home)[-6000:]}"
-    assert len({name.split("skyward-")[1][:12] for name in pool_traces(lab, "")["dirs"]} - {first}) == 1
-    try:
-        # no daemon wrote the first pool down: its host tore it down (not left for Spec.ttl)
-        assert wait_for(lambda: not first_host.is_running(), timeout=300), daemon_logs(home)
-        left = wait_for(lambda: not any(pool_traces(lab, first).values()), timeout=60)
-        assert left, f"{pool_traces(lab, first)}\n{said[-3000:]}\n{daemon_logs(home)[-6000:]}"
-    finally:
-        down = subprocess.run(
-            [SKY, "down", "--all"], env=sandbox["env"], capture_output=True, text=True, timeout=300, check=False
-        )
-    assert down.returncode == 0, down.stdout + down.stderr
-    assert wait_for(lambda: not any(pool_traces(lab, "").values()), timeout=60), pool_traces(lab, "")
-    assert wait_for_no_processes(sandbox["base"], within=60) == []
 
 
 def pool_hosts() -> list[psutil.Process]:
