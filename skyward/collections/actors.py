@@ -17,7 +17,8 @@ prepared multi-shard update answers ``BUSY`` and is sent again to ``WAIT_GROUP``
 
 ``call`` takes one pickled request and answers a pickled ``(True, result)`` or
 ``(False, exception)`` rather than raising, so the caller re-raises the original
-exception type without Ray's wrapping.
+exception type without Ray's wrapping. The ticket ahead of the request lets the caller
+send it again while the host cannot be reached: the host applies it once (``replies``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, Collections
 from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
 from skyward.collections.errors import CollectionUnavailableError
 from skyward.collections.markers import BUSY, NO_SLOT, Marker
-from skyward.collections.remote import EntityKey, Exchanged, HostHandle, Items, Outcome, Snapshot, WireOp
+from skyward.collections.remote import EntityKey, Exchanged, HostHandle, Items, Outcome, Snapshot, Ticket, WireOp
+from skyward.collections.replies import Replies, ticketed
 from skyward.collections.subscriptions import Subscriptions, WatchedKey
 from skyward.core.codec import load_payload
 
@@ -80,6 +82,7 @@ class CollectionHost:
         self._entities: dict[EntityKey, Entity] = {}
         self._subscriptions = Subscriptions(threading.Condition(self._lock))
         self._acked: dict[str, int] = {}
+        self._replies = Replies(self._lock)
         self._leases = LeaseTable()
         self._held: dict[str, set[EntityKey]] = {}
         self._prepared: dict[str, tuple[str, float]] = {}
@@ -89,18 +92,35 @@ class CollectionHost:
     # ------------------------------------------------------------------ strong path
 
     def call(self, request: bytes) -> bytes:
-        """Apply one operation that does not wait, ``pack((kind, name, op, args))``;
-        answers ``pack((ok, result))``, or ``pack((False, BUSY))`` when dict keys it
-        touches are held by a prepared update (send it again with ``call_waiting``)."""
-        kind, name, op, args = load_payload(request)
-        with self._lock:
-            return pack(self._apply(kind, name, op, args, waiting=False))
+        """Apply one operation that does not wait, ``pack((kind, name, op, args))`` headed
+        by its ticket (``replies.with_ticket``), once per ticket; answers ``pack((ok,
+        result))``, or ``pack((False, BUSY))`` when dict keys it touches are held by a
+        prepared update, or its first copy still runs (send it again with
+        ``call_waiting``)."""
+        return pack(self._applied_once(request, waiting=False))
 
     def call_waiting(self, request: bytes) -> bytes:
         """Like ``call``, for operations that may wait (``WAIT_GROUP``)."""
-        kind, name, op, args = load_payload(request)
+        return pack(self._applied_once(request, waiting=True))
+
+    def _applied_once(self, request: bytes, waiting: bool) -> Outcome:
+        ticket, operation = ticketed(request)
+        kind, name, op, args = load_payload(operation)
         with self._lock:
-            return pack(self._apply(kind, name, op, args, waiting=True))
+            return self._admitted(ticket, kind, name, op, args, waiting)
+
+    def _admitted(
+        self, ticket: Ticket, kind: str, name: str, op: str, args: tuple[object, ...], waiting: bool
+    ) -> Outcome:
+        try:
+            earlier = self._replies.admit(ticket, can_wait=waiting)
+        except TimeoutError as exc:
+            return False, exc
+        if earlier is not None:
+            return earlier
+        outcome = self._apply(kind, name, op, args, waiting)
+        self._replies.record(ticket, outcome)
+        return outcome
 
     def _apply(self, kind: str, name: str, op: str, args: tuple[object, ...], waiting: bool) -> Outcome:
         try:
@@ -346,7 +366,8 @@ class CollectionHost:
 
     def _check_forever(self) -> None:
         """Every CHECK_EVERY s: release the holders whose lease expired, abort updates
-        prepared too long ago; now and then forget subscribers that stopped polling."""
+        prepared too long ago; now and then forget subscribers that stopped polling and
+        callers that stopped calling."""
         ticks = 0
         while True:
             time.sleep(CHECK_EVERY)
@@ -361,6 +382,7 @@ class CollectionHost:
                         del self._prepared[transaction]
                 if ticks % FORGET_EVERY == 0:
                     self._subscriptions.forget_idle()
+                    self._replies.forget_idle()
 
 
 class LeaseTable:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from skyward.collections.actors import WAIT_GROUP
-from skyward.collections.config import OP_TIMEOUT, SYNC
+from skyward.collections.config import OP_TIMEOUT, RESEND_AFTER, SYNC
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import MISSING, NO_SLOT, UNKNOWN, Marker
 from skyward.collections.remote import Exchanged, HostHandle, Snapshot, WireOp
@@ -37,8 +37,6 @@ from skyward.collections.steps import Steps, Wait, translated, unreachable_now
 
 POLL_WAIT = 2.0
 POLL_LINGER = 0.005
-RESEND_AFTER = 0.5
-"""Seconds between sending a batch (or a poll) again to a host that could not be reached."""
 
 
 Write = tuple[Hashable, str, tuple[object, ...], tuple[object, ...]]

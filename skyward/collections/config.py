@@ -26,6 +26,9 @@ DEFAULT_CONSISTENCY = EVENTUAL
 
 OP_TIMEOUT = 60.0
 """The longest wait for a host's answer to an operation that does not wait itself."""
+RESEND_AFTER = 0.5
+"""Seconds between sending an operation (a strong call, a batch, a poll) again to a host
+that could not be reached just now."""
 
 SYNC = "sync"
 """The kind of the no-op a node cache sends to learn that its earlier writes are applied."""

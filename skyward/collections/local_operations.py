@@ -24,14 +24,15 @@ from skyward.collections import lineage
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.combiner import Combiner, Failed
-from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
+from skyward.collections.config import NAMESPACE, OP_TIMEOUT, RESEND_AFTER, CollectionsConfig
 from skyward.collections.errors import BrokenBarrierError, CollectionClosedError, CollectionUnavailableError
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.remote import HostClass, HostHandle, Items
-from skyward.collections.steps import WAIT_SLICE, Steps, Wait, translated
+from skyward.collections.replies import Tickets, with_ticket
+from skyward.collections.steps import WAIT_SLICE, HostUnreachableError, Steps, Wait, pause, translated
 from skyward.core.codec import load_payload
 from skyward.core.validation import shown
 
@@ -71,7 +72,9 @@ class LocalOperations:
         self._handles: list[HostHandle | None] = [None] * config.hosts
         self._lock = threading.Lock()
         self._loop = BackgroundLoop(f"skyward-collections-{config.pool_id[:8]}")
-        self._cache = NodeCache(self._loop, self.handle, f"{where}/{os.getpid()}/{uuid.uuid4().hex[:8]}")
+        caller = f"{where}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+        self._cache = NodeCache(self._loop, self.handle, caller)
+        self._tickets = Tickets(caller)
         self._keeper = LeaseKeeper(self._loop, self.handle)
         self._increments: Combiner[int, int] = Combiner("increment", self._add_all)
         self._puts: Combiner[object, None] = Combiner("put", self._put_all, most=PUTS_AT_ONCE)
@@ -116,21 +119,38 @@ class LocalOperations:
     ) -> Steps[object]:
         """One operation on the owning host; returns its result or raises its error. An
         operation that may wait (``waiting``) goes to the host's wait group; so does one
-        the host answers BUSY (its dict keys are held by a multi-shard update)."""
+        the host answers BUSY (its dict keys are held by a multi-shard update). While the
+        host cannot be reached just now (a reset connection, a partition) the same call is
+        sent again every ``RESEND_AFTER`` s within ``timeout``: the host applies it once
+        (``replies``)."""
         request = _packed(kind, name, op, args)
         return (yield from self._request(host, f"sky.{kind}({name!r}).{op}", request, timeout, waiting))
 
     def _request(self, host: int, what: str, request: bytes, timeout: float, waiting: bool) -> Steps[object]:
         """``call`` of a packed request."""
         handle = self.handle(host)
-        method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
-        ok, value = load_payload((yield Wait(method.remote(request), timeout, what)))
-        if value is BUSY:
-            waiting_call = handle.call_waiting.options(concurrency_group=WAIT_GROUP)
-            ok, value = load_payload((yield Wait(waiting_call.remote(request), timeout, what)))
-        if ok:
-            return value
-        raise value
+        number = self._tickets.issue()
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
+                left = max(0.0, deadline - time.monotonic())
+                try:
+                    sent = with_ticket(self._tickets.ticket(number), request)
+                    ok, value = load_payload((yield Wait(method.remote(sent), left, what)))
+                except HostUnreachableError:
+                    if time.monotonic() + RESEND_AFTER >= deadline:
+                        raise
+                    yield from pause(RESEND_AFTER)
+                    continue
+                if value is BUSY:
+                    waiting = True
+                    continue
+                if ok:
+                    return value
+                raise value
+        finally:
+            self._tickets.settle(number)
 
     def call_as(
         self, result: type[R], host: int, kind: str, name: str, op: str, args: tuple[object, ...],

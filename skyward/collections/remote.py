@@ -30,6 +30,9 @@ WireOp: TypeAlias = tuple[str, str, str, tuple[object, ...], Hashable]
 Exchanged: TypeAlias = tuple[list[Outcome], list[Snapshot], int]
 """A host's answer to a batch: each operation's outcome, the snapshots of the slots they
 touched, the sequence number of the last one applied."""
+Ticket: TypeAlias = tuple[str, int, int]
+"""(caller, number of this call, lowest number the caller still waits on) of one strong
+call (see ``replies``)."""
 Items: TypeAlias = list[tuple[Hashable, object]]
 """(key, value) pairs written to one dict shard."""
 

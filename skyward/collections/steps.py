@@ -104,6 +104,19 @@ def async_twin(blocking: Callable[P, T]) -> Callable[P, Coroutine[object, None, 
     return twin
 
 
+def pause(seconds: float) -> Steps[None]:
+    """Wait ``seconds``, as a step (so that a blocking run and an asyncio one both can)."""
+    try:
+        yield Wait(concurrent.futures.Future(), seconds, "a pause")
+    except TimeoutError:
+        return
+
+
+class HostUnreachableError(CollectionUnavailableError):
+    """Ray's ``ActorUnavailableError``, translated: the host of a collection could not be
+    reached just now (see ``unreachable_now``)."""
+
+
 class _SliceOver(Exception):
     """The current wait slice ended without an answer."""
 
@@ -175,7 +188,7 @@ def translated(exc: Exception) -> Exception:
     from ray.exceptions import ActorUnavailableError, RayActorError
 
     if isinstance(exc, ActorUnavailableError):
-        return CollectionUnavailableError(
+        return HostUnreachableError(
             "the host of this collection could not be reached just now (the network between this process "
             "and it failed, as a partition does, or its process is restarting); the operation may or may "
             f"not have taken effect: retry it if that is safe ({str(exc).strip().splitlines()[0]})"

@@ -743,3 +743,33 @@ def test_a_batch_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
     assert not ok and "applied when first sent; its answer was lost" in str(error) and again[2] == 0, again
     assert later[0] == [(True, 6)] and later[2] == 1, later
     assert eventually(lambda: process_pool.counter(name, consistency="eventual").value, 6) == 6
+
+
+def test_a_strong_call_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
+    """A process sends a strong call again, under the same ticket, while the host cannot
+    be reached (``LocalOperations._request``): the host applies it once and answers every
+    copy with the first one's answer, and refuses a copy that comes after the caller had
+    its answer."""
+    import ray
+
+    from skyward.collections.actors import pack
+    from skyward.collections.config import NAMESPACE
+    from skyward.collections.placement import home_of
+    from skyward.collections.replies import with_ticket
+    from skyward.core.codec import load_payload
+
+    name = unique("called-again")
+    assert process_pool.counter(name, consistency="strong").value == 0  # its host is started
+    config = process_pool._open.cluster.collections.config
+    host = ray.get_actor(config.host_name(home_of("counter", name, config.hosts)), namespace=NAMESPACE)
+
+    def add(amount: int, ticket: tuple[str, int, int]) -> object:
+        request = with_ticket(ticket, pack(("counter", name, "add", (amount,))))
+        return load_payload(ray.get(host.call.remote(request), timeout=30))
+
+    assert add(5, ("again-test", 0, 0)) == (True, 5)
+    assert add(5, ("again-test", 0, 0)) == (True, 5)
+    assert add(1, ("again-test", 1, 1)) == (True, 6)
+    ok, error = add(5, ("again-test", 0, 0))
+    assert not ok and "after the caller had taken its answer" in str(error), error
+    assert process_pool.counter(name, consistency="strong").value == 6

@@ -10,6 +10,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -21,9 +22,10 @@ from skyward.collections.cache import Replica
 from skyward.collections.config import LEASE_TTL, MAX_HOSTS, MIN_HOSTS, check_name, check_timeout, host_count, resolve
 from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
 from skyward.collections.errors import BrokenBarrierError, StaleFenceError
-from skyward.collections.markers import MISSING, UNKNOWN
+from skyward.collections.markers import BUSY, MISSING, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
-from skyward.collections.steps import Wait, run, run_async
+from skyward.collections.replies import Replies, Tickets, ticketed, with_ticket
+from skyward.collections.steps import Wait, pause, run, run_async
 
 
 class Recorder:
@@ -386,3 +388,62 @@ def test_an_unpicklable_key_names_the_collection_the_operation_and_the_fix() -> 
 def test_update_with_neither_a_mapping_nor_pairs_names_the_fix() -> None:
     with pytest.raises(TypeError, match=r"sky\.dict\('d'\)\.update\(5\): expects a mapping or an iterable of \(key, value\) pairs, got int"):
         SharedDict(None, "d", "eventual").update(5)  # type: ignore[arg-type]
+
+
+def test_tickets_name_the_lowest_call_their_process_still_waits_on() -> None:
+    tickets = Tickets("n0/1/a")
+    first, second, third = tickets.issue(), tickets.issue(), tickets.issue()
+    assert tickets.ticket(third) == ("n0/1/a", 2, 0)
+    tickets.settle(first)
+    assert tickets.ticket(second) == ("n0/1/a", 1, 1)
+    tickets.settle(third)
+    tickets.settle(second)
+    assert tickets.ticket(tickets.issue()) == ("n0/1/a", 3, 3)
+
+
+def test_a_ticket_travels_as_a_line_ahead_of_its_request() -> None:
+    request = pack(("counter", "c", "add", (1,)))
+    ticket, operation = ticketed(with_ticket(("n1/42/ab cd", 7, 3), request))
+    assert ticket == ("n1/42/ab cd", 7, 3) and bytes(operation) == request
+    with pytest.raises(ValueError):
+        ticketed(request.replace(b"\n", b""))
+
+
+def test_a_host_applies_a_strong_call_once_whichever_copy_comes_first() -> None:
+    """``Replies``: a copy after the first gets its answer; a copy while it runs waits for
+    it (or, where it may not wait, is sent to the wait group); a copy after the caller took
+    the answer is refused; BUSY applies nothing, so its copy runs."""
+    lock = threading.Lock()
+    replies = Replies(lock)
+    with lock:
+        assert replies.admit(("c", 0, 0), can_wait=False) is None
+        replies.record(("c", 0, 0), (True, 5))
+        assert replies.admit(("c", 0, 0), can_wait=False) == (True, 5)
+        assert replies.admit(("c", 1, 0), can_wait=True) is None  # runs (a lock acquire, say)
+        assert replies.admit(("c", 1, 0), can_wait=False) == (False, BUSY)
+    copy = concurrent.futures.ThreadPoolExecutor(1).submit(lambda: _admitted(replies, lock, ("c", 1, 0)))
+    with pytest.raises(concurrent.futures.TimeoutError):
+        copy.result(timeout=0.3)  # waits for the first copy
+    with lock:
+        replies.record(("c", 1, 0), (True, 7))
+    assert copy.result(timeout=5) == (True, 7)
+    with lock:
+        assert replies.admit(("c", 2, 2), can_wait=False) is None  # the caller has 0 and 1
+        replies.record(("c", 2, 2), (False, BUSY))
+        assert replies.admit(("c", 2, 2), can_wait=True) is None  # BUSY applied nothing
+        replies.record(("c", 2, 2), (True, 8))
+        (ok, error) = replies.admit(("c", 1, 0), can_wait=True)  # a stale copy
+        assert not ok and "after the caller had taken its answer" in str(error)
+        assert replies.admit(("other", 1, 0), can_wait=False) is None  # callers are apart
+
+
+def _admitted(replies: Replies, lock: threading.Lock, ticket: tuple[str, int, int]) -> object:
+    with lock:
+        return replies.admit(ticket, can_wait=True)
+
+
+def test_a_pause_waits_blocking_and_from_asyncio() -> None:
+    for drive in (run, lambda steps: asyncio.run(run_async(steps))):
+        started = time.monotonic()
+        drive(pause(0.2))
+        assert 0.2 <= time.monotonic() - started < 2

@@ -281,10 +281,10 @@ def test_a_lock_holder_cut_off_loses_the_lock_after_its_lease_and_is_told_so(
 
 
 @sky.function
-def count_eventually(name: str, seconds: float) -> int:
-    """Increment the eventual counter ``name`` every 10 ms for ``seconds``: how many
-    increments were acknowledged."""
-    counter = sky.counter(name)
+def count_up(name: str, seconds: float, consistency: sky.Consistency) -> int:
+    """Increment the counter ``name`` every 10 ms for ``seconds``: how many increments
+    were acknowledged."""
+    counter = sky.counter(name, consistency=consistency)
     done, end = 0, time.monotonic() + seconds
     while time.monotonic() < end:
         counter.increment(1)
@@ -298,13 +298,15 @@ def read_count(name: str) -> int:
     return sky.counter(name).value
 
 
-def counted_on_every_node(pool: sky.Pool, name: str, seconds: float, fault: Callable[[], None]) -> dict[int, int]:
-    """Every node increments the eventual counter ``name`` for ``seconds`` while
-    ``fault()`` runs 3 s in; how many increments each node's task acknowledged."""
+def counted_on_every_node(
+    pool: sky.Pool, name: str, seconds: float, fault: Callable[[], None], consistency: sky.Consistency = "eventual"
+) -> dict[int, int]:
+    """Every node increments the counter ``name`` for ``seconds`` while ``fault()`` runs
+    3 s in; how many increments each node's task acknowledged."""
     counts: dict[int, int] = {}
 
     def on(node: int) -> None:
-        counts[node] = pool.run(count_eventually(name, seconds), target=node)
+        counts[node] = pool.run(count_up(name, seconds, consistency), target=node)
 
     threads = [threading.Thread(target=on, args=(node,), daemon=True) for node in range(3)]
     for thread in threads:
@@ -339,13 +341,17 @@ def test_an_eventual_counter_converges_after_a_partition_and_loses_no_write(lab:
     assert set(seen.values()) == {total}, (seen, counts)
 
 
-def test_an_eventual_counter_loses_no_write_when_its_hosts_connections_reset(lab: HostLab, pool: sky.Pool) -> None:
-    """Every node increments one eventual counter for 12 s while node 2's connections to
-    the collections' hosts (on node 0) are reset six times, a second apart: Ray says the
-    host is unavailable for now (``ActorUnavailableError``), node 2 sends its batch
-    again, and no write is lost or applied twice. Before, node 2's writes failed from
-    the first reset on (``CollectionUnavailableError``), and what it had sent was lost."""
-    name = f"reset-{uuid.uuid4().hex[:8]}"
+@pytest.mark.parametrize("consistency", ["eventual", "strong"])
+def test_a_counter_loses_no_write_when_its_hosts_connections_reset(
+    lab: HostLab, pool: sky.Pool, consistency: sky.Consistency
+) -> None:
+    """Every node increments one counter for 12 s while node 2's connections to the
+    collections' hosts (on node 0) are reset six times, a second apart: Ray says the host
+    is unavailable for now (``ActorUnavailableError``), node 2 sends its batch (eventual)
+    or its call (strong) again, and no write is lost or applied twice. Before, node 2's
+    writes failed from the first reset on (``CollectionUnavailableError``): an eventual
+    batch it had sent was lost, and a strong increment raised."""
+    name = f"reset-{consistency}-{uuid.uuid4().hex[:8]}"
     ports: set[int] = set()
     reset: list[int] = []
 
@@ -355,10 +361,10 @@ def test_an_eventual_counter_loses_no_write_when_its_hosts_connections_reset(lab
             reset.append(process_connections_reset(lab.hosts[2], lab.hosts[0], ports))
             time.sleep(1)
 
-    counts = counted_on_every_node(pool, name, 12.0, resets)
+    counts = counted_on_every_node(pool, name, 12.0, resets, consistency)
     assert sum(reset) > 0, f"no connection of node 2 to {ports} was reset"
     assert sorted(counts) == [0, 1, 2], counts
-    assert pool.counter(name).value == sum(counts.values()), (counts, reset)
+    assert pool.counter(name, consistency=consistency).value == sum(counts.values()), (counts, reset)
 
 
 @in_turn(0, of=3)  # with the 30 s partition of test_network_faults.py
