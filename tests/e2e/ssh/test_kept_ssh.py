@@ -5,7 +5,8 @@ script held freed; idle past ``keep_alive`` it is torn down and leaves nothing o
 hosts or on this machine. When the daemon is killed, the next command's daemon takes the
 pool over from what its predecessor wrote down, and it still runs tasks; when the process
 holding the pool (``daemon.pool_host``, with the opening script's environment) is killed,
-the daemon takes it over again."""
+the daemon takes it over again. A pool whose daemon died before writing it down is torn
+down by that process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import ast
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -143,9 +145,9 @@ def test_a_killed_daemons_kept_ssh_pool_is_taken_over_by_the_next_command_and_st
 
         # the process holding the pool killed: the daemon takes the pool over again in a new
         # one, and a script that asks meanwhile waits for it
-        [host] = pool_hosts()
+        [host] = pool_hosts(home)
         host.kill()
-        assert wait_for(lambda: [h.pid for h in pool_hosts()] not in ([], [host.pid]), timeout=60), daemon_logs(home)
+        assert wait_for(lambda: [h.pid for h in pool_hosts(home)] not in ([], [host.pid]), timeout=60), daemon_logs(home)
         third = run(sandbox, script)
         assert third["NODES"] == first["NODES"], "the pool was not taken over again with its node processes"
         assert third["RUNS"] == 3 and third["LOCKED"] is True, third
@@ -154,9 +156,78 @@ def test_a_killed_daemons_kept_ssh_pool_is_taken_over_by_the_next_command_and_st
         assert "its host process ended" in events and events.count("taken over by pool daemon") == 2, events
 
 
-def pool_hosts() -> list[psutil.Process]:
-    """The processes holding remote kept pools (``daemon.pool_host``)."""
-    return [p for p in psutil.process_iter(["cmdline"]) if "skyward.daemon.pool_host" in (p.info["cmdline"] or [])]
+def test_a_pool_whose_daemon_dies_while_it_opens_is_torn_down_by_its_host(
+    lab: HostLab, sandbox: dict, home: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.py"
+    text = SCRIPT.format(hosts=lab.strings(), key=lab.client_key, known=lab.known_hosts, keep_alive=600)
+    # each host's bootstrap waits 8 s once the pool's directory is there: the daemon is
+    # killed inside that, before the pool opened (and so before it could be written down)
+    slowed = text.replace("nodes=3,", 'nodes=3, image=sky.Image(shell_vars={"HELD": "sleep 8; echo held"}),')
+    assert slowed != text
+    script.write_text(slowed)
+    before = pool_dirs(lab)  # what the module's earlier pools left there, if anything
+    opening = subprocess.Popen(
+        [sys.executable, str(script)], cwd=tmp_path, env=sandbox["env"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        # the daemon dies while the pool's host launches it (its directories appear on the hosts)
+        assert wait_for(lambda: pool_hosts(home) and set(pool_dirs(lab)) - set(before), timeout=120), daemon_logs(home)
+        hosts, opened = pool_hosts(home), {d: i for d, i in pool_dirs(lab).items() if d not in before}
+        assert len(hosts) == 1 and len(set(opened.values())) == 1, f"{hosts} {opened} {before}\n{daemon_logs(home)}"
+        [first_host], [first] = hosts, set(opened.values())  # the pool's host process and its id's start
+        daemons = daemon_client.status()
+        assert len(daemons) == 1, daemons
+        [daemon] = daemons
+        os.kill(daemon.pid, signal.SIGKILL)
+        said, _ = opening.communicate(timeout=400)
+    finally:
+        if opening.poll() is None:
+            opening.kill()
+    # its client asked a new daemon once more, for a pool with an id of its own: it opened
+    # on the same hosts beside the first (sharing the id, it took the first's directories)
+    assert opening.returncode == 0 and "AFTER" in said, f"{said[-3000:]}\n{daemon_logs(home)[-6000:]}"
+    ids = set(pool_dirs(lab).values()) - set(before.values()) - {first}
+    assert len(ids) == 1, f"{pool_dirs(lab)} {before}\n{daemon_logs(home)[-6000:]}"
+    try:
+        # no daemon wrote the first pool down: its host tore it down (not left for Spec.ttl)
+        assert wait_for(lambda: not first_host.is_running(), timeout=300), daemon_logs(home)
+        left = wait_for(lambda: not any(pool_traces(lab, first).values()), timeout=60)
+        assert left, f"{pool_traces(lab, first)}\n{said[-3000:]}\n{daemon_logs(home)[-6000:]}"
+    finally:
+        down = subprocess.run(
+            [SKY, "down", "--all"], env=sandbox["env"], capture_output=True, text=True, timeout=300, check=False
+        )
+    assert down.returncode == 0, down.stdout + down.stderr
+    [second] = ids
+    gone = wait_for(lambda: not any(pool_traces(lab, second).values()) and set(pool_dirs(lab)) <= set(before), 60)
+    assert gone, f"{pool_traces(lab, second)} {pool_dirs(lab)} {before}"
+    assert wait_for_no_processes(sandbox["base"], within=60) == []
+
+
+def pool_hosts(home: Path) -> list[psutil.Process]:
+    """The processes holding remote kept pools (``daemon.pool_host``) of the skyward home
+    ``home`` (not another test's or another stream's)."""
+    found = [p for p in psutil.process_iter(["cmdline"]) if "skyward.daemon.pool_host" in (p.info["cmdline"] or [])]
+    with_home = []
+    for process in found:
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get("SKYWARD_HOME") == str(home):
+                with_home.append(process)
+    return with_home
+
+
+def pool_dirs(lab: HostLab) -> dict[str, str]:
+    """The pools' directories on the lab's hosts (``host:name``), each with the start of
+    its pool's id (``/tmp/skyward-<12 of the id>-n<serial>``); other ``skyward-`` names
+    there (a per-user runtime directory, say) are not a pool's."""
+    found = {}
+    for place in pool_traces(lab, "")["dirs"]:
+        matched = re.fullmatch(r"skyward-([0-9a-f]{12})-n\d+", str(place).split(":", 1)[1])
+        if matched:
+            found[str(place)] = matched.group(1)
+    return found
 
 
 ELASTIC_SCRIPT = """
@@ -217,7 +288,7 @@ def test_an_elastic_kept_ssh_pool_grows_and_shrinks_and_is_adopted_at_its_size(
     assert kept.nodes == 3
     # it launched the pool and added its 2 hosts in a process of the pool's own, with the
     # environment and working directory of the script; the daemon's stay its own
-    [host] = pool_hosts()
+    [host] = pool_hosts(home)
     assert host.environ().get("SKYWARD_TEST_CLIENT") == "elastic" and host.cwd() == str(tmp_path)
     daemon = host.parent()
     assert daemon is not None and "SKYWARD_TEST_CLIENT" not in daemon.environ() and daemon.cwd() != str(tmp_path)
