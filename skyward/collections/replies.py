@@ -3,13 +3,12 @@
 A process numbers its strong calls (``Tickets``). Each call carries a ``Ticket``: the
 caller's name, the call's number and the lowest number the caller still waits on, as a
 line ahead of its request (``with_ticket``; a second argument of the actor call would
-cost Ray about 0.15 ms a call). When
-the host cannot be reached just now (a reset connection, a partition), the process sends
-the same call again under the same ticket, and the host (``Replies``) keeps each answer
-until the caller has it: a copy that comes while the first still runs waits for it (a
-queue ``get``, a lock ``acquire``), one that comes after gets the first's answer, and one
-whose answer the caller has already taken is refused. So a partition delays a strong
-increment or put and never applies it twice.
+cost Ray about 0.15 ms a call). When the host cannot be reached just now (a reset
+connection, a partition), the process sends the same call again under the same ticket,
+and the host (``Replies``) keeps each answer until the caller has it: a copy that comes
+while the first still runs waits for it (a queue ``get``, a lock ``acquire``), one that
+comes after gets the first's answer, and one whose answer the caller has already taken
+is refused. So a partition delays a strong increment or put and never applies it twice.
 """
 
 from __future__ import annotations
