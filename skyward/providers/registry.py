@@ -160,7 +160,11 @@ def is_live(pool: str) -> bool:
 def records() -> list[LivePool]:
     """Every pool recorded on this machine, live or not (a record whose process died
     without closing it stays until ``sky down`` or ``sky gc`` has dealt with it)."""
-    found = [_read(path) for path in skyward_dir("pools").glob("*.json")]
+    try:
+        paths = list(skyward_dir("pools").glob("*.json"))
+    except FileNotFoundError:  # the last pool's close removed the emptied directory just now
+        paths = []
+    found = [_read(path) for path in paths]
     return sorted((r for r in found if r is not None and r.host == socket.gethostname()), key=lambda r: r.started)
 
 

@@ -71,3 +71,25 @@ def test_the_cost_so_far_counts_from_when_the_nodes_came_up_through_a_take_over(
     (taken,) = registry.records()
     assert taken.opened == record.opened and taken.keep_alive == 600
     assert taken.cost_so_far(record.opened + 10) == pytest.approx(10.0)
+
+
+def test_listing_the_pools_while_the_last_one_closes_never_fails(home: Path) -> None:
+    """The last pool's close removes the emptied records' directory; ``sky ls`` or
+    ``sky down`` listing the pools at that moment sees none, not FileNotFoundError."""
+    code = (
+        "import sys, time; from skyward.providers import registry; end = time.monotonic() + 3\n"
+        "while time.monotonic() < end:\n"
+        "    registry.register(sys.argv[1], 'local', None); registry.unregister(sys.argv[1])\n"
+    )
+    closing = subprocess.Popen(
+        [sys.executable, "-c", code, LIVE], env={**os.environ, "SKYWARD_HOME": str(home)}
+    )
+    try:
+        listings = 0
+        while closing.poll() is None:
+            assert all(record.pool_id == LIVE for record in registry.records())
+            listings += 1
+        assert closing.returncode == 0 and listings > 100
+    finally:
+        closing.kill()
+        closing.wait(timeout=10)
