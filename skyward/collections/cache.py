@@ -159,6 +159,8 @@ class NodeCache:
         self._replicas: dict[tuple[int, str, str], Replica] = {}
         self._epoch = 0
         """How many times results came back from tasks (``results_arrived``)."""
+        self._lost: list[str] = []
+        """What each broken link dropped of this process's writes, in order (``lost_since``)."""
 
     # ------------------------------------------------------------------ user threads
 
@@ -249,6 +251,18 @@ class NodeCache:
                     if self._claim_flush(link):
                         self._loop.call_soon(self._start_flush, link)
         return futures
+
+    def losses(self) -> int:
+        """How many times a broken link has dropped writes of this process so far: a
+        mark for ``lost_since``."""
+        with self._lock:
+            return len(self._lost)
+
+    def lost_since(self, mark: int) -> list[str]:
+        """What broken links dropped of this process's writes since ``losses`` returned
+        ``mark``: one line per link ("3 writes to sky.counter('hits'), dropped as ...")."""
+        with self._lock:
+            return self._lost[mark:]
 
     def absorb(self, snapshots: dict[int, list[Snapshot]]) -> None:
         """Take in owner snapshots obtained outside the links (a multi-shard update)."""
@@ -403,11 +417,20 @@ class NodeCache:
             del replica.pending[operation.slot]
 
     def _break(self, link: _Link, error: BaseException) -> None:
-        """The host is unreachable: fail what waits, forget the link's replicas."""
+        """The host is unreachable: fail what waits, forget the link's replicas, and
+        record the writes dropped (``lost_since``)."""
         with self._lock:
             link.error = error
             link.flushing = False
             waiting = [*link.inflight, *link.unsent]
+            dropped = [operation.replica for operation in waiting if operation.local and operation.replica]
+            if dropped:
+                names = ", ".join(sorted({f"sky.{replica.kind}({replica.name!r})" for replica in dropped}))
+                why = str(error).strip().splitlines()[0] if str(error).strip() else "no message"
+                self._lost.append(
+                    f"{len(dropped)} write{'s' if len(dropped) > 1 else ''} to {names}, dropped as the link "
+                    f"to their host failed ({type(error).__name__}: {why})"
+                )
             link.inflight.clear()
             link.unsent.clear()
             for key in link.replicas:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from skyward.collections import lineage
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
+from skyward.collections.errors import CollectionUnavailableError
 from skyward.collections.lock import forget_task
 from skyward.collections.operations import Operations
 from skyward.core.errors import NoActivePoolError
@@ -94,16 +95,30 @@ class DriverCollections:
             operations.results_arrived()
 
 
-def end_task(task_id: str, ok: bool) -> None:
-    """Called by a node agent after each task: free what the task's holders still hold."""
+def writes_lost() -> int:
+    """Called by a node agent as a task starts: the mark to give ``end_task``."""
+    config = _node
+    operations = None if config is None else _operations_by_pool.get(config.pool_id)
+    return 0 if operations is None else operations.writes_lost()
+
+
+def end_task(task_id: str, ok: bool, writes_lost_at_start: int) -> CollectionUnavailableError | None:
+    """Called by a node agent after each task: free what the task's holders still hold,
+    and wait until this node's eventual writes are applied. Returns the error to fail
+    the task with when writes this node made while it ran were lost (``settle_writes``)."""
     config = _node
     if config is None or not config.enabled:
-        return
+        return None
     forget_task(task_id)
     operations = _operations_by_pool.get(config.pool_id)
-    if operations is not None:
-        operations.end_task(task_id, ok)
-        operations.settle_writes()  # before the result leaves: who gets it reads the task's writes
+    if operations is None:
+        return None
+    operations.end_task(task_id, ok)
+    try:  # before the result leaves: who gets it reads the task's writes
+        operations.settle_writes(writes_lost_at_start)
+    except CollectionUnavailableError as lost:
+        return lost
+    return None
 
 
 def release(config: CollectionsConfig) -> None:

@@ -170,14 +170,27 @@ class LocalOperations:
         """Task ``task_id`` ended: free its locks, leave its barriers (breaking them if it failed)."""
         self._keeper.end_task(task_id, failed=not ok)
 
-    def settle_writes(self) -> None:
+    def writes_lost(self) -> int:
+        """A mark of the eventual writes this process has lost so far, for ``settle_writes``."""
+        return self._cache.losses()
+
+    def settle_writes(self, since: int) -> None:
         """Wait (at most ``OP_TIMEOUT`` each) until every eventual write this process made
         is applied by its owner: the end of a task is a release point, as a lock's release
-        is, so whoever gets the task's result reads its writes. A host that fails to
-        answer is left to the writes' own error reporting."""
+        is, so whoever gets the task's result reads its writes. CollectionUnavailableError
+        if the link to a host this process wrote to broke since ``writes_lost`` returned
+        ``since``, dropping writes it had not applied (the host crashed, failed the batch,
+        or stayed unreachable for ``OP_TIMEOUT``)."""
         for future in self._cache.sync():
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # a failed sync is a broken link: counted below
                 future.result(OP_TIMEOUT)
+        lost = self._cache.lost_since(since)
+        if lost:
+            raise CollectionUnavailableError(
+                f"{'; '.join(lost)}. These eventual writes, made on this node while the task ran, "
+                "may not have been applied, so the task's result is withheld: run it again once the "
+                "collections' hosts answer (a crashed host's collections are gone until the pool is reopened)"
+            )
 
     def results_arrived(self) -> None:
         """A task's result came back to this process (the client): see ``NodeCache.results_arrived``."""

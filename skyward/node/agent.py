@@ -166,11 +166,14 @@ class NodeRunner:
             return encode((*self._probes.run(replace(request, kind=CALL), lambda: None), 0))
         self._running.acquire()
         slot = _SlotLease(self._running)
+        writes_lost = collections_installed.writes_lost()
         try:
             ok, value = self._executor.run(request, slot.release)
         finally:
             slot.release()
-        collections_installed.end_task(request.task_id, ok)
+        lost = collections_installed.end_task(request.task_id, ok, writes_lost)
+        if ok and lost is not None:  # the task's collection writes may be gone: so is its result
+            ok, value = False, TaskFailure.from_exception(lost, self.info.node)
         events = 0
         if request.task_id in self._printed:
             self._printed.discard(request.task_id)

@@ -745,6 +745,38 @@ def test_a_batch_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
     assert eventually(lambda: process_pool.counter(name, consistency="eventual").value, 6) == 6
 
 
+@sky.function
+def write_then_wait(name: str, seconds: float) -> str:
+    sky.dict(name, consistency="eventual")["held"] = 1
+    time.sleep(seconds)
+    return "returned as if its write had been applied"
+
+
+def test_a_task_whose_eventual_writes_were_lost_fails_naming_them() -> None:
+    """A task's eventual write is parked on its host (a prepared update holds the key)
+    when the host dies: the write is lost, so the task fails with
+    CollectionUnavailableError naming it, where it used to return its result."""
+    import ray
+
+    from skyward.collections.actors import WAIT_GROUP
+    from skyward.collections.config import NAMESPACE
+    from skyward.collections.placement import shard_of
+
+    options = QUIET.with_(worker=sky.Worker(executor="process"))
+    with sky.Compute(nodes=1, options=options) as pool:  # its own: a host is killed
+        name = unique("lost")
+        assert pool.dict(name, consistency="eventual").get("held") is None  # its host is started
+        config = pool._open.cluster.collections.config
+        host = ray.get_actor(config.host_name(shard_of("held", config.hosts)), namespace=NAMESPACE)
+        holding = host.prepare.options(concurrency_group=WAIT_GROUP).remote("held-by-test", name, ("held",))
+        assert ray.get(holding, timeout=30)
+        task = write_then_wait(name, 3.0) > pool
+        time.sleep(1.0)  # the write waits at the host for the held key
+        ray.kill(host, no_restart=True)
+        with pytest.raises(sky.CollectionUnavailableError, match=rf"1 write to sky.dict\('{name}'\)"):
+            task.result(timeout=60)
+
+
 def test_a_strong_call_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
     """A process sends a strong call again, under the same ticket, while the host cannot
     be reached (``LocalOperations._request``): the host applies it once and answers every
