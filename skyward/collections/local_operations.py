@@ -138,9 +138,12 @@ class LocalOperations:
                 try:
                     sent = with_ticket(self._tickets.ticket(number), request)
                     ok, value = load_payload((yield Wait(method.remote(sent), left, what)))
-                except HostUnreachableError:
+                except HostUnreachableError as unreachable:
                     if time.monotonic() + RESEND_AFTER >= deadline:
-                        raise
+                        raise HostUnreachableError(
+                            f"{what}: its collection's host could still not be reached after the call was sent "
+                            f"again every {RESEND_AFTER:g}s for {timeout:g}s; it may or may not have taken effect"
+                        ) from unreachable
                     yield from pause(RESEND_AFTER)
                     continue
                 if value is BUSY:
