@@ -24,16 +24,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from skyward.collections.actors import WAIT_GROUP
-from skyward.collections.config import OP_TIMEOUT, RESEND_AFTER, SYNC
+from skyward.collections.config import OP_TIMEOUT, SYNC
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import MISSING, NO_SLOT, UNKNOWN, Marker
 from skyward.collections.remote import Exchanged, HostHandle, Snapshot, WireOp
-from skyward.collections.steps import Steps, Wait, translated, unreachable_now
+from skyward.collections.steps import Steps, Wait, run_async, sent_again
 
 POLL_WAIT = 2.0
 POLL_LINGER = 0.005
@@ -326,7 +327,7 @@ class NodeCache:
                 try:
                     outcomes, snapshots, acked = await self._exchanged(link, first, ops)
                 except Exception as exc:
-                    self._break(link, translated(exc))
+                    self._break(link, exc)
                     return
                 with self._lock:
                     self._absorb(link, snapshots, acked)
@@ -346,45 +347,40 @@ class NodeCache:
             raise
 
     async def _exchanged(self, link: _Link, first: int, ops: list[WireOp]) -> Exchanged:
-        """The host's answer to ``ops`` (sequence numbers ``first`` on). While the host
-        cannot be reached (``unreachable_now``) the same batch is sent again every
-        ``RESEND_AFTER`` seconds, for ``OP_TIMEOUT`` at most: the host applies each
-        operation once whichever copy comes first, so a partition delays this process's
-        writes and loses none. Raises what the last attempt did."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + OP_TIMEOUT
-        while True:
-            try:
-                answer: Exchanged | Marker = await link.handle.exchange.remote(self.subscriber, first, ops)
-                if isinstance(answer, Marker):  # BUSY: keys held by a prepared update
-                    waiting = link.handle.exchange_waiting.options(concurrency_group=WAIT_GROUP)
-                    answer = await waiting.remote(self.subscriber, first, ops)
-                return answer
-            except Exception as exc:
-                if not unreachable_now(exc) or loop.time() + RESEND_AFTER > deadline:
-                    raise
-            await asyncio.sleep(RESEND_AFTER)
+        """The host's answer to ``ops`` (sequence numbers ``first`` on), sent again while
+        the host cannot be reached (``sent_again``, for ``OP_TIMEOUT``): the host applies
+        each operation once whichever copy comes first, so a partition delays this
+        process's writes and loses none. Raises what the last attempt did."""
+        what = f"a batch of {len(ops)} collection operations"
+
+        def send(left: float) -> Steps[Exchanged]:
+            until = time.monotonic() + left
+            answer = yield Wait(link.handle.exchange.remote(self.subscriber, first, ops), left, what)
+            if isinstance(answer, Marker):  # BUSY: keys held by a prepared update
+                waiting = link.handle.exchange_waiting.options(concurrency_group=WAIT_GROUP)
+                answer = yield Wait(waiting.remote(self.subscriber, first, ops), max(0.0, until - time.monotonic()), what)
+            return answer
+
+        return await run_async(sent_again(send, OP_TIMEOUT, what))
 
     async def _poll(self, link: _Link) -> None:
         """Take in what the host says changed, one long poll after another; a host that
-        cannot be reached is asked again (``RESEND_AFTER``) for ``OP_TIMEOUT``, then the
-        link breaks."""
-        loop = asyncio.get_running_loop()
-        failing_since: float | None = None
+        cannot be reached is asked again (``sent_again``) for ``OP_TIMEOUT``, then the
+        link breaks. A poll a busy host has not answered within ``OP_TIMEOUT`` is sent
+        again: the batches, not the polls, decide when a host is taken for gone."""
+        poll = link.handle.poll.options(concurrency_group=WAIT_GROUP)
+
+        def ask(left: float) -> Steps[tuple[list[Snapshot], int]]:
+            return (yield Wait(poll.remote(self.subscriber, POLL_WAIT), left, "a poll for changes"))
+
         while True:
             try:
-                snapshots, acked = await link.handle.poll.options(concurrency_group=WAIT_GROUP).remote(
-                    self.subscriber, POLL_WAIT
-                )
+                snapshots, acked = await run_async(sent_again(ask, OP_TIMEOUT, "a poll for changes"))
+            except TimeoutError:
+                continue
             except Exception as exc:
-                now = loop.time()
-                failing_since = now if failing_since is None else failing_since
-                if unreachable_now(exc) and now - failing_since < OP_TIMEOUT:
-                    await asyncio.sleep(RESEND_AFTER)
-                    continue
-                self._break(link, translated(exc))
+                self._break(link, exc)
                 return
-            failing_since = None
             with self._lock:
                 self._absorb(link, snapshots, acked)
             await asyncio.sleep(POLL_LINGER)

@@ -24,7 +24,7 @@ from skyward.collections import lineage
 from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.combiner import Combiner, Failed
-from skyward.collections.config import NAMESPACE, OP_TIMEOUT, RESEND_AFTER, CollectionsConfig
+from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
 from skyward.collections.errors import BrokenBarrierError, CollectionClosedError, CollectionUnavailableError
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
@@ -32,7 +32,7 @@ from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.remote import HostClass, HostHandle, Items
 from skyward.collections.replies import Tickets, with_ticket
-from skyward.collections.steps import WAIT_SLICE, HostUnreachableError, Steps, Wait, pause, translated
+from skyward.collections.steps import WAIT_SLICE, Steps, Wait, sent_again, translated
 from skyward.core.codec import load_payload
 from skyward.core.validation import shown
 
@@ -127,31 +127,28 @@ class LocalOperations:
         return (yield from self._request(host, f"sky.{kind}({name!r}).{op}", request, timeout, waiting))
 
     def _request(self, host: int, what: str, request: bytes, timeout: float, waiting: bool) -> Steps[object]:
-        """``call`` of a packed request."""
+        """``call`` of a packed request, under one ticket however often it is sent."""
         handle = self.handle(host)
         number = self._tickets.issue()
-        deadline = time.monotonic() + timeout
-        try:
+        waits = waiting
+
+        def send(left: float) -> Steps[object]:
+            nonlocal waits
+            until = time.monotonic() + left
             while True:
-                method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waiting else handle.call
-                left = max(0.0, deadline - time.monotonic())
-                try:
-                    sent = with_ticket(self._tickets.ticket(number), request)
-                    ok, value = load_payload((yield Wait(method.remote(sent), left, what)))
-                except HostUnreachableError as unreachable:
-                    if time.monotonic() + RESEND_AFTER >= deadline:
-                        raise HostUnreachableError(
-                            f"{what}: its collection's host could still not be reached after the call was sent "
-                            f"again every {RESEND_AFTER:g}s for {timeout:g}s; it may or may not have taken effect"
-                        ) from unreachable
-                    yield from pause(RESEND_AFTER)
-                    continue
-                if value is BUSY:
-                    waiting = True
+                method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waits else handle.call
+                sent = with_ticket(self._tickets.ticket(number), request)
+                answer = yield Wait(method.remote(sent), max(0.0, until - time.monotonic()), what)
+                ok, value = load_payload(answer)
+                if value is BUSY:  # keys held by a prepared update: wait in the wait group
+                    waits = True
                     continue
                 if ok:
                     return value
                 raise value
+
+        try:
+            return (yield from sent_again(send, timeout, what))
         finally:
             self._tickets.settle(number)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from skyward.collections.config import RESEND_AFTER
 from skyward.collections.errors import CollectionUnavailableError
 
 if TYPE_CHECKING:
@@ -112,9 +113,29 @@ def pause(seconds: float) -> Steps[None]:
         return
 
 
+def sent_again(send: Callable[[float], Steps[T]], within: float, what: str) -> Steps[T]:
+    """``send(seconds_left)`` to a host, and again every ``RESEND_AFTER`` seconds while
+    it raises HostUnreachableError, for ``within`` seconds from the first send: for an
+    operation the host applies once whichever copy comes first. Raises what ``send``
+    raised otherwise, and HostUnreachableError naming ``what`` once the time is up."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return (yield from send(max(0.0, deadline - time.monotonic())))
+        except HostUnreachableError as unreachable:
+            if time.monotonic() + RESEND_AFTER >= deadline:
+                raise HostUnreachableError(
+                    f"{what}: its collection's host could still not be reached after it was sent again "
+                    f"every {RESEND_AFTER:g}s for {within:g}s; it may or may not have taken effect"
+                ) from unreachable
+        yield from pause(RESEND_AFTER)
+
+
 class HostUnreachableError(CollectionUnavailableError):
-    """Ray's ``ActorUnavailableError``, translated: the host of a collection could not be
-    reached just now (see ``unreachable_now``)."""
+    """Ray's ``ActorUnavailableError``, translated (``translated``): the host of a
+    collection could not be reached just now (the network failed, as a partition does,
+    or its process is restarting). An operation that is safe to send again may be
+    (``sent_again``)."""
 
 
 class _SliceOver(Exception):
@@ -172,15 +193,6 @@ def _ray_get(ref: ObjectRef[T], timeout: float) -> T:
         raise _SliceOver from None
     except Exception as exc:
         raise translated(exc) from None
-
-
-def unreachable_now(exc: BaseException) -> bool:
-    """Whether ``exc`` is Ray's word that an actor could not be reached just now (the
-    network failed, as a partition does, or its process is restarting): a call that is
-    safe to send again may be."""
-    from ray.exceptions import ActorUnavailableError
-
-    return isinstance(exc, ActorUnavailableError)
 
 
 def translated(exc: Exception) -> Exception:

@@ -25,7 +25,7 @@ from skyward.collections.errors import BrokenBarrierError, StaleFenceError
 from skyward.collections.markers import BUSY, MISSING, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.replies import Replies, Tickets, ticketed, with_ticket
-from skyward.collections.steps import Wait, pause, run, run_async
+from skyward.collections.steps import HostUnreachableError, Steps, Wait, pause, run, run_async, sent_again
 
 
 class Recorder:
@@ -447,3 +447,46 @@ def test_a_pause_waits_blocking_and_from_asyncio() -> None:
         started = time.monotonic()
         drive(pause(0.2))
         assert 0.2 <= time.monotonic() - started < 2
+
+
+def unreachable_for(failures: int, sends: list[float]) -> Any:
+    """A send that finds its host unreachable ``failures`` times, then answers; it
+    records the seconds it was given each time in ``sends``."""
+
+    def send(left: float) -> Steps[str]:
+        sends.append(left)
+        if len(sends) <= failures:
+            raise HostUnreachableError("reset")
+        yield from pause(0)
+        return "answered"
+
+    return send
+
+
+def test_an_operation_is_sent_again_while_its_host_is_unreachable_blocking_and_from_asyncio() -> None:
+    for drive in (run, lambda steps: asyncio.run(run_async(steps))):
+        sends: list[float] = []
+        started = time.monotonic()
+        assert drive(sent_again(unreachable_for(2, sends), 10.0, "sky.counter('c').add")) == "answered"
+        assert len(sends) == 3 and 1.0 <= time.monotonic() - started < 5  # every 0.5 s
+        assert sends[0] > sends[1] > sends[2] > 8  # what is left of the 10 s each time
+
+
+def test_an_operation_whose_host_stays_unreachable_raises_naming_it_and_how_long() -> None:
+    sends: list[float] = []
+    with pytest.raises(HostUnreachableError, match=r"sky.counter\('c'\).add: .* every 0.5s for 1.2s") as raised:
+        run(sent_again(unreachable_for(99, sends), 1.2, "sky.counter('c').add"))
+    assert 2 <= len(sends) <= 3 and str(raised.value.__cause__) == "reset"
+
+
+def test_an_operation_that_fails_otherwise_is_not_sent_again() -> None:
+    sends: list[float] = []
+
+    def refused(left: float) -> Steps[str]:
+        sends.append(left)
+        raise KeyError("no such key")
+        yield from pause(0)
+
+    with pytest.raises(KeyError):
+        run(sent_again(refused, 10.0, "sky.dict('d').pop"))
+    assert len(sends) == 1
