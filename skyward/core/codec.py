@@ -23,22 +23,18 @@ says so, and the receiver expands it only after the handshake, bounded (``expand
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import reprlib
 import socket
 import struct
-import types
-import typing
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 import cloudpickle
 import lz4.block
 import lz4.frame
-import msgpack
+import msgspec
 
-from skyward.core.messages import MESSAGES, RECORDS, Message
+from skyward.core.messages import Message
 
 FRAME_HEADER = struct.Struct("!Q")
 """A frame is its length (8 bytes, big-endian), then that many bytes."""
@@ -169,43 +165,25 @@ def expand(body: bytes | memoryview, limit: int = EXPANDED_LIMIT) -> bytes:
     return data
 
 
-def _field_types(cls: type[Message]) -> tuple[tuple[str, object], ...]:
-    hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
-
-
-_CLASSES: dict[str, tuple[type[Message], tuple[tuple[str, object], ...]]] = {
-    cls.__name__: (cls, _field_types(cls)) for cls in MESSAGES
-}
-_RECORDS: dict[type, tuple[tuple[str, object], ...]] = {cls: _field_types(cls) for cls in RECORDS}
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(Message)
+_JSON_DECODER = msgspec.json.Decoder(Message)
 
 
 def encode_message(message: Message) -> bytes:
     """``message`` as a msgpack array: its class name, then its fields in order (a record
     among them as the array of its own fields)."""
-    fields = [getattr(message, name) for name, _ in _CLASSES[type(message).__name__][1]]
-    packed: bytes = msgpack.packb([type(message).__name__, *fields], use_bin_type=True, default=_record)
-    return packed
-
-
-def _record(value: object) -> list[object]:
-    """msgpack's hook for what it cannot pack: a record (``messages.RECORDS``) as the
-    array of its fields; TypeError for anything else."""
-    fields = _RECORDS.get(type(value))
-    if fields is None:
-        raise TypeError(f"a message cannot carry a {type(value).__name__}")
-    return [getattr(value, name) for name, _ in fields]
+    return _ENCODER.encode(message)
 
 
 def decode_message(data: bytes | memoryview) -> Message:
     """The message ``encode_message`` made of ``data``. ``MalformedFrame`` when ``data``
     is not one: not msgpack, an unknown class, a wrong field count or a field whose type
-    is not its annotation's."""
+    is not its annotation's (msgspec checks each against the class, in C)."""
     try:
-        items = msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=True)
-    except Exception as exc:
-        raise MalformedFrame(f"not a message: {type(exc).__name__}: {exc}") from None
-    return _message(items)
+        return _DECODER.decode(data)
+    except msgspec.DecodeError as exc:  # ValidationError among them
+        raise MalformedFrame(f"not a message: {exc}") from None
 
 
 MARKER = "::"
@@ -216,8 +194,7 @@ def marker(message: Message) -> str:
     """``message`` as one line of text (``MARKER``, then its class name and fields as a
     JSON array), for a script that reports on its stdout. Its fields must be JSON's
     (no bytes)."""
-    fields = [getattr(message, name) for name, _ in _CLASSES[type(message).__name__][1]]
-    return MARKER + json.dumps([type(message).__name__, *fields])
+    return MARKER + msgspec.json.encode(message).decode()
 
 
 def read_marker(line: str) -> Message | None:
@@ -226,67 +203,6 @@ def read_marker(line: str) -> Message | None:
     if not line.startswith(MARKER):
         return None
     try:
-        items = json.loads(line[len(MARKER):], object_hook=_no_objects)
-    except ValueError as exc:
+        return _JSON_DECODER.decode(line[len(MARKER):])
+    except msgspec.DecodeError as exc:
         raise MalformedFrame(f"not a message: {exc}: {reprlib.repr(line)}") from None
-    return _message(_tuples(items))
-
-
-def _no_objects(value: dict[str, object]) -> object:
-    raise ValueError(f"a message holds no JSON object: {reprlib.repr(value)}")
-
-
-def _tuples(value: object) -> object:
-    """JSON's arrays as the tuples msgpack decodes them into."""
-    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value
-
-
-def _message(items: object) -> Message:
-    """The message of the decoded array ``items`` (see ``decode_message``)."""
-    if not isinstance(items, tuple) or not items or not isinstance(items[0], str) or items[0] not in _CLASSES:
-        raise MalformedFrame(f"not a message: {reprlib.repr(items)}")
-    cls, fields = _CLASSES[items[0]]
-    values = items[1:]
-    if len(values) != len(fields):
-        raise MalformedFrame(f"{cls.__name__} takes {len(fields)} fields, got {len(values)}")
-    return cls(*(_decoded(value, hint, f"{cls.__name__}.{name}") for (name, hint), value in zip(fields, values)))
-
-
-def _decoded(value: object, hint: Any, where: str) -> Any:
-    """``value`` as field ``where`` of annotation ``hint`` holds it: a record (or a tuple of
-    records) built from its arrays, anything else as it is. ``MalformedFrame`` when it is
-    not of ``hint``."""
-    record = _RECORDS.get(hint)
-    if record is not None:
-        if not isinstance(value, tuple) or len(value) != len(record):
-            raise MalformedFrame(f"{where} is not a {hint.__name__} of {len(record)} fields: {reprlib.repr(value)}")
-        return hint(*(_decoded(item, field_hint, f"{where}.{name}") for (name, field_hint), item in zip(record, value)))
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _RECORDS:
-        if not isinstance(value, tuple):
-            raise MalformedFrame(f"{where} is not a tuple: {reprlib.repr(value)}")
-        return tuple(_decoded(item, args[0], f"{where}[{index}]") for index, item in enumerate(value))
-    if not _conforms(value, hint):
-        raise MalformedFrame(f"{where} is not {hint}: {reprlib.repr(value)}")
-    return value
-
-
-def _conforms(value: object, hint: Any) -> bool:
-    """Whether ``value`` is of the (simple) annotation ``hint``: a class or a typing form
-    (a union, a Literal, a tuple), which typing's own functions take untyped."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if origin in (types.UnionType, typing.Union):
-        return any(_conforms(value, arg) for arg in args)
-    if origin is Literal:
-        return value in args
-    if origin is tuple:
-        if not isinstance(value, tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(_conforms(item, args[0]) for item in value)
-        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
-    return isinstance(value, hint)

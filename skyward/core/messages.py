@@ -2,7 +2,9 @@
 remote pool's client and its head relay), a node agent's with its worker processes, what
 a remote host's scripts report, and the pool daemon's (below).
 
-One frozen class a message, dispatched by type (``match``) at either end, encoded by
+One frozen class a message (a ``msgspec.Struct``: defining one costs microseconds where a
+frozen dataclass costs an ``exec`` per generated method, and a pool's first open
+defines all of them), dispatched by type (``match``) at either end, encoded by
 ``codec.encode_message`` (a msgpack array: the class name, then the fields in order) and
 decoded only into these classes, with each field's type checked against its annotation.
 A ``Body`` is a user payload as opaque bytes (cloudpickled by the client or a node
@@ -32,8 +34,9 @@ Resume, Ack                              Resume, Ack
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
+
+from msgspec import Struct
 
 PROTOCOL = 7
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
@@ -43,20 +46,28 @@ a ``CollectionCall`` and a ``CollectionResult``; 7: sessions that outlive a stre
 ``Resume`` and ``Ack``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
+
 FailureKind = Literal["lost", "crashed", "no_reply", "refused"]
 """Why a call failed: ``transport.NodeLost`` (by the infrastructure, or "crashed": by the
 task itself), ``NoReply``, ``Refused``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Hello:
+class _Record(Struct, frozen=True, array_like=True, forbid_unknown_fields=True):
+    """An immutable record that travels as the array of its fields, in order; decoding
+    refuses one with a field more."""
+
+
+class _Message(_Record, frozen=True, tag=True):
+    """A message: a record whose array starts with its class name."""
+
+
+class Hello(_Message, frozen=True):
     """The first message each end of a relay stream sends after the handshake."""
 
     protocol: int
 
 
-@dataclass(frozen=True, slots=True)
-class Resume:
+class Resume(_Message, frozen=True):
     """After ``Hello``: the session this stream carries (``session``, the client's random
     id) and how many of the other end's numbered messages this end has received (0: a new
     session). Not numbered itself."""
@@ -65,16 +76,14 @@ class Resume:
     received: int
 
 
-@dataclass(frozen=True, slots=True)
-class Ack:
+class Ack(_Message, frozen=True):
     """This end has received the other's first ``received`` numbered messages: it need
     not keep them for a resume. Not numbered itself."""
 
     received: int
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(_Message, frozen=True):
     """Run ``body`` (an encoded ``TaskRequest``) on node ``node``."""
 
     call_id: int
@@ -83,8 +92,7 @@ class Call:
     timeout: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class CallShared:
+class CallShared(_Message, frozen=True):
     """Run the payload stored by ``Share(key)`` on node ``node`` (a broadcast's part)."""
 
     call_id: int
@@ -93,36 +101,31 @@ class CallShared:
     timeout: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class Share:
+class Share(_Message, frozen=True):
     """Store ``body`` once for several ``CallShared``."""
 
     key: int
     body: Body
 
 
-@dataclass(frozen=True, slots=True)
-class Unshare:
+class Unshare(_Message, frozen=True):
     key: int
 
 
-@dataclass(frozen=True, slots=True)
-class Forget:
+class Forget(_Message, frozen=True):
     """The client gave up on call ``call_id`` (timeout, Ctrl-C): cancel it."""
 
     call_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class CollectionOp:
+class CollectionOp(_Message, frozen=True):
     """A collection operation for the head node's agent (an encoded ``CollectionCall``)."""
 
     call_id: int
     request: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Attach:
+class Attach(_Message, frozen=True):
     """Start node ``node``'s agent on the host whose Ray resource is ``serial``;
     ``setup`` is its cloudpickled ``AgentSetup``."""
 
@@ -132,23 +135,20 @@ class Attach:
     setup: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Detach:
+class Detach(_Message, frozen=True):
     """Node ``node`` left the pool: fail its calls and kill its agent."""
 
     node: int
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Metrics:
+class Metrics(_Message, frozen=True):
     """Whether the client listens for metrics now (the agents pause sampling if not)."""
 
     on: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Observed:
+class Observed(_Message, frozen=True):
     """What the client of a kept pool observed (its task events, a map's progress, its
     cost), as an encoded event batch, for the pool daemon's dashboard; a relay that has
     no use for it ignores it."""
@@ -156,27 +156,23 @@ class Observed:
     batch: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ReleaseHolds:
+class ReleaseHolds(_Message, frozen=True):
     """Free every lock and lease the client holds in the pool's collections; the session
     goes on (the pool daemon's, when the script it served a kept pool to left)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Close:
+class Close(_Message, frozen=True):
     """Stop the agents and end the relay."""
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(_Message, frozen=True):
     """Call ``call_id``'s answer, as the agent encoded it."""
 
     call_id: int
     body: Body
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
+class Failed(_Message, frozen=True):
     """Call ``call_id`` got no answer from node ``node``."""
 
     call_id: int
@@ -185,23 +181,20 @@ class Failed:
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
-class Events:
+class Events(_Message, frozen=True):
     """An event batch of node ``node``, as its agent encoded it."""
 
     node: int
     batch: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
+class Report(_Message, frozen=True):
     """A problem the relay saw (a node's event stream ended), for the client's log."""
 
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class CollectionAnswer:
+class CollectionAnswer(_Message, frozen=True):
     """The head node's answer to the client's ``CollectionOp`` ``call_id`` (an encoded
     ``CollectionResult``)."""
 
@@ -209,8 +202,7 @@ class CollectionAnswer:
     answer: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class CollectionCall:
+class CollectionCall(_Message, frozen=True):
     """A collection operation forwarded to a node agent's gateway: the name of a method of
     ``collections.operations.Operations`` and its arguments (a user payload: collection
     names, keys and values are the user's)."""
@@ -219,8 +211,7 @@ class CollectionCall:
     arguments: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class CollectionResult:
+class CollectionResult(_Message, frozen=True):
     """A gateway's answer to a ``CollectionCall``: ``ok`` and the operation's result, or
     not ``ok`` and its error (a user payload either way)."""
 
@@ -228,8 +219,7 @@ class CollectionResult:
     value: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Attached:
+class Attached(_Message, frozen=True):
     """Node ``call_id``'s attach finished: ``error`` is None once its agent answers.
     ``joined``: the node as the relay's side placed it, its pickled ``(NodeHandle,
     InstanceInfo)`` (a kept remote pool's host adds its machines itself); empty when
@@ -240,8 +230,7 @@ class Attached:
     joined: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
-class Lost:
+class Lost(_Message, frozen=True):
     """Node ``node`` was lost to its provider, as the relay's side saw it (a kept remote
     pool's daemon watches its hosts for the script): ``preempted`` when the provider
     took the machine back."""
@@ -251,8 +240,7 @@ class Lost:
     preempted: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Closed:
+class Closed(_Message, frozen=True):
     """The relay stopped the agents; nothing follows."""
 
 
@@ -261,8 +249,7 @@ class Closed:
 # node's ``InstanceInfo`` and the collections' layout travel pickled, as a task does.
 
 
-@dataclass(frozen=True, slots=True)
-class StartWorker:
+class StartWorker(_Message, frozen=True):
     """The first message to a worker process (started with the pool's environment): its
     working directory, the paths it adds, the node's pickled ``InstanceInfo``, the pickled
     collections layout (empty: none) and the pool's plugins."""
@@ -274,8 +261,7 @@ class StartWorker:
     plugins: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class RunTask:
+class RunTask(_Message, frozen=True):
     """Run the encoded ``TaskRequest`` ``request``; ``info``: the node's pickled
     ``InstanceInfo`` when it changed since the last task (empty: unchanged)."""
 
@@ -283,8 +269,7 @@ class RunTask:
     info: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class OperationAnswer:
+class OperationAnswer(_Message, frozen=True):
     """The agent's answer to the worker's collection operation ``call_id`` (an encoded
     ``CollectionResult``)."""
 
@@ -292,8 +277,7 @@ class OperationAnswer:
     answer: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
+class Operation(_Message, frozen=True):
     """A collection operation of the running task, for the agent's gateway to run (an
     encoded ``CollectionCall``)."""
 
@@ -301,30 +285,26 @@ class Operation:
     request: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class TaskOutput:
+class TaskOutput(_Message, frozen=True):
     """One line the running task printed."""
 
     stream: Literal["stdout", "stderr"]
     line: str
 
 
-@dataclass(frozen=True, slots=True)
-class TaskEvent:
+class TaskEvent(_Message, frozen=True):
     """An event the running task published (pickled)."""
 
     event: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ItemStarted:
+class ItemStarted(_Message, frozen=True):
     """The running map task started its item ``index``."""
 
     index: int
 
 
-@dataclass(frozen=True, slots=True)
-class TaskDone:
+class TaskDone(_Message, frozen=True):
     """The task's pickled outcome: ``(True, result)`` or ``(False, TaskFailure)``."""
 
     outcome: bytes
@@ -335,20 +315,17 @@ class TaskDone:
 # (``codec.marker``, ``codec.read_marker``).
 
 
-@dataclass(frozen=True, slots=True)
-class Watching:
+class Watching(_Message, frozen=True):
     """The watchdog guards the pool on its host (its client may heartbeat it now)."""
 
 
-@dataclass(frozen=True, slots=True)
-class VolumesMounted:
+class VolumesMounted(_Message, frozen=True):
     """The watchdog mounted the pool's volumes in ``seconds``."""
 
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class MountFailed:
+class MountFailed(_Message, frozen=True):
     """The watchdog could not mount ``bucket`` at ``mount`` (nothing is left mounted)."""
 
     bucket: str
@@ -356,8 +333,7 @@ class MountFailed:
     cause: str
 
 
-@dataclass(frozen=True, slots=True)
-class UnmountFailed:
+class UnmountFailed(_Message, frozen=True):
     """``bucket`` stays mounted at ``mount`` after the pool stopped."""
 
     bucket: str
@@ -365,41 +341,35 @@ class UnmountFailed:
     cause: str
 
 
-@dataclass(frozen=True, slots=True)
-class NotRejoinable:
+class NotRejoinable(_Message, frozen=True):
     """The watchdog has no socket for a successor client (the pool runs on without one)."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Stopped:
+class Stopped(_Message, frozen=True):
     """The watchdog stopped the pool on its host."""
 
 
-@dataclass(frozen=True, slots=True)
-class WatchdogGone:
+class WatchdogGone(_Message, frozen=True):
     """No watchdog of the pool listens for a rejoining client."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class AgentsStarted:
+class AgentsStarted(_Message, frozen=True):
     """The head relay's agents answered, ``seconds`` after it began starting them."""
 
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class RelayListening:
+class RelayListening(_Message, frozen=True):
     """The head relay listens on node 0's loopback ``port``."""
 
     port: int
 
 
-@dataclass(frozen=True, slots=True)
-class RelayFailed:
+class RelayFailed(_Message, frozen=True):
     """The head relay could not start, and why."""
 
     error: str
@@ -409,31 +379,26 @@ class RelayFailed:
 # one request a connection, answered by one message (``Refusal`` when it cannot be served).
 
 
-@dataclass(frozen=True, slots=True)
-class AskStatus:
+class AskStatus(_Message, frozen=True):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class DaemonRunning:
+class DaemonRunning(_Message, frozen=True):
     """The answer to ``AskStatus``: the daemon's pid and its Ray instance's address."""
 
     pid: int
     address: str
 
 
-@dataclass(frozen=True, slots=True)
-class StopDaemon:
+class StopDaemon(_Message, frozen=True):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Stopping:
+class Stopping(_Message, frozen=True):
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
-class KeepPool:
+class KeepPool(_Message, frozen=True):
     """Open a kept pool named ``name`` (``daemon.kept_pools``) and hold it for this
     client: ``request`` is the pickled ``KeptRequest`` (the Spec, Options and this
     client's working directory, import path and environment); ``fingerprint`` is what a
@@ -445,8 +410,7 @@ class KeepPool:
     request: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class AdoptPool:
+class AdoptPool(_Message, frozen=True):
     """Hold the kept pool named ``name`` (empty: any whose definition is ``fingerprint``;
     an empty ``fingerprint`` with a name: whatever its definition) for this client;
     ``NotKept`` when there is none, ``Refusal`` when it is defined otherwise or another
@@ -456,8 +420,7 @@ class AdoptPool:
     fingerprint: str
 
 
-@dataclass(frozen=True, slots=True)
-class PoolHeld:
+class PoolHeld(_Message, frozen=True):
     """A kept pool, held for the asking client until its relay session ends: where its
     relay listens, the secret the client proves there, and its nodes (the pickled
     ``InstanceInfo`` tuple, and their handles)."""
@@ -472,20 +435,17 @@ class PoolHeld:
     adopted: bool
 
 
-@dataclass(frozen=True, slots=True)
-class NotKept:
+class NotKept(_Message, frozen=True):
     """No kept pool is named so (or, without a name, defined so)."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class ListPools:
+class ListPools(_Message, frozen=True):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class KeptPoolRow:
+class KeptPoolRow(_Record, frozen=True):
     """One kept pool as ``PoolsKept`` lists it (a record: a field of a message, encoded
     as the array of its own fields)."""
 
@@ -503,27 +463,23 @@ class KeptPoolRow:
     """The pickled Spec and Options it was opened with."""
 
 
-@dataclass(frozen=True, slots=True)
-class PoolsKept:
+class PoolsKept(_Message, frozen=True):
     """Every pool the daemon keeps."""
 
     pools: tuple[KeptPoolRow, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class EndPool:
+class EndPool(_Message, frozen=True):
     """Tear the kept pool ``name`` down now (empty: every kept pool), even while held."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class PoolsEnded:
+class PoolsEnded(_Message, frozen=True):
     names: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(_Message, frozen=True):
     """The request was not served, and why."""
 
     error: str
@@ -538,8 +494,7 @@ class Refusal:
 # script to the daemon as ``Events``, ``Report``, ``Lost`` and ``Observed``.
 
 
-@dataclass(frozen=True, slots=True)
-class OpenRemote:
+class OpenRemote(_Message, frozen=True):
     """Launch the kept pool ``definition`` (its pickled Spec and Options) with the id
     ``pool_id``, importing from ``sys_path`` first (the client's); answered by ``Members``
     once it runs, or ``Refusal``."""
@@ -549,8 +504,7 @@ class OpenRemote:
     sys_path: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class TakeOverRemote:
+class TakeOverRemote(_Message, frozen=True):
     """Take over the kept pool a dead daemon wrote down: its ``definition`` and its
     pickled ``Handover``; answered as ``OpenRemote``."""
 
@@ -558,8 +512,7 @@ class TakeOverRemote:
     handover: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ServeSession:
+class ServeSession(_Message, frozen=True):
     """Serve the connection that comes with this message (its file descriptor, passed
     along) as relay session ``session`` to the client ``client``, who proves ``secret``;
     ``SessionEnded`` follows when it ends."""
@@ -569,15 +522,13 @@ class ServeSession:
     client: str
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
+class Recorded(_Message, frozen=True):
     """The daemon wrote the pool down (``kept.state``, the registry): should the daemon
     die from now on, a successor takes the pool over, and the host leaves it up. A host
     that loses its daemon before this tears the pool it launched down."""
 
 
-@dataclass(frozen=True, slots=True)
-class Members:
+class Members(_Message, frozen=True):
     """The pool's nodes now: the pickled ``NodeHandle`` and ``InstanceInfo`` tuples, and
     the pickled ``Handover`` a successor daemon takes it over with (empty: it cannot be)."""
 
@@ -586,8 +537,7 @@ class Members:
     handover: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class SessionEnded:
+class SessionEnded(_Message, frozen=True):
     """Relay session ``session`` ended: ``served`` when its client closed it (the pool
     is idle), not when it never proved its secret or its stream broke."""
 
@@ -621,5 +571,3 @@ Message = (
 )
 MESSAGES: tuple[type[Message], ...] = get_args(Message)
 """Every message class, each once (what ``codec`` decodes into)."""
-RECORDS: tuple[type, ...] = (KeptPoolRow,)
-"""The records a message's field may hold (each encoded as the array of its fields)."""

@@ -86,8 +86,7 @@ def socket_path(directory: Path) -> Path:
     return runtime_dir(directory) / SOCKET
 
 
-@dataclass(frozen=True, slots=True)
-class KeptPoolState(messages.KeptPoolRow):
+class KeptPoolState(messages.KeptPoolRow, frozen=True):
     """A kept pool (``daemon.kept_pools``) as its daemon reports it, and that daemon's pid."""
 
     daemon_pid: int = 0

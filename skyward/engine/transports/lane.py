@@ -39,7 +39,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
-import msgpack
+import msgspec
 
 from skyward.core import handshake
 from skyward.core.accepting import accepted
@@ -130,7 +130,7 @@ class LaneServer:
                         _send(connection, b"B", reply)
                     else:
                         header, buffers = reply
-                        _send(connection, b"P", msgpack.packb([header, [memoryview(b) for b in buffers]]))
+                        _send(connection, b"P", msgspec.msgpack.encode((header, [memoryview(b) for b in buffers])))
             except OSError:
                 return  # the client gave up on this connection (timeout, Ctrl-C)
 
@@ -398,12 +398,9 @@ async def _receive_async(reader: asyncio.StreamReader) -> bytes | None:
 def _split(body: bytes) -> Payload:
     """A ``P`` reply's header and out-of-band buffers."""
     try:
-        header, buffers = msgpack.unpackb(body, use_list=True)
-    except Exception as exc:
+        return msgspec.msgpack.decode(body, type=tuple[bytes, list[bytes]])
+    except msgspec.DecodeError as exc:
         raise MalformedFrame(f"a lane reply that is not a header and buffers: {exc}") from None
-    if not isinstance(header, bytes) or not all(isinstance(b, bytes) for b in buffers):
-        raise MalformedFrame("a lane reply that is not a header and buffers")
-    return header, buffers
 
 
 def _send(connection: socket.socket, tag: bytes, payload: bytes) -> None:
