@@ -165,8 +165,17 @@ def expand(body: bytes | memoryview, limit: int = EXPANDED_LIMIT) -> bytes:
     return data
 
 
-_ENCODER = msgspec.msgpack.Encoder()
+def _plain_number(value: object) -> object:
+    """msgspec's hook for what it cannot encode: a subclass of float (numpy's ``float64``,
+    a user's timeout) as the float it is; TypeError for anything else."""
+    if isinstance(value, float):
+        return float(value)
+    raise TypeError(f"a message cannot carry a {type(value).__name__}")
+
+
+_ENCODER = msgspec.msgpack.Encoder(enc_hook=_plain_number)
 _DECODER = msgspec.msgpack.Decoder(Message)
+_JSON_ENCODER = msgspec.json.Encoder(enc_hook=_plain_number)
 _JSON_DECODER = msgspec.json.Decoder(Message)
 
 
@@ -194,7 +203,7 @@ def marker(message: Message) -> str:
     """``message`` as one line of text (``MARKER``, then its class name and fields as a
     JSON array), for a script that reports on its stdout. Its fields must be JSON's
     (no bytes)."""
-    return MARKER + msgspec.json.encode(message).decode()
+    return MARKER + _JSON_ENCODER.encode(message).decode()
 
 
 def read_marker(line: str) -> Message | None:

@@ -69,6 +69,15 @@ def test_every_message_round_trips() -> None:
         assert decode_message(encode_message(message)) == message
 
 
+def test_a_float_field_carries_a_subclass_of_float_as_a_float() -> None:
+    """A user's timeout may be numpy's float64, which msgspec does not encode itself."""
+    numpy = pytest.importorskip("numpy")
+    decoded = decode_message(encode_message(Call(1, 2, b"x", numpy.float64(2.5))))
+    assert decoded == Call(1, 2, b"x", 2.5) and type(decoded.timeout) is float
+    with pytest.raises(TypeError, match="cannot carry a PosixPath"):
+        encode_message(Call(1, 2, b"x", Path("/")))  # type: ignore[arg-type]
+
+
 def _sample(hint: object) -> object:
     text = str(hint)
     if text.startswith("tuple[str"):
