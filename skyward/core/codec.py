@@ -23,6 +23,7 @@ says so, and the receiver expands it only after the handshake, bounded (``expand
 
 from __future__ import annotations
 
+import json
 import reprlib
 import socket
 import struct
@@ -175,7 +176,6 @@ def _plain_number(value: object) -> object:
 
 _ENCODER = msgspec.msgpack.Encoder(enc_hook=_plain_number)
 _DECODER = msgspec.msgpack.Decoder(Message)
-_JSON_ENCODER = msgspec.json.Encoder(enc_hook=_plain_number)
 _JSON_DECODER = msgspec.json.Decoder(Message)
 
 
@@ -200,10 +200,19 @@ MARKER = "::"
 
 
 def marker(message: Message) -> str:
-    """``message`` as one line of text (``MARKER``, then its class name and fields as a
-    JSON array), for a script that reports on its stdout. Its fields must be JSON's
-    (no bytes)."""
-    return MARKER + _JSON_ENCODER.encode(message).decode()
+    """``message`` as one line of ASCII text (``MARKER``, then its class name and fields
+    as a JSON array), for a script that reports on its stdout, whatever that stdout's
+    encoding. Its fields must be JSON's (no bytes). A lone surrogate in its text (an
+    undecodable file name in an error) is written as its escape, so the line reads back."""
+    return MARKER + json.dumps(_printable(msgspec.to_builtins(message, enc_hook=_plain_number)))
+
+
+def _printable(value: object) -> object:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    return value
 
 
 def read_marker(line: str) -> Message | None:

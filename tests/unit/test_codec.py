@@ -183,3 +183,13 @@ def test_a_hosts_report_is_one_marked_line_among_its_other_output() -> None:
                 '::["MountFailed", {"bucket": 1}, "m", "c"]'):
         with pytest.raises(MalformedFrame):
             read_marker(bad)
+
+
+def test_a_marker_line_is_ascii_and_reads_back_whatever_its_text() -> None:
+    """A host's error may hold any text, an undecodable file name's lone surrogate among it."""
+    from skyward.core.codec import marker, read_marker
+    from skyward.core.messages import RelayFailed
+
+    line = marker(RelayFailed("OSError: no such file: caf\u00e9 \udc80"))
+    assert line.isascii()
+    assert read_marker(line) == RelayFailed("OSError: no such file: caf\u00e9 \\udc80")
