@@ -166,15 +166,18 @@ def expand(body: bytes | memoryview, limit: int = EXPANDED_LIMIT) -> bytes:
     return data
 
 
-def _plain_number(value: object) -> object:
-    """msgspec's hook for what it cannot encode: a subclass of float (numpy's ``float64``,
-    a user's timeout) as the float it is; TypeError for anything else."""
-    if isinstance(value, float):
-        return float(value)
+def _plain(value: object) -> object:
+    """msgspec's hook for what it cannot encode: a subclass of a type a message holds
+    (numpy's ``float64`` as a user's timeout, a ``str`` subclass as a name) as a value of
+    that type, as msgpack packed them; TypeError for anything else."""
+    kinds: tuple[type, ...] = (float, int, str, bytes)
+    for kind in kinds:
+        if isinstance(value, kind):
+            return kind(value)
     raise TypeError(f"a message cannot carry a {type(value).__name__}")
 
 
-_ENCODER = msgspec.msgpack.Encoder(enc_hook=_plain_number)
+_ENCODER = msgspec.msgpack.Encoder(enc_hook=_plain)
 _DECODER = msgspec.msgpack.Decoder(Message)
 _JSON_DECODER = msgspec.json.Decoder(Message)
 
@@ -204,7 +207,7 @@ def marker(message: Message) -> str:
     as a JSON array), for a script that reports on its stdout, whatever that stdout's
     encoding. Its fields must be JSON's (no bytes). A lone surrogate in its text (an
     undecodable file name in an error) is written as its escape, so the line reads back."""
-    return MARKER + json.dumps(_printable(msgspec.to_builtins(message, enc_hook=_plain_number)))
+    return MARKER + json.dumps(_printable(msgspec.to_builtins(message, enc_hook=_plain)))
 
 
 def _printable(value: object) -> object:

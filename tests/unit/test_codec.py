@@ -69,11 +69,18 @@ def test_every_message_round_trips() -> None:
         assert decode_message(encode_message(message)) == message
 
 
-def test_a_float_field_carries_a_subclass_of_float_as_a_float() -> None:
-    """A user's timeout may be numpy's float64, which msgspec does not encode itself."""
+class _Name(str):
+    pass
+
+
+def test_a_field_carries_a_subclass_of_its_type_as_that_type() -> None:
+    """A user's timeout may be numpy's float64, a name a str subclass: msgspec encodes
+    neither itself."""
     numpy = pytest.importorskip("numpy")
     decoded = decode_message(encode_message(Call(1, 2, b"x", numpy.float64(2.5))))
     assert decoded == Call(1, 2, b"x", 2.5) and type(decoded.timeout) is float
+    failed = decode_message(encode_message(Failed(1, "lost", 2, _Name("gone"))))
+    assert failed == Failed(1, "lost", 2, "gone") and type(failed.detail) is str
     with pytest.raises(TypeError, match="cannot carry a PosixPath"):
         encode_message(Call(1, 2, b"x", Path("/")))  # type: ignore[arg-type]
 
