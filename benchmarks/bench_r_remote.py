@@ -15,8 +15,8 @@ worker per host), driven from this client. Each measures trivial round trips
 task per item and as tasks of 1,000 items each (the batching both projects' docs advise
 for tiny tasks), and the fastest peer row is the one to beat. A fourth subject times the
 hop every skyward call to a remote pool makes and the peers' drivers on host 0 do not:
-an asyncssh port forward from this client to an echo server on host 0, with no engine
-on either end (a 200-byte echo, and 100 MB sent once). All four are started once and
+an asyncssh port forward (the pool's ciphers) from this client to an echo server on
+host 0, with no engine on either end (a 200-byte echo, and 100 MB sent once). All four are started once and
 stay up together; they are measured in turns (skyward, Ray, Dask, the tunnel, skyward,
 ...), each turn a round of every measurement, so that a burst of other load on the
 machine does not fall on one subject's runs only. The pool's open times are the S1
@@ -420,16 +420,19 @@ async def _sends(send: Send, body: bytes, times: int) -> list[float]:
 
 @contextlib.asynccontextmanager
 async def _echo(lab: Any, python: str) -> AsyncIterator[Send]:
-    """An asyncssh local port forward (as the pool's relay connection uses) to an echo
-    server on host 0 (``ECHO_SERVER``) for the block. A body under 64 KiB comes back
-    whole and is checked; a larger one only its size."""
+    """An asyncssh local port forward (as the pool's relay connection uses, with its
+    ciphers) to an echo server on host 0 (``ECHO_SERVER``) for the block. A body under
+    64 KiB comes back whole and is checked; a larger one only its size."""
     import asyncio
     import struct
 
     import asyncssh
 
+    from skyward.providers.ssh.connection import CIPHERS
+
     async with asyncssh.connect(
-        lab.hosts[0].address, username="root", client_keys=[lab.client_key], known_hosts=None
+        lab.hosts[0].address, username="root", client_keys=[lab.client_key], known_hosts=None,
+        encryption_algs=CIPHERS,
     ) as conn:
         server = await conn.create_process(f"{python} -c {shlex.quote(ECHO_SERVER)}")
         port = int(await asyncio.wait_for(server.stdout.readline(), 60))

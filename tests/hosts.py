@@ -9,7 +9,8 @@ namespaces' own addresses are used. Variants:
 
 - ``shared_home=True``: every host binds the same lab directories at /root/.cache and
   /root/.skyward, like machines with NFS home directories (/tmp stays per host);
-- ``no_sftp_hosts=(i, ...)``: those hosts' sshd has no SFTP subsystem.
+- ``no_sftp_hosts=(i, ...)``: those hosts' sshd has no SFTP subsystem;
+- ``sshd_lines=("Ciphers ...", ...)``: lines added to every host's sshd_config.
 
 Cloud emulation (tests/cloud) adds hosts one at a time at the addresses a fake cloud gave
 its instances (``add``), each accepting that instance's key pair and, as a cloud machine,
@@ -116,6 +117,7 @@ class HostLab:
     client_key: str
     known_hosts: str
     tag: str = ""
+    sshd_lines: tuple[str, ...] = ()
     _closed: bool = field(default=False)
     _added: int = field(default=0)
 
@@ -125,9 +127,12 @@ class HostLab:
         return self.gateway.rsplit(".", 1)[0] + ".0/24"
 
     @classmethod
-    def start(cls, count: int, shared_home: bool = False, no_sftp_hosts: tuple[int, ...] = ()) -> HostLab:
+    def start(
+        cls, count: int, shared_home: bool = False, no_sftp_hosts: tuple[int, ...] = (), sshd_lines: tuple[str, ...] = ()
+    ) -> HostLab:
         """``count`` hosts; with ``shared_home`` they share /root/.cache and /root/.skyward;
-        the hosts at ``no_sftp_hosts`` (indexes) have no SFTP subsystem."""
+        the hosts at ``no_sftp_hosts`` (indexes) have no SFTP subsystem; ``sshd_lines`` go
+        into every host's sshd_config."""
         if any(not 0 <= i < count for i in no_sftp_hosts):
             raise ValueError(f"no_sftp_hosts={no_sftp_hosts!r}: indexes of {count} hosts are 0..{count - 1}")
         tag = secrets.token_hex(3)
@@ -139,7 +144,7 @@ class HostLab:
         os.chmod(key_path, 0o600)
         authorized = os.path.join(root, "authorized_keys")
         key.write_public_key(authorized)
-        lab = cls([], f"skb{tag}", f"{subnet}.254", root, key_path, os.path.join(root, "known_hosts"), tag)
+        lab = cls([], f"skb{tag}", f"{subnet}.254", root, key_path, os.path.join(root, "known_hosts"), tag, sshd_lines)
         try:
             _run("ip", "link", "add", lab.bridge, "type", "bridge")
             _run("ip", "addr", "add", f"{lab.gateway}/24", "dev", lab.bridge)
@@ -201,6 +206,7 @@ class HostLab:
             f.write(_SSHD_CONFIG.format(address=host.address, key=host_key, authorized=authorized))
             if sftp:
                 f.write("Subsystem sftp internal-sftp\n")
+            f.writelines(f"{line}\n" for line in self.sshd_lines)
         binds = " && ".join(f"mount --bind {host.private(p)} {p}" for p in PRIVATE_DIRS)
         if machine:  # shutdown is a link to systemctl: both become the recording stub
             stub = os.path.join(host.root, "machine-stub")

@@ -215,3 +215,22 @@ def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: Hos
     for path in ("/tmp/sky-fresh", "/tmp/sky-mine", "/tmp/sky-link"):
         said = asyncio.run(attempt(path, new=True))
         assert f"making the directory {path} failed" in said and f"{path} exists already on this host" in said, said
+
+
+def test_the_client_prefers_aes_gcm_and_reaches_a_host_without_it(lab: HostLab) -> None:
+    """A pool's SSH connection runs AES-GCM both ways where the host offers it (an AEAD
+    cipher, several times cheaper in asyncssh than ChaCha20-Poly1305: R-broadcast in
+    docs/benchmarks.md), and still connects to an sshd that allows ChaCha20-Poly1305 only."""
+
+    async def ciphers(hosts: HostLab) -> tuple[str, str]:
+        endpoint = parse_host(hosts.strings()[0], "root", 22, hosts.client_key)
+        conn = await connect(endpoint, KnownHosts(hosts.known_hosts), 10)
+        try:
+            assert (await conn.run("echo hello", check=True)).stdout == "hello\n"
+            return conn.get_extra_info("send_cipher"), conn.get_extra_info("recv_cipher")
+        finally:
+            conn.close()
+
+    assert asyncio.run(ciphers(lab)) == ("aes256-gcm@openssh.com", "aes256-gcm@openssh.com")
+    with HostLab.start(1, sshd_lines=("Ciphers chacha20-poly1305@openssh.com",)) as chacha_only:
+        assert asyncio.run(ciphers(chacha_only)) == ("chacha20-poly1305@openssh.com", "chacha20-poly1305@openssh.com")
