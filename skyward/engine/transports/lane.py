@@ -395,10 +395,14 @@ async def _receive_async(reader: asyncio.StreamReader) -> bytes | None:
     return await reader.readexactly(_LENGTH.unpack(header)[0])
 
 
+_PAYLOAD = msgspec.msgpack.Decoder(tuple[bytes, list[bytes]])
+"""Decodes a ``P`` reply into exactly a header and a list of buffers."""
+
+
 def _split(body: bytes) -> Payload:
     """A ``P`` reply's header and out-of-band buffers."""
     try:
-        return msgspec.msgpack.decode(body, type=tuple[bytes, list[bytes]])
+        return _PAYLOAD.decode(body)
     except msgspec.DecodeError as exc:
         raise MalformedFrame(f"a lane reply that is not a header and buffers: {exc}") from None
 
