@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import types
+import weakref
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from skyward.core.errors import NoActivePoolError
 from skyward.core.instance import current_task
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 
 
-@runtime_checkable
 class DispatchTarget(Protocol):
     """What the operators need from a pool."""
 
@@ -102,6 +102,20 @@ class ActivePool:
 ACTIVE = ActivePool()
 
 
+_DISPATCH_METHODS = ("run", "run_async", "broadcast", "run_parallel")
+_dispatching: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def _dispatches(kind: type) -> bool:
+    """Whether instances of ``kind`` are a ``DispatchTarget``, decided once per type: the
+    Protocol's own ``isinstance`` costs ~12 µs a ``>>``. A class itself (whose type is a
+    metaclass) never is."""
+    known = _dispatching.get(kind)
+    if known is None:
+        known = _dispatching[kind] = all(callable(getattr(kind, name, None)) for name in _DISPATCH_METHODS)
+    return known
+
+
 def resolve_target(target: object, operator: str) -> DispatchTarget:
     """Turn the right-hand side of an operator into a pool, or raise a TypeError that says why.
 
@@ -111,9 +125,9 @@ def resolve_target(target: object, operator: str) -> DispatchTarget:
         raise RuntimeError(NESTED_DISPATCH)
     if target is ACTIVE or (isinstance(target, types.ModuleType) and target.__name__ == "skyward"):
         return active_pool()
-    if not isinstance(target, DispatchTarget) or isinstance(target, type):
+    if not _dispatches(type(target)):
         raise TypeError(
             f"The right side of `{operator}` must be a pool (from sky.Compute(...)) or the `sky` "
             f"module or singleton, got {type(target).__name__} {target!r}."
         )
-    return target
+    return cast("DispatchTarget", target)

@@ -91,5 +91,7 @@ def test_misuse_of_the_left_side() -> None:
         5 >> sky  # noqa: B018
     with pytest.raises(TypeError, match="right side of `>>`"):
         add(1) >> 42
+    with pytest.raises(TypeError, match="right side of `@`"):
+        add(1) @ sky.Pool  # the class, not an open pool
     with pytest.raises(TypeError, match="has not run"):
         bool(add(1))

@@ -143,3 +143,27 @@ def test_a_kept_pickle_does_not_keep_its_function_alive(script: types.SimpleName
         sent(script.make_closure(step), functions)  # a lambda per call, as in a loop
     gc.collect()
     assert len(functions._kept) == 0
+
+
+def test_a_request_travels_whole_and_refers_to_skywards_own_names(script: types.SimpleNamespace) -> None:
+    """A ``TaskRequest`` pickles as its fields in order (``__reduce__``) and skyward's own
+    classes and functions in it go by name (``wire._WIRE_GLOBALS``): every field comes
+    back, the second request to the node still runs the function it holds."""
+    from skyward.core.function import SkywardFunction
+    from skyward.core.instance import MembershipView
+    from skyward.engine.wire import TaskRequest
+
+    functions = ShippedFunctions()
+    view = MembershipView(epoch=2, total_nodes=2, peers=(), total_accelerators=0.0)
+    for _ in range(2):
+        request = TaskRequest(
+            "t7", "scaled", SkywardFunction(script.scaled, 4.0), (2.5,), {"k": [1]}, 4.0, "call", view
+        )
+        payload = encode(request, functions.shipment(0))
+        assert isinstance(payload, bytes)
+        assert b"TaskRequest" in payload and b"MembershipView" in payload and b"SkywardFunction" in payload
+        back = decode(payload)
+        assert (back.task_id, back.name, back.args, back.kwargs, back.timeout, back.kind, back.view) == (
+            "t7", "scaled", (2.5,), {"k": [1]}, 4.0, "call", view
+        )
+        assert back.fn.timeout == 4.0 and back.fn.local(2.5) == 6
