@@ -583,7 +583,10 @@ EXPLANATIONS: dict[str, str] = {
         "peer of any kind at its best setting; in the full run of 2026-11-29 06:01 that was "
         "still ProcessPoolExecutor at chunksize=1,000 (8.86 ms, against 13.6 ms for a "
         "script's function and 9.6 ms for an imported one); Ray's and Dask's tasks of 1,000 "
-        "items took 70 ms and 404 ms."
+        "items took 70 ms and 404 ms. The cheaper request encoding of 2026-12-01 (see "
+        "B1-ppe) does not move it: the B2 group alone, old tree then new, measured 13.4 ms "
+        "against 7.83 ms (1.71x), then 12.4 ms against 7.13 ms (1.73x); a map sends a "
+        "handful of requests, so their encoding was never its cost."
     ),
     "B4-kept": (
         "The adoption itself is fast: with skyward's modules already loaded, opening the kept "
