@@ -102,7 +102,7 @@ class ActivePool:
 ACTIVE = ActivePool()
 
 
-_DISPATCH_METHODS = ("run", "run_async", "broadcast", "run_parallel")
+_DISPATCH_METHODS = tuple(name for name in vars(DispatchTarget) if not name.startswith("_"))
 _dispatching: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 
 
