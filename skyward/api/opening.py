@@ -33,8 +33,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from skyward.api import interrupt, selection
 from skyward.core.errors import AllProvidersFailedError, NoAvailableProviderError
@@ -76,8 +77,7 @@ if TYPE_CHECKING:
 """How long closing waits for the pool's event loop thread to end."""
 
 
-@dataclass(frozen=True, slots=True)
-class Launch:
+class Launch(Struct, frozen=True):
     """What to open: the pool's Specs (tried in ``Options.selection`` order), its options,
     and the names and event bus the pool was made with."""
 
@@ -90,8 +90,7 @@ class Launch:
     """How the cluster is had: from the Spec's provider here, or from the pool daemon (``Kept``)."""
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class OpenPool:
+class OpenPool(Struct, frozen=True, eq=False):
     """Everything an open pool has. ``close()`` stops it all, in reverse order of opening
     (see the module); a pool is opened by ``launch`` and made ready by ``ready``."""
 
@@ -241,8 +240,7 @@ def launch(request: Launch, is_open: Callable[[], bool]) -> OpenPool:
         )
 
 
-@dataclass
-class _Closing:
+class _Closing(Struct):
     """What a pool says when it closes: ``ClusterDestroyed``, which says whether the pool
     daemon keeps it (known once it is provisioned)."""
 

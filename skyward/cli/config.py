@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 import click
+from msgspec import Struct
 
 from skyward.cli.output import console, emit_json, emit_object, table
 
@@ -97,17 +98,22 @@ def _existing() -> Path:
 
 
 def _plain(value: object) -> Plain:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, Struct) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         return f"{type(value).__name__}({', '.join(f'{k}={_plain(v)!r}' for k, v in _fields(value).items())})"
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
 
 
-def _fields(value: DataclassInstance) -> dict[str, object]:
+def _fields(value: DataclassInstance | Struct) -> dict[str, object]:
+    """The fields ``value`` was given that differ from its class's defaults."""
     default = type(value)() if _has_defaults(value) else None
-    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
-            if f.init and (default is None or getattr(value, f.name) != getattr(default, f.name))}
+    if isinstance(value, Struct):
+        names = list(value.__struct_fields__)
+    else:
+        names = [f.name for f in dataclasses.fields(value) if f.init]
+    return {name: getattr(value, name) for name in names
+            if default is None or getattr(value, name) != getattr(default, name)}
 
 
 def _has_defaults(value: object) -> bool:

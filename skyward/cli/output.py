@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 import click
+from msgspec import Struct, to_builtins
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -15,18 +16,20 @@ console = Console(soft_wrap=True)  # a long path stays on one line, as scripts t
 
 
 def emit_json(rows: Sequence[object]) -> None:
-    """``rows`` (dataclasses or dicts), the answer of a command about many things, as one
-    JSON array on stdout."""
+    """``rows`` (dataclasses, ``msgspec.Struct``s or dicts), the answer of a command about
+    many things, as one JSON array on stdout."""
     click.echo(json.dumps([_plain(row) for row in rows], default=str))
 
 
 def emit_object(thing: object) -> None:
-    """``thing`` (a dataclass or a dict), the answer of a command about one thing, as one
-    JSON object on stdout."""
+    """``thing`` (a dataclass, a ``msgspec.Struct`` or a dict), the answer of a command
+    about one thing, as one JSON object on stdout."""
     click.echo(json.dumps(_plain(thing), default=str))
 
 
 def _plain(thing: object) -> object:
+    if isinstance(thing, Struct):
+        return to_builtins(thing)
     return dataclasses.asdict(thing) if dataclasses.is_dataclass(thing) and not isinstance(thing, type) else thing
 
 

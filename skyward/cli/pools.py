@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from msgspec import to_builtins
 
 from skyward.cli.output import console, emit_json, emit_object, table
 from skyward.observe import log_export
@@ -34,7 +35,7 @@ def list_pools(as_json: bool) -> None:
     pools = registry.live_pools()
     now = time.time()
     if as_json:
-        emit_json([{**dataclasses.asdict(p), "hourly_rate": p.hourly_rate, "cost_so_far": round(p.cost_so_far(now), 6),
+        emit_json([{**to_builtins(p), "hourly_rate": p.hourly_rate, "cost_so_far": round(p.cost_so_far(now), 6),
                     "state": _state(p, kept), "idle_seconds": _idle(p, kept)} for p in pools])
         return
     if not pools:

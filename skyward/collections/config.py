@@ -9,8 +9,9 @@ everywhere.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 from skyward.core.validation import wait_limit
 
@@ -48,8 +49,7 @@ DISABLED = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class CollectionsConfig:
+class CollectionsConfig(Struct, frozen=True):
     """The collections of one pool: ``hosts`` host actors named after ``pool_id``.
     ``enabled`` is False when the pool runs with ``Options(cluster=False)``.
     ``placement``: Ray resources (name, amount) each host asks for, to keep them where

@@ -17,8 +17,9 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from msgspec import Struct
 
 from skyward.collections.config import RESEND_AFTER
 from skyward.collections.errors import CollectionUnavailableError
@@ -32,8 +33,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
+class Wait(Struct, frozen=True):
     """Wait for ``target`` (ObjectRef or Future) for at most ``timeout`` seconds (None:
     until it resolves). ``what`` names the operation in a timeout message."""
 

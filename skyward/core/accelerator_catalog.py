@@ -13,8 +13,9 @@ and the default mig-parted configuration shipped with NVIDIA's GPU operator; the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 Manufacturer = Literal["NVIDIA", "AMD", "AWS", "Google", "Intel"]
 Kind = Literal["GPU", "TPU", "Trainium", "Inferentia", "Gaudi"]
@@ -22,8 +23,7 @@ Segment = Literal["datacenter", "workstation", "consumer"]
 FormFactor = Literal["SXM", "PCIe", "NVL"]
 
 
-@dataclass(frozen=True, slots=True)
-class MigProfile:
+class MigProfile(Struct, frozen=True):
     """One MIG profile (``"3g.40gb"``) and how many of it fit on one GPU."""
 
     name: str
@@ -35,8 +35,7 @@ class MigProfile:
         return int(self.name.split(".", 1)[1].removesuffix("gb"))
 
 
-@dataclass(frozen=True, slots=True)
-class Variant:
+class Variant(Struct, frozen=True):
     """One memory size of a model, the form factors it ships in and its MIG profiles."""
 
     memory_gb: int
@@ -49,8 +48,7 @@ class Variant:
         return f"{self.memory_gb}GB"
 
 
-@dataclass(frozen=True, slots=True)
-class AcceleratorModel:
+class AcceleratorModel(Struct, frozen=True):
     """One accelerator model: who makes it, what it is, and its variants (first = default)."""
 
     name: str
@@ -242,8 +240,7 @@ _SLICE = re.compile(r"(?:TPU[\s_-]*)?(V\d+[A-Z]*)[\s_-]+(\d+)", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s_\-/,()]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Identified:
+class Identified(Struct, frozen=True):
     """What a vendor spelling says: the model, and the memory, form factor or TPU chips it names."""
 
     model: AcceleratorModel

@@ -9,7 +9,8 @@ or a float in (0, 1]: at least that share of the nodes on spot, the rest on dema
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from skyward.core.validation import fail
 
@@ -18,8 +19,7 @@ ALIASES = {"always-spot": "spot"}
 AllocationValue = str | float
 
 
-@dataclass(frozen=True, slots=True)
-class _Strategy:
+class _Strategy(Struct, frozen=True):
     value: AllocationValue
 
 

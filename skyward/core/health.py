@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from msgspec import Struct
+
 from skyward.core.instance import InstanceInfo, instance_info
 from skyward.core.validation import check_flag, check_number, fail
 
@@ -91,8 +93,7 @@ class HealthChecker:
         return None if answer else f"it returned {answer!r}"
 
 
-@dataclass(frozen=True, slots=True)
-class _WithInfo:
+class _WithInfo(Struct, frozen=True):
     """``fn(instance_info())`` on the node: the later form's check."""
 
     fn: Callable[[InstanceInfo], bool | str]

@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from msgspec import Struct
+
 from skyward.core.validation import check_flag
 
 
@@ -82,8 +84,7 @@ class InstanceInfo:
         return socket.gethostname()
 
 
-@dataclass(frozen=True, slots=True)
-class MembershipView:
+class MembershipView(Struct, frozen=True):
     """The pool's membership as the client saw it at ``epoch``: what a node's
     ``InstanceInfo`` says about the others (its own rank never changes)."""
 
@@ -99,8 +100,7 @@ class MembershipView:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class TaskContext:
+class TaskContext(Struct, frozen=True):
     """What a running task knows about itself."""
 
     task_id: str

@@ -32,8 +32,9 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import cast
+
+from msgspec import structs
 
 from skyward.core import messages
 from skyward.core.codec import MalformedFrame, load_payload
@@ -200,7 +201,7 @@ class PoolHost:
         with self._members:
             cluster = self.cluster
             nodes, infos = with_member(cluster.nodes, cluster.infos, node, joined)
-            self._cluster = replace(cluster, nodes=nodes, infos=infos)
+            self._cluster = structs.replace(cluster, nodes=nodes, infos=infos)
         self._tell_members()
 
     def _check_hosts(self) -> None:

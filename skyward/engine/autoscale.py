@@ -16,13 +16,13 @@ target it returns.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from skyward.model.spec import Nodes
 
 
-@dataclass(frozen=True, slots=True)
-class Load:
+class Load(Struct, frozen=True):
     """What the pool looks like now: ``members`` nodes (ready or being replaced),
     ``joining`` more on their way, ``pressure`` requests waiting for any node,
     ``slots`` per node, and when each ready node became idle (None: busy), by rank."""
@@ -35,8 +35,7 @@ class Load:
     idle_since: dict[int, float | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(Struct, frozen=True):
     """The new target and, when it changed, why."""
 
     target: int

@@ -20,8 +20,9 @@ import glob
 import json
 import os
 import signal
-from dataclasses import dataclass
 from typing import IO, NoReturn, TypedDict
+
+from msgspec import Struct
 
 from skyward.core.instance import current_task
 
@@ -100,8 +101,7 @@ def oom_kills_since(cgroup: tuple[str, int] | None) -> str | None:
     return f"the processes of memory cgroup {directory} reached {_limit(directory)}"
 
 
-@dataclass(frozen=True, slots=True)
-class Death:
+class Death(Struct, frozen=True):
     """Why an agent died, in words, and whether its own task did it (then the task is
     not retried elsewhere: it would do it again)."""
 

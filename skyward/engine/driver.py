@@ -17,8 +17,9 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass, replace
 from typing import Any, Never, Protocol, TypeAlias, TypeVar
+
+from msgspec import Struct, structs
 
 from skyward.core.errors import NodeCrashedError, PoolClosedError
 from skyward.core.function import PendingFunction
@@ -54,8 +55,7 @@ class Again:
 NOT_NOW = Again(0)
 
 
-@dataclass(frozen=True, slots=True)
-class _Send:
+class _Send(Struct, frozen=True):
     """A step of an attempt: send ``payload`` to ``node``, waiting at most ``limit``
     seconds; it is resumed with the reply, or whatever the wait raised thrown into it."""
 
@@ -64,8 +64,7 @@ class _Send:
     limit: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Deliver:
+class _Deliver(Struct, frozen=True):
     """A step of an attempt: tell the listeners that a reply carried ``events`` pieces of
     task output (which may block)."""
 
@@ -73,8 +72,7 @@ class _Deliver:
     events: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Done:
+class _Done(Struct, frozen=True):
     """An attempt ended with ``value`` (what the task returned)."""
 
     value: Any
@@ -540,7 +538,7 @@ class PoolDriver:
 
     def _failure(self, failure: TaskFailure, request: TaskRequest, offset: int) -> BaseException:
         if failure.item is not None:
-            failure = replace(failure, item=failure.item + offset)
+            failure = structs.replace(failure, item=failure.item + offset)
         if failure.crashed:
             running = "" if failure.item is None else f" Item {failure.item} of the map was running."
             return self._crashed(failure.message + running, failure.node, failure.item)

@@ -10,8 +10,9 @@ import pickle
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
+
+from msgspec import Struct
 
 from skyward.core.codec import load_payload
 from skyward.observe.events import Event
@@ -20,8 +21,7 @@ STOP_TIMEOUT = 5.0
 DELIVERY_WAIT = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class EventBatch:
+class EventBatch(Struct, frozen=True):
     """What a node's outbox gave in one take: its events, how many were dropped since the
     last take, and how many it had published in all (the last event's number)."""
 

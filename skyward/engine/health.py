@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from skyward.core.function import PendingFunction
 from skyward.core.health import HealthChecker
@@ -49,8 +50,7 @@ async def warmed(driver: PoolDriver, checker: HealthChecker, nodes: Sequence[int
         await asyncio.sleep(min(GATE_EVERY, left))
 
 
-@dataclass
-class _Record:
+class _Record(Struct):
     due: float
     failures: int = 0
     running: bool = False

@@ -9,14 +9,14 @@ replaces (which keeps counting in ``total_nodes`` while it is being replaced).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from skyward.core.instance import InstanceInfo, MembershipView, PeerInfo
 from skyward.model.nodes import NodeHandle
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
+class Member(Struct, frozen=True):
     """One rank's node: its provider handle and its own ``InstanceInfo``."""
 
     handle: NodeHandle

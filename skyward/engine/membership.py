@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
+
+from msgspec import Struct
 
 from skyward.core.instance import InstanceInfo
 from skyward.model.nodes import NodeHandle
 
 
-@dataclass(frozen=True, slots=True)
-class Floor:
+class Floor(Struct, frozen=True):
     """The fewest nodes a running cluster can shrink to, and ``why`` not fewer (with what
     to do instead; empty when ``nodes`` is 0)."""
 
@@ -24,8 +24,7 @@ NO_FLOOR = Floor(0)
 """Every node, node 0's included, can leave."""
 
 
-@dataclass(frozen=True, slots=True)
-class Joined:
+class Joined(Struct, frozen=True):
     """A node a provider added to a running cluster: its handle and its ``InstanceInfo``
     (whose ``peers`` name at least the node itself; the engine fills in the others)."""
 
@@ -33,8 +32,7 @@ class Joined:
     info: InstanceInfo
 
 
-@dataclass(frozen=True, slots=True)
-class Loss:
+class Loss(Struct, frozen=True):
     """A node its provider found gone: ``preempted`` when the provider took it back (a
     spot interruption), else it failed (its machine or host vanished)."""
 

@@ -34,8 +34,9 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Never
+
+from msgspec import Struct
 
 from skyward.core.errors import WakeError
 from skyward.core.validation import wait_limit
@@ -63,8 +64,7 @@ minute each joins in about half an hour, not two (8 at once, before); a cloud's 
 backs off where its API throttles the launches."""
 
 
-@dataclass(frozen=True, slots=True)
-class Hooks:
+class Hooks(Struct, frozen=True):
     """What the reconciler tells the pool: events (``emit``, ``wants``), a node joining
     (``announce(node, handle, seconds)``: its provisioning events), the collections
     (``changed(left, reason)``, blocking: ``left`` is the rank of a node that left, None

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Never, Protocol
+
+from msgspec import Struct, field
 
 from skyward.core import handshake, messages
 from skyward.core.codec import (
@@ -202,8 +203,7 @@ class Outgoing:
         self._open = False
 
 
-@dataclass(eq=False)
-class _Stream:
+class _Stream(Struct, eq=False):
     """One stream of a session: its ends, how many of the server's messages its client
     has (from its ``Resume``), and ``done``, set once the session stops using it (the
     connection is closed then)."""
@@ -214,8 +214,7 @@ class _Stream:
     done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
-@dataclass(eq=False)
-class _Session:
+class _Session(Struct, eq=False):
     """What outlives a session's streams: its id, what the server sent and received, and
     the stream that resumes it next."""
 

@@ -30,10 +30,10 @@ import types
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import cloudpickle
+from msgspec import Struct, field
 
 from skyward.core.codec import load_payload
 
@@ -55,8 +55,7 @@ class ShippedFunctionMissing(LookupError):
     """A request referred to a function this node does not hold (see the module docstring)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Kept:
+class _Kept(Struct, frozen=True):
     """A function's pickle and digest, valid while its dependencies are these objects."""
 
     dependencies: tuple[object, ...]
@@ -64,8 +63,7 @@ class _Kept:
     payload: bytes
 
 
-@dataclass
-class Shipment:
+class Shipment(Struct):
     """What one request's pickling may leave out: the digests its node holds. Digests
     sent in full are added as they are sent (``reduce``)."""
 

@@ -11,8 +11,9 @@ error a user sees.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from msgspec import Struct
 
 from skyward.engine.wire import Payload
 
@@ -52,8 +53,7 @@ class Disconnected(TransportError):
     """The way to every node is gone (a remote pool's connection to its head broke)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Shared:
+class Shared(Struct, frozen=True):
     """A payload stored once for several calls (``Transport.share``)."""
 
     key: int

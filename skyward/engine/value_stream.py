@@ -16,7 +16,8 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from skyward.core.codec import load_payload
 from skyward.core.function import PendingFunction
@@ -76,8 +77,7 @@ class StreamRouter:
             sink(event)
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+class Route(Struct, frozen=True):
     """One stream's way from the router: the queue its values arrive on (then None once
     its task has ended), and the calls that close it and stop its generator."""
 

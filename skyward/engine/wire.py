@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import operator
 import os
 import pickle
 import sys
@@ -22,11 +21,11 @@ import threading
 import types
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import cloudpickle
+from msgspec import Struct, field
 
 from skyward.core.codec import load_payload
 from skyward.core.errors import RemoteError, RemoteTraceback, TaskExitError
@@ -205,8 +204,7 @@ def decode(payload: Payload) -> Any:
     return load_payload(header, buffers=buffers)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRequest:
+class TaskRequest(Struct, frozen=True):
     """One unit of work: ``fn(*args, **kwargs)``, or for ``MAP`` ``[fn(x) for x in args[0]]``.
 
     ``timeout`` is per call (per item for ``MAP``), counted from when it starts running.
@@ -223,11 +221,6 @@ class TaskRequest:
     kind: str = CALL
     view: MembershipView | None = None
 
-    def __reduce__(self) -> tuple[type[TaskRequest], tuple[object, ...]]:
-        """Pickled as its fields in order: the dataclass's own state goes through
-        ``dataclasses.fields`` both ways, twice the pickle's cost for a small request."""
-        return TaskRequest, _request_fields(self)
-
     @property
     def chunk(self) -> list[object]:
         """A ``MAP`` request's items: its one argument, the list the driver cut."""
@@ -237,12 +230,7 @@ class TaskRequest:
         return items
 
 
-_request_fields: Callable[[TaskRequest], tuple[object, ...]] = operator.attrgetter(*(f.name for f in fields(TaskRequest)))
-"""A request's fields in order, read in C."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskFailure:
+class TaskFailure(Struct, frozen=True):
     """Why a task failed, in a form that always pickles."""
 
     type_name: str
@@ -303,8 +291,7 @@ def _pickle_exception(exc: BaseException) -> bytes | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _ExceptionState:
+class _ExceptionState(Struct, frozen=True):
     cls: type[BaseException]
     args: tuple[object, ...]
     state: dict[str, object]

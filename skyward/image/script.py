@@ -24,8 +24,9 @@ from __future__ import annotations
 import hashlib
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from skyward.image.image import Image
@@ -36,16 +37,14 @@ WHEELS = f"{CACHE}/wheels"
 DEFAULT_INDEX = "https://pypi.org/simple"
 
 
-@dataclass(frozen=True, slots=True)
-class BootstrapOp:
+class BootstrapOp(Struct, frozen=True):
     """One shell command a plugin's ``bootstrap`` hook asked for."""
 
     plugin: str
     command: str
 
 
-@dataclass(frozen=True, slots=True)
-class Artifacts:
+class Artifacts(Struct, frozen=True):
     """What the client ships: wheel file names (in WHEELS) and the includes archive."""
 
     skyward_wheel: str
@@ -129,8 +128,7 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True, slots=True)
-class PipGroup:
+class PipGroup(Struct, frozen=True):
     """One ``uv pip install``: ``packages`` looked up first in ``indexes`` (then the default index)."""
 
     indexes: tuple[str, ...]

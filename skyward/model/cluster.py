@@ -10,15 +10,14 @@ the worker layout. Before the nodes' engine runs (``transform`` and ``bootstrap`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from skyward.core.instance import InstanceInfo
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Spec, Worker
 
 
-@dataclass(frozen=True, slots=True)
-class Cluster:
+class Cluster(Struct, frozen=True):
     """The pool's nodes, for plugin hooks."""
 
     nodes: tuple[NodeHandle, ...]

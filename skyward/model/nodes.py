@@ -3,11 +3,10 @@ the client logs in to one (``SSHEndpoint``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 
-@dataclass(frozen=True, slots=True)
-class SSHEndpoint:
+class SSHEndpoint(Struct, frozen=True):
     """How the client logs in to a node: ``user@host:port`` with ``key_path`` (None: the
     user's default keys and ssh-agent)."""
 
@@ -20,8 +19,7 @@ class SSHEndpoint:
         return f"{self.user}@{self.host}:{self.port}"
 
 
-@dataclass(frozen=True, slots=True)
-class NodeHandle:
+class NodeHandle(Struct, frozen=True):
     """One machine (or process) a provider gave the pool."""
 
     id: str

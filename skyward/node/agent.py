@@ -24,6 +24,7 @@ from typing import Protocol
 
 import cloudpickle
 import ray
+from msgspec import structs
 from ray import ObjectRef
 from ray.actor import ActorHandle
 
@@ -163,7 +164,7 @@ class NodeRunner:
         if request.view is not None:
             self._apply(request.view)
         if request.kind == PROBE:
-            return encode((*self._probes.run(replace(request, kind=CALL), lambda: None), 0))
+            return encode((*self._probes.run(structs.replace(request, kind=CALL), lambda: None), 0))
         self._running.acquire()
         slot = _SlotLease(self._running)
         writes_lost = collections_installed.writes_lost()

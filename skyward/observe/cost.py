@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from skyward.core.validation import check_number
 from skyward.observe.events import CostFinal, CostUpdate, Event
@@ -14,8 +15,7 @@ from skyward.observe.events import CostFinal, CostUpdate, Event
 UPDATE_INTERVAL = 60.0
 
 
-@dataclass(frozen=True, slots=True)
-class Pricing:
+class Pricing(Struct, frozen=True):
     """A launched cluster's price: ``hourly_rate`` is what its nodes cost together,
     ``ondemand_rate`` what the same nodes would cost on demand (None: the same).
     A launched ``Cluster`` derives it from its node handles."""

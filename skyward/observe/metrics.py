@@ -32,10 +32,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import ClassVar
 
 import psutil
+from msgspec import Struct
 
 from skyward.core.validation import check_number, fail
 from skyward.observe import gpu
@@ -66,13 +66,13 @@ class Collector:
         raise NotImplementedError
 
     def __post_init__(self) -> None:
-        """Check ``interval`` (run by each dataclass subclass; one with fields of its own
-        checks them and then calls this); ValueError naming the class and the value."""
+        """Check ``interval`` (run by each subclass, a frozen ``msgspec.Struct``; one with
+        fields of its own checks them and then calls this); ValueError naming the class and
+        the value."""
         check_number(type(self).__name__, "interval", self.interval, strictly_positive=True)
 
 
-@dataclass(frozen=True, slots=True)
-class CPU(Collector):
+class CPU(Struct, Collector, frozen=True):
     """Machine-wide CPU use."""
 
     interval: float = 1.0
@@ -84,8 +84,7 @@ class CPU(Collector):
         return lambda: psutil.cpu_percent(None)
 
 
-@dataclass(frozen=True, slots=True)
-class Memory(Collector):
+class Memory(Struct, Collector, frozen=True):
     """Memory in use, as a share of the total."""
 
     interval: float = 1.0
@@ -96,8 +95,7 @@ class Memory(Collector):
         return lambda: psutil.virtual_memory().percent
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryUsed(Collector):
+class MemoryUsed(Struct, Collector, frozen=True):
     """Memory in use (total minus available)."""
 
     interval: float = 1.0
@@ -112,8 +110,7 @@ class MemoryUsed(Collector):
         return read
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryTotal(Collector):
+class MemoryTotal(Struct, Collector, frozen=True):
     """Physical memory."""
 
     interval: float = 60.0
@@ -124,8 +121,7 @@ class MemoryTotal(Collector):
         return lambda: psutil.virtual_memory().total / MB
 
 
-@dataclass(frozen=True, slots=True)
-class GPU(Collector):
+class GPU(Struct, Collector, frozen=True):
     """GPU utilisation, the mean over the node's GPUs."""
 
     interval: float = 1.0
@@ -136,8 +132,7 @@ class GPU(Collector):
         return gpu.utilization if gpu.devices() else None
 
 
-@dataclass(frozen=True, slots=True)
-class GPUMemory(Collector):
+class GPUMemory(Struct, Collector, frozen=True):
     """GPU memory in use, as a share of all GPUs' memory."""
 
     interval: float = 1.0
@@ -152,8 +147,7 @@ class GPUMemory(Collector):
         return read if gpu.devices() else None
 
 
-@dataclass(frozen=True, slots=True)
-class GPUMemoryTotal(Collector):
+class GPUMemoryTotal(Struct, Collector, frozen=True):
     """Memory of all the node's GPUs."""
 
     interval: float = 60.0
@@ -164,8 +158,7 @@ class GPUMemoryTotal(Collector):
         return (lambda: gpu.memory()[1]) if gpu.devices() else None
 
 
-@dataclass(frozen=True, slots=True)
-class GPUTemp(Collector):
+class GPUTemp(Struct, Collector, frozen=True):
     """Temperature of the node's hottest GPU."""
 
     interval: float = 5.0
@@ -176,8 +169,7 @@ class GPUTemp(Collector):
         return gpu.temperature if gpu.devices() else None
 
 
-@dataclass(frozen=True, slots=True)
-class Disk(Collector):
+class Disk(Struct, Collector, frozen=True):
     """Space used on the file system holding ``path``."""
 
     path: str = "/"
@@ -200,8 +192,7 @@ class Disk(Collector):
         return lambda: psutil.disk_usage(self.path).percent
 
 
-@dataclass(frozen=True, slots=True)
-class NetworkRx(Collector):
+class NetworkRx(Struct, Collector, frozen=True):
     """Bytes received per second, over all interfaces."""
 
     interval: float = 1.0
@@ -212,8 +203,7 @@ class NetworkRx(Collector):
         return _rate(lambda: psutil.net_io_counters().bytes_recv)
 
 
-@dataclass(frozen=True, slots=True)
-class NetworkTx(Collector):
+class NetworkTx(Struct, Collector, frozen=True):
     """Bytes sent per second, over all interfaces."""
 
     interval: float = 1.0
@@ -224,8 +214,7 @@ class NetworkTx(Collector):
         return _rate(lambda: psutil.net_io_counters().bytes_sent)
 
 
-@dataclass(frozen=True, slots=True)
-class Custom(Collector):
+class Custom(Struct, Collector, frozen=True):
     """A shell ``command`` run on the node every ``interval`` seconds; the last number it
     prints is the value. A command that fails or prints no number is reported once as
     a ``sky.Error`` event and tried again at the next interval."""
@@ -257,8 +246,7 @@ class Custom(Collector):
         return read
 
 
-@dataclass(frozen=True, slots=True)
-class Default:
+class Default(Struct, frozen=True):
     """The default set: CPU, Memory, GPU, GPUMemory and GPUTemp, every ``interval`` s."""
 
     interval: float = 1.0

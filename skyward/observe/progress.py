@@ -13,8 +13,9 @@ import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TypeVar
+
+from msgspec import Struct, field
 
 from skyward.observe.bus import EventBus
 from skyward.observe.events import Progress, TaskCompleted, TaskStarted
@@ -24,8 +25,7 @@ SENDING_WAIT = 2.0
 """Seconds a gather's reader waits for an event a future's thread is delivering."""
 
 
-@dataclass
-class _Batch:
+class _Batch(Struct):
     batch_id: str
     kind: str
     name: str

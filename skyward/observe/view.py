@@ -6,8 +6,9 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
+
+from msgspec import Struct, field
 
 from skyward.observe import events
 from skyward.observe.describe import cost_line, plural
@@ -15,8 +16,7 @@ from skyward.observe.describe import cost_line, plural
 KEPT_BATCHES = 3
 
 
-@dataclass
-class NodeState:
+class NodeState(Struct):
     """One node as the console shows it."""
 
     node: int

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from msgspec import Struct
+
 from skyward.collections.operations import Operations
 from skyward.core.errors import SkywardError
 from skyward.core.instance import InstanceInfo
@@ -58,8 +60,7 @@ class PriceSnapshotWarning(UserWarning):
     price API (which could not be read; the message says why and the snapshot's date)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseTiming:
+class PhaseTiming(Struct, frozen=True):
     """How long one phase of bringing the nodes up took (``node`` None: all of them)."""
 
     name: str
@@ -97,8 +98,7 @@ class Holdings(Protocol):
         """Remove it, confirmed; ``TeardownError`` naming what is not."""
 
 
-@dataclass(eq=False)
-class LaunchedCluster:
+class LaunchedCluster(Struct, eq=False):
     """A running pool's nodes, as a provider hands them over."""
 
     nodes: tuple[NodeHandle, ...]
@@ -184,8 +184,7 @@ class Launcher(Protocol):
         """``spec``'s cluster, as ``Provider.launch`` gives it."""
 
 
-@dataclass(frozen=True, slots=True)
-class Direct:
+class Direct(Struct, frozen=True):
     """The Spec's provider launches the cluster in this process; it ends with the pool."""
 
     daemon_held: ClassVar[bool] = False

@@ -18,18 +18,17 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import psutil
+from msgspec import Struct, field, structs, to_builtins
 
 from skyward.core.paths import skyward_dir
 from skyward.core.private_dir import private_directory, replace_private
 from skyward.model.nodes import NodeHandle
 
 
-@dataclass(frozen=True, slots=True)
-class NodeRecord:
+class NodeRecord(Struct, frozen=True):
     """One node of a live pool."""
 
     id: str
@@ -50,8 +49,7 @@ class NodeRecord:
                    str(login) if login else "", login.key_path if login else None)
 
 
-@dataclass(frozen=True, slots=True)
-class LivePool:
+class LivePool(Struct, frozen=True):
     """A pool some process on this machine has open."""
 
     pool_id: str
@@ -94,7 +92,7 @@ def register(
         log_file or (previous.log_file if previous else None),
         previous.opened if previous is not None and previous.nodes else now, keep_alive,
     )
-    text = json.dumps(asdict(record))
+    text = json.dumps(to_builtins(record))
 
     _in_records(f"{pool_id}.json", lambda path: replace_private(str(path), text))
 
@@ -105,7 +103,7 @@ def renew_nodes(pool_id: str, nodes: Sequence[NodeRecord]) -> None:
     previous = _read(_path(pool_id))
     if previous is None:
         return
-    text = json.dumps(asdict(replace(previous, nodes=tuple(nodes))))
+    text = json.dumps(to_builtins(structs.replace(previous, nodes=tuple(nodes))))
     _in_records(f"{pool_id}.json", lambda path: replace_private(str(path), text))
 
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
+
+from msgspec import Struct
 
 from skyward.storage.client import ResolvedStorage, Storage
 from skyward.storage.endpoint import is_aws_s3
@@ -24,8 +26,7 @@ from skyward.storage.mount import MOUNT_TIMEOUT_S, MountedVolume, mount_volume, 
 from skyward.storage.volume import Volume
 
 
-@dataclass(frozen=True, slots=True)
-class NodeVolume:
+class NodeVolume(Struct, frozen=True):
     """One volume as a node mounts it: the Volume (its storage dropped) and the storage
     resolved to plain strings. The repr hides the keys."""
 

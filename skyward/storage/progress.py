@@ -11,8 +11,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -21,8 +22,7 @@ if TYPE_CHECKING:
 Direction = Literal["upload", "download"]
 
 
-@dataclass(frozen=True, slots=True)
-class TransferUpdate:
+class TransferUpdate(Struct, frozen=True):
     """Where one transfer stands: ``done`` of ``total`` bytes; ``finished`` on its last
     update, sent whether it succeeded or failed."""
 

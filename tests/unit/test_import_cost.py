@@ -60,3 +60,31 @@ def test_a_local_pools_first_open_imports_no_panel_older_events_kept_client_or_w
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout
+
+
+def test_a_local_pools_first_open_defines_as_dataclasses_only_classes_users_build() -> None:
+    """CPython 3.11 defines a frozen dataclass with an ``exec`` per generated method
+    (about 0.3 ms a class here) and a ``msgspec.Struct`` in about 20 us: skyward's own
+    records on B4-import's path are Structs. The dataclasses left there are those the
+    reference documents make dataclasses (``Spec``, ``Image``, the events, ...), those
+    users build or ``dataclasses.replace`` in their code (``Plugin``, the ``LaunchCommand``
+    and ``LaunchContext`` a plugin's launcher gets, ``Yielded``, an event), and two that use
+    what a Struct lacks: fields left out of the repr or the comparison (``ResolvedStorage``'s
+    keys, ``MountedVolume``'s process) and
+    keyword-only fields after positional ones (``AgentSetup``)."""
+    code = (
+        "import dataclasses, sys, skyward, ray, skyward.api.pool, skyward.providers.local.launch, "
+        "skyward.providers.ray.agents\n"
+        "made = sorted(f'{name}.{cls.__name__}' for name, module in list(sys.modules.items()) "
+        "if name.startswith('skyward') for cls in vars(module).values() "
+        "if isinstance(cls, type) and cls.__module__ == name and dataclasses.is_dataclass(cls) "
+        "and cls.__name__ not in skyward.__all__)\n"
+        "print(made)"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    users = [
+        "skyward.engine.streams.Yielded", "skyward.model.plugin.LaunchCommand", "skyward.model.plugin.LaunchContext",
+        "skyward.model.plugin.Plugin", "skyward.node.agent.AgentSetup", "skyward.storage.client.ResolvedStorage",
+        "skyward.storage.mount.MountedVolume",
+    ]  # the public ones are in skyward.__all__
+    assert loaded.stdout.strip() == str(sorted(users)), loaded.stdout

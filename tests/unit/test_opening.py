@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeProvider
+from msgspec import structs
 
 import skyward as sky
 from skyward.api.opening import OpenPool
@@ -65,7 +66,7 @@ class _Recorded(FakeProvider):
             cluster.stop()
 
         transport = _Transport(cluster.transport, steps, self.fail_open)
-        return dataclasses.replace(cluster, transport=transport, stop=stop)  # type: ignore[arg-type]
+        return structs.replace(cluster, transport=transport, stop=stop)
 
 
 @pytest.fixture
@@ -120,8 +121,8 @@ def test_an_open_pool_holds_everything_and_closes_in_the_old_order(steps: list[s
     with pool:
         running = pool._open
         assert isinstance(running, OpenPool)
-        assert all(getattr(running, f.name) is not None for f in dataclasses.fields(running)
-                   if f.name not in ("reconciler", "dashboard"))  # made only when asked for
+        assert all(getattr(running, name) is not None for name in running.__struct_fields__
+                   if name not in ("reconciler", "dashboard"))  # made only when asked for
         assert running.reconciler is not None  # the fake cluster can change
         assert pool.spec is running.spec and running.loop_thread.is_alive()
         assert double(21) >> pool == 42

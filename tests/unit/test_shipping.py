@@ -146,7 +146,7 @@ def test_a_kept_pickle_does_not_keep_its_function_alive(script: types.SimpleName
 
 
 def test_a_request_travels_whole_and_refers_to_skywards_own_names(script: types.SimpleNamespace) -> None:
-    """A ``TaskRequest`` pickles as its fields in order (``__reduce__``) and skyward's own
+    """A ``TaskRequest`` (a ``msgspec.Struct``) pickles as its fields in order and skyward's own
     classes and functions in it go by name (``wire._WIRE_GLOBALS``): every field comes
     back, the second request to the node still runs the function it holds."""
     from skyward.core.function import SkywardFunction

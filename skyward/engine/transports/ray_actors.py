@@ -15,10 +15,10 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 import ray
+from msgspec import Struct
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from skyward.engine.death import Death
@@ -83,8 +83,7 @@ class AgentHandle(Protocol):
         """Stop its sampling and executor children (before the actor is killed)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RayAgent:
+class RayAgent(Struct, frozen=True):
     """A node agent as ``RayTransport`` reaches it: its actor, and its lane's address
     ("" for none)."""
 

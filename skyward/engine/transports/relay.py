@@ -30,10 +30,10 @@ import itertools
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import cloudpickle
+from msgspec import Struct
 
 from skyward.core import handshake, messages
 from skyward.core.codec import MalformedFrame
@@ -70,8 +70,7 @@ Waiter = asyncio.Future[Outcome] | concurrent.futures.Future[Outcome]
 """What a call in flight waits on: a loop's future (``call``) or a thread's (``call_now``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteAgent:
+class RemoteAgent(Struct, frozen=True):
     """A node agent for the relay to start: on the host whose Ray resource is ``serial``,
     with ``setup`` (its ``AgentSetup``), answering within ``timeout`` seconds."""
 
@@ -89,8 +88,7 @@ class SessionOver(ConnectionError):
     """The relay no longer holds the session this client tried to resume."""
 
 
-@dataclass(frozen=True, slots=True)
-class RelayEndpoint:
+class RelayEndpoint(Struct, frozen=True):
     """A pool's head relay as its client reaches it: ``connect`` opens the stream,
     ``where`` names the relay in errors, ``secret`` is the pool's relay secret (each side
     proves it), ``compress``: large messages travel compressed where that pays

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from skyward.model.spec import Options, Spec
 
 
-@dataclass(frozen=True, slots=True)
-class ClientContext:
+class ClientContext(Struct, frozen=True):
     """What a local pool's agents take from the client: its working directory, import
     path and environment (the pool daemon starts agents for a client other than itself)."""
 
@@ -26,8 +26,7 @@ class ClientContext:
         return ClientContext(os.getcwd(), tuple(sys.path), dict(os.environ))
 
 
-@dataclass(frozen=True, slots=True)
-class KeptRequest:
+class KeptRequest(Struct, frozen=True):
     """A kept pool to open: its Spec and Options, the id its nodes carry, and the client."""
 
     spec: Spec

@@ -31,8 +31,9 @@ import sys
 import sysconfig
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from skyward.core.paths import skyward_dir
 from skyward.image.image import Image
@@ -48,8 +49,7 @@ class LocalEnvError(RuntimeError):
     command and its output."""
 
 
-@dataclass(frozen=True, slots=True)
-class LocalEnvironment:
+class LocalEnvironment(Struct, frozen=True):
     """Where local agents run: ``python`` is the venv's interpreter (None: this
     process's environment), ``env`` the variables to add (``Image.env`` and the
     evaluated ``shell_vars``), ``phases`` how long each step took."""

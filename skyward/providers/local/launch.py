@@ -8,10 +8,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import ray
+from msgspec import structs
 
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import DriverCollections
@@ -68,7 +68,7 @@ def start(
         spec = with_plugins_image(spec, view)
         check_image(spec.image)
         built = local_env.prepare(
-            spec.image, bootstrap_ops(spec.plugins, replace(view, spec=spec)), spec.image.bootstrap_timeout
+            spec.image, bootstrap_ops(spec.plugins, structs.replace(view, spec=spec)), spec.image.bootstrap_timeout
         )
         env = {**built.env}
         sys_path = _sys_path(spec.image, client, isolated=built.python is not None)

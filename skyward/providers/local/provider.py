@@ -14,10 +14,11 @@ import os
 import platform
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import psutil
+from msgspec import structs
 
 from skyward.core.allocation import minimum_spot
 from skyward.core.validation import check_number, fail
@@ -96,7 +97,7 @@ class Local:
                 stop()
 
         phases = ((PhaseTiming("volumes", mounting),) if spec.volumes else ()) + cluster.phases
-        return replace(cluster, stop=stop_then_unmount, phases=phases)
+        return structs.replace(cluster, stop=stop_then_unmount, phases=phases)
 
 
 def local_handle(pool_id: str, node: int) -> NodeHandle:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 from skyward.engine.membership import NO_FLOOR, Floor, Joined, Loss
 from skyward.engine.transports.ray_actors import RayAgent, RayTransport
@@ -26,8 +27,7 @@ if TYPE_CHECKING:
     from skyward.node.agent import NodeAgent
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(Struct, frozen=True):
     """Where and how rank ``setup.info.node``'s agent starts: its setup, the Ray actor
     options that pin it (``options``), its lane path ("" for none) and its handle."""
 

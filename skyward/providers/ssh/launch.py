@@ -22,8 +22,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec import structs
 
 from skyward.collections.config import CollectionsConfig, host_count
 from skyward.core import handshake
@@ -295,7 +296,7 @@ class HostPath:
                 self.options.resolved_worker,
             )
             spec = self.spec = with_plugins_image(spec, view)
-            self._plugin_ops = tuple(bootstrap_ops(spec.plugins, replace(view, spec=spec)))
+            self._plugin_ops = tuple(bootstrap_ops(spec.plugins, structs.replace(view, spec=spec)))
         ops = self._plugin_ops
         shipments = _shipments(spec.image, nodes, cluster.on_phase)
         points = tuple(item.volume.mount for item in self._volumes)
