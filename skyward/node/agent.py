@@ -69,8 +69,9 @@ class AgentSetup:
     lane: str = ""
     """Where the agent listens beside Ray: a Unix socket path, ``tcp://`` (TCP on its
     host's Ray address, see ``transports.lane``) or "" for no lane."""
-    lane_secret: bytes = b""
-    """What a caller of a TCP lane must prove it knows."""
+    lane_secret: bytes = field(default=b"", repr=False)
+    """What a caller of a TCP lane must prove it knows (left out of the repr: a setup
+    printed in a log or an error does not hand it out)."""
     notes: str = ""
     """Where the agent leaves the note of its post-mortem (``death.arm``); "" for none."""
     plugins: bytes = b""

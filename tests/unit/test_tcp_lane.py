@@ -159,3 +159,10 @@ def test_a_restarted_agent_listens_on_its_predecessor_s_port(tmp_path: Path) -> 
     assert third is not None and third.address != address
     second.close()
     third.close()
+
+
+def test_a_setup_s_repr_leaves_its_lane_secret_out(tmp_path: Path) -> None:
+    """Whoever knows the secret can run tasks on the agent's TCP lane: a setup printed
+    in a log or an error must not carry it."""
+    shown = repr(_setup(tmp_path))
+    assert SECRET.hex() not in shown and repr(SECRET) not in shown and "lane_secret" not in shown
