@@ -126,24 +126,45 @@ def test_killed_client_takes_its_nodes_down(sandbox: dict) -> None:
     assert wait_for_no_processes(temp_dir, within=30) == []
 
 
-@pytest.mark.parametrize("after", [0.3, 1.2])
-def test_ctrl_c_while_the_pool_opens_leaves_nothing(sandbox: dict, after: float) -> None:
-    """Ctrl-C while Ray starts (0.3 s in) or while the agents start (1.2 s in)."""
-    body = """
-    sky.Compute, sky.Options  # imported on first use: here, before the clock starts
-    print("OPENING", flush=True)
-    with sky.Compute(nodes=2, options=sky.Options(console=False, logging=False)) as pool:
-        print("OPEN", flush=True)
-        time.sleep(60)
-    """
+HELD_AGENTS = """
+import contextlib
+
+@contextlib.contextmanager
+def held(info):  # each agent's start takes 30 s: a Ctrl-C lands while the pool waits for them
+    time.sleep(30)
+    yield
+
+PLUGINS = [sky.plugins.Plugin(name="held", around_app=held)]
+"""
+OPENING = """
+sky.Compute, sky.Options  # imported on first use: here, before the clock starts
+print("OPENING", flush=True)
+with sky.Compute(nodes=2, plugins=PLUGINS, options=sky.Options(console=False, logging=False)) as pool:
+    print("OPEN", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("during", ["ray", "agents"])
+def test_ctrl_c_while_the_pool_opens_leaves_nothing(sandbox: dict, during: str) -> None:
+    """Ctrl-C while Ray starts (0.3 s in) or while the agents start (once an agent's
+    process runs, the agents held in their start by a plugin)."""
+    body = (HELD_AGENTS if during == "agents" else "PLUGINS = []\n") + OPENING
     process = start(sandbox, body)
     read_until(process, "OPENING")
-    time.sleep(after)
+    if during == "ray":
+        time.sleep(0.3)
+    else:
+        deadline = time.monotonic() + 60
+        while not any("NodeAgent" in line for line in marked_under(sandbox["tmp"])):
+            assert time.monotonic() < deadline and process.poll() is None, "no agent ever started"
+            time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     try:
         output, _ = process.communicate(timeout=60)
     finally:
         process.kill()
+    assert "OPEN\n" not in output, output
     assert "KeyboardInterrupt: interrupted (Ctrl-C)" in output, output
     assert process.returncode == -signal.SIGINT, (process.returncode, output)  # 130 in every phase, not 1
     assert "threading.py" not in output and "ray_instance.py" not in output, output

@@ -68,10 +68,10 @@ def test_a_local_pools_first_open_defines_as_dataclasses_only_classes_users_buil
     records on B4-import's path are Structs. The dataclasses left there are those the
     reference documents make dataclasses (``Spec``, ``Image``, the events, ...), those
     users build or ``dataclasses.replace`` in their code (``Plugin``, the ``LaunchCommand``
-    and ``LaunchContext`` a plugin's launcher gets, ``Yielded``, an event), and two that use
-    what a Struct lacks: fields left out of the repr or the comparison (``ResolvedStorage``'s
-    keys, ``MountedVolume``'s process) and
-    keyword-only fields after positional ones (``AgentSetup``)."""
+    and ``LaunchContext`` a plugin's launcher gets, ``Yielded``, an event), and three that
+    use what a Struct lacks: fields left out of the repr or the comparison
+    (``ResolvedStorage``'s keys, ``MountedVolume``'s process, ``AgentSetup``'s lane secret)
+    and keyword-only fields after positional ones (``AgentSetup``)."""
     code = (
         "import dataclasses, sys, skyward, ray, skyward.api.pool, skyward.providers.local.launch, "
         "skyward.providers.ray.agents\n"

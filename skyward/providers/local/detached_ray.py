@@ -3,7 +3,8 @@ keeps survive the daemon's death (SIGKILL, an OOM kill) for its successor to ado
 
 ``ray.init`` binds the processes it starts to the process that called it (the kernel
 kills them with it); ``ray start --head`` does not. So the daemon starts its instance
-with ``ray start`` (127.0.0.1, no dashboard, autoscaler or log monitor, token auth with
+with ``ray start``, lean (``providers/ray_start.py``: 127.0.0.1, no API server,
+autoscaler or log monitor, no one-second wait for the raylet; token auth with
 a random token passed through the environment, usage stats off) in a private directory
 (mode 0700, ``LocalRay``'s layout), and then joins it as any client joins the pool
 daemon's instance. Every process of the instance carries ``reaper.MARKER``, so ``stop``
@@ -67,7 +68,7 @@ def start() -> DetachedRay:
     env = {**os.environ, **ENVIRONMENT, "RAY_AUTH_TOKEN": token, MARKER: temp_dir}
     ray_dir = os.path.join(temp_dir, RAY_DIR)
     command = [
-        sys.executable, "-m", "ray.scripts.scripts", "start", "--head", *ray_ports.HEAD,
+        sys.executable, "-m", "skyward.providers.ray_start", "start", "--head", *ray_ports.HEAD,
         "--node-ip-address=127.0.0.1", f"--num-cpus={os.cpu_count() or 1}", f"--temp-dir={ray_dir}",
         "--include-dashboard=false", "--no-monitor", "--include-log-monitor=false", "--disable-usage-stats",
         "--log-style=record", "--log-color=false",

@@ -3,13 +3,15 @@
 Started on first use with a private directory (mode 0700, a short path under the system
 temp dir) that holds everything the local pools make: Ray's temp dir (``RAY_DIR``; Ray
 makes it and all below it world-writable, so only its private parent keeps other users
-out), the agents' lane sockets and their post-mortem notes. No dashboard, addressed as
-127.0.0.1 (Ray's gRPC servers listen on every interface all the same: its token guards
-them), token auth with a random per-process token passed through the environment (so
-nothing is written to ~/.ray), usage stats off, Ray's memory monitor off. Stopped, and
-its directory removed, when the last local pool closes; if the client dies without
-stopping it (SIGKILL), its ``Reaper`` kills what is left within seconds. A Ray instance
-the user started is used as it is and never stopped by us.
+out), the agents' lane sockets and their post-mortem notes. Started lean
+(``providers/ray_start.py``: no API server, autoscaler or log monitor, no one-second
+wait for the raylet), addressed as 127.0.0.1 (Ray's gRPC servers listen on every
+interface all the same: its token guards them), token auth with a random per-process
+token passed through the environment (so nothing is written to ~/.ray), usage stats
+off, Ray's memory monitor off. Stopped, and its directory removed, when the last local
+pool closes; if the client dies without stopping it (SIGKILL), its ``Reaper`` kills what
+is left within seconds. A Ray instance the user started is used as it is and never
+stopped by us.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import os
 import secrets
 import tempfile
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -28,6 +29,7 @@ import ray
 
 from skyward.engine import interruptible
 from skyward.providers.local.reaper import MARKER, Reaper, sweep
+from skyward.providers.ray_start import lean
 
 _SET_BY_RAY = ("PYTHONBREAKPOINT",)
 """What ``ray.init`` sets in the driver's environment (its debugger hook): put back at close."""
@@ -155,7 +157,7 @@ class LocalRay:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
             temp_dir = os.path.join(cls._temp_dir, RAY_DIR)
-            _without_error_listener(lambda: ray.init(
+            lean(lambda: ray.init(
                 num_cpus=os.cpu_count() or 1,
                 include_dashboard=False,
                 log_to_driver=False,
@@ -168,7 +170,6 @@ class LocalRay:
             cls._stop_owned()
             raise
         cls._owned = True
-        _stop_unused_daemons()
 
     @classmethod
     def _join(cls, daemon: DaemonRay) -> None:
@@ -182,7 +183,7 @@ class LocalRay:
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            _without_error_listener(lambda: ray.init(
+            lean(lambda: ray.init(
                 address=daemon.address, log_to_driver=False, logging_level=logging.ERROR, namespace="skyward"
             ))
         except BaseException:
@@ -222,46 +223,6 @@ class LocalRay:
             if cls._reaper is not None:
                 cls._reaper.stop()
             cls._reaper = None
-
-
-def _without_error_listener(init: Callable[[], object]) -> None:
-    """``init()`` (a ``ray.init``) without the driver thread that prints every error Ray publishes (a
-    long "(raylet) A worker died ..." paragraph on the client's stderr for each agent
-    death, whatever ``Options.console`` says): skyward reports deaths itself, as a
-    ``NodeCrashedError`` and an ``Error`` event that name the cause."""
-    from ray._private import worker as ray_worker
-
-    listener = ray_worker.listen_error_messages
-    ray_worker.listen_error_messages = _ignore_error_messages
-    try:
-        init()
-    finally:
-        ray_worker.listen_error_messages = listener
-
-
-def _ignore_error_messages(worker: object, threads_stopped: threading.Event) -> None:
-    """Takes the place of Ray's driver error listener: listens to nothing."""
-
-
-def _stop_unused_daemons() -> None:
-    """Stop the two daemons ``ray.init`` started that a skyward pool never uses: the
-    autoscaler monitor (a fixed local instance never scales; ~40 MB, and it ignores
-    SIGTERM, so ``ray.shutdown`` would wait a full second for it) and the log monitor
-    (it streams workers' log files to the GCS for ``log_to_driver``, which skyward turns
-    off: agents capture a task's output themselves; idle, it polls every 0.1 s, ~0.7% of
-    a core)."""
-    try:
-        from ray._private import ray_constants
-        from ray._private.worker import _global_node
-
-        if _global_node is None:
-            return
-        for kind in (ray_constants.PROCESS_TYPE_MONITOR, ray_constants.PROCESS_TYPE_LOG_MONITOR):
-            for info in _global_node.all_processes.get(kind, []):
-                info.process.kill()
-                info.process.wait(timeout=5)
-    except Exception:  # Ray internals moved: keep the daemons, lose only the saving
-        pass
 
 
 def restore_environment(saved: dict[str, str | None]) -> None:

@@ -363,7 +363,8 @@ class RemoteHosts:
         head = self.nodes[0]
         # No Ray Client server (the minimal ray package has none), no autoscaler monitor
         # (`--no-monitor`: skyward resizes pools itself) and, on every host, no log monitor
-        # (agents capture a task's output themselves): two Python daemons fewer to start.
+        # (agents capture a task's output themselves): two Python daemons fewer to start;
+        # `_ray_start` leaves out the API server too.
         head_args = ["--head", *ray_ports.HEAD, "--include-dashboard=false", "--no-monitor"]
         head_resources = {**resources(head), HEAD_RESOURCE: HEAD_CAPACITY}
         await self._ray_start(head, head_args, head_resources, env)
@@ -392,10 +393,11 @@ class RemoteHosts:
 
     async def _ray_start(self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]) -> None:
         assert node.ready is not None
-        ray = posixpath.join(node.ready.env_dir, "venv/bin/ray")
+        python = posixpath.join(node.ready.env_dir, "venv/bin/python")
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**env, POOL_ENV: node.pool_dir}.items())
-        command = (
-            f"{_TOKEN_ENV} {exports} && exec {shlex.quote(ray)} start {' '.join(shlex.quote(a) for a in args)} "
+        command = (  # `ray start`, lean (providers/ray_start.py): no API server, no one-second wait
+            f"{_TOKEN_ENV} {exports} && exec {shlex.quote(python)} -m skyward.providers.ray_start start "
+            f"{' '.join(shlex.quote(a) for a in args)} "
             f"--node-ip-address={node.private_ip} --temp-dir={shlex.quote(node.pool_dir + '/ray')} "
             f"--resources={shlex.quote(json.dumps(resources))} --disable-usage-stats --include-log-monitor=false "
             "--log-style=record --log-color=false"

@@ -13,6 +13,7 @@ import time
 import pytest
 from conftest import QUIET, make_image, ssh_provider
 from hosts import HostLab
+from sandbox import processes_using
 from stranger import Probe, Squat, assert_nothing_leaked, on_command_lines, ray_tokens
 
 import skyward as sky
@@ -41,6 +42,8 @@ def test_an_ssh_pool_and_a_node_joining_it_name_no_port_a_squatter_can_take(
                 assert time.monotonic() < deadline, "the third host never joined"
                 time.sleep(0.2)
             assert (four() @ pool) == [4, 4, 4]
+            # every host's `ray start` is lean (skyward/providers/ray_start.py): no API server
+            assert processes_using("dashboard/dashboard.py") == []
             tokens = ray_tokens()
             assert on_command_lines(tokens) == []
     for squat in squats:

@@ -1,0 +1,128 @@
+"""Starting Ray without what a skyward pool never uses, and without Ray's one-second wait.
+
+A Ray start (``ray.init`` that starts an instance) runs three Python daemons a pool has
+no use for, each booting on the same cores as the raylet the start waits for:
+
+- the API server (Ray's dashboard head, started even with ``include_dashboard=False``,
+  for Ray's job and state APIs and usage stats), whose start blocks until it answers,
+  ~0.4 s, before the raylet is even started;
+- the autoscaler monitor (a fixed local instance never scales; ~40 MB, and it ignores
+  SIGTERM, so ``ray.shutdown`` would wait a full second for it);
+- the log monitor (it streams workers' log files to the GCS for ``log_to_driver``, which
+  skyward turns off: agents capture a task's output themselves; idle, it polls every
+  0.1 s, ~0.7% of a core).
+
+Then the start waits for the raylet to register with the GCS: Ray asks 0.1 s after
+starting it and, until it is there, once a second (the C++ ``GetNode``), so a raylet that
+registers after 0.5 s is found after 1.1 s, one that registers after 1.3 s after 2.1 s.
+
+``lean`` runs a start without the three daemons, asking the GCS for the raylet every
+``POLL`` seconds before Ray's own question, which then finds it at once; and without the
+driver thread that prints every error Ray publishes (a "(raylet) A worker died ..."
+paragraph on stderr for each agent death, whatever ``Options.console`` says): skyward
+reports deaths itself, as a ``NodeCrashedError`` and an ``Error`` event naming the cause.
+
+These are Ray's internals (``ray._private``). Each change is made only where what it
+replaces is there; where Ray has moved one, that part of the start runs as Ray's own,
+and only its saving is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+POLL = 0.01
+"""Seconds between the GCS questions ``lean`` asks while the raylet registers."""
+REGISTER_TIMEOUT = 30.0
+"""Seconds ``lean`` asks before leaving the question to Ray (Ray's own limit is 30 s)."""
+
+
+def lean(init: Callable[[], object]) -> None:
+    """``init()`` (a ``ray.init``) as the module says."""
+    try:
+        from ray._private import node, services, worker
+    except ImportError:  # Ray has moved them: its start as it ships
+        init()
+        return
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_swapped(worker, "listen_error_messages", _listen_to_nothing))
+        for daemon in ("start_api_server", "start_monitor", "start_log_monitor"):
+            stack.enter_context(_swapped(node.Node, daemon, _start_nothing))
+        get_node = getattr(services, "get_node", None)
+        if get_node is not None:
+            stack.enter_context(_swapped(services, "get_node", _registered_first(get_node)))
+        init()
+
+
+@contextlib.contextmanager
+def _swapped(owner: object, name: str, value: object) -> Iterator[None]:
+    """``owner.name`` is ``value`` for the block, then what it was; nothing changes when
+    ``owner`` has no ``name``."""
+    if not hasattr(owner, name):
+        yield
+        return
+    saved = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, saved)
+
+
+def _listen_to_nothing(worker: object, threads_stopped: threading.Event) -> None:
+    """Takes the place of Ray's driver error listener."""
+
+
+def _start_nothing(node: object, *args: object, **options: object) -> None:
+    """Takes the place of a ``Node`` method that starts a daemon."""
+
+
+def _registered_first(get_node: Callable[[str, str], object]) -> Callable[[str, str], object]:
+    """``get_node`` (Ray's ``services.get_node``), asked once the GCS lists the node."""
+
+    def get_registered_node(gcs_address: str, node_id: str) -> object:
+        wait_registered(gcs_address, node_id, REGISTER_TIMEOUT)
+        return get_node(gcs_address, node_id)
+
+    return get_registered_node
+
+
+def wait_registered(gcs_address: str, node_id: str, timeout: float) -> bool:
+    """Whether the GCS at ``gcs_address`` lists the node ``node_id`` (hex) alive within
+    ``timeout`` seconds, asking every ``POLL`` seconds. False also when the GCS cannot be
+    asked (after Ray's own connection timeout, 15 s here for a GCS that never answers):
+    the caller's own question then decides."""
+    from ray._private import services
+    from ray._private.state import GlobalState
+
+    state = GlobalState()
+    try:
+        state._initialize_global_state(services._get_gcs_client_options(gcs_address))
+        deadline = time.monotonic() + timeout
+        while True:
+            if any(row.get("NodeID") == node_id and row.get("Alive") for row in state.node_table()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL)
+    except Exception:  # Ray internals moved, or the GCS is not up: Ray's own question decides
+        return False
+    finally:
+        with contextlib.suppress(Exception):
+            state.disconnect()
+
+
+def main() -> None:
+    """``python -m skyward.providers.ray_start ARGS``: Ray's command line (``ray ARGS``),
+    its ``ray start`` lean as ``lean`` says (the autoscaler and log monitors are left out
+    by ``ray start``'s own options)."""
+    from ray.scripts.scripts import main as ray_main
+
+    lean(ray_main)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""A pool's Ray starts lean (skyward/providers/ray_start.py): neither a local pool's Ray
+(``ray.init``) nor the pool daemon's (``python -m skyward.providers.ray_start start``)
+runs Ray's API server, autoscaler monitor or log monitor, and the raylet's registration
+is asked for every few milliseconds, not once a second."""
+
+from __future__ import annotations
+
+import ray
+from sandbox import marked_under
+
+import skyward as sky
+from skyward.providers import ray_start
+from skyward.providers.local import detached_ray
+from skyward.providers.local.ray_instance import LocalRay
+
+UNUSED = ("dashboard/dashboard.py", "autoscaler/v2/monitor.py", "autoscaler/_private/monitor.py", "log_monitor.py")
+"""The scripts of the three Ray daemons a pool never uses, as their command lines name them."""
+QUIET = sky.Options(console=False, logging=False)
+
+
+@sky.function
+def one() -> int:
+    return 1
+
+
+def _unused(running: list[str]) -> list[str]:
+    assert any("raylet" in line for line in running), f"no raylet among {running}: the check would pass for any start"
+    return [line for line in running if any(script in line for script in UNUSED)]
+
+
+def test_a_local_pools_ray_runs_no_daemon_a_pool_never_uses() -> None:
+    with sky.Compute(nodes=2, options=QUIET) as pool:
+        assert (one() @ pool) == [1, 1]
+        temp_dir = LocalRay.temp_dir()
+        assert temp_dir is not None
+        assert _unused(marked_under(temp_dir)) == []
+        context = ray.get_runtime_context()
+        gcs = context.gcs_address
+        node = context.get_node_id()
+        assert ray_start.wait_registered(gcs, node, timeout=5.0)
+        assert not ray_start.wait_registered(gcs, "ab" * 28, timeout=0.2)
+
+
+def test_the_pool_daemons_ray_runs_no_daemon_a_pool_never_uses() -> None:
+    instance = detached_ray.start()
+    try:
+        assert _unused(marked_under(instance.temp_dir)) == []
+    finally:
+        instance.stop()

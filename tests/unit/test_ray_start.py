@@ -1,0 +1,30 @@
+"""``ray_start.lean`` changes Ray's start only while the start runs, and puts every part
+back when it fails (skyward/providers/ray_start.py)."""
+
+from __future__ import annotations
+
+import pytest
+from ray._private import node, services, worker
+
+from skyward.providers import ray_start
+
+
+def _parts() -> tuple[object, ...]:
+    return (
+        worker.listen_error_messages, node.Node.start_api_server, node.Node.start_monitor,
+        node.Node.start_log_monitor, services.get_node,
+    )
+
+
+def test_lean_changes_ray_s_start_only_while_it_runs_and_puts_it_back_when_it_fails() -> None:
+    before = _parts()
+    during: list[tuple[object, ...]] = []
+
+    def failing_start() -> None:
+        during.append(_parts())
+        raise RuntimeError("the start failed")
+
+    with pytest.raises(RuntimeError, match="the start failed"):
+        ray_start.lean(failing_start)
+    assert [a is b for a, b in zip(during[0], before, strict=True)] == [False] * len(before)
+    assert [a is b for a, b in zip(_parts(), before, strict=True)] == [True] * len(before)
