@@ -21,6 +21,11 @@ registers after 0.5 s is found after 1.1 s, one that registers after 1.3 s after
 driver thread that prints every error Ray publishes (a "(raylet) A worker died ..."
 paragraph on stderr for each agent death, whatever ``Options.console`` says): skyward
 reports deaths itself, as a ``NodeCrashedError`` and an ``Error`` event naming the cause.
+``quiet`` is that last part alone, for a ``ray.init`` that joins a running instance.
+
+Run as ``python -m skyward.providers.ray_start ARGS`` (``main``), this is Ray's command
+line with its ``ray start`` lean; a host joining a head that is still starting takes the
+head's address from stdin (``ADDRESS_ON_STDIN``), having booted meanwhile.
 
 These are Ray's internals (``ray._private``). Each change is made only where what it
 replaces is there; where Ray has moved one, that part of the start runs as Ray's own,
@@ -30,6 +35,7 @@ and only its saving is lost.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,7 +47,8 @@ REGISTER_TIMEOUT = 30.0
 
 
 def lean(init: Callable[[], object]) -> None:
-    """``init()`` (a ``ray.init``) as the module says."""
+    """``init()`` (a ``ray.init`` that starts an instance, or Ray's ``ray start``) as the
+    module says."""
     try:
         from ray._private import node, services, worker
     except ImportError:  # Ray has moved them: its start as it ships
@@ -54,6 +61,18 @@ def lean(init: Callable[[], object]) -> None:
         get_node = getattr(services, "get_node", None)
         if get_node is not None:
             stack.enter_context(_swapped(services, "get_node", _registered_first(get_node)))
+        init()
+
+
+def quiet(init: Callable[[], object]) -> None:
+    """``init()`` (a ``ray.init`` that connects to a running instance) without the driver's
+    error listener, as in ``lean``; nothing is started, so nothing else changes."""
+    try:
+        from ray._private import worker
+    except ImportError:
+        init()
+        return
+    with _swapped(worker, "listen_error_messages", _listen_to_nothing):
         init()
 
 
@@ -115,12 +134,24 @@ def wait_registered(gcs_address: str, node_id: str, timeout: float) -> bool:
             state.disconnect()
 
 
+ADDRESS_ON_STDIN = "--address=-"
+"""In ``main``'s arguments: the GCS address is the next line of stdin, read once Ray is
+imported, so a host that joins a head still starting boots its Python meanwhile."""
+
+
 def main() -> None:
     """``python -m skyward.providers.ray_start ARGS``: Ray's command line (``ray ARGS``),
-    its ``ray start`` lean as ``lean`` says (the autoscaler and log monitors are left out
-    by ``ray start``'s own options)."""
+    its ``ray start`` lean as ``lean`` says (the callers' ``--no-monitor`` and
+    ``--include-log-monitor=false`` also leave the two monitors out, should a Ray move
+    what ``lean`` swaps). ``ADDRESS_ON_STDIN`` among ARGS takes the address from stdin;
+    exits with an error naming it when stdin ends first (the head's start failed)."""
     from ray.scripts.scripts import main as ray_main
 
+    if ADDRESS_ON_STDIN in sys.argv:
+        address = sys.stdin.readline().strip()
+        if not address:
+            raise SystemExit("skyward ray_start: stdin ended before the GCS address for --address=- came")
+        sys.argv[sys.argv.index(ADDRESS_ON_STDIN)] = f"--address={address}"
     lean(ray_main)
 
 

@@ -1,5 +1,5 @@
 """``ray_start.lean`` changes Ray's start only while the start runs, and puts every part
-back when it fails (skyward/providers/ray_start.py)."""
+back when it fails; ``quiet`` changes only the error listener (skyward/providers/ray_start.py)."""
 
 from __future__ import annotations
 
@@ -27,4 +27,12 @@ def test_lean_changes_ray_s_start_only_while_it_runs_and_puts_it_back_when_it_fa
     with pytest.raises(RuntimeError, match="the start failed"):
         ray_start.lean(failing_start)
     assert [a is b for a, b in zip(during[0], before, strict=True)] == [False] * len(before)
+    assert [a is b for a, b in zip(_parts(), before, strict=True)] == [True] * len(before)
+
+
+def test_quiet_changes_only_the_error_listener_and_only_while_init_runs() -> None:
+    before = _parts()
+    during: list[tuple[object, ...]] = []
+    ray_start.quiet(lambda: during.append(_parts()))
+    assert [a is b for a, b in zip(during[0], before, strict=True)] == [False, True, True, True, True]
     assert [a is b for a, b in zip(_parts(), before, strict=True)] == [True] * len(before)

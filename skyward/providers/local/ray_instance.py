@@ -29,7 +29,7 @@ import ray
 
 from skyward.engine import interruptible
 from skyward.providers.local.reaper import MARKER, Reaper, sweep
-from skyward.providers.ray_start import lean
+from skyward.providers.ray_start import lean, quiet
 
 _SET_BY_RAY = ("PYTHONBREAKPOINT",)
 """What ``ray.init`` sets in the driver's environment (its debugger hook): put back at close."""
@@ -183,7 +183,7 @@ class LocalRay:
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            lean(lambda: ray.init(
+            quiet(lambda: ray.init(
                 address=daemon.address, log_to_driver=False, logging_level=logging.ERROR, namespace="skyward"
             ))
         except BaseException:

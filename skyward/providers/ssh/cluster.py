@@ -10,6 +10,7 @@ vanished), the head relay on node 0, and the SSH channel the client's transport 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -26,7 +27,7 @@ from skyward.core import messages
 from skyward.core.codec import read_marker
 from skyward.engine.transports.relay import RelayEndpoint, SessionOver
 from skyward.model.nodes import NodeHandle, SSHEndpoint
-from skyward.providers import ray_ports
+from skyward.providers import ray_ports, ray_start
 from skyward.providers.ssh import bootstrap as runner
 from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, went_silent
 from skyward.providers.ssh.versions import mismatches
@@ -219,6 +220,7 @@ class RemoteHosts:
 
         async def one(node: RemoteNode) -> None:
             started = time.monotonic()
+            await runner.make_dirs(node.files, node.pool_dir)
             await runner.ship(node.files, shipments[node.index])
             self.on_phase("ship", time.monotonic() - started, node.index)
             node.ready = await runner.bootstrap(
@@ -358,7 +360,9 @@ class RemoteHosts:
     async def start_ray(self, resources: Callable[[RemoteNode], dict[str, float]], env: dict[str, str]) -> None:
         """Start Ray's head on node 0 and join every other host to it. No port is named in
         advance (``ray_ports``): the head's GCS binds a port of its own, read back from its
-        temp dir, and the others join once it is known."""
+        temp dir. The other hosts' starts begin with the head's, boot Python and import
+        Ray meanwhile, and get the head's address on stdin once it is known; they are
+        ended if the head's start fails."""
         started = time.monotonic()
         head = self.nodes[0]
         # No Ray Client server (the minimal ray package has none), no autoscaler monitor
@@ -367,31 +371,55 @@ class RemoteHosts:
         # `_ray_start` leaves out the API server too.
         head_args = ["--head", *ray_ports.HEAD, "--include-dashboard=false", "--no-monitor"]
         head_resources = {**resources(head), HEAD_RESOURCE: HEAD_CAPACITY}
-        await self._ray_start(head, head_args, head_resources, env)
-        self.gcs_port = await self._gcs_port(head)
-        await _all(self._ray_start(node, self._joining(), resources(node), env) for node in self.nodes[1:])
+        joiners = self.nodes[1:]
+        begun = await asyncio.gather(
+            self._ray_start(head, head_args, head_resources, env),
+            *(self._ray_start(node, [ray_start.ADDRESS_ON_STDIN, *ray_ports.SELF_BOUND], resources(node), env)
+              for node in joiners),
+            return_exceptions=True,
+        )
+        try:
+            failed = next((outcome for outcome in begun if isinstance(outcome, BaseException)), None)
+            if failed is not None:
+                raise failed
+            head_start, *joining = begun
+            assert not isinstance(head_start, BaseException)
+            await self._ray_started(head, head_start, "")
+            self.gcs_port = await self._gcs_port(head)
+            address = f"{head.private_ip}:{self.gcs_port}\n"
+            await _all(
+                self._ray_started(node, process, address)
+                for node, process in zip(joiners, joining, strict=True) if not isinstance(process, BaseException)
+            )
+        finally:  # a start the head's failure left waiting for its address ends at its stdin's end
+            for process in begun:
+                if not isinstance(process, BaseException):
+                    process.stdin.write_eof()
+                    process.close()
         self.on_phase("ray", time.monotonic() - started, None)
 
     async def join_ray(self, node: RemoteNode, resources: dict[str, float], env: dict[str, str]) -> None:
         """Start Ray on ``node``, joining the head's cluster."""
         started = time.monotonic()
-        await self._ray_start(node, self._joining(), resources, env)
+        joining = [f"--address={self.nodes[0].private_ip}:{self.gcs_port}", *ray_ports.SELF_BOUND]
+        await self._ray_started(node, await self._ray_start(node, joining, resources, env), "")
         self.on_phase("ray", time.monotonic() - started, node.index)
-
-    def _joining(self) -> list[str]:
-        """``ray start`` arguments of a host that joins the head's GCS."""
-        return [f"--address={self.nodes[0].private_ip}:{self.gcs_port}", *ray_ports.SELF_BOUND]
 
     async def _gcs_port(self, head: RemoteNode) -> int:
         """The port the head's GCS bound, as ``ray start`` wrote it down in its temp dir."""
         path = posixpath.join(head.pool_dir, "ray", ray_ports.ADDRESS_FILE)
-        result = await asyncio.wait_for(head.conn.run(f"cat {shlex.quote(path)}", check=False), START_TIMEOUT)
         try:
-            return ray_ports.port_of(str(result.stdout))
-        except ValueError as error:
-            raise RuntimeError(f"`ray start` on node 0 ({head.address}) left no GCS address in {path}: {error}") from None
+            written = await asyncio.wait_for(head.files.read(path), START_TIMEOUT)
+            return ray_ports.port_of(written.decode(errors="replace"))
+        except (OSError, asyncssh.SFTPError, ValueError) as error:  # TimeoutError is an OSError
+            raise RuntimeError(
+                f"`ray start` on node 0 ({head.address}) left no GCS address in {path}: {type(error).__name__}: {error}"
+            ) from None
 
-    async def _ray_start(self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]) -> None:
+    async def _ray_start(
+        self, node: RemoteNode, args: list[str], resources: dict[str, float], env: dict[str, str]
+    ) -> asyncssh.SSHClientProcess[str]:
+        """``ray start ARGS`` begun on ``node``, the pool's Ray token sent on its stdin."""
         assert node.ready is not None
         python = posixpath.join(node.ready.env_dir, "venv/bin/python")
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**env, POOL_ENV: node.pool_dir}.items())
@@ -402,14 +430,33 @@ class RemoteHosts:
             f"--resources={shlex.quote(json.dumps(resources))} --disable-usage-stats --include-log-monitor=false "
             "--log-style=record --log-color=false"
         )
-        result = await asyncio.wait_for(node.conn.run(command, input=self.token + "\n", check=False), START_TIMEOUT)
-        if result.exit_status != 0:
-            output = (str(result.stdout) + str(result.stderr)).replace(self.token, "***")[-3000:]
-            raise RuntimeError(f"`ray start` failed on node {node.index} ({node.address}):\n{output}")
+        process = await asyncio.wait_for(node.conn.create_process(command), START_TIMEOUT)
+        process.stdin.write(self.token + "\n")
+        return process
 
-    async def start_relay(self, config: bytes) -> tuple[int, float]:
-        """Start the head relay on node 0 with its encoded config; returns the port it
-        listens on (node 0's loopback) and how long its agents took to start."""
+    async def _ray_started(self, node: RemoteNode, process: asyncssh.SSHClientProcess[str], rest: str) -> None:
+        """Wait for ``node``'s ``ray start`` once ``rest`` of its stdin and then its end are
+        sent; RuntimeError with its output if it failed or took ``START_TIMEOUT``."""
+        if rest:
+            with contextlib.suppress(OSError):  # it ended already: its output says why
+                process.stdin.write(rest)
+        process.stdin.write_eof()
+        timed_out = False
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), START_TIMEOUT)
+        except TimeoutError:
+            stdout, stderr = process.collect_output()
+            process.close()
+            timed_out = True
+        if timed_out or process.exit_status != 0:
+            output = (str(stdout) + str(stderr)).replace(self.token, "***")[-3000:]
+            ended = f"took over {START_TIMEOUT:g}s" if timed_out else "failed"
+            raise RuntimeError(f"`ray start` {ended} on node {node.index} ({node.address}):\n{output}")
+
+    async def boot_relay(self) -> asyncssh.SSHClientProcess[bytes]:
+        """The head relay begun on node 0, the pool's Ray token sent: it imports what it
+        runs while Ray starts, then waits for its config (``start_relay``; it exits if its
+        stdin ends first)."""
         head = self.nodes[0]
         assert head.ready is not None
         python = posixpath.join(head.ready.env_dir, "venv/bin/python")
@@ -417,8 +464,15 @@ class RemoteHosts:
             f"cd {shlex.quote(head.pool_dir)} && {_TOKEN_ENV} {POOL_ENV}={shlex.quote(head.pool_dir)} && exec {shlex.quote(python)} -u -m "
             f"skyward.providers.ssh.head_relay {shlex.quote(head.pool_dir)}"
         )
-        process = await head.conn.create_process(command, encoding=None, stderr=asyncssh.STDOUT)
-        process.stdin.write(self.token.encode() + b"\n" + len(config).to_bytes(8, "big") + config)
+        process = await asyncio.wait_for(head.conn.create_process(command, encoding=None, stderr=asyncssh.STDOUT), START_TIMEOUT)
+        process.stdin.write(self.token.encode() + b"\n")
+        return process
+
+    async def start_relay(self, process: asyncssh.SSHClientProcess[bytes], config: bytes) -> tuple[int, float]:
+        """Start the booted head relay ``process`` with its encoded config; returns the port
+        it listens on (node 0's loopback) and how long its agents took to start."""
+        with contextlib.suppress(OSError):  # it ended already: its output says why
+            process.stdin.write(len(config).to_bytes(8, "big") + config)
         lines: list[str] = []
         agents = 0.0
         while True:

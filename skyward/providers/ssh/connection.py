@@ -13,7 +13,7 @@ import posixpath
 import secrets
 import shlex
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,30 +293,15 @@ class RemoteFiles:
         else:
             await self._shell(f"mkdir -p -- {shlex.quote(path)}")
 
-    async def make_private_dir(self, path: str, new: bool = False) -> None:
-        """Create the directory ``path`` (and its parents) with mode 0700, or set 0700 on it
-        when it exists: only the login user may list or enter it. OSError when ``path`` is
-        a link or not the login user's own (someone else made it first); with ``new``,
-        when it exists at all (what is there belongs to something else: a pool's own
-        directory is never shared)."""
-        q = shlex.quote(path)
-        first = ""
-        if new:
-            taken = shlex.quote(
-                f"{path} exists already on this host, and a pool's directory is its own: another pool "
-                "with this pool's id runs here, or ran and left it behind"
-            )
-            parent = shlex.quote(posixpath.dirname(path.rstrip("/")) or "/")
-            first = f"mkdir -p -- {parent} && {{ mkdir -m 700 -- {q} 2>/dev/null || {{ echo {taken} >&2; exit 1; }}; }} && "
-        refused = shlex.quote(
-            f"{path} must be a directory of this user's own, mode 0700, and is not (a link, or "
-            "another user's): remove it (as its owner), then open the pool again"
-        )
-        await self._shell(
-            f"{first}mkdir -p -m 700 -- {q} && [ -d {q} ] && [ ! -L {q} ] && [ -O {q} ] && chmod 700 -- {q} "
-            f"|| {{ echo {refused} >&2; exit 1; }}",
-            what=f"making the directory {path}",
-        )
+    async def make_private_dirs(self, paths: Sequence[str], new: Sequence[str] = ()) -> None:
+        """Create each directory of ``paths`` and ``new`` (and its parents) with mode 0700,
+        or set 0700 on one of ``paths`` that exists: only the login user may list or enter
+        them. One command for all (each command costs the host a login shell's start).
+        OSError when one is a link or not the login user's own (someone else made it
+        first), or one of ``new`` exists at all (what is there belongs to something else: a
+        pool's own directory is never shared)."""
+        steps = [_private_dir(path, False) for path in paths] + [_private_dir(path, True) for path in new]
+        await self._shell(" && ".join(steps), what=f"making the directories {', '.join([*paths, *new])}")
 
     async def sizes(self, directory: str) -> dict[str, int]:
         """Size of each file in ``directory`` by name."""
@@ -389,6 +374,28 @@ class RemoteFiles:
             error = _bytes(result.stderr).decode(errors="replace").strip()
             raise OSError(f"{what or f'`{command}`'} failed on {self._address} (exit {result.exit_status}): {error}")
         return _bytes(result.stdout)
+
+
+def _private_dir(path: str, new: bool) -> str:
+    """A shell step that makes ``path`` as ``RemoteFiles.make_private_dirs`` says, or fails
+    saying why on stderr."""
+    q = shlex.quote(path)
+    first = ""
+    if new:
+        taken = shlex.quote(
+            f"{path} exists already on this host, and a pool's directory is its own: another pool "
+            "with this pool's id runs here, or ran and left it behind"
+        )
+        parent = shlex.quote(posixpath.dirname(path.rstrip("/")) or "/")
+        first = f"mkdir -p -- {parent} && {{ mkdir -m 700 -- {q} 2>/dev/null || {{ echo {taken} >&2; exit 1; }}; }} && "
+    refused = shlex.quote(
+        f"{path} must be a directory of this user's own, mode 0700, and is not (a link, or "
+        "another user's): remove it (as its owner), then open the pool again"
+    )
+    return (
+        f"{{ {first}mkdir -p -m 700 -- {q} && [ -d {q} ] && [ ! -L {q} ] && [ -O {q} ] && chmod 700 -- {q} "
+        f"|| {{ echo {refused} >&2; exit 1; }}; }}"
+    )
 
 
 def _partial(remote: str) -> str:

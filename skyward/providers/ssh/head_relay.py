@@ -2,9 +2,11 @@
 through a channel of its SSH connection (``python -m skyward.providers.ssh.head_relay POOL_DIR``).
 
 Started over SSH with the Ray token as the first line of stdin (read by the shell, never
-on a command line), then the length-prefixed ``RelayConfig`` (with the secret the client
-will prove). It joins the node's Ray cluster, starts one ``NodeAgent`` per node (pinned
-by its host's ``skyward-node-<serial>`` resource), then listens on 127.0.0.1 only and
+on a command line) while Ray starts on the hosts, so its imports are done by the time the
+length-prefixed ``RelayConfig`` (with the secret the client will prove) follows once Ray
+is up; it exits if stdin ends first (the pool's open failed). It joins the node's Ray
+cluster, starts one ``NodeAgent`` per node (pinned by its host's
+``skyward-node-<serial>`` resource), then listens on 127.0.0.1 only and
 serves the one client that proves the secret (``engine.relay_server``, the messages of
 ``core.messages``; a stranger on the port is hung up on): each call's payload goes to its node's
 agent as the bytes it arrived as, each reply and each event batch goes back as the bytes
@@ -289,7 +291,10 @@ class RayAgentsBackend(TransportBackend):
 
 def main() -> None:
     raise_open_files()  # a lane per node: a big pool needs more than a session's 1,024
-    size = int.from_bytes(sys.stdin.buffer.read(8), "big")
+    header = sys.stdin.buffer.read(8)  # booted while Ray starts: the config comes once Ray is up
+    if len(header) < 8:
+        raise SystemExit("skyward head relay: stdin ended before its config came (the pool's open failed)")
+    size = int.from_bytes(header, "big")
     config: RelayConfig = load_payload(sys.stdin.buffer.read(size))  # from the client, over SSH
     if config.kept or config.resume_within:  # its client's SSH connection may end before it does
         signal.signal(signal.SIGHUP, signal.SIG_IGN)

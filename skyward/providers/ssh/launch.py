@@ -46,7 +46,7 @@ from skyward.providers.base import Holdings, LaunchedCluster, PhaseTiming, Teard
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
-from skyward.providers.ssh.cluster import HEAD_RESOURCE, RemoteHosts, RemoteNode
+from skyward.providers.ssh.cluster import HEAD_RESOURCE, START_TIMEOUT, RemoteHosts, RemoteNode
 from skyward.providers.ssh.connection import BOOTING_RETRY_INTERVAL, BOOTING_SSH_TIMEOUT, KnownHosts, SSHReach
 from skyward.providers.ssh.handover import Handover, HostState
 from skyward.providers.ssh.handover import release as release_handover
@@ -111,6 +111,7 @@ def launch_on_hosts(
         path = HostPath(spec, options, cluster, loop, reach, volumes, halt_on_expiry)
         encoder = path.encoder
         path.up(handles, range(len(handles)))
+        relay = loop.run(cluster.boot_relay(), START_TIMEOUT)  # its imports run while Ray starts
         loop.run(cluster.start_ray(resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
         setups = tuple(path.setup(node) for node in cluster.nodes)
         kept = options.keep_alive is not None
@@ -118,7 +119,7 @@ def launch_on_hosts(
             f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
             handshake.new_secret(), COMPRESS, kept=kept, resume_within=cluster.resume_within,
         )
-        relay_port, agents = loop.run(cluster.start_relay(pickle.dumps(config)), ready_timeout + 30)
+        relay_port, agents = loop.run(cluster.start_relay(relay, pickle.dumps(config)), ready_timeout + 30)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
         stop_hosts(loop, cluster, credentials, release)

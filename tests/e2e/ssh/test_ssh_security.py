@@ -184,10 +184,11 @@ def test_the_pool_directory_and_the_cache_are_private_to_the_user(ssh_pool: sky.
 
 
 def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: HostLab) -> None:
-    """``make_private_dir`` (the pool directory, the cache) creates a directory 0700, makes
-    one of the user's own 0700, and refuses a link or another user's directory (made
+    """``make_private_dirs`` (the pool directory, the cache) creates a directory 0700,
+    makes one of the user's own 0700, and refuses a link or another user's directory (made
     first by someone else to read what the pool puts there); a pool's own directory it
-    refuses when it exists at all."""
+    refuses when it exists at all. Asked for both at once, as a pool's open does, it makes
+    neither past the first it refuses."""
     host = lab.hosts[0]
     tmp = host.private("/tmp")
     os.makedirs(os.path.join(tmp, "sky-mine"), mode=0o755)
@@ -196,10 +197,10 @@ def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: Hos
     os.symlink("/tmp/sky-mine", os.path.join(tmp, "sky-link"))
     endpoint = parse_host(lab.strings()[0], "root", 22, lab.client_key)
 
-    async def attempt(path: str, new: bool = False) -> str:
+    async def attempt(path: str, new: bool = False, first: tuple[str, ...] = ()) -> str:
         conn = await connect(endpoint, KnownHosts(lab.known_hosts), 10)
         try:
-            await RemoteFiles(conn, endpoint).make_private_dir(path, new)
+            await RemoteFiles(conn, endpoint).make_private_dirs([*first, *(() if new else (path,))], [path] if new else [])
             return oct(stat.S_IMODE(os.stat(os.path.join(tmp, path.removeprefix("/tmp/"))).st_mode))
         except OSError as exc:
             return str(exc)
@@ -214,7 +215,12 @@ def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: Hos
     assert asyncio.run(attempt("/tmp/sky-fresh", new=True)) == "0o700"
     for path in ("/tmp/sky-fresh", "/tmp/sky-mine", "/tmp/sky-link"):
         said = asyncio.run(attempt(path, new=True))
-        assert f"making the directory {path} failed" in said and f"{path} exists already on this host" in said, said
+        assert f"making the directories {path} failed" in said and f"{path} exists already on this host" in said, said
+    assert asyncio.run(attempt("/tmp/sky-pool", new=True, first=("/tmp/sky-cache",))) == "0o700"
+    assert oct(stat.S_IMODE(os.stat(os.path.join(tmp, "sky-cache")).st_mode)) == "0o700"
+    said = asyncio.run(attempt("/tmp/sky-next", new=True, first=("/tmp/sky-link",)))
+    assert "/tmp/sky-link must be a directory of this user's own" in said, said
+    assert not os.path.exists(os.path.join(tmp, "sky-next")), "made after the step before it failed"
 
 
 def test_the_client_prefers_aes_gcm_and_reaches_a_host_without_it(lab: HostLab) -> None:
