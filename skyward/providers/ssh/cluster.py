@@ -115,6 +115,9 @@ class RemoteNode:
     facts: HostFacts | None = None
     ready: runner.Bootstrapped | None = None
     watchdog: asyncssh.SSHClientProcess[str] | None = None
+    made_dir: bool = False
+    """Whether this pool made ``pool_dir`` (``bootstrap``): only then may it remove it
+    without its watchdog. A directory found there, or a pool taken over, is never removed."""
 
     @property
     def address(self) -> SSHEndpoint:
@@ -221,6 +224,7 @@ class RemoteHosts:
         async def one(node: RemoteNode) -> None:
             started = time.monotonic()
             await runner.make_dirs(node.files, node.pool_dir)
+            node.made_dir = True
             await runner.ship(node.files, shipments[node.index])
             self.on_phase("ship", time.monotonic() - started, node.index)
             node.ready = await runner.bootstrap(
@@ -620,11 +624,13 @@ class RemoteHosts:
         ``reach_again`` (the pool closes), when the connection to the host closed (reset,
         dropped) the host is reached again and its watchdog rejoined (``reconnect``) and
         told over the new one. A host that is not is logged and left to its watchdog,
-        which stops the pool ``ttl`` seconds after it last heard from this client.
-        VolumeMountError for a volume left mounted."""
+        which stops the pool ``ttl`` seconds after it last heard from this client. A node
+        whose open failed before its watchdog started has its directory removed only if
+        this pool made it (``made_dir``). VolumeMountError for a volume left mounted."""
         self._stopping.add(node.serial)
-        if node.watchdog is None:
-            await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
+        if node.watchdog is None:  # its open failed before the watchdog: nothing runs there yet
+            if node.made_dir:
+                await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
             return
         try:
             done = await self._told_to_stop(node)

@@ -19,7 +19,9 @@ import pytest
 from hosts import HostLab
 
 import skyward as sky
-from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, connect, parse_host
+from skyward.model.nodes import NodeHandle
+from skyward.providers.ssh.cluster import RemoteHosts
+from skyward.providers.ssh.connection import KnownHosts, RemoteFiles, SSHReach, connect, parse_host
 
 pytestmark = pytest.mark.slow
 
@@ -221,6 +223,35 @@ def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: Hos
     said = asyncio.run(attempt("/tmp/sky-next", new=True, first=("/tmp/sky-link",)))
     assert "/tmp/sky-link must be a directory of this user's own" in said, said
     assert not os.path.exists(os.path.join(tmp, "sky-next")), "made after the step before it failed"
+
+
+def test_a_pool_directory_found_on_a_host_is_refused_and_left_as_it_was(lab: HostLab) -> None:
+    """An open that finds its pool's directory on a host already (another pool's, or one
+    made to catch what the pool puts there) fails there and, stopping, removes nothing of
+    it: a node whose open failed before its watchdog started loses only the directory the
+    pool made itself."""
+    host = lab.hosts[0]
+    hosts = RemoteHosts("feedfacecafe0001", 60, lambda *_: None)
+    found = os.path.join(host.private("/tmp"), hosts.pool_dir(0).removeprefix("/tmp/"))
+    os.makedirs(found, mode=0o700)
+    with open(os.path.join(found, "theirs.txt"), "w") as kept:
+        kept.write("not the pool's")
+    endpoint = parse_host(lab.strings()[0], "root", 22, lab.client_key)
+    handle = NodeHandle(id="h0", address=host.address, ssh=endpoint)
+
+    async def open_and_stop() -> str:
+        await hosts.connect([handle], SSHReach(KnownHosts(lab.known_hosts), 10))
+        try:
+            await hosts.bootstrap(lambda node: "", {}, 60)
+        except OSError as exc:
+            return str(exc)
+        finally:
+            await hosts.stop()
+        return "opened"
+
+    said = asyncio.run(open_and_stop())
+    assert f"{hosts.pool_dir(0)} exists already on this host" in said, said
+    assert sorted(os.listdir(found)) == ["theirs.txt"]
 
 
 def test_the_client_prefers_aes_gcm_and_reaches_a_host_without_it(lab: HostLab) -> None:
