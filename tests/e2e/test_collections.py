@@ -746,13 +746,27 @@ def test_a_batch_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
 
 
 @sky.function
-def write_then_wait(name: str, seconds: float) -> str:
+def write_then_wait(name: str, seconds: float, folder: str) -> str:
+    """Say it started, write once told to go, say it wrote, then wait ``seconds``."""
+    Path(folder, "started").touch()
+    deadline = time.monotonic() + 60
+    while not Path(folder, "go").exists():
+        assert time.monotonic() < deadline, "never told to go"
+        time.sleep(0.02)
     sky.dict(name, consistency="eventual")["held"] = 1
+    Path(folder, "written").touch()
     time.sleep(seconds)
     return "returned as if its write had been applied"
 
 
-def test_a_task_whose_eventual_writes_were_lost_fails_naming_them() -> None:
+def _wait_for_file(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert time.monotonic() < deadline, f"no {path.name} after 60 s"
+        time.sleep(0.02)
+
+
+def test_a_task_whose_eventual_writes_were_lost_fails_naming_them(tmp_path: Path) -> None:
     """A task's eventual write is parked on its host (a prepared update holds the key)
     when the host dies: the write is lost, so the task fails with
     CollectionUnavailableError naming it, where it used to return its result."""
@@ -768,10 +782,14 @@ def test_a_task_whose_eventual_writes_were_lost_fails_naming_them() -> None:
         assert pool.dict(name, consistency="eventual").get("held") is None  # its host is started
         config = pool._open.cluster.collections.config
         host = ray.get_actor(config.host_name(shard_of("held", config.hosts)), namespace=NAMESPACE)
+        task = write_then_wait(name, 3.0, str(tmp_path)) > pool
+        _wait_for_file(tmp_path / "started")  # under load a task's start takes seconds
+        # the key is held for PREPARE_TIMEOUT from here, and the task writes at once
         holding = host.prepare.options(concurrency_group=WAIT_GROUP).remote("held-by-test", name, ("held",))
         assert ray.get(holding, timeout=30)
-        task = write_then_wait(name, 3.0) > pool
-        time.sleep(1.0)  # the write waits at the host for the held key
+        (tmp_path / "go").touch()
+        _wait_for_file(tmp_path / "written")
+        time.sleep(0.5)  # the write, sent in the background, waits at the host for the held key
         ray.kill(host, no_restart=True)
         with pytest.raises(sky.CollectionUnavailableError, match=rf"1 write to sky.dict\('{name}'\)"):
             task.result(timeout=60)

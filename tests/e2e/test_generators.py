@@ -66,7 +66,8 @@ def fails_on(bad_node: int) -> Iterator[int]:
 
 @sky.function
 def endless(folder: str) -> Iterator[int]:
-    """Counts forever; writes ``closed-<node>`` in ``folder`` when it is closed."""
+    """Counts forever; writes ``closed-<node>`` in ``folder`` when it is closed (whole:
+    written aside and renamed, so a reader never finds it empty)."""
     count = 0
     try:
         while True:
@@ -74,7 +75,9 @@ def endless(folder: str) -> Iterator[int]:
             count += 1
             time.sleep(0.02)
     finally:
-        Path(folder, f"closed-{sky.instance_info().node}").write_text(str(count))
+        name = f"closed-{sky.instance_info().node}"
+        Path(folder, f".{name}").write_text(str(count))
+        os.replace(Path(folder, f".{name}"), Path(folder, name))
 
 
 @sky.function
