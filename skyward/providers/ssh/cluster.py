@@ -20,6 +20,7 @@ import shlex
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import asyncssh
 
@@ -37,6 +38,8 @@ from skyward.storage.errors import VolumeMountError
 from skyward.storage.mount import MOUNT_TIMEOUT_S, UNMOUNT_TIMEOUT_S
 from skyward.storage.pool_volumes import NodeVolume
 from skyward.storage.pool_volumes import encode as encode_volumes
+
+T = TypeVar("T")
 
 log = logging.getLogger("skyward.remote")
 # The pool's Ray token arrives as the first line of stdin: never on a command line.
@@ -361,12 +364,17 @@ class RemoteHosts:
                         pass
             await asyncio.sleep(HEARTBEAT)
 
-    async def start_ray(self, resources: Callable[[RemoteNode], dict[str, float]], env: dict[str, str]) -> None:
-        """Start Ray's head on node 0 and join every other host to it. No port is named in
-        advance (``ray_ports``): the head's GCS binds a port of its own, read back from its
-        temp dir. The other hosts' starts begin with the head's, boot Python and import
-        Ray meanwhile, and get the head's address on stdin once it is known; they are
-        ended if the head's start fails."""
+    async def start_ray(
+        self, resources: Callable[[RemoteNode], dict[str, float]], env: dict[str, str],
+        head_up: Callable[[], Awaitable[T]],
+    ) -> T:
+        """Start Ray's head on node 0 and join every other host to it; returns what
+        ``head_up()`` gave, which runs once the head's GCS answers (``gcs_port`` is set),
+        beside the other hosts' joining. No port is named in advance (``ray_ports``): the
+        head's GCS binds a port of its own, read back from its temp dir. The other hosts'
+        starts begin with the head's, boot Python and import Ray meanwhile, and get the
+        head's address on stdin once it is known; they are ended if the head's start fails.
+        A host's failure is raised before ``head_up``'s, once both have ended."""
         started = time.monotonic()
         head = self.nodes[0]
         # No Ray Client server (the minimal ray package has none), no autoscaler monitor
@@ -382,25 +390,30 @@ class RemoteHosts:
               for node in joiners),
             return_exceptions=True,
         )
+        processes = [outcome for outcome in begun if not isinstance(outcome, BaseException)]
         try:
             failed = next((outcome for outcome in begun if isinstance(outcome, BaseException)), None)
             if failed is not None:
                 raise failed
-            head_start, *joining = begun
-            assert not isinstance(head_start, BaseException)
+            head_start, *joining = processes
             await self._ray_started(head, head_start, "")
             self.gcs_port = await self._gcs_port(head)
             address = f"{head.private_ip}:{self.gcs_port}\n"
-            await _all(
-                self._ray_started(node, process, address)
-                for node, process in zip(joiners, joining, strict=True) if not isinstance(process, BaseException)
+            done, joined = await asyncio.gather(
+                head_up(),
+                _all(self._ray_started(node, process, address) for node, process in zip(joiners, joining, strict=True)),
+                return_exceptions=True,
             )
+            if isinstance(joined, BaseException):
+                raise joined from done if isinstance(done, BaseException) else None
+            if isinstance(done, BaseException):
+                raise done
         finally:  # a start the head's failure left waiting for its address ends at its stdin's end
-            for process in begun:
-                if not isinstance(process, BaseException):
-                    process.stdin.write_eof()
-                    process.close()
+            for process in processes:
+                process.stdin.write_eof()
+                process.close()
         self.on_phase("ray", time.monotonic() - started, None)
+        return done
 
     async def join_ray(self, node: RemoteNode, resources: dict[str, float], env: dict[str, str]) -> None:
         """Start Ray on ``node``, joining the head's cluster."""
@@ -459,8 +472,8 @@ class RemoteHosts:
 
     async def boot_relay(self) -> asyncssh.SSHClientProcess[bytes]:
         """The head relay begun on node 0, the pool's Ray token sent: it imports what it
-        runs while Ray starts, then waits for its config (``start_relay``; it exits if its
-        stdin ends first)."""
+        runs while Ray starts, then waits for its config (``configure_relay``; it exits if
+        its stdin ends first)."""
         head = self.nodes[0]
         assert head.ready is not None
         python = posixpath.join(head.ready.env_dir, "venv/bin/python")
@@ -468,32 +481,45 @@ class RemoteHosts:
             f"cd {shlex.quote(head.pool_dir)} && {_TOKEN_ENV} {POOL_ENV}={shlex.quote(head.pool_dir)} && exec {shlex.quote(python)} -u -m "
             f"skyward.providers.ssh.head_relay {shlex.quote(head.pool_dir)}"
         )
-        process = await asyncio.wait_for(head.conn.create_process(command, encoding=None, stderr=asyncssh.STDOUT), START_TIMEOUT)
+        process = await head.conn.create_process(command, encoding=None, stderr=asyncssh.STDOUT)
         process.stdin.write(self.token.encode() + b"\n")
         return process
 
-    async def start_relay(self, process: asyncssh.SSHClientProcess[bytes], config: bytes) -> tuple[int, float]:
-        """Start the booted head relay ``process`` with its encoded config; returns the port
-        it listens on (node 0's loopback) and how long its agents took to start."""
+    @staticmethod
+    def configure_relay(process: asyncssh.SSHClientProcess[bytes], config: bytes) -> None:
+        """Send the booted head relay ``process`` its encoded config: it joins Ray and
+        starts the agents (``relay_started`` waits for them). Agents of hosts still
+        joining Ray start once those hosts have joined."""
         with contextlib.suppress(OSError):  # it ended already: its output says why
             process.stdin.write(len(config).to_bytes(8, "big") + config)
+
+    async def relay_started(self, process: asyncssh.SSHClientProcess[bytes], timeout: float) -> tuple[int, float]:
+        """Wait for the configured head relay ``process`` to listen; returns the port it
+        listens on (node 0's loopback) and how long its agents took to start.
+        RuntimeError with its output if it exited first, TimeoutError with it if it did not
+        listen within ``timeout`` seconds (its own waits end sooner, and it says why)."""
         lines: list[str] = []
         agents = 0.0
-        while True:
-            raw = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
-            if not raw:
-                raise RuntimeError("the head relay on node 0 exited while starting:\n" + "\n".join(lines[-40:]))
-            line = raw.decode(errors="replace").rstrip()
-            match read_marker(line):
-                case messages.AgentsStarted(seconds):
-                    agents = seconds
-                case messages.RelayListening(port):
-                    remote_port = port
-                    break
-                case messages.RelayFailed(error):
-                    lines.append(error)
-                case _:
-                    lines.append(line)
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    raw = await process.stdout.readline()
+                    if not raw:
+                        raise RuntimeError("the head relay on node 0 exited while starting:\n" + "\n".join(lines[-40:]))
+                    line = raw.decode(errors="replace").rstrip()
+                    match read_marker(line):
+                        case messages.AgentsStarted(seconds):
+                            agents = seconds
+                        case messages.RelayListening(port):
+                            remote_port = port
+                            break
+                        case messages.RelayFailed(error):
+                            lines.append(error)
+                        case _:
+                            lines.append(line)
+        except TimeoutError:
+            said = "\n".join(lines[-40:])
+            raise TimeoutError(f"the head relay on node 0 did not listen within {timeout:g}s:\n{said}") from None
         asyncio.ensure_future(self._stream_logs(process))
         return remote_port, agents
 

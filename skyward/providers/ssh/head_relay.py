@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from skyward.node.agent import NodeAgent
 
 POSTMORTEM_WAIT = 5.0
+JOIN_POLL = 0.05
+"""Seconds between the relay's looks at which hosts have joined Ray (``_joined``)."""
 """How long the relay waits for a dead agent's successor to say why it died."""
 HEAD_SERIAL = 0
 """The host the relay runs on: its agents' lanes are Unix sockets, the others' TCP."""
@@ -85,11 +87,30 @@ class RelayConfig:
     """Seconds the client's session is kept when its stream breaks, for the client to
     resume it over a new one (``RelayServer``; 0: none). A kept pool's is ended sooner
     by the next client's session (a process that took the pool over)."""
+    joining: float = 0.0
+    """Seconds the other hosts may still take to join Ray when the relay starts (it is
+    configured once the head's Ray answers): its wait of ``ready_timeout`` for the first
+    agents begins once every host has joined, or this long after it started."""
 
 
 def placement(serial: int) -> dict[str, object]:
     """The Ray actor options that pin an agent to the host of ``serial``."""
-    return {"resources": {f"skyward-node-{serial}": 1}}
+    return {"resources": {host_resource(serial): 1}}
+
+
+def host_resource(serial: int) -> str:
+    """The Ray resource only the host of ``serial`` has."""
+    return f"skyward-node-{serial}"
+
+
+def _joined(serials: list[int], within: float) -> None:
+    """Wait until the host of every one of ``serials`` is in Ray (its resource is), or
+    ``within`` seconds have passed: then its agent is placed, and what follows waits for
+    the agent alone."""
+    deadline = time.monotonic() + within
+    wanted = {host_resource(serial) for serial in serials}
+    while not wanted <= set(ray.cluster_resources()) and time.monotonic() < deadline:
+        time.sleep(JOIN_POLL)
 
 
 class RelayAgent(AgentHandle, Protocol):
@@ -162,6 +183,7 @@ class HeadRelay:
         setups = [self._laned(setup, setup.info.node) for setup in config.setups]
         agents = start_agents(setups, [placement(setup.info.node) for setup in setups])
         self.agents = {setup.info.node: agent for setup, agent in zip(setups, agents)}
+        _joined([setup.info.node for setup in setups], config.joining)
         wait_ready(agents, config.ready_timeout, "of the pool", "check the hosts' resources and the head's log")
         self._learn_lanes(self.agents)
 

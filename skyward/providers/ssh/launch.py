@@ -50,7 +50,7 @@ from skyward.providers.ssh.cluster import HEAD_RESOURCE, START_TIMEOUT, RemoteHo
 from skyward.providers.ssh.connection import BOOTING_RETRY_INTERVAL, BOOTING_SSH_TIMEOUT, KnownHosts, SSHReach
 from skyward.providers.ssh.handover import Handover, HostState
 from skyward.providers.ssh.handover import release as release_handover
-from skyward.providers.ssh.head_relay import RelayConfig
+from skyward.providers.ssh.head_relay import RelayConfig, host_resource
 from skyward.providers.ssh.loop import LoopThread
 from skyward.providers.ssh.membership import Machines, RemoteMembership
 from skyward.providers.ssh.versions import report
@@ -73,6 +73,19 @@ messages compressed where that pays, both ways (lz4: ``codec.relay_frame``; meas
 docs/benchmarks.md, payload compression). benchmarks/bench_compression.py turns it off to
 compare."""
 ARCHITECTURES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}
+
+
+def _relay_config(path: HostPath, options: Options, ready_timeout: float) -> RelayConfig:
+    """The head relay's config once the head's Ray answers: its address and every
+    node's agent setup (plugins' launchers run here). The other hosts may still be
+    joining: their ``ray start`` has ``START_TIMEOUT`` before the agents' wait begins."""
+    cluster = path.cluster
+    head = cluster.nodes[0]
+    return RelayConfig(
+        f"{head.private_ip}:{cluster.gcs_port}", head.private_ip, tuple(path.setup(node) for node in cluster.nodes),
+        ready_timeout, handshake.new_secret(), COMPRESS, kept=options.keep_alive is not None,
+        resume_within=cluster.resume_within, joining=START_TIMEOUT,
+    )
 
 
 def launch_on_hosts(
@@ -112,14 +125,16 @@ def launch_on_hosts(
         encoder = path.encoder
         path.up(handles, range(len(handles)))
         relay = loop.run(cluster.boot_relay(), START_TIMEOUT)  # its imports run while Ray starts
-        loop.run(cluster.start_ray(resources, {"PYTHONPATH": includes_path(cluster.nodes[0])}), 180)
-        setups = tuple(path.setup(node) for node in cluster.nodes)
-        kept = options.keep_alive is not None
-        config = RelayConfig(
-            f"{cluster.nodes[0].private_ip}:{cluster.gcs_port}", cluster.nodes[0].private_ip, setups, ready_timeout,
-            handshake.new_secret(), COMPRESS, kept=kept, resume_within=cluster.resume_within,
-        )
-        relay_port, agents = loop.run(cluster.start_relay(relay, pickle.dumps(config)), ready_timeout + 30)
+
+        async def configure_relay() -> RelayConfig:  # once the head is up: the relay starts while the others join
+            config = await asyncio.to_thread(_relay_config, path, options, ready_timeout)  # plugins' code: off the loop
+            cluster.configure_relay(relay, pickle.dumps(config))
+            return config
+
+        env = {"PYTHONPATH": includes_path(cluster.nodes[0])}
+        config = loop.run(cluster.start_ray(resources, env, configure_relay), 180)
+        waited = START_TIMEOUT + ready_timeout + 30  # the relay's wait for the agents ends sooner, saying why
+        relay_port, agents = loop.run(cluster.relay_started(relay, waited), waited + 10)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
         stop_hosts(loop, cluster, credentials, release)
@@ -354,7 +369,7 @@ def includes_path(node: RemoteNode) -> str:
 
 def resources(node: RemoteNode) -> dict[str, float]:
     """The Ray resource that pins ``node``'s agent there (by serial: unique per host)."""
-    return {f"skyward-node-{node.serial}": 1.0}
+    return {host_resource(node.serial): 1.0}
 
 
 def check_hardware(spec: Spec, nodes: Sequence[RemoteNode]) -> None:
