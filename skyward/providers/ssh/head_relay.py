@@ -60,9 +60,9 @@ if TYPE_CHECKING:
     from skyward.node.agent import NodeAgent
 
 POSTMORTEM_WAIT = 5.0
+"""How long the relay waits for a dead agent's successor to say why it died."""
 JOIN_POLL = 0.05
 """Seconds between the relay's looks at which hosts have joined Ray (``_joined``)."""
-"""How long the relay waits for a dead agent's successor to say why it died."""
 HEAD_SERIAL = 0
 """The host the relay runs on: its agents' lanes are Unix sockets, the others' TCP."""
 
