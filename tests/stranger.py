@@ -78,6 +78,10 @@ def unix(path):
     return attempt(connect)
 
 
+def unix_send(path, data, wait):
+    return send(socket.AF_UNIX, path, data, wait)
+
+
 def read(path):
     def first_byte():
         with open(path, "rb") as file:
@@ -87,12 +91,17 @@ def read(path):
 
 
 def tcp(host, port, data, wait):
+    return send(socket.AF_INET6 if ":" in host else socket.AF_INET, (host, port), data, wait)
+
+
+def send(family, address, data, wait):
+    """Connect to ``address``, send ``data`` (hex; none: connect only) and count the bytes
+    answered within ``wait`` seconds."""
     result = {"connected": False, "error": None, "reply": 0}
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as peer:
         peer.settimeout(5)
         try:
-            peer.connect((host, port))
+            peer.connect(address)
             result["connected"] = True
             if data:
                 peer.sendall(bytes.fromhex(data))
@@ -112,6 +121,8 @@ if request["op"] == "directories":
     answer = {path: directory(path) for path in request["paths"]}
 elif request["op"] == "unix":
     answer = {path: unix(path) for path in request["paths"]}
+elif request["op"] == "unix_send":
+    answer = unix_send(request["path"], request["data"], request["wait"])
 elif request["op"] == "read":
     answer = {path: read(path) for path in request["paths"]}
 else:

@@ -8,7 +8,8 @@ executor children, chosen by ``runtime``; both run operations written once as ``
 run blocking or awaited). The local operations call the host actors (``actors``,
 holding one ``entities`` object per collection they own, placed by ``placement``;
 ``remote`` types their handles and what travels to them) directly for "strong"
-operations and through the node cache (``cache``, fed by ``subscriptions`` on the
+operations (on a local pool those that never wait by the host's Unix socket,
+``host_lane``) and through the node cache (``cache``, fed by ``subscriptions`` on the
 hosts, on a ``loop`` thread) for "eventual" ones; ``keeper`` keeps lock and barrier
 leases alive. ``config`` holds the layout and the timing every process shares.
 """

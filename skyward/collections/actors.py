@@ -19,11 +19,15 @@ prepared multi-shard update answers ``BUSY`` and is sent again to ``WAIT_GROUP``
 ``(False, exception)`` rather than raising, so the caller re-raises the original
 exception type without Ray's wrapping. The ticket ahead of the request lets the caller
 send it again while the host cannot be reached: the host applies it once (``replies``).
+On a local pool a host also serves ``call`` on a Unix socket to the processes of its
+machine (``host_lane``), on threads of its own beside the default group's; the one lock
+keeps each operation whole there too.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import pickle
 import threading
 import time
@@ -36,11 +40,14 @@ from skyward.collections import lineage
 from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, CollectionsConfig
 from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
 from skyward.collections.errors import CollectionUnavailableError
+from skyward.collections.host_lane import HostLaneServer, lane_path
 from skyward.collections.markers import BUSY, NO_SLOT, Marker
 from skyward.collections.remote import EntityKey, Exchanged, HostHandle, Items, Outcome, Snapshot, Ticket, WireOp
 from skyward.collections.replies import Replies, ticketed
 from skyward.collections.subscriptions import Subscriptions, WatchedKey
 from skyward.core.codec import load_payload
+
+log = logging.getLogger("skyward.collections")
 
 WAIT_GROUP = "wait"
 WAIT_THREADS = 128
@@ -86,6 +93,7 @@ class CollectionHost:
         self._leases = LeaseTable()
         self._held: dict[str, set[EntityKey]] = {}
         self._prepared: dict[str, tuple[str, float]] = {}
+        self._lane = _lane_server(config, index, self.call)  # listening before anyone can find the host
         lineage.mark_created(config, index)
         threading.Thread(target=self._check_forever, name="skyward-collections-check", daemon=True).start()
 
@@ -420,6 +428,21 @@ class LeaseTable:
 
     def __len__(self) -> int:
         return len(self._expiry)
+
+
+def _lane_server(config: CollectionsConfig, index: int, serve: Callable[[bytes], bytes]) -> HostLaneServer | None:
+    """Host ``index``'s lane, serving ``serve`` (its ``call``) to this machine's callers;
+    None when the pool gives it no place or the socket cannot be made (then callers use
+    Ray, as they do whenever the lane cannot carry a request)."""
+    path = lane_path(config.lanes_dir, config.pool_id, index)
+    if not path:
+        return None
+    try:
+        return HostLaneServer(path, serve)
+    except OSError as exc:
+        log.warning("collection host %d of pool %s serves through Ray only: its lane %s failed (%s)",
+                    index, config.pool_id, path, exc)
+        return None
 
 
 def pack(value: object) -> bytes:

@@ -54,12 +54,15 @@ class CollectionsConfig(Struct, frozen=True):
     ``enabled`` is False when the pool runs with ``Options(cluster=False)``.
     ``placement``: Ray resources (name, amount) each host asks for, to keep them where
     no node the pool removes can take them (a remote pool's head); empty: spread over
-    the cluster."""
+    the cluster. ``lanes_dir``: a directory only this user can enter, on the one machine
+    that runs every process of the pool (a local pool's), where each host also serves
+    this machine's callers on a Unix socket (``host_lane``); empty: Ray only."""
 
     pool_id: str
     hosts: int
     enabled: bool = True
     placement: tuple[tuple[str, float], ...] = ()
+    lanes_dir: str = ""
 
     def host_name(self, index: int) -> str:
         """The Ray actor name of host ``index`` (namespace ``NAMESPACE``)."""

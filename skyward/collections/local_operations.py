@@ -26,13 +26,14 @@ from skyward.collections.cache import NodeCache
 from skyward.collections.combiner import Combiner, Failed
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
 from skyward.collections.errors import BrokenBarrierError, CollectionClosedError, CollectionUnavailableError
+from skyward.collections.host_lane import HostLaneClient, lane_path
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.remote import HostClass, HostHandle, Items
 from skyward.collections.replies import Tickets, with_ticket
-from skyward.collections.steps import WAIT_SLICE, Steps, Wait, sent_again, translated
+from skyward.collections.steps import WAIT_SLICE, Inline, Steps, Wait, sent_again, translated
 from skyward.core.codec import load_payload
 from skyward.core.validation import shown
 
@@ -70,6 +71,10 @@ class LocalOperations:
         self.hosts = config.hosts
         self.closed = False
         self._handles: list[HostHandle | None] = [None] * config.hosts
+        self._lanes: list[HostLaneClient | None] = [
+            HostLaneClient(path) if (path := lane_path(config.lanes_dir, config.pool_id, index)) else None
+            for index in range(config.hosts)
+        ]
         self._lock = threading.Lock()
         self._loop = BackgroundLoop(f"skyward-collections-{config.pool_id[:8]}")
         caller = f"{where}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
@@ -93,7 +98,7 @@ class LocalOperations:
             with self._lock:
                 handle = self._handles[index]
                 if handle is None and lineage.was_created(self.config, index):
-                    handle = _existing_host(self.config.host_name(index))
+                    handle = self._handles[index] = _existing_host(self.config.host_name(index))
                 if handle is None:
                     where: dict[str, object] = (
                         {"resources": dict(self.config.placement)} if self.config.placement
@@ -122,13 +127,15 @@ class LocalOperations:
         the host answers BUSY (its dict keys are held by a multi-shard update). While the
         host cannot be reached just now (a reset connection, a partition) the same call is
         sent again every ``RESEND_AFTER`` s within ``timeout``: the host applies it once
-        (``replies``)."""
+        (``replies``). One that does not wait goes by the host's lane when it has one
+        (``host_lane``), else, or when the lane cannot carry it, through Ray."""
         request = _packed(kind, name, op, args)
         return (yield from self._request(host, f"sky.{kind}({name!r}).{op}", request, timeout, waiting))
 
     def _request(self, host: int, what: str, request: bytes, timeout: float, waiting: bool) -> Steps[object]:
         """``call`` of a packed request, under one ticket however often it is sent."""
         handle = self.handle(host)
+        lane = self._lanes[host]
         number = self._tickets.issue()
         waits = waiting
 
@@ -136,9 +143,13 @@ class LocalOperations:
             nonlocal waits
             until = time.monotonic() + left
             while True:
-                method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waits else handle.call
                 sent = with_ticket(self._tickets.ticket(number), request)
-                answer = yield Wait(method.remote(sent), max(0.0, until - time.monotonic()), what)
+                answer = None
+                if lane is not None and lane.usable and not waits:
+                    answer = yield Wait(Inline(functools.partial(lane.call, sent)), max(0.0, until - time.monotonic()), what)
+                if answer is None:  # no lane, it could not carry this, or an asyncio run: Ray, same ticket
+                    method = handle.call_waiting.options(concurrency_group=WAIT_GROUP) if waits else handle.call
+                    answer = yield Wait(method.remote(sent), max(0.0, until - time.monotonic()), what)
                 ok, value = load_payload(answer)
                 if value is BUSY:  # keys held by a prepared update: wait in the wait group
                     waits = True
@@ -201,6 +212,9 @@ class LocalOperations:
         raises CollectionClosedError."""
         self.closed = True
         self._loop.stop()
+        for lane in self._lanes:
+            if lane is not None:
+                lane.close()
 
     def check_open(self) -> None:
         """CollectionClosedError (a PoolClosedError and a CollectionUnavailableError) once
@@ -222,9 +236,9 @@ class LocalOperations:
                 continue
             try:
                 handle = self.handle(index)
+                yield Wait(handle.membership_changed.remote(left, reason), OP_TIMEOUT, "telling collections of a node change")
             except CollectionUnavailableError:
                 continue
-            yield Wait(handle.membership_changed.remote(left, reason), OP_TIMEOUT, "telling collections of a node change")
 
     # ------------------------------------------------------------------ dict
 

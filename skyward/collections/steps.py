@@ -1,7 +1,8 @@
 """Operations written once, run blocking or from asyncio.
 
 A collection operation is a generator ("steps") that yields ``Wait`` objects (a Ray
-ObjectRef or a ``concurrent.futures.Future`` to wait for) and returns its result. ``run``
+ObjectRef or a ``concurrent.futures.Future`` to wait for, or an ``Inline`` call to make)
+and returns its result. ``run``
 drives it from a plain thread; ``run_async`` from a coroutine. ``steps`` turns a generator
 method into the blocking method, and ``async_twin`` makes its ``_async`` counterpart.
 
@@ -33,11 +34,21 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class Wait(Struct, frozen=True):
-    """Wait for ``target`` (ObjectRef or Future) for at most ``timeout`` seconds (None:
-    until it resolves). ``what`` names the operation in a timeout message."""
+class Inline(Struct, frozen=True):
+    """A blocking call, ``call(timeout)``, made by the thread of a blocking run that
+    waits for it. It bounds its own wait by ``timeout`` (None: none), raising
+    TimeoutError, and lets an interrupt of its thread land within a ``WAIT_SLICE``. A run
+    from asyncio does not make it (it would hold the event loop) and sends the steps None
+    instead: steps that yield one take None as "not made" and go another way."""
 
-    target: concurrent.futures.Future[Any] | ObjectRef[Any]
+    call: Callable[[float | None], object]
+
+
+class Wait(Struct, frozen=True):
+    """Wait for ``target`` (ObjectRef, Future or ``Inline`` call) for at most ``timeout``
+    seconds (None: until it resolves). ``what`` names the operation in a timeout message."""
+
+    target: concurrent.futures.Future[Any] | ObjectRef[Any] | Inline
     timeout: float | None
     what: str
 
@@ -143,8 +154,10 @@ class _SliceOver(Exception):
 
 
 def _resolve(wait: Wait) -> object:
-    deadline = None if wait.timeout is None else time.monotonic() + wait.timeout
     target = wait.target
+    if isinstance(target, Inline):
+        return _inline(target, wait)
+    deadline = None if wait.timeout is None else time.monotonic() + wait.timeout
     while True:
         left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, max(0.0, deadline - time.monotonic()))
         try:
@@ -156,8 +169,17 @@ def _resolve(wait: Wait) -> object:
                 raise TimeoutError(f"{wait.what} got no answer within {wait.timeout:g}s") from None
 
 
+def _inline(target: Inline, wait: Wait) -> object:
+    try:
+        return target.call(wait.timeout)
+    except TimeoutError:
+        raise TimeoutError(f"{wait.what} got no answer within {wait.timeout:g}s") from None
+
+
 async def _resolve_async(wait: Wait) -> object:
     target = wait.target
+    if isinstance(target, Inline):
+        return None
     if isinstance(target, concurrent.futures.Future):
         return await _awaited(asyncio.wrap_future(target), wait)
     try:

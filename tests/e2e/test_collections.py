@@ -823,3 +823,103 @@ def test_a_strong_call_sent_again_is_applied_once(process_pool: sky.Pool) -> Non
     ok, error = add(5, ("again-test", 0, 0))
     assert not ok and "after the caller had taken its answer" in str(error), error
     assert process_pool.counter(name, consistency="strong").value == 6
+
+
+def _lane_peers(path: str) -> int:
+    """How many connections the host listening at ``path`` has accepted (and still holds).
+    The kernel names them by the path the host bound before it renamed the socket into
+    place (``core.unix_listener``)."""
+    import psutil
+
+    found = 0
+    bound = (path, f"{path}.")
+    for process in psutil.process_iter():
+        try:
+            found += sum(
+                1 for c in process.net_connections(kind="unix")
+                if c.laddr.startswith(bound) and c.status != psutil.CONN_LISTEN
+            )
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+@sky.function
+def increment_times(name: str, times: int) -> int:
+    counter = sky.counter(name, consistency="strong")
+    for _ in range(times):
+        counter.increment()
+    return counter.value
+
+
+def test_strong_calls_of_a_local_pool_go_by_the_hosts_lane() -> None:
+    """The client and the nodes send a strong operation to its host on the host's Unix
+    socket (``host_lane``), not through Ray; every increment counts once."""
+    from skyward.collections.host_lane import lane_path
+    from skyward.collections.placement import home_of
+
+    with sky.Compute(nodes=2, options=QUIET) as pool:
+        name = unique("by-lane")
+        counter = pool.counter(name, consistency="strong")
+        counter.increment()
+        config = pool._open.cluster.collections.config
+        path = lane_path(config.lanes_dir, config.pool_id, home_of("counter", name, config.hosts))
+        assert path and os.path.exists(path), (config, path)
+        before = _lane_peers(path)
+        assert before >= 1, "the client's increment did not come by the lane"
+        assert max(increment_times(name, 50) @ pool) == 101
+        assert _lane_peers(path) >= before + 2, "the nodes' increments did not come by the lane"
+        assert counter.value == 101
+
+
+def test_a_strong_call_sent_by_the_lane_and_again_through_ray_is_applied_once(process_pool: sky.Pool) -> None:
+    """A caller whose lane broke after sending sends the same ticket through Ray: the
+    host applies the operation once, whichever way each copy came."""
+    import ray
+
+    from skyward.collections.actors import pack
+    from skyward.collections.config import NAMESPACE
+    from skyward.collections.host_lane import HostLaneClient, lane_path
+    from skyward.collections.placement import home_of
+    from skyward.collections.replies import with_ticket
+    from skyward.core.codec import load_payload
+
+    name = unique("lane-again")
+    assert process_pool.counter(name, consistency="strong").value == 0  # its host is started
+    config = process_pool._open.cluster.collections.config
+    index = home_of("counter", name, config.hosts)
+    host = ray.get_actor(config.host_name(index), namespace=NAMESPACE)
+    lane = HostLaneClient(lane_path(config.lanes_dir, config.pool_id, index))
+    request = with_ticket(("lane-again-test", 0, 0), pack(("counter", name, "add", (5,))))
+    try:
+        by_lane = lane.call(request, 30.0)
+        assert by_lane is not None, "the host's lane did not answer"
+        assert load_payload(by_lane) == (True, 5)
+        assert load_payload(ray.get(host.call.remote(request), timeout=30)) == (True, 5)
+        again = lane.call(request, 30.0)
+        assert again is not None and load_payload(again) == (True, 5)
+    finally:
+        lane.close()
+    assert process_pool.counter(name, consistency="strong").value == 5
+
+
+def test_a_host_whose_lane_cannot_be_made_serves_through_ray() -> None:
+    """Where a host cannot listen (its socket's path is taken), its callers find no lane
+    and every operation goes through Ray, as on a remote pool."""
+    from skyward.collections.host_lane import lane_path
+
+    with sky.Compute(nodes=2, options=QUIET) as pool:
+        config = pool._open.cluster.collections.config
+        taken = [lane_path(config.lanes_dir, config.pool_id, index) for index in range(config.hosts)]
+        assert all(taken), config
+        for path in taken:
+            os.mkdir(path)
+        try:
+            counter = pool.counter("through-ray", consistency="strong")
+            assert max(increment_times("through-ray", 20) @ pool) == 40
+            counter.increment()
+            assert counter.value == 41
+            assert all(os.path.isdir(path) for path in taken), "a host replaced what was at its path"
+        finally:
+            for path in taken:
+                os.rmdir(path)

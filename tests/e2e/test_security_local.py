@@ -4,7 +4,7 @@ Runs as root: it makes an account of its own (``skyward-probe``) and runs a stdl
 probe script as that account (``setpriv``) against a 2-node local pool of this process:
 (a) it cannot list or enter the pool's private directory, nor create a file or bind a
 socket in any directory under it; (b) it cannot connect to any Unix socket the pool's
-processes hold; (c) a pickle that would run ``touch MARKER``, sent in every framing a
+processes hold (its nodes' lanes, its collection hosts' lanes, Ray's); (c) a pickle that would run ``touch MARKER``, sent in every framing a
 server might read (raw, length-prefixed, tagged, a JSON line, HTTP/1.1, gRPC over HTTP/2)
 to every TCP port the client, its children and the pool's Ray processes listen on, runs
 nothing and leaves the pool working; (d) a bare connect-and-close to each of those ports
@@ -151,8 +151,10 @@ def test_another_user_cannot_enter_the_pools_directories_nor_create_anything_in_
 
 def test_another_user_cannot_connect_to_the_pools_unix_sockets(pool: sky.Pool, probe: Probe) -> None:
     private = _private()
+    pool.counter("probed", consistency="strong").increment()  # its collection host listens on its lane
     sockets = _unix_sockets(private)
     assert any("/lane-" in path for path in sockets) and any(path.endswith("/raylet") for path in sockets), sockets
+    assert any("/host-" in path for path in sockets), sockets
     answer = probe.run({"op": "unix", "paths": sorted(sockets)})
     assert {path: result for path, result in answer.items() if result != "EACCES"} == {}
     _assert_working(pool)

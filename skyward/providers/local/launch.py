@@ -75,7 +75,9 @@ def start(
         if context is not None:
             env = {**_client_env(context.environ), **env}
         metrics = resolve_metrics(spec.image.metrics)
-        collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
+        collections = CollectionsConfig(
+            pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, lanes_dir=LocalRay.temp_dir() or ""
+        )
         notes = _notes_dir(pool_id)
         plugins = pack(spec.plugins)
 
@@ -140,7 +142,9 @@ def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: floa
             "own died keeps its size until it ends"
         )
 
-    collections = CollectionsConfig(pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
+    collections = CollectionsConfig(
+        pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, lanes_dir=LocalRay.temp_dir() or ""
+    )
     return _cluster(
         agents, [lane_path(LocalRay.temp_dir(), pool_id, node) for node in range(count)],
         [local_handle(pool_id, node) for node in range(count)], [_info(node, pool_id, port, count) for node in range(count)],
