@@ -12,12 +12,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from typing import TYPE_CHECKING
 
 from skyward.collections import lineage
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
 from skyward.collections.errors import CollectionUnavailableError
+from skyward.collections.host_lane import lane_path
 from skyward.collections.lock import forget_task
 from skyward.collections.operations import Operations
 from skyward.core.errors import NoActivePoolError
@@ -122,7 +125,8 @@ def end_task(task_id: str, ok: bool, writes_lost_at_start: int) -> CollectionUna
 
 
 def release(config: CollectionsConfig) -> None:
-    """Called when a pool closes, in the client: stop its operations, kill its host actors."""
+    """Called when a pool closes, in the client: stop its operations, kill its host
+    actors and remove their lanes' socket paths."""
     with _lock:
         operations = _operations_by_pool.pop(config.pool_id, None)
     if operations is not None:
@@ -136,6 +140,9 @@ def release(config: CollectionsConfig) -> None:
             ray.kill(ray.get_actor(config.host_name(index), namespace=NAMESPACE), no_restart=True)
         except ValueError:  # never created
             pass
+        if path := lane_path(config.lanes_dir, config.pool_id, index):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
     lineage.forget(config)
 
 

@@ -852,9 +852,10 @@ def increment_times(name: str, times: int) -> int:
     return counter.value
 
 
-def test_strong_calls_of_a_local_pool_go_by_the_hosts_lane() -> None:
+def test_strong_calls_of_a_local_pool_go_by_the_hosts_lane(process_pool: sky.Pool) -> None:
     """The client and the nodes send a strong operation to its host on the host's Unix
-    socket (``host_lane``), not through Ray; every increment counts once."""
+    socket (``host_lane``), not through Ray; every increment counts once. The socket's
+    path goes with its pool (``process_pool`` keeps the Ray directory it is in)."""
     from skyward.collections.host_lane import lane_path
     from skyward.collections.placement import home_of
 
@@ -870,6 +871,8 @@ def test_strong_calls_of_a_local_pool_go_by_the_hosts_lane() -> None:
         assert max(increment_times(name, 50) @ pool) == 101
         assert _lane_peers(path) >= before + 2, "the nodes' increments did not come by the lane"
         assert counter.value == 101
+    assert os.path.isdir(config.lanes_dir), "the Ray directory went with the pool: nothing is checked"
+    assert not os.path.exists(path), "the host's socket path outlived its pool"
 
 
 def test_a_strong_call_sent_by_the_lane_and_again_through_ray_is_applied_once(process_pool: sky.Pool) -> None:
