@@ -23,12 +23,11 @@ from skyward.daemon.pool_log import PoolLog
 from skyward.engine.death import Death, cause_of_death
 from skyward.engine.membership import with_member
 from skyward.engine.relay_server import RelayBackend, Sink
-from skyward.engine.transports.lane import lane_path
 from skyward.model.nodes import NodeHandle
 from skyward.observe.dashboard.board import Board
 from skyward.providers import registry
 from skyward.providers.base import LaunchedCluster
-from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.local.launch import agent_lane
 from skyward.providers.ray.agents import AgentMembership
 from skyward.providers.ssh.head_relay import RayAgentsBackend
 
@@ -150,7 +149,7 @@ class LocalKeptPool(KeptPool):
         joined = self.membership.add(node)
         agent = self.membership.agents[node]
         self.agents[node] = agent
-        if path := lane_path(LocalRay.temp_dir() or "", self.pool_id, node):
+        if path := agent_lane(self.pool_id, node):
             self.lanes[node] = path
         self._members(node, (joined.handle, joined.info))
         return agent

@@ -46,7 +46,6 @@ from pathlib import Path
 
 import ray
 
-from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import release as release_collections
 from skyward.core import handshake
 from skyward.core.codec import load_payload
@@ -60,7 +59,6 @@ from skyward.daemon.kept_pool import KeptPool, LocalKeptPool
 from skyward.daemon.pool_log import PoolLog
 from skyward.daemon.remote_kept_pool import HostRefused, RemoteKeptPool
 from skyward.engine.relay_server import RelayBackend, RelayServer, Sink
-from skyward.engine.transports.lane import lane_path
 from skyward.model.spec import Options, Spec
 from skyward.observe.dashboard.board import Board
 from skyward.observe.log_config import LogConfig
@@ -71,8 +69,7 @@ from skyward.providers.kept.request import KeptRequest
 from skyward.providers.leftovers import remove_leftovers
 from skyward.providers.local import reaper
 from skyward.providers.local.detached_ray import DetachedRay
-from skyward.providers.local.launch import kept_agent_name, rejoin, start
-from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.local.launch import agent_lane, collections_config, kept_agent_name, notes_dir, rejoin, start
 from skyward.providers.ray.agents import AgentMembership
 from skyward.providers.ssh.handover import Handover
 from skyward.providers.ssh.handover import release as release_handover
@@ -279,13 +276,11 @@ class KeptPools:
         if not isinstance(membership, AgentMembership):
             cluster.stop()
             raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
-        temp = LocalRay.temp_dir() or ""
         pool = LocalKeptPool(
             name, fingerprint, keep_alive, pool_id, cluster.nodes, cluster.infos, self._socket_path(pool_id),
-            cluster=cluster, notes=os.path.join(temp, f"notes-{pool_id[:12]}") if temp else "", agents=dict(membership.agents),
-            resized=self._write_down,
+            cluster=cluster, notes=notes_dir(pool_id), agents=dict(membership.agents), resized=self._write_down,
         )
-        pool.lanes = {node: path for node in pool.agents if (path := lane_path(temp, pool_id, node))}
+        pool.lanes = {node: path for node in pool.agents if (path := agent_lane(pool_id, node))}
         return pool
 
     def _socket_path(self, pool_id: str) -> Path:
@@ -666,6 +661,4 @@ def _discard(record: kept_state.KeptRecord, definition: tuple[Spec, Options] | N
     if definition is not None:
         spec, options = definition
         with contextlib.suppress(Exception):
-            release_collections(
-                CollectionsConfig(record.pool_id, host_count(spec.node_count.ceiling), options.collections_enabled)
-            )
+            release_collections(collections_config(spec, options, record.pool_id))

@@ -4,11 +4,12 @@ Runs as root: it makes an account of its own (``skyward-probe``) and runs a stdl
 probe script as that account (``setpriv``) against a 2-node local pool of this process:
 (a) it cannot list or enter the pool's private directory, nor create a file or bind a
 socket in any directory under it; (b) it cannot connect to any Unix socket the pool's
-processes hold (its nodes' lanes, its collection hosts' lanes, Ray's); (c) a pickle that would run ``touch MARKER``, sent in every framing a
-server might read (raw, length-prefixed, tagged, a JSON line, HTTP/1.1, gRPC over HTTP/2)
-to every TCP port the client, its children and the pool's Ray processes listen on, runs
-nothing and leaves the pool working; (d) a bare connect-and-close to each of those ports
-changes nothing. And (e): after a local pool closes, a plain ``ray.init()`` works, in a
+processes hold (its nodes' lanes, its collection hosts' lanes, Ray's); (c) a pickle
+that would run ``touch MARKER``, sent in every framing a server might read (raw,
+length-prefixed, tagged, a JSON line, HTTP/1.1, gRPC over HTTP/2) to every TCP port
+the client, its children and the pool's Ray processes listen on, runs nothing and
+leaves the pool working; (d) a bare connect-and-close to each of those ports changes
+nothing. And (e): after a local pool closes, a plain ``ray.init()`` works, in a
 fresh process (nothing of the pool's Ray settings is left in the environment or in
 ``~/.ray``) and in the same one, with a temp dir of its own or not; and a local pool
 opened after the user's own ``ray.shutdown()`` works too.

@@ -75,15 +75,13 @@ def start(
         if context is not None:
             env = {**_client_env(context.environ), **env}
         metrics = resolve_metrics(spec.image.metrics)
-        collections = CollectionsConfig(
-            pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, lanes_dir=LocalRay.temp_dir() or ""
-        )
-        notes = _notes_dir(pool_id)
+        collections = collections_config(spec, options, pool_id)
+        notes = notes_dir(pool_id)
         plugins = pack(spec.plugins)
 
         def place(node: int) -> Placement:
             info = _info(node, pool_id, port, max(count, node + 1))
-            lane = lane_path(LocalRay.temp_dir(), pool_id, node)
+            lane = agent_lane(pool_id, node)
             setup = AgentSetup(
                 info, worker, client.cwd, sys_path, env, metrics, collections, lane=lane, notes=notes,
                 plugins=plugins, launch=agent_launch(spec.plugins, built.python, info),
@@ -134,7 +132,7 @@ def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: floa
         LocalRay.release()
         raise
     port = _gcs_port()
-    notes = _notes_dir(pool_id)
+    notes = notes_dir(pool_id)
 
     def place(node: int) -> Placement:
         raise NotImplementedError(
@@ -142,13 +140,10 @@ def rejoin(spec: Spec, options: Options, pool_id: str, count: int, timeout: floa
             "own died keeps its size until it ends"
         )
 
-    collections = CollectionsConfig(
-        pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, lanes_dir=LocalRay.temp_dir() or ""
-    )
     return _cluster(
-        agents, [lane_path(LocalRay.temp_dir(), pool_id, node) for node in range(count)],
+        agents, [agent_lane(pool_id, node) for node in range(count)],
         [local_handle(pool_id, node) for node in range(count)], [_info(node, pool_id, port, count) for node in range(count)],
-        place, timeout, notes, collections, (),
+        place, timeout, notes, collections_config(spec, options, pool_id), (),
     )
 
 
@@ -192,11 +187,24 @@ def _client_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {key: value for key, value in environ.items() if not key.startswith("RAY_")}
 
 
-def _notes_dir(pool_id: str) -> str:
+def notes_dir(pool_id: str) -> str:
     """Where the pool's agents leave their post-mortem notes: in the private Ray
     instance's temp dir (removed with it), or "" when Ray is not ours."""
     temp = LocalRay.temp_dir()
     return os.path.join(temp, f"notes-{pool_id[:12]}") if temp else ""
+
+
+def agent_lane(pool_id: str, node: int) -> str:
+    """Where node ``node``'s agent of the pool listens: in the private Ray instance's
+    temp dir, or "" when there is no usable place (``lane_path``)."""
+    return lane_path(LocalRay.temp_dir(), pool_id, node)
+
+
+def collections_config(spec: Spec, options: Options, pool_id: str) -> CollectionsConfig:
+    """The pool's collections: their hosts listen beside the agents' lanes."""
+    return CollectionsConfig(
+        pool_id, host_count(spec.node_count.ceiling), options.collections_enabled, lanes_dir=LocalRay.temp_dir() or ""
+    )
 
 
 def _sys_path(image: Image, client: ClientContext, isolated: bool = False) -> tuple[str, ...]:
