@@ -82,6 +82,7 @@ def rows(found: dict[str, Any], scale: dict[str, Any]) -> list[Row]:
     ordered = sorted(adopted)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
     lost = found["lost"]
+    lost_runs = {index: state for index, state in found["left"]["runs"].items() if state != "ended"}
     return [
         row(GROUP, "a script's adoption under load, p50", [statistics.median(adopted)], load, metric="adopt"),
         row(GROUP, "a script's adoption under load, p99", [p99], load, metric="adopt p99"),
@@ -89,7 +90,8 @@ def rows(found: dict[str, Any], scale: dict[str, Any]) -> list[Row]:
             unit="req/s", metric="rps"),
         row(GROUP, "one HTTP request, p99", [found["request_p99"]], "answered requests; every client thread on the same 2 cores as the daemon",
             metric="request p99"),
-        row(GROUP, "lost: scripts, runs, pools, leftovers", [float(sum(lost.values()))], json.dumps(lost),
+        row(GROUP, "lost: scripts, runs, pools, leftovers", [float(sum(lost.values()))],
+            json.dumps(lost) + (f"; the lost runs' last states: {json.dumps(lost_runs)}" if lost_runs else ""),
             unit="count", metric="lost", facts=lost),
     ]
 
@@ -148,7 +150,8 @@ def measure(scale: dict[str, Any]) -> dict[str, Any]:
 
         def follower(index: int) -> None:
             name = names[index % len(names)]
-            deadline = time.monotonic() + scale["seconds"] * 3
+            began = time.monotonic()
+            deadline = began + scale["seconds"] * 3
             while time.monotonic() < deadline:
                 try:
                     url, token = api()
@@ -157,11 +160,13 @@ def measure(scale: dict[str, Any]) -> dict[str, Any]:
                         submitted = http.post(f"/pools/{name}/runs", json={"script": str(run_script), "args": []})
                         submitted.raise_for_status()
                         with http.stream("GET", f"/runs/{submitted.json()['id']}/output") as stream:
+                            status = stream.status_code
                             text = "".join(stream.iter_text())
-                    runs[f"{index}"] = "ended" if "event: exit" in text else "no exit event"
+                    runs[f"{index}"] = ("ended" if "event: exit" in text
+                                        else f"no exit event: HTTP {status}, the stream's end {text[-200:]!r}")
                     return
                 except Exception as exc:  # noqa: BLE001 - the daemon was killed mid-run: submit again
-                    runs[f"{index}"] = f"{type(exc).__name__}: {exc}"
+                    runs[f"{index}"] = f"{type(exc).__name__} at {time.monotonic() - began:.1f} s: {exc}"
                     time.sleep(0.5)
 
         half_open: list[socket.socket] = []
