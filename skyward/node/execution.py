@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterator
+from types import GeneratorType
 
 from skyward.core.function import SkywardFunction
 from skyward.engine.wire import CALL, Outcome, TaskFailure, TaskRequest
@@ -15,27 +17,67 @@ def plain_callable(fn: Callable[..., object]) -> Callable[..., object]:
     return fn.local if isinstance(fn, SkywardFunction) else fn
 
 
-def execute(request: TaskRequest, node: int, on_item: Callable[[int], None] | None = None) -> Outcome:
+class MapCursor:
+    """Runs a map chunk's items one after another and tells, from any thread, which one
+    runs (``index``): the items' iterator knows how many it has handed out, so the
+    chunk's loop pays nothing per item for being watched."""
+
+    def __init__(self) -> None:
+        self._items: list[object] = []
+        self._left: Iterator[object] = iter(self._items)
+
+    def run(self, fn: Callable[[object], object], items: list[object]) -> list[object]:
+        """``[fn(item) for item in items]``; what ``fn`` raises is raised (``index``
+        then names its item)."""
+        self._items, self._left = items, iter(items)
+        return list(map(fn, self._left))
+
+    def index(self) -> int:
+        """The index of the item running, or of the last one run (0 before the first)."""
+        return max(0, len(self._items) - operator.length_hint(self._left) - 1)
+
+
+def execute(
+    request: TaskRequest, node: int, on_item: Callable[[int], None] | None = None, cursor: MapCursor | None = None
+) -> Outcome:
     """Run ``request`` and return its outcome; never raises (a failure is an outcome).
 
-    For a map chunk, ``on_item(i)`` is called before item ``i`` starts so the caller can
-    time each item separately.
+    A map chunk runs in ``cursor`` (a fresh one when None), which another thread may ask
+    which item runs; or, with ``on_item``, item by item, ``on_item(i)`` called before
+    item ``i`` starts (for a caller in another process, which cannot ask).
     """
     try:
         fn = decorated(plain_callable(request.fn))
         if request.kind == CALL:
             return True, _not_generator(fn(*request.args, **request.kwargs), request.name)
-        results: list[object] = []
-        for index, item in enumerate(request.chunk):
-            if on_item is not None:
-                on_item(index)
+        if on_item is not None:
+            return _each(fn, request, node, on_item)
+        cursor = cursor or MapCursor()
+        try:
+            results = cursor.run(fn, request.chunk)
+        except BaseException as exc:  # noqa: BLE001 - reported to the client
+            return False, TaskFailure.from_exception(exc, node, item=cursor.index())
+        if GeneratorType in set(map(type, results)):  # checked once, after the loop: it costs the loop nothing
+            index = next(i for i, value in enumerate(results) if isinstance(value, GeneratorType))
             try:
-                results.append(_not_generator(fn(item), request.name))
-            except BaseException as exc:  # noqa: BLE001 - reported to the client
+                _not_generator(results[index], request.name)
+            except TypeError as exc:
                 return False, TaskFailure.from_exception(exc, node, item=index)
         return True, results
     except BaseException as exc:  # noqa: BLE001 - reported to the client
         return False, TaskFailure.from_exception(exc, node)
+
+
+def _each(fn: Callable[[object], object], request: TaskRequest, node: int, on_item: Callable[[int], None]) -> Outcome:
+    """A map chunk's outcome, ``on_item(i)`` called before item ``i`` starts."""
+    results: list[object] = []
+    for index, item in enumerate(request.chunk):
+        on_item(index)
+        try:
+            results.append(_not_generator(fn(item), request.name))
+        except BaseException as exc:  # noqa: BLE001 - reported to the client
+            return False, TaskFailure.from_exception(exc, node, item=index)
+    return True, results
 
 
 def _not_generator(value: object, name: str) -> object:

@@ -22,9 +22,11 @@ import cloudpickle
 
 from skyward.core.instance import InstanceInfo, TaskContext, task_scope
 from skyward.engine.wire import CALL, Outcome, TaskFailure, TaskRequest
-from skyward.node.execution import execute
+from skyward.node.execution import MapCursor, execute
 
 SPARE_THREADS = 32
+CHUNK_LOOKS = 4
+"""How often a map chunk's item is looked at within its timeout (``_run_chunk``)."""
 
 
 def _interrupt(thread_id: int, exception: type[BaseException] | None) -> None:
@@ -80,17 +82,12 @@ class DeadlineTimer:
 
 
 class _Progress:
-    """Where a running map chunk is: which item, since when, on which thread."""
+    """Where a running map chunk is (its cursor tells which item runs) and on which thread."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.item = 0
-        self.started = time.monotonic()
+        self.cursor = MapCursor()
         self.thread_id: int | None = None
-
-    def next_item(self, index: int) -> None:
-        with self.lock:
-            self.item, self.started = index, time.monotonic()
 
     def abandon(self) -> None:
         with self.lock:
@@ -152,20 +149,24 @@ class ThreadExecutor:
         return outcome
 
     def _run_chunk(self, request: TaskRequest) -> Outcome:
+        """The chunk's outcome, run on a pool thread. Which item runs is looked at every
+        ``CHUNK_LOOKS`` th of the timeout, so an item is counted from when it was first
+        seen running: its timeout fails it never early and at most that share late."""
         progress = _Progress()
         future: Future[Outcome] = self._threads.submit(self._work, request, progress)
-        if request.timeout is None:
+        timeout = request.timeout
+        if timeout is None:
             return future.result()
+        item, seen = progress.cursor.index(), time.monotonic()
         while True:
-            with progress.lock:
-                deadline = progress.started + request.timeout
+            now = time.monotonic()
             try:
-                return future.result(timeout=max(0.0, deadline - time.monotonic()))
+                return future.result(timeout=max(0.0, min(seen + timeout, now + timeout / CHUNK_LOOKS) - now))
             except FutureTimeout:
-                with progress.lock:
-                    expired = time.monotonic() >= progress.started + request.timeout
-                    item = progress.item
-                if expired:
+                now, running = time.monotonic(), progress.cursor.index()
+                if running != item:
+                    item, seen = running, now
+                elif now >= seen + timeout:
                     progress.abandon()
                     return False, timeout_failure(request, self._info.node, item)
 
@@ -174,7 +175,7 @@ class ThreadExecutor:
             progress.thread_id = threading.get_ident()
         token = task_scope().set(TaskContext(request.task_id, request.name, self._info))
         try:
-            return execute(request, self._info.node, progress.next_item)
+            return execute(request, self._info.node, cursor=progress.cursor)
         except BaseException as exc:  # an interrupt delivered outside the user's code
             return False, TaskFailure.from_exception(exc, self._info.node)
         finally:

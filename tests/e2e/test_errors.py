@@ -113,6 +113,19 @@ def test_timeouts_raise_and_free_the_slot() -> None:
         assert sky.gather(echo(1), echo(2)) >> pool == (1, 2)
 
 
+def test_a_maps_timeout_is_per_item_and_names_the_item_that_ran_out() -> None:
+    """Items that each finish within the timeout pass however long their chunk takes;
+    the item that runs out fails the map, named, and no sooner than its timeout."""
+    with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)) as pool:
+        assert pool.map(sleep_for, [0.3] * 6, timeout=0.6) == ["done"] * 6
+        started = time.monotonic()
+        with pytest.raises(TimeoutError) as error:
+            pool.map(sleep_for, [0.05, 0.05, 0.05, 30, 0.05], timeout=0.6)
+        assert time.monotonic() - started >= 0.6 + 0.15
+        assert error.value.failed_item == 3  # type: ignore[attr-defined]
+        assert echo("free") >> pool == "free"
+
+
 def test_pool_default_timeout_applies() -> None:
     options = sky.Options(console=False, logging=False, default_compute_timeout=0.5)
     with sky.Compute(nodes=1, options=options) as pool:

@@ -1,0 +1,49 @@
+"""A map chunk run on a node (``node.execution``): results in order, the failing item
+named, and which item runs readable from another thread without a per-item cost."""
+
+from __future__ import annotations
+
+from skyward.engine.wire import MAP, TaskFailure, TaskRequest
+from skyward.node.execution import MapCursor, execute
+
+
+def _chunk(fn: object, items: list[object]) -> TaskRequest:
+    return TaskRequest("t1", "fn", fn, (items,), {}, None, MAP, None)
+
+
+def test_the_cursor_names_the_item_running() -> None:
+    cursor = MapCursor()
+    assert cursor.index() == 0
+    seen: list[int] = []
+    assert execute(_chunk(lambda item: seen.append(cursor.index()) or item * 2, [5, 6, 7]), 0, cursor=cursor) == (
+        True, [10, 12, 14])
+    assert seen == [0, 1, 2]
+    assert cursor.index() == 2
+
+
+def test_a_failing_item_is_named_and_ends_the_chunk() -> None:
+    ran: list[int] = []
+
+    def fn(item: int) -> int:
+        ran.append(item)
+        if item == 3:
+            raise ValueError("three")
+        return item
+
+    ok, failure = execute(_chunk(fn, [0, 1, 2, 3, 4]), 7)
+    assert not ok and isinstance(failure, TaskFailure)
+    assert (failure.type_name, failure.item, failure.node) == ("ValueError", 3, 7)
+    assert ran == [0, 1, 2, 3]
+
+
+def test_a_generator_returned_by_an_item_fails_the_chunk_naming_that_item() -> None:
+    ok, failure = execute(_chunk(lambda item: iter(()) if item != 2 else (x for x in ()), [0, 1, 2, 3]), 0)
+    assert not ok and isinstance(failure, TaskFailure)
+    assert (failure.type_name, failure.item) == ("TypeError", 2)
+    assert "returned a generator" in failure.message
+
+
+def test_on_item_is_told_each_item_before_it_runs() -> None:
+    told: list[int] = []
+    assert execute(_chunk(lambda item: told[-1] * 10 + item, [1, 2, 3]), 0, on_item=told.append) == (True, [1, 12, 23])
+    assert told == [0, 1, 2]
