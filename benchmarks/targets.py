@@ -383,6 +383,7 @@ EXPLANATIONS: dict[str, str] = {
         "85-90 ms). What would close it cold: a local transport without Ray (the engine "
         "already runs without Ray on the fake transport, tests/fake_cluster.py, and dispatch "
         "already goes over the agents' Unix-socket lanes) for pools that need no Ray feature."
+        " This table's run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): skyward 3.00 s, `ray.init` plus 4 actors 3.26 s (0.92x), Dask 1.11 s (2.69x)."
     ),
     "B5-cpu": (
         "Idle, the skyward pool's process tree used 5.2% of a core (4.0-6.4%) in the run of "
@@ -400,7 +401,8 @@ EXPLANATIONS: dict[str, str] = {
         "10.8%. Since then the pool's Ray starts no API server either (B4-dask); this "
         "table's run of 17:41: the pool 2.1%, Ray with 4 idle actors 3.1%, Dask 8.2%, and "
         "the pool's memory 472 MiB PSS against Ray's 584 MiB."
-        " This table's run of 2026-12-02 03:40 began with a load average of 3.56 (a test run had just ended) on a machine about 1.6x slower than the evening before (`import ray` 304 ms against 186 ms, Ray's idle actors 6.4% of a core against 3.1%): the pool 4.8%, Ray with 4 idle actors 6.4% (0.75x)."
+        " The run of 2026-12-02 03:40 began with a load average of 3.56 (a test run had just ended) on a machine about 1.6x slower than the evening before (`import ray` 304 ms against 186 ms, Ray's idle actors 6.4% of a core against 3.1%): the pool 4.8%, Ray with 4 idle actors 6.4% (0.75x)."
+        " This table's run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): the pool 4.4%, Ray with 4 idle actors 4.1% (1.07x), Dask 13.9%."
     ),
     "B4-warm": (
         "`sky.Local(keep_warm=...)` now keeps the pool (docs/kept-pools.md), so a script run "
@@ -491,7 +493,8 @@ EXPLANATIONS: dict[str, str] = {
         "strictly more work than Ray's driver on host 0 (the tunnel's encryption and "
         "asyncssh's per-packet Python on top of the same fan-out), so on this machine the "
         "target needs a transfer that costs less CPU than asyncssh, not a different fan-out."
-        " This table's run of 2026-12-02 03:40: 1.13 s against Ray's 576 ms (1.96x), the tunnel alone 449 ms: again the gap."
+        " The run of 2026-12-02 03:40: 1.13 s against Ray's 576 ms (1.96x), the tunnel alone 449 ms: again the gap."
+        " This table's run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): 936 ms against Ray's 479 ms (1.95x), the tunnel alone 402 ms."
     ),
     "R-warm": (
         "An SSH pool's warm open (environments already on the hosts) is connect, facts, "
@@ -529,7 +532,8 @@ EXPLANATIONS: dict[str, str] = {
         "other hosts join (so S1's `agents` phase now overlaps its `ray` phase): 5 warm "
         "opens, 3 rounds alternating, had medians of 8.98, 9.19 and 7.62 s against 9.85, "
         "9.56 and 7.12 s before, within the noise of hosts that share 2 cores."
-        " This table's run of 2026-12-02 03:40, on a machine about 1.6x slower than the evening before: warm 8.47 s, of which `ray start` 6.48 s and the agents 3.24 s (they overlap since the relay starts beside the joining hosts); cold 14.84 s, a pass."
+        " The run of 2026-12-02 03:40, on a machine about 1.6x slower than the evening before: warm 8.47 s, of which `ray start` 6.48 s and the agents 3.24 s (they overlap since the relay starts beside the joining hosts); cold 14.84 s, a pass."
+        " This table's run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): warm 7.11 s, of which `ray start` 5.43 s and the agents 2.62 s; cold 13.69 s, a pass."
     ),
     "R-cold": (
         "The cold open adds building each host's environment to the warm open: 20.4 s for 3 "
@@ -664,7 +668,8 @@ EXPLANATIONS: dict[str, str] = {
         "slot and the output's flush 6 µs, the rest thread wake-ups on 2 shared cores. 0.6x "
         "(about 95 µs against this table's ProcessPoolExecutor) is below what a Python client "
         "and a Python agent woken in turn cost here, so it is left open."
-        " This table's run of 2026-12-02 03:40, on a slower machine: 304 µs against ProcessPoolExecutor's 313 µs (0.97x)."
+        " The run of 2026-12-02 03:40, on a slower machine: 304 µs against ProcessPoolExecutor's 313 µs (0.97x)."
+        " This table's run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): 152 µs against ProcessPoolExecutor's 160 µs (0.95x), an imported function 147 µs."
     ),
     "B2-best": (
         "ProcessPoolExecutor at chunksize=1,000 sends 10 chunks and pickles the function by "
@@ -694,6 +699,12 @@ EXPLANATIONS: dict[str, str] = {
         "of 2026-11-30); this table's run of 17:41: 4.65 ms for a script's function and "
         "4.28 ms for an imported one against 2.78 ms (1.67x), the spread this group shows "
         "between runs of the same code (1.22x to 1.73x that day)."
+        " Closed on 2026-12-02: each item of a chunk took a lock and read the clock on its node "
+        "for its per-item timeout (about 300 ns an item, more than the work of a trivial one); "
+        "a chunk now runs as `list(map(fn, items))` and the timeout's watcher asks the items' "
+        "iterator which item runs (`node/execution.py`, `MapCursor`). The full run of 07:09: "
+        "2.33 ms for a script's function and 2.03 ms for an imported one against "
+        "ProcessPoolExecutor's 3.87 ms at chunksize=1,000 (0.60x)."
     ),
     "B4-kept": (
         "The adoption itself is fast: with skyward's modules already loaded, opening the kept "
@@ -746,7 +757,7 @@ EXPLANATIONS: dict[str, str] = {
         "ms: 1.22x median and 1.24x best, from 1.33x and 1.32x. The B4 group alone, the two "
         "trees alternating twice that hour: 1.44x and 1.40x before (259 and 280 ms against 180 "
         "and 201 ms), 1.27x and 1.29x after (235 and 248 ms against 185 and 192 ms)."
-        " This table's run of 2026-12-02 03:40 began with a load average of 3.56 (a test run had just ended) on a machine about 1.6x slower than the evening before (`import ray` 304 ms against 186 ms, Ray's idle actors 6.4% of a core against 3.1%): the path took 431 ms against `import ray` 304 ms (1.42x); the run of 2026-12-01 17:41 measured 241 against 186 ms (1.29x, a pass). Nothing of that stop touched the import path."
+        " The run of 2026-12-02 03:40 began with a load average of 3.56 (a test run had just ended) on a machine about 1.6x slower than the evening before (`import ray` 304 ms against 186 ms, Ray's idle actors 6.4% of a core against 3.1%): the path took 431 ms against `import ray` 304 ms (1.42x); the run of 2026-12-01 17:41 measured 241 against 186 ms (1.29x, a pass). Nothing of that stop touched the import path."
     ),
     "CLI-ls": (
         "`sky ls` is a fresh interpreter (42 ms for `python -c pass` here), click (40-50 ms), "
@@ -820,10 +831,12 @@ EXPLANATIONS: dict[str, str] = {
         "often when nothing listens. Runs on 2026-11-23 measured 75% (machine loaded), 82%, 86% (before the hub was dropped) and "
         "88%; the calibrated ideal itself moved from 1.72 s to 1.99 s "
         "between runs, and skyward matched or led Ray tasks and Dask in each."
-        " This table's run of 2026-12-02 03:40 began with a load average of 3.56 (a test run had just ended) on a machine about 1.6x slower than the evening before (`import ray` 304 ms against 186 ms, Ray's idle actors 6.4% of a core against 3.1%): 79% (calls) and 84% (map) of the ideal, with every peer lower too: Ray tasks 74%, Dask 68%, ProcessPoolExecutor 86% (96% the evening before)."
+        " The run of 2026-12-02 03:40 began with a load average of 3.56 (a test run had just ended) on a machine about 1.6x slower than the evening before (`import ray` 304 ms against 186 ms, Ray's idle actors 6.4% of a core against 3.1%): 79% (calls) and 84% (map) of the ideal, with every peer lower too: Ray tasks 74%, Dask 68%, ProcessPoolExecutor 86% (96% the evening before)."
+        " This table's run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): 83% (calls) and 90% (map, a pass) of an ideal of 1.98 s; Ray tasks 81%, Dask 68%, "
+        "ProcessPoolExecutor 91%."
     ),
     "D-lost": (
-        "This table's run of 2026-12-02 03:40 counted one follower (of 200 HTTP clients that "
+        "The run of 2026-12-02 03:40 counted one follower (of 200 HTTP clients that "
         "each submit a run and follow its output) that never saw its run's `exit` event; "
         "every script got its pool, every pool was adopted again after the SIGKILL, and "
         "nothing was left after `sky down --all`. The runs of 2026-12-01 (14:34 and 17:41) "
@@ -832,6 +845,8 @@ EXPLANATIONS: dict[str, str] = {
         "this run's machine was about 1.6x slower than the evening before (see B4-import), "
         "so a run that ended after that deadline counts as lost too. Next: record each lost "
         "follower's last state in the row's note, then run group D alone until it shows again."
+        " Since then the row's note gives each lost run's last state. The group alone, 4 "
+        "times that morning, and the full run of 07:09 lost nothing."
     ),
 }
 
