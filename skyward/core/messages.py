@@ -298,12 +298,6 @@ class TaskEvent(_Message, frozen=True):
     event: bytes
 
 
-class ItemStarted(_Message, frozen=True):
-    """The running map task started its item ``index``."""
-
-    index: int
-
-
 class TaskDone(_Message, frozen=True):
     """The task's pickled outcome: ``(True, result)`` or ``(False, TaskFailure)``."""
 
@@ -555,7 +549,7 @@ ToRelay = (
 )
 ToClient = Hello | Resume | Ack | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 ToWorker = StartWorker | RunTask | OperationAnswer
-FromWorker = Operation | TaskOutput | TaskEvent | ItemStarted | TaskDone
+FromWorker = Operation | TaskOutput | TaskEvent | TaskDone
 ToPoolHost = OpenRemote | TakeOverRemote | Recorded | ServeSession | Metrics | Close
 FromPoolHost = Members | SessionEnded | Events | Report | Lost | Observed | Closed | Refusal
 FromHost = (

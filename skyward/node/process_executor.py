@@ -36,7 +36,8 @@ from skyward.core.instance import InstanceInfo
 from skyward.engine import death
 from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
 from skyward.model.plugin import LaunchCommand
-from skyward.node.thread_executor import timeout_failure
+from skyward.node.item_cell import ItemCell
+from skyward.node.thread_executor import CHUNK_LOOKS, timeout_failure
 from skyward.observe.events import Event
 from skyward.plugins.node import child_command
 
@@ -63,23 +64,30 @@ class _Child:
     def __init__(self, setup: ChildSetup, worker: int) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
+        self.item, item_fd = ItemCell.create()
         self.worker = worker
         info = replace(setup["info"], worker=worker)
         setup = {**setup, "info": info}
         command = child_command(
-            LaunchCommand((sys.executable,), ("-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w))),
+            LaunchCommand(
+                (sys.executable,),
+                ("-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w), str(item_fd)),
+            ),
             info,
         )
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **command.env, **setup["env"]}
-        self.process = subprocess.Popen(
-            command.argv,
-            pass_fds=(to_child_r, from_child_w),
-            env=env,
-            cwd=setup["cwd"],
-            stdin=subprocess.DEVNULL,
-        )
-        os.close(to_child_r)
-        os.close(from_child_w)
+        try:
+            self.process = subprocess.Popen(
+                command.argv,
+                pass_fds=(to_child_r, from_child_w, item_fd),
+                env=env,
+                cwd=setup["cwd"],
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+            os.close(item_fd)
         self.cgroup = death.memory_cgroup(self.process.pid)
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(from_child_r, writable=False)
@@ -101,26 +109,33 @@ class _Child:
         since the child last got it) and relay its output until it is done, dies or times out."""
         node = info.node
         info = replace(info, worker=self.worker)
+        self.item.set(0)
         try:
             self.write(messages.RunTask(cloudpickle.dumps(request), cloudpickle.dumps(info) if info != self.info else b""))
         except OSError:  # it died before it got the task (a broken pipe): nothing of the task ran
-            return False, self._crash(request, node, 0)
+            return False, self._crash(request, node)
         self.info = info
-        item, started = 0, time.monotonic()
+        timeout = request.timeout
+        item, seen = 0, time.monotonic()
         while True:
-            wait = None if request.timeout is None else started + request.timeout - time.monotonic()
-            if wait is not None and wait <= 0:
-                self.kill()
-                return False, timeout_failure(request, node, item)
+            wait = None
+            if timeout is not None:  # a map's item is counted from when it was first seen running
+                now, running = time.monotonic(), self.item.get()
+                if running != item:
+                    item, seen = running, now
+                elif now >= seen + timeout:
+                    self.kill()
+                    return False, timeout_failure(request, node, item)
+                wait = min(seen + timeout, now + timeout / CHUNK_LOOKS) - now
             try:
                 if not self.recv.poll(wait):
                     continue
                 message = decode_message(self.recv.recv_bytes())
             except (EOFError, OSError):
-                return False, self._crash(request, node, item)
+                return False, self._crash(request, node)
             except MalformedFrame:  # not a worker's message: the child is not what it should be
                 self.kill()
-                return False, self._crash(request, node, item)
+                return False, self._crash(request, node)
             match message:
                 case messages.Operation(call_id, operation):
                     bridge.serve(gateway, call_id, operation, self.write)
@@ -128,16 +143,16 @@ class _Child:
                     sink(request.task_id, stream, line)
                 case messages.TaskEvent(event):
                     publish(request.task_id, load_payload(event))
-                case messages.ItemStarted(index):
-                    item, started = index, time.monotonic()
                 case messages.TaskDone(outcome):
                     done: Outcome = load_payload(outcome)
                     return done
                 case _:  # a message meant for a worker, not from one
                     self.kill()
-                    return False, self._crash(request, node, item)
+                    return False, self._crash(request, node)
 
-    def _crash(self, request: TaskRequest, node: int, item: int) -> TaskFailure:
+    def _crash(self, request: TaskRequest, node: int) -> TaskFailure:
+        """The failure of ``request``, whose child died (of a map, naming the item it ran)."""
+        item = self.item.get()
         code = self.process.wait(timeout=10)
         cause = death.describe_exit(code, death.oom_kills_since(self.cgroup))
         running = f"map({request.name})" if request.kind == MAP else request.name

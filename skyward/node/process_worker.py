@@ -1,11 +1,12 @@
-"""Entry point of an executor child process: ``python -m skyward.node.process_worker R W``.
+"""Entry point of an executor child process: ``python -m skyward.node.process_worker R W I``.
 
 Started with the pool's environment, reads a ``StartWorker`` message (cwd, sys.path,
-InstanceInfo, collections layout),
-then runs one ``RunTask`` at a time (with the node's InstanceInfo when the pool's
-membership changed it), sending the task's output lines, item progress and finally its
-outcome, each a typed message of ``core.messages`` (``FromWorker``). Distributed-collection
-operations go to the agent over the same pipes (``skyward.collections.bridge``).
+InstanceInfo, collections layout), then runs one ``RunTask`` at a time (with the node's
+InstanceInfo when the pool's membership changed it), sending the task's output lines
+and finally its outcome, each a typed message of ``core.messages`` (``FromWorker``).
+Before each item of a map it stores the item's index in the cell its agent shares
+(``node.item_cell``, descriptor ``I``). Distributed-collection operations go to the
+agent over the same pipes (``skyward.collections.bridge``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from skyward.core import messages
 from skyward.core.codec import decode_message, encode_message, load_payload
 
 
-def main(read_fd: int, write_fd: int) -> None:
+def main(read_fd: int, write_fd: int, item_fd: int) -> None:
     from skyward.collections import installed as collections_runtime
     from skyward.collections.bridge import ChildBridge
     from skyward.collections.lock import forget_task
@@ -30,8 +31,11 @@ def main(read_fd: int, write_fd: int) -> None:
     from skyward.engine import publish
     from skyward.engine.wire import TaskFailure
     from skyward.node.execution import execute
+    from skyward.node.item_cell import ItemCell
     from skyward.plugins.node import install_process
 
+    item = ItemCell(item_fd)
+    os.close(item_fd)
     inbox = Connection(read_fd, writable=False)
     outbox = Connection(write_fd, readable=False)
     send_lock = threading.Lock()
@@ -66,7 +70,7 @@ def main(read_fd: int, write_fd: int) -> None:
             install_node_info(info)
         token = task_scope().set(TaskContext(request.task_id, request.name, info))
         try:
-            outcome = execute(request, info.node, lambda index: send(messages.ItemStarted(index)))
+            outcome = execute(request, info.node, item.setter())
         finally:
             task_scope().reset(token)
             forget_task(request.task_id)  # the agent frees its holds at the host; this child's record goes too
@@ -86,4 +90,4 @@ def main(read_fd: int, write_fd: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))

@@ -113,10 +113,12 @@ def test_timeouts_raise_and_free_the_slot() -> None:
         assert sky.gather(echo(1), echo(2)) >> pool == (1, 2)
 
 
-def test_a_maps_timeout_is_per_item_and_names_the_item_that_ran_out() -> None:
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_a_maps_timeout_is_per_item_and_names_the_item_that_ran_out(executor: str) -> None:
     """Items that each finish within the timeout pass however long their chunk takes;
     the item that runs out fails the map, named, and no sooner than its timeout."""
-    with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)) as pool:
+    options = sky.Options(console=False, logging=False, worker=sky.Worker(executor=executor))
+    with sky.Compute(nodes=1, options=options) as pool:
         assert pool.map(sleep_for, [0.3] * 6, timeout=0.6) == ["done"] * 6
         started = time.monotonic()
         with pytest.raises(TimeoutError) as error:
