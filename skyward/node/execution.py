@@ -29,12 +29,14 @@ class MapCursor:
     def run(self, fn: Callable[[object], object], items: list[object]) -> list[object]:
         """``[fn(item) for item in items]``; what ``fn`` raises is raised (``index``
         then names its item)."""
-        self._items, self._left = items, iter(items)
+        self._left = iter(items)  # before the list: a look in between sees no item started
+        self._items = items
         return list(map(fn, self._left))
 
     def index(self) -> int:
-        """The index of the item running, or of the last one run (0 before the first)."""
-        return max(0, len(self._items) - operator.length_hint(self._left) - 1)
+        """The index of the item running, or of the last one run; -1 before the first
+        starts (so a watcher sees item 0 begin)."""
+        return max(-1, len(self._items) - operator.length_hint(self._left) - 1)
 
 
 def execute(
@@ -56,8 +58,8 @@ def execute(
         try:
             results = cursor.run(fn, request.chunk)
         except BaseException as exc:  # noqa: BLE001 - reported to the client
-            return False, TaskFailure.from_exception(exc, node, item=cursor.index())
-        if GeneratorType in set(map(type, results)):  # checked once, after the loop: it costs the loop nothing
+            return False, TaskFailure.from_exception(exc, node, item=max(0, cursor.index()))
+        if GeneratorType in map(type, results):  # checked once, after the loop: it costs the loop nothing
             index = next(i for i, value in enumerate(results) if isinstance(value, GeneratorType))
             try:
                 _not_generator(results[index], request.name)

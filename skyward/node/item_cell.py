@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 
 class ItemCell:
-    """One shared integer: the index of the map item running (0 otherwise)."""
+    """One shared integer: the index of the map item running (-1 before the first)."""
 
     def __init__(self, fd: int) -> None:
         """The cell of the file ``fd`` (which stays the caller's to close)."""
@@ -29,7 +29,8 @@ class ItemCell:
         """A new cell and a descriptor of its file, which has no name (pass it to the
         child, then close it)."""
         with tempfile.TemporaryFile() as file:
-            file.truncate(mmap.PAGESIZE)
+            file.write(bytes(mmap.PAGESIZE))  # written, not a hole: a full disk fails here, not in a store
+            file.flush()
             return cls(file.fileno()), os.dup(file.fileno())
 
     def setter(self) -> Callable[[int], None]:
@@ -41,5 +42,5 @@ class ItemCell:
         return int(self._index[0])
 
     def set(self, index: int) -> None:
-        """Store ``index`` (the agent stores 0 before it sends a task)."""
+        """Store ``index`` (the agent stores -1 before it sends a task)."""
         self._index[0] = index

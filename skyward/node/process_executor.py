@@ -64,19 +64,20 @@ class _Child:
     def __init__(self, setup: ChildSetup, worker: int) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        self.item, item_fd = ItemCell.create()
         self.worker = worker
         info = replace(setup["info"], worker=worker)
         setup = {**setup, "info": info}
-        command = child_command(
-            LaunchCommand(
-                (sys.executable,),
-                ("-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w), str(item_fd)),
-            ),
-            info,
-        )
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **command.env, **setup["env"]}
+        item_fd = -1
         try:
+            self.item, item_fd = ItemCell.create()
+            command = child_command(
+                LaunchCommand(
+                    (sys.executable,),
+                    ("-m", "skyward.node.process_worker", str(to_child_r), str(from_child_w), str(item_fd)),
+                ),
+                info,
+            )
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **command.env, **setup["env"]}
             self.process = subprocess.Popen(
                 command.argv,
                 pass_fds=(to_child_r, from_child_w, item_fd),
@@ -84,10 +85,14 @@ class _Child:
                 cwd=setup["cwd"],
                 stdin=subprocess.DEVNULL,
             )
+        except BaseException:
+            os.close(to_child_w)
+            os.close(from_child_r)
+            raise
         finally:
-            os.close(to_child_r)
-            os.close(from_child_w)
-            os.close(item_fd)
+            for fd in (to_child_r, from_child_w, item_fd):
+                if fd >= 0:
+                    os.close(fd)
         self.cgroup = death.memory_cgroup(self.process.pid)
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(from_child_r, writable=False)
@@ -109,14 +114,14 @@ class _Child:
         since the child last got it) and relay its output until it is done, dies or times out."""
         node = info.node
         info = replace(info, worker=self.worker)
-        self.item.set(0)
+        self.item.set(-1)  # the child stores 0 when item 0 starts: a change the watch below sees
         try:
             self.write(messages.RunTask(cloudpickle.dumps(request), cloudpickle.dumps(info) if info != self.info else b""))
         except OSError:  # it died before it got the task (a broken pipe): nothing of the task ran
             return False, self._crash(request, node)
         self.info = info
         timeout = request.timeout
-        item, seen = 0, time.monotonic()
+        item, seen = -1, time.monotonic()
         while True:
             wait = None
             if timeout is not None:  # a map's item is counted from when it was first seen running
@@ -125,7 +130,7 @@ class _Child:
                     item, seen = running, now
                 elif now >= seen + timeout:
                     self.kill()
-                    return False, timeout_failure(request, node, item)
+                    return False, timeout_failure(request, node, max(0, item))
                 wait = min(seen + timeout, now + timeout / CHUNK_LOOKS) - now
             try:
                 if not self.recv.poll(wait):
@@ -152,7 +157,7 @@ class _Child:
 
     def _crash(self, request: TaskRequest, node: int) -> TaskFailure:
         """The failure of ``request``, whose child died (of a map, naming the item it ran)."""
-        item = self.item.get()
+        item = max(0, self.item.get())
         code = self.process.wait(timeout=10)
         cause = death.describe_exit(code, death.oom_kills_since(self.cgroup))
         running = f"map({request.name})" if request.kind == MAP else request.name

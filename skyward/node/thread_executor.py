@@ -168,7 +168,7 @@ class ThreadExecutor:
                     item, seen = running, now
                 elif now >= seen + timeout:
                     progress.abandon()
-                    return False, timeout_failure(request, self._info.node, item)
+                    return False, timeout_failure(request, self._info.node, max(0, item))
 
     def _work(self, request: TaskRequest, progress: _Progress) -> Outcome:
         with progress.lock:

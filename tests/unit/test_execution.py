@@ -13,7 +13,7 @@ def _chunk(fn: object, items: list[object]) -> TaskRequest:
 
 def test_the_cursor_names_the_item_running() -> None:
     cursor = MapCursor()
-    assert cursor.index() == 0
+    assert cursor.index() == -1  # before the first item starts
     seen: list[int] = []
     assert execute(_chunk(lambda item: seen.append(cursor.index()) or item * 2, [5, 6, 7]), 0, cursor=cursor) == (
         True, [10, 12, 14])
@@ -34,6 +34,19 @@ def test_a_failing_item_is_named_and_ends_the_chunk() -> None:
     assert not ok and isinstance(failure, TaskFailure)
     assert (failure.type_name, failure.item, failure.node) == ("ValueError", 3, 7)
     assert ran == [0, 1, 2, 3]
+
+
+def test_results_of_an_unhashable_class_pass_the_generator_check() -> None:
+    class Unhashable(type):
+        __hash__ = None  # type: ignore[assignment]
+
+    ok, results = execute(_chunk(lambda item: Unhashable("Odd", (), {}), [0, 1]), 0)
+    assert ok and len(results) == 2, results
+
+
+def test_the_first_items_failure_names_item_0() -> None:
+    ok, failure = execute(_chunk(lambda item: 1 / item, [0, 1]), 0)
+    assert not ok and isinstance(failure, TaskFailure) and failure.item == 0
 
 
 def test_a_generator_returned_by_an_item_fails_the_chunk_naming_that_item() -> None:
