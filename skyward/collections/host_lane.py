@@ -37,12 +37,11 @@ from skyward.collections.steps import WAIT_SLICE
 from skyward.core.accepting import accepted
 from skyward.core.codec import recv_exactly
 from skyward.core.peers import ForeignPeer, require_same_user
-from skyward.core.unix_listener import listening_at
+from skyward.core.unix_listener import listening_at, socket_path
 
 log = logging.getLogger("skyward.collections")
 
 _LENGTH = struct.Struct("!Q")
-_MAX_PATH = 99  # AF_UNIX paths are limited to 107 bytes, and listening_at binds 8 more first
 COPY_BELOW = 64 << 10
 """A frame smaller than this is copied behind its header and sent in one write."""
 CONNECT_TIMEOUT = 5.0
@@ -51,10 +50,7 @@ CONNECT_TIMEOUT = 5.0
 
 def lane_path(directory: str, pool_id: str, index: int) -> str:
     """Where host ``index`` of pool ``pool_id`` listens, or "" when there is no usable place."""
-    if not directory:
-        return ""
-    path = os.path.join(directory, f"host-{pool_id[:12]}-{index}.sock")
-    return path if len(path) <= _MAX_PATH else ""
+    return socket_path(directory, f"host-{pool_id[:12]}-{index}.sock")
 
 
 class HostLaneServer:

@@ -8,6 +8,19 @@ import contextlib
 import os
 import socket
 
+MAX_PATH = 99
+"""The longest path ``listening_at`` can serve at: an ``AF_UNIX`` path holds 107 bytes,
+and the socket is bound first under a name 8 bytes longer (``staging``)."""
+
+
+def socket_path(directory: str | None, name: str) -> str:
+    """``directory/name``, or "" when there is no directory or the path is longer than
+    ``MAX_PATH`` (a caller then goes without that socket)."""
+    if not directory:
+        return ""
+    path = os.path.join(directory, name)
+    return path if len(path) <= MAX_PATH else ""
+
 
 def listening_at(path: str, backlog: int = 16) -> socket.socket:
     """A socket listening at ``path``, mode 0600, in place of what is there (a dead

@@ -45,14 +45,13 @@ from skyward.core import handshake
 from skyward.core.accepting import accepted
 from skyward.core.codec import MalformedFrame
 from skyward.core.peers import ForeignPeer, require_same_user
-from skyward.core.unix_listener import listening_at
+from skyward.core.unix_listener import listening_at, socket_path
 from skyward.engine import interruptible
 from skyward.engine.wire import Payload
 
 log = logging.getLogger("skyward.lane")
 
 _LENGTH = struct.Struct("!Q")
-_MAX_PATH = 99  # AF_UNIX paths are limited to 107 bytes, and listening_at binds 8 more first
 TCP = "tcp://"
 """A lane address ``tcp://HOST:PORT``; a setup's ``tcp://`` alone: the agent picks them."""
 MAX_UNPROVEN = 16
@@ -69,10 +68,7 @@ class LaneFailed(RuntimeError):
 
 def lane_path(directory: str | None, pool_id: str, node: int) -> str:
     """Where node ``node``'s agent listens, or "" when there is no usable place."""
-    if not directory:
-        return ""
-    path = os.path.join(directory, f"lane-{pool_id[:12]}-{node}.sock")
-    return path if len(path) <= _MAX_PATH else ""
+    return socket_path(directory, f"lane-{pool_id[:12]}-{node}.sock")
 
 
 class LaneServer:
