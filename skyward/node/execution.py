@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import time
 from collections.abc import Callable, Iterator
 from types import GeneratorType
 
@@ -37,6 +38,34 @@ class MapCursor:
         """The index of the item running, or of the last one run; -1 before the first
         starts (so a watcher sees item 0 begin)."""
         return max(-1, len(self._items) - operator.length_hint(self._left) - 1)
+
+
+class ItemClock:
+    """Times a map chunk's items from another thread or process, which looks at the item
+    running now and then: an item is counted from the first look that saw it, and looks
+    come every ``LOOKS`` th of the timeout, so an item fails never early and at most that
+    share late."""
+
+    LOOKS = 4
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+        self._item, self._seen = -1, time.monotonic()
+
+    def look(self, running: int) -> float | None:
+        """Seconds until the next look, given the item ``running`` now (-1: none has
+        started); None once that item has run ``timeout`` seconds."""
+        now = time.monotonic()
+        if running != self._item:
+            self._item, self._seen = running, now
+        elif now >= self._seen + self._timeout:
+            return None
+        return min(self._seen + self._timeout, now + self._timeout / self.LOOKS) - now
+
+    @property
+    def item(self) -> int:
+        """The index of the item last looked at (0 when none had started)."""
+        return max(0, self._item)
 
 
 def execute(

@@ -36,8 +36,9 @@ from skyward.core.instance import InstanceInfo
 from skyward.engine import death
 from skyward.engine.wire import MAP, Outcome, TaskFailure, TaskRequest
 from skyward.model.plugin import LaunchCommand
+from skyward.node.execution import ItemClock
 from skyward.node.item_cell import ItemCell
-from skyward.node.thread_executor import CHUNK_LOOKS, timeout_failure
+from skyward.node.thread_executor import timeout_failure
 from skyward.observe.events import Event
 from skyward.plugins.node import child_command
 
@@ -120,18 +121,12 @@ class _Child:
         except OSError:  # it died before it got the task (a broken pipe): nothing of the task ran
             return False, self._crash(request, node)
         self.info = info
-        timeout = request.timeout
-        item, seen = -1, time.monotonic()
+        clock = ItemClock(request.timeout) if request.timeout is not None else None
         while True:
             wait = None
-            if timeout is not None:  # a map's item is counted from when it was first seen running
-                now, running = time.monotonic(), self.item.get()
-                if running != item:
-                    item, seen = running, now
-                elif now >= seen + timeout:
-                    self.kill()
-                    return False, timeout_failure(request, node, max(0, item))
-                wait = min(seen + timeout, now + timeout / CHUNK_LOOKS) - now
+            if clock is not None and (wait := clock.look(self.item.get())) is None:
+                self.kill()
+                return False, timeout_failure(request, node, clock.item)
             try:
                 if not self.recv.poll(wait):
                     continue

@@ -22,11 +22,9 @@ import cloudpickle
 
 from skyward.core.instance import InstanceInfo, TaskContext, task_scope
 from skyward.engine.wire import CALL, Outcome, TaskFailure, TaskRequest
-from skyward.node.execution import MapCursor, execute
+from skyward.node.execution import ItemClock, MapCursor, execute
 
 SPARE_THREADS = 32
-CHUNK_LOOKS = 4
-"""How often a map chunk's item is looked at within its timeout (``_run_chunk``)."""
 
 
 def _interrupt(thread_id: int, exception: type[BaseException] | None) -> None:
@@ -149,26 +147,20 @@ class ThreadExecutor:
         return outcome
 
     def _run_chunk(self, request: TaskRequest) -> Outcome:
-        """The chunk's outcome, run on a pool thread. Which item runs is looked at every
-        ``CHUNK_LOOKS`` th of the timeout, so an item is counted from when it was first
-        seen running: its timeout fails it never early and at most that share late."""
+        """The chunk's outcome, run on a pool thread; which item runs is timed by an
+        ``ItemClock``, and the chunk is abandoned when one has run out of time."""
         progress = _Progress()
         future: Future[Outcome] = self._threads.submit(self._work, request, progress)
-        timeout = request.timeout
-        if timeout is None:
+        if request.timeout is None:
             return future.result()
-        item, seen = progress.cursor.index(), time.monotonic()
-        while True:
-            now = time.monotonic()
+        clock = ItemClock(request.timeout)
+        while (wait := clock.look(progress.cursor.index())) is not None:
             try:
-                return future.result(timeout=max(0.0, min(seen + timeout, now + timeout / CHUNK_LOOKS) - now))
+                return future.result(timeout=wait)
             except FutureTimeout:
-                now, running = time.monotonic(), progress.cursor.index()
-                if running != item:
-                    item, seen = running, now
-                elif now >= seen + timeout:
-                    progress.abandon()
-                    return False, timeout_failure(request, self._info.node, max(0, item))
+                pass
+        progress.abandon()
+        return False, timeout_failure(request, self._info.node, clock.item)
 
     def _work(self, request: TaskRequest, progress: _Progress) -> Outcome:
         with progress.lock:

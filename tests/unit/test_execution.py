@@ -1,10 +1,13 @@
 """A map chunk run on a node (``node.execution``): results in order, the failing item
-named, and which item runs readable from another thread without a per-item cost."""
+named, and which item runs readable from another thread without a per-item cost, and
+timed by an `ItemClock` never early and at most a quarter of the timeout late."""
 
 from __future__ import annotations
 
+import time
+
 from skyward.engine.wire import MAP, TaskFailure, TaskRequest
-from skyward.node.execution import MapCursor, execute
+from skyward.node.execution import ItemClock, MapCursor, execute
 
 
 def _chunk(fn: object, items: list[object]) -> TaskRequest:
@@ -60,3 +63,18 @@ def test_on_item_is_told_each_item_before_it_runs() -> None:
     told: list[int] = []
     assert execute(_chunk(lambda item: told[-1] * 10 + item, [1, 2, 3]), 0, on_item=told.append) == (True, [1, 12, 23])
     assert told == [0, 1, 2]
+
+
+def test_the_item_clock_times_each_item_from_when_it_was_first_seen() -> None:
+    clock = ItemClock(0.2)
+    first = clock.look(-1)  # nothing started yet: look again in a quarter of the timeout
+    assert first is not None and 0.04 < first <= 0.05
+    time.sleep(0.15)
+    assert clock.look(0) is not None  # item 0 is new: its clock starts now, not at the start
+    time.sleep(0.15)
+    wait = clock.look(0)
+    assert wait is not None and wait <= 0.05  # never early: 0.15 s of 0.2 s used
+    time.sleep(wait + 0.01)
+    assert clock.look(0) is None
+    assert clock.item == 0
+    assert ItemClock(0.2).item == 0  # a chunk that never started blames its first item
