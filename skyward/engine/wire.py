@@ -11,6 +11,7 @@ text, so the client re-raises the remote exception as its own type.
 from __future__ import annotations
 
 import contextlib
+import copyreg
 import functools
 import io
 import os
@@ -63,14 +64,48 @@ def _code_keeping_filename(code: types.CodeType) -> tuple[Callable[..., types.Co
     return rebuild, tuple(code.co_filename if arg == DYNAMIC_CODE else arg for arg in args)
 
 
+_Reducer: TypeAlias = "Callable[[Any], _ReducedType]"
+"""How a pickler's ``dispatch_table`` reduces an object of the type it is filed under."""
+_REDUCERS: ChainMap[type, _Reducer] = ChainMap(
+    {types.CodeType: _code_keeping_filename}, cloudpickle.CloudPickler.dispatch_table
+)
+"""The reducers by type: ours, cloudpickle's, then copyreg's (a live view)."""
+
+
+class _FlatReducers:
+    """``_REDUCERS`` as one dict, made again when copyreg's table has changed. The C
+    pickler looks up every object it reduces in its ``dispatch_table``: in a dict a miss
+    costs nothing, in a ``ChainMap`` a Python call and a KeyError per map (a few µs per
+    request)."""
+
+    def __init__(self) -> None:
+        self._made: tuple[dict[type, _Reducer], dict[type, _Reducer]] = ({}, {})  # (copyreg's then, flat)
+
+    def current(self) -> dict[type, _Reducer]:
+        copied, flat = self._made
+        if copied != copyreg.dispatch_table:  # a reducer registered or replaced since: compared in C
+            copied, flat = dict(copyreg.dispatch_table), dict(_REDUCERS)
+            self._made = copied, flat
+        return flat
+
+
+_flat_reducers = _FlatReducers()
+
+
 class _Pickler(cloudpickle.CloudPickler):
     """cloudpickle's pickler, except that code shipped by value keeps its file name, so a
     remote traceback names the user's file and the client fills in its source lines, and
     that with a ``shipment`` a function shipped by value goes to a node once
     (``engine.shipping``)."""
 
-    dispatch_table = ChainMap({types.CodeType: _code_keeping_filename}, cloudpickle.CloudPickler.dispatch_table)
     shipment: Shipment | None = None
+
+    def __init__(
+        self, file: io.BytesIO, protocol: int, buffer_callback: Callable[[pickle.PickleBuffer], bool] | None = None
+    ) -> None:
+        # read once, by the C pickler's __init__; typed as cloudpickle's ChainMap, any mapping will do
+        self.dispatch_table = _flat_reducers.current()  # type: ignore[assignment]
+        super().__init__(file, protocol=protocol, buffer_callback=buffer_callback)
 
     def reducer_override(self, obj: object) -> _ReducedType:
         if id(obj) in _WIRE_GLOBALS:  # skyward's own, importable on every node: by reference

@@ -235,7 +235,8 @@ class NodeAgent:
         ]
         sys.stdout, sys.stderr = self._streams
         self._runner.on_task_end(self._flush_task)
-        self._lane = _open_lane(setup, self.execute, ray.util.get_node_ip_address)
+        # the runner's own method: a lane call has no use for the tracing wrapper Ray puts on actor methods
+        self._lane = _open_lane(setup, self._runner.execute, ray.util.get_node_ip_address)
 
     def take_events(self, wait: float) -> bytes:
         """The encoded ``EventBatch`` of what this node produced since the last call."""

@@ -121,3 +121,29 @@ def test_a_function_defined_where_there_is_no_module_name_is_shipped_by_value() 
         assert made.__module__ is None  # type: ignore[attr-defined]
         back = decode(ByValueEncoder()(made))
         assert (back.local(3) if expected == 4 else back.local()) == expected  # type: ignore[attr-defined]
+
+
+class _Registered:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+def _reduce_registered(obj: _Registered) -> tuple[type[_Registered], tuple[int]]:
+    return _Registered, (obj.value + 1,)  # marks that this reducer, not the default, ran
+
+
+def test_a_reducer_registered_with_copyreg_after_a_call_is_used() -> None:
+    # the picklers keep copyreg's reducers as one dict (a ChainMap costs every lookup a
+    # Python call): a reducer registered, or replaced, after the first call must still apply
+    import copyreg
+
+    for encode in (ByValueEncoder(), wire_encode):
+        assert decode(encode(_Registered(1))).value == 1
+        copyreg.pickle(_Registered, _reduce_registered)
+        try:
+            assert decode(encode(_Registered(1))).value == 2
+            copyreg.pickle(_Registered, lambda obj: (_Registered, (obj.value + 10,)))
+            assert decode(encode(_Registered(1))).value == 11
+        finally:
+            del copyreg.dispatch_table[_Registered]
+        assert decode(encode(_Registered(1))).value == 1
