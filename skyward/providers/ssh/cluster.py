@@ -271,7 +271,8 @@ class RemoteHosts:
             deadline = time.monotonic() + START_TIMEOUT + len(volumes) * MOUNT_TIMEOUT_S
             while True:
                 line = await asyncio.wait_for(watchdog.stdout.readline(), deadline - time.monotonic())
-                if not line:
+                if not line:  # it exited: closing removes the pool's directory without it
+                    node.watchdog = None
                     raise RuntimeError(f"the watchdog on {node.address} did not start:\n{''.join(output)}")
                 match read_marker(line):
                     case messages.Watching():
@@ -279,6 +280,9 @@ class RemoteHosts:
                     case messages.VolumesMounted(seconds):
                         self.on_phase("volumes", seconds, node.index)
                     case messages.MountFailed(bucket, mount, cause):
+                        with contextlib.suppress(TimeoutError):  # it stops the pool there and exits by itself
+                            await asyncio.wait_for(watchdog.wait(), STOP_TIMEOUT)
+                            node.watchdog = None
                         raise _volume_error(node, bucket, mount, cause)
                     case _:
                         output.append(line)
@@ -652,9 +656,11 @@ class RemoteHosts:
         told over the new one. A host that is not is logged and left to its watchdog,
         which stops the pool ``ttl`` seconds after it last heard from this client. A node
         whose open failed before its watchdog started has its directory removed only if
-        this pool made it (``made_dir``). VolumeMountError for a volume left mounted."""
+        this pool made it (``made_dir``); so does one whose watchdog exited before it
+        watched (it did not start, or stopped the pool there after a failed mount).
+        VolumeMountError for a volume left mounted."""
         self._stopping.add(node.serial)
-        if node.watchdog is None:  # its open failed before the watchdog: nothing runs there yet
+        if node.watchdog is None:  # no watchdog, and nothing of the pool runs there yet
             if node.made_dir:
                 await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
             return
