@@ -64,29 +64,35 @@ def _code_keeping_filename(code: types.CodeType) -> tuple[Callable[..., types.Co
     return rebuild, tuple(code.co_filename if arg == DYNAMIC_CODE else arg for arg in args)
 
 
-_Reducer: TypeAlias = "Callable[[Any], _ReducedType]"
+_Reducer: TypeAlias = "Callable[[Any], object]"
 """How a pickler's ``dispatch_table`` reduces an object of the type it is filed under."""
-_REDUCERS: ChainMap[type, _Reducer] = ChainMap(
-    {types.CodeType: _code_keeping_filename}, cloudpickle.CloudPickler.dispatch_table
+_OWN_REDUCERS: dict[type, _Reducer] = {types.CodeType: _code_keeping_filename}
+_CLOUDPICKLE_REDUCERS = tuple(
+    table for table in cloudpickle.CloudPickler.dispatch_table.maps if table is not copyreg.dispatch_table
 )
-"""The reducers by type: ours, cloudpickle's, then copyreg's (a live view)."""
+"""cloudpickle's own reducers by type (its dispatch table without copyreg's)."""
 
 
 class _FlatReducers:
-    """``_REDUCERS`` as one dict, made again when copyreg's table has changed. The C
-    pickler looks up every object it reduces in its ``dispatch_table``: in a dict a miss
-    costs nothing, in a ``ChainMap`` a Python call and a KeyError per map (a few µs per
-    request)."""
+    """Our reducers, cloudpickle's, then copyreg's, in that order, as one dict made again
+    whenever copyreg's table has changed (a reducer registered or replaced). The C pickler
+    looks up every object it reduces in its ``dispatch_table``: a dict answers a miss in
+    C, cloudpickle's ``ChainMap`` with a Python call and a KeyError per map (a few µs per
+    request). Only copyreg's table is watched: cloudpickle's own is fixed at import."""
 
     def __init__(self) -> None:
-        self._made: tuple[dict[type, _Reducer], dict[type, _Reducer]] = ({}, {})  # (copyreg's then, flat)
+        self._made: tuple[dict[type, _Reducer], dict[type, _Reducer]] | None = None  # copyreg's as copied, flat
 
     def current(self) -> dict[type, _Reducer]:
-        copied, flat = self._made
-        if copied != copyreg.dispatch_table:  # a reducer registered or replaced since: compared in C
-            copied, flat = dict(copyreg.dispatch_table), dict(_REDUCERS)
-            self._made = copied, flat
-        return flat
+        made = self._made  # one read: a rebuild in another thread replaces the pair, never half of it
+        if made is None or made[0] != copyreg.dispatch_table:  # compared in C
+            copied: dict[type, _Reducer] = dict(copyreg.dispatch_table)
+            flat: dict[type, _Reducer] = {}
+            for table in (copied, *reversed(_CLOUDPICKLE_REDUCERS), _OWN_REDUCERS):  # the last written wins
+                flat.update(table)
+            made = copied, flat
+            self._made = made
+        return made[1]
 
 
 _flat_reducers = _FlatReducers()

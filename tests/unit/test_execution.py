@@ -4,11 +4,10 @@ timed by an `ItemClock` never early and at most a quarter of the timeout late.""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from skyward.engine.wire import MAP, TaskFailure, TaskRequest
+from skyward.node import execution
 from skyward.node.execution import ItemClock, MapCursor, execute
 
 
@@ -67,16 +66,20 @@ def test_on_item_is_told_each_item_before_it_runs() -> None:
     assert told == [0, 1, 2]
 
 
-def test_the_item_clock_times_each_item_from_when_it_was_first_seen() -> None:
-    clock = ItemClock(0.2)
-    first = clock.look(-1)  # nothing started yet: look again in a quarter of the timeout
-    assert first is not None and first == pytest.approx(0.05, abs=0.005)
-    time.sleep(0.15)
-    assert clock.look(0) is not None  # item 0 is new: its clock starts now, not at the start
-    time.sleep(0.15)
-    wait = clock.look(0)
-    assert wait is not None and wait < 0.051  # never early: 0.15 s of 0.2 s used, so 0.05 s at most
-    time.sleep(wait + 0.01)
-    assert clock.look(0) is None
+def test_the_item_clock_times_each_item_from_when_it_was_first_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]  # the clock the ItemClock reads, moved by hand: the test does not depend on the machine's load
+    monkeypatch.setattr(execution.time, "monotonic", lambda: now[0])
+    clock = ItemClock(2.0)
+    assert clock.look(-1) == pytest.approx(0.5)  # nothing started yet: look again in a quarter of the timeout
+    now[0] += 1.5
+    assert clock.look(0) == pytest.approx(0.5)  # item 0 is new: its clock starts now, not at the start
+    now[0] += 1.6
+    assert clock.look(0) == pytest.approx(0.4)  # never early: the next look lands on its deadline
+    now[0] += 0.39
+    assert clock.look(0) is not None  # 1.99 s of 2 s
+    now[0] += 0.01
+    assert clock.look(0) is None  # 2 s: expired
     assert clock.item == 0
-    assert ItemClock(0.2).item == 0  # a chunk that never started blames its first item
+    now[0] += 0.5
+    assert clock.look(1) == pytest.approx(0.5)  # a new item starts a new clock
+    assert ItemClock(2.0).item == 0  # a chunk that never started blames its first item

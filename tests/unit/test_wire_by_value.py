@@ -9,6 +9,7 @@ name in sys.modules, and those then count as the user's own modules."""
 
 from __future__ import annotations
 
+import copyreg
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,8 +136,6 @@ def _reduce_registered(obj: _Registered) -> tuple[type[_Registered], tuple[int]]
 def test_a_reducer_registered_with_copyreg_after_a_call_is_used() -> None:
     # the picklers keep copyreg's reducers as one dict (a ChainMap costs every lookup a
     # Python call): a reducer registered, or replaced, after the first call must still apply
-    import copyreg
-
     for encode in (ByValueEncoder(), wire_encode):
         assert decode(encode(_Registered(1))).value == 1
         copyreg.pickle(_Registered, _reduce_registered)

@@ -60,6 +60,8 @@ of it, so they live on the head, which the pool never removes."""
 HEAD_CAPACITY = 1000.0
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
+EXITED_WITHIN = 5.0
+"""How long a watchdog that ended its output before watching gets to report its exit."""
 FACTS_SCRIPT = r"""
 set -u
 echo "ip ${SSH_CONNECTION:-}"
@@ -271,8 +273,9 @@ class RemoteHosts:
             deadline = time.monotonic() + START_TIMEOUT + len(volumes) * MOUNT_TIMEOUT_S
             while True:
                 line = await asyncio.wait_for(watchdog.stdout.readline(), deadline - time.monotonic())
-                if not line:  # it exited: closing removes the pool's directory without it
-                    node.watchdog = None
+                if not line:
+                    if await _exited(watchdog):  # closing removes the pool's directory without it
+                        node.watchdog = None
                     raise RuntimeError(f"the watchdog on {node.address} did not start:\n{''.join(output)}")
                 match read_marker(line):
                     case messages.Watching():
@@ -280,8 +283,7 @@ class RemoteHosts:
                     case messages.VolumesMounted(seconds):
                         self.on_phase("volumes", seconds, node.index)
                     case messages.MountFailed(bucket, mount, cause):
-                        with contextlib.suppress(TimeoutError):  # it stops the pool there and exits by itself
-                            await asyncio.wait_for(watchdog.wait(), STOP_TIMEOUT)
+                        if await _exited(watchdog):  # it stops the pool there and exits by itself
                             node.watchdog = None
                         raise _volume_error(node, bucket, mount, cause)
                     case _:
@@ -699,6 +701,16 @@ class RemoteHosts:
         assert node.watchdog is not None
         node.watchdog.stdin.write("stop\n")
         return await asyncio.wait_for(node.watchdog.wait(), STOP_TIMEOUT + self.volume_count * UNMOUNT_TIMEOUT_S)
+
+
+async def _exited(watchdog: asyncssh.SSHClientProcess[str]) -> bool:
+    """Whether ``watchdog`` exited, waiting ``EXITED_WITHIN`` seconds for its exit status;
+    False when none came (its channel or the connection closed with it still running)."""
+    try:
+        done = await asyncio.wait_for(watchdog.wait(), EXITED_WITHIN)
+    except (TimeoutError, asyncssh.Error, OSError):
+        return False
+    return done.exit_status is not None or done.exit_signal is not None
 
 
 def _volume_error(node: RemoteNode, bucket: str, mount: str, cause: str) -> VolumeMountError:
