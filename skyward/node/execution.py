@@ -44,9 +44,13 @@ class ItemClock:
     """Times a map chunk's items from another thread or process, which looks at the item
     running now and then: an item is counted from the first look that saw it, and looks
     come every ``LOOKS`` th of the timeout, so an item fails never early and at most that
-    share late."""
+    share late. The wait for the first item (a worker process starting, the request's
+    unpickling, a free thread) is not an item's time: it may last ``START_ALLOWANCE``
+    seconds beyond the timeout, so a chunk stuck before its first item still fails
+    (naming item 0) before the client's own wait for it ends."""
 
     LOOKS = 4
+    START_ALLOWANCE = 30.0
 
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
@@ -54,13 +58,15 @@ class ItemClock:
 
     def look(self, running: int) -> float | None:
         """Seconds until the next look, given the item ``running`` now (-1: none has
-        started); None once that item has run ``timeout`` seconds."""
+        started); None once that item has run ``timeout`` seconds (or, before the first
+        item, ``timeout + START_ALLOWANCE``)."""
         now = time.monotonic()
         if running != self._item:
             self._item, self._seen = running, now
-        elif now >= self._seen + self._timeout:
+        deadline = self._seen + self._timeout + (self.START_ALLOWANCE if running < 0 else 0.0)
+        if now >= deadline:
             return None
-        return min(self._seen + self._timeout, now + self._timeout / self.LOOKS) - now
+        return min(deadline, now + self._timeout / self.LOOKS) - now
 
     @property
     def item(self) -> int:

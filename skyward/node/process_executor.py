@@ -115,7 +115,9 @@ class _Child:
         since the child last got it) and relay its output until it is done, dies or times out."""
         node = info.node
         info = replace(info, worker=self.worker)
-        self.item.set(-1)  # the child stores 0 when item 0 starts: a change the watch below sees
+        # a map's child stores 0 when item 0 starts (a change the watch below sees); a call,
+        # which stores nothing, is item 0 from its send, so its timeout has no start allowance
+        self.item.set(-1 if request.kind == MAP else 0)
         try:
             self.write(messages.RunTask(cloudpickle.dumps(request), cloudpickle.dumps(info) if info != self.info else b""))
         except OSError:  # it died before it got the task (a broken pipe): nothing of the task ran

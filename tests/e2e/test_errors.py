@@ -128,6 +128,18 @@ def test_a_maps_timeout_is_per_item_and_names_the_item_that_ran_out(executor: st
         assert echo("free") >> pool == "free"
 
 
+def test_a_worker_process_slower_to_start_than_the_timeout_does_not_fail_item_0() -> None:
+    """With a fresh worker process per task, each map chunk waits for a process to start
+    (longer than the 0.1 s timeout here) before its first item: that wait is not item 0's
+    time, so the map passes; an item that runs out still fails it, named."""
+    worker = sky.Worker(executor="process", reuse_processes=False)
+    with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False, worker=worker)) as pool:
+        assert pool.map(sleep_for, [0.01] * 3, timeout=0.1) == ["done"] * 3
+        with pytest.raises(TimeoutError) as error:
+            pool.map(sleep_for, [0.01, 5], timeout=0.1)
+        assert error.value.failed_item == 1  # type: ignore[attr-defined]
+
+
 def test_pool_default_timeout_applies() -> None:
     options = sky.Options(console=False, logging=False, default_compute_timeout=0.5)
     with sky.Compute(nodes=1, options=options) as pool:

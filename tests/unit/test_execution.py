@@ -83,3 +83,22 @@ def test_the_item_clock_times_each_item_from_when_it_was_first_seen(monkeypatch:
     now[0] += 0.5
     assert clock.look(1) == pytest.approx(0.5)  # a new item starts a new clock
     assert ItemClock(2.0).item == 0  # a chunk that never started blames its first item
+
+
+def test_the_wait_for_the_first_item_is_not_the_first_items_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a worker process that takes longer than the timeout to start must not fail item 0,
+    # which has not run; a chunk stuck before its first item still fails, later
+    now = [100.0]
+    monkeypatch.setattr(execution.time, "monotonic", lambda: now[0])
+    clock = ItemClock(2.0)
+    now[0] += 2.0 + ItemClock.START_ALLOWANCE - 0.01
+    wait = clock.look(-1)
+    assert wait == pytest.approx(0.01)  # not expired, and looked at again on the deadline
+    now[0] += 0.01
+    assert clock.look(-1) is None
+    assert clock.item == 0
+    started = ItemClock(2.0)
+    now[0] += 10.0  # a slow start
+    assert started.look(0) == pytest.approx(0.5)  # item 0 gets its whole timeout from here
+    now[0] += 1.99
+    assert started.look(0) is not None
