@@ -43,10 +43,13 @@ def follow(log_file: str) -> None:
     stop_progress = pool.on(sky.Progress, on_progress)  # pool.on returns an unsubscribe function
 
     lifecycle: list[str] = []
+    errors: list[str] = []
 
     def on_lifecycle(event: sky.Event) -> None:
         if isinstance(event, (sky.ClusterReady, sky.ClusterDestroyed, sky.Error)):
             lifecycle.append(type(event).__name__)
+        if isinstance(event, sky.Error):
+            errors.append(event.message)
 
     def on_cost(event: sky.Event) -> None:
         if isinstance(event, sky.CostFinal):
@@ -62,6 +65,7 @@ def follow(log_file: str) -> None:
     print("task output seen:", sorted(printed))
     print("metrics seen:", sorted(latest))
     print("lifecycle:", lifecycle)
+    print("errors:", errors)
     with open(log_file, encoding="utf-8") as log:
         task_lines = [line for line in log if "skyward.task" in line]
     print(f"log file has {len(task_lines)} task output lines")

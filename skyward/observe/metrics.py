@@ -216,8 +216,12 @@ class NetworkTx(Struct, Collector, frozen=True):
 
 class Custom(Struct, Collector, frozen=True):
     """A shell ``command`` run on the node every ``interval`` seconds; the last number it
-    prints is the value. A command that fails or prints no number is reported once as
-    a ``sky.Error`` event and tried again at the next interval."""
+    prints is the value. A command that fails, prints no number or runs past its interval
+    (and at least ``TIMEOUT_FLOOR`` seconds) is reported once as a ``sky.Error`` event and
+    tried again at the next interval."""
+
+    TIMEOUT_FLOOR: ClassVar[float] = 5.0
+    """The least time a command gets: a shell's start on a loaded node can take a second."""
 
     name: str  # type: ignore[misc]  # the one collector whose name is the user's
     command: str
@@ -233,7 +237,7 @@ class Custom(Struct, Collector, frozen=True):
     def probe(self) -> Probe:
         def read() -> float:
             done = subprocess.run(
-                self.command, shell=True, capture_output=True, text=True, timeout=max(self.interval, 1.0)
+                self.command, shell=True, capture_output=True, text=True, timeout=max(self.interval, self.TIMEOUT_FLOOR)
             )
             words = done.stdout.split()
             if done.returncode != 0 or not words:

@@ -65,6 +65,7 @@ def test_the_events_example_runs(tmp_path: Path) -> None:
     assert "doubled: [0, 2, 4, 6]" in out and "map work: 4/4" in out
     assert "cost: $0.00" in out
     assert "metrics seen: ['cpu', 'load', 'memory']" in out
+    assert "errors: ['a client-side problem']" in out, out  # the pool reported none of its own
     assert "lifecycle: ['ClusterReady', 'ClusterDestroyed', 'Error']" in out
     assert "log file has 4 task output lines" in out
 
