@@ -1,5 +1,7 @@
 """The benchmark suite runs end to end (quick groups) and writes its report; group N, at
-100 simulated nodes, measures issue 37's targets and meets those that are outcomes."""
+100 simulated nodes, measures issue 37's targets and meets those that are outcomes. In CI
+the two runs take turns by the commit's day (``rotation.in_turn``), so any three
+consecutive days run each; everywhere else both run."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from e2e.cloud.rotation import in_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
+@in_turn(0, of=3)  # 2 minutes in CI: the quick runs take turns by the commit's day
 def test_quick_b1_run_writes_a_report(tmp_path: Path) -> None:
     pytest.importorskip("distributed", reason="the peers are in the `bench` extra")
     report = tmp_path / "benchmarks.md"
@@ -30,6 +34,7 @@ def test_quick_b1_run_writes_a_report(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@in_turn(1, of=3)  # 2 minutes in CI
 @pytest.mark.timeout(720)
 def test_quick_n_run_measures_issue_37s_targets_at_100_simulated_nodes(tmp_path: Path) -> None:
     """Group N at 100 simulated nodes (``--quick``, about 1.5 min) measures every target of
