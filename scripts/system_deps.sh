@@ -3,7 +3,8 @@
 # console), redis-server (the collections benchmark peer), openssh-server and iproute2
 # (SSH test hosts in network namespaces), s3fs and fuse (volume mount tests), chromium (the
 # dashboard's browser test, driven headless by Playwright: tests/e2e/test_dashboard_browser.py;
-# Debian's package, as Playwright's own browser download needs the internet). Installs only
+# Debian's package, as Playwright's own browser download needs the internet), procps
+# (scripts/test.sh's pkill, and the `uptime` of examples/observe_events.py). Installs only
 # what is missing; needs root+apt. Outside CI a missing one is a note (its tests skip);
 # in CI (CI=true) it is an error, as are no root (test hosts, the second account) and no
 # /dev/fuse: a suite that skips a third of itself must not pass.
@@ -22,6 +23,7 @@ command -v tmux >/dev/null || need+=(tmux)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ip >/dev/null || need+=(iproute2)
+command -v pkill >/dev/null && command -v uptime >/dev/null || need+=(procps)
 command -v s3fs >/dev/null || need+=(s3fs)
 command -v fusermount >/dev/null || command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
