@@ -27,7 +27,9 @@ Custom(name, cmd)  <name>                last number the command prints
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -236,18 +238,33 @@ class Custom(Struct, Collector, frozen=True):
 
     def probe(self) -> Probe:
         def read() -> float:
-            done = subprocess.run(
-                self.command, shell=True, capture_output=True, text=True, timeout=max(self.interval, self.TIMEOUT_FLOOR)
-            )
-            words = done.stdout.split()
-            if done.returncode != 0 or not words:
-                raise ValueError(f"exit code {done.returncode}, output {done.stdout.strip()[-80:]!r}")
+            stdout, returncode = _run_shell(self.command, max(self.interval, self.TIMEOUT_FLOOR))
+            words = stdout.split()
+            if returncode != 0 or not words:
+                raise ValueError(f"exit code {returncode}, output {stdout.strip()[-80:]!r}")
             try:
                 return float(words[-1])
             except ValueError:
                 raise ValueError(f"printed {words[-1]!r}, not a number") from None
 
         return read
+
+
+def _run_shell(command: str, timeout: float) -> tuple[str, int]:
+    """``command``'s output and exit code, run by the shell in a process group of its own;
+    subprocess.TimeoutExpired once ``timeout`` seconds pass, the whole group killed (what
+    the command started too, not only the shell)."""
+    with subprocess.Popen(
+        command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+    ) as shell:
+        try:
+            stdout, _ = shell.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait()
+            raise
+    return stdout, shell.returncode
 
 
 class Default(Struct, frozen=True):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
+from pathlib import Path
 
+import psutil
 import pytest
 
 import skyward as sky
@@ -129,3 +132,31 @@ def test_a_sampler_without_collectors_starts_no_thread() -> None:
     before = threading.active_count()
     MetricSampler([], 0, print).start()
     assert threading.active_count() <= before
+
+
+def test_a_custom_command_gets_at_least_the_floor_and_is_stopped_with_what_it_started(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A slow start on a loaded node is not a failure: the command has its interval or
+    ``TIMEOUT_FLOOR`` seconds, whichever is longer. After that it is stopped, and so is
+    every process it started."""
+    assert sky.metrics.Custom.TIMEOUT_FLOOR == 5.0
+    assert sky.metrics.Custom("slow", "sleep 1.5; echo 7", interval=0.05).probe()() == 7.0  # past 1 s, within 5
+    monkeypatch.setattr(sky.metrics.Custom, "TIMEOUT_FLOOR", 0.2)
+    pid_file = tmp_path / "pid"
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        sky.metrics.Custom("stuck", f"sh -c 'echo $$ > {pid_file}; exec sleep 30'; echo 7", interval=0.05).probe()()
+    assert time.monotonic() - started < 5.0
+    sleeper = int(pid_file.read_text())
+    deadline = time.monotonic() + 5.0
+    while _running(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(sleeper), "the command's own child outlived it"
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
