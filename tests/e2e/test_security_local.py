@@ -178,8 +178,12 @@ def test_a_pickle_sent_to_any_tcp_port_of_the_pool_runs_nothing(pool: sky.Pool, 
         for host, port in sorted(listeners) for name, framing in FRAMINGS.items()
     ]
     answer = probe.run({"op": "tcp", "sends": sends, "wait": 1.0})
-    unreached = {f"{host}:{port}": result for (host, port, _), result in zip(sends, answer) if not result["connected"]}
-    assert unreached == {}, "the probe must reach every port for the test to mean anything"
+    lasting = _lasting(listeners)
+    unreached = {
+        f"{host}:{port} ({listeners[host, port]})": result
+        for (host, port, _), result in zip(sends, answer) if not result["connected"] and (host, port) in lasting
+    }  # a TRANSIENT process (an idle worker Ray reaped) may be gone by the time the probe connects
+    assert unreached == {}, "the probe must reach every lasting port for the test to mean anything"
     time.sleep(SETTLE)
     assert sorted(path.name for path in marks.iterdir()) == []
     _assert_working(pool)
@@ -191,7 +195,13 @@ def test_a_bare_connect_and_close_to_any_tcp_port_of_the_pool_changes_nothing(po
     listeners = _tcp_listeners(private)
     sends = [(host, port, "") for host, port in sorted(listeners)]
     answer = probe.run({"op": "tcp", "sends": sends, "wait": 0.0})
-    assert [result for result in answer if not result["connected"] or result["error"]] == []
+    lasting = _lasting(listeners)
+    failed = {
+        f"{host}:{port} ({listeners[host, port]})": result
+        for (host, port, _), result in zip(sends, answer)
+        if (not result["connected"] or result["error"]) and (host, port) in lasting
+    }  # as above: a TRANSIENT process may be gone by then
+    assert failed == {}
     time.sleep(SETTLE)
     _assert_working(pool)
     _assert_still_listening(listeners, private)
