@@ -1,6 +1,9 @@
 """Elastic pools on the local AWS (tests/cloud): nodes are EC2 instances that are real
 test hosts, so a spot interruption (``Machines.interrupt``: the instance terminated and
-its host killed at once) loses a real machine. Seconds-scale intervals."""
+its host killed at once) loses a real machine. Seconds-scale intervals. In CI the three
+take turns by the commit's day (``rotation.in_turn``, 1.5-2 minutes each there), beside
+tests/e2e/cloud/test_cloud_elastic.py, which runs an elastic pool, scaling to zero and a
+reclaimed spot machine on another cloud every day."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from typing import Any
 import pytest
 from cloud.aws_emulator import AWSEmulator
 from cloud.machines import Machines
+from e2e.cloud.rotation import in_turn
 
 import skyward as sky
 
@@ -84,6 +88,7 @@ def subnet(machines: Machines) -> str:
     return machines.subnet()
 
 
+@in_turn(2, of=3)
 def test_a_spot_interruption_during_a_map_loses_no_item(aws: AWSEmulator, machines: Machines, subnet: str) -> None:
     instances: dict[int, str] = {}
     events: list[Any] = []
@@ -122,6 +127,7 @@ def test_a_spot_interruption_during_a_map_loses_no_item(aws: AWSEmulator, machin
     assert leftovers(aws, pool.id) == [], "the replacement was terminated too"
 
 
+@in_turn(0, of=3)
 def test_partial_readiness_autoscaling_and_resize(aws: AWSEmulator, machines: Machines, subnet: str) -> None:
     up: dict[int, float] = {}
     pool = sky.Compute(provider=provider(subnet), nodes=sky.Nodes(desired=2, min=1, max=3), options=OPTIONS)
@@ -146,6 +152,7 @@ def test_partial_readiness_autoscaling_and_resize(aws: AWSEmulator, machines: Ma
     assert leftovers(aws, pool.id) == []
 
 
+@in_turn(1, of=3)
 def test_a_node_failing_its_health_check_is_replaced(aws: AWSEmulator, machines: Machines, subnet: str) -> None:
     instances: dict[int, str] = {}
     replaced: list[sky.InstanceReplaced] = []
