@@ -22,8 +22,9 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -103,6 +104,20 @@ def _assert_still_listening(listeners: dict[tuple[str, int], str], private: str,
     assert not missing, f"(address, port): (listener before, after) {missing}"
 
 
+def _lasting_failures(
+    listeners: dict[tuple[str, int], str], sends: list[tuple[str, int, str]], answer: list[dict[str, Any]],
+    failed: Callable[[dict[str, Any]], bool],
+) -> dict[str, dict[str, Any]]:
+    """The probe's results (``answer``, one per send) that ``failed`` on a lasting one of
+    ``listeners``, by "address:port (process)". A ``TRANSIENT`` process's port is left
+    out: Ray may have reaped the idle worker by the time the probe connects."""
+    lasting = _lasting(listeners)
+    return {
+        f"{host}:{port} ({listeners[host, port]})": result
+        for (host, port, _), result in zip(sends, answer) if (host, port) in lasting and failed(result)
+    }
+
+
 def _tcp_listeners(private: str) -> dict[tuple[str, int], str]:
     """Every TCP port those processes listen on: (address to reach it at, port) -> the
     process's name (a wildcard address is reached at 127.0.0.1)."""
@@ -178,11 +193,7 @@ def test_a_pickle_sent_to_any_tcp_port_of_the_pool_runs_nothing(pool: sky.Pool, 
         for host, port in sorted(listeners) for name, framing in FRAMINGS.items()
     ]
     answer = probe.run({"op": "tcp", "sends": sends, "wait": 1.0})
-    lasting = _lasting(listeners)
-    unreached = {
-        f"{host}:{port} ({listeners[host, port]})": result
-        for (host, port, _), result in zip(sends, answer) if not result["connected"] and (host, port) in lasting
-    }  # a TRANSIENT process (an idle worker Ray reaped) may be gone by the time the probe connects
+    unreached = _lasting_failures(listeners, sends, answer, lambda result: not result["connected"])
     assert unreached == {}, "the probe must reach every lasting port for the test to mean anything"
     time.sleep(SETTLE)
     assert sorted(path.name for path in marks.iterdir()) == []
@@ -195,12 +206,7 @@ def test_a_bare_connect_and_close_to_any_tcp_port_of_the_pool_changes_nothing(po
     listeners = _tcp_listeners(private)
     sends = [(host, port, "") for host, port in sorted(listeners)]
     answer = probe.run({"op": "tcp", "sends": sends, "wait": 0.0})
-    lasting = _lasting(listeners)
-    failed = {
-        f"{host}:{port} ({listeners[host, port]})": result
-        for (host, port, _), result in zip(sends, answer)
-        if (not result["connected"] or result["error"]) and (host, port) in lasting
-    }  # as above: a TRANSIENT process may be gone by then
+    failed = _lasting_failures(listeners, sends, answer, lambda result: not result["connected"] or bool(result["error"]))
     assert failed == {}
     time.sleep(SETTLE)
     _assert_working(pool)
