@@ -254,14 +254,16 @@ def simulated_targets(nodes: int) -> tuple[Target, ...]:
         Target("N-at", f"`f() @ pool` on {simulated}, a small argument, ≤ 0.5 s (issue 37)",
                at_most("N", f"{at}: f() @ pool", 0.5)),
         Target("N-once", f"`f(x) @ pool` on {simulated} with a 100 MB argument: serialized once, sent to the "
-               "relay once (issue 37)", lambda rows: serialized_once_in(rows, "N", f"{at}: f(100 MB) @ pool"), machine_bound=False),
+               "relay once (issue 37)", lambda rows: serialized_once_in(rows, "N", f"{at}: f(100 MB) @ pool"),
+               machine_bound=False),
         Target("N-map", f"`pool.map` of 1,000,000 trivial items on {simulated} ≥ 500,000 items/s "
                "through the client, in order (issue 37)", rate_at_least("N", f"{at}: pool.map", 500_000)),
         Target("N-events", f"metrics of {simulated} at 1 Hz: the client under 20% of one core (issue 37)",
                at_most("N", f"{at}: metrics at 1 Hz, client CPU", 20.0, "%")),
         Target("N-events-memory", "the same: the client under 500 MB (issue 37)",
                at_most("N", f"{at}: metrics at 1 Hz, client peak memory", 500.0, "MiB")),
-        Target("N-events-lost", "the same: every metric event sent is delivered (issue 37)", metrics_delivered(nodes), machine_bound=False),
+        Target("N-events-lost", "the same: every metric event sent is delivered (issue 37)", metrics_delivered(nodes),
+               machine_bound=False),
         Target("N-console", f"the same: the rich console under 10% of one core, summarising {at} (issue 37)",
                at_most("N", f"{at}: metrics at 1 Hz, the rich console's CPU", 10.0, "%")),
         Target("N-losses", f"{simulated}, some lost during a map (1% a minute in a full run): no item lost, each "
