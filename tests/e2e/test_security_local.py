@@ -17,12 +17,15 @@ opened after the user's own ``ray.shutdown()`` works too.
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import stat
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,28 +87,54 @@ is shared: idle workers Ray reaps, and the collection hosts of other pools of th
 process while a method runs (``ray::CollectionHost.poll``), hence prefixes."""
 
 
-def _lasting(listeners: dict[tuple[str, int], str]) -> dict[tuple[str, int], str]:
+@dataclass(frozen=True)
+class Listener:
+    """The process that holds a listening TCP socket: its name, pid and start time."""
+
+    name: str
+    pid: int
+    started: float
+
+
+def _lasting(listeners: dict[tuple[str, int], Listener]) -> dict[tuple[str, int], Listener]:
     """``listeners`` less those of ``TRANSIENT`` processes: what must still listen after
     the probes (the pool still answering checks the rest)."""
-    return {where: name for where, name in listeners.items() if not name.startswith(TRANSIENT)}
+    return {where: listener for where, listener in listeners.items() if not listener.name.startswith(TRANSIENT)}
 
 
-def _assert_still_listening(listeners: dict[tuple[str, int], str], private: str, within: float = 30.0) -> None:
-    """Every lasting one of ``listeners`` listens again on its port within ``within``
-    seconds. One look can miss a listener (its process's sockets read while it is busy,
-    on a loaded machine: CI once saw both RuntimeEnvAgents' missing at once, and once one
-    for over 10 s); a process the probes killed, or whose listener they closed, stays
-    missing."""
+def _assert_still_listening(listeners: dict[tuple[str, int], Listener], private: str, within: float = 30.0) -> None:
+    """Every lasting one of ``listeners`` is held again by the same process within
+    ``within`` seconds; a process the probes killed, or whose listener they closed, stays
+    missing, and the failure says which it was. (A SIGTERM closes the RuntimeEnvAgent's
+    listener at once and leaves the agent running for a while, the pool still working,
+    as CI saw twice: no probe can signal the pool's processes, another account's, so
+    then look for what sent it.)"""
     lasting = _lasting(listeners)
     deadline = time.monotonic() + within
     while not lasting.items() <= (found := _tcp_listeners(private)).items() and time.monotonic() < deadline:
         time.sleep(0.5)
-    missing = {where: (name, found.get(where)) for where, name in lasting.items() if found.get(where) != name}
-    assert not missing, f"(address, port): (listener before, after) {missing}"
+    missing = [_missing(host, port, listener) for (host, port), listener in lasting.items() if found.get((host, port)) != listener]
+    assert not missing, "no longer listening: " + "; ".join(missing)
+
+
+def _missing(host: str, port: int, listener: Listener) -> str:
+    """What became of ``listener``'s process and of its port, for a failure's message."""
+    try:
+        process = psutil.Process(listener.pid)
+        alive = process.create_time() == listener.started and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        alive = False
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        port_answers = "a connect is accepted"
+    except OSError as error:
+        port_answers = f"a connect fails ({errno.errorcode.get(error.errno or 0, type(error).__name__)})"
+    held = "its process still runs" if alive else "its process is gone"
+    return f"{host}:{port} ({listener.name}, pid {listener.pid}): {held}, {port_answers}"
 
 
 def _lasting_failures(
-    listeners: dict[tuple[str, int], str], sends: list[tuple[str, int, str]], answer: list[dict[str, Any]],
+    listeners: dict[tuple[str, int], Listener], sends: list[tuple[str, int, str]], answer: list[dict[str, Any]],
     failed: Callable[[dict[str, Any]], bool],
 ) -> dict[str, dict[str, Any]]:
     """The probe's results (``answer``, one per send) that ``failed`` on a lasting one of
@@ -113,24 +142,25 @@ def _lasting_failures(
     out: Ray may have reaped the idle worker by the time the probe connects."""
     lasting = _lasting(listeners)
     return {
-        f"{host}:{port} ({listeners[host, port]})": result
+        f"{host}:{port} ({listeners[host, port].name})": result
         for (host, port, _), result in zip(sends, answer) if (host, port) in lasting and failed(result)
     }
 
 
-def _tcp_listeners(private: str) -> dict[tuple[str, int], str]:
-    """Every TCP port those processes listen on: (address to reach it at, port) -> the
-    process's name (a wildcard address is reached at 127.0.0.1)."""
-    found: dict[tuple[str, int], str] = {}
+def _tcp_listeners(private: str) -> dict[tuple[str, int], Listener]:
+    """Every TCP port those processes listen on: (address to reach it at, port) -> its
+    process (a wildcard address is reached at 127.0.0.1)."""
+    found: dict[tuple[str, int], Listener] = {}
     for process in _processes(private):
         try:
-            connections, name = process.net_connections(kind="tcp"), process.name()
+            connections = process.net_connections(kind="tcp")
+            listener = Listener(process.name(), process.pid, process.create_time())
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         for connection in connections:
             if connection.status == psutil.CONN_LISTEN:
                 host = connection.laddr.ip
-                found["127.0.0.1" if host in ("0.0.0.0", "::") else host, connection.laddr.port] = name
+                found["127.0.0.1" if host in ("0.0.0.0", "::") else host, connection.laddr.port] = listener
     return found
 
 
@@ -187,7 +217,7 @@ def test_the_marker_pickle_runs_its_command_when_loaded(marks: Path) -> None:
 def test_a_pickle_sent_to_any_tcp_port_of_the_pool_runs_nothing(pool: sky.Pool, probe: Probe, marks: Path) -> None:
     private = _private()
     listeners = _tcp_listeners(private)
-    assert {"gcs_server", "raylet"} <= set(listeners.values()), listeners
+    assert {"gcs_server", "raylet"} <= {listener.name for listener in listeners.values()}, listeners
     sends = [
         (host, port, framing(touching(marks / f"{port}-{name}")).hex())
         for host, port in sorted(listeners) for name, framing in FRAMINGS.items()
