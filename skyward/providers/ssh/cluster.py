@@ -380,7 +380,8 @@ class RemoteHosts:
         head's GCS binds a port of its own, read back from its temp dir. The other hosts'
         starts begin with the head's, boot Python and import Ray meanwhile, and get the
         head's address on stdin once it is known; they are ended if the head's start fails.
-        A host's failure is raised before ``head_up``'s, once both have ended."""
+        The first failure of a joining host or of ``head_up`` is raised as soon as it comes
+        (a host's first when both are there), the rest cancelled and their starts ended."""
         started = time.monotonic()
         head = self.nodes[0]
         # No Ray Client server (the minimal ray package has none), no autoscaler monitor
@@ -405,15 +406,12 @@ class RemoteHosts:
             await self._ray_started(head, head_start, "")
             self.gcs_port = await self._gcs_port(head)
             address = f"{head.private_ip}:{self.gcs_port}\n"
-            done, joined = await asyncio.gather(
-                head_up(),
-                _all(self._ray_started(node, process, address) for node, process in zip(joiners, joining, strict=True)),
-                return_exceptions=True,
-            )
-            if isinstance(joined, BaseException):
-                raise joined from done if isinstance(done, BaseException) else None
-            if isinstance(done, BaseException):
-                raise done
+            head_ready = asyncio.ensure_future(head_up())
+            await first_failure([
+                *(self._ray_started(node, process, address) for node, process in zip(joiners, joining, strict=True)),
+                head_ready,
+            ])
+            done = head_ready.result()
         finally:  # a start the head's failure left waiting for its address ends at its stdin's end
             for process in processes:
                 process.stdin.write_eof()
@@ -750,6 +748,24 @@ def _facts(output: str, host: str) -> HostFacts:
 
 def _int(text: str | None) -> int:
     return int(text) if text and text.strip().isdigit() else 0
+
+
+async def first_failure(awaitables: Sequence[Awaitable[object]]) -> None:
+    """Run ``awaitables`` together until all have succeeded, or raise the first failure
+    as soon as it comes (of those that failed at once, the earliest in ``awaitables``),
+    the rest cancelled and awaited first."""
+    tasks = [asyncio.ensure_future(awaitable) for awaitable in awaitables]
+    if not tasks:
+        return
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in tasks:
+            if task.done() and not task.cancelled() and (error := task.exception()) is not None:
+                raise error
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _all(coros: Iterable[Awaitable[object]]) -> None:
