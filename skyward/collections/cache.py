@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 from skyward.collections.actors import WAIT_GROUP
 from skyward.collections.config import OP_TIMEOUT, SYNC
-from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import MISSING, NO_SLOT, UNKNOWN, Marker
 from skyward.collections.remote import Exchanged, HostHandle, Snapshot, WireOp
 from skyward.collections.steps import Steps, Wait, run_async, sent_again
+from skyward.core.loop_thread import LoopThread
 
 POLL_WAIT = 2.0
 POLL_LINGER = 0.005
@@ -151,7 +151,7 @@ class _Link:
 class NodeCache:
     """The eventual-consistency cache of one process for one pool."""
 
-    def __init__(self, loop: BackgroundLoop, handle: Callable[[int], HostHandle], subscriber: str) -> None:
+    def __init__(self, loop: LoopThread, handle: Callable[[int], HostHandle], subscriber: str) -> None:
         self.subscriber = subscriber
         self._loop = loop
         self._handle = handle

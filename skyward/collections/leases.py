@@ -22,9 +22,9 @@ from collections.abc import Callable
 import psutil
 
 from skyward.collections.config import RENEW_EVERY
-from skyward.collections.loop import BackgroundLoop
 from skyward.collections.remote import HostHandle
 from skyward.core.instance import current_task, instance_info
+from skyward.core.loop_thread import LoopThread
 
 CLIENT = "client"
 TASK_PREFIX = "task-"
@@ -53,7 +53,7 @@ def holder_task(holder: str) -> str | None:
 class LeaseKeeper:
     """Renews leases on a background loop while this process has any."""
 
-    def __init__(self, loop: BackgroundLoop, handle: Callable[[int], HostHandle]) -> None:
+    def __init__(self, loop: LoopThread, handle: Callable[[int], HostHandle]) -> None:
         self._loop = loop
         self._handle = handle
         self._lock = threading.Lock()

@@ -28,13 +28,13 @@ from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
 from skyward.collections.errors import BrokenBarrierError, CollectionClosedError, CollectionUnavailableError
 from skyward.collections.host_lane import HostLaneClient, lane_path
 from skyward.collections.leases import LeaseKeeper
-from skyward.collections.loop import BackgroundLoop
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
 from skyward.collections.remote import HostClass, HostHandle, Items
 from skyward.collections.replies import Tickets, with_ticket
 from skyward.collections.steps import WAIT_SLICE, Inline, Steps, Wait, sent_again, translated
 from skyward.core.codec import load_payload
+from skyward.core.loop_thread import LoopThread
 from skyward.core.validation import shown
 
 T = TypeVar("T")
@@ -76,7 +76,7 @@ class LocalOperations:
             for index in range(config.hosts)
         ]
         self._lock = threading.Lock()
-        self._loop = BackgroundLoop(f"skyward-collections-{config.pool_id[:8]}")
+        self._loop = LoopThread(f"skyward-collections-{config.pool_id[:8]}")
         caller = f"{where}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
         self._cache = NodeCache(self._loop, self.handle, caller)
         self._tickets = Tickets(caller)

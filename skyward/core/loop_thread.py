@@ -4,9 +4,12 @@ connections a provider keeps open, the collections' cache and lease keeper, the 
 daemon).
 
 The loop starts on first use (``loop``, ``submit``, ``call_soon``) and again after
-``stop``. Stopping joins the thread for at most ``join_timeout`` seconds and closes the
-loop only once its thread has ended, so a stuck coroutine cannot make ``stop`` hang or
-raise."""
+``stop``. Stopping cancels what still runs on the loop and lets it unwind (its ``finally``
+blocks close the connections it holds) for at most ``UNWIND_TIMEOUT`` seconds, joins the
+thread for at most ``join_timeout`` seconds and closes the loop only once its thread has
+ended, so a stuck coroutine cannot make ``stop`` hang or raise, and nothing is left
+pending on a closed loop (whose coroutines, finalized later, would fail in their
+``finally`` blocks with "Event loop is closed")."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
 JOIN_TIMEOUT = 5.0
+UNWIND_TIMEOUT = 1.0
+"""Seconds the coroutines still running at ``stop`` have to unwind once cancelled."""
 
 
 class LoopThread:
@@ -63,25 +68,34 @@ class LoopThread:
         """Run ``callback(*args)`` on the loop (from any thread)."""
         self.loop.call_soon_threadsafe(callback, *args)
 
-    def stop(self, cancel: bool = False) -> None:
-        """Stop the loop (``cancel``: cancelling what runs on it first) and end its thread,
-        waiting at most ``join_timeout``; the loop is closed once its thread has ended. A
-        loop never started, or already stopped, is left as it is."""
+    def stop(self) -> None:
+        """Stop the loop and end its thread: what still runs on it is cancelled and has
+        ``UNWIND_TIMEOUT`` seconds to unwind, the thread is waited for at most
+        ``join_timeout``, and the loop is closed once its thread has ended. A loop never
+        started, or already stopped, is left as it is."""
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
         if loop is None or thread is None:
             return
-        if cancel:
-            loop.call_soon_threadsafe(_cancel_all_and_stop, loop)
-        else:
-            loop.call_soon_threadsafe(loop.stop)
+        asyncio.run_coroutine_threadsafe(_unwind_and_stop(), loop)
         if thread is not threading.current_thread():
             thread.join(timeout=self._join_timeout)
         if not thread.is_alive():
             loop.close()
 
 
-def _cancel_all_and_stop(loop: asyncio.AbstractEventLoop) -> None:
-    for task in asyncio.all_tasks(loop):
+async def _unwind_and_stop() -> None:
+    """Cancel every other task of the running loop, wait (at most ``UNWIND_TIMEOUT``)
+    for them to end, finalize its async generators, then stop it."""
+    loop = asyncio.get_running_loop()
+    running = asyncio.all_tasks(loop) - {asyncio.current_task()}
+    for task in running:
         task.cancel()
-    loop.call_soon(loop.stop)
+    try:
+        if running:
+            await asyncio.wait(running, timeout=UNWIND_TIMEOUT)
+        await asyncio.wait_for(loop.shutdown_asyncgens(), UNWIND_TIMEOUT)
+    except TimeoutError:
+        pass
+    finally:
+        loop.stop()
