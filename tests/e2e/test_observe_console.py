@@ -25,8 +25,9 @@ STAMPED = re.compile(r"^\d\d:\d\d:\d\d \S")
 
 def run_example(name: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run examples/<name> with stdout and stderr piped, and HOME in ``home`` so the
-    default log file lands there."""
-    env = {**os.environ, "HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    default log file lands there (a ``SKYWARD_HOME`` of the caller's would move it)."""
+    env = {key: value for key, value in os.environ.items() if key != "SKYWARD_HOME"}
+    env.update(HOME=str(home), PYTHONUNBUFFERED="1")
     return subprocess.run(
         [sys.executable, str(ROOT / "examples" / name), *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
