@@ -91,6 +91,13 @@ def _advance(steps: _Attempt, answer: Payload | None, failure: BaseException | N
     except StopIteration as done:
         return _Done(done.value)
 CHUNKS_PER_SLOT = 2
+SMALLEST_CHUNK_SHARE = 8
+"""No chunk of a map gets fewer items than this share of its first chunks' (1/8): the
+guided tail's imbalance stays within about 1/16 of a slot's part of the map, and a map
+over many slots is not cut into more than about 6 chunks a slot. A chunk's pace, the
+other floor, is its round trip, which grows with the chunks queued behind the client's
+when many slots are fed at once, so it alone let 1,000 slots' map of trivial items end
+in chunks of 3 items, 12 chunks a slot (N-map, docs/benchmarks.md)."""
 MIN_CHUNK_SECONDS = 0.005
 """Once a map's first chunks have come back, no chunk is given less work than this (by
 their pace): a chunk's round trip costs a few hundred microseconds, so a tail of
@@ -307,7 +314,8 @@ class PoolDriver:
         window: ChunkWindow | None = None,
     ) -> list[R]:
         """Apply ``fn`` to every item, in chunks sized from what is left (guided
-        scheduling: big chunks first, single items at the end); results in input order.
+        scheduling: big chunks first, smaller ones at the end, none under the floors of
+        ``SMALLEST_CHUNK_SHARE`` and ``MIN_CHUNK_SECONDS``); results in input order.
         A chunk whose node is lost runs again elsewhere; finished chunks are kept.
 
         Streaming (``on_chunk`` given): ``on_chunk(start, values)`` is called as each
@@ -329,7 +337,8 @@ class PoolDriver:
             """The next chunk of items, sized from what is left (claimed before waiting
             for a slot, so a waiting feeder stands for real work)."""
             nonlocal position
-            size = max(1, math.ceil((len(items) - position) / (CHUNKS_PER_SLOT * self.capacity)))
+            share = CHUNKS_PER_SLOT * self.capacity
+            size = max(math.ceil((len(items) - position) / share), math.ceil(len(items) / (share * SMALLEST_CHUNK_SHARE)))
             size = max(size, pace.items_for(MIN_CHUNK_SECONDS))
             if streaming:
                 size = min(size, measured.items_for(STREAM_CHUNK_BYTES))

@@ -333,3 +333,21 @@ def test_a_grant_among_a_thousand_busy_nodes_looks_at_a_few() -> None:
     assert loop.run_until_complete(scenario()) == [300, 700, 5], "the first free node at or after the cursor, wrapping"
     loop.close()
     assert LOOKED[0] <= 3 * 16, f"{LOOKED[0]} nodes looked at for 3 grants"
+
+
+def test_a_map_over_many_slots_ends_in_chunks_of_an_eighth_of_its_first() -> None:
+    """A chunk's round trip grows with the chunks queued behind it, so over many slots
+    the pace floor alone let trivial items end in chunks of a few items (12 chunks a
+    slot); the share floor keeps the tail at 1/8 of the first chunks, about 6 a slot."""
+    nodes, per_node = 128, 1_000
+    h = Harness(nodes, sky.Worker(concurrency=1))
+    try:
+        double = add(0, 0).__class__(lambda x: x * 2)
+        items = list(range(nodes * per_node))
+        assert h.run(h.driver.map(double, items), timeout=120) == [x * 2 for x in items]
+        sizes = [event.items for event in h.events if isinstance(event, sky.TaskStarted)]
+        assert sum(sizes) == len(items)
+        assert len(sizes) <= 7 * nodes, f"{len(sizes)} chunks for {nodes} slots"
+        assert sorted(sizes)[1] >= per_node // 2 // 8, sorted(sizes)[:5]  # but the last of all, the rest
+    finally:
+        h.close()
