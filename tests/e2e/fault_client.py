@@ -5,7 +5,9 @@ It prints one JSON line describing the pool it opened (the Ray temp dir, the age
 process ids) and then ``READY``; what happens next depends on the scenario:
 
 - ``idle``: a 2-node pool on the process executor, with collection hosts, runs two long
-  tasks and waits to be killed (SIGKILL or SIGTERM).
+  tasks and waits to be killed (SIGKILL or SIGTERM); it also starts a process of its own
+  (a ``sleep`` in a session of its own, its pid as ``bystander``), which neither the
+  pool's end nor its reaper may touch.
 - ``oom``: a 2-node pool whose node 1 allocates past the memory cgroup the test put the
   client in; prints the error and the Error events as JSON, then the agents' pids again.
 - ``crash``: a task ends its agent with ``os._exit``; prints the error as JSON (whatever
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -56,6 +59,11 @@ def main(scenario: str) -> None:
             pool.queue("kept").put(1)  # collection hosts exist too
             pool.dict("kept")["k"] = 1
             futures = [hold(600) > pool for _ in range(2)]
+            bystander = subprocess.Popen(  # not on our pipes: a reader of them waits for its end
+                ["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            print(json.dumps({"bystander": bystander.pid}), flush=True)
             print("READY", flush=True)
             futures[0].result()
             return

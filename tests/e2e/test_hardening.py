@@ -4,10 +4,12 @@ pools. Tests that need the client to die run it in a subprocess (``tests/e2e/fau
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -214,7 +216,6 @@ def _client(scenario: str, timeout: float = 180, **popen: Any) -> tuple[list[Any
     """Run ``tests/e2e/fault_client.py SCENARIO`` to its end: its JSON lines, and all it
     printed (stdout, then stderr)."""
     import json
-    import subprocess
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     done = subprocess.run(
@@ -452,30 +453,60 @@ def _start_idle_client(home: Path) -> tuple[Any, dict[str, Any], set[str]]:
     """A client with an idle 2-node pool (its skyward home in ``home``: a killed one leaves
     its pool's record there)."""
     import json
-    import subprocess
 
     shm = set(os.listdir("/dev/shm"))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=own_home(home))
     info = json.loads(client.stdout.readline())
+    info.update(json.loads(client.stdout.readline()))
     assert client.stdout.readline().strip() == "READY"
     assert live_marked(info["temp_dir"])  # the test sees the pool's processes
     return client, info, shm
 
 
 def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
+    """Nothing of the client's pool is left within ``within`` seconds, and the process the
+    client started of its own (``bystander``) still runs: only the pool's are swept."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         left = live_marked(info["temp_dir"])
         if not left and not os.path.exists(info["temp_dir"]):
             break
         time.sleep(0.2)
-    assert live_marked(info["temp_dir"]) == []
-    assert not os.path.exists(info["temp_dir"])
-    assert set(os.listdir("/dev/shm")) <= shm
-    for pid in info["agents"]:
-        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z"
+    try:
+        assert live_marked(info["temp_dir"]) == []
+        assert not os.path.exists(info["temp_dir"])
+        assert set(os.listdir("/dev/shm")) <= shm
+        for pid in info["agents"]:
+            assert not _running(pid)
+        assert _running(info["bystander"]), "the pool's end killed a process the program started of its own"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info["bystander"], signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_process_the_program_starts_while_a_local_pool_is_open_outlives_its_close() -> None:
+    """The pool's close sweeps the processes of its Ray instance, by the mark they
+    inherit, and nothing the program started of its own while the pool was open (its own
+    server, a pool daemon, a Ray cluster of its own), even in a session of its own."""
+    with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)):
+        bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        time.sleep(1.0)
+        assert bystander.poll() is None, f"the pool's close ended it ({bystander.returncode})"
+    finally:
+        bystander.kill()
+        bystander.wait(timeout=10)
 
 
 def test_sigkill_of_the_client_leaves_nothing_after_10s(tmp_path: Path) -> None:

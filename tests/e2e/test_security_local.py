@@ -105,10 +105,10 @@ def _lasting(listeners: dict[tuple[str, int], Listener]) -> dict[tuple[str, int]
 def _assert_still_listening(listeners: dict[tuple[str, int], Listener], private: str, within: float = 30.0) -> None:
     """Every lasting one of ``listeners`` is held again by the same process within
     ``within`` seconds; a process the probes killed, or whose listener they closed, stays
-    missing, and the failure says which it was. (A SIGTERM closes the RuntimeEnvAgent's
-    listener at once and leaves the agent running for a while, the pool still working,
-    as CI saw twice: no probe can signal the pool's processes, another account's, so
-    then look for what sent it.)"""
+    missing, and the failure says which it was. (CI saw a RuntimeEnvAgent go missing
+    twice, the pool still working: it was the agent of another test's ``ray start``
+    cluster, which carried the pool's mark while the mark stayed in the client's
+    environment, and its end came from that test's teardown, not from a probe.)"""
     lasting = _lasting(listeners)
     deadline = time.monotonic() + within
     while not lasting.items() <= (found := _tcp_listeners(private)).items() and time.monotonic() < deadline:

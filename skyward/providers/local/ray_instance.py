@@ -22,6 +22,7 @@ import os
 import secrets
 import tempfile
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -148,7 +149,7 @@ class LocalRay:
             return
         cls._temp_dir = tempfile.mkdtemp(prefix="sky-")  # mode 0700
         cls._token = secrets.token_hex(32)  # each instance its own (_reload_ray_config drops the cached one)
-        env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": cls._token, MARKER: cls._temp_dir}
+        env = {**ENVIRONMENT, "RAY_AUTH_TOKEN": cls._token}
         cls._saved_env = {key: os.environ.get(key) for key in (*env, *_SET_BY_RAY)}
         os.environ.update(env)
         _reload_ray_config()
@@ -157,15 +158,16 @@ class LocalRay:
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
             temp_dir = os.path.join(cls._temp_dir, RAY_DIR)
-            lean(lambda: ray.init(
-                num_cpus=os.cpu_count() or 1,
-                include_dashboard=False,
-                log_to_driver=False,
-                logging_level=logging.ERROR,
-                _temp_dir=temp_dir,
-                _node_ip_address="127.0.0.1",
-                namespace="skyward",
-            ))
+            with _marking(cls._temp_dir):
+                lean(lambda: ray.init(
+                    num_cpus=os.cpu_count() or 1,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.ERROR,
+                    _temp_dir=temp_dir,
+                    _node_ip_address="127.0.0.1",
+                    namespace="skyward",
+                ))
         except BaseException:
             cls._stop_owned()
             raise
@@ -223,6 +225,21 @@ class LocalRay:
             if cls._reaper is not None:
                 cls._reaper.stop()
             cls._reaper = None
+
+
+@contextlib.contextmanager
+def _marking(temp_dir: str) -> Iterator[None]:
+    """``MARKER=temp_dir`` in this process's environment while Ray starts, so that its
+    GCS and raylet inherit it (and the raylet passes it on to every agent and worker),
+    and only while it starts: a process the program starts later, its own server, a
+    pool daemon, a cluster of its own, must not carry the pool's mark, or the pool's
+    close (``sweep``) and its reaper would kill it."""
+    before = os.environ.get(MARKER)
+    os.environ[MARKER] = temp_dir
+    try:
+        yield
+    finally:
+        restore_environment({MARKER: before})
 
 
 def restore_environment(saved: dict[str, str | None]) -> None:

@@ -4,8 +4,9 @@ and removes what its private local Ray instance left.
 ``Reaper.start(temp_dir)`` runs ``python -m skyward.providers.local.reaper TEMP_DIR`` in a
 session of its own (Ctrl-C in the terminal does not reach it), with a pipe from the
 client on its stdin. Every process of the Ray instance (GCS, raylet, node agents,
-collection hosts, executor children) inherits ``MARKER=TEMP_DIR`` from the client's
-environment. When the pipe closes, the client is gone, in order (``stop``) or not, and
+collection hosts, executor children) inherits ``MARKER=TEMP_DIR`` from the environment
+the client starts Ray with, and nothing else the client starts does (``ray_instance``).
+When the pipe closes, the client is gone, in order (``stop``) or not, and
 the reaper kills every process carrying the marker and removes the temp dir, all within
 a few seconds, then exits.
 
