@@ -14,11 +14,17 @@ import psutil
 
 
 def processes_using(marker: str) -> list[str]:
+    """Live processes whose command line names ``marker`` or that hold a file open whose
+    path does (a Ray agent that retitled itself, "ray::RuntimeEnvAgent", still holds its
+    logs in its temp dir)."""
     found = []
-    for process in psutil.process_iter(["cmdline"]):
+    for process in psutil.process_iter(["cmdline", "status"]):
         try:
-            if any(marker in part for part in process.info["cmdline"] or []):
-                found.append(" ".join(process.info["cmdline"])[:200])
+            if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = process.info["cmdline"] or []
+            if any(marker in part for part in cmdline) or any(marker in file.path for file in process.open_files()):
+                found.append(" ".join(cmdline)[:200])
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found

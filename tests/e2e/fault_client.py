@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 import skyward as sky
 from skyward.providers.local.ray_instance import LocalRay
 
@@ -54,16 +56,19 @@ def main(scenario: str) -> None:
         errors: list[str] = []
         pool.on(sky.Error, lambda event: errors.append(event.message))
         agents = [pool.run(pid(), target=node) for node in range(2)]
-        print(json.dumps({"temp_dir": LocalRay.temp_dir(), "agents": agents, "client": os.getpid()}), flush=True)
+        started = [child.pid for child in psutil.Process().children(recursive=True)]  # Ray's, the reaper
+        bystander = subprocess.Popen(  # not on our pipes: a reader of them waits for its end
+            ["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ) if scenario == "idle" else None
+        print(json.dumps({
+            "temp_dir": LocalRay.temp_dir(), "agents": agents, "client": os.getpid(), "started": started,
+            "bystander": bystander and bystander.pid,
+        }), flush=True)
         if scenario == "idle":
             pool.queue("kept").put(1)  # collection hosts exist too
             pool.dict("kept")["k"] = 1
             futures = [hold(600) > pool for _ in range(2)]
-            bystander = subprocess.Popen(  # not on our pipes: a reader of them waits for its end
-                ["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            print(json.dumps({"bystander": bystander.pid}), flush=True)
             print("READY", flush=True)
             futures[0].result()
             return

@@ -7,6 +7,7 @@ client's death). Slow: each case opens a pool of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -174,13 +175,19 @@ def _client_killed(how: signal.Signals, home: Path) -> dict[str, Any]:
     died = time.monotonic()
     while time.monotonic() - died < GONE_WITHIN and (live_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
         time.sleep(0.2)
-    return {
-        "left": [_title(p) for p in live_marked(info["temp_dir"])],
-        "temp_dir": os.path.exists(info["temp_dir"]),
-        "shm": set(os.listdir("/dev/shm")) - shm,
-    }
+    bystander = Path(f"/proc/{info['bystander']}/stat")  # the client's own process: the pool's end leaves it be
+    try:
+        return {
+            "left": [_title(p) for p in live_marked(info["temp_dir"])],
+            "temp_dir": os.path.exists(info["temp_dir"]),
+            "shm": set(os.listdir("/dev/shm")) - shm,
+            "bystander": bystander.exists() and bystander.read_text().rsplit(")", 1)[1].split()[0],  # "S": asleep
+        }
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info["bystander"], signal.SIGKILL)
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_client_killed(how: signal.Signals, tmp_path: Path) -> None:
-    assert _client_killed(how, tmp_path) == {"left": [], "temp_dir": False, "shm": set()}
+    assert _client_killed(how, tmp_path) == {"left": [], "temp_dir": False, "shm": set(), "bystander": "S"}

@@ -459,7 +459,6 @@ def _start_idle_client(home: Path) -> tuple[Any, dict[str, Any], set[str]]:
     client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=own_home(home))
     info = json.loads(client.stdout.readline())
-    info.update(json.loads(client.stdout.readline()))
     assert client.stdout.readline().strip() == "READY"
     assert live_marked(info["temp_dir"])  # the test sees the pool's processes
     return client, info, shm
@@ -480,10 +479,21 @@ def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
         assert set(os.listdir("/dev/shm")) <= shm
         for pid in info["agents"]:
             assert not _running(pid)
+        left = {pid: _name(pid) for pid in info["started"] if _running(pid)}
+        assert left == {}, "processes the client started outlived it by more than the reaper's sweep"
         assert _running(info["bystander"]), "the pool's end killed a process the program started of its own"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(info["bystander"], signal.SIGKILL)
+
+
+def _name(pid: int) -> str:
+    """``pid``'s command line, for a failure's message."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    except FileNotFoundError:
+        return "(gone)"
 
 
 def _running(pid: int) -> bool:
@@ -493,6 +503,28 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_every_process_of_a_local_pools_ray_carries_its_mark() -> None:
+    """What the reaper and the close sweep find by the mark: every process of the pool's
+    Ray instance, Ray's dashboard and runtime-env agents too (they retitle themselves,
+    which used to wipe their environment, mark and all)."""
+    import psutil
+
+    from skyward.providers.local.ray_instance import LocalRay
+
+    with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)):
+        temp_dir = LocalRay.temp_dir()
+        assert temp_dir is not None
+        marked = set(live_marked(temp_dir))
+        reaper = f"skyward.providers.local.reaper {temp_dir}"
+        unmarked = {
+            child.pid: child.name() for child in psutil.Process().children(recursive=True)
+            if child.pid not in marked and reaper not in " ".join(child.cmdline())
+        }
+        names = {psutil.Process(pid).name() for pid in marked}
+    assert {"gcs_server", "raylet", "ray::RuntimeEnvAgent", "ray::DashboardAgent"} <= names, names
+    assert unmarked == {}
 
 
 def test_a_process_the_program_starts_while_a_local_pool_is_open_outlives_its_close() -> None:

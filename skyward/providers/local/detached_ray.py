@@ -7,7 +7,7 @@ with ``ray start``, lean (``providers/ray_start.py``: 127.0.0.1, no API server,
 autoscaler or log monitor, no one-second wait for the raylet; token auth with
 a random token passed through the environment, usage stats off) in a private directory
 (mode 0700, ``LocalRay``'s layout), and then joins it as any client joins the pool
-daemon's instance. Every process of the instance carries ``reaper.MARKER``, so ``stop``
+daemon's instance. Every process of the instance carries ``reaper.mark``, so ``stop``
 (and the daemon's reaper) end it all by that mark.
 
 No port is named on ``ray start``'s command line (``ray_ports.SELF_BOUND``): every Ray
@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 
 from skyward.providers import ray_ports
-from skyward.providers.local.reaper import MARKER, live_marked, sweep
+from skyward.providers.local.reaper import live_marked, mark, sweep
 
 START_TIMEOUT = 90.0
 """Seconds ``ray start`` may take."""
@@ -65,7 +65,7 @@ def start() -> DetachedRay:
 
     temp_dir = tempfile.mkdtemp(prefix="sky-")  # mode 0700
     token = secrets.token_hex(32)
-    env = {**os.environ, **ENVIRONMENT, "RAY_AUTH_TOKEN": token, MARKER: temp_dir}
+    env = {**os.environ, **ENVIRONMENT, "RAY_AUTH_TOKEN": token, **mark(temp_dir)}
     ray_dir = os.path.join(temp_dir, RAY_DIR)
     command = [
         sys.executable, "-m", "skyward.providers.ray_start", "start", "--head", *ray_ports.HEAD,

@@ -29,7 +29,7 @@ from typing import Protocol
 import ray
 
 from skyward.engine import interruptible
-from skyward.providers.local.reaper import MARKER, Reaper, sweep
+from skyward.providers.local.reaper import Reaper, mark, sweep
 from skyward.providers.ray_start import lean, quiet
 
 _SET_BY_RAY = ("PYTHONBREAKPOINT",)
@@ -229,17 +229,18 @@ class LocalRay:
 
 @contextlib.contextmanager
 def _marking(temp_dir: str) -> Iterator[None]:
-    """``MARKER=temp_dir`` in this process's environment while Ray starts, so that its
-    GCS and raylet inherit it (and the raylet passes it on to every agent and worker),
-    and only while it starts: a process the program starts later, its own server, a
-    pool daemon, a cluster of its own, must not carry the pool's mark, or the pool's
-    close (``sweep``) and its reaper would kill it."""
-    before = os.environ.get(MARKER)
-    os.environ[MARKER] = temp_dir
+    """The instance's mark (``reaper.mark``) in this process's environment while Ray
+    starts, so that its GCS and raylet inherit it (and the raylet passes it on to every
+    agent and worker), and only while it starts: a process the program starts later, its
+    own server, a pool daemon, a cluster of its own, must not carry the pool's mark, or
+    the pool's close (``sweep``) and its reaper would kill it."""
+    marked = mark(temp_dir)
+    before = {key: os.environ.get(key) for key in marked}
+    os.environ.update(marked)
     try:
         yield
     finally:
-        restore_environment({MARKER: before})
+        restore_environment(before)
 
 
 def restore_environment(saved: dict[str, str | None]) -> None:

@@ -4,8 +4,9 @@ and removes what its private local Ray instance left.
 ``Reaper.start(temp_dir)`` runs ``python -m skyward.providers.local.reaper TEMP_DIR`` in a
 session of its own (Ctrl-C in the terminal does not reach it), with a pipe from the
 client on its stdin. Every process of the Ray instance (GCS, raylet, node agents,
-collection hosts, executor children) inherits ``MARKER=TEMP_DIR`` from the environment
-the client starts Ray with, and nothing else the client starts does (``ray_instance``).
+collection hosts, executor children) inherits ``MARKER=TEMP_DIR`` (``mark``) from the
+environment the client starts Ray with, and nothing else the client starts does
+(``ray_instance``).
 When the pipe closes, the client is gone, in order (``stop``) or not, and
 the reaper kills every process carrying the marker and removes the temp dir, all within
 a few seconds, then exits.
@@ -29,6 +30,12 @@ import threading
 import time
 
 MARKER = "SKYWARD_LOCAL_RAY"
+KEEP_ENVIRONMENT = "SPT_NOENV"
+"""Set to 1 with the mark: a process that retitles itself through ``setproctitle`` (Ray's
+dashboard and runtime-env agents do, "ray::RuntimeEnvAgent") then leaves its environment
+in place, where ``live_marked`` reads the mark; without it the title overwrites the
+environment with zeros and ``sweep`` cannot find those agents, which outlive their raylet
+for minutes (Ray sets it for its workers itself)."""
 SWEEP_TIMEOUT = 8.0
 STOP_WAIT = 2.0
 """Seconds a pool's close waits for its reaper to end after an orderly stop (it finds
@@ -71,6 +78,12 @@ class Reaper:
             self._process.wait(timeout=STOP_WAIT)
         except subprocess.TimeoutExpired:
             threading.Thread(target=self._process.wait, name="skyward-reaper-wait", daemon=True).start()
+
+
+def mark(temp_dir: str) -> dict[str, str]:
+    """The environment variables that mark a process, and what it starts, as one of the
+    instance of ``temp_dir``."""
+    return {MARKER: temp_dir, KEEP_ENVIRONMENT: "1"}
 
 
 def sweep(temp_dir: str, timeout: float = SWEEP_TIMEOUT) -> int:
