@@ -469,7 +469,7 @@ def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
     client started of its own (``bystander``) still runs: only the pool's are swept."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        left = live_marked(info["temp_dir"])
+        left = live_marked(info["temp_dir"]) + [pid for pid in info["started"] if _running(pid)]  # the reaper too
         if not left and not os.path.exists(info["temp_dir"]):
             break
         time.sleep(0.2)
@@ -516,14 +516,13 @@ def test_every_process_of_a_local_pools_ray_carries_its_mark() -> None:
     with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)):
         temp_dir = LocalRay.temp_dir()
         assert temp_dir is not None
-        marked = set(live_marked(temp_dir))
-        reaper = f"skyward.providers.local.reaper {temp_dir}"
-        unmarked = {
-            child.pid: child.name() for child in psutil.Process().children(recursive=True)
-            if child.pid not in marked and reaper not in " ".join(child.cmdline())
-        }
-        names = {psutil.Process(pid).name() for pid in marked}
-    assert {"gcs_server", "raylet", "ray::RuntimeEnvAgent", "ray::DashboardAgent"} <= names, names
+        marked = {pid: psutil.Process(pid) for pid in live_marked(temp_dir)}
+        raylets = [process for process in marked.values() if process.name() == "raylet"]
+        assert len(raylets) == 1 and any(process.name() == "gcs_server" for process in marked.values()), marked
+        started = raylets[0].children(recursive=True)  # what Ray starts: agents, workers, their children
+        names = {process.name() for process in started}
+        unmarked = {process.pid: process.name() for process in started if process.pid not in marked}
+    assert {"ray::RuntimeEnvAgent", "ray::DashboardAgent"} <= names, names
     assert unmarked == {}
 
 
