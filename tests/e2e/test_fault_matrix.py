@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from sandbox import own_home
 from terminal import like_a_terminal
@@ -161,6 +162,7 @@ def _client_killed(how: signal.Signals, home: Path) -> dict[str, Any]:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               preexec_fn=like_a_terminal, env=own_home(home))
     info = json.loads(client.stdout.readline())
+    bystander = psutil.Process(info["bystander"])  # the client's own process: the pool's end leaves it be
     assert client.stdout.readline().strip() == "READY"
     marked = live_marked(info["temp_dir"])
     assert any("CollectionHost" in _title(p) for p in marked)
@@ -175,19 +177,18 @@ def _client_killed(how: signal.Signals, home: Path) -> dict[str, Any]:
     died = time.monotonic()
     while time.monotonic() - died < GONE_WITHIN and (live_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
         time.sleep(0.2)
-    bystander = Path(f"/proc/{info['bystander']}/stat")  # the client's own process: the pool's end leaves it be
     try:
         return {
             "left": [_title(p) for p in live_marked(info["temp_dir"])],
             "temp_dir": os.path.exists(info["temp_dir"]),
             "shm": set(os.listdir("/dev/shm")) - shm,
-            "bystander": bystander.exists() and bystander.read_text().rsplit(")", 1)[1].split()[0],  # "S": asleep
+            "bystander": bystander.is_running() and bystander.status(),
         }
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(info["bystander"], signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            bystander.kill()  # psutil checks that the pid is still that process's
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_client_killed(how: signal.Signals, tmp_path: Path) -> None:
-    assert _client_killed(how, tmp_path) == {"left": [], "temp_dir": False, "shm": set(), "bystander": "S"}
+    assert _client_killed(how, tmp_path) == {"left": [], "temp_dir": False, "shm": set(), "bystander": psutil.STATUS_SLEEPING}

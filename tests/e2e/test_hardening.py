@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from sandbox import own_home
 
@@ -459,9 +460,20 @@ def _start_idle_client(home: Path) -> tuple[Any, dict[str, Any], set[str]]:
     client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=own_home(home))
     info = json.loads(client.stdout.readline())
+    # as psutil processes, which know their start time: a pid reused later is not theirs
+    info["started"] = [process for pid in info["started"] if (process := _process(pid)) is not None]
+    info["agents"] = [process for pid in info["agents"] if (process := _process(pid)) is not None]
+    info["bystander"] = _process(info["bystander"])
     assert client.stdout.readline().strip() == "READY"
     assert live_marked(info["temp_dir"])  # the test sees the pool's processes
     return client, info, shm
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
 
 
 def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
@@ -469,7 +481,7 @@ def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
     client started of its own (``bystander``) still runs: only the pool's are swept."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        left = live_marked(info["temp_dir"]) + [pid for pid in info["started"] if _running(pid)]  # the reaper too
+        left = live_marked(info["temp_dir"]) + [p for p in info["started"] if _running(p)]  # the reaper too
         if not left and not os.path.exists(info["temp_dir"]):
             break
         time.sleep(0.2)
@@ -477,31 +489,29 @@ def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
         assert live_marked(info["temp_dir"]) == []
         assert not os.path.exists(info["temp_dir"])
         assert set(os.listdir("/dev/shm")) <= shm
-        for pid in info["agents"]:
-            assert not _running(pid)
-        left = {pid: _name(pid) for pid in info["started"] if _running(pid)}
+        assert not [agent.pid for agent in info["agents"] if _running(agent)]
+        left = {process.pid: _name(process) for process in info["started"] if _running(process)}
         assert left == {}, "processes the client started outlived it by more than the reaper's sweep"
         assert _running(info["bystander"]), "the pool's end killed a process the program started of its own"
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(info["bystander"], signal.SIGKILL)
+        if info["bystander"] is not None:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                info["bystander"].kill()  # psutil checks that the pid is still that process's
 
 
-def _name(pid: int) -> str:
-    """``pid``'s command line, for a failure's message."""
+def _name(process: psutil.Process) -> str:
+    """``process``'s command line, for a failure's message."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
-    except FileNotFoundError:
+        return " ".join(process.cmdline())[:120]
+    except psutil.NoSuchProcess:
         return "(gone)"
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+def _running(process: psutil.Process | None) -> bool:
+    """Whether ``process`` has not ended (a zombie has; a pid reused by another has)."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except FileNotFoundError:
+        return process is not None and process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
 
 
@@ -512,26 +522,44 @@ def test_every_process_of_a_local_pools_ray_carries_its_mark() -> None:
     import psutil
 
     from skyward.providers.local.ray_instance import LocalRay
+    from skyward.providers.local.reaper import MARKER
 
     with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)):
         temp_dir = LocalRay.temp_dir()
         assert temp_dir is not None
-        marked = {pid: psutil.Process(pid) for pid in live_marked(temp_dir)}
-        raylets = [process for process in marked.values() if process.name() == "raylet"]
-        assert len(raylets) == 1 and any(process.name() == "gcs_server" for process in marked.values()), marked
-        started = raylets[0].children(recursive=True)  # what Ray starts: agents, workers, their children
-        names = {process.name() for process in started}
-        unmarked = {process.pid: process.name() for process in started if process.pid not in marked}
+        marked = [psutil.Process(pid) for pid in live_marked(temp_dir)]
+        raylets = [process for process in marked if process.name() == "raylet"]
+        assert len(raylets) == 1, marked
+        names, unmarked = set(), {}
+        for process in raylets[0].children(recursive=True):  # what Ray starts: agents, workers, their children
+            try:  # each checked on its own: idle workers come and go
+                name, environ = process.name(), process.environ()
+            except psutil.NoSuchProcess:
+                continue
+            names.add(name)
+            if environ.get(MARKER) != temp_dir:
+                unmarked[process.pid] = name
     assert {"ray::RuntimeEnvAgent", "ray::DashboardAgent"} <= names, names
     assert unmarked == {}
 
 
+@pytest.mark.own_ray
 def test_a_process_the_program_starts_while_a_local_pool_is_open_outlives_its_close() -> None:
     """The pool's close sweeps the processes of its Ray instance, by the mark they
     inherit, and nothing the program started of its own while the pool was open (its own
-    server, a pool daemon, a Ray cluster of its own), even in a session of its own."""
+    server, a pool daemon, a Ray cluster of its own), even in a session of its own. (The
+    close sweeps only when it stops Ray: hence no other pool of this process may be open,
+    ``own_ray``.)"""
+    from skyward.providers.local.ray_instance import LocalRay
+
+    if LocalRay.in_use():
+        pytest.fail("another pool of this process holds the local Ray instance, so this pool's close would not "
+                    "stop it; the own_ray marker runs this test before any shared pool")
     with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)):
-        bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        bystander = subprocess.Popen(
+            ["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     try:
         time.sleep(1.0)
         assert bystander.poll() is None, f"the pool's close ended it ({bystander.returncode})"

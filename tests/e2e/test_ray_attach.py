@@ -90,7 +90,7 @@ def cluster() -> Iterator[dict[str, str]]:
     client_env = {**clean, "HOME": home, "TMPDIR": tmp, "PYTHONUNBUFFERED": "1"}
     ray_env = {
         **client_env, MARKER: base, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": TOKEN,
-        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_USAGE_STATS_ENABLED": "0", "SPT_NOENV": "1",  # Ray's agents then keep the marker readable
     }
     port = free_port()
     common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats"]

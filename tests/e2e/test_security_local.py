@@ -35,7 +35,7 @@ from stranger import FRAMINGS, PROBE_USER, Probe, touching
 
 import skyward as sky
 from skyward.providers.local.ray_instance import LocalRay
-from skyward.providers.local.reaper import MARKER, live_marked
+from skyward.providers.local.reaper import KEEP_ENVIRONMENT, MARKER, live_marked
 
 SETTLE = 2.0
 """Seconds to wait after the last probe before looking for markers."""
@@ -66,17 +66,18 @@ def _private() -> str:
 
 
 def _processes(private: str) -> list[psutil.Process]:
-    """The client (this process), its children, and every process of the pool's Ray
-    instance (they carry its marker in their environment)."""
+    """The client (this process) and every process of the pool's Ray instance: those that
+    carry its mark in their environment, and whatever they started. Not the client's
+    other children: the session's fixtures start servers of their own, which come and go."""
     client = psutil.Process()
     found = {client.pid: client}
-    found.update((child.pid, child) for child in client.children(recursive=True))
     for pid in live_marked(private):
-        if pid not in found:
-            try:
-                found[pid] = psutil.Process(pid)
-            except psutil.NoSuchProcess:
-                pass
+        try:
+            process = psutil.Process(pid)
+            found[pid] = process
+            found.update((child.pid, child) for child in process.children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
     return list(found.values())
 
 
@@ -248,7 +249,7 @@ def _ray_settings() -> dict[str, str]:
     or mark a local pool's processes."""
     return {
         key: value for key, value in os.environ.items()
-        if key.startswith("RAY_") or key in (MARKER, "PYTHONBREAKPOINT")
+        if key.startswith("RAY_") or key in (MARKER, KEEP_ENVIRONMENT, "PYTHONBREAKPOINT")
     }
 
 

@@ -233,7 +233,9 @@ def _marking(temp_dir: str) -> Iterator[None]:
     starts, so that its GCS and raylet inherit it (and the raylet passes it on to every
     agent and worker), and only while it starts: a process the program starts later, its
     own server, a pool daemon, a cluster of its own, must not carry the pool's mark, or
-    the pool's close (``sweep``) and its reaper would kill it."""
+    the pool's close (``sweep``) and its reaper would kill it. (A process another thread
+    starts during that second or two still inherits it: the environment is the
+    process's.)"""
     marked = mark(temp_dir)
     before = {key: os.environ.get(key) for key in marked}
     os.environ.update(marked)

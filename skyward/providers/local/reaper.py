@@ -55,7 +55,7 @@ class Reaper:
 
     @classmethod
     def start(cls, temp_dir: str, linger: bool = False) -> Reaper:
-        """Start the reaper of ``temp_dir`` (set ``MARKER`` before starting Ray);
+        """Start the reaper of ``temp_dir`` (then start Ray's processes with ``mark``);
         ``linger``: the pool daemon's (see the module)."""
         process = subprocess.Popen(
             [sys.executable, "-m", "skyward.providers.local.reaper", temp_dir, *(["--linger"] if linger else [])],
