@@ -71,6 +71,9 @@ class EventBus:
         self._lock = threading.Lock()
         self._reported: set[int] = set()
         self._types: frozenset[type[Event]] = frozenset()
+        self._routes: dict[type, tuple[_Delivery, ...]] = {}
+        """The handlers of each event class emitted so far, worked out on its first emit
+        after a change (a pool emits thousands of metric events a second)."""
         self._legacy_wanted = False
         self._translator: Translator | None = None
         """Made when an older event is first wanted (``observe.legacy`` is imported then)."""
@@ -98,6 +101,7 @@ class EventBus:
 
     def _refresh(self) -> None:
         self._types = frozenset(entry.event_type for entry in self._handlers)
+        self._routes = {}
         self._legacy_wanted = any(entry.legacy for entry in self._handlers)
 
     def wants(self, event_type: type) -> bool:
@@ -109,9 +113,13 @@ class EventBus:
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to matching handlers, then to the callbacks; then its older
         counterparts to those who take them."""
-        legacy = _is_legacy(type(event))
+        kind = type(event)
+        legacy = _is_legacy(kind)
         with self._lock:
-            entries = [e for e in self._handlers if isinstance(event, e.event_type) and (e.legacy or not legacy)]
+            entries = self._routes.get(kind)
+            if entries is None:
+                entries = tuple(e for e in self._handlers if issubclass(kind, e.event_type) and (e.legacy or not legacy))
+                self._routes[kind] = entries
         for entry in entries:
             self._reported_error(entry.deliver(event, self._reported))
         with _global_lock:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import time
 
+import pytest
 from rich.console import Console as RichTerminal
 
 import skyward as sky
@@ -143,6 +145,29 @@ def test_rich_panel_of_a_thousand_nodes_shows_the_busiest_and_those_in_trouble()
     assert len(rows) == 16 and {321, 500, 777, 900} <= set(rows), "in trouble, running, then the busiest"
     assert rows == sorted(rows)
     assert "… 984 more nodes; all 1000: 998 idle · 1 busy · 1 replaced" in text
+
+
+def test_a_live_panel_draws_its_nodes_table_once_a_second_and_afresh_as_it_closes(monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn: list[float] = []
+    draw = RichConsole._nodes_table
+
+    def counted(self: RichConsole) -> object:
+        drawn.append(time.monotonic())
+        return draw(self)
+
+    monkeypatch.setattr(RichConsole, "_nodes_table", counted)
+    bus = EventBus()
+    terminal = RichTerminal(record=True, width=100, force_terminal=True)
+    view = RichConsole(bus.on, console=terminal)  # live: the panel is drawn 4 times a second
+    bus.emit(sky.ClusterRequested("p", "local", 1))
+    bus.emit(sky.InstanceBootstrapped(0, "i-0", 1.0))
+    bus.emit(sky.Metric(0, "cpu", 10.0, "%"))
+    time.sleep(2.2)
+    bus.emit(sky.Metric(0, "cpu", 90.0, "%"))
+    view.close()
+    assert 1 <= len(drawn) <= 4, f"the table drawn {len(drawn)} times in 2.2 s, at most once a second and at the close"
+    last = terminal.export_text().rsplit("skyward · p", 1)[1]
+    assert re.search(r"0\s+idle\s+█████████░\s+90%", last), last
 
 
 def test_rich_panel_before_any_node_shows_a_spinner_and_gpu_only_when_reported() -> None:

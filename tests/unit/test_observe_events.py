@@ -25,6 +25,17 @@ def test_handlers_get_their_type_and_subclasses_and_can_unsubscribe() -> None:
     assert len(everything) == 3
 
 
+def test_a_handler_added_or_removed_while_events_flow_gets_exactly_those_between() -> None:
+    bus = EventBus()
+    bus.emit(sky.Metric(0, "cpu", 1.0, "%"))  # the bus has worked out who takes a Metric
+    metrics: list[object] = []
+    stop = bus.on(sky.Metric, metrics.append)
+    bus.emit(sky.Metric(0, "cpu", 2.0, "%"))
+    stop()
+    bus.emit(sky.Metric(0, "cpu", 3.0, "%"))
+    assert [event.value for event in metrics] == [2.0]  # type: ignore[attr-defined]
+
+
 def test_wants_tells_whether_anyone_listens() -> None:
     bus = EventBus()
     assert not bus.wants(sky.TaskStarted)
