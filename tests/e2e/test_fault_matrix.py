@@ -7,9 +7,9 @@ client's death). Slow: each case opens a pool of its own.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +17,12 @@ from typing import Any
 
 import psutil
 import pytest
-from sandbox import own_home
 from terminal import like_a_terminal
 
 import skyward as sky
 from skyward.providers.local.ray_instance import LocalRay
 from skyward.providers.local.reaper import live_marked
+from tests.e2e.idle_client import idle_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_ray]
 GONE_WITHIN = 10.0
@@ -152,41 +152,24 @@ def _name_on_host_of_queue(queue: str, pool: sky.Pool) -> str:
 
 
 def _client_killed(how: signal.Signals, home: Path) -> dict[str, Any]:
-    import json
-    import subprocess
-    import sys
-
-    shm = set(os.listdir("/dev/shm"))
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=like_a_terminal, env=own_home(home))
-    info = json.loads(client.stdout.readline())
-    bystander = psutil.Process(info["bystander"])  # the client's own process: the pool's end leaves it be
-    assert client.stdout.readline().strip() == "READY"
-    marked = live_marked(info["temp_dir"])
-    assert any("CollectionHost" in _title(p) for p in marked)
-    assert len(marked) >= 5  # GCS, raylet, 2 agents, hosts, executor children
-    client.send_signal(how)
-    try:
-        client.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        client.kill()
-        _, stderr = client.communicate()
-        raise AssertionError(f"the client did not exit within 90 s of {how.name}; its stderr:\n{stderr}") from None
-    died = time.monotonic()
-    while time.monotonic() - died < GONE_WITHIN and (live_marked(info["temp_dir"]) or os.path.exists(info["temp_dir"])):
-        time.sleep(0.2)
-    try:
+    with idle_client(home, preexec_fn=like_a_terminal) as client:
+        marked = live_marked(client.temp_dir)
+        assert any("CollectionHost" in _title(p) for p in marked)
+        assert len(marked) >= 5  # GCS, raylet, 2 agents, hosts, executor children
+        client.process.send_signal(how)
+        try:
+            client.process.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            client.process.kill()
+            _, stderr = client.process.communicate()
+            raise AssertionError(f"the client did not exit within 90 s of {how.name}; its stderr:\n{stderr}") from None
+        client.wait_for_its_pool_to_go(GONE_WITHIN)
         return {
-            "left": [_title(p) for p in live_marked(info["temp_dir"])],
-            "temp_dir": os.path.exists(info["temp_dir"]),
-            "shm": set(os.listdir("/dev/shm")) - shm,
-            "bystander": bystander.is_running() and bystander.status(),
+            "left": [_title(p) for p in live_marked(client.temp_dir)],
+            "temp_dir": os.path.exists(client.temp_dir),
+            "shm": set(os.listdir("/dev/shm")) - client.shm,
+            "bystander": client.bystander.is_running() and client.bystander.status(),
         }
-    finally:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            bystander.kill()  # psutil checks that the pid is still that process's
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])

@@ -4,7 +4,6 @@ pools. Tests that need the client to die run it in a subprocess (``tests/e2e/fau
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
@@ -17,9 +16,9 @@ from typing import Any
 
 import psutil
 import pytest
-from sandbox import own_home
 
 import skyward as sky
+from tests.e2e.idle_client import IdleClient, idle_client, running
 
 
 @sky.function
@@ -450,53 +449,17 @@ def live_marked(temp_dir: str) -> list[int]:
     return live_marked(temp_dir)
 
 
-def _start_idle_client(home: Path) -> tuple[Any, dict[str, Any], set[str]]:
-    """A client with an idle 2-node pool (its skyward home in ``home``: a killed one leaves
-    its pool's record there)."""
-    import json
-
-    shm = set(os.listdir("/dev/shm"))
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    client = subprocess.Popen([sys.executable, "-m", "tests.e2e.fault_client", "idle"], cwd=root,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=own_home(home))
-    info = json.loads(client.stdout.readline())
-    # as psutil processes, which know their start time: a pid reused later is not theirs
-    info["started"] = [process for pid in info["started"] if (process := _process(pid)) is not None]
-    info["agents"] = [process for pid in info["agents"] if (process := _process(pid)) is not None]
-    info["bystander"] = _process(info["bystander"])
-    assert client.stdout.readline().strip() == "READY"
-    assert live_marked(info["temp_dir"])  # the test sees the pool's processes
-    return client, info, shm
-
-
-def _process(pid: int) -> psutil.Process | None:
-    try:
-        return psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return None
-
-
-def _nothing_left(info: dict[str, Any], shm: set[str], within: float) -> None:
+def _nothing_left(client: IdleClient, within: float) -> None:
     """Nothing of the client's pool is left within ``within`` seconds, and the process the
     client started of its own (``bystander``) still runs: only the pool's are swept."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        left = live_marked(info["temp_dir"]) + [p for p in info["started"] if _running(p)]  # the reaper too
-        if not left and not os.path.exists(info["temp_dir"]):
-            break
-        time.sleep(0.2)
-    try:
-        assert live_marked(info["temp_dir"]) == []
-        assert not os.path.exists(info["temp_dir"])
-        assert set(os.listdir("/dev/shm")) <= shm
-        assert not [agent.pid for agent in info["agents"] if _running(agent)]
-        left = {process.pid: _name(process) for process in info["started"] if _running(process)}
-        assert left == {}, "processes the client started outlived it by more than the reaper's sweep"
-        assert _running(info["bystander"]), "the pool's end killed a process the program started of its own"
-    finally:
-        if info["bystander"] is not None:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                info["bystander"].kill()  # psutil checks that the pid is still that process's
+    client.wait_for_its_pool_to_go(within)
+    assert live_marked(client.temp_dir) == []
+    assert not os.path.exists(client.temp_dir)
+    assert set(os.listdir("/dev/shm")) <= client.shm
+    assert not [agent.pid for agent in client.agents if running(agent)]
+    left = {process.pid: _name(process) for process in client.started if running(process)}
+    assert left == {}, "processes the client started outlived it by more than the reaper's sweep"
+    assert running(client.bystander), "the pool's end killed a process the program started of its own"
 
 
 def _name(process: psutil.Process) -> str:
@@ -507,20 +470,10 @@ def _name(process: psutil.Process) -> str:
         return "(gone)"
 
 
-def _running(process: psutil.Process | None) -> bool:
-    """Whether ``process`` has not ended (a zombie has; a pid reused by another has)."""
-    try:
-        return process is not None and process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_every_process_of_a_local_pools_ray_carries_its_mark() -> None:
     """What the reaper and the close sweep find by the mark: every process of the pool's
     Ray instance, Ray's dashboard and runtime-env agents too (they retitle themselves,
     which used to wipe their environment, mark and all)."""
-    import psutil
-
     from skyward.providers.local.ray_instance import LocalRay
     from skyward.providers.local.reaper import MARKER
 
@@ -569,16 +522,16 @@ def test_a_process_the_program_starts_while_a_local_pool_is_open_outlives_its_cl
 
 
 def test_sigkill_of_the_client_leaves_nothing_after_10s(tmp_path: Path) -> None:
-    client, info, shm = _start_idle_client(tmp_path)
-    client.kill()
-    client.wait(timeout=10)
-    _nothing_left(info, shm, within=10.0)
+    with idle_client(tmp_path) as client:
+        client.process.kill()
+        client.process.wait(timeout=10)
+        _nothing_left(client, within=10.0)
 
 
 def test_sigterm_of_the_client_shuts_down_like_ctrl_c(tmp_path: Path) -> None:
-    client, info, shm = _start_idle_client(tmp_path)
-    client.terminate()
-    _, stderr = client.communicate(timeout=30)
-    assert "KeyboardInterrupt: signal SIGTERM" in stderr
-    assert "SIGTERM received at time" not in stderr, "Ray's failure-signal handler took SIGTERM first"
-    _nothing_left(info, shm, within=10.0)
+    with idle_client(tmp_path) as client:
+        client.process.terminate()
+        _, stderr = client.process.communicate(timeout=30)
+        assert "KeyboardInterrupt: signal SIGTERM" in stderr
+        assert "SIGTERM received at time" not in stderr, "Ray's failure-signal handler took SIGTERM first"
+        _nothing_left(client, within=10.0)
