@@ -25,6 +25,8 @@ from sandbox import daemon_logs, lines_of, wait_for_no_processes
 
 import skyward as sky
 from skyward.providers import daemon_client, registry
+from skyward.providers.local.launch import _client_env
+from skyward.providers.local.reaper import KEEP_ENVIRONMENT, MARKER
 
 SCRIPT = """
 import os, sys, time
@@ -257,6 +259,13 @@ def test_a_killed_daemons_kept_pool_ends_after_keep_alive_when_no_daemon_comes_b
 def test_what_a_kept_pool_cannot_be_is_refused_naming_the_field(make: object, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         make()  # type: ignore[operator]
+
+
+def test_a_kept_pools_agents_take_the_clients_environment_less_ray_s_and_a_local_pools_mark() -> None:
+    """What the daemon's agents set from a client's environment: neither Ray's variables
+    nor the mark of a local pool the client may run in (its sweep would take them)."""
+    environ = {"PATH": "/bin", "OWN": "1", "RAY_ADDRESS": "127.0.0.1:1", MARKER: "/tmp/sky-x", KEEP_ENVIRONMENT: "1"}
+    assert _client_env(environ) == {"PATH": "/bin", "OWN": "1"}
 
 
 ELASTIC_SCRIPT = """

@@ -107,9 +107,9 @@ def _assert_still_listening(listeners: dict[tuple[str, int], Listener], private:
     """Every lasting one of ``listeners`` is held again by the same process within
     ``within`` seconds; a process the probes killed, or whose listener they closed, stays
     missing, and the failure says which it was. (CI saw a RuntimeEnvAgent go missing
-    twice, the pool still working: it was the agent of another test's ``ray start``
-    cluster, which carried the pool's mark while the mark stayed in the client's
-    environment, and its end came from that test's teardown, not from a probe.)"""
+    twice, the pool still working: likely the agent of another test's ``ray start``
+    cluster, which inherited the pool's mark while the mark stayed in the client's
+    environment, ended by that test's teardown, not by a probe.)"""
     lasting = _lasting(listeners)
     deadline = time.monotonic() + within
     while not lasting.items() <= (found := _tcp_listeners(private)).items() and time.monotonic() < deadline:

@@ -34,6 +34,7 @@ from skyward.providers.local import env as local_env
 from skyward.providers.local.env import client_site_dirs
 from skyward.providers.local.provider import Local, check_image, local_handle
 from skyward.providers.local.ray_instance import LocalRay
+from skyward.providers.local.reaper import KEEP_ENVIRONMENT, MARKER
 from skyward.providers.ray.agents import AgentMembership, Placement
 
 if TYPE_CHECKING:
@@ -183,8 +184,13 @@ def _cluster(
 
 
 def _client_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """A client's environment as its agents take it (Ray's own variables left out)."""
-    return {key: value for key, value in environ.items() if not key.startswith("RAY_")}
+    """A client's environment as its agents take it: without Ray's own variables, nor a
+    local pool's mark (``MARKER``, ``KEEP_ENVIRONMENT``) the client may carry, which would
+    put what the agents start under that pool's sweep and out of their own instance's."""
+    return {
+        key: value for key, value in environ.items()
+        if not key.startswith("RAY_") and key not in (MARKER, KEEP_ENVIRONMENT)
+    }
 
 
 def notes_dir(pool_id: str) -> str:

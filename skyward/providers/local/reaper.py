@@ -35,7 +35,7 @@ KEEP_ENVIRONMENT = "SPT_NOENV"
 dashboard and runtime-env agents do, "ray::RuntimeEnvAgent") then leaves its environment
 in place, where ``live_marked`` reads the mark; without it the title overwrites the
 environment with zeros and ``sweep`` cannot find those agents, which outlive their raylet
-for minutes (Ray sets it for its workers itself)."""
+by seconds as a rule (once by two minutes). Ray sets it for its workers itself."""
 SWEEP_TIMEOUT = 8.0
 STOP_WAIT = 2.0
 """Seconds a pool's close waits for its reaper to end after an orderly stop (it finds
