@@ -1,5 +1,5 @@
 """Issue 11, "Hardening": one regression test per failure the fault matrix found, on real
-pools. Tests that need the client to die run it in a subprocess (``tests/e2e/faults.py``).
+pools. Tests that need the client to die run it in a subprocess (``tests/e2e/fault_client.py``).
 """
 
 from __future__ import annotations
