@@ -396,6 +396,7 @@ EXPLANATIONS: dict[str, str] = {
         "against 160 µs, the SSH tunnel's 100 MB 757-762 ms against 402 ms): at 06:15, "
         "skyward 2.28 s, `ray.init` plus 4 actors 3.21 s (0.71x), Dask 1.05 s (2.16x); at "
         "07:04, this table's, 2.49 s, 4.36 s (0.57x) and 1.16 s (2.15x)."
+        " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): skyward 2.09 s, `ray.init` plus 4 actors 4.05 s (0.52x), Dask 944 ms (2.22x)."
     ),
     "B5-cpu": (
         "Idle, the skyward pool's process tree used 5.2% of a core (4.0-6.4%) in the run of "
@@ -433,6 +434,7 @@ EXPLANATIONS: dict[str, str] = {
         "than the profile: the full runs of that day measured the pool at 3.0% (06:15) and "
         "3.4% (07:04, this table's), Ray with 4 idle actors at 3.5% and 5.6%, Dask at 14.0% "
         "and 17.0%."
+        " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): the pool 5.5% of a core, Ray with 4 idle actors 6.8% (0.81x), Dask 14.7%."
     ),
     "B4-warm": (
         "`sky.Local(keep_warm=...)` now keeps the pool (docs/kept-pools.md), so a script run "
@@ -579,6 +581,7 @@ EXPLANATIONS: dict[str, str] = {
         "this table's, warm 8.61 s, of which `ray start` 6.55 s and the agents 3.80 s. `ray "
         "start` on the 3 hosts, which share the machine's 2 cores, is three quarters of the "
         "open, as before."
+        " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): warm 7.58 s (max 7.82), of which `ray start` 5.50 s and the agents 2.80 s (they overlap) and shipping 0.38 s; `ray start` on the 3 hosts is again three quarters of the open."
     ),
     "R-cold": (
         "The cold open adds building each host's environment to the warm open: 20.4 s for 3 "
@@ -609,6 +612,7 @@ EXPLANATIONS: dict[str, str] = {
         "and the agents, Ray's processes booting from fresh environments on cores shared by "
         "the 3 hosts, on a machine whose tunnel and ProcessPoolExecutor ran 1.4-1.9x slower "
         "than the day before."
+        " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): 15.2 s, of which `ray start` 7.75 s, the agents 3.64 s, installing skyward 2.38 s and shipping 2.05 s: 0.2 s over the target, where the run of 07:04 was 4.6 s over it."
     ),
     "C1-strong": (
         "Met since 2026-12-02: a strong op that does not wait goes to its host on the host's "
@@ -731,6 +735,7 @@ EXPLANATIONS: dict[str, str] = {
         "against 160 µs, the SSH tunnel's 100 MB 757-762 ms against 402 ms): at 06:15, 240 µs "
         "against ProcessPoolExecutor's 226 µs (1.06x); at 07:04, this table's, 230 µs against "
         "258 µs (0.89x), an imported function 225 µs."
+        " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): 180 µs against ProcessPoolExecutor's 262 µs (0.69x), the best ratio yet. The split of that day, on a quiet machine (a 4-node pool, 3,000 `>>` of a script's function, stamps at both ends of the lane read from one clock, medians): the client before its send 44 µs, the send 21 µs, until the agent's read returned 23 µs, the agent's handling 59 µs (decoding the 199-byte request 20 µs, which takes 4 µs in a warm loop; the call 22 µs; encoding the outcome 10.5 µs), the agent's send 24 µs, until the client's read returned 41 µs, the client after it 14 µs: 231 µs, of which the two sends and two wake-ups are about 110 µs. Reading a frame's length and body in one system call instead of two (a 16 KiB first read on both ends) changed nothing measurable: 229-241 µs against 221-228 µs for the tree before, alternating 3 times; it was not kept."
     ),
     "B2-best": (
         "ProcessPoolExecutor at chunksize=1,000 sends 10 chunks and pickles the function by "
@@ -832,6 +837,7 @@ EXPLANATIONS: dict[str, str] = {
         "(tests/unit/test_import_cost.py names the 7 others); without their cost the path "
         "would be 1.22x. The rest is the bodies of skyward's modules, none above 6 ms of its "
         "own."
+        " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): 387 ms against `import ray` 289 ms (1.34x); the run of 07:04 that day measured 443 ms against 342 ms (1.30x, a pass). What is skyward's own, the difference, stayed at 98-101 ms; Ray's import was 53 ms faster, so the ratio rose. The changes between the two runs load no module the path did not load before."
     ),
     "CLI-ls": (
         "`sky ls` is a fresh interpreter (42 ms for `python -c pass` here), click (40-50 ms), "
@@ -908,6 +914,7 @@ EXPLANATIONS: dict[str, str] = {
         " The run of 2026-12-02 03:40 began with a load average of 3.56 (a test run had just ended) on a machine about 1.6x slower than the evening before (`import ray` 304 ms against 186 ms, Ray's idle actors 6.4% of a core against 3.1%): 79% (calls) and 84% (map) of the ideal, with every peer lower too: Ray tasks 74%, Dask 68%, ProcessPoolExecutor 86% (96% the evening before)."
         " The run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): 83% (calls) and 90% (map, a pass) of an ideal of 1.98 s; Ray tasks 81%, Dask 68%, "
         "ProcessPoolExecutor 91%."
+        " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): 87% (calls) and 90% (map, a pass) of an ideal of 1.92 s; Ray tasks 80%, Dask 73%, ProcessPoolExecutor 89% (96% in the run of 07:04 that day, when skyward's calls made 91%)."
     ),
     "N-events-lost": (
         "Not a loss: the simulated nodes sent fewer than the row counts as sent. The row's "
@@ -928,6 +935,7 @@ EXPLANATIONS: dict[str, str] = {
         "run of 2026-12-03 06:15, 12.0% in this table's run of 07:04, and when the rows were "
         "run alone after it, 11.3% with the simulator of that run, then 6.7% once the "
         "simulator kept a fixed grid (see N-events-lost). Not profiled further."
+        " Profiled on 2026-12-03 (py-spy, 1,000 simulated nodes, 20 s): most of the console's time was rich drawing the nodes table 4 times a second, and the rest the event bus matching each of 8,000 metric events a second against the console's 21 subscriptions. The table is now drawn at most once a second (`TABLE_EVERY`, as often as nodes sample metrics) and the bus works out an event class's handlers once: the console's share, measured as the row does, alternating twice, went from 6.2% to 2.7% of a core, and the full run of 13:34 that day measured 4.9%, a pass."
     ),
     "D-lost": (
         "The run of 2026-12-02 03:40 counted one follower (of 200 HTTP clients that "
