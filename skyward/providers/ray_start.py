@@ -35,6 +35,7 @@ and only its saving is lost.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -42,6 +43,10 @@ from collections.abc import Callable, Iterator
 
 POLL = 0.01
 """Seconds between the GCS questions ``lean`` asks while the raylet registers."""
+DASHBOARD_AGENT = "dashboard_agent"
+"""Ray's name for its dashboard agent's process type (``ray_constants.PROCESS_TYPE_DASHBOARD_AGENT``)."""
+STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray_agent_stand_in.py")
+"""The script that runs in the dashboard agent's place (``ray_agent_stand_in``)."""
 REGISTER_TIMEOUT = 30.0
 """Seconds ``lean`` asks before leaving the question to Ray (Ray's own limit is 30 s)."""
 
@@ -58,6 +63,9 @@ def lean(init: Callable[[], object]) -> None:
         stack.enter_context(_swapped(worker, "listen_error_messages", _listen_to_nothing))
         for daemon in ("start_api_server", "start_monitor", "start_log_monitor"):
             stack.enter_context(_swapped(node.Node, daemon, _start_nothing))
+        command = getattr(services, "_build_python_executable_command_memory_profileable", None)
+        if command is not None:
+            stack.enter_context(_swapped(services, command.__name__, _stand_in_for_dashboard_agent(command)))
         get_node = getattr(services, "get_node", None)
         if get_node is not None:
             stack.enter_context(_swapped(services, "get_node", _registered_first(get_node)))
@@ -97,6 +105,19 @@ def _listen_to_nothing(worker: object, threads_stopped: threading.Event) -> None
 
 def _start_nothing(node: object, *args: object, **options: object) -> None:
     """Takes the place of a ``Node`` method that starts a daemon."""
+
+
+def _stand_in_for_dashboard_agent(command: Callable[..., list[str]]) -> Callable[..., list[str]]:
+    """``command`` (Ray's ``services._build_python_executable_command_memory_profileable``),
+    except that the dashboard agent's interpreter runs ``STAND_IN`` before Ray's agent
+    script, which then is only an argument."""
+
+    def built(component: str, *args: object, **options: object) -> list[str]:
+        if component == DASHBOARD_AGENT:
+            return [sys.executable, "-S", STAND_IN]
+        return command(component, *args, **options)
+
+    return built
 
 
 def _registered_first(get_node: Callable[[str, str], object]) -> Callable[[str, str], object]:

@@ -1,7 +1,8 @@
 """A pool's Ray starts lean (skyward/providers/ray_start.py): neither a local pool's Ray
 (``ray.init``) nor the pool daemon's (``python -m skyward.providers.ray_start start``)
-runs Ray's API server, autoscaler monitor or log monitor, and the raylet's registration
-is asked for every few milliseconds, not once a second."""
+runs Ray's API server, autoscaler monitor or log monitor, a stand-in runs where Ray's
+dashboard agent would, and the raylet's registration is asked for every few
+milliseconds, not once a second."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from skyward.providers.local.ray_instance import LocalRay
 
 UNUSED = ("dashboard/dashboard.py", "autoscaler/v2/monitor.py", "autoscaler/_private/monitor.py", "log_monitor.py")
 """The scripts of the three Ray daemons a pool never uses, as their command lines name them."""
+AGENT = "dashboard/agent.py"
+"""Ray's dashboard agent's script: the stand-in runs in its place."""
 QUIET = sky.Options(console=False, logging=False)
 
 
@@ -24,8 +27,12 @@ def one() -> int:
 
 
 def _unused(running: list[str]) -> list[str]:
+    """The lines of ``running`` that start a daemon a pool never uses. Ray's dashboard
+    agent script is named on the stand-in's line too, as its first argument."""
     assert any("raylet" in line for line in running), f"no raylet among {running}: the check would pass for any start"
-    return [line for line in running if any(script in line for script in UNUSED)]
+    stand_ins = [line for line in running if f"-S {ray_start.STAND_IN} " in line]
+    assert len(stand_ins) == 1 and AGENT in stand_ins[0], f"no stand-in for the dashboard agent among {running}"
+    return [line for line in running if line not in stand_ins and any(script in line for script in (*UNUSED, AGENT))]
 
 
 def test_a_local_pools_ray_runs_no_daemon_a_pool_never_uses() -> None:

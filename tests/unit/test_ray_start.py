@@ -3,8 +3,10 @@ back when it fails; ``quiet`` changes only the error listener (skyward/providers
 
 from __future__ import annotations
 
+import sys
+
 import pytest
-from ray._private import node, services, worker
+from ray._private import node, ray_constants, services, worker
 
 from skyward.providers import ray_start
 
@@ -12,7 +14,7 @@ from skyward.providers import ray_start
 def _parts() -> tuple[object, ...]:
     return (
         worker.listen_error_messages, node.Node.start_api_server, node.Node.start_monitor,
-        node.Node.start_log_monitor, services.get_node,
+        node.Node.start_log_monitor, services.get_node, services._build_python_executable_command_memory_profileable,
     )
 
 
@@ -34,5 +36,18 @@ def test_quiet_changes_only_the_error_listener_and_only_while_init_runs() -> Non
     before = _parts()
     during: list[tuple[object, ...]] = []
     ray_start.quiet(lambda: during.append(_parts()))
-    assert [a is b for a, b in zip(during[0], before, strict=True)] == [False, True, True, True, True]
+    assert [a is b for a, b in zip(during[0], before, strict=True)] == [False, True, True, True, True, True]
     assert [a is b for a, b in zip(_parts(), before, strict=True)] == [True] * len(before)
+
+
+def test_lean_starts_the_stand_in_where_ray_would_start_its_dashboard_agent_and_nothing_else() -> None:
+    built: dict[str, list[str]] = {}
+
+    def start() -> None:
+        for component in (ray_start.DASHBOARD_AGENT, "runtime_env_agent", "raylet"):
+            built[component] = services._build_python_executable_command_memory_profileable(component, "/session")
+
+    ray_start.lean(start)
+    assert ray_start.DASHBOARD_AGENT == ray_constants.PROCESS_TYPE_DASHBOARD_AGENT
+    assert built[ray_start.DASHBOARD_AGENT] == [sys.executable, "-S", ray_start.STAND_IN]
+    assert built["runtime_env_agent"] == [sys.executable, "-u"] == built["raylet"]

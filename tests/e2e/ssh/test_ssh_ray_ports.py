@@ -42,8 +42,12 @@ def test_an_ssh_pool_and_a_node_joining_it_name_no_port_a_squatter_can_take(
                 assert time.monotonic() < deadline, "the third host never joined"
                 time.sleep(0.2)
             assert (four() @ pool) == [4, 4, 4]
-            # every host's `ray start` is lean (skyward/providers/ray_start.py): no API server
+            # every host's `ray start` is lean (skyward/providers/ray_start.py): no API server,
+            # and a stand-in where Ray's dashboard agent would run, which binds no port
             assert processes_using("dashboard/dashboard.py") == []
+            assert processes_using("ray::DashboardAgent") == []
+            stand_ins = [line for line in processes_using("ray_agent_stand_in.py") if " -S " in line]
+            assert len(stand_ins) == 3, stand_ins  # the raylets' command lines name it too
             tokens = ray_tokens()
             assert on_command_lines(tokens) == []
     for squat in squats:
