@@ -48,9 +48,9 @@ def report(session_dir: str, node_id: str) -> None:
         os.replace(partial, path)
 
 
-def outlive_nothing(raylet: int) -> None:
+def wait_for_raylet_end(raylet: int) -> None:
     """Return once the raylet (pid ``raylet``, this process's parent) has ended."""
-    if os.environ.get(PIPE_CHECK, "").lower() in ("1", "true") and stat.S_ISFIFO(os.fstat(0).st_mode):
+    if os.environ.get(PIPE_CHECK, "").lower() in ("1", "true") and _piped():
         while os.read(0, 4096):  # the raylet writes nothing; end of file: it is gone
             pass
         return
@@ -58,9 +58,17 @@ def outlive_nothing(raylet: int) -> None:
         time.sleep(POLL)
 
 
+def _piped() -> bool:
+    """Whether stdin is a pipe (not /dev/null, a file or closed)."""
+    try:
+        return stat.S_ISFIFO(os.fstat(0).st_mode)
+    except OSError:
+        return False
+
+
 def main(argv: list[str]) -> None:
     report(option("session-dir", argv), option("node-id", argv))
-    outlive_nothing(int(os.environ.get("RAY_RAYLET_PID", os.getppid())))
+    wait_for_raylet_end(int(os.environ.get("RAY_RAYLET_PID", os.getppid())))
 
 
 if __name__ == "__main__":
