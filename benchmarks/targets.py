@@ -397,6 +397,7 @@ EXPLANATIONS: dict[str, str] = {
         "skyward 2.28 s, `ray.init` plus 4 actors 3.21 s (0.71x), Dask 1.05 s (2.16x); at "
         "07:04, this table's, 2.49 s, 4.36 s (0.57x) and 1.16 s (2.15x)."
         " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): skyward 2.09 s, `ray.init` plus 4 actors 4.05 s (0.52x), Dask 944 ms (2.22x)."
+        " Since 2026-12-03 17:00 a stand-in runs where Ray's dashboard agent would (`providers/ray_agent_stand_in.py`, docs/architecture.md): the raylet registered 0.52-0.62 s after its start with Ray's agent, which reported its ports at about 0.6 s, and registers once the runtime-env agent has booted (0.47-0.52 s), with one Python process fewer booting on the same cores. The B4 and B5 groups alone, one run of each tree: the start 1.80 s against 1.99 s (Dask 821 and 878 ms: 2.19x and 2.27x), the pool's PSS 439 MiB against 488 MiB. The full run of 17:03 (this table's; load average 0.34 at its start): skyward 2.08 s (max 3.03), `ray.init` plus 4 actors 3.09 s (0.67x), Dask 914 ms (2.27x). Next in the raylet's way is the runtime-env agent, which boots Ray and aiohttp in Python (0.45-0.5 s of CPU) and which a pool needs only when an agent starts with a `runtime_env` (an Image's interpreter or a plugin's launcher); not tried."
     ),
     "B5-cpu": (
         "Idle, the skyward pool's process tree used 5.2% of a core (4.0-6.4%) in the run of "
@@ -435,6 +436,7 @@ EXPLANATIONS: dict[str, str] = {
         "3.4% (07:04, this table's), Ray with 4 idle actors at 3.5% and 5.6%, Dask at 14.0% "
         "and 17.0%."
         " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): the pool 5.5% of a core, Ray with 4 idle actors 6.8% (0.81x), Dask 14.7%."
+        " The full run of 2026-12-03 17:03 (this table's): the pool 6.4% of a core, Ray with 4 idle actors 7.4% (0.86x), Dask 16.9%; the pool's PSS 440 MiB, 58 MiB less than in the run before, with a stand-in in the dashboard agent's place (see B4-dask). Per-thread /proc counts that day, 10 s of an idle 4-node pool: each agent's main thread woke 99 times a second (Ray's 10 ms signal check above) and used 0.4-0.6% of a core, Ray's `worker.io` thread woke 11-13 times a second and its gRPC pollers 2-6 times each; the 4 agents together used 2.6% of a core."
     ),
     "B4-warm": (
         "`sky.Local(keep_warm=...)` now keeps the pool (docs/kept-pools.md), so a script run "
@@ -535,6 +537,7 @@ EXPLANATIONS: dict[str, str] = {
         "target needs a transfer that costs less CPU than asyncssh, not a different fan-out."
         " The run of 2026-12-02 03:40: 1.13 s against Ray's 576 ms (1.96x), the tunnel alone 449 ms: again the gap."
         " The run of 2026-12-02 07:09, on a quiet machine (load average 0.74 at its start): 936 ms against Ray's 479 ms (1.95x), the tunnel alone 402 ms."
+        " The full run of 2026-12-03 13:34 passed (0.52x) because Ray's driver took 2.66 s that time (1.73-3.24 s); in the full run of 17:03 (this table's) Ray's driver took 610 ms and skyward 1.16 s (1.91x), the SSH tunnel alone moving 100 MB in 509 ms: the gap, as before."
     ),
     "R-warm": (
         "An SSH pool's warm open (environments already on the hosts) is connect, facts, "
@@ -582,6 +585,7 @@ EXPLANATIONS: dict[str, str] = {
         "start` on the 3 hosts, which share the machine's 2 cores, is three quarters of the "
         "open, as before."
         " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): warm 7.58 s (max 7.82), of which `ray start` 5.50 s and the agents 2.80 s (they overlap) and shipping 0.38 s; `ray start` on the 3 hosts is again three quarters of the open."
+        " Since 2026-12-03 17:00 a stand-in runs where Ray's dashboard agent would on every host (see B4-dask), so each host boots one Python process fewer while the 3 share 2 cores: the S1 group alone, the two trees alternating twice, measured warm opens of 6.67 and 6.32 s against 7.29 and 6.98 s before, their `ray start` phase 4.65 and 4.51 s against 5.23 and 5.16 s. The full run of 17:03 (this table's; load average 0.34 at its start): warm 6.16 s (max 6.36), of which `ray start` 4.30 s and the agents 2.03 s (they overlap); cold 11.9 s, a pass (15.2 s in the run of 13:34), of which `ray start` 5.08 s, installing skyward 2.52 s, the agents 2.38 s and shipping 1.76 s. Next is the runtime-env agent (see B4-dask)."
     ),
     "R-cold": (
         "The cold open adds building each host's environment to the warm open: 20.4 s for 3 "
@@ -736,6 +740,7 @@ EXPLANATIONS: dict[str, str] = {
         "against ProcessPoolExecutor's 226 µs (1.06x); at 07:04, this table's, 230 µs against "
         "258 µs (0.89x), an imported function 225 µs."
         " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): 180 µs against ProcessPoolExecutor's 262 µs (0.69x), the best ratio yet. The split of that day, on a quiet machine (a 4-node pool, 3,000 `>>` of a script's function, stamps at both ends of the lane read from one clock, medians): the client before its send 44 µs, the send 21 µs, until the agent's read returned 23 µs, the agent's handling 59 µs (decoding the 199-byte request 20 µs, which takes 4 µs in a warm loop; the call 22 µs; encoding the outcome 10.5 µs), the agent's send 24 µs, until the client's read returned 41 µs, the client after it 14 µs: 231 µs, of which the two sends and two wake-ups are about 110 µs. Reading a frame's length and body in one system call instead of two (a 16 KiB first read on both ends) changed nothing measurable: 229-241 µs against 221-228 µs for the tree before, alternating 3 times; it was not kept."
+        " The full run of 2026-12-03 17:03 (this table's; load average 0.34 at its start): 232 µs against ProcessPoolExecutor's 259 µs (0.89x), an imported function 227 µs; a 3-second test of mine ran during this group. The B1 group alone right after that run: 213 µs against 300 µs (0.71x), an imported function 209 µs. Measured that day on the client's thread (`time.thread_time`, 3,000 `>>` on a 4-node pool): 107-117 µs of CPU a `>>`, of which the lane call itself (its send and its read, the request encoded beforehand) 44-49 µs; the same `>>` with the lane's answer returned at once takes 29 µs in a warm loop, and cProfile puts 45% of that in encoding the request, 17% in the shipped function's validity check and 10% in the scheduler's slot. psutil's per-thread times put 110-130 µs of the agents' CPU (the sockets' kernel time and the wake-up included) in each call, where `NodeRunner.execute` of the same request takes 17 µs in a warm loop in one process: code run cold, as the split above found."
     ),
     "B2-best": (
         "ProcessPoolExecutor at chunksize=1,000 sends 10 chunks and pickles the function by "
@@ -838,6 +843,7 @@ EXPLANATIONS: dict[str, str] = {
         "would be 1.22x. The rest is the bodies of skyward's modules, none above 6 ms of its "
         "own."
         " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): 387 ms against `import ray` 289 ms (1.34x); the run of 07:04 that day measured 443 ms against 342 ms (1.30x, a pass). What is skyward's own, the difference, stayed at 98-101 ms; Ray's import was 53 ms faster, so the ratio rose. The changes between the two runs load no module the path did not load before."
+        " The full run of 2026-12-03 17:03 (this table's): 364 ms against `import ray` 272 ms (1.33x). `-X importtime` that day, 5 runs each importing the row's modules after `import ray`: skyward's modules on the path took 74 ms of their own time (median), the largest `observe/events.py` at 12.5 ms (its 21 event dataclasses: 126 `exec` calls of CPython 3.11's dataclass code, 9 ms under cProfile); Ray's `ray.dag` and `ray.experimental.channel` (14.5 ms) load only at `ray.shutdown`, outside this row."
     ),
     "CLI-ls": (
         "`sky ls` is a fresh interpreter (42 ms for `python -c pass` here), click (40-50 ms), "
