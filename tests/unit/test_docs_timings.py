@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "docs" / "benchmarks.md"
 CITING = (ROOT / "README.md", *sorted(path for path in (ROOT / "docs").glob("*.md") if path != BENCHMARKS))
 
-CITATION = re.compile(r"(\d+(?:\.\d+)?) (ms|s) \(([A-Z]\d*(?:-[a-z]+)+)\b")
+CITATION = re.compile(r"(\d+(?:\.\d+)?)\s+(ms|s)\s+\(([A-Z]\d*(?:-[a-z]+)+)\b")
 """A figure and the target it comes from: ``0.27 s (B4-kept`` in ``0.27 s (B4-kept; ...)``."""
 TARGET_ROW = re.compile(r"^\| ([A-Z]\d*(?:-[a-z]+)*) \| .+? \| (.+?) \| \*\*(?:pass|MISS)\*\* \|$", re.MULTILINE)
 SECONDS = re.compile(r"^(\d+(?:\.\d+)?) (ms|µs|s)\b")
@@ -44,12 +44,14 @@ def measured() -> dict[str, float]:
 
 
 def citations() -> list[tuple[str, int, str, str, str]]:
-    """(file, line, value, unit, target) of every cited figure."""
+    """(file, line, value, unit, target) of every cited figure, one that a line break
+    splits too."""
     found = []
     for path in CITING:
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            for value, unit, target in CITATION.findall(line):
-                found.append((path.relative_to(ROOT).as_posix(), number, value, unit, target))
+        text = path.read_text()
+        for match in CITATION.finditer(text):
+            number = text.count("\n", 0, match.start()) + 1
+            found.append((path.relative_to(ROOT).as_posix(), number, *match.groups()))
     return found
 
 
