@@ -16,8 +16,8 @@ from skyward.providers.local.ray_instance import LocalRay
 
 UNUSED = ("dashboard/dashboard.py", "autoscaler/v2/monitor.py", "autoscaler/_private/monitor.py", "log_monitor.py")
 """The scripts of the three Ray daemons a pool never uses, as their command lines name them."""
-AGENT = "dashboard/agent.py"
-"""Ray's dashboard agent's script: the stand-in runs in its place."""
+AGENT = "ray::DashboardAgent"
+"""Ray's dashboard agent as it titles itself: the stand-in runs in its place."""
 QUIET = sky.Options(console=False, logging=False)
 
 
@@ -27,12 +27,12 @@ def one() -> int:
 
 
 def _unused(running: list[str]) -> list[str]:
-    """The lines of ``running`` that start a daemon a pool never uses. Ray's dashboard
-    agent script is named on the stand-in's line too, as its first argument."""
+    """The lines of ``running`` that run a daemon a pool never uses, Ray's dashboard agent
+    among them, once it is sure that the stand-in runs in that agent's place."""
     assert any("raylet" in line for line in running), f"no raylet among {running}: the check would pass for any start"
-    stand_ins = [line for line in running if f"-S {ray_start.STAND_IN} " in line]
-    assert len(stand_ins) == 1 and AGENT in stand_ins[0], f"no stand-in for the dashboard agent among {running}"
-    return [line for line in running if line not in stand_ins and any(script in line for script in (*UNUSED, AGENT))]
+    stand_ins = [line for line in running if line.split(" ")[1:3] == ["-S", ray_start.STAND_IN]]
+    assert len(stand_ins) == 1, f"no stand-in for the dashboard agent among {running}"
+    return [line for line in running if any(daemon in line for daemon in (*UNUSED, AGENT))]
 
 
 def test_a_local_pools_ray_runs_no_daemon_a_pool_never_uses() -> None:
