@@ -4,12 +4,10 @@ Run by the raylet as ``python -S ray_agent_stand_in.py ARGS`` with the arguments
 gives its dashboard agent. It does what Ray's minimal dashboard agent does for a node
 that runs no dashboard: it reports "no service" (-1) for the metrics agent, metrics
 export and HTTP ports, which the raylet waits for before it registers with the GCS, and
-lives as long as the raylet (which ends itself when an agent ends). It imports nothing
-but the standard library, so it is ready in tens of milliseconds, where Ray's agent
-boots Ray in Python first (0.4-0.7 s of CPU on a start's busiest moment).
-
-The standard library only, and no ``skyward`` import: ``-S`` leaves site-packages off
-the path.
+lives as long as the raylet (which ends itself when an agent ends). It imports the
+standard library only (``-S`` leaves site-packages, skyward included, off the path), so
+it is ready in tens of milliseconds, where Ray's agent boots Ray in Python first
+(0.4-0.7 s of CPU on a start's busiest moment).
 """
 
 from __future__ import annotations

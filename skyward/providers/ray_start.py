@@ -12,12 +12,18 @@ no use for, each booting on the same cores as the raylet the start waits for:
   skyward turns off: agents capture a task's output themselves; idle, it polls every
   0.1 s, ~0.7% of a core).
 
+The raylet then starts a fourth, its dashboard agent, and registers with the GCS only
+once that agent has written its ports down, which it does after booting Ray in Python
+(0.4-0.7 s); without a dashboard it has none to report.
+
 Then the start waits for the raylet to register with the GCS: Ray asks 0.1 s after
 starting it and, until it is there, once a second (the C++ ``GetNode``), so a raylet that
 registers after 0.5 s is found after 1.1 s, one that registers after 1.3 s after 2.1 s.
 
-``lean`` runs a start without the three daemons, asking the GCS for the raylet every
-``POLL`` seconds before Ray's own question, which then finds it at once; and without the
+``lean`` runs a start without the three daemons and with ``ray_agent_stand_in``, which
+reports "no service" at once, where the raylet would start its dashboard agent; it asks
+the GCS for the raylet every ``POLL`` seconds before Ray's own question, which then
+finds it at once; and it runs without the
 driver thread that prints every error Ray publishes (a "(raylet) A worker died ..."
 paragraph on stderr for each agent death, whatever ``Options.console`` says): skyward
 reports deaths itself, as a ``NodeCrashedError`` and an ``Error`` event naming the cause.
