@@ -50,6 +50,9 @@ DYNAMIC_CODE = "<dynamic-code>"
 Payload: TypeAlias = "bytes | tuple[bytes, Sequence[ReadableBuffer]]"
 """A pickle: its bytes, and its out-of-band buffers when it has any (``PickleBuffer``s
 as pickled, bytes or views as they arrived)."""
+Received: TypeAlias = "Payload | ReadableBuffer"
+"""A payload as a node receives it: a ``Payload``, or a pickle's bytes as a view of the
+memory they arrived in (a large one shared through Ray's object store, read in place)."""
 _by_value_lock = threading.Lock()
 _PATHS = sysconfig.get_paths()
 _INSTALLED = tuple(
@@ -236,11 +239,13 @@ def _by_value(module: str | None) -> bool:
     return any(".".join(parts[:i]) in registered for i in range(1, len(parts) + 1))
 
 
-def decode(payload: Payload) -> Any:
+def decode(payload: Received) -> Any:
     """The object ``encode`` packed: whatever it was (a request, an outcome, a user's
     value), so the caller unpacks it into the types it knows were sent."""
     if isinstance(payload, bytes):
         return load_payload(payload)
+    if not isinstance(payload, tuple):
+        return load_payload(memoryview(payload))
     header, buffers = payload
     return load_payload(header, buffers=buffers)
 

@@ -38,7 +38,7 @@ from skyward.engine import death, publish
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import TCP, LaneServer
 from skyward.engine.transports.ray_actors import AgentHandle
-from skyward.engine.wire import CALL, PROBE, Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.engine.wire import CALL, PROBE, Payload, Received, TaskFailure, TaskRequest, decode, encode
 from skyward.model.plugin import LaunchCommand
 from skyward.model.spec import Worker
 from skyward.node.outbox import Outbox
@@ -152,7 +152,7 @@ class NodeRunner:
         """Sample this node's metrics (``on``) or pause sampling: nobody listens for them."""
         self._sampler.sample(on)
 
-    def execute(self, payload: Payload) -> Payload:
+    def execute(self, payload: Received) -> Payload:
         """Run an encoded ``TaskRequest`` when a slot is free. Returns the encoded
         ``(ok, value_or_TaskFailure, events)``: ``events`` is 0 if the task printed
         nothing, else how many events this node's outbox held once its output was in,
@@ -268,7 +268,7 @@ class NodeAgent:
         left: see ``death``), or None when it left none."""
         return death.cause_of_death(self._notes, self._node) if self._notes else None
 
-    def execute(self, payload: Payload) -> Payload:
+    def execute(self, payload: Received) -> Payload:
         """Run an encoded ``TaskRequest`` (see ``NodeRunner.execute``)."""
         return self._runner.execute(payload)
 

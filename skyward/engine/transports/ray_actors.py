@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from skyward.engine.death import Death
 from skyward.engine.events import EventBatch
 from skyward.engine.transport import NodeLost, NoReply, Refused, Shared, TransportError
 from skyward.engine.transports.lane import LaneBroken, LaneClient, LaneFailed
-from skyward.engine.wire import Payload
+from skyward.engine.wire import OUT_OF_BAND_BYTES, Payload
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -185,6 +186,11 @@ class RayTransport:
         raise NoReply(node, "no answer in time")
 
     async def share(self, payload: Payload) -> Shared:
+        """``payload`` stored once in Ray's object store. A pickle of ``OUT_OF_BAND_BYTES``
+        or more goes in as an out-of-band buffer, so each node's agent unpickles it where
+        it lies in the store (``wire.Received``) instead of copying it out first."""
+        if isinstance(payload, bytes) and len(payload) >= OUT_OF_BAND_BYTES:
+            return Shared(next(self._keys), ray.put(pickle.PickleBuffer(payload)))
         return Shared(next(self._keys), ray.put(payload))
 
     def unshare(self, shared: Shared) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 import psutil
 import pytest
 from hosts import HostLab
@@ -48,6 +51,17 @@ def test_run_returns_value(any_pool: sky.Pool) -> None:
 
 def test_broadcast_reaches_every_node(any_pool: sky.Pool) -> None:
     assert sorted(whoami() @ any_pool) == [(0, 3), (1, 3), (2, 3)]
+
+
+@sky.function
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_a_large_argument_reaches_every_node_intact(any_pool: sky.Pool) -> None:
+    # 3 MiB: stored once for all nodes, out of band (RayTransport.share), read in place
+    data = os.urandom(3 << 20)
+    assert (digest(data) @ any_pool) == [hashlib.sha256(data).hexdigest()] * 3
 
 
 def test_group_and_map(any_pool: sky.Pool) -> None:
