@@ -8,9 +8,19 @@ import ast
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
+
+
+def runs_agent_stand_in(cmdline: Sequence[str]) -> bool:
+    """Whether ``cmdline`` runs the stand-in for Ray's dashboard agent: ``python -S`` and
+    that script (``ray_start.STAND_IN``), wherever it is installed (a test host's copy
+    lies in its own environment, not where the client's does)."""
+    from skyward.providers.ray_start import STAND_IN
+
+    return len(cmdline) > 2 and cmdline[1] == "-S" and os.path.basename(cmdline[2]) == os.path.basename(STAND_IN)
 
 
 def processes_using(marker: str) -> list[str]:

@@ -16,10 +16,10 @@ from typing import Any
 
 import psutil
 import pytest
+from sandbox import runs_agent_stand_in
 
 import skyward as sky
 from skyward.providers.local.reaper import MARKER, live_marked
-from skyward.providers.ray_start import STAND_IN
 from tests.e2e.idle_client import IdleClient, idle_client, running
 
 
@@ -481,14 +481,14 @@ def test_every_process_of_a_local_pools_ray_carries_its_mark() -> None:
         names, unmarked, stand_in = set(), {}, ""
         for process in raylets[0].children(recursive=True):  # what Ray starts: agents, workers, their children
             try:  # each checked on its own: idle workers come and go
-                name, environ, line = process.name(), process.environ(), " ".join(process.cmdline())
+                name, environ, line = process.name(), process.environ(), process.cmdline()
             except psutil.NoSuchProcess:
                 continue
             names.add(name)
-            stand_in = line if STAND_IN in line else stand_in
+            stand_in = " ".join(line) if runs_agent_stand_in(line) else stand_in
             if environ.get(MARKER) != temp_dir:
                 unmarked[process.pid] = name
-    assert "ray::RuntimeEnvAgent" in names and STAND_IN in stand_in, (names, stand_in)
+    assert "ray::RuntimeEnvAgent" in names and stand_in, (names, stand_in)
     assert unmarked == {}
 
 

@@ -7,7 +7,7 @@ milliseconds, not once a second."""
 from __future__ import annotations
 
 import ray
-from sandbox import marked_under
+from sandbox import marked_under, runs_agent_stand_in
 
 import skyward as sky
 from skyward.providers import ray_start
@@ -30,7 +30,7 @@ def _unused(running: list[str]) -> list[str]:
     """The lines of ``running`` that run a daemon a pool never uses, Ray's dashboard agent
     among them, once it is sure that the stand-in runs in that agent's place."""
     assert any("raylet" in line for line in running), f"no raylet among {running}: the check would pass for any start"
-    stand_ins = [line for line in running if line.split(" ")[1:3] == ["-S", ray_start.STAND_IN]]
+    stand_ins = [line for line in running if runs_agent_stand_in(line.split(" "))]
     assert len(stand_ins) == 1, f"no stand-in for the dashboard agent among {running}"
     return [line for line in running if any(daemon in line for daemon in (*UNUSED, AGENT))]
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 from conftest import QUIET, make_image, ssh_provider
 from hosts import HostLab
-from sandbox import processes_using
+from sandbox import processes_using, runs_agent_stand_in
 from stranger import Probe, Squat, assert_nothing_leaked, on_command_lines, ray_tokens
 
 import skyward as sky
@@ -34,11 +34,6 @@ def _command_lines(pids: list[int]) -> list[list[str]]:
         with contextlib.suppress(psutil.Error):
             lines.append(psutil.Process(pid).cmdline())
     return lines
-
-
-def _stand_in(line: list[str]) -> bool:
-    """Whether ``line`` runs Ray's dashboard agent's stand-in (``ray_start.STAND_IN``)."""
-    return len(line) > 2 and line[1] == "-S" and line[2].endswith("/ray_agent_stand_in.py")
 
 
 def test_an_ssh_pool_and_a_node_joining_it_name_no_port_a_squatter_can_take(
@@ -63,7 +58,7 @@ def test_an_ssh_pool_and_a_node_joining_it_name_no_port_a_squatter_can_take(
             for host in lab.hosts:  # each host's own processes (an earlier pool's Ray may still be ending there)
                 lines = _command_lines(host.pids())
                 agents = [line for line in lines if "ray::DashboardAgent" in " ".join(line)]
-                assert any(_stand_in(line) for line in lines) and agents == [], lines
+                assert any(runs_agent_stand_in(line) for line in lines) and agents == [], lines
             tokens = ray_tokens()
             assert on_command_lines(tokens) == []
     for squat in squats:
