@@ -23,10 +23,10 @@ registers after 0.5 s is found after 1.1 s, one that registers after 1.3 s after
 ``lean`` runs a start without the three daemons and with ``ray_agent_stand_in``, which
 reports "no service" at once, where the raylet would start its dashboard agent; it asks
 the GCS for the raylet every ``POLL`` seconds before Ray's own question, which then
-finds it at once; and it runs without the
-driver thread that prints every error Ray publishes (a "(raylet) A worker died ..."
-paragraph on stderr for each agent death, whatever ``Options.console`` says): skyward
-reports deaths itself, as a ``NodeCrashedError`` and an ``Error`` event naming the cause.
+finds it at once; and it runs without the driver thread that prints every error Ray
+publishes (a "(raylet) A worker died ..." paragraph on stderr for each agent death,
+whatever ``Options.console`` says): skyward reports deaths itself, as a
+``NodeCrashedError`` and an ``Error`` event naming the cause.
 ``quiet`` is that last part alone, for a ``ray.init`` that joins a running instance.
 
 Run as ``python -m skyward.providers.ray_start ARGS`` (``main``), this is Ray's command
