@@ -14,13 +14,17 @@ from pathlib import Path
 import psutil
 
 
-def runs_agent_stand_in(cmdline: Sequence[str]) -> bool:
-    """Whether ``cmdline`` runs the stand-in for Ray's dashboard agent: ``python -S`` and
-    that script (``ray_start.STAND_IN``), wherever it is installed (a test host's copy
-    lies in its own environment, not where the client's does)."""
+def runs_agent_stand_in(cmdline: Sequence[str], role: str | None = None) -> bool:
+    """Whether ``cmdline`` runs the stand-in for one of Ray's agents (for ``role``'s, when
+    given: ``ray_start.AGENTS``): ``python -S`` and that script (``ray_start.STAND_IN``),
+    wherever it is installed (a test host's copy lies in its own environment, not where
+    the client's does)."""
     from skyward.providers.ray_start import STAND_IN
 
-    return len(cmdline) > 2 and cmdline[1] == "-S" and os.path.basename(cmdline[2]) == os.path.basename(STAND_IN)
+    return (
+        len(cmdline) > 3 and cmdline[1] == "-S" and os.path.basename(cmdline[2]) == os.path.basename(STAND_IN)
+        and (role is None or cmdline[3] == role)
+    )
 
 
 def processes_using(marker: str) -> list[str]:

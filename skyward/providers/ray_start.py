@@ -50,9 +50,12 @@ from collections.abc import Callable, Iterator
 POLL = 0.01
 """Seconds between the GCS questions ``lean`` asks while the raylet registers."""
 DASHBOARD_AGENT = "dashboard_agent"
-"""Ray's name for its dashboard agent's process type (``ray_constants.PROCESS_TYPE_DASHBOARD_AGENT``)."""
+RUNTIME_ENV_AGENT = "runtime_env_agent"
+AGENTS = (DASHBOARD_AGENT, RUNTIME_ENV_AGENT)
+"""Ray's names for its node agents' process types (``ray_constants.PROCESS_TYPE_*``),
+which are also the stand-in's roles."""
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray_agent_stand_in.py")
-"""The script that runs in the dashboard agent's place (``ray_agent_stand_in``)."""
+"""The script that runs in the agents' place (``ray_agent_stand_in``)."""
 REGISTER_TIMEOUT = 30.0
 """Seconds ``lean`` asks before leaving the question to Ray (Ray's own limit is 30 s)."""
 
@@ -71,7 +74,7 @@ def lean(init: Callable[[], object]) -> None:
             stack.enter_context(_swapped(node.Node, daemon, _start_nothing))
         command = getattr(services, "_build_python_executable_command_memory_profileable", None)
         if command is not None:
-            stack.enter_context(_swapped(services, command.__name__, _stand_in_for_dashboard_agent(command)))
+            stack.enter_context(_swapped(services, command.__name__, _stand_in_for_agents(command)))
         get_node = getattr(services, "get_node", None)
         if get_node is not None:
             stack.enter_context(_swapped(services, "get_node", _registered_first(get_node)))
@@ -113,14 +116,14 @@ def _start_nothing(node: object, *args: object, **options: object) -> None:
     """Takes the place of a ``Node`` method that starts a daemon."""
 
 
-def _stand_in_for_dashboard_agent(command: Callable[..., list[str]]) -> Callable[..., list[str]]:
+def _stand_in_for_agents(command: Callable[..., list[str]]) -> Callable[..., list[str]]:
     """``command`` (Ray's ``services._build_python_executable_command_memory_profileable``),
-    except that the dashboard agent's interpreter runs ``STAND_IN`` before Ray's agent
-    script, which then is only an argument."""
+    except that each agent's interpreter runs ``STAND_IN`` in that agent's role before
+    Ray's agent script, which then is only an argument."""
 
     def built(component: str, *args: object, **options: object) -> list[str]:
-        if component == DASHBOARD_AGENT:
-            return [sys.executable, "-S", STAND_IN]
+        if component in AGENTS:
+            return [sys.executable, "-S", STAND_IN, component]
         return command(component, *args, **options)
 
     return built

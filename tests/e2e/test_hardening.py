@@ -468,27 +468,35 @@ def _name(process: psutil.Process) -> str:
 
 def test_every_process_of_a_local_pools_ray_carries_its_mark() -> None:
     """What the reaper and the close sweep find by the mark: every process of the pool's
-    Ray instance, Ray's runtime-env agent too (it retitles itself, which used to wipe its
-    environment, mark and all), and the stand-in for Ray's dashboard agent."""
+    Ray instance, the stand-ins for Ray's two agents, and Ray's runtime-env agent, which
+    the stand-in starts once a runtime env is asked for (it retitles itself, which used to
+    wipe its environment, mark and all)."""
+    import ray
+
     from skyward.providers.local.ray_instance import LocalRay
+
+    @ray.remote(runtime_env={"env_vars": {"SKYWARD_TEST_ENV": "1"}})
+    def in_a_runtime_env() -> str | None:
+        return os.environ.get("SKYWARD_TEST_ENV")
 
     with sky.Compute(nodes=1, options=sky.Options(console=False, logging=False)):
         temp_dir = LocalRay.temp_dir()
         assert temp_dir is not None
+        assert ray.get(in_a_runtime_env.remote(), timeout=60) == "1"
         marked = [psutil.Process(pid) for pid in live_marked(temp_dir)]
         raylets = [process for process in marked if process.name() == "raylet"]
         assert len(raylets) == 1 and any(process.name() == "gcs_server" for process in marked), marked
-        names, unmarked, stand_in = set(), {}, ""
+        names, unmarked, stand_ins = set(), {}, []
         for process in raylets[0].children(recursive=True):  # what Ray starts: agents, workers, their children
             try:  # each checked on its own: idle workers come and go
                 name, environ, line = process.name(), process.environ(), process.cmdline()
             except psutil.NoSuchProcess:
                 continue
             names.add(name)
-            stand_in = " ".join(line) if runs_agent_stand_in(line) else stand_in
+            stand_ins += [" ".join(line)] if runs_agent_stand_in(line) else []
             if environ.get(MARKER) != temp_dir:
                 unmarked[process.pid] = name
-    assert "ray::RuntimeEnvAgent" in names and stand_in, (names, stand_in)
+    assert "ray::RuntimeEnvAgent" in names and len(stand_ins) == 2, (names, stand_ins)
     assert unmarked == {}
 
 

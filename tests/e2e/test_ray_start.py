@@ -1,7 +1,7 @@
 """A pool's Ray starts lean (skyward/providers/ray_start.py): neither a local pool's Ray
 (``ray.init``) nor the pool daemon's (``python -m skyward.providers.ray_start start``)
-runs Ray's API server, autoscaler monitor or log monitor, a stand-in runs where Ray's
-dashboard agent would, and the raylet's registration is asked for every few
+runs Ray's API server, autoscaler monitor or log monitor, a stand-in runs where each of
+Ray's two agents would (Ray's runtime-env agent only once a runtime env is asked for), and the raylet's registration is asked for every few
 milliseconds, not once a second."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from skyward.providers.local.ray_instance import LocalRay
 
 UNUSED = ("dashboard/dashboard.py", "autoscaler/v2/monitor.py", "autoscaler/_private/monitor.py", "log_monitor.py")
 """The scripts of the three Ray daemons a pool never uses, as their command lines name them."""
-AGENT = "ray::DashboardAgent"
-"""Ray's dashboard agent as it titles itself: the stand-in runs in its place."""
+AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
+"""Ray's agents as they title themselves: the stand-ins run in their place."""
 QUIET = sky.Options(console=False, logging=False)
 
 
@@ -27,12 +27,13 @@ def one() -> int:
 
 
 def _unused(running: list[str]) -> list[str]:
-    """The lines of ``running`` that run a daemon a pool never uses, Ray's dashboard agent
-    among them, once it is sure that the stand-in runs in that agent's place."""
+    """The lines of ``running`` that run a daemon a pool never uses, Ray's agents among
+    them, once it is sure that a stand-in runs in each agent's place."""
     assert any("raylet" in line for line in running), f"no raylet among {running}: the check would pass for any start"
-    stand_ins = [line for line in running if runs_agent_stand_in(line.split(" "))]
-    assert len(stand_ins) == 1, f"no stand-in for the dashboard agent among {running}"
-    return [line for line in running if any(daemon in line for daemon in (*UNUSED, AGENT))]
+    for role in ray_start.AGENTS:
+        stand_ins = [line for line in running if runs_agent_stand_in(line.split(" "), role)]
+        assert len(stand_ins) == 1, f"no stand-in for Ray's {role} among {running}"
+    return [line for line in running if any(daemon in line for daemon in (*UNUSED, *AGENTS))]
 
 
 def test_a_local_pools_ray_runs_no_daemon_a_pool_never_uses() -> None:

@@ -1,16 +1,21 @@
-"""The stand-in for Ray's dashboard agent (skyward/providers/ray_agent_stand_in.py) reports
-every port as not in use where the raylet reads them, then lives exactly as long as its
+"""The stand-in for Ray's agents (skyward/providers/ray_agent_stand_in.py). For the
+dashboard agent it reports every port as not in use where the raylet reads them; for the
+runtime-env agent it reports a port of its own and starts Ray's agent only when something
+connects, passing the connection's bytes both ways. Either lives exactly as long as its
 raylet: until the raylet's pipe on its stdin closes, or, without one, until its parent
 is gone."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from skyward.providers import ray_agent_stand_in
 from skyward.providers.ray_start import STAND_IN
@@ -19,9 +24,32 @@ NODE = "ab" * 28
 LIMIT = 10.0
 
 
-def _arguments(session: Path) -> list[str]:
+DASHBOARD = ray_agent_stand_in.DASHBOARD
+RUNTIME_ENV = ray_agent_stand_in.RUNTIME_ENV
+FAKE_AGENT = """
+import os, socket, sys
+arguments = dict(arg[2:].split("=", 1) for arg in sys.argv[1:])
+open(os.path.join(arguments["session-dir"], "started"), "w").write(str(os.getpid()))
+server = socket.create_server(("127.0.0.1", int(arguments["runtime-env-agent-port"])))
+path = os.path.join(arguments["session-dir"], "runtime_env_agent_port_" + arguments["node-id"])
+open(path + ".new", "w").write(str(server.getsockname()[1]))
+os.replace(path + ".new", path)
+while True:
+    connection, _ = server.accept()
+    with connection:
+        connection.sendall(b"agent " + os.environ["RAY_RAYLET_PID"].encode() + b": " + connection.recv(100).upper())
+"""
+"""Stands for Ray's runtime-env agent: reports its port as Ray's does, overwriting the
+stand-in's file, and answers each connection's first bytes upper-cased, naming the pid it
+takes for its raylet's."""
+
+
+def _arguments(session: Path, script: str = "/ray/dashboard/agent.py", port: int = 0) -> list[str]:
     """What the raylet passes (Ray's agent script first, as ``lean`` leaves it)."""
-    return ["/ray/dashboard/agent.py", f"--node-id={NODE}", "--node-ip-address=127.0.0.1", f"--session-dir={session}"]
+    return [
+        script, f"--node-id={NODE}", "--node-ip-address=127.0.0.1", f"--session-dir={session}",
+        f"--runtime-env-agent-port={port}",
+    ]
 
 
 def _wait_for(check: Callable[[], bool], what: str) -> None:
@@ -34,7 +62,7 @@ def _wait_for(check: Callable[[], bool], what: str) -> None:
 def test_it_reports_no_service_on_each_port_and_ends_when_the_raylets_pipe_closes(tmp_path: Path) -> None:
     env = {**os.environ, ray_agent_stand_in.PIPE_CHECK: "1", "RAY_RAYLET_PID": str(os.getpid())}
     agent = subprocess.Popen(
-        [sys.executable, "-S", STAND_IN, *_arguments(tmp_path)], stdin=subprocess.PIPE, env=env
+        [sys.executable, "-S", STAND_IN, DASHBOARD, *_arguments(tmp_path)], stdin=subprocess.PIPE, env=env
     )
     try:
         files = [tmp_path / f"{port}_{NODE}" for port in ray_agent_stand_in.PORTS]
@@ -55,7 +83,7 @@ def test_without_a_pipe_it_ends_once_its_parent_has(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     parent = (
         "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-S', {STAND_IN!r}, *sys.argv[1:]], stdin=subprocess.DEVNULL)\n"
+        f"child = subprocess.Popen([sys.executable, '-S', {STAND_IN!r}, {DASHBOARD!r}, *sys.argv[1:]], stdin=subprocess.DEVNULL)\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(0.5)\n"
     )
@@ -66,11 +94,49 @@ def test_without_a_pipe_it_ends_once_its_parent_has(tmp_path: Path) -> None:
     _wait_for(lambda: not _alive(child), "the stand-in's end after its parent's")
 
 
-def test_it_names_a_missing_argument() -> None:
-    done = subprocess.run(
-        [sys.executable, "-S", STAND_IN, f"--node-id={NODE}"], capture_output=True, text=True, timeout=LIMIT, check=False
+def test_it_names_a_missing_argument_or_role() -> None:
+    for role, missing in ((DASHBOARD, "--session-dir="), ("dashboard", RUNTIME_ENV)):
+        done = subprocess.run(
+            [sys.executable, "-S", STAND_IN, role, f"--node-id={NODE}"],
+            capture_output=True, text=True, timeout=LIMIT, check=False,
+        )
+        assert done.returncode != 0 and missing in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["port 0", "a port named"])
+def test_for_the_runtime_env_agent_it_starts_rays_agent_on_the_first_connection_and_forwards(
+    tmp_path: Path, named: bool
+) -> None:
+    """On the port it was given (0: one of its own), while Ray's agent binds one of its own."""
+    script = tmp_path / "agent.py"
+    script.write_text(FAKE_AGENT)
+    session = tmp_path / "session"
+    session.mkdir()
+    env = {**os.environ, ray_agent_stand_in.PIPE_CHECK: "1", "RAY_RAYLET_PID": str(os.getpid())}
+    given = _free_port() if named else 0
+    stand_in = subprocess.Popen(
+        [sys.executable, "-S", STAND_IN, RUNTIME_ENV, *_arguments(session, str(script), given)],
+        stdin=subprocess.PIPE, env=env,
     )
-    assert done.returncode != 0 and "--session-dir=" in done.stderr
+    try:
+        port_file = session / f"{ray_agent_stand_in.RUNTIME_ENV_PORT}_{NODE}"
+        _wait_for(port_file.exists, "the port file")
+        port = int(port_file.read_text())
+        assert port == given or not named
+        time.sleep(0.3)
+        assert not (session / "started").exists(), "Ray's agent started before anything asked for it"
+        for word in (b"first", b"second"):  # the agent starts once, and each connection reaches it
+            with socket.create_connection(("127.0.0.1", port), timeout=LIMIT) as connection:
+                connection.sendall(word)
+                assert connection.recv(100) == b"agent %d: %s" % (stand_in.pid, word.upper())
+        agent = int((session / "started").read_text())
+        assert int(port_file.read_text()) != port  # Ray's agent reported its own port, which the stand-in forwards to
+        assert stand_in.stdin is not None
+        stand_in.stdin.close()
+        assert stand_in.wait(timeout=LIMIT) == 0
+        assert not _alive(agent), "Ray's agent outlived the stand-in"
+    finally:
+        stand_in.kill()
 
 
 def _alive(pid: int) -> bool:
@@ -80,3 +146,9 @@ def _alive(pid: int) -> bool:
             return file.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -40,14 +40,16 @@ def test_quiet_changes_only_the_error_listener_and_only_while_init_runs() -> Non
     assert [a is b for a, b in zip(_parts(), before, strict=True)] == [True] * len(before)
 
 
-def test_lean_starts_the_stand_in_where_ray_would_start_its_dashboard_agent_and_nothing_else() -> None:
+def test_lean_starts_the_stand_in_where_ray_would_start_either_agent_and_nothing_else() -> None:
     built: dict[str, list[str]] = {}
 
     def start() -> None:
-        for component in (ray_start.DASHBOARD_AGENT, "runtime_env_agent", "raylet"):
+        for component in (*ray_start.AGENTS, "raylet"):
             built[component] = services._build_python_executable_command_memory_profileable(component, "/session")
 
     ray_start.lean(start)
     assert ray_start.DASHBOARD_AGENT == ray_constants.PROCESS_TYPE_DASHBOARD_AGENT
-    assert built[ray_start.DASHBOARD_AGENT] == [sys.executable, "-S", ray_start.STAND_IN]
-    assert built["runtime_env_agent"] == [sys.executable, "-u"] == built["raylet"]
+    assert ray_start.RUNTIME_ENV_AGENT == ray_constants.PROCESS_TYPE_RUNTIME_ENV_AGENT
+    for agent in ray_start.AGENTS:
+        assert built[agent] == [sys.executable, "-S", ray_start.STAND_IN, agent]
+    assert built["raylet"] == [sys.executable, "-u"]

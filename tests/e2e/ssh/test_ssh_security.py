@@ -91,10 +91,12 @@ def _tcp_listeners(lab: HostLab) -> list[tuple[int, str, int, str]]:
 
 
 def _probe(address: str, port: int) -> str:
-    """How the port treats a peer without the token: "refused", "open (...)" or "unknown"."""
+    """How the port treats a peer without the token: "refused", "open (...)" or "unknown".
+    The runtime-env agent's port answers once the stand-in there has started Ray's agent
+    for the probe (seconds on busy shared cores), hence the HTTP probe's long limit."""
     http = subprocess.run(
-        ["curl", "-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", f"http://{address}:{port}/"],
-        capture_output=True, text=True, timeout=10,
+        ["curl", "-s", "-m", "20", "-o", "/dev/null", "-w", "%{http_code}", f"http://{address}:{port}/"],
+        capture_output=True, text=True, timeout=30,
     ).stdout.strip()
     if http not in ("", "000"):
         return "refused" if http in ("401", "403") else f"open (HTTP {http} at /)"
