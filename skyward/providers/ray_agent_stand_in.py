@@ -14,7 +14,8 @@ GCS only once both have reported their ports. Either role lives as long as the r
 - ``runtime_env_agent`` binds the agent's port and reports it, and starts Ray's own
   runtime-env agent (on a port it binds itself) only when something connects,
   forwarding each connection to it as it is (the raylet's token goes along and is
-  checked by Ray's agent). A pool asks for a
+  checked by Ray's agent). It ends when Ray's agent fails, so the raylet does, as it
+  would with its own agent. A pool asks for a
   runtime env only when an agent starts in another interpreter (an Image's environment
   or a plugin's launcher), so most pools never start it.
 """
@@ -44,8 +45,8 @@ PIPE_CHECK = "RAY_enable_pipe_based_agent_to_parent_health_check"
 POLL = 1.0
 """Seconds between checks that the raylet lives, when it does not hold a pipe."""
 AGENT_START = 60.0
-"""Seconds Ray's runtime-env agent has to report its port once started; a connection
-that came meanwhile is closed after that."""
+"""Seconds Ray's runtime-env agent has to report its port once started (the stand-in,
+and so the raylet, ends after that)."""
 CHUNK = 65536
 
 
@@ -93,7 +94,9 @@ class LazyAgent:
     """Ray's runtime-env agent (``command``), started on the first ``connect``. It reports
     its own port in the port file the stand-in wrote (``reported``: the stand-in's), and
     lives as long as this process: its stdin is a pipe held here, and it takes this
-    process for its raylet."""
+    process for its raylet. This process ends in turn when the agent ends unasked (or
+    reports no port within ``AGENT_START`` seconds), so the raylet ends with it, as it
+    does with an agent of Ray's that fails."""
 
     def __init__(self, command: list[str], path: str, reported: str) -> None:
         self._command = command
@@ -102,10 +105,11 @@ class LazyAgent:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
+        self._stopping = False
 
     def connect(self, host: str) -> socket.socket:
-        """A connection to the agent, started (once) and waited for within ``AGENT_START``
-        seconds. OSError when it cannot be reached: it ended, or never reported a port."""
+        """A connection to the agent, started once and waited for (see the class).
+        OSError when it cannot be reached."""
         with self._lock:
             if self._port is None:
                 self._port = self._start()
@@ -113,9 +117,10 @@ class LazyAgent:
 
     def _start(self) -> int:
         env = {**os.environ, "RAY_RAYLET_PID": str(os.getpid())}
-        self._process = subprocess.Popen(self._command, stdin=subprocess.PIPE, env=env)
+        process = self._process = subprocess.Popen(self._command, stdin=subprocess.PIPE, env=env)
+        threading.Thread(target=self._end_with, args=(process,), daemon=True).start()
         deadline = time.monotonic() + AGENT_START
-        while time.monotonic() < deadline and self._process.poll() is None:
+        while time.monotonic() < deadline:
             try:
                 with open(self._path, encoding="ascii") as file:
                     written = file.read().strip()
@@ -124,10 +129,18 @@ class LazyAgent:
             if written.isdigit() and written != self._reported:
                 return int(written)
             time.sleep(0.01)
-        raise OSError(f"Ray's runtime-env agent reported no port within {AGENT_START:g}s ({self._command})")
+        _say(f"Ray's runtime-env agent reported no port within {AGENT_START:g}s: {self._command}")
+        os._exit(1)
+
+    def _end_with(self, process: subprocess.Popen[bytes]) -> None:
+        status = process.wait()
+        if not self._stopping:
+            _say(f"Ray's runtime-env agent ended (exit status {status}); the stand-in ends with it")
+            os._exit(1)
 
     def stop(self) -> None:
         """End the agent, if it was started (it also ends by itself once this process has)."""
+        self._stopping = True
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
             try:
@@ -136,12 +149,16 @@ class LazyAgent:
                 self._process.kill()
 
 
+def _say(line: str) -> None:
+    print(f"skyward's Ray agent stand-in: {line}", file=sys.stderr, flush=True)
+
+
 def forward(client: socket.socket, agent: LazyAgent, host: str) -> None:
     """Pass ``client``'s bytes to the agent and the agent's back, until both ends are done."""
     try:
         upstream = agent.connect(host)
     except OSError as error:
-        print(f"skyward's Ray agent stand-in: {error}", file=sys.stderr, flush=True)
+        _say(f"no connection to Ray's runtime-env agent: {error}")
         client.close()
         return
     back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)

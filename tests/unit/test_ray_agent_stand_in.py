@@ -152,3 +152,24 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_it_ends_when_rays_runtime_env_agent_fails_so_the_raylet_does(tmp_path: Path) -> None:
+    """As the raylet ends when an agent of Ray's fails: here Ray's agent exits at once."""
+    script = tmp_path / "agent.py"
+    script.write_text("raise SystemExit(3)\n")
+    env = {**os.environ, ray_agent_stand_in.PIPE_CHECK: "1", "RAY_RAYLET_PID": str(os.getpid())}
+    stand_in = subprocess.Popen(
+        [sys.executable, "-S", STAND_IN, RUNTIME_ENV, *_arguments(tmp_path, str(script))],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    try:
+        port_file = tmp_path / f"{ray_agent_stand_in.RUNTIME_ENV_PORT}_{NODE}"
+        _wait_for(port_file.exists, "the port file")
+        with socket.create_connection(("127.0.0.1", int(port_file.read_text())), timeout=LIMIT) as connection:
+            assert connection.recv(100) == b""  # closed, unanswered
+        assert stand_in.wait(timeout=LIMIT) == 1
+        assert stand_in.stderr is not None
+        assert "exit status 3" in stand_in.stderr.read().decode()
+    finally:
+        stand_in.kill()
