@@ -358,23 +358,22 @@ class RayEventSource:
 
     def stop(self) -> None:
         """Stop polling, then pass on what the agents still hold (bounded); returns once
-        the agents were woken (a later source's resume comes after)."""
+        the agents were woken (a later source's resume comes after). The agents are woken
+        first, so their pending polls answer at once and the poll thread passes those
+        answers on and ends, instead of ending at its next tick."""
         self._stop.set()
+        agents = list(self._agents.values())  # the poll thread changes the dict
+        woken = [wake for agent in agents if (wake := _tell(agent.wake_events)) is not None]
         self._thread.join(STOP_TIMEOUT)
         self._changes({})
-        woken = [wake for agent in self._agents.values() if (wake := _tell(agent.wake_events)) is not None]
-        refs = {}
+        takes: dict[ObjectRef[bytes], int] = {}
         for node, agent in self._agents.items():
             try:
-                refs[node] = agent.take_events.remote(0.0)
+                takes[agent.take_events.remote(0.0)] = node
             except Exception:
                 continue
         deadline = time.monotonic() + STOP_TIMEOUT
-        for node, ref in refs.items():
-            try:
-                self._sink(node, ray.get(ref, timeout=max(0.0, deadline - time.monotonic())))
-            except Exception:
-                continue
+        self._drain(takes)
         if woken:  # an agent's actor runs its calls on several threads, in no set order
             ray.wait(woken, num_returns=len(woken), timeout=max(0.0, deadline - time.monotonic()))
 
@@ -434,7 +433,7 @@ class RayEventSource:
                     failures[node] = 0
                 except Exception as exc:  # the agent crashed (and is being replaced) or is gone
                     if self._stop.is_set():
-                        return
+                        break
                     failures[node] = failures.get(node, 0) + 1
                     if failures[node] >= FAILURES_BEFORE_GIVING_UP:
                         self._on_error(f"the event stream of node {node} stopped: {exc}")
@@ -443,6 +442,17 @@ class RayEventSource:
                     continue
                 if not self._stop.is_set() and node in self._agents:
                     polls[self._agents[node].take_events.remote(AGENT_HOLD)] = node
+        self._drain(polls)
+
+    def _drain(self, polls: dict[ObjectRef[bytes], int]) -> None:
+        """Pass on what each of ``polls`` (a take of node ``polls[ref]``) answers, once
+        ``stop`` woke the agents (within ``STOP_TIMEOUT``; a take that fails is skipped)."""
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for ref, node in polls.items():
+            try:
+                self._sink(node, ray.get(ref, timeout=max(0.0, deadline - time.monotonic())))
+            except Exception:
+                continue
 
 
 def _tell(method: RemoteMethod[P, None], *args: P.args, **kwargs: P.kwargs) -> ObjectRef[None] | None:
