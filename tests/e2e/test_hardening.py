@@ -466,6 +466,7 @@ def _name(process: psutil.Process) -> str:
         return "(gone)"
 
 
+@pytest.mark.own_ray  # its runtime env starts Ray's runtime-env agent, which then lives as long as the instance
 def test_every_process_of_a_local_pools_ray_carries_its_mark() -> None:
     """What the reaper and the close sweep find by the mark: every process of the pool's
     Ray instance, the stand-ins for Ray's two agents, and Ray's runtime-env agent, which

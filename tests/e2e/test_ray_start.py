@@ -6,6 +6,7 @@ milliseconds, not once a second."""
 
 from __future__ import annotations
 
+import pytest
 import ray
 from sandbox import marked_under, runs_agent_stand_in
 
@@ -36,7 +37,9 @@ def _unused(running: list[str]) -> list[str]:
     return [line for line in running if any(daemon in line for daemon in (*UNUSED, *AGENTS))]
 
 
+@pytest.mark.own_ray  # on an instance other pools share, an earlier test may have asked for a runtime env
 def test_a_local_pools_ray_runs_no_daemon_a_pool_never_uses() -> None:
+    assert not LocalRay.in_use(), "another pool of this process holds the local Ray instance: run this test first"
     with sky.Compute(nodes=2, options=QUIET) as pool:
         assert (one() @ pool) == [1, 1]
         temp_dir = LocalRay.temp_dir()
