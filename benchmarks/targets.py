@@ -441,7 +441,7 @@ EXPLANATIONS: dict[str, str] = {
         " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): the pool 5.5% of a core, Ray with 4 idle actors 6.8% (0.81x), Dask 14.7%."
         " The full run of 2026-12-03 17:03 (this table's): the pool 6.4% of a core, Ray with 4 idle actors 7.4% (0.86x), Dask 16.9%; the pool's PSS 440 MiB, 58 MiB less than in the run before, with a stand-in in the dashboard agent's place (see B4-dask). Per-thread /proc counts that day, 10 s of an idle 4-node pool: each agent's main thread woke 99 times a second (Ray's 10 ms signal check above) and used 0.4-0.6% of a core, Ray's `worker.io` thread woke 11-13 times a second and its gRPC pollers 2-6 times each; the 4 agents together used 2.6% of a core."
         " The full run of 2026-12-03 20:37 (this table's; load average 0.59 at its start): the pool 2.1% of a core, Ray with 4 idle actors 3.0% (0.70x), Dask 8.0%; the pool's PSS 439 MiB."
-        " The full run of 2026-12-04 01:53 (this table's; load average 0.19 at its start): the pool 1.7% of a core (max 2.0%), Ray with 4 idle actors 2.0% (0.85x), Dask 6.5%; the pool's memory 399 MiB PSS against Ray's 593 MiB, one Python process fewer since Ray's runtime-env agent starts only when asked for (see B4-dask). What is left is the raylet, the GCS and the 4 idle Ray core workers, as above."
+        " The full run of 2026-12-04 01:53 (this table's; load average 0.19 at its start): the pool 1.7% of a core (max 2.0%), Ray with 4 idle actors 2.0% (0.85x), Dask 6.5%; the pool's memory 399 MiB PSS against Ray's 593 MiB, one Python process fewer since Ray's runtime-env agent starts only when asked for (see B4-dask). What is left is the raylet, the GCS and the 4 idle Ray core workers, as above. Profiled again that morning (a 4-node pool idle for 30 s, each thread's CPU from /proc): the 4 agents 1.1-1.2% of a core, 1.1% of it on their main threads, Ray's 10 ms signal check above (`perf trace -s` of one main thread: 492 `epoll_wait` calls in 4.94 s, 10.04 ms each); `RAY_get_check_signal_interval_milliseconds=1000` left it as it was, since that setting is another loop's."
     ),
     "B4-warm": (
         "`sky.Local(keep_warm=...)` now keeps the pool (docs/kept-pools.md), so a script run "
@@ -909,6 +909,13 @@ EXPLANATIONS: dict[str, str] = {
         "now kills that monitor right after `ray.init` (a fixed local instance never scales), "
         "which took the pool's close from 1.40 s to 0.44 s. A miss now means another Ray "
         "process was slow to exit; profile `ray._private.node.Node._kill_process_impl`."
+        " Profiled on 2026-12-04 (cProfile of the client and `py-spy record --native` of a 4-node pool's "
+        "close, 1.1 s that time): 0.5 s of it was skyward's event poll, whose thread was joined before the "
+        "agents' pending polls were woken, so it ended only at its next 0.5 s tick; the agents are woken "
+        "first now and that step takes about 11 ms. Of the 0.34 s left in `ray.shutdown()`, stopping the "
+        "raylet and the GCS takes 0.03-0.05 s and the driver's core worker 0.25 s, nearly all of it in "
+        "the destructor of Ray's GCS client joining its gRPC polling thread "
+        "(`ClientCallManager::~ClientCallManager`)."
     ),
     "B6": (
         "The ideal is 200 × the task's time measured serially on an idle core, ÷ 2 cores; "
