@@ -316,12 +316,15 @@ plugin_op() {{  # a plugin's bootstrap op: in the pool's work dir, the node's ve
     fi
 }}
 
+# where skyward is and what must match the client (providers/ssh/versions.py), in one start
+REPORT='import importlib.util as u, json, runpy
+site = u.find_spec("skyward").submodule_search_locations[0]
+print("::site " + site)
+print("::versions " + json.dumps(runpy.run_path(site + "/providers/ssh/versions.py")["report"]()))'
+
 finish() {{
     touch "$ENV/.ready"
-    local site
-    site=$("$VPY" -c "import importlib.util as u; print(u.find_spec('skyward').submodule_search_locations[0])") || exit 1
-    echo "::site $site"
-    echo "::versions $("$VPY" "$site/providers/ssh/versions.py")"
+    "$VPY" -c "$REPORT" || exit 1
     echo "::ready $ENV"
 }}
 

@@ -48,18 +48,9 @@ class Bootstrapped:
     phases: list[tuple[str, float]] = field(default_factory=list)
 
 
-async def make_dirs(files: RemoteFiles, pool_dir: str) -> None:
-    """Make the user's skyward cache on the host (mode 0700: ``ship`` puts the user's own
-    code there) and the pool's directory ``pool_dir`` (0700, new: it holds the shell_vars
-    values, the pool's logs and notes, and Ray's own world-writable directories), in one
-    command. OSError when the cache is not the user's own, or ``pool_dir`` is there
-    already (another pool's, with this pool's id)."""
-    await files.make_private_dirs([REMOTE_CACHE], new=[pool_dir])
-
-
 async def ship(files: RemoteFiles, shipment: Shipment) -> None:
     """Upload the wheels and includes archive the host does not have yet, into the
-    user's skyward cache there (``make_dirs`` made it)."""
+    user's skyward cache there (``RemoteHosts.gather_facts`` made it)."""
     wheels_dir = f"{REMOTE_CACHE}/wheels"
     await files.makedirs(wheels_dir)
     present = await files.sizes(wheels_dir)
@@ -87,7 +78,7 @@ async def bootstrap(
     """Run the bootstrap script; BootstrapError (failing command + output) or TimeoutError.
     The host's own ``timeout`` stops the script (and everything it started) when
     ``timeout`` seconds pass, so nothing keeps installing after we gave up. The pool
-    directory ``pool_dir`` is there already (``make_dirs``)."""
+    directory ``pool_dir`` is there already (``RemoteHosts.gather_facts`` made it)."""
     script_path = posixpath.join(pool_dir, "bootstrap.sh")
     await files.write(image_script.encode(), script_path)
     lines: list[str] = []

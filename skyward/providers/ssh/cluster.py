@@ -30,7 +30,7 @@ from skyward.engine.transports.relay import RelayEndpoint, SessionOver
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers import ray_ports, ray_start
 from skyward.providers.ssh import bootstrap as runner
-from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, went_silent
+from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, private_dirs_command, went_silent
 from skyward.providers.ssh.versions import mismatches
 from skyward.providers.ssh.watchdog import POOL_ENV, REJOIN
 from skyward.providers.ssh.wheels import NodePlatform
@@ -62,6 +62,8 @@ START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
 EXITED_WITHIN = 5.0
 """How long a watchdog that ended its output before watching gets to report its exit."""
+DIRS_REFUSED = 97
+"""The exit status of the facts command when it refused a directory it was to make."""
 FACTS_SCRIPT = r"""
 set -u
 echo "ip ${SSH_CONNECTION:-}"
@@ -121,7 +123,7 @@ class RemoteNode:
     ready: runner.Bootstrapped | None = None
     watchdog: asyncssh.SSHClientProcess[str] | None = None
     made_dir: bool = False
-    """Whether this pool made ``pool_dir`` (``bootstrap``): only then may it remove it
+    """Whether this pool made ``pool_dir`` (``gather_facts``): only then may it remove it
     without its watchdog. A directory found there, or a pool taken over, is never removed."""
 
     @property
@@ -211,25 +213,38 @@ class RemoteHosts:
 
     async def gather_facts(self, indexes: Sequence[str], timeout: float, nodes: Sequence[RemoteNode] | None = None) -> None:
         """Ask every host (or ``nodes``) for its address, platform, size and which
-        ``indexes`` it reaches."""
+        ``indexes`` it reaches, making the user's skyward cache there (``ship`` puts the
+        user's own code in it) and the pool's directory (new: it holds the shell_vars
+        values, the pool's logs and notes, Ray's own world-writable directories) first,
+        both private to the user (``RemoteFiles.make_private_dirs``), in the same command:
+        each command costs a host a login shell's start. OSError naming the host and the
+        directory when the cache is not the user's own, or the pool's directory is there
+        already (another pool's, with this pool's id)."""
         command = f"bash -s -- {' '.join(shlex.quote(url) for url in indexes)}"
 
         async def one(node: RemoteNode) -> None:
-            result = await node.conn.run(command, input=FACTS_SCRIPT, check=False, timeout=timeout + 10 * len(indexes))
+            dirs = private_dirs_command([runner.REMOTE_CACHE], new=[node.pool_dir])
+            script = f"( {dirs} ) || exit {DIRS_REFUSED}\n{FACTS_SCRIPT}"
+            result = await node.conn.run(command, input=script, check=False, timeout=timeout + 10 * len(indexes))
+            if result.exit_status == DIRS_REFUSED:
+                raise OSError(
+                    f"making the directories {runner.REMOTE_CACHE}, {node.pool_dir} failed on {node.address}: "
+                    f"{str(result.stderr or '').strip()}"
+                )
+            node.made_dir = True
             node.facts = _facts(str(result.stdout), node.address.host)
 
-        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
+        await all_of(one(node) for node in (self.nodes if nodes is None else nodes))
 
     async def bootstrap(
         self, script_for: Callable[[RemoteNode], str], shipments: dict[int, runner.Shipment], timeout: float,
         nodes: Sequence[RemoteNode] | None = None,
     ) -> None:
-        """Ship and bootstrap every host (or ``nodes``); ``shipments`` by rank."""
+        """Ship and bootstrap every host (or ``nodes``, whose directories
+        ``gather_facts`` made); ``shipments`` by rank."""
 
         async def one(node: RemoteNode) -> None:
             started = time.monotonic()
-            await runner.make_dirs(node.files, node.pool_dir)
-            node.made_dir = True
             await runner.ship(node.files, shipments[node.index])
             self.on_phase("ship", time.monotonic() - started, node.index)
             node.ready = await runner.bootstrap(
@@ -237,7 +252,7 @@ class RemoteHosts:
                 lambda phase, seconds: self.on_phase(phase, seconds, node.index),
             )
 
-        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
+        await all_of(one(node) for node in (self.nodes if nodes is None else nodes))
 
     def check_versions(self, client: dict[str, str], nodes: Sequence[RemoteNode] | None = None) -> None:
         for node in self.nodes if nodes is None else nodes:
@@ -289,7 +304,7 @@ class RemoteHosts:
                     case _:
                         output.append(line)
 
-        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
+        await all_of(one(node) for node in (self.nodes if nodes is None else nodes))
         if self._heartbeat is None:
             self._heartbeat = asyncio.ensure_future(self._beat())
 
@@ -315,7 +330,7 @@ class RemoteHosts:
                         )
                     said.append(line)
 
-        await _all(one(node) for node in (self.nodes if nodes is None else nodes))
+        await all_of(one(node) for node in (self.nodes if nodes is None else nodes))
         if self._heartbeat is None:
             self._heartbeat = asyncio.ensure_future(self._beat())
 
@@ -768,7 +783,7 @@ async def first_failure(awaitables: Sequence[Awaitable[object]]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _all(coros: Iterable[Awaitable[object]]) -> None:
+async def all_of(coros: Iterable[Awaitable[object]]) -> None:
     """Run all; if any fails, wait for the rest and raise the first failure."""
     results = await asyncio.gather(*coros, return_exceptions=True)
     for result in results:

@@ -300,8 +300,7 @@ class RemoteFiles:
         OSError when one is a link or not the login user's own (someone else made it
         first), or one of ``new`` exists at all (what is there belongs to something else: a
         pool's own directory is never shared)."""
-        steps = [_private_dir(path, False) for path in paths] + [_private_dir(path, True) for path in new]
-        await self._shell(" && ".join(steps), what=f"making the directories {', '.join([*paths, *new])}")
+        await self._shell(private_dirs_command(paths, new), what=f"making the directories {', '.join([*paths, *new])}")
 
     async def sizes(self, directory: str) -> dict[str, int]:
         """Size of each file in ``directory`` by name."""
@@ -374,6 +373,13 @@ class RemoteFiles:
             error = _bytes(result.stderr).decode(errors="replace").strip()
             raise OSError(f"{what or f'`{command}`'} failed on {self._address} (exit {result.exit_status}): {error}")
         return _bytes(result.stdout)
+
+
+def private_dirs_command(paths: Sequence[str], new: Sequence[str] = ()) -> str:
+    """A shell command that makes the directories as ``RemoteFiles.make_private_dirs``
+    says: it exits non-zero, saying why on stderr, at the first it refuses."""
+    steps = [_private_dir(path, False) for path in paths] + [_private_dir(path, True) for path in new]
+    return " && ".join(steps)
 
 
 def _private_dir(path: str, new: bool) -> str:

@@ -46,7 +46,7 @@ from skyward.providers.base import Holdings, LaunchedCluster, PhaseTiming, Teard
 from skyward.providers.relay_collections import RelayCollections
 from skyward.providers.ssh import includes, wheels
 from skyward.providers.ssh.bootstrap import Shipment
-from skyward.providers.ssh.cluster import HEAD_RESOURCE, START_TIMEOUT, RemoteHosts, RemoteNode
+from skyward.providers.ssh.cluster import HEAD_RESOURCE, START_TIMEOUT, RemoteHosts, RemoteNode, all_of
 from skyward.providers.ssh.connection import BOOTING_RETRY_INTERVAL, BOOTING_SSH_TIMEOUT, KnownHosts, SSHReach
 from skyward.providers.ssh.handover import Handover, HostState
 from skyward.providers.ssh.handover import release as release_handover
@@ -323,10 +323,15 @@ class HostPath:
                 spec.image, artifacts, node.pool_dir, self._bootstrap_timeout, mount_points=points, plugin_ops=ops
             )
 
-        loop.run(cluster.bootstrap(script_for, shipments, self._bootstrap_timeout, nodes), self._bootstrap_timeout * 2 + 120)
         versions = {**report(), "skyward_digest": shipments[nodes[0].index].skyward_digest}
-        cluster.check_versions(versions, nodes)
-        loop.run(cluster.start_watchdogs(self._halt, self._volumes, nodes), 60 + len(self._volumes) * MOUNT_TIMEOUT_S)
+
+        async def ready(node: RemoteNode) -> None:  # a host's watchdog starts while slower hosts bootstrap
+            await cluster.bootstrap(script_for, shipments, self._bootstrap_timeout, [node])
+            cluster.check_versions(versions, [node])
+            await cluster.start_watchdogs(self._halt, self._volumes, [node])
+
+        waited = self._bootstrap_timeout * 2 + 120 + 60 + len(self._volumes) * MOUNT_TIMEOUT_S
+        loop.run(all_of(ready(node) for node in nodes), waited)
         return nodes
 
     def setup(self, node: RemoteNode) -> AgentSetup:

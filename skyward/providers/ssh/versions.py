@@ -1,13 +1,12 @@
 """What client and nodes must agree on: Python minor version, cloudpickle, skyward (its
-version and a digest of its source files). Runs as a plain script on nodes (it imports
-nothing of skyward, so it is quick) and prints the report as JSON."""
+version and a digest of its source files). A node's bootstrap script loads this file by
+its path and calls ``report`` (it imports nothing of skyward, so it is quick)."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -43,7 +42,3 @@ def _version(name: str) -> str:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
-
-
-if __name__ == "__main__":
-    print(json.dumps(report()))

@@ -53,3 +53,36 @@ def test_bootstrap_phases_are_events_and_warm_start_skips(lab: HostLab, ssh_pool
     assert started == set(), "processes the pool started are still running"
     for host in lab.hosts:
         assert [n for n in os.listdir(host.private("/tmp")) if marker in n] == []
+
+
+@sky.function
+def skyward_file() -> str:
+    import skyward
+
+    return skyward.__file__
+
+
+def test_a_node_whose_skyward_differs_is_refused_naming_it_and_leaves_nothing(
+    lab: HostLab, ssh_pool: sky.Pool, index: str
+) -> None:
+    """A host whose installed skyward differs from the client's (here one line added to
+    it) fails the open, naming that node and what differs; the other hosts, whose
+    watchdogs may be up by then, keep nothing of the pool."""
+    installed = (skyward_file() @ ssh_pool)[1]
+    changed = installed.replace("/root/.cache", lab.hosts[1].private("/root/.cache"), 1)
+    with open(changed, "rb") as f:
+        original = f.read()
+    pool = sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(index), options=QUIET)
+    try:
+        with open(changed, "ab") as f:
+            f.write(b"# not the client's copy\n")
+        with pytest.raises(Exception, match="node 1 .* does not match this client: skyward_digest") as raised:
+            pool.open()
+        assert str(lab.hosts[1].address) in str(raised.value)
+    finally:
+        with open(changed, "wb") as f:
+            f.write(original)
+    marker = f"skyward-{pool.id[:12]}"
+    assert lab.processes_naming(marker) == []
+    for host in lab.hosts:
+        assert [n for n in os.listdir(host.private("/tmp")) if marker in n] == []

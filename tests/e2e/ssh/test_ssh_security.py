@@ -244,7 +244,7 @@ def test_a_pool_directory_found_on_a_host_is_refused_and_left_as_it_was(lab: Hos
     async def open_and_stop() -> str:
         await hosts.connect([handle], SSHReach(KnownHosts(lab.known_hosts), 10))
         try:
-            await hosts.bootstrap(lambda node: "", {}, 60)
+            await hosts.gather_facts([], 10)  # where an open makes the pool's directory
         except OSError as exc:
             return str(exc)
         finally:
@@ -253,7 +253,22 @@ def test_a_pool_directory_found_on_a_host_is_refused_and_left_as_it_was(lab: Hos
 
     said = asyncio.run(open_and_stop())
     assert f"{hosts.pool_dir(0)} exists already on this host" in said, said
+    assert f"failed on {endpoint}" in said, said
     assert sorted(os.listdir(found)) == ["theirs.txt"]
+
+    hosts = RemoteHosts("cafefeedface0002", 60, lambda *_: None)  # a pool that made its own
+    made = os.path.join(host.private("/tmp"), hosts.pool_dir(0).removeprefix("/tmp/"))
+
+    async def made_then_stopped() -> str:
+        await hosts.connect([handle], SSHReach(KnownHosts(lab.known_hosts), 10))
+        try:
+            await hosts.gather_facts([], 10)
+            return oct(stat.S_IMODE(os.stat(made).st_mode))
+        finally:
+            await hosts.stop()
+
+    assert asyncio.run(made_then_stopped()) == "0o700"
+    assert not os.path.exists(made), "the directory the pool made outlived its failed open"
 
 
 def test_the_client_prefers_aes_gcm_and_reaches_a_host_without_it(lab: HostLab) -> None:
