@@ -329,10 +329,21 @@ def main() -> None:
             print(marker(messages.RelayFailed(f"{type(exc).__name__}: {exc}")), flush=True)
             raise SystemExit(1) from None
         print(marker(messages.AgentsStarted(round(time.monotonic() - started, 3))), flush=True)
+        signal.signal(signal.SIGTERM, lambda signum, _frame: _end_now(relay, signum))  # in Ray's handler's place
         asyncio.run(relay.serve())
         ray.shutdown()
     finally:
         relay.remove_lanes()
+
+
+def _end_now(relay: HeadRelay, signum: int) -> None:
+    """End the relay at once: a SIGTERM comes from the watchdog stopping the pool on this
+    host, every process of it at the same moment, so there is nothing to say goodbye to.
+    Ray's own handler raised SystemExit, even in the middle of the relay's
+    ``ray.shutdown()`` once its client had left, and Ray's exit hook then slept 0.5 s
+    before shutting the driver down again: most of a pool's close."""
+    relay.remove_lanes()
+    os._exit(128 + signum)
 
 
 if __name__ == "__main__":
