@@ -105,21 +105,31 @@ class LazyAgent:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
+        self._started = 0.0
         self._stopping = False
 
     def connect(self, host: str) -> socket.socket:
-        """A connection to the agent, started once and waited for (see the class).
-        OSError when it cannot be reached."""
+        """A connection to the agent, started once and waited for (see the class). Ray's
+        agent writes its port once bound and listens a moment later, so a refused
+        connection is tried again until the agent's ``AGENT_START`` seconds are up;
+        OSError when it cannot be reached by then."""
         with self._lock:
             if self._port is None:
+                self._started = time.monotonic()
                 self._port = self._start()
-        return socket.create_connection((host, self._port))
+        while True:
+            try:
+                return socket.create_connection((host, self._port))
+            except ConnectionRefusedError:
+                if time.monotonic() > self._started + AGENT_START:
+                    raise
+                time.sleep(0.01)
 
     def _start(self) -> int:
         env = {**os.environ, "RAY_RAYLET_PID": str(os.getpid())}
         process = self._process = subprocess.Popen(self._command, stdin=subprocess.PIPE, env=env)
         threading.Thread(target=self._end_with, args=(process,), daemon=True).start()
-        deadline = time.monotonic() + AGENT_START
+        deadline = self._started + AGENT_START
         while time.monotonic() < deadline:
             try:
                 with open(self._path, encoding="ascii") as file:

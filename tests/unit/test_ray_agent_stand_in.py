@@ -27,21 +27,26 @@ LIMIT = 10.0
 DASHBOARD = ray_agent_stand_in.DASHBOARD
 RUNTIME_ENV = ray_agent_stand_in.RUNTIME_ENV
 FAKE_AGENT = """
-import os, socket, sys
+import os, socket, sys, time
 arguments = dict(arg[2:].split("=", 1) for arg in sys.argv[1:])
 open(os.path.join(arguments["session-dir"], "started"), "w").write(str(os.getpid()))
-server = socket.create_server(("127.0.0.1", int(arguments["runtime-env-agent-port"])))
+server = socket.socket()
+server.bind(("127.0.0.1", int(arguments["runtime-env-agent-port"])))
 path = os.path.join(arguments["session-dir"], "runtime_env_agent_port_" + arguments["node-id"])
 open(path + ".new", "w").write(str(server.getsockname()[1]))
 os.replace(path + ".new", path)
+time.sleep(0.5)
+server.listen()
 while True:
     connection, _ = server.accept()
     with connection:
         connection.sendall(b"agent " + os.environ["RAY_RAYLET_PID"].encode() + b": " + connection.recv(100).upper())
 """
 """Stands for Ray's runtime-env agent: reports its port as Ray's does, overwriting the
-stand-in's file, and answers each connection's first bytes upper-cased, naming the pid it
-takes for its raylet's."""
+stand-in's file, and, as Ray's does (``runtime_env/agent/main.py`` writes the port once
+bound; aiohttp listens later), refuses connections for a while after that. Then it
+answers each connection's first bytes upper-cased, naming the pid it takes for its
+raylet's."""
 
 
 def _arguments(session: Path, script: str = "/ray/dashboard/agent.py", port: int = 0) -> list[str]:
