@@ -30,7 +30,7 @@ from skyward.engine.transports.relay import RelayEndpoint, SessionOver
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers import ray_ports, ray_start
 from skyward.providers.ssh import bootstrap as runner
-from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, private_dirs_command, went_silent
+from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, went_silent
 from skyward.providers.ssh.versions import mismatches
 from skyward.providers.ssh.watchdog import POOL_ENV, REJOIN
 from skyward.providers.ssh.wheels import NodePlatform
@@ -62,8 +62,6 @@ START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
 EXITED_WITHIN = 5.0
 """How long a watchdog that ended its output before watching gets to report its exit."""
-DIRS_REFUSED = 97
-"""The exit status of the facts command when it refused a directory it was to make."""
 FACTS_SCRIPT = r"""
 set -u
 echo "ip ${SSH_CONNECTION:-}"
@@ -220,19 +218,14 @@ class RemoteHosts:
         each command costs a host a login shell's start. OSError naming the host and the
         directory when the cache is not the user's own, or the pool's directory is there
         already (another pool's, with this pool's id)."""
-        command = f"bash -s -- {' '.join(shlex.quote(url) for url in indexes)}"
 
         async def one(node: RemoteNode) -> None:
-            dirs = private_dirs_command([runner.REMOTE_CACHE], new=[node.pool_dir])
-            script = f"( {dirs} ) || exit {DIRS_REFUSED}\n{FACTS_SCRIPT}"
-            result = await node.conn.run(command, input=script, check=False, timeout=timeout + 10 * len(indexes))
-            if result.exit_status == DIRS_REFUSED:
-                raise OSError(
-                    f"making the directories {runner.REMOTE_CACHE}, {node.pool_dir} failed on {node.address}: "
-                    f"{str(result.stderr or '').strip()}"
-                )
+            said = await node.files.make_private_dirs(
+                [runner.REMOTE_CACHE], new=[node.pool_dir], then=FACTS_SCRIPT, args=indexes,
+                timeout=timeout + 10 * len(indexes),
+            )
             node.made_dir = True
-            node.facts = _facts(str(result.stdout), node.address.host)
+            node.facts = _facts(said, node.address.host)
 
         await all_of(one(node) for node in (self.nodes if nodes is None else nodes))
 

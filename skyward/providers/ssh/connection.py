@@ -293,14 +293,28 @@ class RemoteFiles:
         else:
             await self._shell(f"mkdir -p -- {shlex.quote(path)}")
 
-    async def make_private_dirs(self, paths: Sequence[str], new: Sequence[str] = ()) -> None:
+    async def make_private_dirs(
+        self, paths: Sequence[str], new: Sequence[str] = (), then: str = "", args: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> str:
         """Create each directory of ``paths`` and ``new`` (and its parents) with mode 0700,
         or set 0700 on one of ``paths`` that exists: only the login user may list or enter
-        them. One command for all (each command costs the host a login shell's start).
-        OSError when one is a link or not the login user's own (someone else made it
-        first), or one of ``new`` exists at all (what is there belongs to something else: a
-        pool's own directory is never shared)."""
-        await self._shell(private_dirs_command(paths, new), what=f"making the directories {', '.join([*paths, *new])}")
+        them. Then run the bash script ``then`` with ``args`` and return what it printed:
+        all in one command, as each costs the host a login shell's start. OSError when one
+        directory is a link or not the login user's own (someone else made it first), or
+        one of ``new`` exists at all (what is there belongs to something else: a pool's
+        own directory is never shared), and then nothing after it is made or run; OSError
+        too when ``then`` exits non-zero; asyncssh's TimeoutError after ``timeout`` seconds."""
+        steps = [_private_dir(path, False) for path in paths] + [_private_dir(path, True) for path in new]
+        script = f"( {' && '.join(steps)} ) || exit {_DIRS_REFUSED}\n{then}"
+        command = " ".join(["bash", "-s", "--", *(shlex.quote(arg) for arg in args)])
+        result = await self._conn.run(command, input=script.encode(), encoding=None, check=False, timeout=timeout)
+        said = _bytes(result.stderr).decode(errors="replace").strip()
+        if result.exit_status == _DIRS_REFUSED:
+            raise OSError(f"making the directories {', '.join([*paths, *new])} failed on {self._address}: {said}")
+        if result.exit_status != 0:
+            raise OSError(f"a script run after making directories failed on {self._address} (exit {result.exit_status}): {said}")
+        return _bytes(result.stdout).decode(errors="replace")
 
     async def sizes(self, directory: str) -> dict[str, int]:
         """Size of each file in ``directory`` by name."""
@@ -365,21 +379,18 @@ class RemoteFiles:
                 self._no_sftp = True  # no sftp subsystem on this host: use the exec channel
         return self._sftp
 
-    async def _shell(self, command: str, data: bytes | None = None, what: str = "") -> bytes:
-        """``command``'s output; OSError naming ``what`` it does (else the command), the
-        host and what it printed on stderr when it fails."""
+    async def _shell(self, command: str, data: bytes | None = None) -> bytes:
+        """``command``'s output; OSError naming the command, the host and what it printed
+        on stderr when it fails."""
         result = await self._conn.run(command, input=data, encoding=None, check=False)
         if result.exit_status != 0:
             error = _bytes(result.stderr).decode(errors="replace").strip()
-            raise OSError(f"{what or f'`{command}`'} failed on {self._address} (exit {result.exit_status}): {error}")
+            raise OSError(f"`{command}` failed on {self._address} (exit {result.exit_status}): {error}")
         return _bytes(result.stdout)
 
 
-def private_dirs_command(paths: Sequence[str], new: Sequence[str] = ()) -> str:
-    """A shell command that makes the directories as ``RemoteFiles.make_private_dirs``
-    says: it exits non-zero, saying why on stderr, at the first it refuses."""
-    steps = [_private_dir(path, False) for path in paths] + [_private_dir(path, True) for path in new]
-    return " && ".join(steps)
+_DIRS_REFUSED = 97
+"""The exit status of ``make_private_dirs``'s command when it refuses a directory."""
 
 
 def _private_dir(path: str, new: bool) -> str:

@@ -226,6 +226,22 @@ def test_a_private_directory_that_is_a_link_or_another_users_is_refused(lab: Hos
     assert "/tmp/sky-link must be a directory of this user's own" in said, said
     assert not os.path.exists(os.path.join(tmp, "sky-next")), "made after the step before it failed"
 
+    async def then(script: str, paths: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
+        conn = await connect(endpoint, KnownHosts(lab.known_hosts), 10)
+        try:
+            return await RemoteFiles(conn, endpoint).make_private_dirs(paths, then=script, args=args, timeout=10)
+        except OSError as exc:
+            return str(exc)
+        finally:
+            conn.close()
+
+    # the script after the directories (the facts, in an open) runs in the same command,
+    # with its arguments as given, and only once every directory is made
+    assert asyncio.run(then('echo "$#:$1"; test -d /tmp/sky-then', ("/tmp/sky-then",), ("a b",))) == "1:a b\n"
+    assert "exit 3" in asyncio.run(then("echo said >&2; exit 3", ("/tmp/sky-then",)))
+    assert "/tmp/sky-link must be" in asyncio.run(then("touch /tmp/sky-ran", ("/tmp/sky-link",)))
+    assert not os.path.exists(os.path.join(tmp, "sky-ran")), "the script ran after a directory was refused"
+
 
 def test_a_pool_directory_found_on_a_host_is_refused_and_left_as_it_was(lab: HostLab) -> None:
     """An open that finds its pool's directory on a host already (another pool's, or one
