@@ -97,9 +97,51 @@ def test_a_process_that_ended_unreaped_does_not_hold_the_sweep(tmp_path: Path) -
         keeper.wait()
 
 
+def _raylet(pool_dir: str, termed: Path) -> subprocess.Popen[bytes]:
+    """A process named as Ray's raylet whose SIGTERM writes ``termed`` and is otherwise
+    ignored, as a joining raylet's is while it tells a store that is gone that it leaves."""
+    code = (
+        "import ctypes, pathlib, signal, time; "
+        f"signal.signal(signal.SIGTERM, lambda *_: pathlib.Path({str(termed)!r}).touch()); "
+        "ctypes.CDLL(None).prctl(15, b'raylet', 0, 0, 0); print(flush=True); time.sleep(60)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], env={**os.environ, POOL_ENV: pool_dir}, stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    process.stdout.readline()  # renamed, its handler set
+    return process
+
+
+@pytest.mark.parametrize("leaving", [False, True])
+def test_a_raylet_is_killed_when_the_pool_closes_and_terminated_when_its_host_leaves(
+    tmp_path: Path, leaving: bool,
+) -> None:
+    """When every host stops the pool at once, the head's store may be gone before a
+    joining host's raylet has told it that it leaves, and that raylet then waits out
+    its whole grace: so it is killed, without one, once the rest have ended. A host
+    that leaves a pool that goes on terminates it, so the store hears it left."""
+    pool_dir = str(tmp_path / "skyward-abc-n1")
+    termed = tmp_path / "termed"
+    raylet = _raylet(pool_dir, termed)
+    try:
+        assert psutil.Process(raylet.pid).name() == "raylet"
+        started = time.monotonic()
+        stop_pool(pool_dir, leaving=leaving)
+        took = time.monotonic() - started
+        assert raylet.wait(10) is not None
+        assert termed.exists() == leaving
+        if not leaving:
+            assert took < TERM_GRACE, f"the pool's close waited {took:.1f} s for a raylet whose store was gone"
+    finally:
+        if raylet.poll() is None:
+            raylet.kill()
+
+
 def test_a_client_that_rejoins_before_ttl_keeps_the_pool_and_stops_it(tmp_path: Path) -> None:
     """The pool daemon's successor rejoins a watchdog whose client died (``--rejoin``):
-    the countdown stops while it heartbeats, and its "stop" ends the pool, said back to it."""
+    the countdown stops while it heartbeats, and its ``CLOSE`` ends the pool, said back to it."""
     from skyward.providers.ssh import watchdog
 
     pool_dir = tmp_path / "skyward-abc-n0"
@@ -126,7 +168,7 @@ def test_a_client_that_rejoins_before_ttl_keeps_the_pool_and_stops_it(tmp_path: 
             proxy.stdin.flush()
             time.sleep(0.5)
         assert dog.poll() is None and pool_dir.is_dir(), "the rejoined pool was stopped"
-        proxy.stdin.write("stop\n")
+        proxy.stdin.write(f"{watchdog.CLOSE}\n")
         proxy.stdin.flush()
         assert read_marker(proxy.stdout.readline()) == messages.Stopped()
         assert dog.wait(10) == 0 and proxy.wait(10) == 0

@@ -32,7 +32,7 @@ from skyward.providers import ray_ports, ray_start
 from skyward.providers.ssh import bootstrap as runner
 from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, went_silent
 from skyward.providers.ssh.versions import mismatches
-from skyward.providers.ssh.watchdog import POOL_ENV, REJOIN
+from skyward.providers.ssh.watchdog import CLOSE, POOL_ENV, REJOIN, STOP
 from skyward.providers.ssh.wheels import NodePlatform
 from skyward.storage.errors import VolumeMountError
 from skyward.storage.mount import MOUNT_TIMEOUT_S, UNMOUNT_TIMEOUT_S
@@ -656,10 +656,11 @@ class RemoteHosts:
             node.files.close()
             node.conn.close()
 
-    async def _stop_on(self, node: RemoteNode, reach_again: bool = False) -> None:
+    async def _stop_on(self, node: RemoteNode, closing: bool = False) -> None:
         """Stop the pool on ``node``: its watchdog is told to (it stops every process of
-        the pool there, removes its files, unmounts its volumes) and waited for. With
-        ``reach_again`` (the pool closes), when the connection to the host closed (reset,
+        the pool there, removes its files, unmounts its volumes) and waited for: that the
+        pool closes (``closing``: every host is told at once), or else that this host
+        leaves a pool that goes on. With ``closing``, when the connection to the host closed (reset,
         dropped) the host is reached again and its watchdog rejoined (``reconnect``) and
         told over the new one. A host that is not is logged and left to its watchdog,
         which stops the pool ``ttl`` seconds after it last heard from this client. A node
@@ -673,14 +674,14 @@ class RemoteHosts:
                 await node.conn.run(f"rm -rf {shlex.quote(node.pool_dir)}", check=False, timeout=STOP_TIMEOUT)
             return
         try:
-            done = await self._told_to_stop(node)
+            done = await self._told_to_stop(node, closing)
         except Exception as exc:  # noqa: BLE001 - logged; the watchdog's countdown stops the pool
-            if isinstance(exc, TimeoutError) or not reach_again or self.reach is None:
+            if isinstance(exc, TimeoutError) or not closing or self.reach is None:
                 log.warning("watchdog on %s: %s", node.address, exc)
                 return
             try:
                 await self._reached_again_to_stop(node, self.reach)
-                done = await self._told_to_stop(node)
+                done = await self._told_to_stop(node, closing)
             except Exception as again:  # noqa: BLE001 - logged, as above
                 log.warning("watchdog on %s: %s; reaching it again: %s", node.address, exc, again)
                 return
@@ -702,10 +703,11 @@ class RemoteHosts:
                     raise
             await asyncio.sleep(1.0)
 
-    async def _told_to_stop(self, node: RemoteNode) -> asyncssh.SSHCompletedProcess:
-        """``node``'s watchdog told to stop the pool, once it has (its output)."""
+    async def _told_to_stop(self, node: RemoteNode, closing: bool) -> asyncssh.SSHCompletedProcess:
+        """``node``'s watchdog told that the pool closes (``closing``) or that the host
+        leaves it, once it has stopped the pool there (its output)."""
         assert node.watchdog is not None
-        node.watchdog.stdin.write("stop\n")
+        node.watchdog.stdin.write(f"{CLOSE if closing else STOP}\n")
         return await asyncio.wait_for(node.watchdog.wait(), STOP_TIMEOUT + self.volume_count * UNMOUNT_TIMEOUT_S)
 
 

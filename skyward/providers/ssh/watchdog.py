@@ -9,7 +9,8 @@ one ``codec.marker`` line each. Then the client
 writes a line to its stdin every ``HEARTBEAT`` seconds. It stops every process of this
 pool on the node (``pool_processes``), removes the pool directory, unmounts the volumes
 (``UnmountFailed`` for one that stays mounted) and exits:
-- on "stop" (the pool closes), at once;
+- on ``CLOSE`` (the pool closes: every host is told at once) or ``STOP`` (this host
+  leaves a pool that goes on), at once;
 - when its stdin ends (the client's SSH connection closed: the client exited or was
   killed), ``ttl`` seconds later (``Spec.ttl``; 0: at once);
 - when no line arrived for ``max(ttl, 3 * HEARTBEAT)`` seconds (the network is gone).
@@ -55,6 +56,11 @@ if TYPE_CHECKING:
 TERM_GRACE = 3.0
 TICK = 0.2
 RAY_STORE = "gcs_server"
+RAYLET = "raylet"
+CLOSE = "close"
+"""A client's line: the pool closes, so every host stops it at once."""
+STOP = "stop"
+"""A client's line: this host leaves a pool that goes on (the others keep Ray's store)."""
 SOCKET = "watchdog.sock"
 """The watchdog's socket in the pool directory, for a client that rejoins."""
 REJOIN = "--rejoin"
@@ -98,24 +104,28 @@ def pool_processes(pool_dir: str) -> list[psutil.Process]:
     return list(found.values())
 
 
-def stop_pool(pool_dir: str) -> None:
+def stop_pool(pool_dir: str, leaving: bool = False) -> None:
     """Terminate the pool's processes (then kill stragglers) and remove its directory.
-    Ray's cluster store (``RAY_STORE``, on the head) goes last and is killed: a raylet
-    leaves in under a second while the store still answers it and waits out its grace
-    once the store is gone, and the store keeps nothing a pool going away needs."""
+    Ray's cluster store (``RAY_STORE``, on the head) and raylet go last and are killed:
+    a terminated raylet first tells the store it leaves and waits out its whole grace
+    when the store is gone, which the head's is when every host stops at once, and
+    neither keeps anything a pool going away needs. With ``leaving`` (this host leaves a
+    pool that goes on) the raylet is terminated with the rest, so the store, which still
+    runs, hears that it left."""
+    last = (RAY_STORE,) if leaving else (RAY_STORE, RAYLET)
     for _ in range(3):
         processes = pool_processes(pool_dir)
         if not processes:
             break
-        stores = [process for process in processes if _named(process, RAY_STORE)]
-        _signal([process for process in processes if process not in stores], signal.SIGTERM)
-        _signal(stores, signal.SIGKILL)
+        daemons = [process for process in processes if _named(process, last)]
+        _signal([process for process in processes if process not in daemons], signal.SIGTERM)
+        _signal(daemons, signal.SIGKILL)
     shutil.rmtree(pool_dir, ignore_errors=True)
 
 
-def _named(process: psutil.Process, name: str) -> bool:
+def _named(process: psutil.Process, names: tuple[str, ...]) -> bool:
     try:
-        return process.name() == name
+        return process.name() in names
     except psutil.Error:
         return False
 
@@ -223,12 +233,12 @@ def _forget(stream: int) -> None:
 @dataclass(slots=True)
 class _Contact:
     """What the watchdog knows of its clients, under ``lock``: when it last heard from
-    one, whether one asked to stop, which streams are open (stdin is 0, each rejoin adds
+    one, what one told it (``CLOSE`` or ``STOP``; None: nothing yet), which streams are open (stdin is 0, each rejoin adds
     one), when the last of them ended (None: one is open), and whether it is stopping
     (then no rejoin is taken)."""
 
     seen: float
-    stop: bool = False
+    told: str | None = None
     ended: float | None = None
     open: set[int] = field(default_factory=lambda: {0})
     stopping: bool = False
@@ -236,13 +246,13 @@ class _Contact:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def listen(self, lines: TextIO, stream: int) -> None:
-        """Read the ``lines`` of client ``stream``: heartbeats and "stop"; when the last
-        open stream ends, the countdown starts."""
+        """Read the ``lines`` of client ``stream``: heartbeats, then ``CLOSE`` or ``STOP``;
+        when the last open stream ends, the countdown starts."""
         for line in lines:
             with self.lock:
                 self.seen = time.monotonic()
-                if line.strip() == "stop":
-                    self.stop = True
+                if line.strip() in (CLOSE, STOP):
+                    self.told = line.strip()
                     return
         with self.lock:
             self.open.discard(stream)
@@ -281,7 +291,7 @@ class _Contact:
         with self.lock:
             now = time.monotonic()
             self.stopping = (
-                self.stop or (self.ended is not None and now - self.ended >= ttl) or now - self.seen > silence
+                self.told is not None or (self.ended is not None and now - self.ended >= ttl) or now - self.seen > silence
             )
             return self.stopping
 
@@ -317,10 +327,10 @@ def main(pool_dir: str, ttl: float, heartbeat: float, halt: bool, mount: bool = 
     silence = max(ttl, 3 * heartbeat)
     while not state.over(ttl, silence):
         time.sleep(TICK)
-    stop_pool(pool_dir)
+    stop_pool(pool_dir, leaving=state.told == STOP)
     unmount_volumes(mounted)
     say(messages.Stopped())
-    if halt and not state.stop:
+    if halt and state.told is None:
         shut_down("-h", "now")
 
 
