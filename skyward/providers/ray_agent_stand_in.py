@@ -105,7 +105,7 @@ class LazyAgent:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
-        self._started = 0.0
+        self._deadline = 0.0
         self._stopping = False
 
     def connect(self, host: str) -> socket.socket:
@@ -115,13 +115,13 @@ class LazyAgent:
         OSError when it cannot be reached by then."""
         with self._lock:
             if self._port is None:
-                self._started = time.monotonic()
+                self._deadline = time.monotonic() + AGENT_START
                 self._port = self._start()
         while True:
             try:
                 return socket.create_connection((host, self._port))
             except ConnectionRefusedError:
-                if time.monotonic() > self._started + AGENT_START:
+                if time.monotonic() > self._deadline:
                     raise
                 time.sleep(0.01)
 
@@ -129,8 +129,7 @@ class LazyAgent:
         env = {**os.environ, "RAY_RAYLET_PID": str(os.getpid())}
         process = self._process = subprocess.Popen(self._command, stdin=subprocess.PIPE, env=env)
         threading.Thread(target=self._end_with, args=(process,), daemon=True).start()
-        deadline = self._started + AGENT_START
-        while time.monotonic() < deadline:
+        while time.monotonic() < self._deadline:
             try:
                 with open(self._path, encoding="ascii") as file:
                     written = file.read().strip()
