@@ -30,16 +30,22 @@ fi
 # then the ssh pass) writes to a log printed once the local stream (everything else,
 # then the fake, relay, container and kept passes) is done; the run fails if either does.
 # --durations lists the slowest tests, to keep the whole run within CI's budget.
+# The remote stream runs from a copy as users have it (tests/installed_copy.py): skyward
+# installed by pip, not editable, the tests beside it, so every SSH and cloud pool's
+# client is the installed package and its hosts get a wheel written from it.
 pytest=(.venv/bin/python -m pytest -q -rfEs)
 remote_log="$(mktemp -t skyward-remote-stream-XXXXXX)"
+installed="$(mktemp -d -t skyward-installed-XXXXXX)"
+.venv/bin/python tests/installed_copy.py "$installed" >/dev/null
 # each stream stops at its first failing pass (&&: set -e does not reach into a subshell
 # whose status is tested)
-{
-    "${pytest[@]}" --durations=15 tests/e2e/cloud tests/e2e/ssh &&
-    "${pytest[@]}" --durations=10 --provider ssh
-} >"$remote_log" 2>&1 &
+(
+    cd "$installed" &&
+    venv/bin/python -m pytest -q -rfEs --durations=15 tests/e2e/cloud tests/e2e/ssh &&
+    venv/bin/python -m pytest -q -rfEs --durations=10 --provider ssh
+) >"$remote_log" 2>&1 &
 remote_stream=$!
-trap 'pkill -P "$remote_stream" 2>/dev/null; kill "$remote_stream" 2>/dev/null; rm -f "$remote_log"' EXIT
+trap 'pkill -P "$remote_stream" 2>/dev/null; kill "$remote_stream" 2>/dev/null; rm -rf "$remote_log" "$installed"' EXIT
 status=0
 {
     "${pytest[@]}" --durations=15 --ignore=tests/e2e/cloud --ignore=tests/e2e/ssh &&
@@ -49,7 +55,7 @@ status=0
     "${pytest[@]}" --durations=10 --provider kept
 } || status=$?
 wait "$remote_stream" || status=$?
-trap 'rm -f "$remote_log"' EXIT
-echo "=== the remote stream: tests/e2e/cloud and tests/e2e/ssh, then --provider ssh ==="
+trap 'rm -rf "$remote_log" "$installed"' EXIT
+echo "=== the remote stream, from an installed copy: tests/e2e/cloud and tests/e2e/ssh, then --provider ssh ==="
 cat "$remote_log"
 exit "$status"

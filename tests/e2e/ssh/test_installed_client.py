@@ -13,7 +13,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -24,8 +23,10 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED
 from hosts import HostLab, available
+from installed_copy import installed_venv
 from local_index import PACKAGE, local_index
 
+import skyward
 from skyward.providers.ssh.versions import package_digest
 
 pytestmark = pytest.mark.slow
@@ -45,19 +46,15 @@ class InstalledClient:
     """skyward's package digest of the installed copy (differs from the checkout's)."""
 
 
-DEV_SKYWARD = ("__editable__", "skyward")  # the dev venv's own (editable) skyward
+CHECKOUT = Path(skyward.__file__).resolve().parent
+"""The skyward this suite runs: the checkout's, or an installed copy's (scripts/test.sh's
+remote stream)."""
 
 
 @pytest.fixture(scope="module")
 def installed() -> Iterator[InstalledClient]:
-    """A venv with skyward installed by pip from a copy of the checkout, NON-editable, and
-    its dependencies without a download: the dev venv's installed packages (all but its
-    editable skyward) hard-linked into the new venv's site-packages.
-
-    Not a ``.pth`` line naming the dev venv's site-packages: skyward's by-value pickling
-    (engine/wire.py) takes every module from outside the interpreter's own prefix for the
-    user's code, and crashes on modules registered under two names (requests' urllib3
-    aliases); see tests/unit/test_wire_by_value.py."""
+    """A venv with skyward installed by pip from a copy of the one this suite runs, with a
+    module of its own (``MARKER``), NON-editable (tests/installed_copy.py)."""
     root = tempfile.mkdtemp(prefix="skyward-installed-")
     digest = ""
     try:
@@ -65,49 +62,18 @@ def installed() -> Iterator[InstalledClient]:
         os.makedirs(source)
         for name in ("pyproject.toml", "README.md"):
             shutil.copy(REPO / name, source)
-        shutil.copytree(REPO / "skyward", os.path.join(source, "skyward"), ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(CHECKOUT, os.path.join(source, "skyward"), ignore=shutil.ignore_patterns("__pycache__"))
         token = secrets.token_hex(8)
         with open(os.path.join(source, "skyward", f"{MARKER}.py"), "w") as f:
             f.write(f'TOKEN = "{token}"\n')
-        venv = os.path.join(root, "venv")
-        _run([sys.executable, "-m", "venv", "--without-pip", venv])
-        python = os.path.join(venv, "bin", "python")
-        site = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
-        dev = sysconfig.get_paths()["purelib"]
-        for name in os.listdir(dev):
-            if not name.startswith(DEV_SKYWARD):
-                _link_tree(os.path.join(dev, name), os.path.join(site, name))
-        _run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-build-isolation", source])
-        where = _run([python, "-c", "import skyward; print(skyward.__file__)"], cwd=root).strip()
-        assert where == os.path.join(site, "skyward", "__init__.py"), f"the venv imports skyward from {where}"
-        digest = package_digest(Path(site) / "skyward")
-        assert digest != package_digest(REPO / "skyward")
-        yield InstalledClient(python, site, token, digest)
+        venv = installed_venv(source, os.path.join(root, "venv"))
+        digest = package_digest(Path(venv.site_packages) / "skyward")
+        assert digest != package_digest(CHECKOUT)
+        yield InstalledClient(venv.python, venv.site_packages, token, digest)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         if digest:  # the wheel the client wrote of this one-off copy
             shutil.rmtree(WHEEL_CACHE / f"skyward-{digest}", ignore_errors=True)
-
-
-def _link_tree(source: str, target: str) -> None:
-    """Hard links of ``source`` (a file or a tree) at ``target``; copies across devices."""
-
-    def link(src: str, dst: str) -> None:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
-    if os.path.isdir(source) and not os.path.islink(source):
-        shutil.copytree(source, target, symlinks=True, copy_function=link)
-    else:
-        link(source, target)
-
-
-def _run(command: list[str], cwd: str | None = None) -> str:
-    result = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=cwd)
-    assert result.returncode == 0, f"{command} failed:\n{result.stdout}{result.stderr}"
-    return result.stdout
 
 
 @pytest.fixture(scope="module")
