@@ -9,6 +9,10 @@ interpreter. Redis runs on 127.0.0.1 (`redis-server` with persistence off; `INCR
 `GET` one at a time, and `INCR` throughput) in its own interpreter. Eventual
 convergence is the time from a write on node 0 to the moment node 1's cache serves it;
 queue wake-up is the time from the client's `put` to a waiting `get` returning on a node.
+First, before anything else touches the pool's collections, a task times the first
+`increment` of a counter (default consistency) on each of the pool's host actors, each
+started by that first use, then the first `increment` of new counters whose hosts run,
+then the same counters' next `increment` (warm).
 
     .venv/bin/python -m benchmarks.bench_collections          # this group alone, with verdicts
     .venv/bin/python -m benchmarks.run --only C1              # through the suite
@@ -71,8 +75,14 @@ def skyward_subjects(ops: int) -> dict:
     import skyward as sky
     from benchmarks import engines
 
+    from skyward.collections.config import host_count
+
     rows: list[tuple[str, str, str, list[float]]] = []
     with engines.skyward_pool() as pool:
+        first = sky.function(_first_ops)(host_count(engines.WORKERS), 10 if ops < 1000 else 40) >> pool
+        rows.append((FIRST, "first op", "s", first["host started"]))
+        rows.append((FIRST_RUNNING, "first op", "s", first["host running"]))
+        rows.append((WARM_OP, "first op", "s", first["warm"]))
         strong = pool.counter("bench-strong", consistency="strong")
         strong_dict = pool.dict("bench-strong", consistency="strong")
         strong_dict["k"] = 1
@@ -99,6 +109,35 @@ def skyward_subjects(ops: int) -> dict:
         rows.append(("skyward eventual convergence, node 0 write -> node 1 read", "convergence", "s", _convergence(pool, sky, 20 if ops < 1000 else 60)))
         rows.append(("skyward queue: put -> waiting get returns", "queue wake", "s", _queue_wake(pool, sky, 20 if ops < 1000 else 60)))
     return {"rows": rows}
+
+
+FIRST = "skyward first counter.increment in a task, its host actor started by it"
+FIRST_RUNNING = "skyward first counter.increment of a new counter in a task, its host running"
+WARM_OP = "skyward counter.increment in a task, warm"
+
+
+def _first_ops(hosts: int, fresh: int) -> dict:
+    """Seconds of each first ``increment`` of a default counter in this task: one per host
+    actor of the pool (``hosts``; each counter's name hashes to another host, which that
+    use starts), then ``fresh`` more whose hosts run, then a warm one of each of those."""
+    import skyward as sky
+    from skyward.collections.placement import home_of
+
+    named: dict[int, str] = {}
+    tried = 0
+    while len(named) < hosts:
+        named.setdefault(home_of("counter", f"bench-first-{tried}", hosts), f"bench-first-{tried}")
+        tried += 1
+
+    def timed(counter: Any) -> float:
+        started = time.perf_counter()
+        counter.increment()
+        return time.perf_counter() - started
+
+    started_hosts = [timed(sky.counter(name)) for name in named.values()]
+    counters = [sky.counter(f"bench-first-running-{i}") for i in range(fresh)]
+    running = [timed(counter) for counter in counters]
+    return {"host started": started_hosts, "host running": running, "warm": [timed(counter) for counter in counters]}
 
 
 def _in_task(ops: int) -> dict:
