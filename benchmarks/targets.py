@@ -52,16 +52,25 @@ def fact(rows: Sequence[Row], group: str, subject: str, name: str) -> Any:
     return None if found is None else found.get("facts", {}).get(name)
 
 
-def at_most_times(group: str, ours: str, peer: str, limit: float) -> Callable[[Sequence[Row]], Verdict]:
-    """skyward's median ÷ the peer's median must be at most ``limit``."""
+def compared(
+    group: str, ours: str, other: str, judge: Callable[[float, float], Verdict],
+) -> Callable[[Sequence[Row]], Verdict]:
+    """``judge(skyward's median, the other row's median)``; not measured when either row is."""
     def check(rows: Sequence[Row]) -> Verdict:
-        mine, theirs = find(rows, group, ours), find(rows, group, peer)
+        mine, theirs = find(rows, group, ours), find(rows, group, other)
         if mine is None or theirs is None:
             return "not measured", None
-        ratio = mine["median_s"] / theirs["median_s"]
-        return f"{ratio:.2f}x", ratio <= limit
+        return judge(mine["median_s"], theirs["median_s"])
 
     return check
+
+
+def at_most_times(group: str, ours: str, peer: str, limit: float) -> Callable[[Sequence[Row]], Verdict]:
+    """skyward's median ÷ the peer's median must be at most ``limit``."""
+    def judge(mine: float, theirs: float) -> Verdict:
+        return f"{mine / theirs:.2f}x", mine / theirs <= limit
+
+    return compared(group, ours, peer, judge)
 
 
 def slowest_at_most(group: str, prefix: str, limit: float) -> Callable[[Sequence[Row]], Verdict]:
@@ -93,14 +102,10 @@ def at_most_times_fastest(group: str, ours: str, limit: float, metric: str = "")
 
 def at_least_faster(group: str, ours: str, peer: str, factor: float) -> Callable[[Sequence[Row]], Verdict]:
     """The peer's median ÷ skyward's median must be at least ``factor``."""
-    def check(rows: Sequence[Row]) -> Verdict:
-        mine, theirs = find(rows, group, ours), find(rows, group, peer)
-        if mine is None or theirs is None:
-            return "not measured", None
-        speedup = theirs["median_s"] / mine["median_s"]
-        return f"{speedup:.1f}x faster", speedup >= factor
+    def judge(mine: float, theirs: float) -> Verdict:
+        return f"{theirs / mine:.1f}x faster", theirs / mine >= factor
 
-    return check
+    return compared(group, ours, peer, judge)
 
 
 def at_most(group: str, ours: str, limit: float, unit: str = "s") -> Callable[[Sequence[Row]], Verdict]:
@@ -127,15 +132,10 @@ def fact_at_most(group: str, ours: str, name: str, limit: float) -> Callable[[Se
 
 def beyond_at_most(group: str, ours: str, base: str, limit: float) -> Callable[[Sequence[Row]], Verdict]:
     """skyward's median minus the median of its ``base`` row must be at most ``limit`` s."""
-    def check(rows: Sequence[Row]) -> Verdict:
-        mine, warm = find(rows, group, ours), find(rows, group, base)
-        if mine is None or warm is None:
-            return "not measured", None
-        beyond = mine["median_s"] - warm["median_s"]
-        shown = f"{_ms(beyond)} beyond ({_ms(mine['median_s'])} against {_ms(warm['median_s'])})"
-        return shown, beyond <= limit
+    def judge(mine: float, warm: float) -> Verdict:
+        return f"{_ms(mine - warm)} beyond ({_ms(mine)} against {_ms(warm)})", mine - warm <= limit
 
-    return check
+    return compared(group, ours, base, judge)
 
 
 def _ms(seconds: float) -> str:

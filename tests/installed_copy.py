@@ -7,7 +7,8 @@ of the suite take their turn from its day).
 The venv's other packages are the dev venv's, hard-linked (no download, no index): not a
 ``.pth`` line naming the dev venv's site-packages, since skyward's by-value pickling
 (engine/wire.py) takes every module from outside the interpreter's own prefix for the
-user's code. The remote stream of ``scripts/test.sh`` runs from such a copy, so every SSH
+user's code, and crashes on modules registered under two names (requests' urllib3
+aliases; tests/unit/test_wire_by_value.py). The remote stream of ``scripts/test.sh`` runs from such a copy, so every SSH
 and cloud pool of the suite has an installed client, whose nodes get a wheel written
 from its installed files.
 
