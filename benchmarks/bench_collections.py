@@ -9,10 +9,10 @@ interpreter. Redis runs on 127.0.0.1 (`redis-server` with persistence off; `INCR
 `GET` one at a time, and `INCR` throughput) in its own interpreter. Eventual
 convergence is the time from a write on node 0 to the moment node 1's cache serves it;
 queue wake-up is the time from the client's `put` to a waiting `get` returning on a node.
-First, before anything else touches the pool's collections, a task times the first
-`increment` of a counter (default consistency) on each of the pool's host actors, each
-started by that first use, then the first `increment` of new counters whose hosts run,
-then the same counters' next `increment` (warm).
+First, right after the pool opened and before anything else touches its collections, a
+task times the first `increment` of a counter (default consistency) on each shard of the
+pool's hosts (one actor, started with the pool), then the first `increment` of new
+counters on shards used before, then the same counters' next `increment` (warm).
 
     .venv/bin/python -m benchmarks.bench_collections          # this group alone, with verdicts
     .venv/bin/python -m benchmarks.run --only C1              # through the suite
@@ -111,15 +111,15 @@ def skyward_subjects(ops: int) -> dict:
     return {"rows": rows}
 
 
-FIRST = "skyward first counter.increment in a task, its host actor started by it"
-FIRST_RUNNING = "skyward first counter.increment of a new counter in a task, its host running"
+FIRST = "skyward first counter.increment in a task right after the open, one per shard"
+FIRST_RUNNING = "skyward first counter.increment of a new counter in a task, its shard used before"
 WARM_OP = "skyward counter.increment in a task, warm"
 
 
 def _first_ops(hosts: int, fresh: int) -> dict:
-    """Seconds of each first ``increment`` of a default counter in this task: one per host
-    actor of the pool (``hosts``; each counter's name hashes to another host, which that
-    use starts), then ``fresh`` more whose hosts run, then a warm one of each of those."""
+    """Seconds of each first ``increment`` of a default counter in this task: one per shard
+    of the pool (``hosts``; each counter's name hashes to another shard), then ``fresh``
+    more on shards used before, then a warm one of each of those."""
     import skyward as sky
     from skyward.collections.placement import home_of
 

@@ -1,14 +1,14 @@
 """C2 — one counter and one queue under many writers: where a collection's host saturates.
 
-A collection lives on one host actor (names hash to the pool's hosts; on a remote pool
-they all run on node 0), so what 1,000 nodes incrementing one counter or appending to
+A collection lives on one shard of the pool's hosts actor (names hash to the shards; on
+a remote pool the actor runs on node 0), so what 1,000 nodes incrementing one counter or appending to
 one queue get is what that one process serves, shared among them. A local pool of 4
 nodes (thread executors of 250 slots) runs 1, 4, 16, 64, 256 and 1,000 writers at once,
 spread over the nodes as separate tasks; each calls strong `counter.increment()` (then
 `queue.put(i)`, then an eventual counter's `increment()`) back to back for a few
-seconds from a common start. Measured: the total rate, and the CPU the host actor
-processes (`ray::CollectionHost`, psutil) spent per operation, whose inverse is what
-one host core serves: the saturation point. A node's concurrent strong increments of
+seconds from a common start. Measured: the total rate, and the CPU the hosts actor's
+process (`ray::CollectionHosts`, psutil) spent per operation, whose inverse is what one
+host core serves: the saturation point. A node's concurrent strong increments of
 one counter share the host's calls (`collections.combiner`), and so do its puts to one
 queue (up to 64 a call), so the cost per write falls as writers per node grow. The peer: a
 plain Ray actor holding an int, its `incr` called the same way by as many Ray tasks (in
@@ -82,14 +82,14 @@ def _write(kind: str, name: str, start: float, seconds: float) -> int:
 
 
 def _host_cpu() -> float:
-    """CPU seconds the collection host actors of this process's pool (its Ray's workers,
-    this process's descendants) have used so far."""
+    """CPU seconds the collections' hosts actor of this process's pool (its Ray's worker,
+    this process's descendant) has used so far."""
     import psutil
 
     total = 0.0
     for process in psutil.Process().children(recursive=True):
         try:
-            if any("CollectionHost" in part for part in process.cmdline()):
+            if any("CollectionHosts" in part for part in process.cmdline()):
                 times = process.cpu_times()
                 total += times.user + times.system
         except (psutil.NoSuchProcess, psutil.AccessDenied):

@@ -352,10 +352,10 @@ TARGETS = (
     Target("C1-rate", "eventual counter increments ≥ 50,000/s from one node",
            rate_at_least("C1", "skyward eventual counter.increment rate (in a task)", 50_000)),
     Target("C1-first", "the first operation on a collection inside a task ≤ 50 ms beyond a warm one (issue 40)",
-           beyond_at_most("C1", "skyward first counter.increment in a task, its host actor started by it",
+           beyond_at_most("C1", "skyward first counter.increment in a task right after the open, one per shard",
                           "skyward counter.increment in a task, warm", 0.05)),
-    Target("C1-first-running", "the same for a new collection whose host actor runs (issue 40)",
-           beyond_at_most("C1", "skyward first counter.increment of a new counter in a task, its host running",
+    Target("C1-first-running", "the same for a new collection on a shard used before (issue 40)",
+           beyond_at_most("C1", "skyward first counter.increment of a new counter in a task, its shard used before",
                           "skyward counter.increment in a task, warm", 0.05)),
     Target("S1-warm", "warm start of an SSH pool of 3 hosts ≤ 15 s (issue 4)",
            at_most("S1", "3 hosts warm start", 15.0)),
@@ -1008,30 +1008,14 @@ EXPLANATIONS: dict[str, str] = {
         " Profiled on 2026-12-03 (py-spy, 1,000 simulated nodes, 20 s): most of the console's time was rich drawing the nodes table 4 times a second, and the rest the event bus matching each of 8,000 metric events a second against the console's 21 subscriptions. The table is now drawn at most once a second (`TABLE_EVERY`, as often as nodes sample metrics) and the bus works out an event class's handlers once: the console's share, measured as the row does, alternating twice, went from 6.2% to 2.7% of a core, and the full run of 13:34 that day measured 4.9%, a pass."
     ),
     "C1-first": (
-        "Measured first on 2026-12-04 (issue 40's fourth target; no row held it before). "
-        "A pool's collections live on its host actors (`max(2, min(16, nodes))` of them), "
-        "and a host starts on the first operation that needs it, anywhere in the pool "
-        "(docs/collections.md). That first operation waits for a Ray worker process to "
-        "boot: in three runs on a quiet machine, with timestamps written by the host's "
-        "`__init__` (one clock), a task's first `increment` took 0.60-0.77 s, of which the "
-        "worker process (begun by Ray about 0.2 s before the call) booted for 0.81-0.95 s "
-        "before the actor's `__init__` ran, `__init__` took 3 ms and the answer came 17-27 "
-        "ms after it: all but about 25 ms is Ray's worker boot (`import ray` and connecting "
-        "to the raylet; skyward's modules in a Ray worker import in about 47 ms, see "
-        "R-warm). A new collection on a host that runs is the 'host running' row, within "
-        "the target (C1-first-running). What would close it is a host that is up before "
-        "the first use. Started with every pool, the 4 hosts of a 4-node pool cost 57 MiB "
-        "of PSS each and 0.5-0.8% of a core each while idle (per-thread /proc times over 10 "
-        "s; Ray's 10 ms signal check on each main thread, as in B5-cpu): about 228 MiB and "
-        "2-3% of a core for every pool, most of which never use a collection, and B5 (399 "
-        "MiB, 3.6% of a core in the run of 16:28) would then be worse than Ray's own 4 idle "
-        "actors on both counts. So they are not started ahead. The cheaper way would be one host "
-        "process per machine holding every shard of the pool, started with the pool (one "
-        "host's 57 MiB and under 1% of a core), which changes how a host's concurrency and "
-        "a shard's loss work (docs/collections.md); not tried. This table's C1 "
-        "first-operation rows are from the full run of 2026-12-04 19:38 (the machine about "
-        "1.5x slower that hour): 576 ms (518-588 ms over the 4 hosts) against 5 µs warm, "
-        "and 3.9 ms for a new counter whose host runs."
+        "Until 2026-12-04 a pool's collections lived on one Ray actor per shard, each started "
+        "by the first operation that needed it, which waited for a Ray worker to boot: 576 ms "
+        "(518-588 ms over the 4 shards) against 5 µs warm in the full run of 2026-12-04 19:38, "
+        "all but about 25 ms of it Ray's (`import ray` and connecting to the raylet, by "
+        "timestamps of the host's `__init__`). Since then one actor holds every shard and the "
+        "pool starts it beside its agents (docs/collections.md), so the first operation finds "
+        "it running; the open does not wait for it, so a miss here would be a task that ran "
+        "before that actor's worker had booted."
     ),
     "D-lost": (
         "The run of 2026-12-02 03:40 counted one follower (of 200 HTTP clients that "

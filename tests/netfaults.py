@@ -192,7 +192,7 @@ def connections_reset(host: TestHost) -> int:
 
 def listening_ports(host: TestHost, title: str) -> set[int]:
     """The TCP ports that the processes in ``host``'s namespace whose command line
-    starts with ``title`` (``ray::CollectionHost``, as Ray retitles an actor's worker)
+    starts with ``title`` (``ray::CollectionHosts``, as Ray retitles an actor's worker)
     listen on."""
     shown = subprocess.run(["ip", "netns", "exec", host.netns, "ss", "-Htlnp"], capture_output=True, text=True,
                            timeout=30, check=True).stdout

@@ -5,10 +5,10 @@ Layout: ``factories`` (``sky.dict`` & co., ``pool.dict`` & co.) build proxies
 (``shared_dict``, ``shared_set``, ``counter``, ``work_queue``, ``barrier``, ``lock``)
 over an ``operations.Operations`` (``local_operations`` in Ray processes, ``bridge`` in
 executor children, chosen by ``runtime``; both run operations written once as ``steps``,
-run blocking or awaited). The local operations call the host actors (``actors``,
-holding one ``entities`` object per collection they own, placed by ``placement``;
-``remote`` types their handles and what travels to them) directly for "strong"
-operations (on a local pool those that never wait by the host's Unix socket,
+run blocking or awaited). The local operations call the pool's hosts (``actors``: one
+actor holding every shard, each shard one ``entities`` object per collection it owns,
+placed by ``placement``; ``remote`` types its handles and what travels to it) directly
+for "strong" operations (on a local pool those that never wait by the shard's Unix socket,
 ``host_lane``) and through the node cache (``cache``, fed by ``subscriptions`` on the
 hosts, on a ``loop`` thread) for "eventual" ones; ``keeper`` keeps lock and barrier
 leases alive. ``config`` holds the layout and the timing every process shares.

@@ -1,26 +1,33 @@
-"""``CollectionHost``: the Ray actor that owns collections.
+"""``CollectionHosts``: the Ray actor that owns a pool's collections, and the shards
+(``CollectionShard``) it holds.
 
-A pool has ``CollectionsConfig.hosts`` of them, created on first use under Ray names
-derived from the pool id. Each holds many entities, one per (kind, name) it owns: a
-shard of every dict (keys are spread over all hosts by a stable hash), and whole sets,
-counters, queues, barriers and locks (each on the host its name hashes to). The kind is
-part of the entity key, so a dict and a counter of the same name never collide.
+A pool has ``CollectionsConfig.hosts`` shards, all in one process: one actor a pool
+starts beside its agents (``local_operations.start_hosts``; any process of the pool
+starts it on first use where the pool did not), under a Ray name derived from the pool
+id. Each shard holds many entities, one per (kind, name) it owns: a shard of every dict
+(keys are spread over all shards by a stable hash), and whole sets, counters, queues,
+barriers and locks (each on the shard its name hashes to). The kind is part of the
+entity key, so a dict and a counter of the same name never collide. One process for
+every shard, rather than one per shard, is what lets the pool start it with its agents:
+an idle Ray worker costs about 57 MiB and half a percent of a core, and the first use
+of a shard no longer waits for a Ray worker's boot (about 0.5 s).
 
-A host is a threaded actor with two concurrency groups: the default group has one
-thread and serves every operation that never waits (``call``, ``exchange``, ``commit``,
-``renew``: a plain actor call, the fastest Ray has), and ``WAIT_GROUP`` has
-``WAIT_THREADS`` threads for those that may wait (``call_waiting``: queue ``get``, lock
-``acquire``, barrier ``await_round``; cache ``poll``; ``prepare`` and ``update_many``).
-One lock guards all state, so each operation is applied whole; waits release it (see
-``entities``). An operation sent to the default group that would have to wait for a
-prepared multi-shard update answers ``BUSY`` and is sent again to ``WAIT_GROUP``.
+The actor is threaded with two concurrency groups: the default group has one thread per
+shard and serves every operation that never waits (``call``, ``exchange``, ``renew``: a
+plain actor call, the fastest Ray has), and ``WAIT_GROUP`` has ``WAIT_THREADS`` threads
+per shard for those that may wait (``call_waiting``: queue ``get``, lock ``acquire``,
+barrier ``await_round``; cache ``poll``; ``update_many``). Each method of a shard takes
+the shard's index first. One lock per shard guards its state, so each operation is
+applied whole; waits release it (see ``entities``). An operation sent to the default
+group that would have to wait for a prepared multi-shard update answers ``BUSY`` and is
+sent again to ``WAIT_GROUP``.
 
 ``call`` takes one pickled request and answers a pickled ``(True, result)`` or
 ``(False, exception)`` rather than raising, so the caller re-raises the original
 exception type without Ray's wrapping. The ticket ahead of the request lets the caller
-send it again while the host cannot be reached: the host applies it once (``replies``).
-On a local pool a host also serves ``call`` on a Unix socket to the processes of its
-machine (``host_lane``), on threads of its own beside the default group's; the one lock
+send it again while the shard cannot be reached: the shard applies it once (``replies``).
+On a local pool each shard also serves ``call`` on a Unix socket to the processes of its
+machine (``host_lane``), on threads of its own beside the actor's; the shard's lock
 keeps each operation whole there too.
 """
 
@@ -42,7 +49,7 @@ from skyward.collections.entities import BarrierState, CounterStore, DictShard, 
 from skyward.collections.errors import CollectionUnavailableError
 from skyward.collections.host_lane import HostLaneServer, lane_path
 from skyward.collections.markers import BUSY, NO_SLOT, Marker
-from skyward.collections.remote import EntityKey, Exchanged, HostHandle, Items, Outcome, Snapshot, Ticket, WireOp
+from skyward.collections.remote import EntityKey, Exchanged, Items, Outcome, Snapshot, Ticket, WireOp
 from skyward.collections.replies import Replies, ticketed
 from skyward.collections.subscriptions import Subscriptions, WatchedKey
 from skyward.core.codec import load_payload
@@ -79,8 +86,8 @@ EXCHANGES = {
 }
 
 
-class CollectionHost:
-    """Owns the entities that hash to host ``index`` of the pool ``config``."""
+class CollectionShard:
+    """Owns the entities that hash to shard ``index`` of the pool ``config``."""
 
     def __init__(self, config: CollectionsConfig, index: int) -> None:
         self._config = config
@@ -94,7 +101,6 @@ class CollectionHost:
         self._held: dict[str, set[EntityKey]] = {}
         self._prepared: dict[str, tuple[str, float]] = {}
         self._lane = _lane_server(config, index, self.call)  # listening before anyone can find the host
-        lineage.mark_created(config, index)
         threading.Thread(target=self._check_forever, name="skyward-collections-check", daemon=True).start()
 
     # ------------------------------------------------------------------ strong path
@@ -145,47 +151,6 @@ class CollectionHost:
             return True, getattr(entity, op)(*args)
         except Exception as exc:
             return False, exc
-
-    def update_many(
-        self, name: str, groups: dict[int, Items], hosts: dict[int, HostHandle], subscriber: str | None
-    ) -> Outcome:
-        """Write ``groups`` (items per host index) to dict ``name`` atomically across
-        hosts (``WAIT_GROUP``): prepare every shard in host order (their keys wait), then
-        commit all. Returns the written slots' snapshots per host index (watched by
-        ``subscriber`` when given)."""
-        import ray
-
-        transaction = uuid.uuid4().hex
-        order = sorted(groups)
-        prepared: list[int] = []
-        try:
-            for index in order:
-                keys = tuple(key for key, _ in groups[index])
-                if index == self._index:
-                    ready = self.prepare(transaction, name, keys)
-                else:
-                    preparing = hosts[index].prepare.options(concurrency_group=WAIT_GROUP).remote(transaction, name, keys)
-                    ready = ray.get(preparing, timeout=PREPARE_TIMEOUT + LEASE_TTL)
-                if not ready:
-                    raise TimeoutError(
-                        f"sky.dict({name!r}).update: its keys stayed held by other updates for {PREPARE_TIMEOUT:g}s"
-                    )
-                prepared.append(index)
-            remote = {
-                index: hosts[index].commit.remote(transaction, name, groups[index], subscriber)
-                for index in order if index != self._index
-            }
-            snapshots = {index: self.commit(transaction, name, groups[index], subscriber) for index in order if index == self._index}
-            for index, ref in remote.items():
-                snapshots[index] = ray.get(ref, timeout=PREPARE_TIMEOUT)
-        except Exception as exc:
-            for index in prepared:
-                if index == self._index:
-                    self.abort(transaction, name)
-                else:
-                    hosts[index].abort.remote(transaction, name)
-            return False, exc
-        return True, snapshots
 
     def prepare(self, transaction: str, name: str, keys: tuple[Hashable, ...]) -> bool:
         """Hold ``keys`` of dict ``name`` for ``transaction`` (``WAIT_GROUP``); False if
@@ -391,6 +356,71 @@ class CollectionHost:
                 if ticks % FORGET_EVERY == 0:
                     self._subscriptions.forget_idle()
                     self._replies.forget_idle()
+
+
+class CollectionHosts:
+    """Every shard (``CollectionShard``) of the pool ``config``, in this process; marks the
+    pool's hosts created (``lineage``) once they listen."""
+
+    def __init__(self, config: CollectionsConfig) -> None:
+        self._shards = tuple(CollectionShard(config, index) for index in range(config.hosts))
+        lineage.mark_created(config)
+
+    def call(self, index: int, request: bytes) -> bytes:
+        """Shard ``index``'s ``CollectionShard.call``."""
+        return self._shards[index].call(request)
+
+    def call_waiting(self, index: int, request: bytes) -> bytes:
+        """Shard ``index``'s ``CollectionShard.call_waiting`` (``WAIT_GROUP``)."""
+        return self._shards[index].call_waiting(request)
+
+    def exchange(self, index: int, subscriber: str, first_seq: int, ops: list[WireOp]) -> Exchanged | Marker:
+        """Shard ``index``'s ``CollectionShard.exchange``."""
+        return self._shards[index].exchange(subscriber, first_seq, ops)
+
+    def exchange_waiting(self, index: int, subscriber: str, first_seq: int, ops: list[WireOp]) -> Exchanged:
+        """Shard ``index``'s ``CollectionShard.exchange_waiting`` (``WAIT_GROUP``)."""
+        return self._shards[index].exchange_waiting(subscriber, first_seq, ops)
+
+    def poll(self, index: int, subscriber: str, wait: float) -> tuple[list[Snapshot], int]:
+        """Shard ``index``'s ``CollectionShard.poll`` (``WAIT_GROUP``)."""
+        return self._shards[index].poll(subscriber, wait)
+
+    def renew(self, index: int, holders: list[str]) -> list[str]:
+        """Shard ``index``'s ``CollectionShard.renew``."""
+        return self._shards[index].renew(holders)
+
+    def holder_ended(self, index: int, holder: str, failed: bool) -> None:
+        """Shard ``index``'s ``CollectionShard.holder_ended``."""
+        self._shards[index].holder_ended(holder, failed)
+
+    def membership_changed(self, left: int | None, reason: str) -> None:
+        """``CollectionShard.membership_changed`` on every shard."""
+        for shard in self._shards:
+            shard.membership_changed(left, reason)
+
+    def update_many(self, name: str, groups: dict[int, Items], subscriber: str | None) -> Outcome:
+        """Write ``groups`` (items per shard index) to dict ``name`` atomically across
+        shards (``WAIT_GROUP``): prepare every shard in index order (their keys wait), then
+        commit all. Returns the written slots' snapshots per shard index (watched by
+        ``subscriber`` when given)."""
+        transaction = uuid.uuid4().hex
+        prepared: list[CollectionShard] = []
+        try:
+            for index in sorted(groups):
+                shard = self._shards[index]
+                if not shard.prepare(transaction, name, tuple(key for key, _ in groups[index])):
+                    raise TimeoutError(
+                        f"sky.dict({name!r}).update: its keys stayed held by other updates for {PREPARE_TIMEOUT:g}s"
+                    )
+                prepared.append(shard)
+            return True, {
+                index: self._shards[index].commit(transaction, name, items, subscriber) for index, items in groups.items()
+            }
+        except Exception as exc:
+            for shard in prepared:
+                shard.abort(transaction, name)
+            return False, exc
 
 
 class LeaseTable:

@@ -50,12 +50,13 @@ DISABLED = (
 
 
 class CollectionsConfig(Struct, frozen=True):
-    """The collections of one pool: ``hosts`` host actors named after ``pool_id``.
+    """The collections of one pool: ``hosts`` shards, in one host actor named after
+    ``pool_id``.
     ``enabled`` is False when the pool runs with ``Options(cluster=False)``.
     ``placement``: Ray resources (name, amount) each host asks for, to keep them where
     no node the pool removes can take them (a remote pool's head); empty: spread over
     the cluster. ``lanes_dir``: a directory only this user can enter, on the one machine
-    that runs every process of the pool (a local pool's), where each host also serves
+    that runs every process of the pool (a local pool's), where each shard also serves
     this machine's callers on a Unix socket (``host_lane``); empty: Ray only."""
 
     pool_id: str
@@ -64,13 +65,14 @@ class CollectionsConfig(Struct, frozen=True):
     placement: tuple[tuple[str, float], ...] = ()
     lanes_dir: str = ""
 
-    def host_name(self, index: int) -> str:
-        """The Ray actor name of host ``index`` (namespace ``NAMESPACE``)."""
-        return f"skyward:{self.pool_id}:collections:{index}"
+    @property
+    def hosts_name(self) -> str:
+        """The Ray actor name of the pool's hosts (namespace ``NAMESPACE``)."""
+        return f"skyward:{self.pool_id}:collections"
 
 
 def host_count(nodes: int) -> int:
-    """How many host actors a pool of ``nodes`` nodes gets: one per node, within
+    """How many shards a pool of ``nodes`` nodes gets: one per node, within
     ``MIN_HOSTS``..``MAX_HOSTS``."""
     return max(MIN_HOSTS, min(MAX_HOSTS, nodes))
 

@@ -6,7 +6,7 @@
   tasks use a ``ForwardingOperations`` that forwards to the agent (``gateway``).
 - A client that is a Ray driver of its pool (local and ``sky.Ray`` pools) gets a
   ``LocalOperations`` per open pool through ``DriverCollections``, stopped when the pool
-  closes, which also kills the pool's host actors. The client of a remote pool gets a
+  closes, which also kills the pool's hosts actor. The client of a remote pool gets a
   ``ForwardingOperations`` to the head node's agent instead (see the SSH provider).
 """
 
@@ -80,14 +80,14 @@ class DriverCollections:
         return _local_operations(self.config, "client")
 
     def membership_changed(self, left: int | None, reason: str) -> None:
-        """The pool's nodes changed (see ``CollectionHost.membership_changed``)."""
+        """The pool's nodes changed (see ``CollectionShard.membership_changed``)."""
         if self.config.enabled:
             from skyward.collections.steps import run
 
             run(self.operations().pool_membership_changed(left, reason))
 
     def release(self) -> None:
-        """The pool closes: stop this process's operations, kill the pool's host actors."""
+        """The pool closes: stop this process's operations, kill the pool's hosts."""
         release(self.config)
 
     def results_arrived(self) -> None:
@@ -124,9 +124,19 @@ def end_task(task_id: str, ok: bool, writes_lost_at_start: int) -> CollectionUna
     return None
 
 
+def start_hosts(config: CollectionsConfig) -> None:
+    """Called by a process of the pool that is a Ray driver as it starts the pool's agents:
+    begin starting its collections' hosts beside them (``local_operations.start_hosts``);
+    nothing when the pool runs with ``Options(cluster=False)``."""
+    if config.enabled:
+        from skyward.collections.local_operations import start_hosts as begin
+
+        begin(config)
+
+
 def release(config: CollectionsConfig) -> None:
-    """Called when a pool closes, in the client: stop its operations, kill its host
-    actors and remove their lanes' socket paths."""
+    """Called when a pool closes, in the client: stop its operations, kill its hosts
+    and remove their lanes' socket paths."""
     with _lock:
         operations = _operations_by_pool.pop(config.pool_id, None)
     if operations is not None:
@@ -135,11 +145,9 @@ def release(config: CollectionsConfig) -> None:
 
     if not ray.is_initialized():
         return
+    with contextlib.suppress(ValueError):  # never created
+        ray.kill(ray.get_actor(config.hosts_name, namespace=NAMESPACE), no_restart=True)
     for index in range(config.hosts):
-        try:
-            ray.kill(ray.get_actor(config.host_name(index), namespace=NAMESPACE), no_restart=True)
-        except ValueError:  # never created
-            pass
         if path := lane_path(config.lanes_dir, config.pool_id, index):
             with contextlib.suppress(OSError):
                 os.unlink(path)

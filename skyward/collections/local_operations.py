@@ -3,7 +3,7 @@ Ray cluster (the client, or a node agent and the tasks on its threads).
 
 Each operation is a generator of steps (see ``steps``): the proxies run it blocking or
 from asyncio, and the process-executor bridge runs it on behalf of a child. "strong"
-operations are one call to the owning host actor; "eventual" ones go through the
+operations are one call to the owning shard of the pool's hosts; "eventual" ones go through the
 process's ``NodeCache``. Queue, barrier and lock operations are always strong.
 """
 
@@ -21,7 +21,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 import cloudpickle
 
 from skyward.collections import lineage
-from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHost, pack
+from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHosts, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.combiner import Combiner, Failed
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
@@ -30,7 +30,7 @@ from skyward.collections.host_lane import HostLaneClient, lane_path
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
-from skyward.collections.remote import HostClass, HostHandle, Items
+from skyward.collections.remote import HostHandle, HostsClass, HostsHandle, Items, ShardHandle
 from skyward.collections.replies import Tickets, with_ticket
 from skyward.collections.steps import WAIT_SLICE, Inline, Steps, Wait, sent_again, translated
 from skyward.core.codec import load_payload
@@ -47,7 +47,7 @@ the host's answer may take before TimeoutError; normally it takes one round trip
 PUTS_AT_ONCE = 64
 """The most queue items one call carries (the items may be large)."""
 
-_remote_host: HostClass | None = None
+_remote_hosts: dict[int, HostsClass] = {}
 _remote_lock = threading.Lock()
 
 
@@ -70,7 +70,8 @@ class LocalOperations:
         self.config = config
         self.hosts = config.hosts
         self.closed = False
-        self._handles: list[HostHandle | None] = [None] * config.hosts
+        self._hosts: HostsHandle | None = None
+        self._shards: list[HostHandle] = []
         self._lanes: list[HostLaneClient | None] = [
             HostLaneClient(path) if (path := lane_path(config.lanes_dir, config.pool_id, index)) else None
             for index in range(config.hosts)
@@ -87,36 +88,34 @@ class LocalOperations:
     # ------------------------------------------------------------------ plumbing
 
     def handle(self, index: int) -> HostHandle:
-        """The actor handle of host ``index``, once the host is ready (it is created by
-        the first process of the pool to use it), so that no operation's own timeout
-        pays for an actor's start. CollectionUnavailableError if the host existed once
-        and is gone (its state is lost: no fresh, empty host replaces it);
-        CollectionClosedError once the pool closed."""
+        """Shard ``index`` of the pool's hosts (``hosts_handle``)."""
         self.check_open()
-        handle = self._handles[index]
-        if handle is None:
+        return (self._shards or self._shard_handles())[index]
+
+    def hosts_handle(self) -> HostsHandle:
+        """The actor handle of the pool's hosts, once they are ready (the pool starts them
+        with its agents, ``start_hosts``; where it did not, the first process to use them
+        does), so that no operation's own timeout pays for an actor's start.
+        CollectionUnavailableError if they existed once and are gone (their state is lost:
+        no fresh, empty hosts replace them); CollectionClosedError once the pool closed."""
+        self.check_open()
+        hosts = self._hosts
+        if hosts is None:
             with self._lock:
-                handle = self._handles[index]
-                if handle is None and lineage.was_created(self.config, index):
-                    handle = self._handles[index] = _existing_host(self.config.host_name(index))
-                if handle is None:
-                    where: dict[str, object] = (
-                        {"resources": dict(self.config.placement)} if self.config.placement
-                        else {"scheduling_strategy": "SPREAD"}
-                    )
-                    handle = _host_class().options(
-                        name=self.config.host_name(index),
-                        namespace=NAMESPACE,
-                        get_if_exists=True,
-                        lifetime="detached",
-                        num_cpus=0,
-                        max_restarts=0,
-                        max_concurrency=1,
-                        **where,
-                    ).remote(self.config, index)
-                    _wait_ready(handle, self.config.host_name(index))
-                    self._handles[index] = handle
-        return handle
+                hosts = self._hosts
+                if hosts is None:
+                    name = self.config.hosts_name
+                    hosts = _existing_hosts(name) if lineage.was_created(self.config) else start_hosts(self.config)
+                    _wait_ready(hosts, name)
+                    self._hosts = hosts
+        return hosts
+
+    def _shard_handles(self) -> list[HostHandle]:
+        hosts = self.hosts_handle()
+        with self._lock:
+            if not self._shards:
+                self._shards = [ShardHandle(hosts, index) for index in range(self.hosts)]
+            return self._shards
 
     def call(
         self, host: int, kind: str, name: str, op: str, args: tuple[object, ...], timeout: float = OP_TIMEOUT,
@@ -229,16 +228,15 @@ class LocalOperations:
 
     @_while_open
     def pool_membership_changed(self, left: int | None, reason: str) -> Steps[None]:
-        """Tell every host that exists that the pool's nodes changed (see
-        ``CollectionHost.membership_changed``); a host that died is skipped."""
-        for index in range(self.hosts):
-            if not lineage.was_created(self.config, index):
-                continue
-            try:
-                handle = self.handle(index)
-                yield Wait(handle.membership_changed.remote(left, reason), OP_TIMEOUT, "telling collections of a node change")
-            except CollectionUnavailableError:
-                continue
+        """Tell the pool's hosts, if they were started and run, that its nodes changed
+        (see ``CollectionShard.membership_changed``)."""
+        if not lineage.was_created(self.config):
+            return
+        try:
+            hosts = self.hosts_handle()
+        except CollectionUnavailableError:
+            return
+        yield Wait(hosts.membership_changed.remote(left, reason), OP_TIMEOUT, "telling collections of a node change")
 
     # ------------------------------------------------------------------ dict
 
@@ -310,10 +308,8 @@ class LocalOperations:
         if not strong:
             for future in self._cache.sync():
                 yield Wait(future, OP_TIMEOUT, f"sky.dict({name!r}).update waiting for earlier writes")
-        handles = {host: self.handle(host) for host in groups}
         subscriber = None if strong else self._cache.subscriber
-        coordinator = self.handle(min(groups)).update_many.options(concurrency_group=WAIT_GROUP)
-        ref = coordinator.remote(name, groups, handles, subscriber)
+        ref = self.hosts_handle().update_many.options(concurrency_group=WAIT_GROUP).remote(name, groups, subscriber)
         ok, value = yield Wait(ref, OP_TIMEOUT, f"sky.dict({name!r}).update")
         if not ok:
             raise value
@@ -511,30 +507,53 @@ class LocalOperations:
         return (yield from self.call_as(bool, home_of("lock", name, self.hosts), "lock", name, "locked", ()))
 
 
-def _host_class() -> HostClass:
-    global _remote_host
+def start_hosts(config: CollectionsConfig) -> HostsHandle:
+    """Begin starting the hosts of the pool ``config`` (or find them, when another process
+    began first) without waiting for them: a pool calls this as it starts its agents, so
+    that its collections are ready as soon as its nodes are."""
+    where: dict[str, object] = (
+        {"resources": dict(config.placement)} if config.placement else {"scheduling_strategy": "SPREAD"}
+    )
+    return _hosts_class(config.hosts).options(
+        name=config.hosts_name,
+        namespace=NAMESPACE,
+        get_if_exists=True,
+        lifetime="detached",
+        num_cpus=0,
+        max_restarts=0,
+        max_concurrency=config.hosts,
+        **where,
+    ).remote(config)
+
+
+def _hosts_class(shards: int) -> HostsClass:
+    """``CollectionHosts`` as a Ray actor class for ``shards`` shards: ``WAIT_THREADS`` in
+    ``WAIT_GROUP`` per shard (a class's concurrency groups cannot be set per actor)."""
     with _remote_lock:
-        if _remote_host is None:
+        made = _remote_hosts.get(shards)
+        if made is None:
             import ray
 
-            _remote_host = ray.remote(concurrency_groups={WAIT_GROUP: WAIT_THREADS})(CollectionHost)  # type: ignore[call-overload]  # Ray's stubs lack the actor options
-        return _remote_host
+            made = _remote_hosts[shards] = ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack the actor options
+                concurrency_groups={WAIT_GROUP: WAIT_THREADS * shards}
+            )(CollectionHosts)
+        return made
 
 
-def _existing_host(name: str) -> HostHandle:
-    """The running host actor ``name``; CollectionUnavailableError if it died."""
+def _existing_hosts(name: str) -> HostsHandle:
+    """The running hosts actor ``name``; CollectionUnavailableError if it died."""
     import ray
 
     try:
         return ray.get_actor(name, namespace=NAMESPACE)
     except ValueError:
         raise CollectionUnavailableError(
-            f"the actor holding this collection ({name}) died and its state is lost; every "
-            "collection it held stays unavailable until the pool is reopened"
+            f"the actor holding the pool's collections ({name}) died and their state is lost; every "
+            "collection stays unavailable until the pool is reopened"
         ) from None
 
 
-def _wait_ready(handle: HostHandle, name: str) -> None:
+def _wait_ready(handle: HostsHandle, name: str) -> None:
     import ray
     from ray.exceptions import GetTimeoutError
 

@@ -733,11 +733,12 @@ def test_a_batch_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
     counter = process_pool.counter(name, consistency="eventual")
     assert counter.value == 0  # its host is started
     config = process_pool._open.cluster.collections.config
-    host = ray.get_actor(config.host_name(home_of("counter", name, config.hosts)), namespace=NAMESPACE)
+    hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)
+    index = home_of("counter", name, config.hosts)
     batch = [("counter", name, "add", (5,), None)]
-    first = ray.get(host.exchange.remote("resent-test", 0, batch), timeout=30)
-    again = ray.get(host.exchange.remote("resent-test", 0, batch), timeout=30)
-    later = ray.get(host.exchange.remote("resent-test", 1, [("counter", name, "add", (1,), None)]), timeout=30)
+    first = ray.get(hosts.exchange.remote(index, "resent-test", 0, batch), timeout=30)
+    again = ray.get(hosts.exchange.remote(index, "resent-test", 0, batch), timeout=30)
+    later = ray.get(hosts.exchange.remote(index, "resent-test", 1, [("counter", name, "add", (1,), None)]), timeout=30)
     assert first[0] == [(True, 5)] and first[2] == 0, first
     [(ok, error)] = again[0]
     assert not ok and "applied when first sent; its answer was lost" in str(error) and again[2] == 0, again
@@ -781,16 +782,20 @@ def test_a_task_whose_eventual_writes_were_lost_fails_naming_them(tmp_path: Path
         name = unique("lost")
         assert pool.dict(name, consistency="eventual").get("held") is None  # its host is started
         config = pool._open.cluster.collections.config
-        host = ray.get_actor(config.host_name(shard_of("held", config.hosts)), namespace=NAMESPACE)
+        hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)
+        index = shard_of("held", config.hosts)
         task = write_then_wait(name, 3.0, str(tmp_path)) > pool
         _wait_for_file(tmp_path / "started")  # under load a task's start takes seconds
-        # the key is held for PREPARE_TIMEOUT from here, and the task writes at once
-        holding = host.prepare.options(concurrency_group=WAIT_GROUP).remote("held-by-test", name, ("held",))
+        # the key is held for PREPARE_TIMEOUT from here, as by an update of many shards,
+        # and the task writes at once
+        holding = hosts.__ray_call__.options(concurrency_group=WAIT_GROUP).remote(
+            lambda actor: actor._shards[index].prepare("held-by-test", name, ("held",))
+        )
         assert ray.get(holding, timeout=30)
         (tmp_path / "go").touch()
         _wait_for_file(tmp_path / "written")
         time.sleep(0.5)  # the write, sent in the background, waits at the host for the held key
-        ray.kill(host, no_restart=True)
+        ray.kill(hosts, no_restart=True)
         with pytest.raises(sky.CollectionUnavailableError, match=rf"1 write to sky.dict\('{name}'\)"):
             task.result(timeout=60)
 
@@ -811,11 +816,12 @@ def test_a_strong_call_sent_again_is_applied_once(process_pool: sky.Pool) -> Non
     name = unique("called-again")
     assert process_pool.counter(name, consistency="strong").value == 0  # its host is started
     config = process_pool._open.cluster.collections.config
-    host = ray.get_actor(config.host_name(home_of("counter", name, config.hosts)), namespace=NAMESPACE)
+    hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)
+    index = home_of("counter", name, config.hosts)
 
     def add(amount: int, ticket: tuple[str, int, int]) -> object:
         request = with_ticket(ticket, pack(("counter", name, "add", (amount,))))
-        return load_payload(ray.get(host.call.remote(request), timeout=30))
+        return load_payload(ray.get(hosts.call.remote(index, request), timeout=30))
 
     assert add(5, ("again-test", 0, 0)) == (True, 5)
     assert add(5, ("again-test", 0, 0)) == (True, 5)
@@ -891,14 +897,14 @@ def test_a_strong_call_sent_by_the_lane_and_again_through_ray_is_applied_once(pr
     assert process_pool.counter(name, consistency="strong").value == 0  # its host is started
     config = process_pool._open.cluster.collections.config
     index = home_of("counter", name, config.hosts)
-    host = ray.get_actor(config.host_name(index), namespace=NAMESPACE)
+    hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)
     lane = HostLaneClient(lane_path(config.lanes_dir, config.pool_id, index))
     request = with_ticket(("lane-again-test", 0, 0), pack(("counter", name, "add", (5,))))
     try:
         by_lane = lane.call(request, 30.0)
         assert by_lane is not None, "the host's lane did not answer"
         assert load_payload(by_lane) == (True, 5)
-        assert load_payload(ray.get(host.call.remote(request), timeout=30)) == (True, 5)
+        assert load_payload(ray.get(hosts.call.remote(index, request), timeout=30)) == (True, 5)
         again = lane.call(request, 30.0)
         assert again is not None and load_payload(again) == (True, 5)
     finally:

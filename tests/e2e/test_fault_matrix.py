@@ -129,7 +129,7 @@ def test_collection_host_killed(watched_pool: sky.Pool) -> None:
     watched_pool.dict("matrix")["k"] = 1
     temp_dir = LocalRay.temp_dir()
     assert temp_dir is not None
-    hosts = [p for p in live_marked(temp_dir) if "CollectionHost" in _title(p)]
+    hosts = [p for p in live_marked(temp_dir) if "CollectionHosts" in _title(p)]
     assert hosts
     for host in hosts:
         os.kill(host, signal.SIGKILL)
@@ -154,7 +154,7 @@ def _name_on_host_of_queue(queue: str, pool: sky.Pool) -> str:
 def _client_killed(how: signal.Signals, home: Path) -> dict[str, Any]:
     with idle_client(home, preexec_fn=like_a_terminal) as client:
         marked = live_marked(client.temp_dir)
-        assert any("CollectionHost" in _title(p) for p in marked)
+        assert any("CollectionHosts" in _title(p) for p in marked)
         assert len(marked) >= 5  # GCS, raylet, 2 agents, hosts, executor children
         client.process.send_signal(how)
         try:

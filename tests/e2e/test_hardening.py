@@ -147,19 +147,17 @@ def _kill_hosts(pool: sky.Pool) -> None:
     from skyward.collections.config import NAMESPACE
 
     config = pool._open.cluster.collections.config
-    for index in range(config.hosts):
-        try:
-            ray.kill(ray.get_actor(config.host_name(index), namespace=NAMESPACE), no_restart=True)
-        except ValueError:
-            pass
+    try:
+        ray.kill(ray.get_actor(config.hosts_name, namespace=NAMESPACE), no_restart=True)
+    except ValueError:
+        pass
     deadline = time.monotonic() + 20
-    for index in range(config.hosts):  # ray.kill returns before the actor is gone
-        while time.monotonic() < deadline:
-            try:
-                ray.get_actor(config.host_name(index), namespace=NAMESPACE)
-            except ValueError:
-                break
-            time.sleep(0.05)
+    while time.monotonic() < deadline:  # ray.kill returns before the actor is gone
+        try:
+            ray.get_actor(config.hosts_name, namespace=NAMESPACE)
+        except ValueError:
+            break
+        time.sleep(0.05)
 
 
 def test_lost_collection_host_is_never_silently_empty() -> None:

@@ -81,11 +81,11 @@ def _processes(private: str) -> list[psutil.Process]:
     return list(found.values())
 
 
-TRANSIENT = ("ray::IDLE", "ray::CollectionHost")
+TRANSIENT = ("ray::IDLE", "ray::CollectionHosts")
 """Prefixes of the names of Ray processes that come and go on their own while the instance
 is shared: idle workers Ray reaps, and the collection hosts of other pools of this process
 (the session's shared pools use the same local Ray instance). Ray retitles an actor's
-process while a method runs (``ray::CollectionHost.poll``), hence prefixes."""
+process while a method runs (``ray::CollectionHosts.poll``), hence prefixes."""
 
 
 @dataclass(frozen=True)

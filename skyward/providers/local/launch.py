@@ -14,6 +14,7 @@ import ray
 from msgspec import structs
 
 from skyward.collections.config import CollectionsConfig, host_count
+from skyward.collections import installed
 from skyward.collections.installed import DriverCollections
 from skyward.core.instance import InstanceInfo, NetworkInfo, PeerInfo
 from skyward.engine import death
@@ -61,6 +62,7 @@ def start(
     LocalRay.acquire()
     engine = time.monotonic() - started
     agents: list[ActorHandle[NodeAgent]] = []
+    collections: CollectionsConfig | None = None
     try:
         port = _gcs_port()
         worker = options.resolved_worker
@@ -94,9 +96,12 @@ def start(
         setups = [placement.setup for placement in placements]
         timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
         agents = start_agents(setups, [placement.options for placement in placements])
+        installed.start_hosts(collections)  # after the agents: their workers start first
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
     except BaseException:
         stop_agents(agents)
+        if collections is not None:
+            installed.release(collections)
         LocalRay.release()
         raise
 

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import ray
 
+from skyward.collections import installed as collections_installed
 from skyward.collections.gateway import encode_answer
 from skyward.core import handshake, messages
 from skyward.core.codec import load_payload, marker
@@ -169,7 +170,7 @@ class HeadRelay:
         self._clients = 0
 
     def start(self) -> None:
-        """Join Ray, start the agents, wait until every agent answers."""
+        """Join Ray, start the agents and the collections' hosts, wait until every agent answers."""
         config = self.config
         for name in ("ray", "ray._private", "ray._raylet"):
             logging.getLogger(name).setLevel(logging.ERROR)
@@ -182,6 +183,8 @@ class HeadRelay:
         )
         setups = [self._laned(setup, setup.info.node) for setup in config.setups]
         agents = start_agents(setups, [placement(setup.info.node) for setup in setups])
+        if setups and setups[0].collections is not None:  # on the head, beside the agents
+            collections_installed.start_hosts(setups[0].collections)
         self.agents = {setup.info.node: agent for setup, agent in zip(setups, agents)}
         _joined([setup.info.node for setup in setups], config.joining)
         wait_ready(agents, config.ready_timeout, "of the pool", "check the hosts' resources and the head's log")

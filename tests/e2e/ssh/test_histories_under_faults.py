@@ -356,7 +356,7 @@ def test_a_counter_loses_no_write_when_its_hosts_connections_reset(
     reset: list[int] = []
 
     def resets() -> None:
-        ports.update(listening_ports(lab.hosts[0], "ray::CollectionHost"))  # node 2 uses them by now
+        ports.update(listening_ports(lab.hosts[0], "ray::CollectionHosts"))  # node 2 uses them by now
         for _ in range(6):
             reset.append(process_connections_reset(lab.hosts[2], lab.hosts[0], ports))
             time.sleep(1)
