@@ -2,7 +2,7 @@
 (``CollectionShard``) it holds.
 
 A pool has ``CollectionsConfig.hosts`` shards, all in one process: one actor a pool
-starts beside its agents (``local_operations.start_hosts``; any process of the pool
+starts beside its agents (``start_hosts``; any process of the pool
 starts it on first use where the pool did not), under a Ray name derived from the pool
 id. Each shard holds many entities, one per (kind, name) it owns: a shard of every dict
 (keys are spread over all shards by a stable hash), and whole sets, counters, queues,
@@ -44,12 +44,12 @@ from collections.abc import Callable, Hashable, Iterable
 import cloudpickle
 
 from skyward.collections import lineage
-from skyward.collections.config import CHECK_EVERY, LEASE_TTL, SYNC, CollectionsConfig
+from skyward.collections.config import CHECK_EVERY, LEASE_TTL, NAMESPACE, SYNC, CollectionsConfig
 from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
 from skyward.collections.errors import CollectionUnavailableError
 from skyward.collections.host_lane import HostLaneServer, lane_path
 from skyward.collections.markers import BUSY, NO_SLOT, Marker
-from skyward.collections.remote import EntityKey, Exchanged, Items, Outcome, Snapshot, Ticket, WireOp
+from skyward.collections.remote import EntityKey, Exchanged, HostsClass, HostsHandle, Items, Outcome, Snapshot, Ticket, WireOp
 from skyward.collections.replies import Replies, ticketed
 from skyward.collections.subscriptions import Subscriptions, WatchedKey
 from skyward.core.codec import load_payload
@@ -60,6 +60,9 @@ WAIT_GROUP = "wait"
 WAIT_THREADS = 128
 PREPARE_TIMEOUT = 30.0
 FORGET_EVERY = 40
+
+_remote_hosts: dict[int, HostsClass] = {}
+_remote_lock = threading.Lock()
 
 Entity = DictShard | SetStore | CounterStore | QueueState | BarrierState | LockState
 KINDS: dict[str, Callable[[Hooks], Entity]] = {
@@ -421,6 +424,39 @@ class CollectionHosts:
             for shard in prepared:
                 shard.abort(transaction, name)
             return False, exc
+
+
+def start_hosts(config: CollectionsConfig) -> HostsHandle:
+    """Begin starting the hosts of the pool ``config`` (or find them, when another process
+    began first) without waiting for them: a pool calls this as it starts its agents, so
+    that its collections are ready as soon as its nodes are."""
+    where: dict[str, object] = (
+        {"resources": dict(config.placement)} if config.placement else {"scheduling_strategy": "SPREAD"}
+    )
+    return _hosts_class(config.hosts).options(
+        name=config.hosts_name,
+        namespace=NAMESPACE,
+        get_if_exists=True,
+        lifetime="detached",
+        num_cpus=0,
+        max_restarts=0,
+        max_concurrency=config.hosts,
+        **where,
+    ).remote(config)
+
+
+def _hosts_class(shards: int) -> HostsClass:
+    """``CollectionHosts`` as a Ray actor class for ``shards`` shards: ``WAIT_THREADS`` in
+    ``WAIT_GROUP`` per shard (a class's concurrency groups cannot be set per actor)."""
+    with _remote_lock:
+        made = _remote_hosts.get(shards)
+        if made is None:
+            import ray
+
+            made = _remote_hosts[shards] = ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack the actor options
+                concurrency_groups={WAIT_GROUP: WAIT_THREADS * shards}
+            )(CollectionHosts)
+        return made
 
 
 class LeaseTable:

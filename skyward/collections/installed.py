@@ -126,10 +126,10 @@ def end_task(task_id: str, ok: bool, writes_lost_at_start: int) -> CollectionUna
 
 def start_hosts(config: CollectionsConfig) -> None:
     """Called by a process of the pool that is a Ray driver as it starts the pool's agents:
-    begin starting its collections' hosts beside them (``local_operations.start_hosts``);
-    nothing when the pool runs with ``Options(cluster=False)``."""
+    begin starting its collections' hosts beside them (``actors.start_hosts``); nothing
+    when the pool runs with ``Options(cluster=False)``."""
     if config.enabled:
-        from skyward.collections.local_operations import start_hosts as begin
+        from skyward.collections.actors import start_hosts as begin
 
         begin(config)
 

@@ -21,7 +21,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 import cloudpickle
 
 from skyward.collections import lineage
-from skyward.collections.actors import WAIT_GROUP, WAIT_THREADS, CollectionHosts, pack
+from skyward.collections.actors import WAIT_GROUP, pack, start_hosts
 from skyward.collections.cache import NodeCache
 from skyward.collections.combiner import Combiner, Failed
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
@@ -30,7 +30,7 @@ from skyward.collections.host_lane import HostLaneClient, lane_path
 from skyward.collections.leases import LeaseKeeper
 from skyward.collections.markers import BUSY, MISSING, NO_SLOT, UNKNOWN
 from skyward.collections.placement import home_of, shard_of
-from skyward.collections.remote import HostHandle, HostsClass, HostsHandle, Items, ShardHandle
+from skyward.collections.remote import HostHandle, HostsHandle, Items, ShardHandle
 from skyward.collections.replies import Tickets, with_ticket
 from skyward.collections.steps import WAIT_SLICE, Inline, Steps, Wait, sent_again, translated
 from skyward.core.codec import load_payload
@@ -46,9 +46,6 @@ the host's answer may take before TimeoutError; normally it takes one round trip
 
 PUTS_AT_ONCE = 64
 """The most queue items one call carries (the items may be large)."""
-
-_remote_hosts: dict[int, HostsClass] = {}
-_remote_lock = threading.Lock()
 
 
 def _while_open(method: Callable[Concatenate[LocalOperations, P], Steps[T]]) -> Callable[Concatenate[LocalOperations, P], Steps[T]]:
@@ -505,39 +502,6 @@ class LocalOperations:
     @_while_open
     def lock_locked(self, name: str) -> Steps[bool]:
         return (yield from self.call_as(bool, home_of("lock", name, self.hosts), "lock", name, "locked", ()))
-
-
-def start_hosts(config: CollectionsConfig) -> HostsHandle:
-    """Begin starting the hosts of the pool ``config`` (or find them, when another process
-    began first) without waiting for them: a pool calls this as it starts its agents, so
-    that its collections are ready as soon as its nodes are."""
-    where: dict[str, object] = (
-        {"resources": dict(config.placement)} if config.placement else {"scheduling_strategy": "SPREAD"}
-    )
-    return _hosts_class(config.hosts).options(
-        name=config.hosts_name,
-        namespace=NAMESPACE,
-        get_if_exists=True,
-        lifetime="detached",
-        num_cpus=0,
-        max_restarts=0,
-        max_concurrency=config.hosts,
-        **where,
-    ).remote(config)
-
-
-def _hosts_class(shards: int) -> HostsClass:
-    """``CollectionHosts`` as a Ray actor class for ``shards`` shards: ``WAIT_THREADS`` in
-    ``WAIT_GROUP`` per shard (a class's concurrency groups cannot be set per actor)."""
-    with _remote_lock:
-        made = _remote_hosts.get(shards)
-        if made is None:
-            import ray
-
-            made = _remote_hosts[shards] = ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack the actor options
-                concurrency_groups={WAIT_GROUP: WAIT_THREADS * shards}
-            )(CollectionHosts)
-        return made
 
 
 def _existing_hosts(name: str) -> HostsHandle:
