@@ -1,7 +1,7 @@
 """``Combiner``: a process's concurrent writes of one kind to one collection, sent to
 the collection's host as one call.
 
-A strong counter or a queue is served by one host actor, one call at a time, and each
+A strong counter or a queue is served by one shard of its hosts, one call at a time, and each
 call costs the host about as much as a Ray actor call (group C2 of the benchmarks):
 that, not the addition or the append, is what bounds a collection's writers. So while
 one call for a collection is on its way, the writes that callers in this process (a

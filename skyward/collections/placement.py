@@ -1,4 +1,4 @@
-"""Which host actor owns what: a stable hash of a key (the same in every process,
+"""Which shard owns what: a stable hash of a key (the same in every process,
 unlike the salted ``hash()``), so a dict key always lives on the same shard."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ class SharedDict(NamedCollection, Generic[K, V]):
     ``set``, ``delete``, ``contains``, ``update``, ``pop``, each with an ``_async`` twin.
 
     Stores None like any value: ``d[k]`` raises KeyError only for a missing key. Keys are
-    spread over the pool's host actors by a stable hash, so different keys do not
+    spread over the pool's shards by a stable hash, so different keys do not
     contend; ``update`` and ``pop`` are atomic. ``keys()``, ``values()``, ``items()``,
     ``len()`` and iteration raise TypeError (see ``NO_ENUMERATION``).
 

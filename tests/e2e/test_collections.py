@@ -731,7 +731,7 @@ def test_a_batch_sent_again_is_applied_once(process_pool: sky.Pool) -> None:
 
     name = unique("resent")
     counter = process_pool.counter(name, consistency="eventual")
-    assert counter.value == 0  # its host is started
+    assert counter.value == 0  # its hosts answer
     config = process_pool._open.cluster.collections.config
     hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)
     index = home_of("counter", name, config.hosts)
@@ -780,7 +780,7 @@ def test_a_task_whose_eventual_writes_were_lost_fails_naming_them(tmp_path: Path
     options = QUIET.with_(worker=sky.Worker(executor="process"))
     with sky.Compute(nodes=1, options=options) as pool:  # its own: a host is killed
         name = unique("lost")
-        assert pool.dict(name, consistency="eventual").get("held") is None  # its host is started
+        assert pool.dict(name, consistency="eventual").get("held") is None  # its hosts answer
         config = pool._open.cluster.collections.config
         hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)
         index = shard_of("held", config.hosts)
@@ -814,7 +814,7 @@ def test_a_strong_call_sent_again_is_applied_once(process_pool: sky.Pool) -> Non
     from skyward.core.codec import load_payload
 
     name = unique("called-again")
-    assert process_pool.counter(name, consistency="strong").value == 0  # its host is started
+    assert process_pool.counter(name, consistency="strong").value == 0  # its hosts answer
     config = process_pool._open.cluster.collections.config
     hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)
     index = home_of("counter", name, config.hosts)
@@ -894,7 +894,7 @@ def test_a_strong_call_sent_by_the_lane_and_again_through_ray_is_applied_once(pr
     from skyward.core.codec import load_payload
 
     name = unique("lane-again")
-    assert process_pool.counter(name, consistency="strong").value == 0  # its host is started
+    assert process_pool.counter(name, consistency="strong").value == 0  # its hosts answer
     config = process_pool._open.cluster.collections.config
     index = home_of("counter", name, config.hosts)
     hosts = ray.get_actor(config.hosts_name, namespace=NAMESPACE)

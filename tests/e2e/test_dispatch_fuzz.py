@@ -121,7 +121,7 @@ def test_collection_consistency(pool4: sky.Pool, consistency: Any) -> None:
 @given(timeout=wrong_timeout)
 def test_collection_timeouts(pool4: sky.Pool, timeout: Any) -> None:
     skip_if_fake(pool4, "distributed collections")
-    # made first: the first use of a collection starts its host, which is not the refusal timed here
+    # made first: the first use of a collection may wait for its hosts, which is not the refusal timed here
     queue, lock, barrier = pool4.queue("fuzz"), pool4.lock("fuzz"), pool4.barrier("fuzz", 1)
     _refused(lambda: queue.get(timeout=timeout), "timeout")
     _refused(lambda: pool4.lock("fuzz", timeout=timeout), "timeout")

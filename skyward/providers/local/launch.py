@@ -99,10 +99,12 @@ def start(
         installed.start_hosts(collections)  # after the agents: their workers start first
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
     except BaseException:
-        stop_agents(agents)
-        if collections is not None:
-            installed.release(collections)
-        LocalRay.release()
+        try:
+            stop_agents(agents)
+            if collections is not None:
+                installed.release(collections)
+        finally:
+            LocalRay.release()
         raise
 
     building = sum(seconds for _, seconds in built.phases)
