@@ -155,14 +155,14 @@ class CollectionShard:
         except Exception as exc:
             return False, exc
 
-    def prepare(self, transaction: str, name: str, keys: tuple[Hashable, ...]) -> bool:
-        """Hold ``keys`` of dict ``name`` for ``transaction`` (``WAIT_GROUP``); False if
-        other updates held them for PREPARE_TIMEOUT. Dropped after PREPARE_TIMEOUT if no
-        commit comes."""
+    def prepare(self, transaction: str, name: str, keys: tuple[Hashable, ...], wait: float, until: float) -> bool:
+        """Hold ``keys`` of dict ``name`` for ``transaction`` once the updates before it
+        let go; False if they did not within ``wait`` s. Dropped at ``until`` (a
+        ``time.monotonic()`` time) if no commit or abort came by then."""
         with self._lock:
-            if not self._shard(name).prepare(transaction, keys, PREPARE_TIMEOUT):
+            if not self._shard(name).prepare(transaction, keys, wait):
                 return False
-            self._prepared[transaction] = (name, time.monotonic() + PREPARE_TIMEOUT)
+            self._prepared[transaction] = (name, until)
             return True
 
     def commit(
@@ -404,15 +404,19 @@ class CollectionHosts:
 
     def update_many(self, name: str, groups: dict[int, Items], subscriber: str | None) -> Outcome:
         """Write ``groups`` (items per shard index) to dict ``name`` atomically across
-        shards (``WAIT_GROUP``): prepare every shard in index order (their keys wait), then
-        commit all. Returns the written slots' snapshots per shard index (watched by
-        ``subscriber`` when given)."""
+        shards (``WAIT_GROUP``): prepare every shard in index order (their keys wait),
+        within PREPARE_TIMEOUT for all of them, then commit all; a shard's hold lasts
+        until the commit, however long the later shards' prepares waited. Returns the
+        written slots' snapshots per shard index (watched by ``subscriber`` when given)."""
         transaction = uuid.uuid4().hex
+        deadline = time.monotonic() + PREPARE_TIMEOUT
+        held_until = deadline + PREPARE_TIMEOUT  # past the last prepare's end, so no hold lapses before the commit
         prepared: list[CollectionShard] = []
         try:
             for index in sorted(groups):
                 shard = self._shards[index]
-                if not shard.prepare(transaction, name, tuple(key for key, _ in groups[index])):
+                keys = tuple(key for key, _ in groups[index])
+                if not shard.prepare(transaction, name, keys, max(0.0, deadline - time.monotonic()), held_until):
                     raise TimeoutError(
                         f"sky.dict({name!r}).update: its keys stayed held by other updates for {PREPARE_TIMEOUT:g}s"
                     )

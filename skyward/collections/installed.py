@@ -124,14 +124,14 @@ def end_task(task_id: str, ok: bool, writes_lost_at_start: int) -> CollectionUna
     return None
 
 
-def start_hosts(config: CollectionsConfig) -> None:
+def start_hosts_if_enabled(config: CollectionsConfig) -> None:
     """Called by a process of the pool that is a Ray driver as it starts the pool's agents:
     begin starting its collections' hosts beside them (``actors.start_hosts``); nothing
     when the pool runs with ``Options(cluster=False)``."""
     if config.enabled:
-        from skyward.collections.actors import start_hosts as begin
+        from skyward.collections.actors import start_hosts
 
-        begin(config)
+        start_hosts(config)
 
 
 def release(config: CollectionsConfig) -> None:

@@ -87,7 +87,9 @@ class LocalOperations:
     def handle(self, index: int) -> HostHandle:
         """Shard ``index`` of the pool's hosts (``hosts_handle``)."""
         self.check_open()
-        return (self._shards or self._shard_handles())[index]
+        if not self._shards:
+            self.hosts_handle()
+        return self._shards[index]
 
     def hosts_handle(self) -> HostsHandle:
         """The actor handle of the pool's hosts, once they are ready (the pool starts them
@@ -104,15 +106,9 @@ class LocalOperations:
                     name = self.config.hosts_name
                     hosts = _existing_hosts(name) if lineage.was_created(self.config) else start_hosts(self.config)
                     _wait_ready(hosts, name)
-                    self._hosts = hosts
+                    self._shards = [ShardHandle(hosts, index) for index in range(self.hosts)]
+                    self._hosts = hosts  # last: whoever sees it sees the shards
         return hosts
-
-    def _shard_handles(self) -> list[HostHandle]:
-        hosts = self.hosts_handle()
-        with self._lock:
-            if not self._shards:
-                self._shards = [ShardHandle(hosts, index) for index in range(self.hosts)]
-            return self._shards
 
     def call(
         self, host: int, kind: str, name: str, op: str, args: tuple[object, ...], timeout: float = OP_TIMEOUT,

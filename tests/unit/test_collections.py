@@ -135,6 +135,25 @@ def test_prepared_keys_wait_for_commit() -> None:
         assert shard.get("a") == 1 and not shard.busy(["a"])
 
 
+def test_a_prepared_hold_lasts_until_its_given_time_and_no_longer() -> None:
+    """A multi-shard update's holds last until the time it gives (past its last prepare),
+    not PREPARE_TIMEOUT from each prepare: the first shard's hold cannot lapse while a
+    later shard's prepare still waits."""
+    from skyward.collections.actors import CollectionShard, pack
+    from skyward.collections.config import CHECK_EVERY, CollectionsConfig
+
+    shard = CollectionShard(CollectionsConfig("prepare-until", 1, True), 0)
+    request = with_ticket(("prepare-test", 0, 0), pack(("dict", "d", "set", ("a", 1))))
+    assert shard.prepare("long", "d", ("a",), 0, time.monotonic() + 60)
+    assert shard.prepare("short", "d", ("b",), 0, time.monotonic() + CHECK_EVERY)
+    time.sleep(CHECK_EVERY * 4)
+    assert pickle.loads(shard.call(request)) == (False, BUSY), "a hold lapsed before its time"
+    assert shard.prepare("other", "d", ("b",), 0, time.monotonic() + 60), "a hold outlived its time"
+    shard.commit("long", "d", [("a", 2)], None)
+    again = with_ticket(("prepare-test", 1, 1), pack(("dict", "d", "set", ("a", 1))))
+    assert pickle.loads(shard.call(again)) == (True, None)
+
+
 def test_set_and_counter_report_only_real_changes() -> None:
     recorder = Recorder()
     members = SetStore(recorder.hooks)
