@@ -329,11 +329,10 @@ def record(request: Launch, spec: Spec, logging: log_setup.PoolLogging, nodes: S
 
 
 def _stop_cluster(bus: EventBus, cluster: LaunchedCluster, members: Members) -> None:
-    """Release the collections and stop the nodes (an error is reported, not raised), then
-    report each member gone."""
+    """Release the collections and stop the nodes (``LaunchedCluster.end``; an error is
+    reported, not raised), then report each member gone."""
     try:
-        cluster.collections.release()
-        cluster.stop()
+        cluster.end()
     except Exception as exc:  # report, keep tearing down
         bus.emit(Error(f"teardown: {exc}"))
     for rank in members.ranks():

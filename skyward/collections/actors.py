@@ -2,9 +2,9 @@
 (``CollectionShard``) it holds.
 
 A pool has ``CollectionsConfig.hosts`` shards, all in one process: one actor a pool
-starts beside its agents (``start_hosts``; any process of the pool
-starts it on first use where the pool did not), under a Ray name derived from the pool
-id. Each shard holds many entities, one per (kind, name) it owns: a shard of every dict
+starts beside its agents, before any task (``start_hosts``), under a Ray name derived
+from the pool id; no other process ever starts it, so hosts that are gone (dead, or
+killed as the pool closes) are never replaced by fresh, empty ones. Each shard holds many entities, one per (kind, name) it owns: a shard of every dict
 (keys are spread over all shards by a stable hash), and whole sets, counters, queues,
 barriers and locks (each on the shard its name hashes to). The kind is part of the
 entity key, so a dict and a counter of the same name never collide. One process for
@@ -43,7 +43,6 @@ from collections.abc import Callable, Hashable, Iterable
 
 import cloudpickle
 
-from skyward.collections import lineage
 from skyward.collections.config import CHECK_EVERY, LEASE_TTL, NAMESPACE, SYNC, CollectionsConfig
 from skyward.collections.entities import BarrierState, CounterStore, DictShard, Hooks, LockState, QueueState, SetStore
 from skyward.collections.errors import CollectionUnavailableError
@@ -362,12 +361,10 @@ class CollectionShard:
 
 
 class CollectionHosts:
-    """Every shard (``CollectionShard``) of the pool ``config``, in this process; marks the
-    pool's hosts created (``lineage``) once they listen."""
+    """Every shard (``CollectionShard``) of the pool ``config``, in this process."""
 
     def __init__(self, config: CollectionsConfig) -> None:
         self._shards = tuple(CollectionShard(config, index) for index in range(config.hosts))
-        lineage.mark_created(config)
 
     def call(self, index: int, request: bytes) -> bytes:
         """Shard ``index``'s ``CollectionShard.call``."""
@@ -431,9 +428,10 @@ class CollectionHosts:
 
 
 def start_hosts(config: CollectionsConfig) -> HostsHandle:
-    """Begin starting the hosts of the pool ``config`` (or find them, when another process
-    began first) without waiting for them: a pool calls this as it starts its agents, so
-    that its collections are ready as soon as its nodes are."""
+    """Begin starting the hosts of the pool ``config`` without waiting for them: a pool
+    calls this as it starts its agents, so that its collections are ready as soon as its
+    nodes are. The actor's name is registered before this returns, so every process of the
+    pool finds it from its first task on."""
     where: dict[str, object] = (
         {"resources": dict(config.placement)} if config.placement else {"scheduling_strategy": "SPREAD"}
     )

@@ -17,7 +17,6 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
-from skyward.collections import lineage
 from skyward.collections.config import DISABLED, NAMESPACE, CollectionsConfig
 from skyward.collections.errors import CollectionUnavailableError
 from skyward.collections.host_lane import lane_path
@@ -125,9 +124,10 @@ def end_task(task_id: str, ok: bool, writes_lost_at_start: int) -> CollectionUna
 
 
 def start_hosts_if_enabled(config: CollectionsConfig) -> None:
-    """Called by a process of the pool that is a Ray driver as it starts the pool's agents:
-    begin starting its collections' hosts beside them (``actors.start_hosts``); nothing
-    when the pool runs with ``Options(cluster=False)``."""
+    """Called by a process of the pool that is a Ray driver as it starts the pool's agents,
+    before any task: begin starting its collections' hosts beside them
+    (``actors.start_hosts``; no other process starts them); nothing when the pool runs
+    with ``Options(cluster=False)``."""
     if config.enabled:
         from skyward.collections.actors import start_hosts
 
@@ -151,7 +151,6 @@ def release(config: CollectionsConfig) -> None:
         if path := lane_path(config.lanes_dir, config.pool_id, index):
             with contextlib.suppress(OSError):
                 os.unlink(path)
-    lineage.forget(config)
 
 
 def _local_operations(config: CollectionsConfig, where: str) -> LocalOperations:

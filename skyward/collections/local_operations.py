@@ -20,8 +20,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import cloudpickle
 
-from skyward.collections import lineage
-from skyward.collections.actors import WAIT_GROUP, pack, start_hosts
+from skyward.collections.actors import WAIT_GROUP, pack
 from skyward.collections.cache import NodeCache
 from skyward.collections.combiner import Combiner, Failed
 from skyward.collections.config import NAMESPACE, OP_TIMEOUT, CollectionsConfig
@@ -93,10 +92,11 @@ class LocalOperations:
 
     def hosts_handle(self) -> HostsHandle:
         """The actor handle of the pool's hosts, once they are ready (the pool starts them
-        with its agents, ``start_hosts``; where it did not, the first process to use them
-        does), so that no operation's own timeout pays for an actor's start.
-        CollectionUnavailableError if they existed once and are gone (their state is lost:
-        no fresh, empty hosts replace them); CollectionClosedError once the pool closed."""
+        with its agents, before any task: ``start_hosts``), so that no operation's own
+        timeout pays for an actor's start. No process of the pool ever starts them:
+        CollectionUnavailableError once they are gone, killed as the pool closes or dead
+        (their state is lost; no fresh, empty hosts replace them); CollectionClosedError
+        once this process saw the pool close."""
         self.check_open()
         hosts = self._hosts
         if hosts is None:
@@ -104,7 +104,7 @@ class LocalOperations:
                 hosts = self._hosts
                 if hosts is None:
                     name = self.config.hosts_name
-                    hosts = _existing_hosts(name) if lineage.was_created(self.config) else start_hosts(self.config)
+                    hosts = _existing_hosts(name)
                     _wait_ready(hosts, name)
                     self._shards = [ShardHandle(hosts, index) for index in range(self.hosts)]
                     self._hosts = hosts  # last: whoever sees it sees the shards
@@ -221,10 +221,8 @@ class LocalOperations:
 
     @_while_open
     def pool_membership_changed(self, left: int | None, reason: str) -> Steps[None]:
-        """Tell the pool's hosts, if they were started and run, that its nodes changed
-        (see ``CollectionShard.membership_changed``)."""
-        if not lineage.was_created(self.config):
-            return
+        """Tell the pool's hosts, if they run, that its nodes changed (see
+        ``CollectionShard.membership_changed``)."""
         try:
             hosts = self.hosts_handle()
         except CollectionUnavailableError:
@@ -501,15 +499,15 @@ class LocalOperations:
 
 
 def _existing_hosts(name: str) -> HostsHandle:
-    """The running hosts actor ``name``; CollectionUnavailableError if it died."""
+    """The running hosts actor ``name``; CollectionUnavailableError if it is gone."""
     import ray
 
     try:
         return ray.get_actor(name, namespace=NAMESPACE)
     except ValueError:
         raise CollectionUnavailableError(
-            f"the actor holding the pool's collections ({name}) died and their state is lost; every "
-            "collection stays unavailable until the pool is reopened"
+            f"the actor holding the pool's collections ({name}) is gone (it died, or the pool is closing) "
+            "and their state is lost; every collection stays unavailable until the pool is reopened"
         ) from None
 
 

@@ -134,9 +134,10 @@ class LocalKeptPool(KeptPool):
         return b""
 
     def tear_down(self) -> None:
-        self.cluster.transport.close()
-        self.cluster.collections.release()
-        self.cluster.stop()
+        try:
+            self.cluster.transport.close()
+        finally:
+            self.cluster.end()
 
     def postmortem(self, node: int) -> Death | None:
         """Why node ``node``'s agent died, from the note it left."""

@@ -266,9 +266,10 @@ class PoolHost:
             self._loop.run(end_sessions(), CLOSE_SESSIONS_WAIT)
         cluster = self.cluster
         try:
-            cluster.transport.close()
-            cluster.collections.release()
-            cluster.stop()
+            try:
+                cluster.transport.close()
+            finally:
+                cluster.end()
         except Exception as exc:  # noqa: BLE001 - the daemon is told, and tells who ended the pool
             self._tell(messages.Refusal(f"{type(exc).__name__}: {exc}"))
             return

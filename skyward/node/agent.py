@@ -411,3 +411,11 @@ def stop_agents(agents: Sequence[AgentHandle]) -> None:
             ray.kill(agent, no_restart=True)
         except Exception:
             pass
+
+
+def stop_started(agents: Sequence[AgentHandle], collections: CollectionsConfig | None) -> None:
+    """Undo an open that failed part-way: stop ``agents``, then kill the collections'
+    hosts it began (``collections``; None when it had not got that far)."""
+    stop_agents(agents)
+    if collections is not None:
+        collections_installed.release(collections)

@@ -125,6 +125,15 @@ class LaunchedCluster(Struct, eq=False):
         """What the nodes cost per hour, and what they would cost on demand."""
         return pricing(self.nodes)
 
+    def end(self) -> None:
+        """Release the pool's collections, then stop everything the provider started,
+        also when the release failed: nothing is left running for want of it. Raises
+        what ``stop`` raised (``TeardownError``), else what the release raised."""
+        try:
+            self.collections.release()
+        finally:
+            self.stop()
+
 
 def pricing(nodes: Iterable[NodeHandle]) -> Pricing:
     """What ``nodes`` cost per hour, and what they would cost on demand."""

@@ -128,6 +128,7 @@ def test_attach_dispatch_subset_and_cluster_survives(cluster: dict) -> None:
         everywhere = where(2) @ pool
         assert [r[1] for r in everywhere] == [0, 1] and len({r[3] for r in everywhere}) == 2
         assert pool.map(lambda v: v * 2, range(50)) == [v * 2 for v in range(50)]
+        collections = pool._open.cluster.collections.config
     print("FIRST OK", flush=True)
 
     # a second pool attaches again, to a subset of the nodes
@@ -148,6 +149,18 @@ def test_attach_dispatch_subset_and_cluster_survives(cluster: dict) -> None:
     from skyward.providers.ray.attach import _reset_auth
     _reset_auth()  # Ray read the auth mode when imported
     ray.init(address=ADDRESS, logging_level="ERROR")
+    # a process of the first pool that uses a collection for the first time only after the
+    # pool closed (a task still running as it closes) finds its collections gone, and
+    # starts no actor of its own on the cluster
+    from skyward.collections.local_operations import LocalOperations
+    late = LocalOperations(collections, "late")
+    try:
+        late.hosts_handle()
+    except sky.CollectionUnavailableError as exc:
+        assert "is gone" in str(exc), exc
+        print("LATE REFUSED", flush=True)
+    finally:
+        late.close()
     names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
     assert not [n for n in names if n.startswith("skyward")], names
     assert len([n for n in ray.nodes() if n["Alive"]]) == 2
@@ -155,7 +168,7 @@ def test_attach_dispatch_subset_and_cluster_survives(cluster: dict) -> None:
     print("CLEAN OK", flush=True)
     """
     output = run(cluster["env"], body)
-    for mark in ("FIRST OK", "SUBSET OK", "TOO MANY OK", "CLEAN OK"):
+    for mark in ("FIRST OK", "SUBSET OK", "TOO MANY OK", "LATE REFUSED", "CLEAN OK"):
         assert mark in output, output
     assert marked(cluster["base"]), "the cluster must still run after the pools closed"
 

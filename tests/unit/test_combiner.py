@@ -316,7 +316,10 @@ def _interrupted_at(where: tuple[str, int], combiner: Combiner[int, int]) -> int
         return local
 
     def calls(frame: types.FrameType, event: str, _: object) -> object:
-        return local if frame.f_code.co_name == name and frame.f_code.co_filename == combiner_module.__file__ else None
+        # this combiner's frames only: an earlier round's unfinished writer, finalized by
+        # the collector in this thread, is not a writer the deadline lands in
+        ours = frame.f_code.co_filename == combiner_module.__file__ and frame.f_locals.get("self") is combiner
+        return local if frame.f_code.co_name == name and ours else None
 
     sys.settrace(calls)
     try:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_cluster import FakeProvider
+from fake_cluster import FakeProvider, NoCollections
 from msgspec import structs
 
 import skyward as sky
@@ -52,10 +52,23 @@ class _Transport:
         return getattr(self._inner, name)
 
 
+class _Collections(NoCollections):
+    """The fake cluster's collections, recording their release (``fail``: it raises)."""
+
+    def __init__(self, steps: list[str], fail: bool) -> None:
+        self._steps, self._fail = steps, fail
+
+    def release(self) -> None:
+        self._steps.append("collections.release")
+        if self._fail:
+            raise ConnectionError("the collection hosts could not be reached")
+
+
 @dataclasses.dataclass(frozen=True)
 class _Recorded(FakeProvider):
     steps: list[str] = dataclasses.field(default_factory=list, compare=False, hash=False)
     fail_open: bool = False
+    fail_release: bool = False
 
     def launch(self, spec: sky.Spec, options: sky.Options, pool_id: str) -> LaunchedCluster:
         cluster = FakeProvider.launch(self, spec, options, pool_id)
@@ -66,7 +79,8 @@ class _Recorded(FakeProvider):
             cluster.stop()
 
         transport = _Transport(cluster.transport, steps, self.fail_open)
-        return structs.replace(cluster, transport=transport, stop=stop)
+        collections = _Collections(steps, self.fail_release)
+        return structs.replace(cluster, transport=transport, collections=collections, stop=stop)
 
 
 @pytest.fixture
@@ -101,15 +115,18 @@ def _plugin(steps: list[str], fail: bool = False) -> Plugin:
     return Plugin.create("recorder").with_around_client(around)
 
 
-def _pool(steps: list[str], nodes: int = 2, fail_open: bool = False, fail_plugin: bool = False) -> sky.Pool:
-    spec = sky.Spec(
-        provider=_Recorded(steps=steps, fail_open=fail_open), nodes=nodes, plugins=(_plugin(steps, fail_plugin),)
-    )
+def _pool(
+    steps: list[str], nodes: int = 2, fail_open: bool = False, fail_plugin: bool = False, fail_release: bool = False
+) -> sky.Pool:
+    provider = _Recorded(steps=steps, fail_open=fail_open, fail_release=fail_release)
+    spec = sky.Spec(provider=provider, nodes=nodes, plugins=(_plugin(steps, fail_plugin),))
     pool = sky.Compute(spec, options=QUIET)
 
     def event(e: sky.Event) -> None:
         if isinstance(e, (sky.InstanceDestroyed, sky.CostFinal, sky.ClusterDestroyed, sky.ClusterReady)):
             steps.append(type(e).__name__)
+        elif isinstance(e, sky.Error):
+            steps.append(f"Error: {e.message}")
 
     pool.on(sky.Event, event)
     return pool
@@ -131,10 +148,23 @@ def test_an_open_pool_holds_everything_and_closes_in_the_old_order(steps: list[s
     assert opened == ["transport.open", "registry.register", "ClusterReady", "plugin.enter open=True"]
     assert steps == [
         "plugin.exit", "driver.close", "reconciler.stop", "registry.unregister", "transport.close", "feed.stop",
-        "cluster.stop", "InstanceDestroyed", "InstanceDestroyed", "CostFinal", "ClusterDestroyed",
+        "collections.release", "cluster.stop", "InstanceDestroyed", "InstanceDestroyed", "CostFinal", "ClusterDestroyed",
     ]
     assert pool._open is None and not running.loop_thread.is_alive() and running.loop.is_closed()
     assert pool.spec is running.spec  # which Spec it opened with stays known
+
+
+def test_a_release_of_the_collections_that_fails_still_stops_the_nodes(steps: list[str]) -> None:
+    """Nothing is left running for want of the collections' release: the nodes stop,
+    and the failure is reported."""
+    with _pool(steps, fail_release=True) as pool:
+        assert double(4) >> pool == 8
+        del steps[:]
+    closing = steps[steps.index("collections.release"):]
+    assert closing[:3] == [
+        "collections.release", "cluster.stop", "Error: teardown: the collection hosts could not be reached"
+    ], steps
+    assert "ClusterDestroyed" in closing
 
 
 def test_a_failure_half_way_unwinds_exactly_what_was_acquired(steps: list[str]) -> None:
@@ -142,8 +172,8 @@ def test_a_failure_half_way_unwinds_exactly_what_was_acquired(steps: list[str]) 
     with pytest.raises(ConnectionError, match="did not answer"):
         pool.open()
     assert steps == [
-        "transport.open", "transport.close", "feed.stop", "cluster.stop", "InstanceDestroyed", "InstanceDestroyed",
-        "CostFinal", "ClusterDestroyed",
+        "transport.open", "transport.close", "feed.stop", "collections.release", "cluster.stop",
+        "InstanceDestroyed", "InstanceDestroyed", "CostFinal", "ClusterDestroyed",
     ]  # no driver, reconciler, registry record or plugin was there to undo; the nodes announced are reported gone
     assert pool._open is None and not pool.is_active
     assert not [t for t in threading.enumerate() if t.name == f"skyward-{pool.name}"]  # the pool's loop
@@ -160,7 +190,7 @@ def test_a_plugin_that_fails_to_enter_unwinds_the_whole_pool(steps: list[str]) -
     assert steps == [
         "transport.open", "registry.register", "ClusterReady", "plugin.enter open=True",
         "driver.close", "reconciler.stop", "registry.unregister", "transport.close", "feed.stop",
-        "cluster.stop", "InstanceDestroyed", "InstanceDestroyed", "CostFinal", "ClusterDestroyed",
+        "collections.release", "cluster.stop", "InstanceDestroyed", "InstanceDestroyed", "CostFinal", "ClusterDestroyed",
     ]
     assert pool._open is None and not pool.is_active
 

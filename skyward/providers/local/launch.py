@@ -25,7 +25,7 @@ from skyward.image.image import Image
 from skyward.model.cluster import Cluster
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
-from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+from skyward.node.agent import AgentSetup, start_agents, stop_agents, stop_started, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.plugins.hooks import agent_launch, bootstrap_ops, with_plugins_image
 from skyward.plugins.node import pack
@@ -100,9 +100,7 @@ def start(
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
     except BaseException:
         try:
-            stop_agents(agents)
-            if collections is not None:
-                installed.release(collections)
+            stop_started(agents, collections)
         finally:
             LocalRay.release()
         raise

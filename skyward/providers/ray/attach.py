@@ -22,6 +22,7 @@ import psutil
 import ray
 
 from skyward.collections.config import CollectionsConfig, host_count
+from skyward.collections import installed
 from skyward.collections.installed import DriverCollections
 from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
 from skyward.core.validation import fail
@@ -30,7 +31,7 @@ from skyward.engine.transports.ray_actors import RayTransport
 from skyward.engine.wire import encode
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
-from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
+from skyward.node.agent import AgentSetup, start_agents, stop_agents, stop_started, wait_ready
 from skyward.observe.metrics import resolve as resolve_metrics
 from skyward.providers.base import LaunchedCluster, PhaseTiming
 from skyward.providers.local import ray_instance as local_ray
@@ -77,6 +78,7 @@ def launch_on_cluster(provider: Ray, spec: Spec, options: Options, pool_id: str)
     Attachment.acquire(host, port, provider.token or os.environ.get("RAY_AUTH_TOKEN") or None, connect_timeout)
     engine = time.monotonic() - started
     agents: list[ActorHandle[NodeAgent]] = []
+    collections: CollectionsConfig | None = None
     where = f"on the Ray cluster at {host}:{port}"
     try:
         chosen = _choose_nodes(provider, spec, f"{host}:{port}")
@@ -99,14 +101,17 @@ def launch_on_cluster(provider: Ray, spec: Spec, options: Options, pool_id: str)
             [setup_on(node, info) for node, info in zip(chosen, infos)],
             [{"scheduling_strategy": _on(node)} for node in chosen],
         )
+        installed.start_hosts_if_enabled(collections)  # before any task: no process of the pool starts them
         ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
         wait_ready(
             agents, ready_timeout, where,
             "check that its nodes have this skyward and Python installed, or raise Options.provision_timeout",
         )
     except BaseException:
-        stop_agents(agents)
-        Attachment.release()
+        try:
+            stop_started(agents, collections)
+        finally:
+            Attachment.release()
         raise
     used = {rank: node.id for rank, node in enumerate(chosen)}
     transport = RayTransport(agents)

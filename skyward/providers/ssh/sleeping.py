@@ -121,7 +121,7 @@ class SleepingMembership:
                 cluster, self._cluster = self._cluster, None
             if cluster is not None:
                 self._switch.disconnect()
-                _stop(cluster)
+                cluster.end()  # its transport is closed already
         finally:
             self._changing.release()
 
@@ -137,7 +137,7 @@ class SleepingMembership:
                 try:
                     self._switch.connect(cluster.transport)
                 except BaseException:
-                    _stop(cluster)
+                    cluster.end()
                     raise
             except BaseException as exc:
                 with self._state:
@@ -159,7 +159,7 @@ class SleepingMembership:
             if cluster is None:
                 return
             self._switch.disconnect()
-            _stop(cluster)
+            cluster.end()  # its transport is closed already
 
     def _awake(self, node: int) -> LaunchedCluster:
         """The running cluster, once the head is up; RuntimeError naming ``node`` when the
@@ -195,10 +195,3 @@ def _members(cluster: LaunchedCluster) -> Membership:
     assert cluster.membership is not None, "a remote pool's cluster has a membership"
     return cluster.membership
 
-
-def _stop(cluster: LaunchedCluster) -> None:
-    """Stop ``cluster`` as closing a pool does: its transport is closed already."""
-    try:
-        cluster.collections.release()
-    finally:
-        cluster.stop()
