@@ -4,8 +4,10 @@ running its own sshd inside a private mount namespace (fresh /tmp, /root/.cache,
 Python interpreters) but no installs, temp files or caches.
 
 ``HostLab.start(n)`` builds them; ``close()`` kills every process left in the
-namespaces, deletes the namespaces and the bridge, and removes the files. Only the
-namespaces' own addresses are used. Variants:
+namespaces, deletes the namespaces and the bridge, and removes the files. A lab whose
+process died without closing it (killed mid-run) is taken away the same way by the next
+``HostLab.start`` on the machine: each lab's directory names the process that owns it
+(``OWNER``). Only the namespaces' own addresses are used. Variants:
 
 - ``shared_home=True``: every host binds the same lab directories at /root/.cache and
   /root/.skyward, like machines with NFS home directories (/tmp stays per host);
@@ -43,6 +45,8 @@ echo "$*" >> /tmp/{HALT_RECORD}
 START_TIMEOUT = 15.0
 CLOSE_TIMEOUT = 15.0
 LAB_DIR = "/var/tmp"  # not under /tmp, which each host replaces
+OWNER = "owner"
+"""A lab directory's file naming its process: its pid and its start time (``_started``)."""
 
 
 def available() -> str | None:
@@ -102,8 +106,7 @@ class TestHost:
 
     def pids(self) -> list[int]:
         """Processes living in the host's network namespace."""
-        out = _run("ip", "netns", "pids", self.netns, check=False).stdout.split()
-        return [int(p) for p in out if p.isdigit()]
+        return _pids_in(self.netns)
 
 
 @dataclass
@@ -135,9 +138,12 @@ class HostLab:
         into every host's sshd_config."""
         if any(not 0 <= i < count for i in no_sftp_hosts):
             raise ValueError(f"no_sftp_hosts={no_sftp_hosts!r}: indexes of {count} hosts are 0..{count - 1}")
+        _sweep_orphans()
         tag = secrets.token_hex(3)
         subnet = f"10.{200 + secrets.randbelow(50)}.{secrets.randbelow(250)}"
         root = tempfile.mkdtemp(prefix=f"skyhosts-{tag}-", dir=LAB_DIR)
+        with open(os.path.join(root, OWNER), "w") as f:
+            f.write(f"{os.getpid()} {_started(os.getpid())}")
         key = asyncssh.generate_private_key("ssh-ed25519")
         key_path = os.path.join(root, "client_key")
         key.write_private_key(key_path)
@@ -303,11 +309,57 @@ class HostLab:
         self.close()
 
 
+def _sweep_orphans() -> None:
+    """Take away every lab whose owning process is gone (``OWNER``): kill what runs in its
+    namespaces, delete them, its bridge and its files. A lab still being made (no owner
+    written yet) or owned by a live process is left alone."""
+    namespaces = _run("ip", "netns", "list", check=False).stdout.split()
+    for entry in os.listdir(LAB_DIR):
+        parts = entry.split("-")
+        if len(parts) < 3 or parts[0] != "skyhosts":
+            continue
+        root = os.path.join(LAB_DIR, entry)
+        try:
+            with open(os.path.join(root, OWNER)) as f:
+                pid, started = f.read().split()
+        except (OSError, ValueError):
+            continue
+        if _started(int(pid)) == started:
+            continue
+        tag = parts[1]
+        for name in [name for name in namespaces if name.startswith(f"sky{tag}h")]:
+            _kill_in(name)
+            _run("ip", "netns", "del", name, check=False)
+        _run("ip", "link", "del", f"skb{tag}", check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot), or "" when there is none:
+    with the pid, it names one process even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
 def _kill_all(host: TestHost) -> None:
-    """Kill every process in ``host``'s namespace (bounded; processes may fork meanwhile)."""
+    """Kill every process in ``host``'s namespace and wait for its sshd."""
+    _kill_in(host.netns)
+    if host.sshd is not None:
+        try:
+            host.sshd.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _kill_in(netns: str) -> None:
+    """Kill every process in network namespace ``netns`` (bounded; processes may fork
+    meanwhile)."""
     deadline = time.monotonic() + CLOSE_TIMEOUT
     while time.monotonic() < deadline:
-        pids = [pid for pid in host.pids() if _alive(pid)]
+        pids = [pid for pid in _pids_in(netns) if _alive(pid)]
         if not pids:
             break
         for pid in pids:
@@ -316,11 +368,11 @@ def _kill_all(host: TestHost) -> None:
             except ProcessLookupError:
                 pass
         time.sleep(0.1)
-    if host.sshd is not None:
-        try:
-            host.sshd.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+
+
+def _pids_in(netns: str) -> list[int]:
+    out = _run("ip", "netns", "pids", netns, check=False).stdout.split()
+    return [int(pid) for pid in out if pid.isdigit()]
 
 
 def _mount_namespace(pid: int) -> str | None:
