@@ -211,8 +211,8 @@ def _rates(fn: Any, ops: int, batches: int = 7) -> list[float]:
 
 def _convergence(pool: Any, sky: Any, rounds: int) -> list[float]:
     """Seconds from node 0's write (time.monotonic, one clock on this machine) to node 1's
-    cache serving it, after both nodes have used the dict once (an actor's first use in a
-    process costs a handle lookup, and the very first use anywhere creates the actor)."""
+    cache serving it, after both nodes have used the dict once (the first use in a process
+    looks the pool's collections actor up)."""
 
     def watch(rounds: int) -> list[float]:
         cache = sky.dict("bench-convergence")

@@ -324,7 +324,7 @@ def _sweep_orphans() -> None:
                 pid, started = f.read().split()
         except (OSError, ValueError):
             continue
-        if _started(int(pid)) == started:
+        if _started(int(pid)) in (started, "unknown"):
             continue
         tag = parts[1]
         for name in [name for name in namespaces if name.startswith(f"sky{tag}h")]:
@@ -335,13 +335,16 @@ def _sweep_orphans() -> None:
 
 
 def _started(pid: int) -> str:
-    """When process ``pid`` started (clock ticks since boot), or "" when there is none:
-    with the pid, it names one process even after the pid is reused."""
+    """When process ``pid`` started (clock ticks since boot), "" when there is none, or
+    "unknown" when its start cannot be read: with the pid, it names one process even after
+    the pid is reused."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split(")")[-1].split()[19]
-    except (OSError, IndexError):
+    except FileNotFoundError:
         return ""
+    except (OSError, IndexError):  # unreadable here: taken for alive, so its lab is left alone
+        return "unknown"
 
 
 def _kill_all(host: TestHost) -> None:

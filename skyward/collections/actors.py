@@ -427,11 +427,13 @@ class CollectionHosts:
             return False, exc
 
 
-def start_hosts(config: CollectionsConfig) -> HostsHandle:
+def start_hosts(config: CollectionsConfig, detached: bool) -> HostsHandle:
     """Begin starting the hosts of the pool ``config`` without waiting for them: a pool
     calls this as it starts its agents, so that its collections are ready as soon as its
     nodes are. The actor's name is registered before this returns, so every process of the
-    pool finds it from its first task on."""
+    pool finds it from its first task on. ``detached``: it outlives this process (a kept
+    pool's, one on a pool's own head); else it ends with this process, and Ray also ends
+    it once no handle to it is left, so the caller keeps the one returned."""
     where: dict[str, object] = (
         {"resources": dict(config.placement)} if config.placement else {"scheduling_strategy": "SPREAD"}
     )
@@ -439,7 +441,7 @@ def start_hosts(config: CollectionsConfig) -> HostsHandle:
         name=config.hosts_name,
         namespace=NAMESPACE,
         get_if_exists=True,
-        lifetime="detached",
+        lifetime="detached" if detached else None,
         num_cpus=0,
         max_restarts=0,
         max_concurrency=config.hosts,

@@ -27,6 +27,7 @@ from skyward.core.instance import instance_info
 
 if TYPE_CHECKING:
     from skyward.collections.bridge import ChildBridge
+    from skyward.collections.remote import HostsHandle
     from skyward.collections.local_operations import LocalOperations
 
 _node: CollectionsConfig | None = None
@@ -67,10 +68,13 @@ def node_operations() -> Operations:
 
 
 class DriverCollections:
-    """The client's side of the collections of a pool whose client is a Ray driver."""
+    """The client's side of the collections of a pool whose client is a Ray driver.
+    ``owned``: the pool's hosts, where this process started them without ``detached``;
+    held until the pool closes, since Ray ends such an actor once no handle to it is left."""
 
-    def __init__(self, config: CollectionsConfig) -> None:
+    def __init__(self, config: CollectionsConfig, owned: HostsHandle | None = None) -> None:
         self.config = config
+        self._owned = owned
 
     def operations(self) -> LocalOperations:
         """This process's operations for the pool (RuntimeError with ``cluster=False``)."""
@@ -88,6 +92,7 @@ class DriverCollections:
     def release(self) -> None:
         """The pool closes: stop this process's operations, kill the pool's hosts."""
         release(self.config)
+        self._owned = None
 
     def results_arrived(self) -> None:
         """A task's result came back: the client's next eventual read of each slot asks
@@ -123,15 +128,16 @@ def end_task(task_id: str, ok: bool, writes_lost_at_start: int) -> CollectionUna
     return None
 
 
-def start_hosts_if_enabled(config: CollectionsConfig) -> None:
+def start_hosts_if_enabled(config: CollectionsConfig, detached: bool) -> HostsHandle | None:
     """Called by a process of the pool that is a Ray driver as it starts the pool's agents,
     before any task: begin starting its collections' hosts beside them
-    (``actors.start_hosts``; no other process starts them); nothing when the pool runs
-    with ``Options(cluster=False)``."""
-    if config.enabled:
-        from skyward.collections.actors import start_hosts
+    (``actors.start_hosts``; no other process starts them). Returns their handle, or None
+    when the pool runs with ``Options(cluster=False)``."""
+    if not config.enabled:
+        return None
+    from skyward.collections.actors import start_hosts
 
-        start_hosts(config)
+    return start_hosts(config, detached)
 
 
 def release(config: CollectionsConfig) -> None:

@@ -274,7 +274,7 @@ class KeptPools:
         cluster is not a local pool's."""
         membership = cluster.membership
         if not isinstance(membership, AgentMembership):
-            cluster.stop()
+            cluster.end()
             raise TypeError(f"a local pool's cluster has its agents' membership, not {membership!r}")
         pool = LocalKeptPool(
             name, fingerprint, keep_alive, pool_id, cluster.nodes, cluster.infos, self._socket_path(pool_id),

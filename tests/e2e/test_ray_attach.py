@@ -173,6 +173,51 @@ def test_attach_dispatch_subset_and_cluster_survives(cluster: dict) -> None:
     assert marked(cluster["base"]), "the cluster must still run after the pools closed"
 
 
+def test_a_client_that_dies_leaves_none_of_its_actors_on_the_cluster(cluster: dict) -> None:
+    """Killed with its pool open (its collections in use), the client leaves neither its
+    agents nor the actor holding the pool's collections: none of them is detached."""
+    body = """
+    with sky.Compute(provider=sky.Ray(address=ADDRESS, token=TOKEN), options=OPTIONS) as pool:
+        pool.counter("alive", consistency="strong").increment()
+        assert [r[0] for r in where(1) @ pool] == [1, 1]
+        print("OPEN", flush=True)
+        time.sleep(300)
+    """
+    client = subprocess.Popen(
+        [sys.executable, "-c", PRELUDE + textwrap.dedent(body)], cwd=ROOT, env=cluster["env"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert client.stdout is not None
+        lines = []
+        for line in client.stdout:
+            lines.append(line)
+            if line.strip() == "OPEN":
+                break
+        assert lines and lines[-1].strip() == "OPEN", "".join(lines)
+    finally:
+        client.kill()
+        client.wait(timeout=30)
+    checker = """
+    import ray
+    os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
+    from skyward.providers.ray.attach import _reset_auth
+    _reset_auth()
+    ray.init(address=ADDRESS, logging_level="ERROR")
+    deadline = time.monotonic() + 60
+    while True:
+        ours = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("skyward")]
+        if not ours:
+            break
+        assert time.monotonic() < deadline, ours
+        time.sleep(0.5)
+    ray.shutdown()
+    print("NONE LEFT", flush=True)
+    """
+    assert "NONE LEFT" in run(cluster["env"], checker)
+    assert marked(cluster["base"]), "the cluster must still run"
+
+
 def test_token_from_environment_and_one_ray_per_process(cluster: dict) -> None:
     body = """
     os.environ["RAY_AUTH_TOKEN"] = TOKEN

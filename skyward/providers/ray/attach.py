@@ -101,7 +101,9 @@ def launch_on_cluster(provider: Ray, spec: Spec, options: Options, pool_id: str)
             [setup_on(node, info) for node, info in zip(chosen, infos)],
             [{"scheduling_strategy": _on(node)} for node in chosen],
         )
-        installed.start_hosts_if_enabled(collections)  # before any task: no process of the pool starts them
+        # before any task (no other process starts them), and ending with this client, as the
+        # agents do: a client that dies leaves nothing on the user's cluster
+        hosts = installed.start_hosts_if_enabled(collections, detached=False)
         ready_timeout = float(options.provision_timeout or DEFAULT_READY_TIMEOUT)
         wait_ready(
             agents, ready_timeout, where,
@@ -153,7 +155,7 @@ def launch_on_cluster(provider: Ray, spec: Spec, options: Options, pool_id: str)
     phases = (PhaseTiming("engine", engine), PhaseTiming("agents", time.monotonic() - started - engine))
     nodes = tuple(NodeHandle(n.id, n.address, instance_type="ray-node") for n in chosen)
     return LaunchedCluster(
-        nodes, tuple(infos), transport, encode, DriverCollections(collections), stop, phases, membership
+        nodes, tuple(infos), transport, encode, DriverCollections(collections, owned=hosts), stop, phases, membership
     )
 
 def _choose_nodes(provider: Ray, spec: Spec, address: str) -> list[RayNode]:

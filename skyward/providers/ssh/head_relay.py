@@ -184,7 +184,7 @@ class HeadRelay:
         setups = [self._laned(setup, setup.info.node) for setup in config.setups]
         agents = start_agents(setups, [placement(setup.info.node) for setup in setups])
         if setups and setups[0].collections is not None:  # on the head, beside the agents
-            collections_installed.start_hosts_if_enabled(setups[0].collections)
+            collections_installed.start_hosts_if_enabled(setups[0].collections, detached=True)
         self.agents = {setup.info.node: agent for setup, agent in zip(setups, agents)}
         _joined([setup.info.node for setup in setups], config.joining)
         wait_ready(agents, config.ready_timeout, "of the pool", "check the hosts' resources and the head's log")
