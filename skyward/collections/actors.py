@@ -4,9 +4,10 @@
 A pool has ``CollectionsConfig.hosts`` shards, all in one process: one actor a pool
 starts beside its agents, before any task (``start_hosts``), under a Ray name derived
 from the pool id; no other process ever starts it, so hosts that are gone (dead, or
-killed as the pool closes) are never replaced by fresh, empty ones. Each shard holds many entities, one per (kind, name) it owns: a shard of every dict
-(keys are spread over all shards by a stable hash), and whole sets, counters, queues,
-barriers and locks (each on the shard its name hashes to). The kind is part of the
+killed as the pool closes) are never replaced by fresh, empty ones. Each shard holds
+many entities, one per (kind, name) it owns: a shard of every dict (keys are spread
+over all shards by a stable hash), and whole sets, counters, queues, barriers and locks
+(each on the shard its name hashes to). The kind is part of the
 entity key, so a dict and a counter of the same name never collide. One process for
 every shard, rather than one per shard, is what lets the pool start it with its agents:
 an idle Ray worker costs about 57 MiB and half a percent of a core, and the first use

@@ -27,8 +27,8 @@ from skyward.core.instance import instance_info
 
 if TYPE_CHECKING:
     from skyward.collections.bridge import ChildBridge
-    from skyward.collections.remote import HostsHandle
     from skyward.collections.local_operations import LocalOperations
+    from skyward.collections.remote import HostsHandle
 
 _node: CollectionsConfig | None = None
 _child_operations: Operations | None = None

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 import psutil
 import ray
 
-from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections import installed
+from skyward.collections.config import CollectionsConfig, host_count
 from skyward.collections.installed import DriverCollections
 from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
 from skyward.core.validation import fail
