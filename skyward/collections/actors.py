@@ -165,9 +165,18 @@ class CollectionShard:
             self._prepared[transaction] = (name, until)
             return True
 
+    def confirm(self, transaction: str) -> bool:
+        """Whether ``transaction``'s hold is still here; from then on it lasts until its
+        ``commit`` or ``abort``, past the time ``prepare`` gave. False once that time
+        dropped it (the caller stalled past it): the update must not be written."""
+        with self._lock:
+            return self._prepared.pop(transaction, None) is not None
+
     def commit(
         self, transaction: str, name: str, items: Items, subscriber: str | None
     ) -> list[Snapshot]:
+        """Write ``items`` to dict ``name`` and let go of ``transaction``'s hold, in one
+        step; returns the written slots' snapshots (watched by ``subscriber`` when given)."""
         with self._lock:
             self._shard(name).commit(transaction, items)
             self._prepared.pop(transaction, None)
@@ -404,8 +413,11 @@ class CollectionHosts:
         """Write ``groups`` (items per shard index) to dict ``name`` atomically across
         shards (``WAIT_GROUP``): prepare every shard in index order (their keys wait),
         within PREPARE_TIMEOUT for all of them, then commit all; a shard's hold lasts
-        until the commit, however long the later shards' prepares waited. Returns the
-        written slots' snapshots per shard index (watched by ``subscriber`` when given)."""
+        until the commit, however long the later shards' prepares waited. Nothing is
+        written unless every hold is still there once all are prepared (``confirm``: a
+        process stalled past a hold's time gets TimeoutError, as when a prepare waits
+        too long). Returns the written slots' snapshots per shard index (watched by
+        ``subscriber`` when given)."""
         transaction = uuid.uuid4().hex
         deadline = time.monotonic() + PREPARE_TIMEOUT
         held_until = deadline + PREPARE_TIMEOUT  # past the last prepare's end, so no hold lapses before the commit
@@ -419,6 +431,13 @@ class CollectionHosts:
                         f"sky.dict({name!r}).update: its keys stayed held by other updates for {PREPARE_TIMEOUT:g}s"
                     )
                 prepared.append(shard)
+            lapsed = [shard for shard in prepared if not shard.confirm(transaction)]
+            if lapsed:
+                raise TimeoutError(
+                    f"sky.dict({name!r}).update: this process stalled past its hold on {len(lapsed)} of its "
+                    f"{len(prepared)} shards ({PREPARE_TIMEOUT:g}s after its prepares' limit); nothing was written: "
+                    "call update again"
+                )
             return True, {
                 index: self._shards[index].commit(transaction, name, items, subscriber) for index, items in groups.items()
             }

@@ -43,6 +43,14 @@ OPTIONS = sky.Options(console=False, logging=False)
 def where(x):
     info = sky.instance_info()
     return (x, info.node, info.total_nodes, os.getpid())
+
+def connect_ray():  # this process's own ray.init to the test cluster, with its token
+    import ray
+    from skyward.providers.ray.attach import _reset_auth
+    os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
+    _reset_auth()  # Ray read the auth mode when imported
+    ray.init(address=ADDRESS, logging_level="ERROR")
+    return ray
 """
 
 
@@ -144,11 +152,7 @@ def test_attach_dispatch_subset_and_cluster_survives(cluster: dict) -> None:
         print("TOO MANY OK", flush=True)
 
     # nothing of ours is left on the cluster, which still runs
-    import ray
-    os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
-    from skyward.providers.ray.attach import _reset_auth
-    _reset_auth()  # Ray read the auth mode when imported
-    ray.init(address=ADDRESS, logging_level="ERROR")
+    ray = connect_ray()
     # a process of the first pool that uses a collection for the first time only after the
     # pool closed (a task still running as it closes) finds its collections gone, and
     # starts no actor of its own on the cluster
@@ -199,11 +203,7 @@ def test_a_client_that_dies_leaves_none_of_its_actors_on_the_cluster(cluster: di
         client.kill()
         client.wait(timeout=30)
     checker = """
-    import ray
-    os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
-    from skyward.providers.ray.attach import _reset_auth
-    _reset_auth()
-    ray.init(address=ADDRESS, logging_level="ERROR")
+    ray = connect_ray()
     deadline = time.monotonic() + 60
     while True:
         ours = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("skyward")]
@@ -245,11 +245,7 @@ def test_token_from_environment_and_one_ray_per_process(cluster: dict) -> None:
     print("AGAIN OK", flush=True)
 
     # the user's own ray.init: used as it is and left connected; another address is refused
-    import ray
-    from skyward.providers.ray.attach import _reset_auth
-    os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", TOKEN
-    _reset_auth()
-    ray.init(address=ADDRESS, logging_level="ERROR")
+    ray = connect_ray()
     with sky.Compute(provider=sky.Ray(address=ADDRESS), options=OPTIONS) as pool:
         assert len(where(11) @ pool) == 2
     assert ray.is_initialized()

@@ -154,6 +154,31 @@ def test_a_prepared_hold_lasts_until_its_given_time_and_no_longer() -> None:
     assert pickle.loads(shard.call(again)) == (True, None)
 
 
+def test_an_update_whose_hold_lapsed_while_it_stalled_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-shard update that stalls past a hold's time (here the second shard's lock
+    is taken while the first shard's hold runs out) writes on no shard: once every shard
+    is prepared, each hold must still be there before anything is committed."""
+    from skyward.collections import actors
+    from skyward.collections.config import CHECK_EVERY, CollectionsConfig
+
+    monkeypatch.setattr(actors, "PREPARE_TIMEOUT", 0.0)  # a hold lasts no longer than its prepare
+    hosts = actors.CollectionHosts(CollectionsConfig("stalled-update", 2, True))
+    first, second = hosts._shards
+    stalled = second._lock
+    stalled.acquire()
+    outcome: list[actors.Outcome] = []
+    update = threading.Thread(target=lambda: outcome.append(hosts.update_many("d", {0: [("a", 1)], 1: [("b", 2)]}, None)))
+    update.start()
+    time.sleep(CHECK_EVERY * 4)  # the first shard's hold is dropped meanwhile
+    stalled.release()
+    update.join(10)
+    [(ok, error)] = outcome
+    assert not ok and isinstance(error, TimeoutError) and "nothing was written" in str(error)
+    for index, (shard, key) in enumerate(((first, "a"), (second, "b"))):
+        read = with_ticket(("stalled-test", index, 0), pack(("dict", "d", "get", (key,))))
+        assert pickle.loads(shard.call(read)) == (True, MISSING), f"shard {index} was written"
+
+
 def test_set_and_counter_report_only_real_changes() -> None:
     recorder = Recorder()
     members = SetStore(recorder.hooks)
