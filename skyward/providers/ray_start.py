@@ -19,15 +19,25 @@ once that agent has written its ports down, which it does after booting Ray in P
 Then the start waits for the raylet to register with the GCS: Ray asks 0.1 s after
 starting it and, until it is there, once a second (the C++ ``GetNode``), so a raylet that
 registers after 0.5 s is found after 1.1 s, one that registers after 1.3 s after 2.1 s.
+The raylet itself, now and then (4 starts in 42 here), waits a second before its object
+manager starts: it connects to the object store its own thread is starting, and a
+connection that finds no socket yet is tried again a second later (Ray's
+``raylet_client_connect_timeout_milliseconds``, which also paces every Ray process's
+connection to its raylet).
 
 ``lean`` runs a start without the three daemons and with ``ray_agent_stand_in``, which
 reports "no service" at once, where the raylet would start its dashboard agent; it asks
 the GCS for the raylet every ``POLL`` seconds before Ray's own question, which then
-finds it at once; and it runs without the driver thread that prints every error Ray
+finds it at once; its processes try a connection to their raylet or object store again
+after 10 ms instead of a second, as many times more (``CONNECT``: the same patience); and
+it runs without the driver thread that prints every error Ray
 publishes (a "(raylet) A worker died ..." paragraph on stderr for each agent death,
 whatever ``Options.console`` says): skyward reports deaths itself, as a
 ``NodeCrashedError`` and an ``Error`` event naming the cause.
 ``quiet`` is that last part alone, for a ``ray.init`` that joins a running instance.
+Both also leave out, in this process and in every worker of the instance ``lean``
+starts (``ray_worker``), Ray's serializers for libraries skyward never hands Ray, which
+Ray imports as each process connects (pydantic alone is 50-70 ms of CPU a process).
 
 Run as ``python -m skyward.providers.ray_start ARGS`` (``main``), this is Ray's command
 line with its ``ray start`` lean; a host joining a head that is still starting takes the
@@ -41,11 +51,14 @@ and only its saving is lost.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+
+from skyward.providers.ray_worker import when_imported
 
 POLL = 0.01
 """Seconds between the GCS questions ``lean`` asks while the raylet registers."""
@@ -56,6 +69,13 @@ AGENTS = (DASHBOARD_AGENT, RUNTIME_ENV_AGENT)
 which are also the stand-in's roles."""
 STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray_agent_stand_in.py")
 """The script that runs in the agents' place (``ray_agent_stand_in``)."""
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray_worker.py")
+"""The script that runs in the place of Ray's worker script (``ray_worker``)."""
+RAY_WORKER_SCRIPT = "default_worker.py"
+CONNECT = {"RAY_raylet_client_connect_timeout_milliseconds": "10", "RAY_raylet_client_num_connect_attempts": "1000"}
+"""Ray's settings for a connection to a raylet or its object store, in the environment of
+the processes a start runs: tried again every 10 ms, up to 10 s in all (Ray's own: every
+second, 10 times)."""
 REGISTER_TIMEOUT = 30.0
 """Seconds ``lean`` asks before leaving the question to Ray (Ray's own limit is 30 s)."""
 
@@ -69,7 +89,12 @@ def lean(init: Callable[[], object]) -> None:
         init()
         return
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_environment(CONNECT))
         stack.enter_context(_swapped(worker, "listen_error_messages", _listen_to_nothing))
+        stack.enter_context(_addons_when_imported())
+        start_raylet = getattr(services, "start_raylet", None)
+        if start_raylet is not None:
+            stack.enter_context(_swapped(services, "start_raylet", _our_worker(start_raylet)))
         for daemon in ("start_api_server", "start_monitor", "start_log_monitor"):
             stack.enter_context(_swapped(node.Node, daemon, _start_nothing))
         command = getattr(services, "_build_python_executable_command_memory_profileable", None)
@@ -89,7 +114,7 @@ def quiet(init: Callable[[], object]) -> None:
     except ImportError:
         init()
         return
-    with _swapped(worker, "listen_error_messages", _listen_to_nothing):
+    with _swapped(worker, "listen_error_messages", _listen_to_nothing), _addons_when_imported():
         init()
 
 
@@ -106,6 +131,63 @@ def _swapped(owner: object, name: str, value: object) -> Iterator[None]:
         yield
     finally:
         setattr(owner, name, saved)
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in ``os.environ`` for the block (where it does not set them already: a
+    user's own setting stays), then what was there."""
+    added = {name: value for name, value in values.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+@contextlib.contextmanager
+def _addons_when_imported() -> Iterator[None]:
+    """For the block (an ``init``), Ray's serialization addons only for a process that has
+    imported a library they are for (``ray_worker.when_imported``). This process's
+    serialization context is made before the block ends (Ray makes it at its first use),
+    so that it keeps what it registered then."""
+    try:
+        from ray._private import worker
+        from ray.util import serialization_addons
+    except ImportError:
+        yield
+        return
+    apply = getattr(serialization_addons, "apply", None)
+    if apply is None:
+        yield
+        return
+    with _swapped(serialization_addons, "apply", when_imported(apply)):
+        yield
+        make = getattr(getattr(worker, "global_worker", None), "get_serialization_context", None)
+        if make is not None:
+            with contextlib.suppress(Exception):  # Ray internals moved: Ray makes it at its first use
+                make()
+
+
+def _our_worker(start_raylet: Callable[..., object]) -> Callable[..., object]:
+    """``start_raylet`` (Ray's ``services.start_raylet``), except that the raylet's
+    workers run ``WORKER`` in the place of Ray's worker script, with its arguments."""
+    try:
+        signature = inspect.signature(start_raylet)
+    except (TypeError, ValueError):
+        return start_raylet
+    if "worker_path" not in signature.parameters:
+        return start_raylet
+
+    def started(*args: object, **options: object) -> object:
+        bound = signature.bind(*args, **options)
+        path = bound.arguments["worker_path"]
+        if isinstance(path, str) and os.path.basename(path) == RAY_WORKER_SCRIPT:
+            bound.arguments["worker_path"] = WORKER
+        return start_raylet(*bound.args, **bound.kwargs)
+
+    return started
 
 
 def _listen_to_nothing(worker: object, threads_stopped: threading.Event) -> None:

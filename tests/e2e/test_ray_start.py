@@ -2,10 +2,18 @@
 (``ray.init``) nor the pool daemon's (``python -m skyward.providers.ray_start start``)
 runs Ray's API server, autoscaler monitor or log monitor, a stand-in runs where each of
 Ray's two agents would (Ray's runtime-env agent only once a runtime env is asked for), and the raylet's registration is asked for every few
-milliseconds, not once a second."""
+milliseconds, not once a second, as a raylet's connection to its object store is; and neither the client nor a worker imports the
+libraries Ray's serialization addons are for (skyward/providers/ray_worker.py)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
 import pytest
 import ray
 from sandbox import marked_under, runs_agent_stand_in
@@ -27,6 +35,18 @@ def one() -> int:
     return 1
 
 
+def _raylet_environments(prefix: str) -> list[dict[str, str]]:
+    """The environments of the raylets of the Ray instance whose temp dir lies under ``prefix``."""
+    from skyward.providers.local.reaper import MARKER
+
+    found = []
+    for process in psutil.process_iter(["environ", "name"]):
+        environment = process.info["environ"] or {}
+        if process.info["name"] == "raylet" and environment.get(MARKER, "").startswith(prefix):
+            found.append(environment)
+    return found
+
+
 def _unused(running: list[str]) -> list[str]:
     """The lines of ``running`` that run a daemon a pool never uses, Ray's agents among
     them, once it is sure that a stand-in runs in each agent's place."""
@@ -45,6 +65,9 @@ def test_a_local_pools_ray_runs_no_daemon_a_pool_never_uses() -> None:
         temp_dir = LocalRay.temp_dir()
         assert temp_dir is not None
         assert _unused(marked_under(temp_dir)) == []
+        assert _raylet_environments(temp_dir), "no raylet found: the check below would pass for any start"
+        for environment in _raylet_environments(temp_dir):  # its object store's connection is tried every 10 ms
+            assert {name: environment.get(name) for name in ray_start.CONNECT} == ray_start.CONNECT
         context = ray.get_runtime_context()
         gcs = context.gcs_address
         node = context.get_node_id()
@@ -58,3 +81,27 @@ def test_the_pool_daemons_ray_runs_no_daemon_a_pool_never_uses() -> None:
         assert _unused(marked_under(instance.temp_dir)) == []
     finally:
         instance.stop()
+
+
+def test_neither_the_client_nor_a_worker_imports_what_ray_s_serializers_are_for(tmp_path: Path) -> None:
+    """Ray imports pydantic, starlette and pyarrow, where installed, in each process as it
+    connects, for serializers a skyward process never uses; a local pool's client and its
+    agents import none of them (starlette, a dependency of skyward, is always installed,
+    so this fails whenever they do)."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        import skyward as sky
+        from skyward.providers.ray_worker import ADDONS
+
+        @sky.function
+        def loaded():
+            import sys
+            return [name for name in ADDONS if name in sys.modules]
+
+        with sky.Compute(nodes=2, options=sky.Options(console=False, logging=False)) as pool:
+            workers = loaded() @ pool
+        print(json.dumps({{"client": [name for name in ADDONS if name in sys.modules], "workers": workers}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"client": [], "workers": [[], []]}

@@ -1,20 +1,28 @@
 """``ray_start.lean`` changes Ray's start only while the start runs, and puts every part
-back when it fails; ``quiet`` changes only the error listener (skyward/providers/ray_start.py)."""
+back when it fails; ``quiet`` changes only the error listener and the serialization
+addons (skyward/providers/ray_start.py, skyward/providers/ray_worker.py)."""
 
 from __future__ import annotations
 
+import inspect
+import os
 import sys
+import types
+from pathlib import Path
 
 import pytest
+import ray
 from ray._private import node, ray_constants, services, worker
+from ray.util import serialization_addons
 
-from skyward.providers import ray_start
+from skyward.providers import ray_start, ray_worker
 
 
 def _parts() -> tuple[object, ...]:
     return (
         worker.listen_error_messages, node.Node.start_api_server, node.Node.start_monitor,
         node.Node.start_log_monitor, services.get_node, services._build_python_executable_command_memory_profileable,
+        services.start_raylet, serialization_addons.apply,
     )
 
 
@@ -36,7 +44,7 @@ def test_quiet_changes_only_the_error_listener_and_only_while_init_runs() -> Non
     before = _parts()
     during: list[tuple[object, ...]] = []
     ray_start.quiet(lambda: during.append(_parts()))
-    assert [a is b for a, b in zip(during[0], before, strict=True)] == [False, True, True, True, True, True]
+    assert [a is b for a, b in zip(during[0], before, strict=True)] == [False, True, True, True, True, True, True, False]
     assert [a is b for a, b in zip(_parts(), before, strict=True)] == [True] * len(before)
 
 
@@ -53,3 +61,59 @@ def test_lean_starts_the_stand_in_where_ray_would_start_either_agent_and_nothing
     for agent in ray_start.AGENTS:
         assert built[agent] == [sys.executable, "-S", ray_start.STAND_IN, agent]
     assert built["raylet"] == [sys.executable, "-u"]
+
+
+def test_lean_runs_skyward_s_worker_script_where_ray_would_run_its_own() -> None:
+    """The raylet ``lean`` starts is given ``ray_worker`` as its workers' script, with
+    every other argument as Ray passed it."""
+    signature = inspect.signature(services.start_raylet)
+    given: dict[str, object] = {}
+
+    def start_raylet(*args: object, **options: object) -> str:
+        given.update(signature.bind(*args, **options).arguments)
+        return "started"
+
+    start_raylet.__signature__ = signature  # type: ignore[attr-defined]  # Ray's, as inspect reads it
+
+    arguments = {name: f"<{name}>" for name, parameter in signature.parameters.items()
+                 if parameter.default is inspect.Parameter.empty}
+    ray_worker_path = str(Path(ray.__file__).parent / "_private" / "workers" / "default_worker.py")
+    assert Path(ray_worker_path).is_file(), "Ray's worker script moved: ray_start would leave it in place"
+    arguments["worker_path"] = ray_worker_path
+    assert ray_start._our_worker(start_raylet)(**arguments) == "started"
+    assert given == {**arguments, "worker_path": ray_start.WORKER}
+    given.clear()
+    arguments["worker_path"] = "/elsewhere/a_worker_of_someone_else.py"
+    ray_start._our_worker(start_raylet)(**arguments)
+    assert given["worker_path"] == "/elsewhere/a_worker_of_someone_else.py"
+
+
+def test_the_addons_are_registered_only_in_a_process_that_imported_a_library_they_are_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    applied: list[object] = []
+    when = ray_worker.when_imported(applied.append)
+    for name in ray_worker.ADDONS:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    when("context")
+    assert applied == []
+    for name in ray_worker.ADDONS:
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, name, types.ModuleType(name))
+            when(name)
+    assert applied == list(ray_worker.ADDONS)
+
+
+def test_lean_paces_ray_s_connections_for_its_start_only_and_keeps_a_user_s_own_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The processes a start runs try a connection to their raylet or object store every
+    10 ms (``ray_start.CONNECT``); the client's environment is as it was afterwards, and a
+    setting the user made stays as they made it."""
+    first, second = ray_start.CONNECT
+    monkeypatch.delenv(first, raising=False)
+    monkeypatch.setenv(second, "7")
+    seen: list[tuple[str | None, str | None]] = []
+    ray_start.lean(lambda: seen.append((os.environ.get(first), os.environ.get(second))))
+    assert seen == [(ray_start.CONNECT[first], "7")]
+    assert first not in os.environ and os.environ[second] == "7"
