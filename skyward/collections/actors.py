@@ -442,8 +442,11 @@ class CollectionHosts:
                 index: self._shards[index].commit(transaction, name, items, subscriber) for index, items in groups.items()
             }
         except Exception as exc:
-            for shard in prepared:
-                shard.abort(transaction, name)
+            for shard in prepared:  # each one's hold goes, whatever another's abort does
+                try:
+                    shard.abort(transaction, name)
+                except Exception:  # noqa: BLE001 - logged; the update's own error is the answer
+                    log.exception("sky.dict(%r).update: aborting its hold on a shard failed", name)
             return False, exc
 
 

@@ -58,7 +58,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from skyward.providers.ray_worker import when_imported
+from skyward.providers.ray_worker import ray_worker_script, when_imported
 
 POLL = 0.01
 """Seconds between the GCS questions ``lean`` asks while the raylet registers."""
@@ -71,7 +71,6 @@ STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray_agent_s
 """The script that runs in the agents' place (``ray_agent_stand_in``)."""
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray_worker.py")
 """The script that runs in the place of Ray's worker script (``ray_worker``)."""
-RAY_WORKER_SCRIPT = "default_worker.py"
 CONNECT = {"RAY_raylet_client_connect_timeout_milliseconds": "10", "RAY_raylet_client_num_connect_attempts": "1000"}
 """Ray's settings for a connection to a raylet or its object store, in the environment of
 the processes a start runs: tried again every 10 ms, up to 10 s in all (Ray's own: every
@@ -107,8 +106,10 @@ def lean(init: Callable[[], object]) -> None:
 
 
 def quiet(init: Callable[[], object]) -> None:
-    """``init()`` (a ``ray.init`` that connects to a running instance) without the driver's
-    error listener, as in ``lean``; nothing is started, so nothing else changes."""
+    """``init()`` (a ``ray.init`` that connects to a running instance: the pool daemon's)
+    without the driver's error listener and with Ray's serialization addons only for
+    what this process imported already, as in ``lean``; nothing is started, so nothing
+    else changes."""
     try:
         from ray._private import worker
     except ImportError:
@@ -164,26 +165,30 @@ def _addons_when_imported() -> Iterator[None]:
         return
     with _swapped(serialization_addons, "apply", when_imported(apply)):
         yield
-        make = getattr(getattr(worker, "global_worker", None), "get_serialization_context", None)
-        if make is not None:
+        connected = getattr(worker, "global_worker", None)
+        make = getattr(connected, "get_serialization_context", None)
+        if make is not None and getattr(connected, "connected", False):
             with contextlib.suppress(Exception):  # Ray internals moved: Ray makes it at its first use
                 make()
 
 
 def _our_worker(start_raylet: Callable[..., object]) -> Callable[..., object]:
     """``start_raylet`` (Ray's ``services.start_raylet``), except that the raylet's
-    workers run ``WORKER`` in the place of Ray's worker script, with its arguments."""
+    workers run ``WORKER`` in the place of Ray's worker script, with its arguments: only
+    when the script it is given is the one ``ray_worker`` would run (``ray_worker_script``),
+    so a Ray that moved it, or a caller that gave another, starts as it would."""
     try:
         signature = inspect.signature(start_raylet)
     except (TypeError, ValueError):
         return start_raylet
-    if "worker_path" not in signature.parameters:
+    ours = ray_worker_script()
+    if "worker_path" not in signature.parameters or ours is None:
         return start_raylet
 
     def started(*args: object, **options: object) -> object:
         bound = signature.bind(*args, **options)
-        path = bound.arguments["worker_path"]
-        if isinstance(path, str) and os.path.basename(path) == RAY_WORKER_SCRIPT:
+        path = bound.arguments.get("worker_path")
+        if isinstance(path, str) and os.path.realpath(path) == os.path.realpath(ours):
             bound.arguments["worker_path"] = WORKER
         return start_raylet(*bound.args, **bound.kwargs)
 

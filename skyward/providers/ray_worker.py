@@ -8,26 +8,35 @@ on the busiest moment of a pool's open (skyward depends on starlette, so that on
 always there). A skyward process hands Ray no user object: tasks, arguments and results
 travel as bytes of skyward's own wire (``engine/wire.py``). ``when_imported`` registers
 them only in a process that has imported one of those libraries by then, where an
-object of theirs could be on its way to Ray.
+object of theirs could be on its way to Ray. What that leaves out: a task that calls
+Ray's own API on its pool's private Ray with such an object, having imported its library
+only after the worker started (a pool's Ray is skyward's implementation detail).
 
 Run by the raylet in the place of Ray's ``default_worker.py`` (``python ray_worker.py
-ARGS``), this runs that script as Ray ships it, with ``when_imported`` in place. Where
-Ray has moved either, the worker runs as Ray's own. It imports the standard library
-before Ray, and puts Ray's worker directory first on ``sys.path`` in the place of its own
-(whose ``ray`` package is skyward's provider, not Ray).
+ARGS``), this runs that script as Ray ships it, with ``when_imported`` in place; where
+Ray has moved ``serialization_addons``, the worker runs as Ray's own. Before importing
+anything else it takes its own folder off ``sys.path`` (Python puts it first, and its
+``ray`` package is skyward's provider, not Ray), and puts Ray's worker folder there, as
+a run of Ray's script would.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import runpy
 import sys
-from collections.abc import Callable
+
+if __name__ == "__main__":  # before any import that could find skyward/providers/ray as Ray
+    _here = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+    sys.path[:] = [entry for entry in sys.path if os.path.realpath(entry or os.curdir) != _here]
+
+import importlib.util  # noqa: E402 - after the path is made safe
+import runpy  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 ADDONS = ("pydantic", "starlette", "pyarrow")
 """The libraries Ray's serialization addons are for (top-level module names)."""
 RAY_WORKER = "ray._private.workers.default_worker"
+"""Ray's worker script, as a module."""
 
 
 def when_imported(apply: Callable[[object], None]) -> Callable[[object], None]:
@@ -41,15 +50,23 @@ def when_imported(apply: Callable[[object], None]) -> Callable[[object], None]:
     return applied
 
 
+def ray_worker_script() -> str | None:
+    """The path of Ray's worker script in this environment, or None where Ray has moved
+    it (then ``ray_start`` leaves the raylet's command as Ray made it)."""
+    try:
+        spec = importlib.util.find_spec(RAY_WORKER)
+    except ImportError:
+        return None
+    return spec.origin if spec is not None else None
+
+
 def main() -> None:
-    """Run Ray's worker script with this process's arguments, as the module says."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
-        del sys.path[0]
-    spec = importlib.util.find_spec(RAY_WORKER)
-    if spec is None or spec.origin is None:
+    """Run Ray's worker script with this process's arguments, as the module says.
+    SystemExit naming the script when Ray's is not there."""
+    script = ray_worker_script()
+    if script is None:
         raise SystemExit(f"skyward's Ray worker: Ray's worker script ({RAY_WORKER}) is not there")
-    sys.path.insert(0, os.path.dirname(spec.origin))
+    sys.path.insert(0, os.path.dirname(script))
     try:
         from ray.util import serialization_addons
     except ImportError:  # Ray has moved it: its worker as it ships
@@ -57,7 +74,7 @@ def main() -> None:
     else:
         if callable(getattr(serialization_addons, "apply", None)):
             serialization_addons.apply = when_imported(serialization_addons.apply)
-    runpy.run_path(spec.origin, run_name="__main__")
+    runpy.run_path(script, run_name="__main__")
 
 
 if __name__ == "__main__":

@@ -169,7 +169,14 @@ def test_an_update_whose_hold_lapsed_while_it_stalled_writes_nothing(monkeypatch
     outcome: list[actors.Outcome] = []
     update = threading.Thread(target=lambda: outcome.append(hosts.update_many("d", {0: [("a", 1)], 1: [("b", 2)]}, None)))
     update.start()
-    time.sleep(CHECK_EVERY * 4)  # the first shard's hold is dropped meanwhile
+    deadline = time.monotonic() + 10
+    while not first._entities and time.monotonic() < deadline:  # the update prepares the first shard
+        time.sleep(0.01)
+    with first._lock:  # that prepare, which made the dict's entity there, has ended
+        assert first._entities, "the update never prepared the first shard"
+    while first._prepared and time.monotonic() < deadline:  # and its hold is dropped meanwhile
+        time.sleep(CHECK_EVERY / 4)
+    assert not first._prepared, "the first shard's hold was never dropped"
     stalled.release()
     update.join(10)
     [(ok, error)] = outcome

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -83,9 +84,26 @@ def test_lean_runs_skyward_s_worker_script_where_ray_would_run_its_own() -> None
     assert ray_start._our_worker(start_raylet)(**arguments) == "started"
     assert given == {**arguments, "worker_path": ray_start.WORKER}
     given.clear()
-    arguments["worker_path"] = "/elsewhere/a_worker_of_someone_else.py"
+    arguments["worker_path"] = "/elsewhere/default_worker.py"  # a script of that name, not Ray's
     ray_start._our_worker(start_raylet)(**arguments)
-    assert given["worker_path"] == "/elsewhere/a_worker_of_someone_else.py"
+    assert given["worker_path"] == "/elsewhere/default_worker.py"
+
+
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_the_worker_script_runs_ray_s_own_and_never_skyward_s_provider_as_ray(
+    tmp_path: Path, through_a_link: bool
+) -> None:
+    """Run as a script, ``ray_worker`` is first on ``sys.path`` with the folder of
+    skyward's ``ray`` provider, also when reached through a symbolic link (Python puts the
+    link's target there): it must find Ray's worker script all the same and run it (its
+    ``--help`` answers and exits 0)."""
+    script = Path(ray_start.WORKER)
+    if through_a_link:
+        (tmp_path / "providers").symlink_to(script.parent, target_is_directory=True)
+        script = tmp_path / "providers" / script.name
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "--node-ip-address" in done.stdout, done.stdout
 
 
 def test_the_addons_are_registered_only_in_a_process_that_imported_a_library_they_are_for(
