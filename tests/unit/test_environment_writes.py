@@ -18,6 +18,10 @@ ALLOWED = {
     "node/process_worker.py": "a worker process takes its agent's directory before it serves",
     "providers/local/ray_instance.py": "Ray reads its token and settings only from the environment; restored after",
     "providers/ray/attach.py": "the same, attaching to a Ray cluster; restored after",
+    "providers/ray_start.py": (
+        "Ray's processes read how often to retry a connection only from the environment: set "
+        "for a start (the client's own Ray, or a `ray start` process of its own), restored after"
+    ),
     "cli/run.py": "`sky run` runs the user's script in this process, with the variables it adopts a pool by",
     "integrations/decorators.py": "in a task's process: torch.distributed, Keras and TensorFlow read these variables",
     "plugins/nvidia.py": "in a task's process: CUDA reads CUDA_VISIBLE_DEVICES",
