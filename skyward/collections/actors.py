@@ -176,10 +176,10 @@ class CollectionShard:
         self, transaction: str, name: str, items: Items, subscriber: str | None
     ) -> list[Snapshot]:
         """Write ``items`` to dict ``name`` and let go of ``transaction``'s hold, in one
-        step; returns the written slots' snapshots (watched by ``subscriber`` when given)."""
+        step, once ``confirm`` kept it; returns the written slots' snapshots (watched by
+        ``subscriber`` when given)."""
         with self._lock:
             self._shard(name).commit(transaction, items)
-            self._prepared.pop(transaction, None)
             slots: list[WatchedKey] = [(("dict", name), key) for key, _ in items]
             if subscriber is not None:
                 for slot in slots:
