@@ -58,7 +58,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from skyward.providers.ray_worker import ray_worker_script, when_imported
+from skyward.providers.ray_worker import ray_addons, ray_worker_script, when_imported
 
 POLL = 0.01
 """Seconds between the GCS questions ``lean`` asks while the raylet registers."""
@@ -153,17 +153,15 @@ def _addons_when_imported() -> Iterator[None]:
     imported a library they are for (``ray_worker.when_imported``). This process's
     serialization context is made before the block ends (Ray makes it at its first use),
     so that it keeps what it registered then."""
+    addons = ray_addons()
     try:
         from ray._private import worker
-        from ray.util import serialization_addons
     except ImportError:
+        addons = None
+    if addons is None:
         yield
         return
-    apply = getattr(serialization_addons, "apply", None)
-    if apply is None:
-        yield
-        return
-    with _swapped(serialization_addons, "apply", when_imported(apply)):
+    with _swapped(addons, "apply", when_imported(addons.apply)):
         yield
         connected = getattr(worker, "global_worker", None)
         make = getattr(connected, "get_serialization_context", None)

@@ -32,6 +32,7 @@ if __name__ == "__main__":  # before any import that could find skyward/provider
 import importlib.util  # noqa: E402 - after the path is made safe
 import runpy  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from types import ModuleType  # noqa: E402
 
 ADDONS = ("pydantic", "starlette", "pyarrow")
 """The libraries Ray's serialization addons are for (top-level module names)."""
@@ -48,6 +49,16 @@ def when_imported(apply: Callable[[object], None]) -> Callable[[object], None]:
             apply(context)
 
     return applied
+
+
+def ray_addons() -> ModuleType | None:
+    """Ray's ``serialization_addons``, where it has its ``apply``; None where Ray has moved
+    either (then Ray's own registers the serializers as it ships)."""
+    try:
+        from ray.util import serialization_addons
+    except ImportError:
+        return None
+    return serialization_addons if callable(getattr(serialization_addons, "apply", None)) else None
 
 
 def ray_worker_script() -> str | None:
@@ -67,13 +78,9 @@ def main() -> None:
     if script is None:
         raise SystemExit(f"skyward's Ray worker: Ray's worker script ({RAY_WORKER}) is not there")
     sys.path.insert(0, os.path.dirname(script))
-    try:
-        from ray.util import serialization_addons
-    except ImportError:  # Ray has moved it: its worker as it ships
-        pass
-    else:
-        if callable(getattr(serialization_addons, "apply", None)):
-            serialization_addons.apply = when_imported(serialization_addons.apply)
+    addons = ray_addons()
+    if addons is not None:
+        setattr(addons, "apply", when_imported(addons.apply))  # for the life of this worker
     runpy.run_path(script, run_name="__main__")
 
 
