@@ -9,9 +9,8 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from skyward.api.config_file import load_named_pool
 from skyward.api.pool import Pool
 from skyward.api.selection import ProviderLike, ProviderSelector, SelectionLike
 from skyward.core import accelerators
@@ -22,9 +21,10 @@ from skyward.engine import interruptible
 from skyward.image.image import Image
 from skyward.model.spec import DEFAULT_TTL, OPTION_FIELDS, SPEC_FIELDS, Nodes, Options, Spec, Worker
 from skyward.observe.events import Event
-from skyward.providers.daemon_client import kept_definition
 from skyward.providers.local.provider import Local
-from skyward.storage.volume import Volume
+
+if TYPE_CHECKING:
+    from skyward.storage.volume import Volume
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -51,7 +51,10 @@ def Compute(*specs: Spec, name: str | None = None, options: Options | None = Non
     adopting = os.environ.get(ADOPT_ENV, "").strip()
     if adopting:  # ``sky run NAME``: the script's pools are the kept pool NAME
         name, specs, spec_fields = adopting, (), {}
-    if name is not None and not specs and not spec_fields:
+    if name is not None and not specs and not spec_fields:  # a named pool: kept, or from the config file
+        from skyward.api.config_file import load_named_pool
+        from skyward.providers.daemon_client import kept_definition
+
         kept = kept_definition(name)
         if kept is not None:
             spec, kept_options = kept
@@ -139,7 +142,11 @@ def ComputePool(  # noqa: N802
         base = replace(base, metrics=None)
     providers = provider if isinstance(provider, (list, tuple)) else [provider or Local()]
     chosen_accelerator, memory_gb = _old_accelerator(accelerator), _gigabytes(memory)
-    volumes = (volume,) if isinstance(volume, Volume) else tuple(volume or ())
+    volumes: tuple[Volume, ...] = ()
+    if volume is not None:  # storage loads for a pool with volumes
+        from skyward.storage.volume import Volume
+
+        volumes = (volume,) if isinstance(volume, Volume) else tuple(volume)
     specs = tuple(
         Spec(
             provider=p, accelerator=chosen_accelerator, nodes=nodes, vcpus=cpu,

@@ -15,7 +15,6 @@ holds fields every pool gets unless it sets them (its ``options`` are merged key
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
@@ -117,6 +116,8 @@ def pool_from_table(name: str, table: dict[str, Any], defaults: dict[str, Any], 
 def _misplaced_options(name: str, table: dict[str, Any], path: Path) -> None:
     """ValueError for a key of the pool's table that is (or is close to) an Options
     field, naming the table it belongs in."""
+    import difflib  # a config file's check alone: not on every open's path
+
     for key in table:
         if key in SPEC_FIELDS:
             continue

@@ -3,7 +3,6 @@ the value it got and what is allowed."""
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable
 from typing import TypeVar
@@ -31,6 +30,8 @@ def reject_unknown(owner: str, given: Iterable[str], known: Iterable[str], what:
     taken = list(known)
     for key in given:
         if key not in taken:
+            import difflib  # only for the error: not on every import's path
+
             close = difflib.get_close_matches(key, taken, n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]}=?)" if close else ""
             raise TypeError(f"{owner}() got an unknown keyword {key}={hint}; its {what}: {', '.join(taken)}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
 from skyward.core.accelerators import Accelerator
 from skyward.core.allocation import normalize as normalize_allocation
@@ -15,7 +15,9 @@ from skyward.core.validation import check_choice, check_number, fail, reject_unk
 from skyward.image.image import Image
 from skyward.model.plugin import Plugin, check_plugins
 from skyward.observe.log_config import LogConfig
-from skyward.storage.volume import Volume, check_volumes
+
+if TYPE_CHECKING:
+    from skyward.storage.volume import Volume
 
 AllocationStrategy = Literal["spot-if-available", "spot", "on-demand", "cheapest"]
 SelectionStrategy = Literal["cheapest", "first", "available"]
@@ -184,7 +186,10 @@ class Spec:
         if self.region is not None and (not isinstance(self.region, str) or not self.region):
             raise fail("Spec", "region", self.region, 'use a region name such as "us-east-1", or None')
         check_number("Spec", "ttl", self.ttl, minimum=0, integer=True)
-        object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
+        if not (type(self.volumes) is tuple and not self.volumes):  # storage loads for a pool with volumes
+            from skyward.storage.volume import check_volumes
+
+            object.__setattr__(self, "volumes", check_volumes("Spec", "volumes", self.volumes))
         object.__setattr__(self, "plugins", check_plugins(self.plugins))
         if self.instance_type is not None and (not isinstance(self.instance_type, str) or not self.instance_type.strip()):
             raise fail("Spec", "instance_type", self.instance_type, 'give the provider\'s machine type, e.g. "p5.48xlarge"')

@@ -42,7 +42,6 @@ from skyward.engine.wire import CALL, PROBE, Payload, Received, TaskFailure, Tas
 from skyward.model.plugin import LaunchCommand
 from skyward.model.spec import Worker
 from skyward.node.outbox import Outbox
-from skyward.node.process_executor import ChildSetup, ProcessExecutor
 from skyward.node.thread_executor import ThreadExecutor
 from skyward.observe.events import Event, Log
 from skyward.observe.metrics import Collector, MetricSampler
@@ -114,6 +113,8 @@ class NodeRunner:
         self._view_lock = threading.Lock()
         self._probes = ThreadExecutor(setup.info, 1, lambda task_id: None)
         if setup.worker.resolved_executor == "process":
+            from skyward.node.process_executor import ChildSetup, ProcessExecutor  # not on a thread pool's path
+
             child_setup: ChildSetup = {
                 "info": setup.info, "cwd": setup.cwd, "sys_path": setup.sys_path, "env": setup.env,
                 "collections": setup.collections, "plugins": setup.plugins,

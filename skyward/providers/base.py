@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from msgspec import Struct
 
@@ -25,8 +25,9 @@ from skyward.engine.transport import Transport
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
 from skyward.observe.cost import Pricing
-from skyward.storage.client import Storage
-from skyward.storage.pool_volumes import check_node_credentials
+
+if TYPE_CHECKING:
+    from skyward.storage.client import Storage
 
 
 class TeardownError(SkywardError, RuntimeError):
@@ -226,7 +227,9 @@ def with_default_storage(spec: Spec) -> Spec:
     without keys that does not opt in to shipping this machine's AWS credential chain,
     before any machine is started."""
     filled = _with_storages(spec)
-    if not runs_here(spec.provider):
+    if filled.volumes and not runs_here(spec.provider):
+        from skyward.storage.pool_volumes import check_node_credentials
+
         check_node_credentials(filled.volumes)
     return filled
 

@@ -45,18 +45,25 @@ def test_sky_ls_loads_neither_the_event_machinery_nor_package_metadata(tmp_path:
     assert "LOADED []" in done.stdout, done.stdout
 
 
-def test_a_local_pools_first_open_imports_no_panel_older_events_kept_client_or_wheel_builder() -> None:
+def test_a_local_pools_first_open_imports_nothing_only_some_pools_use() -> None:
     """What B4-import counts (``import skyward`` and the modules a local pool's first open
     imports) leaves out what only some pools use: the live panel and rich (a terminal's),
-    the older reference's events (someone subscribing to them), a kept pool's client and
-    the wheel builder with packaging (an Image that installs)."""
+    the older reference's events (someone subscribing to them), a kept pool's client, the
+    wheel builder with packaging (an Image that installs), the storage machinery (a pool
+    with volumes), the process executor with ``multiprocessing`` (``executor="process"``),
+    ``difflib`` (an error's "did you mean"), and the config file's reader and the pool
+    daemon's client (a pool opened by name)."""
     later = (
         "rich", "skyward.observe.rich_console", "skyward.observe.legacy", "skyward.providers.kept.client",
-        "skyward.providers.ssh.wheels",
+        "skyward.providers.ssh.wheels", "skyward.storage.volume", "skyward.storage.client", "skyward.storage.mount",
+        "skyward.node.process_executor", "multiprocessing.connection", "difflib", "skyward.api.config_file",
+        "tomllib", "skyward.providers.daemon_client", "skyward.providers.kept.state",
     )
     code = (
-        "import sys, skyward, ray, skyward.api.pool, skyward.providers.local.launch, skyward.providers.ray.agents, "
-        f"skyward.observe.console, skyward.observe.bus\nprint(sorted(m for m in {later!r} if m in sys.modules))"
+        "import sys, skyward, ray, skyward.api.compute, skyward.api.pool, skyward.providers.local.launch, "
+        "skyward.providers.ray.agents, skyward.observe.console, skyward.observe.bus, skyward.node.agent\n"
+        "skyward.Compute  # the public name a script opens a pool with\n"
+        f"print(sorted(m for m in {later!r} if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout
@@ -68,10 +75,11 @@ def test_a_local_pools_first_open_defines_as_dataclasses_only_classes_users_buil
     records on B4-import's path are Structs. The dataclasses left there are those the
     reference documents make dataclasses (``Spec``, ``Image``, the events, ...), those
     users build or ``dataclasses.replace`` in their code (``Plugin``, the ``LaunchCommand``
-    and ``LaunchContext`` a plugin's launcher gets, ``Yielded``, an event), and three that
-    use what a Struct lacks: fields left out of the repr or the comparison
-    (``ResolvedStorage``'s keys, ``MountedVolume``'s process, ``AgentSetup``'s lane secret)
-    and keyword-only fields after positional ones (``AgentSetup``)."""
+    and ``LaunchContext`` a plugin's launcher gets, ``Yielded``, an event), and
+    ``AgentSetup``, which uses what a Struct lacks: a field left out of the repr and the
+    comparison (its lane secret) and keyword-only fields after positional ones. (The
+    storage's two, ``ResolvedStorage`` and ``MountedVolume``, load only for a pool with
+    volumes.)"""
     code = (
         "import dataclasses, sys, skyward, ray, skyward.api.pool, skyward.providers.local.launch, "
         "skyward.providers.ray.agents\n"
@@ -84,7 +92,6 @@ def test_a_local_pools_first_open_defines_as_dataclasses_only_classes_users_buil
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     users = [
         "skyward.engine.streams.Yielded", "skyward.model.plugin.LaunchCommand", "skyward.model.plugin.LaunchContext",
-        "skyward.model.plugin.Plugin", "skyward.node.agent.AgentSetup", "skyward.storage.client.ResolvedStorage",
-        "skyward.storage.mount.MountedVolume",
+        "skyward.model.plugin.Plugin", "skyward.node.agent.AgentSetup",
     ]  # the public ones are in skyward.__all__
     assert loaded.stdout.strip() == str(sorted(users)), loaded.stdout

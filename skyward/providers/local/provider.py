@@ -15,7 +15,7 @@ import platform
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import psutil
 from msgspec import structs
@@ -26,8 +26,9 @@ from skyward.image.image import Image, local_python
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import DEFAULT_TTL, Options, Spec
 from skyward.providers.base import LaunchedCluster, Offer, PhaseTiming
-from skyward.storage.client import Storage
-from skyward.storage.pool_volumes import mounted
+
+if TYPE_CHECKING:
+    from skyward.storage.client import Storage
 
 KEEP_WARM_ENV = "SKYWARD_KEEP_WARM"
 
@@ -84,7 +85,10 @@ class Local:
         or ``Options.provision_timeout`` passes. Everything is undone if a step fails."""
         started = time.monotonic()
         with ExitStack() as volumes:
-            volumes.enter_context(mounted(spec.volumes))
+            if spec.volumes:  # storage loads for a pool with volumes
+                from skyward.storage.pool_volumes import mounted
+
+                volumes.enter_context(mounted(spec.volumes))
             mounting = time.monotonic() - started
             from skyward.providers.local.launch import start  # Ray and the agents load when a pool opens
 

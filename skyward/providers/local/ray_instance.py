@@ -161,6 +161,7 @@ class LocalRay:
             with _marking(cls._temp_dir):
                 lean(lambda: ray.init(
                     num_cpus=os.cpu_count() or 1,
+                    num_gpus=0,  # local nodes use no GPU (``sky.Local``): Ray skips detecting them (NVML)
                     include_dashboard=False,
                     log_to_driver=False,
                     logging_level=logging.ERROR,
