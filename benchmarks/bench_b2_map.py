@@ -36,7 +36,7 @@ BATCH = 1_000
 
 def run(quick: bool = False) -> list[Row]:
     """Every subject, the subjects taking turns round by round."""
-    fast, slow, count = (2, 1, QUICK_ITEMS) if quick else (4, 1, ITEMS)
+    fast, slow, count = (2, 1, QUICK_ITEMS) if quick else (12, 1, ITEMS)
     return alternated([
         Subject(GROUP, "skyward pool.map, f in the script", skyward_map, (count, fast, True)),
         Subject(GROUP, "skyward pool.map, f imported", skyward_map, (count, fast, False)),
