@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import threading
 import time
@@ -76,13 +77,16 @@ def test_sampler_reads_each_collector_at_its_interval() -> None:
     for metric in metrics:
         by_name.setdefault(metric.name, []).append(metric)
     assert {m.node for m in metrics} == {3}
-    assert 8 <= len(by_name["cpu"]) <= 11  # the first reading only primes psutil
-    assert 4 <= len(by_name["memory"]) <= 6
     assert 0 < by_name["memory"][0].value <= 100 and by_name["memory"][0].unit == "%"
     assert by_name["network_rx"][0].unit == "B/s" and by_name["network_rx"][0].value >= 0
     assert {m.value for m in by_name["answer"]} == {42.0}
-    gaps = [b.timestamp - a.timestamp for a, b in zip(by_name["cpu"], by_name["cpu"][1:])]
-    assert all(0.05 <= gap <= 0.15 for gap in gaps), gaps
+    # Each at its own interval: never sooner, and mostly on time. A reading may come late
+    # when the machine is busy (one thread reads them all, the custom one a subprocess);
+    # the next is not hurried to catch up.
+    for name, interval, most in (("cpu", 0.1, 11), ("memory", 0.2, 6)):
+        gaps = [b.timestamp - a.timestamp for a, b in zip(by_name[name], by_name[name][1:])]
+        assert len(gaps) >= 3 and len(by_name[name]) <= most, (name, gaps)  # cpu's first reading primes psutil
+        assert min(gaps) >= 0.9 * interval and statistics.median(gaps) <= 1.5 * interval, (name, gaps)
 
 
 def test_sampler_reports_a_failing_collector_once_and_keeps_the_others() -> None:
