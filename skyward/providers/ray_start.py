@@ -58,6 +58,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from skyward.providers.ray_import import import_ray
 from skyward.providers.ray_worker import ray_addons, ray_worker_script, when_imported
 
 POLL = 0.01
@@ -260,6 +261,7 @@ def main() -> None:
     ``--include-log-monitor=false`` also leave the two monitors out, should a Ray move
     what ``lean`` swaps). ``ADDRESS_ON_STDIN`` among ARGS takes the address from stdin;
     exits with an error naming it when stdin ends first (the head's start failed)."""
+    import_ray("ray.scripts.scripts")  # Ray's command line imports requests too
     from ray.scripts.scripts import main as ray_main
 
     if ADDRESS_ON_STDIN in sys.argv:

@@ -34,6 +34,8 @@ import runpy  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from types import ModuleType  # noqa: E402
 
+from skyward.providers.ray_import import import_ray  # noqa: E402
+
 ADDONS = ("pydantic", "starlette", "pyarrow")
 """The libraries Ray's serialization addons are for (top-level module names)."""
 RAY_WORKER = "ray._private.workers.default_worker"
@@ -74,6 +76,7 @@ def ray_worker_script() -> str | None:
 def main() -> None:
     """Run Ray's worker script with this process's arguments, as the module says.
     SystemExit naming the script when Ray's is not there."""
+    import_ray()  # first: looking for Ray's script below imports Ray
     script = ray_worker_script()
     if script is None:
         raise SystemExit(f"skyward's Ray worker: Ray's worker script ({RAY_WORKER}) is not there")

@@ -84,28 +84,30 @@ def test_the_pool_daemons_ray_runs_no_daemon_a_pool_never_uses() -> None:
         instance.stop()
 
 
-def test_neither_the_client_nor_a_worker_imports_what_ray_s_serializers_are_for_nor_nvml(tmp_path: Path) -> None:
+def test_neither_the_client_nor_a_worker_imports_what_it_never_uses(tmp_path: Path) -> None:
     """Ray imports pydantic, starlette and pyarrow, where installed, in each process as it
-    connects, for serializers a skyward process never uses; a local pool's client and its
-    agents import none of them (starlette, a dependency of skyward, is always installed,
-    so this fails whenever they do). Nor does the client look for GPUs through NVML as the
-    local Ray starts (local nodes use none; Ray imports its NVML binding on any machine
-    when it looks)."""
+    connects, for serializers a skyward process never uses, and ``requests`` for calls a
+    pool's Ray never makes (providers/ray_import.py); a local pool's client and its agents
+    import none of them (starlette and requests are always installed: skyward depends on
+    the one and Ray on the other, so this fails whenever they do). Nor does the client look
+    for GPUs through NVML as the local Ray starts (local nodes use none; Ray imports its
+    NVML binding on any machine when it looks)."""
     script = textwrap.dedent(f"""
         import json, sys
         import skyward as sky
         from skyward.providers.ray_worker import ADDONS
 
         NVML = "ray._private.thirdparty.pynvml"
+        UNUSED = (*ADDONS, "requests", "urllib3")
 
         @sky.function
         def loaded():
             import sys
-            return [name for name in ADDONS if name in sys.modules]
+            return [name for name in UNUSED if name in sys.modules]
 
         with sky.Compute(nodes=2, options=sky.Options(console=False, logging=False)) as pool:
             workers = loaded() @ pool
-        print(json.dumps({{"client": [name for name in (*ADDONS, NVML) if name in sys.modules], "workers": workers}}))
+        print(json.dumps({{"client": [name for name in (*UNUSED, NVML) if name in sys.modules], "workers": workers}}))
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
@@ -26,6 +27,7 @@ from skyward.image.image import Image, local_python
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import DEFAULT_TTL, Options, Spec
 from skyward.providers.base import LaunchedCluster, Offer, PhaseTiming
+from skyward.providers.ray_import import import_ray
 
 if TYPE_CHECKING:
     from skyward.storage.client import Storage
@@ -90,9 +92,7 @@ class Local:
 
                 volumes.enter_context(mounted(spec.volumes))
             mounting = time.monotonic() - started
-            from skyward.providers.local.launch import start  # Ray and the agents load when a pool opens
-
-            cluster = start(spec, options, pool_id)
+            cluster = load_launch()(spec, options, pool_id)
             held = volumes.pop_all()
         stop = cluster.stop
 
@@ -102,6 +102,15 @@ class Local:
 
         phases = ((PhaseTiming("volumes", mounting),) if spec.volumes else ()) + cluster.phases
         return structs.replace(cluster, stop=stop_then_unmount, phases=phases)
+
+
+def load_launch() -> Callable[[Spec, Options, str], LaunchedCluster]:
+    """``launch.start``, imported as a local pool's first open imports it: Ray and the
+    agents' machinery, Ray without what only its TPU support uses (``ray_import``)."""
+    import_ray()
+    from skyward.providers.local.launch import start
+
+    return start
 
 
 def local_handle(pool_id: str, node: int) -> NodeHandle:
