@@ -122,11 +122,12 @@ def process_pool(workers: int = WORKERS) -> Iterator[ProcessPoolExecutor]:
 
 IMPORTS = {
     # `import skyward` loads almost nothing; the first pool's open imports the pool
-    # machinery (from `sky.Compute` on), the local provider, Ray and the collections'
-    # hosts: all counted as import, not as start (what Ray's own `ray.init` imports stays
-    # in the start, as it does for the Ray peer)
+    # machinery (from `sky.Compute` on), the local provider, Ray and the local launch (as
+    # the open imports them: `load_launch`) and the collections' hosts: all counted as
+    # import, not as start (what Ray's own `ray.init` imports stays in the start, as it
+    # does for the Ray peer). "module:function" is a function of a module, called.
     "skyward": (
-        "skyward", "ray", "skyward.api.compute", "skyward.api.pool", "skyward.providers.local.launch",
+        "skyward", "skyward.api.compute", "skyward.api.pool", "skyward.providers.local.provider:load_launch",
         "skyward.providers.ray.agents", "skyward.collections.actors",
     ),
     "ray": ("ray",),
@@ -137,8 +138,11 @@ IMPORTS = {
 
 def import_engine(engine: str) -> None:
     """Import what ``engine`` needs, so that start-up times exclude imports."""
-    for module in IMPORTS[engine]:
-        importlib.import_module(module)
+    for name in IMPORTS[engine]:
+        module, _, function = name.partition(":")
+        imported = importlib.import_module(module)
+        if function:
+            getattr(imported, function)()
 
 
 def _start_skyward() -> Any:
