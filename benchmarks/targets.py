@@ -407,9 +407,9 @@ def check_all(rows: Sequence[Row]) -> list[Check]:
 
 EXPLANATIONS: dict[str, str] = {
     "B4-dask": (
-        "**Where it stands.** 1.35 s to 4 ready nodes against Dask's LocalCluster 858 ms (1.58x) and "
-        "`ray.init` plus 4 actors 3.75 s (0.36x) in the run of 2026-12-05 04:39, the best full run (3.7x "
-        "on 2026-11-26). A skyward pool's cold start is a private Ray instance (a GCS, a raylet and Ray "
+        "**Where it stands.** 1.23 s to 4 ready nodes against Dask's LocalCluster 888 ms (1.38x) and "
+        "`ray.init` plus 4 actors 3.81 s (0.32x) in the run of 2026-12-05 08:12, the best full run (3.7x "
+        "on 2026-11-26, 1.58x at 04:39 that day). A skyward pool's cold start is a private Ray instance (a GCS, a raylet and Ray "
         "worker processes), while Dask starts 4 plain Python processes.\n\n"
         "**Where the time goes.** An open of 2026-12-05 by the timestamps of the GCS's and the raylet's "
         "logs (1.39 s): the raylet registered 0.25 s in; the client's connection as Ray's driver took "
@@ -429,7 +429,13 @@ EXPLANATIONS: dict[str, str] = {
         "2026-12-05 no process of the pool imports pydantic, starlette or pyarrow for Ray's serializers, "
         "which it never uses (`providers/ray_worker.py`: 50-70 ms of CPU a process where pydantic is "
         "installed), and no raylet waits its random second for the object store (`ray_start.CONNECT`, "
-        "docs/architecture.md): 5 alternating opens measured a median of 1.32 s against 1.60 s.\n\n"
+        "docs/architecture.md): 5 alternating opens measured a median of 1.32 s against 1.60 s. Later "
+        "that day: the local Ray is told it has no GPU (`num_gpus=0`: Ray imported its NVML binding and "
+        "asked NVML for devices on every start), Ray is imported without `requests`, which a pool's Ray "
+        "processes never call (`providers/ray_import.py`: 35-50 ms of CPU in the client and in each "
+        "worker), and the storage machinery, the process executor and the config file's reader load "
+        "only for the pools that use them: a script that imports skyward and opens a 4-node pool, 8 "
+        "runs alternating, 1.56 s against 1.65 s.\n\n"
         "**What would close it.** For the case that matters (a script run again and again while it is "
         "written), a kept pool: `sky.Local(keep_warm=...)` or `Options(keep_alive=...)` reach 4 ready "
         "nodes in 0.1 s (B4-warm, B4-kept). Cold, a local transport without Ray for pools that need no "
@@ -438,11 +444,13 @@ EXPLANATIONS: dict[str, str] = {
         " poll, broadcasts and the collections' hosts are Ray's today.\n\n"
         "**Full runs** (skyward ÷ Dask): 2026-12-01 14:34 5.15x, 17:41 2.25x; 2026-12-02 07:09 2.69x; "
         "2026-12-03 06:15 2.16x, 07:04 2.15x, 13:34 2.22x, 17:03 2.27x, 20:37 2.30x; 2026-12-04 01:53 "
-        "1.80x, 16:28 1.69x, 22:40 2.06x; 2026-12-05 04:39 1.58x."
+        "1.80x, 16:28 1.69x, 22:40 2.06x; 2026-12-05 04:39 1.58x, 08:12 1.38x."
     ),
     "B5-cpu": (
-        "**Where it stands.** An idle 4-node pool used 4.9% of a core (max 5.0%) in the run of 2026-12-05"
-        " 04:39, Ray with 4 idle actors 6.3% (0.78x) and Dask's LocalCluster 13.3%; the pool's memory is "
+        "**Where it stands.** An idle 4-node pool used 5.1% of a core (max 5.4%) in the run of 2026-12-05"
+        " 08:12, Ray with 4 idle actors 5.7% (0.89x) and Dask's LocalCluster 14.2%; the pool's memory is "
+        "388 MiB PSS against Ray's 593 MiB (416 MiB at 04:39, before Ray was imported without "
+        "`requests`; see B4-dask). At 04:39 that day: 4.9% against Ray's 6.3%; the pool's memory was "
         "416 MiB PSS against Ray's 593 MiB (456 MiB in the run of 2026-12-04 22:40: its workers no longer"
         " load pydantic, see B4-dask). The best full run measured 1.7% (2026-12-04 01:53). The figure "
         "moves with the virtual machine's cost of a wake-up: the same processes measured 1.7% in one run "
@@ -466,7 +474,7 @@ EXPLANATIONS: dict[str, str] = {
         "**Full runs** (the pool; Ray with 4 idle actors): 2026-12-01 14:34 2.7%, 3.4%; 17:41 2.1%, 3.1%;"
         " 2026-12-02 03:40 4.8%, 6.4%; 07:09 4.4%, 4.1%; 2026-12-03 06:15 3.0%, 3.5%; 07:04 3.4%, 5.6%; "
         "13:34 5.5%, 6.8%; 17:03 6.4%, 7.4%; 20:37 2.1%, 3.0%; 2026-12-04 01:53 1.7%, 2.0%; 16:28 3.6%, "
-        "5.4%; 22:40 4.4%, 5.8%; 2026-12-05 04:39 4.9%, 6.3%."
+        "5.4%; 22:40 4.4%, 5.8%; 2026-12-05 04:39 4.9%, 6.3%; 08:12 5.1%, 5.7%."
     ),
     "B4-warm": (
         "`sky.Local(keep_warm=...)` now keeps the pool (docs/kept-pools.md), so a script run "
@@ -484,7 +492,10 @@ EXPLANATIONS: dict[str, str] = {
         "pickles the call with the array out of band, so the buffer is not copied), then 4 "
         "actor calls that read it without copying. The spread comes from the object store's "
         "fresh pages (a 100 MB put faults them in) on a machine whose 2 cores the 4 workers "
-        "share."
+        "share. The full runs since passed (1.03x on 2026-12-05 04:39) until 08:12 that day: 1.45x, "
+        "skyward's 47.98 ms as in the run before (48.09 ms) against Ray's 33.05 ms (min 16.96 ms, 46.63 "
+        "ms the run before); the B3 group alone right after it measured 49.26 ms against 46.88 ms "
+        "(1.05x). Nothing on the local broadcast's path changed between those runs."
     ),
     "R-trip": (
         "The peers run their driver on host 0, inside the cluster's network; skyward's client "
@@ -527,9 +538,11 @@ EXPLANATIONS: dict[str, str] = {
         "which Ray's driver on host 0 does not cross."
     ),
     "R-broadcast": (
-        "**Where it stands.** 830 ms for a 100 MB argument to every node of a 3-host pool against Ray's "
-        "510 ms (1.63x; Ray's driver took 0.38-0.86 s across the turns) in the run of 2026-12-05 04:39; "
-        "the SSH tunnel alone moved the 100 MB in 410 ms. Ray's driver runs on host 0 and already holds "
+        "**Where it stands.** 1.11 s for a 100 MB argument to every node of a 3-host pool against Ray's "
+        "567 ms (1.96x) in the run of 2026-12-05 08:12, whose second half ran on a slower machine (the M "
+        "group's Ray took 10.79 s for 10,000 tasks on 1 host against 6.65 s at 04:39); the SSH tunnel "
+        "alone moved the 100 MB in 547 ms (410 ms at 04:39, when the broadcast took 830 ms against Ray's "
+        "510 ms, 1.63x). Ray's driver runs on host 0 and already holds "
         "the data there, so it pays `ray.put` and 3 tasks; skyward's client holds it on this machine, "
         "sends it through the pool's SSH connection to the head relay, which then does the same put and "
         "calls. Two full runs passed because Ray's driver was slow that time (0.76x on 2026-11-26, Ray "
@@ -563,10 +576,14 @@ EXPLANATIONS: dict[str, str] = {
         "**Full runs** (skyward ÷ Ray; the tunnel alone): 2026-12-01 11:15 1.59x, 0.82 s; 14:34 1.96x, "
         "365 ms; 17:41 1.61x, 380 ms; 2026-12-02 03:40 1.96x, 449 ms; 07:09 1.95x, 402 ms; 2026-12-03 "
         "13:34 0.52x; 17:03 1.91x, 509 ms; 20:37 1.73x, 380 ms; 2026-12-04 01:53 1.78x, 391 ms; 16:28 "
-        "1.55x, 507 ms; 22:40 1.71x, 527 ms; 2026-12-05 04:39 1.63x, 410 ms."
+        "1.55x, 507 ms; 22:40 1.71x, 527 ms; 2026-12-05 04:39 1.63x, 410 ms; 08:12 1.96x, 547 ms."
     ),
     "R-warm": (
-        "**Where it stands.** Met in the run of 2026-12-05 04:39: a warm open of a 3-host SSH pool "
+        "**Where it stands.** Missed in the run of 2026-12-05 08:12: 3.44 s (max 3.45), the `ray start` "
+        "phase 1.71 s and the agents 1.11 s, on a machine slower in that run's second half than in its "
+        "first (the M group's Ray took 10.79 s for 10,000 tasks on 1 host against 6.65 s at 04:39, and "
+        "its own `ray start` on 1 host 3.66 s against 3.35 s); the S1 group alone right after it measured"
+        " 3.12 s (min 3.02 s). Met in the run of 04:39 that day: a warm open of a 3-host SSH pool "
         "(environments already installed) took 2.86 s (max 3.30), of which `ray start` on the 3 hosts "
         "1.53 s and the agents 0.99 s (they overlap), from 5.02 s in the run of 2026-12-04 22:40 and 8.06"
         " s on 2026-11-25. The S1 group alone, the two trees alternating twice that hour on a busier "
@@ -593,7 +610,8 @@ EXPLANATIONS: dict[str, str] = {
         "reports skyward's place and versions from one Python start (the `ship` phase 0.52 s before, "
         "under 0.01 s after). Since 2026-12-05 every process a host's `ray start` runs tries a connection"
         " to its raylet or object store again after 10 ms instead of a second (`ray_start.CONNECT`), and "
-        "its workers import nothing for Ray's serializers (`providers/ray_worker.py`).\n\n"
+        "its workers import nothing for Ray's serializers (`providers/ray_worker.py`), and each host's `ray "
+        "start` and workers import Ray without `requests` (`providers/ray_import.py`).\n\n"
         "**Tried and not kept.** Beginning each host's `ray start` as soon as that host is ready rather "
         "than once every host is: 5.30, 4.75 and 4.73 s against 4.70, 3.96 and 4.85 s, since on 2 shared "
         "cores the head's start then competes with the other hosts' bootstraps.\n\n"
@@ -606,7 +624,7 @@ EXPLANATIONS: dict[str, str] = {
         " 4.53 s; 2026-12-02 03:40 8.47 s, 6.48 s; 07:09 7.11 s, 5.43 s; 2026-12-03 06:15 9.04 s, 6.80 s;"
         " 07:04 8.61 s, 6.55 s; 13:34 7.58 s, 5.50 s; 17:03 6.16 s, 4.30 s; 20:37 5.45 s, 3.90 s; "
         "2026-12-04 01:53 4.97 s, 3.44 s; 16:28 4.60 s, 2.82 s; 22:40 5.02 s, 3.50 s; 2026-12-05 04:39 "
-        "2.86 s, 1.53 s."
+        "2.86 s, 1.53 s; 08:12 3.44 s, 1.71 s."
     ),
     "R-cold": (
         "The cold open adds building each host's environment to the warm open: 20.4 s for 3 "
@@ -714,7 +732,8 @@ EXPLANATIONS: dict[str, str] = {
         "of 17:41 measured 1.50 s against 3.47 s (0.43x)."
     ),
     "B1-ppe": (
-        "**Where it stands.** 163 µs for a script's function against ProcessPoolExecutor's 271 µs in the "
+        "**Where it stands.** Met in the run of 2026-12-05 08:12: 144 µs against 256 µs (0.56x), an "
+        "imported function 134 µs. Before it: 163 µs for a script's function against ProcessPoolExecutor's 271 µs in the "
         "run of 2026-12-05 04:39 (0.6015x, shown as 0.60x: a hair over the target), an imported function "
         "141 µs; the B1 group alone right after it measured 130 µs against 199 µs (0.66x). That run is "
         "the best of the full runs, the worst since the function is shipped once 1.06x. "
@@ -752,10 +771,12 @@ EXPLANATIONS: dict[str, str] = {
         " run was over; the run of 2026-12-05 04:39 was 0.4 µs over.\n\n"
         "**Full runs** (skyward ÷ ProcessPoolExecutor): 2026-12-01 14:34 0.90x, 17:41 0.88x; 2026-12-02 "
         "03:40 0.97x, 07:09 0.95x; 2026-12-03 06:15 1.06x, 07:04 0.89x, 13:34 0.69x, 17:03 0.89x, 20:37 "
-        "0.89x; 2026-12-04 01:53 0.92x, 16:28 0.77x, 22:40 0.69x; 2026-12-05 04:39 0.60x."
+        "0.89x; 2026-12-04 01:53 0.92x, 16:28 0.77x, 22:40 0.69x; 2026-12-05 04:39 0.60x, 08:12 0.56x (a "
+        "pass: 144 µs against 256 µs)."
     ),
     "B2-best": (
-        "**Where it stands.** 4.76 ms (max 8.21) for a map of a script's function against "
+        "**Where it stands.** Met in the run of 2026-12-05 08:12 (0.90x; see below). Before it: "
+        "4.76 ms (max 8.21) for a map of a script's function against "
         "ProcessPoolExecutor's 3.81 ms at chunksize=1,000 (1.25x) in the run of 2026-12-05 04:39, an "
         "imported function 3.91 ms (1.03x). The B2 group alone right after it measured 3.34 ms against "
         "3.89 ms (0.86x, a pass), and the full runs of 2026-12-02 07:09 and 2026-12-04 22:40 0.60x and "
@@ -773,7 +794,10 @@ EXPLANATIONS: dict[str, str] = {
         "iterator which item runs (`node/execution.py`, `MapCursor`; before, each item took a lock and "
         "read the clock, about 300 ns, more than the work of a trivial item).\n\n"
         "**What would close it.** In the runs where it misses, the spread of the group's few samples; a "
-        "cheaper round trip per chunk (see B1-ppe) would leave more room under it."
+        "cheaper round trip per chunk (see B1-ppe) would leave more room under it. Since the run of "
+        "2026-12-05 08:12 each subject maps 24 times (12 in each of 2 rounds), not 8: that run measured "
+        "3.70 ms against ProcessPoolExecutor's 4.13 ms at chunksize=1,000 (0.90x, a pass), an imported "
+        "function 3.75 ms."
     ),
     "B4-kept": (
         "The adoption itself is fast: with skyward's modules already loaded, opening the kept "
@@ -795,8 +819,12 @@ EXPLANATIONS: dict[str, str] = {
         "builder or metrics modules until they are used)."
     ),
     "B4-import": (
-        "**Where it stands.** 323 ms against `import ray` 241 ms (1.34x) in the run of 2026-12-05 04:39; "
-        "the full runs since 2026-12-01 17:41 measured 1.28x to 1.35x, four of them passes. The row "
+        "**Where it stands.** Met in the run of 2026-12-05 08:12: 282 ms against `import ray` 246 ms "
+        "(1.15x), since Ray is imported without `requests` and the storage machinery, the process "
+        "executor and the config file's reader are left to the pools that use them (see B4-dask); that "
+        "run's row also counts what `sky.Compute` and the collections' hosts import, which the start "
+        "counted before. The run of 04:39 that day: 323 ms against 241 ms (1.34x); the full runs from "
+        "2026-12-01 17:41 to then measured 1.28x to 1.35x, four of them passes. The row "
         "counts `import skyward` (3 ms) and everything the first local open imports: Ray (the peer's "
         "whole row) and skyward's own modules on top of it. A kept pool's client never imports Ray "
         "(B4-kept-import). The run of 2026-11-26 (0.64x) counted `import skyward` alone, before issue 41 "
@@ -908,6 +936,12 @@ EXPLANATIONS: dict[str, str] = {
         "ProcessPoolExecutor 91%."
         " The full run of 2026-12-03 13:34 (this table's; load average 0.92 at its start, a package install had just ended): 87% (calls) and 90% (map, a pass) of an ideal of 1.92 s; Ray tasks 80%, Dask 73%, ProcessPoolExecutor 89% (96% in the run of 07:04 that day, when skyward's calls made 91%)."
         " The full run of 2026-12-03 20:37 (this table's; load average 0.59 at its start): 87% (calls) and 86% (map) of an ideal of 2.00 s, with ProcessPoolExecutor itself at 88% (skyward's calls 1.01x its time), Ray tasks 82%, Dask 76%: on that run's machine no engine reached 90%, and skyward's calls took what ProcessPoolExecutor's map took."
+        " The full run of 2026-12-05 04:39 measured 95% (calls) and 94% (map), a pass; the one of 08:12 "
+        "that day 82% and 86% of an ideal of 1.86 s, with Ray tasks 78%, Dask 69% and "
+        "ProcessPoolExecutor 95%, and the B6 group alone right after it 85% and 89%. Not the code "
+        "between those runs: the group alone 4 times more, alternating the tree of 04:39 with the one of"
+        " 08:12, gave 93% and 92%, then 85% and 85% for the first, 86% and 91%, then 88% and 91% for the"
+        " second."
     ),
     "N-events-lost": (
         "Not a loss: the simulated nodes sent fewer than the row counts as sent. The row's "
