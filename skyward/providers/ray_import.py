@@ -8,11 +8,12 @@ are on; a pool's Ray runs with them off).
 
 ``import_ray`` imports Ray, and the usage statistics' module, with a stand-in for
 ``requests`` in ``sys.modules`` and takes the stand-in out again as soon as they are
-imported, so the process's own ``import requests``, before or after, is Python's own. The stand-in stays where Ray bound it and
-imports the real module the first time any attribute of it is read, so Ray's TPU support
-works as it ships. A thread that imports ``requests`` while Ray is being imported gets
-the stand-in, which reads through to the real module the same way. A process that has
-imported ``requests`` or Ray already is left as it is.
+imported, so the process's own ``import requests``, before or after, is Python's own.
+The stand-in stays where Ray bound it and imports the real module the first time any
+attribute of it is read, so Ray's calls work as it ships them. A thread that imports
+``requests`` while Ray is being imported gets the stand-in, which reads through to the
+real module the same way. A process that has imported ``requests`` or Ray already is
+left as it is.
 """
 
 from __future__ import annotations
