@@ -42,17 +42,36 @@ def test_a_process_that_imported_requests_first_keeps_it_for_ray_as_well() -> No
     assert out == "True"
 
 
-def test_the_stand_in_read_while_ray_imports_gives_way_to_the_real_module() -> None:
-    """A thread that imports ``requests`` while Ray is being imported gets the stand-in:
-    its first read takes the stand-in out of ``sys.modules`` and reads the real module."""
+def test_the_stand_in_reads_through_and_pickles_by_name_as_a_module() -> None:
+    """What Ray's modules hold after ``import_ray``: the first attribute read takes the
+    stand-in out of ``sys.modules`` (where ``import_ray`` puts it) and reads the real
+    module, and it pickles by name, as a module does."""
     out = _run("""
-        import importlib.util, sys, types
-        from skyward.providers.ray_import import DEFERRED, _StandIn
-        stand_in = _StandIn(DEFERRED)
-        stand_in.__spec__ = importlib.util.find_spec(DEFERRED)
-        sys.modules[DEFERRED] = stand_in
-        import requests
-        print(requests is stand_in, callable(requests.get), type(sys.modules[DEFERRED]) is types.ModuleType)
-        print(requests.Session is sys.modules[DEFERRED].Session)
+        import importlib.util, sys
+        import cloudpickle
+        from skyward.providers.ray_import import DEFERRED, stand_in
+        placed = stand_in(importlib.util.find_spec(DEFERRED))
+        sys.modules[DEFERRED] = placed
+        print(type(placed) is type(sys), cloudpickle.loads(cloudpickle.dumps(placed)) is placed)
+        print(callable(placed.get), sys.modules[DEFERRED] is not placed)
+        real = sys.modules[DEFERRED]
+        print(placed.Session is real.Session, cloudpickle.loads(cloudpickle.dumps(placed)) is real)
     """)
-    assert out.splitlines() == ["True True True", "True"]
+    assert out.splitlines() == ["True True", "True True", "True True"]
+
+
+def test_ray_is_imported_as_it_ships_while_another_thread_could_be_importing() -> None:
+    """Another thread of the process could import ``requests`` through the stand-in (a
+    submodule of it would then load twice), so with one alive Ray imports it as it ships."""
+    out = _run("""
+        import sys, threading
+        from skyward.providers.ray_import import import_ray
+        done = threading.Event()
+        other = threading.Thread(target=done.wait, name="an-application-thread")
+        other.start()
+        import_ray()
+        done.set()
+        import requests
+        print("requests" in sys.modules, sys.modules["ray._private.accelerators.tpu"].requests is requests)
+    """)
+    assert out == "True True"
