@@ -106,7 +106,8 @@ class Local:
 
 def load_launch() -> Callable[[Spec, Options, str], LaunchedCluster]:
     """``launch.start``, imported as a local pool's first open imports it: Ray and the
-    agents' machinery, Ray without what only its TPU support uses (``ray_import``)."""
+    agents' machinery, Ray without ``requests``, which its processes never call
+    (``ray_import``)."""
     import_ray()
     from skyward.providers.local.launch import start
 
