@@ -23,9 +23,10 @@ import types
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeAlias, TypeGuard
 
 import cloudpickle
+import msgspec
 from msgspec import Struct, field
 
 from skyward.core.codec import load_payload
@@ -137,6 +138,8 @@ def encode(obj: object, shipment: Shipment | None = None) -> Payload:
 
 
 def _dump(obj: object, pickler: type[_Pickler], shipment: Shipment | None = None) -> Payload:
+    if type(obj) is TaskRequest:
+        obj = _large_bytes_apart(obj)
     buffers: list[ReadableBuffer] = []
 
     def keep_in_band(buffer: pickle.PickleBuffer) -> bool:
@@ -274,6 +277,36 @@ class TaskRequest(Struct, frozen=True):
         if not isinstance(items, list):
             raise TypeError(f"a map request carries a list of items, got {type(items).__name__}")
         return items
+
+
+class _LargeBytes:
+    """A ``bytes`` argument of ``OUT_OF_BAND_BYTES`` or more, as the pickler sees it: it
+    pickles as ``bytes`` made from an out-of-band buffer of it, so the client does not
+    copy it into the pickle (the C pickler writes ``bytes`` in band and asks no reducer)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[type[bytes], tuple[pickle.PickleBuffer]]:
+        return bytes, (pickle.PickleBuffer(self.data),)
+
+
+def _large(value: object) -> TypeGuard[bytes]:
+    return type(value) is bytes and len(value) >= OUT_OF_BAND_BYTES
+
+
+def _large_bytes_apart(request: TaskRequest) -> TaskRequest:
+    """``request`` with each large ``bytes`` among its arguments (not nested deeper) as a
+    ``_LargeBytes``; ``request`` itself when it has none."""
+    if not any(map(_large, request.args)) and not any(map(_large, request.kwargs.values())):
+        return request
+    return msgspec.structs.replace(
+        request,
+        args=tuple(_LargeBytes(a) if _large(a) else a for a in request.args),
+        kwargs={k: _LargeBytes(v) if _large(v) else v for k, v in request.kwargs.items()},
+    )
 
 
 class TaskFailure(Struct, frozen=True):
