@@ -28,7 +28,7 @@ import reprlib
 import socket
 import struct
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 import lz4.block
@@ -36,6 +36,9 @@ import lz4.frame
 import msgspec
 
 from skyward.core.messages import Message
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 FRAME_HEADER = struct.Struct("!Q")
 """A frame is its length (8 bytes, big-endian), then that many bytes."""
@@ -130,17 +133,21 @@ def shrink(data: bytes) -> bytes | None:
     most ``WORTH`` of their size (a cheap look: random numbers or packed images are left
     alone for the price of the samples), and so does the whole."""
     size = len(data)
-    if size < COMPRESS_FROM or size > EXPANDED_LIMIT:
-        return None
-    view = memoryview(data)
-    step = (size - _SAMPLE) // (_SAMPLES - 1)
-    sampled = sum(
-        len(lz4.block.compress(view[i * step:i * step + _SAMPLE], store_size=False)) for i in range(_SAMPLES)
-    )
-    if sampled > WORTH * _SAMPLE * _SAMPLES:
+    if size < COMPRESS_FROM or size > EXPANDED_LIMIT or not compressible(data):
         return None
     packed: bytes = lz4.frame.compress(data, compression_level=0, block_size=lz4.frame.BLOCKSIZE_MAX4MB)
     return packed if len(packed) <= WORTH * size else None
+
+
+def compressible(data: ReadableBuffer) -> bool:
+    """Whether ``data`` (``COMPRESS_FROM`` bytes or more) looks worth compressing: a few
+    64 KiB samples spread over it compress to at most ``WORTH`` of their size."""
+    view = memoryview(data).cast("B")
+    step = (view.nbytes - _SAMPLE) // (_SAMPLES - 1)
+    sampled = sum(
+        len(lz4.block.compress(view[i * step:i * step + _SAMPLE], store_size=False)) for i in range(_SAMPLES)
+    )
+    return sampled <= WORTH * _SAMPLE * _SAMPLES
 
 
 def expand(body: bytes | memoryview, limit: int = EXPANDED_LIMIT) -> bytes:

@@ -22,6 +22,8 @@ has them, and after a ``Resume`` on a new stream sends again those the other lac
 
 client -> relay                          relay -> client
 Call, CallShared, Share, Unshare         Reply, Failed
+ShareUploaded (a Share whose body came
+over the upload lane)
 Forget (a call given up on)              Events, Report
 CollectionOp                             CollectionAnswer
 Attach (a node joined), Detach           Attached, Lost
@@ -38,12 +40,12 @@ from typing import Literal, get_args
 
 from msgspec import Struct
 
-PROTOCOL = 7
+PROTOCOL = 8
 """The relay protocol's version; both ends must speak the same (2: a frame's first byte
 may flag a compressed body, ``codec.relay_frame``; 3: ``ReleaseHolds``; 4:
 ``Attached.joined``, ``Lost``; 5: ``Observed``; 6: ``CollectionOp`` and its answer carry
 a ``CollectionCall`` and a ``CollectionResult``; 7: sessions that outlive a stream,
-``Resume`` and ``Ack``)."""
+``Resume`` and ``Ack``; 8: ``ShareUploaded``)."""
 
 Body = bytes | tuple[bytes, tuple[bytes, ...]]
 
@@ -106,6 +108,14 @@ class Share(_Message, frozen=True):
 
     key: int
     body: Body
+
+
+class ShareUploaded(_Message, frozen=True):
+    """Store, as ``Share(key)`` would, the payload the relay holds under ``ticket``: the
+    client uploaded it over the upload lane (``engine.transports.upload_lane``)."""
+
+    key: int
+    ticket: bytes
 
 
 class Unshare(_Message, frozen=True):
@@ -363,6 +373,13 @@ class RelayListening(_Message, frozen=True):
     port: int
 
 
+class UploadListening(_Message, frozen=True):
+    """The head relay's upload lane listens on ``port`` of node 0's address on the pool's
+    network (said before ``RelayListening``; never, where it could not listen)."""
+
+    port: int
+
+
 class RelayFailed(_Message, frozen=True):
     """The head relay could not start, and why."""
 
@@ -544,8 +561,8 @@ AboutKeptPools = KeepPool | AdoptPool | ListPools | EndPool
 ToDaemon = AskStatus | StopDaemon | AboutKeptPools
 FromDaemon = DaemonRunning | Stopping | Refusal | PoolHeld | NotKept | PoolsKept | PoolsEnded
 ToRelay = (
-    Hello | Resume | Ack | Call | CallShared | Share | Unshare | Forget | CollectionOp | Attach | Detach | Metrics | Observed
-    | ReleaseHolds | Close
+    Hello | Resume | Ack | Call | CallShared | Share | ShareUploaded | Unshare | Forget | CollectionOp | Attach | Detach
+    | Metrics | Observed | ReleaseHolds | Close
 )
 ToClient = Hello | Resume | Ack | Reply | Failed | Events | Report | CollectionAnswer | Attached | Lost | Closed
 ToWorker = StartWorker | RunTask | OperationAnswer
@@ -554,7 +571,7 @@ ToPoolHost = OpenRemote | TakeOverRemote | Recorded | ServeSession | Metrics | C
 FromPoolHost = Members | SessionEnded | Events | Report | Lost | Observed | Closed | Refusal
 FromHost = (
     Watching | VolumesMounted | MountFailed | UnmountFailed | NotRejoinable | Stopped | WatchdogGone | AgentsStarted
-    | RelayListening | RelayFailed
+    | UploadListening | RelayListening | RelayFailed
 )
 ForwardedCollections = CollectionCall | CollectionResult
 """What a forwarded collection operation and its answer are, inside ``Operation``,

@@ -85,7 +85,7 @@ class Watched:
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         return await self._backend.call(node, payload, timeout)
 
-    async def share(self, payload: Payload) -> Shared:
+    async def share(self, payload: Payload | bytearray) -> Shared:
         return await self._backend.share(payload)
 
     def unshare(self, shared: Shared) -> None:

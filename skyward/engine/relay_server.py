@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Never, Protocol
+from typing import TYPE_CHECKING, Never, Protocol
 
 from msgspec import Struct, field
 
@@ -55,6 +55,9 @@ from skyward.core.handshake import StreamIn, StreamOut
 from skyward.engine.resumable import Resumable, acknowledge
 from skyward.engine.transport import NodeLost, NoReply, Shared, Transport, TransportError
 from skyward.engine.wire import Payload
+
+if TYPE_CHECKING:
+    from skyward.engine.transports.upload_lane import Upload, Uploads
 
 MAX_UNPROVEN = 16
 """Connections that may wait in the handshake at once; more are closed at once."""
@@ -80,7 +83,7 @@ class RelayBackend(Protocol):
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         """Node ``node``'s reply. Raises ``TransportError``."""
 
-    async def share(self, payload: Payload) -> Shared: ...
+    async def share(self, payload: Payload | bytearray) -> Shared: ...
 
     def unshare(self, shared: Shared) -> None: ...
 
@@ -117,7 +120,7 @@ class TransportBackend:
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         return await self._transport.call(node, payload, timeout)
 
-    async def share(self, payload: Payload) -> Shared:
+    async def share(self, payload: Payload | bytearray) -> Shared:
         return await self._transport.share(payload)
 
     def unshare(self, shared: Shared) -> None:
@@ -272,13 +275,17 @@ class RelayServer:
     one client after another instead (see the module). ``observed`` takes the client's
     ``Observed`` batches. ``resume_within``: the seconds a session whose stream broke
     waits for its client to resume it on another (0: it ends at once; a ``successive``
-    server's is ended sooner by the next client's new session)."""
+    server's is ended sooner by the next client's new session). ``uploads``: what the
+    client sent over the relay's upload lane, which its ``ShareUploaded`` takes (what a
+    session left there is dropped when it ends)."""
 
     def __init__(
         self, secret: bytes, open_backend: Callable[[Sink], RelayBackend], compress: bool = False,
         successive: bool = False, observed: Callable[[bytes], None] | None = None, resume_within: float = 0.0,
+        uploads: Uploads | None = None,
     ) -> None:
         self._secret = secret
+        self._uploads = uploads
         self._observed = observed
         self._open_backend = open_backend
         self._compress = compress
@@ -405,6 +412,8 @@ class RelayServer:
                 stream = resumed
         finally:
             session.over = True
+            if self._uploads is not None:
+                self._uploads.clear()
             for task in list(tasks.values()):
                 task.cancel()
             try:
@@ -473,10 +482,13 @@ class RelayServer:
                 why = str(shared.get(key, f"no payload is shared as {key}"))
                 out.put(messages.Failed(call_id, "refused", node, why))
             case messages.Share(key, body):
-                try:
-                    shared[key] = await backend.share(payload_of(body))
-                except Exception as exc:
-                    shared[key] = f"the payload could not be stored on the head node: {type(exc).__name__}: {exc}"
+                shared[key] = await self._share(backend, payload_of(body))
+            case messages.ShareUploaded(key, ticket):
+                upload = None if self._uploads is None else self._uploads.take(ticket)
+                shared[key] = (
+                    "the payload uploaded for this broadcast is not on the head node" if upload is None
+                    else await self._share(backend, upload)
+                )
             case messages.Unshare(key):
                 dropped = shared.pop(key, None)
                 if isinstance(dropped, Shared):
@@ -502,6 +514,14 @@ class RelayServer:
             case _:
                 return False  # a message only the relay sends: the client is confused
         return True
+
+    @staticmethod
+    async def _share(backend: RelayBackend, payload: Payload | Upload) -> Shared | str:
+        """``payload`` stored by ``backend``, or why it could not be."""
+        try:
+            return await backend.share(payload)
+        except Exception as exc:
+            return f"the payload could not be stored on the head node: {type(exc).__name__}: {exc}"
 
     @staticmethod
     async def _call(

@@ -86,8 +86,9 @@ class Transport(Protocol[Agent]):
     async def call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         """The reply of ``node``'s agent to ``payload``. Raises ``TransportError``."""
 
-    async def share(self, payload: Payload) -> Shared:
-        """Store ``payload`` once for several ``call``s."""
+    async def share(self, payload: Payload | bytearray) -> Shared:
+        """Store ``payload`` once for several ``call``s (a bytearray: a pickle as a head
+        relay received it over its upload lane, ``transports.upload_lane``)."""
 
     def unshare(self, shared: Shared) -> None:
         """Forget a payload stored by ``share``."""

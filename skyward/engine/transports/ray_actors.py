@@ -185,12 +185,17 @@ class RayTransport:
             raise NodeLost(node, gone.result())
         raise NoReply(node, "no answer in time")
 
-    async def share(self, payload: Payload) -> Shared:
+    async def share(self, payload: Payload | bytearray) -> Shared:
         """``payload`` stored once in Ray's object store. A pickle of ``OUT_OF_BAND_BYTES``
-        or more goes in as an out-of-band buffer, so each node's agent unpickles it where
-        it lies in the store (``wire.Received``) instead of copying it out first."""
-        if isinstance(payload, bytes) and len(payload) >= OUT_OF_BAND_BYTES:
+        or more, and every out-of-band buffer of one, go in as out-of-band buffers, so each
+        node's agent unpickles it where it lies in the store (``wire.Received``) instead of
+        copying it out first (Ray would copy a ``bytes`` buffer into the pickle, and
+        rebuild a ``bytearray`` one by copying it out)."""
+        if isinstance(payload, (bytes, bytearray)) and len(payload) >= OUT_OF_BAND_BYTES:
             return Shared(next(self._keys), ray.put(pickle.PickleBuffer(payload)))
+        if isinstance(payload, tuple):
+            header, buffers = payload
+            return Shared(next(self._keys), ray.put((header, [pickle.PickleBuffer(b) for b in buffers])))
         return Shared(next(self._keys), ray.put(payload))
 
     def unshare(self, shared: Shared) -> None:

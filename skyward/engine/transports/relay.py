@@ -17,6 +17,10 @@ in flight are answered once and nothing runs twice. Only when no new stream resu
 session within ``resume_within`` seconds (or the relay no longer holds it) does every call
 in flight fail with ``Disconnected``.
 
+A large argument that does not compress goes to the relay over its upload lane where
+the endpoint has one connected (``upload_lane``), and the stream carries only
+``ShareUploaded`` with the ticket it is held under (then a ``CallShared``, for a call).
+
 The stream is driven on ``io_loop`` (the SSH connection's own loop, so no bytes cross a
 local socket between loops); a ``>>`` (``call_now``) hands its frame to that loop and the
 reply straight back to the calling thread, and the driver's async calls hop to it.
@@ -49,6 +53,7 @@ from skyward.engine.wire import Payload
 
 if TYPE_CHECKING:
     from skyward.engine.events import EventSink
+    from skyward.engine.transports.upload_lane import UploadLane
 
 CONNECT_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 30.0
@@ -96,7 +101,8 @@ class RelayEndpoint(Struct, frozen=True):
     ``silent``: what a lost stream may mean besides a dead head node, added to its error
     (a remote pool: how long a link that answers nothing is waited for).
     ``resume_within``: the seconds the client tries to resume the session on a new
-    stream once one broke (0: it does not; the relay must wait as long). ``revive``:
+    stream once one broke (0: it does not; the relay must wait as long). ``upload``: the
+    relay's upload lane, which large shared payloads take where it is connected. ``revive``:
     called when the relay has said nothing for ``probe_after`` seconds (it answers the
     client's heartbeat every second, so a working stream never is that quiet): it makes
     new connections where they work and closes the silent ones, whose streams then break
@@ -111,6 +117,7 @@ class RelayEndpoint(Struct, frozen=True):
     resume_within: float = 0.0
     revive: Callable[[], Awaitable[None]] | None = None
     probe_after: float = 0.0
+    upload: UploadLane | None = None
 
     @classmethod
     def on_unix_socket(cls, path: str, secret: bytes, where: str = "", compress: bool = False) -> RelayEndpoint:
@@ -220,18 +227,28 @@ class RelayTransport:
     def call_now(self, node: int, payload: Payload, timeout: float | None) -> Payload:
         """The reply, waited for on the calling thread (any but the loop's): the frame is
         written on the loop and the reader hands the reply straight to this thread, so a
-        ``>>`` costs one hand-off each way instead of a round of the driver's loop."""
+        ``>>`` costs one hand-off each way instead of a round of the driver's loop. A large
+        argument the upload lane takes goes over it first, from this thread, and is stored
+        by the relay for this call alone."""
         if node in self._left:
             raise NodeLost(node, self._left[node])
         loop = self._loop
         if loop is None or loop.is_closed() or self._closed is None:
             raise PoolClosedError("the pool is closed: open a new one to run more work")
+        lane = self._endpoint.upload
+        ticket = lane.send(payload) if lane is not None and lane.takes(payload) else None
+        key = None if ticket is None else next(self._keys)
         call_id = next(self._ids)
         waiter: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
         self._pending[call_id] = (node, waiter)
         try:
             try:
-                loop.call_soon_threadsafe(self._put, call_id, messages.Call(call_id, node, wire_body(payload), timeout))
+                if key is None:
+                    loop.call_soon_threadsafe(self._put, call_id, messages.Call(call_id, node, wire_body(payload), timeout))
+                else:  # sent over the upload lane: stored by the relay for this call alone
+                    assert ticket is not None
+                    loop.call_soon_threadsafe(self._put, call_id, messages.ShareUploaded(key, ticket))
+                    loop.call_soon_threadsafe(self._put, call_id, messages.CallShared(call_id, node, key, timeout))
             except RuntimeError:  # the loop closed: the pool is closing
                 raise Disconnected(node, "the connection to the head relay is closed") from None
             try:
@@ -244,6 +261,8 @@ class RelayTransport:
                 raise
         finally:
             self._pending.pop(call_id, None)
+            if key is not None:
+                self.unshare(Shared(key, None))
         return _outcome(reply)
 
     def _put(self, call_id: int | None, message: messages.Message) -> None:
@@ -309,6 +328,13 @@ class RelayTransport:
     async def _call(self, node: int, payload: Payload | Shared, timeout: float | None) -> Payload:
         if node in self._left:
             raise NodeLost(node, self._left[node])
+        lane = self._endpoint.upload
+        if not isinstance(payload, Shared) and lane is not None and lane.takes(payload):
+            uploaded = await self.share(payload)  # the lane, or the stream if the lane broke meanwhile
+            try:
+                return await self._call(node, uploaded, timeout)
+            finally:
+                self.unshare(uploaded)
         call_id = next(self._ids)
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = (node, future)
@@ -331,9 +357,16 @@ class RelayTransport:
             self._pending.pop(call_id, None)
         return _outcome(reply)
 
-    async def share(self, payload: Payload) -> Shared:
+    async def share(self, payload: Payload | bytearray) -> Shared:
+        """``payload`` stored by the relay: over the endpoint's upload lane when it takes
+        it (a large payload, the lane connected), else in a ``Share`` on the stream."""
         key = next(self._keys)
-        await self._on_io(self._send(messages.Share(key, wire_body(payload))))
+        if isinstance(payload, bytearray):
+            payload = bytes(payload)
+        lane = self._endpoint.upload
+        ticket = None if lane is None else await lane.upload(payload)
+        message = messages.Share(key, wire_body(payload)) if ticket is None else messages.ShareUploaded(key, ticket)
+        await self._on_io(self._send(message))
         return Shared(key, None)
 
     def unshare(self, shared: Shared) -> None:
@@ -540,6 +573,8 @@ class RelayTransport:
     def close(self) -> None:
         """Tell the relay to stop the agents, and wait for it (bounded)."""
         self._closing = True
+        if self._endpoint.upload is not None:
+            self._endpoint.upload.close()
         if self._writer is None or self._loop is None or self._loop.is_closed():
             return
         try:

@@ -101,7 +101,7 @@ class TransportSwitch(Generic[A]):
             return await stored.transport.call(node, stored.shared, timeout)
         return await self._now(node).call(node, payload, timeout)
 
-    async def share(self, payload: Payload) -> Shared:
+    async def share(self, payload: Payload | bytearray) -> Shared:
         current = self._now(-1)
         shared = await current.share(payload)
         return Shared(shared.key, _Stored(current, shared))

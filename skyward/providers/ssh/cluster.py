@@ -27,6 +27,7 @@ import asyncssh
 from skyward.core import messages
 from skyward.core.codec import read_marker
 from skyward.engine.transports.relay import RelayEndpoint, SessionOver
+from skyward.engine.transports.upload_lane import Credentials, UploadLane
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers import ray_ports, ray_start
 from skyward.providers.ssh import bootstrap as runner
@@ -505,13 +506,17 @@ class RemoteHosts:
         with contextlib.suppress(OSError):  # it ended already: its output says why
             process.stdin.write(len(config).to_bytes(8, "big") + config)
 
-    async def relay_started(self, process: asyncssh.SSHClientProcess[bytes], timeout: float) -> tuple[int, float]:
+    async def relay_started(
+        self, process: asyncssh.SSHClientProcess[bytes], timeout: float
+    ) -> tuple[int, int | None, float]:
         """Wait for the configured head relay ``process`` to listen; returns the port it
-        listens on (node 0's loopback) and how long its agents took to start.
+        listens on (node 0's loopback), its upload lane's port (None: it has none) and how
+        long its agents took to start.
         RuntimeError with its output if it exited first, TimeoutError with it if it did not
         listen within ``timeout`` seconds (its own waits end sooner, and it says why)."""
         lines: list[str] = []
         agents = 0.0
+        uploads: int | None = None
         try:
             async with asyncio.timeout(timeout):
                 while True:
@@ -522,6 +527,8 @@ class RemoteHosts:
                     match read_marker(line):
                         case messages.AgentsStarted(seconds):
                             agents = seconds
+                        case messages.UploadListening(port):
+                            uploads = port
                         case messages.RelayListening(port):
                             remote_port = port
                             break
@@ -533,7 +540,7 @@ class RemoteHosts:
             said = "\n".join(lines[-40:])
             raise TimeoutError(f"the head relay on node 0 did not listen within {timeout:g}s:\n{said}") from None
         asyncio.ensure_future(self._stream_logs(process))
-        return remote_port, agents
+        return remote_port, uploads, agents
 
     async def open_relay(self, port: int) -> tuple[asyncssh.SSHReader[bytes], asyncssh.SSHWriter[bytes]]:
         """A stream to the relay on node 0's loopback ``port``: a channel of the pool's SSH
@@ -583,8 +590,9 @@ class RemoteHosts:
             raise ConnectionError(f"node 0 ({head.address}) could not be reached again: {exc}") from None
         await asyncio.gather(*(self.reconnect(node, reach, PROBE_TIMEOUT) for node in others), return_exceptions=True)
 
-    def relay(self, port: int, secret: bytes, compress: bool) -> RelayEndpoint:
-        """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it. When
+    def relay(self, port: int, secret: bytes, compress: bool, upload: UploadLane | None = None) -> RelayEndpoint:
+        """The head relay on node 0's loopback ``port``, as ``open_relay`` reaches it, with
+        its ``upload`` lane where it has one (``upload_lane``). When
         the pool resumes (``resumes``) the client resumes its session when its stream
         breaks, within ``resume_within`` seconds (the relay waits as long:
         ``RelayConfig.resume_within``), over a new connection to node 0 where the old one
@@ -598,8 +606,17 @@ class RemoteHosts:
         resumes = self.resumes is not None and self.resume_within > 0
         return RelayEndpoint(
             lambda: self.open_relay(port), f"node 0's port {port}", secret, compress, quiet,
-            self.resume_within if resumes else 0.0, self.revive if resumes else None, PROBE_AFTER,
+            self.resume_within if resumes else 0.0, self.revive if resumes else None, PROBE_AFTER, upload,
         )
+
+    def upload_lane(self, port: int | None, credentials: Credentials | None, secret: bytes) -> UploadLane | None:
+        """The client's end of the head relay's upload lane on node 0's ``port``, where it
+        listens, connecting in the background to the address this client reaches node 0 at."""
+        if port is None or credentials is None:
+            return None
+        lane = UploadLane(self.nodes[0].address.host, port, credentials.certificate, secret)
+        lane.start()
+        return lane
 
     @property
     def resume_within(self) -> float:

@@ -52,6 +52,7 @@ from skyward.engine.death import Death
 from skyward.engine.relay_server import RelayServer, Sink, TransportBackend
 from skyward.engine.transports.lane import TCP, lane_path
 from skyward.engine.transports.ray_actors import AgentHandle, RayAgent, RayEventSource, RayTransport, RemoteMethod
+from skyward.engine.transports.upload_lane import Credentials, UploadListener, Uploads
 from skyward.node.agent import AgentSetup, start_agents, stop_agents, wait_ready
 from skyward.providers.ssh.watchdog import POOL_ENV
 
@@ -92,6 +93,9 @@ class RelayConfig:
     """Seconds the other hosts may still take to join Ray when the relay starts (it is
     configured once the head's Ray answers): its wait of ``ready_timeout`` for the first
     agents begins once every host has joined, or this long after it started."""
+    upload: Credentials | None = None
+    """The key and certificate of the relay's upload lane, which listens on ``node_ip``
+    (``engine.transports.upload_lane``); None: no lane."""
 
 
 def placement(serial: int) -> dict[str, object]:
@@ -241,17 +245,38 @@ class HeadRelay:
             stop_agents([agent])
 
     async def serve(self) -> None:
-        """Listen on 127.0.0.1 (reached over a channel of the client's SSH connection) and
-        serve the client that proves the pool's secret; return once it is gone (a kept
+        """Listen on 127.0.0.1 (reached over a channel of the client's SSH connection), and
+        for uploads on the host's address (``_upload_lane``), and serve the client that
+        proves the pool's secret; return once it is gone (a kept
         pool's relay serves the next one instead, and never returns)."""
+        uploads = Uploads()
         server = RelayServer(
             self.config.secret, self._session, self.config.compress, successive=self.config.kept,
-            resume_within=self.config.resume_within,
+            resume_within=self.config.resume_within, uploads=uploads,
         )
+        lane = self._upload_lane(uploads)
         listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+        if lane is not None:
+            print(marker(messages.UploadListening(lane.port)), flush=True)
         print(marker(messages.RelayListening(listener.sockets[0].getsockname()[1])), flush=True)
-        async with listener:
-            await server.finished.wait()
+        try:
+            async with listener:
+                await server.finished.wait()
+        finally:
+            if lane is not None:
+                lane.close()
+
+    def _upload_lane(self, uploads: Uploads) -> UploadListener | None:
+        """The upload lane listening on this host's address on the pool's network, where
+        the config asks for one and it can listen (else the client uploads over SSH)."""
+        config = self.config
+        if config.upload is None:
+            return None
+        try:
+            return UploadListener(config.node_ip, config.upload, config.secret, uploads)
+        except (OSError, ValueError) as exc:
+            print(f"skyward head relay: no upload lane on {config.node_ip}: {exc}", flush=True)
+            return None
 
     def _session(self, sink: Sink) -> RayAgentsBackend:
         self._clients += 1

@@ -32,6 +32,7 @@ from skyward.core.accelerator_catalog import identify
 from skyward.core.instance import AcceleratorInfo, InstanceInfo, NetworkInfo, PeerInfo
 from skyward.engine.events import EventSink
 from skyward.engine.transports.relay import RelayTransport
+from skyward.engine.transports.upload_lane import new_credentials
 from skyward.engine.wire import ByValueEncoder
 from skyward.image.image import Image
 from skyward.image.script import Artifacts, BootstrapOp, index_urls, render, requirement_name
@@ -84,7 +85,7 @@ def _relay_config(path: HostPath, options: Options, ready_timeout: float) -> Rel
     return RelayConfig(
         f"{head.private_ip}:{cluster.gcs_port}", head.private_ip, tuple(path.setup(node) for node in cluster.nodes),
         ready_timeout, handshake.new_secret(), COMPRESS, kept=options.keep_alive is not None,
-        resume_within=cluster.resume_within, joining=START_TIMEOUT,
+        resume_within=cluster.resume_within, joining=START_TIMEOUT, upload=new_credentials(),
     )
 
 
@@ -134,7 +135,7 @@ def launch_on_hosts(
         env = {"PYTHONPATH": includes_path(cluster.nodes[0])}
         config = loop.run(cluster.start_ray(resources, env, configure_relay), 180)
         waited = START_TIMEOUT + ready_timeout + 30  # the relay's wait for the agents ends sooner, saying why
-        relay_port, agents = loop.run(cluster.relay_started(relay, waited), waited + 10)
+        relay_port, upload_port, agents = loop.run(cluster.relay_started(relay, waited), waited + 10)
         phases.append(PhaseTiming("agents", agents))
     except BaseException:
         stop_hosts(loop, cluster, credentials, release)
@@ -142,7 +143,8 @@ def launch_on_hosts(
 
     if config.resume_within:
         cluster.resumes = reach
-    transport = RelayTransport(cluster.relay(relay_port, config.secret, config.compress), loop.loop)
+    lane = cluster.upload_lane(upload_port, config.upload, config.secret)
+    transport = RelayTransport(cluster.relay(relay_port, config.secret, config.compress, lane), loop.loop)
     collections = RelayCollections(transport, encoder, options.collections_enabled)
     infos = tuple(setup.info for setup in config.setups)
     membership = None

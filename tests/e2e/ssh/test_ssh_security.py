@@ -1,7 +1,7 @@
 """The cluster's ports refuse unauthenticated peers: Ray's GCS asks for the pool's token,
 every other TCP port Ray listens on across the hosts refuses a peer without it, the node
-agents' TCP lanes hang up on a peer that cannot prove the relay's secret, and the head
-agent listens on node 0's loopback only (reachable through SSH alone). On the hosts, the
+agents' TCP lanes and the head relay's upload lane hang up on a peer that cannot prove
+the relay's secret, and the head agent listens on node 0's loopback only (reachable through SSH alone). On the hosts, the
 pool's directory and the skyward cache are the user's alone (mode 0700).
 This test runs from the client machine, which is another host on the lab's network."""
 
@@ -11,6 +11,7 @@ import asyncio
 import glob
 import os
 import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -119,6 +120,32 @@ def _probe(address: str, port: int) -> str:
     return f"unknown (HTTP {http or '-'}; {', '.join(seen)})"
 
 
+def _upload_lane(address: str, port: int) -> str | None:
+    """How the head relay's upload lane (``upload_lane``) treats a peer without the
+    secret, when that is what listens there (it speaks TLS with the relay's certificate;
+    else None): after the relay's challenge, a wrong proof and then an upload must get the
+    connection closed, never "stored"."""
+    tls = ssl.create_default_context()
+    tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE  # the stranger trusts anything
+    try:
+        with socket.create_connection((address, port), timeout=5) as raw, tls.wrap_socket(raw) as peer:
+            certificate = peer.getpeercert(binary_form=True) or b""
+            if b"skyward head relay" not in certificate:
+                return None
+            peer.sendall(os.urandom(16))
+            challenge = b""
+            while len(challenge) < 48 and (chunk := peer.recv(48 - len(challenge))):
+                challenge += chunk
+            try:
+                peer.sendall(os.urandom(32) + b"\0" * 16 + (1).to_bytes(4, "big") + (4).to_bytes(8, "big") + b"evil")
+                answer = peer.recv(4096)
+            except (ConnectionResetError, ssl.SSLError):
+                answer = b""
+    except (OSError, ssl.SSLError):
+        return None
+    return "refused" if len(challenge) == 48 and not answer else f"open ({len(challenge)} + {answer[:40]!r})"
+
+
 def _lane_ports(lab: HostLab) -> set[tuple[int, int]]:
     """(host index, port) of every node agent's TCP lane (each keeps its port beside the
     pool's notes, in the host's own /tmp)."""
@@ -149,7 +176,8 @@ def _probe_lane(address: str, port: int) -> str:
 def test_every_ray_port_refuses_a_peer_without_the_token(ssh_pool: sky.Pool, lab: HostLab) -> None:
     """Every TCP port the pool listens on, on every host (Ray's GCS, raylets, object
     managers, runtime-env agents, and the core-worker port of every actor and worker:
-    node agents, the collection hosts, the head agent's driver; and the agents' lanes),
+    node agents, the collection hosts, the head agent's driver; the agents' lanes; the
+    head relay's upload lane),
     probed from the client (another host of the lab network) with no token: each must
     refuse (gRPC UNAUTHENTICATED, HTTP 401/403; a lane hangs up). The table is printed
     with -s."""
@@ -159,8 +187,12 @@ def test_every_ray_port_refuses_a_peer_without_the_token(ssh_pool: sky.Pool, lab
     assert listeners, "no Ray port found on the hosts"
     lanes = _lane_ports(lab)
     assert len(lanes) == 2, lanes  # the agents of nodes 1 and 2 (node 0's lane is a Unix socket)
+    uploads = {(index, port): _upload_lane(address, port) for index, address, port, _ in listeners if index == 0}
+    uploads = {where: verdict for where, verdict in uploads.items() if verdict is not None}
+    assert len(uploads) == 1, uploads  # the head relay's upload lane, on node 0
     report = [
-        (index, port, process, _probe_lane(address, port) if (index, port) in lanes else _probe(address, port))
+        (index, port, process, uploads.get((index, port))
+         or (_probe_lane(address, port) if (index, port) in lanes else _probe(address, port)))
         for index, address, port, process in listeners
     ]
     assert lanes <= {(index, port) for index, port, *_ in report}, report
