@@ -16,7 +16,9 @@ task per item and as tasks of 1,000 items each (the batching both projects' docs
 for tiny tasks), and the fastest peer row is the one to beat. A fourth subject times the
 hop every skyward call to a remote pool makes and the peers' drivers on host 0 do not:
 an asyncssh port forward (the pool's ciphers) from this client to an echo server on
-host 0, with no engine on either end (a 200-byte echo, and 100 MB sent once). All four are started once and
+host 0, with no engine on either end (a 200-byte echo, and 100 MB sent once; skyward's
+broadcast sends its 100 MB over the relay's TLS upload lane instead, docs/architecture.md,
+so that row is the SSH channel it no longer takes). All four are started once and
 stay up together; they are measured in turns (skyward, Ray, Dask, the tunnel, skyward,
 ...), each turn a round of every measurement, so that a burst of other load on the
 machine does not fall on one subject's runs only. The pool's open times are the S1

@@ -138,8 +138,6 @@ def encode(obj: object, shipment: Shipment | None = None) -> Payload:
 
 
 def _dump(obj: object, pickler: type[_Pickler], shipment: Shipment | None = None) -> Payload:
-    if type(obj) is TaskRequest:
-        obj = _large_bytes_apart(obj)
     buffers: list[ReadableBuffer] = []
 
     def keep_in_band(buffer: pickle.PickleBuffer) -> bool:
@@ -168,6 +166,11 @@ class ByValueEncoder:
         self._local: set[str] = set()
 
     def __call__(self, obj: object, shipment: Shipment | None = None) -> Payload:
+        """``obj`` pickled; a request's large ``bytes`` arguments out of band (a remote
+        pool sends such a payload to its head relay over the upload lane, and the relay
+        stores the buffer in Ray's object store, where each node reads it in place)."""
+        if type(obj) is TaskRequest:
+            obj = _large_bytes_apart(obj)
         with self._by_value():
             return _dump(obj, _ByValuePickler, shipment)
 
@@ -299,13 +302,21 @@ def _large(value: object) -> TypeGuard[bytes]:
 
 def _large_bytes_apart(request: TaskRequest) -> TaskRequest:
     """``request`` with each large ``bytes`` among its arguments (not nested deeper) as a
-    ``_LargeBytes``; ``request`` itself when it has none."""
+    ``_LargeBytes``, one per object (so an object passed twice travels once); ``request``
+    itself when it has none."""
     if not any(map(_large, request.args)) and not any(map(_large, request.kwargs.values())):
         return request
+    wrapped: dict[int, _LargeBytes] = {}
+
+    def apart(value: object) -> object:
+        if not _large(value):
+            return value
+        if id(value) not in wrapped:
+            wrapped[id(value)] = _LargeBytes(value)
+        return wrapped[id(value)]
+
     return msgspec.structs.replace(
-        request,
-        args=tuple(_LargeBytes(a) if _large(a) else a for a in request.args),
-        kwargs={k: _LargeBytes(v) if _large(v) else v for k, v in request.kwargs.items()},
+        request, args=tuple(map(apart, request.args)), kwargs={k: apart(v) for k, v in request.kwargs.items()}
     )
 
 

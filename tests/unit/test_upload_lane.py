@@ -154,3 +154,42 @@ def test_a_lane_that_broke_connects_again_in_the_background(
         assert ticket is not None and uploads.take(ticket) == body
     finally:
         lane.close()
+
+
+def test_a_lane_stays_connected_while_the_client_is_idle(
+    listener: tuple[UploadListener, Uploads], credentials: Credentials, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay bounds each read of an upload, not its wait for the next one."""
+    server, uploads = listener
+    monkeypatch.setattr(upload_lane, "IO_TIMEOUT", 0.2)
+    lane = UploadLane("127.0.0.1", server.port, credentials.certificate, SECRET)
+    lane.start()
+    try:
+        assert connected(lane)
+        time.sleep(0.6)
+        body = os.urandom(UPLOAD_FROM)
+        ticket = asyncio.run(lane.upload(body))
+        assert ticket is not None and uploads.take(ticket) == body
+    finally:
+        lane.close()
+
+
+def test_a_peer_that_sends_its_handshake_slowly_is_hung_up_on(
+    listener: tuple[UploadListener, Uploads], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte now and then does not hold one of the few handshake slots for long."""
+    server, _ = listener
+    monkeypatch.setattr(upload_lane, "HANDSHAKE_TIMEOUT", 0.5)
+    outgoing = ssl.MemoryBIO()
+    hello = ssl.create_default_context().wrap_bio(ssl.MemoryBIO(), outgoing)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        hello.do_handshake()
+    client_hello = outgoing.read()  # a valid TLS ClientHello, sent a byte every 0.2 s
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as stranger:
+        started, sent = time.monotonic(), 0
+        with contextlib.suppress(OSError):
+            for byte in client_hello[:20]:
+                stranger.sendall(bytes([byte]))
+                sent += 1
+                time.sleep(0.2)
+        assert sent < 20 and time.monotonic() - started < 3.0  # hung up on long before

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import secrets
 import time
@@ -330,7 +331,10 @@ class RelayTransport:
             raise NodeLost(node, self._left[node])
         lane = self._endpoint.upload
         if not isinstance(payload, Shared) and lane is not None and lane.takes(payload):
-            uploaded = await self.share(payload)  # the lane, or the stream if the lane broke meanwhile
+            try:
+                uploaded = await self.share(payload)  # the lane, or the stream if the lane broke meanwhile
+            except ConnectionError as exc:
+                raise Disconnected(node, str(exc)) from None
             try:
                 return await self._call(node, uploaded, timeout)
             finally:
@@ -371,7 +375,8 @@ class RelayTransport:
 
     def unshare(self, shared: Shared) -> None:
         if self._closed is not None and not self._lost and self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._put, None, messages.Unshare(shared.key))
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the session is over
+                self._loop.call_soon_threadsafe(self._put, None, messages.Unshare(shared.key))
 
     def release_holds(self) -> None:
         """Have the head relay free every collection lock and lease this client holds

@@ -66,11 +66,17 @@ CONNECT_TIMEOUT = 5.0
 RECONNECT_AFTER = 30.0
 """Seconds after a connect was tried before a large payload, finding the lane not
 connected, has another tried in the background."""
-IO_TIMEOUT = 60.0
-"""Seconds one send or receive on a connected lane may block: a link that moves nothing
-for this long is given up (the upload then goes over the SSH channel)."""
+IO_TIMEOUT = 15.0
+"""Seconds one send or receive of an upload may block: a link that moves nothing for this
+long is given up (the upload then goes over the SSH channel). Between uploads the relay
+waits without a limit (the lane stays connected however long the client is idle)."""
 MAX_UNPROVEN = 16
 """Connections that may wait in the TLS handshake or the secret's proof at once."""
+HANDSHAKE_TIMEOUT = 2 * handshake.TIMEOUT
+"""Seconds a connection has for the TLS handshake and the secret's proof together."""
+UNCLAIMED_FOR = 600.0
+"""Seconds the relay holds an upload that no ``ShareUploaded`` named (longer than a
+session waits for its client to resume it)."""
 VALID_DAYS = 3650
 """The certificate's validity: it lives as long as its pool (a kept pool may run for months)."""
 
@@ -110,20 +116,26 @@ buffers), or the pickle and its buffers."""
 
 
 class Uploads:
-    """What arrived over the lane, by ticket, until the session's ``ShareUploaded`` takes it."""
+    """What arrived over the lane, by ticket, until the session's ``ShareUploaded`` takes
+    it, for ``UNCLAIMED_FOR`` seconds at most (the client sends it right after the upload;
+    one that never does, an upload cancelled as it ended, is dropped then)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: dict[bytes, Upload] = {}
+        self._held: dict[bytes, tuple[float, Upload]] = {}
 
     def put(self, ticket: bytes, upload: Upload) -> None:
+        now = time.monotonic()
         with self._lock:
-            self._held[ticket] = upload
+            for old in [t for t, (at, _) in self._held.items() if now - at > UNCLAIMED_FOR]:
+                del self._held[old]
+            self._held[ticket] = now, upload
 
     def take(self, ticket: bytes) -> Upload | None:
         """The upload under ``ticket``, no longer held; None when there is none."""
         with self._lock:
-            return self._held.pop(ticket, None)
+            held = self._held.pop(ticket, None)
+        return None if held is None else held[1]
 
     def clear(self) -> None:
         """Drop every upload no session took (its client is gone)."""
@@ -165,37 +177,54 @@ class UploadListener:
 
     def _serve(self, raw: socket.socket) -> None:
         waiting = True
+        deadline: threading.Timer | None = None
         try:
             raw.settimeout(handshake.TIMEOUT)
-            with self._tls.wrap_socket(raw, server_side=True) as connection:
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            with self._tls.wrap_socket(raw, server_side=True, do_handshake_on_connect=False) as connection:
+                # the TLS handshake and the proof end within HANDSHAKE_TIMEOUT, however slowly a peer sends
+                deadline = threading.Timer(HANDSHAKE_TIMEOUT, _shut, (connection,))
+                deadline.start()
+                connection.do_handshake()
                 proven = handshake.answer_caller(connection, self._secret)
+                deadline.cancel()
                 waiting = False
                 self._unproven.release()
                 if not proven:
                     return
-                connection.settimeout(IO_TIMEOUT)
                 while True:
-                    ticket, upload = _receive(connection)
-                    if not ticket:
+                    connection.settimeout(None)  # the client's next upload may come any time
+                    header = recv_exactly(connection, _HEADER.size)
+                    if header is None:
+                        return
+                    connection.settimeout(IO_TIMEOUT)
+                    ticket, count = _HEADER.unpack(header)
+                    upload = _receive(connection, count)
+                    if upload is None:
                         return
                     self._uploads.put(ticket, upload)
                     connection.sendall(STORED)
         except (OSError, ValueError) as error:
             log.debug("upload lane connection ended: %s", error)
         finally:
+            if deadline is not None:
+                deadline.cancel()
             if waiting:
                 self._unproven.release()
             raw.close()
 
 
-def _receive(connection: socket.socket) -> tuple[bytes, Upload]:
-    """The next upload on a proven ``connection``; an empty ticket when it ended.
-    ValueError for an upload larger than the relay takes."""
-    header = recv_exactly(connection, _HEADER.size)
-    if header is None:
-        return b"", b""
-    ticket, count = _HEADER.unpack(header)
-    lengths = recv_exactly(connection, _LENGTH.size * count) if count <= MAX_PARTS else None
+def _shut(connection: socket.socket) -> None:
+    """Wake whatever blocks on ``connection`` (its reads end)."""
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(connection, socket.SHUT_RDWR)
+
+
+def _receive(connection: socket.socket, count: int) -> Upload | None:
+    """The upload of ``count`` parts that follows its header on a proven ``connection``;
+    None when the connection ended first. ValueError for no parts, too many, or more
+    bytes than the relay takes."""
+    lengths = recv_exactly(connection, _LENGTH.size * count) if 0 < count <= MAX_PARTS else None
     if lengths is None:
         raise ValueError(f"an upload of {count} parts, or one cut short")
     sizes = [_LENGTH.unpack_from(lengths, i * _LENGTH.size)[0] for i in range(count)]
@@ -207,11 +236,11 @@ def _receive(connection: socket.socket) -> tuple[bytes, Upload]:
         while got < len(part):
             n = connection.recv_into(view[got:], min(len(part) - got, 1 << 22))
             if not n:
-                return b"", b""
+                return None
             got += n
     if count == 1:
-        return ticket, parts[0]
-    return ticket, (bytes(parts[0]), parts[1:])
+        return parts[0]
+    return bytes(parts[0]), parts[1:]
 
 
 class UploadLane:
@@ -249,12 +278,14 @@ class UploadLane:
         connection = None
         try:
             raw = socket.create_connection(self._address, timeout=CONNECT_TIMEOUT)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
             try:
-                connection = self._tls.wrap_socket(raw)
+                connection = self._tls.wrap_socket(raw)  # owns the socket from here
                 if not handshake.prove_to_server(connection, self._secret):
                     raise ConnectionError("the relay did not prove the pool's secret")
             except BaseException:
-                raw.close()
+                (raw if connection is None else connection).close()
+                connection = None
                 raise
             connection.settimeout(IO_TIMEOUT)
         except (OSError, ssl.SSLError) as error:
@@ -279,13 +310,16 @@ class UploadLane:
         slow link). Else it goes over the SSH channel; a large one then has the lane
         connect again in the background when ``RECONNECT_AFTER`` seconds passed since it
         was last tried (it broke, or the relay was not reachable then)."""
-        if _size(payload) < UPLOAD_FROM:
+        if not UPLOAD_FROM <= _size(payload) <= EXPANDED_LIMIT:
             return False
         if self._connection is None:
             if time.monotonic() - self._tried >= RECONNECT_AFTER:
                 self.start()
             return False
-        return not compressible(_largest(payload))
+        parts = _parts(payload)
+        return all(memoryview(part).c_contiguous for part in parts) and not compressible(
+            max(parts, key=lambda part: memoryview(part).nbytes)
+        )
 
     async def upload(self, payload: Payload) -> bytes | None:
         """``send`` from a thread, where the lane ``takes`` the payload; else None."""
@@ -298,8 +332,7 @@ class UploadLane:
             connection = self._connection
             if connection is None:
                 return None
-            parts: list[ReadableBuffer] = [payload] if isinstance(payload, bytes) else [payload[0], *payload[1]]
-            views = [memoryview(part).cast("B") for part in parts]
+            views = [memoryview(part).cast("B") for part in _parts(payload)]
             ticket = secrets.token_bytes(TICKET)
             try:
                 connection.sendall(_HEADER.pack(ticket, len(views)) + b"".join(_LENGTH.pack(v.nbytes) for v in views))
@@ -325,8 +358,7 @@ class UploadLane:
             self._closed = True
             connection, self._connection = self._connection, None
         if connection is not None:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)  # wakes a send under way
+            _shut(connection)  # wakes a send under way; TLS's own shutdown would let it send in clear
             if not self._sending.locked():
                 connection.close()
 
@@ -337,7 +369,5 @@ def _size(payload: Payload) -> int:
     return len(payload[0]) + sum(memoryview(buffer).nbytes for buffer in payload[1])
 
 
-def _largest(payload: Payload) -> ReadableBuffer:
-    if isinstance(payload, bytes):
-        return payload
-    return max([payload[0], *payload[1]], key=lambda part: memoryview(part).nbytes)
+def _parts(payload: Payload) -> list[ReadableBuffer]:
+    return [payload] if isinstance(payload, bytes) else [payload[0], *payload[1]]
