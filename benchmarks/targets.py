@@ -539,48 +539,56 @@ EXPLANATIONS: dict[str, str] = {
         "which Ray's driver on host 0 does not cross."
     ),
     "R-broadcast": (
-        "**Where it stands.** 1.11 s for a 100 MB argument to every node of a 3-host pool against Ray's "
-        "567 ms (1.96x) in the run of 2026-12-05 08:12, whose second half ran on a slower machine (the M "
-        "group's Ray took 10.79 s for 10,000 tasks on 1 host against 6.65 s at 04:39); the SSH tunnel "
-        "alone moved the 100 MB in 547 ms (410 ms at 04:39, when the broadcast took 830 ms against Ray's "
-        "510 ms, 1.63x). Ray's driver runs on host 0 and already holds "
-        "the data there, so it pays `ray.put` and 3 tasks; skyward's client holds it on this machine, "
-        "sends it through the pool's SSH connection to the head relay, which then does the same put and "
-        "calls. Two full runs passed because Ray's driver was slow that time (0.76x on 2026-11-26, Ray "
-        "1.59 s; 0.52x on 2026-12-03 13:34, Ray 2.66 s); in the others the gap between the two is the "
-        "tunnel's time.\n\n"
-        "**Where the time goes.** A split with timestamps from the client, the relay and the agents "
-        "(2026-12-03, one clock, 4 broadcasts of 0.72-0.80 s): the client pickled the argument in 48 ms "
-        "and framed the message in 45 ms; the body arrived through the tunnel 240 ms later; the relay "
-        "decoded it in 43 ms and stored it with `ray.put` in 10 ms; each agent then ran for 60-90 ms. A "
-        "cProfile of the tunnel's send: asyncssh's Python per 32 KB packet (the socket's `send`, the "
-        "packet's framing, the channel's buffer, about 0.1 s each per 100 MB). On the relay, asyncio's "
-        "stream buffer, `readexactly` and the body's decoding are about 150 ms of CPU (py-spy at 250 Hz).\n\n"
-        "**Done.** The SSH connection offers AES-GCM first (encrypting 100 MB took 160 ms of the client's"
-        " CPU with ChaCha20-Poly1305, 35 ms with AES-GCM; a 3-host broadcast 1.61-1.71 s before, "
-        "1.40-1.51 s after). A pickle of 1 MiB or more is stored out of band (`RayTransport.share`), so "
-        "each agent unpickles the request where it lies in Ray's object store instead of copying it out "
-        "first (0.69-0.71 s against 0.78-0.79 s; host 0's agent began 3 ms after the call instead of 200 "
-        "ms).\n\n"
-        "**Tried and not kept.** The relay sending the payload to the other hosts' agents over their TCP "
-        "lanes instead of Ray's object store: 0.76-0.96 s against 0.79-0.89 s, no gain. OpenSSH's own "
-        "tunnel (`ssh -W`, AES-GCM): 0.27-0.29 s per 100 MB against 0.25-0.27 s for the pool's asyncssh "
-        "channel. Reading the relay's frames with a `BufferedProtocol` straight into one buffer: 97-107 "
-        "ms of the relay's CPU per 100 MB against 147-158 ms, at most 50 ms of the broadcast, at the "
-        "price of allocating what a frame's header claims before its body has arrived.\n\n"
-        "**What would close it.** Every process of the transfer shares the 2 cores, and skyward does "
-        "strictly more work than Ray's driver on host 0: the encryption of the client-to-head link, which"
-        " Ray's driver does not need, on top of the same fan-out. The target needs a transfer that costs "
-        "less CPU than an encrypted SSH channel, which no tunnel tried here gives; for data this large, "
-        "`sky.Volume` or object storage, which every node reads directly, skips the client's link "
-        "altogether.\n\n"
-        "**Full runs** (skyward ÷ Ray; the tunnel alone): 2026-12-01 11:15 1.59x, 0.82 s; 14:34 1.96x, "
-        "365 ms; 17:41 1.61x, 380 ms; 2026-12-02 03:40 1.96x, 449 ms; 07:09 1.95x, 402 ms; 2026-12-03 "
-        "13:34 0.52x; 17:03 1.91x, 509 ms; 20:37 1.73x, 380 ms; 2026-12-04 01:53 1.78x, 391 ms; 16:28 "
-        "1.55x, 507 ms; 22:40 1.71x, 527 ms; 2026-12-05 04:39 1.63x, 410 ms; 08:12 1.96x, 547 ms."
+        '**Where it stands.** 459 ms (min 434) for a 100 MB argument to every node of a 3-host pool agai'
+        "nst Ray's 406 ms (min 401) in the run of 2026-12-05 12:45: 1.13x, from 1.96x in the run of 08:1"
+        "2 that day and 1.63x at 04:39. Ray's driver runs on host 0 and already holds the data there, so"
+        " it pays `ray.put` and 3 tasks; skyward's client holds it on this machine and first sends it to"
+        ' the head relay, which then does the same put and calls. The R group alone the same day, before'
+        " and after: 730 ms against Ray's 444 ms (1.65x) before, 474 ms against 380 ms (1.25x) after. Tw"
+        "o full runs passed because Ray's driver was slow that time (0.76x on 2026-11-26, Ray 1.59 s; 0."
+        '52x on 2026-12-03 13:34, Ray 2.66 s).\n\n**Where the time goes.** Timed on the client (2026-12-05'
+        ', 6 broadcasts of 100 MB to 3 hosts, after the change below): 340-430 ms in all, of which the u'
+        "pload to the relay 98-122 ms and the client's pickling under 1 ms (the argument out of band). T"
+        "he upload is TLS's 48 ms for 100 MB (a blocking socket on loopback, measured alone) and the rel"
+        "ay's fresh 100 MB receive buffer: `bytearray(100 MB)` takes 43 ms here, its page faults. The ot"
+        "her ~250 ms are what Ray's driver does too: `ray.put` on the head, host 0's agent reading in pl"
+        "ace, hosts 1 and 2 pulling the object through Ray's object manager, and each agent's copy into "
+        'the `bytes` the function gets. Before the change, a split with timestamps (2026-12-03): the cli'
+        'ent pickled the argument in 48 ms and framed the message in 45 ms, the body took 240 ms through'
+        " the SSH channel, the relay decoded it in 43 ms; a cProfile of the channel's send showed asyncs"
+        "sh's Python per 32 KB packet.\n\n**Done.** A large argument that does not compress goes to the he"
+        'ad relay over a TLS upload lane beside the SSH channel (`engine/transports/upload_lane.py`, doc'
+        's/architecture.md): the SSH channel moved 100 MB in 250-550 ms here, a blocking TLS socket in 4'
+        "8 ms. A remote pool's large `bytes` argument travels out of band (the client copied it into the"
+        " pickle for 50 ms), and the relay stores out-of-band buffers in Ray's object store as such (Ray"
+        ' copied a `bytes` buffer into its pickle and rebuilt a `bytearray` one by copying it: 450-570 m'
+        's against 340-430 ms). Before, on the SSH channel: AES-GCM offered first (a 3-host broadcast 1.'
+        '61-1.71 s before, 1.40-1.51 s after), and a pickle of 1 MiB or more stored out of band (`RayTra'
+        'nsport.share`), so each agent unpickles the request where it lies.\n\n**Tried and not kept.** asy'
+        "ncio's TLS transport for the lane: 220 ms per 100 MB against 48 ms for a blocking socket in a t"
+        "hread. An anonymous `mmap` as the relay's receive buffer: 105 ms per 100 MB on loopback, the sa"
+        'me as a `bytearray` (its page faults move into the receive, they do not go). Earlier, on the SS'
+        "H channel: the relay sending the payload to the other hosts' agents over their TCP lanes instea"
+        "d of Ray's object store (no gain); OpenSSH's own tunnel (`ssh -W`): 0.27-0.29 s per 100 MB agai"
+        "nst 0.25-0.27 s for asyncssh; reading the relay's frames with a `BufferedProtocol` (at most 50 "
+        'ms).\n\n**What would close it.** What is left is the upload itself, 100-120 ms of the 2 shared co'
+        "res that Ray's driver on host 0 never spends: the data has to cross from the client to the clus"
+        "ter. Keeping the relay's receive buffer for the next upload of the same size would save its pag"
+        'e faults (about 40 ms per 100 MB) at the price of holding that memory between broadcasts; not d'
+        'one. For data this large, `sky.Volume` or object storage, which every node reads directly, skip'
+        "s the client's link altogether.\n\n**Full runs** (skyward ÷ Ray; the SSH tunnel alone): 2026-12-0"
+        '1 11:15 1.59x, 0.82 s; 14:34 1.96x, 365 ms; 17:41 1.61x, 380 ms; 2026-12-02 03:40 1.96x, 449 ms'
+        '; 07:09 1.95x, 402 ms; 2026-12-03 13:34 0.52x; 17:03 1.91x, 509 ms; 20:37 1.73x, 380 ms; 2026-1'
+        '2-04 01:53 1.78x, 391 ms; 16:28 1.55x, 507 ms; 22:40 1.71x, 527 ms; 2026-12-05 04:39 1.63x, 410'
+        ' ms; 08:12 1.96x, 547 ms; 12:45 (the upload lane) 1.13x, 465 ms, a path the broadcast no longer'
+        ' takes.'
     ),
     "R-warm": (
-        "**Where it stands.** Missed in the run of 2026-12-05 08:12: 3.44 s (max 3.45), the `ray start` "
+        "**Where it stands.** Missed in the run of 2026-12-05 12:45: 4.29 s (min 3.65 s), the `ray start` "
+        "phase 2.31 s and the agents 1.49 s, on a machine that started processes 1.6x slower than at 08:12"
+        " (`python -c pass` 38 ms against 24 ms; the cold open 13.2 s against 9.86 s); not measured alone "
+        "after it. Nothing on the open's path changed since 08:12 but the relay's upload lane, which "
+        "listens once the agents answer. Missed in the run of 2026-12-05 08:12: 3.44 s (max 3.45), the `ray start` "
         "phase 1.71 s and the agents 1.11 s, on a machine slower in that run's second half than in its "
         "first (the M group's Ray took 10.79 s for 10,000 tasks on 1 host against 6.65 s at 04:39, and "
         "its own `ray start` on 1 host 3.66 s against 3.35 s); the S1 group alone right after it measured"
@@ -735,7 +743,13 @@ EXPLANATIONS: dict[str, str] = {
         "of 17:41 measured 1.50 s against 3.47 s (0.43x)."
     ),
     "B1-ppe": (
-        "**Where it stands.** Met in the run of 2026-12-05 08:12: 144 µs against 256 µs (0.56x), an "
+        "**Where it stands.** Missed in the run of 2026-12-05 12:45: 182 µs against ProcessPoolExecutor's "
+        "258 µs (0.71x), on a machine that started processes 1.6x slower than at 08:12 (`python -c pass` "
+        "38 ms against 24 ms). The B1 group alone right after it, the tree of 08:12 and this one taking "
+        "turns twice: 254 µs against 229 µs (1.11x) and 179 µs against 208 µs (0.86x) for the tree of "
+        "08:12, 250 µs against 251 µs (1.00x) and 183 µs against 195 µs (0.94x) for this one. So neither "
+        "tree met it on that machine, and the change between them (the remote path's upload lane) did "
+        "not move it. Met in the run of 2026-12-05 08:12: 144 µs against 256 µs (0.56x), an "
         "imported function 134 µs. Before it: 163 µs for a script's function against ProcessPoolExecutor's 271 µs in the "
         "run of 2026-12-05 04:39 (0.6015x, shown as 0.60x: a hair over the target), an imported function "
         "141 µs; the B1 group alone right after it measured 130 µs against 199 µs (0.66x). That run is "
@@ -944,7 +958,9 @@ EXPLANATIONS: dict[str, str] = {
         "ProcessPoolExecutor 95%, and the B6 group alone right after it 85% and 89%. Not the code "
         "between those runs: the group alone 4 times more, alternating the tree of 04:39 with the one of"
         " 08:12, gave 93% and 92%, then 85% and 85% for the first, 86% and 91%, then 88% and 91% for the"
-        " second."
+        " second. The run of 12:45 that day, on a machine that started processes 1.6x slower: 83% "
+        "(calls) and 77% (map) of an ideal of 2.02 s, Ray tasks 80%; nothing on the local path changed "
+        "since 08:12."
     ),
     "N-events-lost": (
         "Not a loss: the simulated nodes sent fewer than the row counts as sent. The row's "
