@@ -45,6 +45,17 @@ def listener(credentials: Credentials) -> Iterator[tuple[UploadListener, Uploads
         listening.close()
 
 
+@contextlib.contextmanager
+def started_lane(host: str, port: int, certificate: bytes, secret: bytes) -> Iterator[UploadLane]:
+    """A client lane connecting in the background, closed after the block."""
+    lane = UploadLane(host, port, certificate, secret)
+    lane.start()
+    try:
+        yield lane
+    finally:
+        lane.close()
+
+
 def connected(lane: UploadLane, within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
     while not lane.connected and time.monotonic() < deadline:
@@ -54,9 +65,7 @@ def connected(lane: UploadLane, within: float = 5.0) -> bool:
 
 def test_an_upload_arrives_whole_under_its_ticket(listener: tuple[UploadListener, Uploads], credentials: Credentials) -> None:
     server, uploads = listener
-    lane = UploadLane("127.0.0.1", server.port, credentials.certificate, SECRET)
-    lane.start()
-    try:
+    with started_lane("127.0.0.1", server.port, credentials.certificate, SECRET) as lane:
         assert connected(lane)
         body = os.urandom(UPLOAD_FROM + 3)
         ticket = asyncio.run(lane.upload(body))
@@ -69,8 +78,6 @@ def test_an_upload_arrives_whole_under_its_ticket(listener: tuple[UploadListener
         assert asyncio.run(lane.upload(b"small")) is None  # goes over the SSH channel
         assert asyncio.run(lane.upload(b"skyward " * UPLOAD_FROM)) is None  # the channel compresses it
         assert lane.uploaded == 2
-    finally:
-        lane.close()
     assert asyncio.run(lane.upload(os.urandom(UPLOAD_FROM))) is None  # closed: the channel takes it
 
 
@@ -78,12 +85,8 @@ def test_a_client_without_the_secret_gets_nothing_stored(
     listener: tuple[UploadListener, Uploads], credentials: Credentials
 ) -> None:
     server, uploads = listener
-    lane = UploadLane("127.0.0.1", server.port, credentials.certificate, handshake.new_secret())
-    lane.start()
-    try:
+    with started_lane("127.0.0.1", server.port, credentials.certificate, handshake.new_secret()) as lane:
         assert not connected(lane, 2.0)
-    finally:
-        lane.close()
     # the same, by hand: a wrong proof, then an upload
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     tls.check_hostname = False
@@ -102,12 +105,8 @@ def test_a_relay_with_another_certificate_is_not_trusted(
     listener: tuple[UploadListener, Uploads], credentials: Credentials
 ) -> None:
     server, _ = listener
-    lane = UploadLane("127.0.0.1", server.port, new_credentials().certificate, SECRET)
-    lane.start()
-    try:
+    with started_lane("127.0.0.1", server.port, new_credentials().certificate, SECRET) as lane:
         assert not connected(lane, 2.0)  # what answers has not the certificate the client made
-    finally:
-        lane.close()
 
 
 def test_a_plain_tcp_stranger_is_hung_up_on(listener: tuple[UploadListener, Uploads]) -> None:
@@ -127,13 +126,9 @@ def test_a_lane_that_cannot_connect_leaves_uploads_to_the_channel(credentials: C
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    lane = UploadLane("127.0.0.1", port, credentials.certificate, SECRET)
-    lane.start()
-    try:
+    with started_lane("127.0.0.1", port, credentials.certificate, SECRET) as lane:
         assert not connected(lane, 0.5)
         assert asyncio.run(lane.upload(os.urandom(UPLOAD_FROM))) is None
-    finally:
-        lane.close()
 
 
 def test_a_lane_that_broke_connects_again_in_the_background(
@@ -141,9 +136,7 @@ def test_a_lane_that_broke_connects_again_in_the_background(
 ) -> None:
     server, uploads = listener
     monkeypatch.setattr(upload_lane, "RECONNECT_AFTER", 0.0)
-    lane = UploadLane("127.0.0.1", server.port, credentials.certificate, SECRET)
-    lane.start()
-    try:
+    with started_lane("127.0.0.1", server.port, credentials.certificate, SECRET) as lane:
         assert connected(lane)
         lane._connection.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]  # the link breaks
         body = os.urandom(UPLOAD_FROM)
@@ -152,8 +145,6 @@ def test_a_lane_that_broke_connects_again_in_the_background(
         assert connected(lane)
         ticket = asyncio.run(lane.upload(body))
         assert ticket is not None and uploads.take(ticket) == body
-    finally:
-        lane.close()
 
 
 def test_a_lane_stays_connected_while_the_client_is_idle(
@@ -162,16 +153,12 @@ def test_a_lane_stays_connected_while_the_client_is_idle(
     """The relay bounds each read of an upload, not its wait for the next one."""
     server, uploads = listener
     monkeypatch.setattr(upload_lane, "IO_TIMEOUT", 0.2)
-    lane = UploadLane("127.0.0.1", server.port, credentials.certificate, SECRET)
-    lane.start()
-    try:
+    with started_lane("127.0.0.1", server.port, credentials.certificate, SECRET) as lane:
         assert connected(lane)
         time.sleep(0.6)
         body = os.urandom(UPLOAD_FROM)
         ticket = asyncio.run(lane.upload(body))
         assert ticket is not None and uploads.take(ticket) == body
-    finally:
-        lane.close()
 
 
 def test_a_peer_that_sends_its_handshake_slowly_is_hung_up_on(
