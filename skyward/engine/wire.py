@@ -285,15 +285,18 @@ class TaskRequest(Struct, frozen=True):
 class _LargeBytes:
     """A ``bytes`` argument of ``OUT_OF_BAND_BYTES`` or more, as the pickler sees it: it
     pickles as ``bytes`` made from an out-of-band buffer of it, so the client does not
-    copy it into the pickle (the C pickler writes ``bytes`` in band and asks no reducer)."""
+    copy it into the pickle (the C pickler writes ``bytes`` in band and asks no reducer);
+    the node makes it in memory backed by huge pages (``huge_pages.bytes_of``)."""
 
     __slots__ = ("data",)
 
     def __init__(self, data: bytes) -> None:
         self.data = data
 
-    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[type[bytes], tuple[pickle.PickleBuffer]]:
-        return bytes, (pickle.PickleBuffer(self.data),)
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Callable[[ReadableBuffer], bytes], tuple[object]]:
+        from skyward.core.huge_pages import bytes_of  # ctypes: only where a large argument goes
+
+        return bytes_of, (pickle.PickleBuffer(self.data),)
 
 
 def _large(value: object) -> TypeGuard[bytes]:

@@ -21,6 +21,7 @@ def test_a_large_bytes_argument_travels_out_of_band_once_and_arrives_as_bytes() 
     arrived = decode((header, [bytes(memoryview(b)) for b in buffers]))
     assert arrived.args == (large, small, nested, large) and arrived.kwargs == {"named": large}
     assert type(arrived.args[0]) is bytes and type(arrived.kwargs["named"]) is bytes
+    assert decode((header, [memoryview(b).toreadonly() for b in buffers])).args[0] == large  # as read from Ray
     assert request.args[0] is large  # the request itself is left as it was
     assert isinstance(ByValueEncoder()(TaskRequest("t2", "f", len, (small,))), bytes)  # nothing large: in band
 

@@ -1,0 +1,44 @@
+"""Large buffers backed by huge pages (core/huge_pages.py): the relay's receive buffers
+and the ``bytes`` a node makes of a large argument equal what plain allocation gives."""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import pytest
+
+from skyward.core import huge_pages
+
+
+SIZES = [0, 5, huge_pages.HUGE_FROM - 1, huge_pages.HUGE_FROM, 3 * huge_pages.HUGE_FROM + 12345]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_bytes_of_equals_bytes_for_every_kind_of_buffer(size: int) -> None:
+    data = os.urandom(size)
+    mapped = huge_pages.zeroed(size)
+    mapped[:] = data
+    for buffer in (data, bytearray(data), memoryview(data), mapped):
+        made = huge_pages.bytes_of(buffer)
+        assert type(made) is bytes and made == data and hash(made) == hash(data)
+
+
+def test_bytes_of_a_strided_view_copies_its_items() -> None:
+    data = os.urandom(2 * huge_pages.HUGE_FROM)
+    assert huge_pages.bytes_of(memoryview(data)[::2]) == data[::2]
+
+
+def test_bytes_of_advises_its_memory_on_linux_cpython() -> None:
+    """The fast path is taken here (the check of a bytes object's layout passed), so the
+    tests above exercised it."""
+    if not hasattr(mmap, "MADV_HUGEPAGE"):
+        pytest.skip("no madvise(MADV_HUGEPAGE) here")
+    assert huge_pages._DATA_OFFSET == bytes.__basicsize__ - 1
+
+
+def test_zeroed_is_writable_zeroes_of_the_size_asked() -> None:
+    for size in (0, 10, huge_pages.HUGE_FROM, huge_pages.HUGE_FROM + 1):
+        buffer = huge_pages.zeroed(size)
+        assert len(buffer) == size and bytes(buffer) == bytes(size)
+        assert isinstance(buffer, mmap.mmap) == (size >= huge_pages.HUGE_FROM)
