@@ -132,8 +132,11 @@ class _Pickler(cloudpickle.CloudPickler):
 
 
 def encode(obj: object, shipment: Shipment | None = None) -> Payload:
-    """Pickle ``obj``; big buffers stay out of band (see the module docstring). With a
-    ``shipment``, functions its node holds travel as a reference."""
+    """Pickle ``obj``; big buffers stay out of band (see the module docstring), a
+    request's large ``bytes`` arguments among them. With a ``shipment``, functions its
+    node holds travel as a reference."""
+    if type(obj) is TaskRequest:
+        obj = _large_bytes_apart(obj)
     return _dump(obj, _Pickler, shipment)
 
 
@@ -166,9 +169,10 @@ class ByValueEncoder:
         self._local: set[str] = set()
 
     def __call__(self, obj: object, shipment: Shipment | None = None) -> Payload:
-        """``obj`` pickled; a request's large ``bytes`` arguments out of band (a remote
-        pool sends such a payload to its head relay over the upload lane, and the relay
-        stores the buffer in Ray's object store, where each node reads it in place)."""
+        """``obj`` pickled; a request's large ``bytes`` arguments out of band, as ``encode``
+        does (a remote pool sends such a payload to its head relay over the upload lane,
+        and the relay stores the buffer in Ray's object store, where each node reads it
+        in place)."""
         if type(obj) is TaskRequest:
             obj = _large_bytes_apart(obj)
         with self._by_value():

@@ -29,12 +29,18 @@ def test_bytes_of_a_strided_view_copies_its_items() -> None:
     assert huge_pages.bytes_of(memoryview(data)[::2]) == data[::2]
 
 
-def test_bytes_of_advises_its_memory_on_linux_cpython() -> None:
-    """The fast path is taken here (the check of a bytes object's layout passed), so the
-    tests above exercised it."""
+def test_the_fast_path_is_taken_on_linux_cpython() -> None:
+    """The check of a bytes object's layout passed here, so the tests above exercised
+    the bytes made uninitialised and filled."""
     if not hasattr(mmap, "MADV_HUGEPAGE"):
         pytest.skip("no madvise(MADV_HUGEPAGE) here")
-    assert huge_pages._DATA_OFFSET == bytes.__basicsize__ - 1
+    assert huge_pages._c_api() is not None
+    assert huge_pages.to_fill(huge_pages.HUGE_FROM - 1) is None
+    filled = huge_pages.to_fill(huge_pages.HUGE_FROM)
+    assert filled is not None
+    made, view = filled
+    view[:] = b"\x07" * huge_pages.HUGE_FROM
+    assert type(made) is bytes and made == b"\x07" * huge_pages.HUGE_FROM
 
 
 def test_zeroed_is_writable_zeroes_of_the_size_asked() -> None:

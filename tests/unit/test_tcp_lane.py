@@ -3,6 +3,8 @@ pool's secret before a frame is read or sent; a restarted agent listens where it
 
 from __future__ import annotations
 
+import asyncio
+import os
 import socket
 import threading
 import time
@@ -166,3 +168,19 @@ def test_a_setup_s_repr_leaves_its_lane_secret_out(tmp_path: Path) -> None:
     in a log or an error must not carry it."""
     shown = repr(_setup(tmp_path))
     assert SECRET.hex() not in shown and repr(SECRET) not in shown and "lane_secret" not in shown
+
+
+def test_large_frames_arrive_whole_both_ways(echo: EchoLane, caller: Callable[[bytes], LaneClient]) -> None:
+    """A frame of megabytes is read straight into the ``bytes`` it arrives as, and a
+    reply's body apart from its tag (engine/transports/lane.py): what arrives is what was
+    sent, on the blocking and the asyncio client alike."""
+    client = caller(SECRET)
+    frames = [os.urandom(size) for size in (2 << 20, (5 << 20) + 3)]
+    for frame in frames:
+        assert client.call(frame, 10) == b"re:" + frame
+        assert echo.handled[-1] == frame and type(echo.handled[-1]) is bytes
+
+    async def on_a_loop() -> list[object]:  # the asyncio client keeps to one loop
+        return [await client.call_async(frame, 10) for frame in frames]
+
+    assert asyncio.run(on_a_loop()) == [b"re:" + frame for frame in frames]

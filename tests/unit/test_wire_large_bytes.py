@@ -1,5 +1,5 @@
-"""A remote pool's request sends its large ``bytes`` arguments out of band (engine/wire.py,
-``ByValueEncoder``): the client does not copy them into the pickle, an object passed
+"""A request sends its large ``bytes`` arguments out of band (engine/wire.py, ``encode``
+and ``ByValueEncoder``): the client does not copy them into the pickle, an object passed
 twice travels once, and the node gets ``bytes`` equal to each."""
 
 from __future__ import annotations
@@ -26,7 +26,12 @@ def test_a_large_bytes_argument_travels_out_of_band_once_and_arrives_as_bytes() 
     assert isinstance(ByValueEncoder()(TaskRequest("t2", "f", len, (small,))), bytes)  # nothing large: in band
 
 
-def test_a_local_pools_request_keeps_its_bytes_in_band() -> None:
-    """A local pool's agents read a request over a Unix-socket lane, which carries a
-    pickle with no out-of-band buffers."""
-    assert isinstance(encode(TaskRequest("t1", "f", len, (os.urandom(OUT_OF_BAND_BYTES),))), bytes)
+def test_a_local_pools_request_sends_its_large_bytes_out_of_band_too() -> None:
+    """Such a payload goes through Ray's object store, as a large numpy array does,
+    instead of the agent's Unix-socket lane (which carries pickles with no out-of-band
+    buffers, and took 276 ms for a 100 MB argument against 67 ms)."""
+    large = os.urandom(OUT_OF_BAND_BYTES)
+    payload = encode(TaskRequest("t1", "f", len, (large,)))
+    assert isinstance(payload, tuple) and [memoryview(b).nbytes for b in payload[1]] == [OUT_OF_BAND_BYTES]
+    assert decode((payload[0], [memoryview(b).toreadonly() for b in payload[1]])).args == (large,)
+    assert isinstance(encode(TaskRequest("t2", "f", len, (large[:-1],))), bytes)

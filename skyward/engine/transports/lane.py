@@ -22,7 +22,9 @@ a dead agent's port. At most ``MAX_UNPROVEN`` connections wait in the handshake 
 Frames are an 8-byte big-endian length and the bytes. A reply is the agent's encoded
 outcome; when it holds out-of-band buffers it is a msgpack pair of the header and the
 buffers (tag ``P``), else sent as it is (tag ``B``); if ``execute`` raised, the error's
-text (tag ``E``).
+text (tag ``E``). A frame of ``huge_pages.HUGE_FROM`` bytes or more is sent apart from
+its header, read straight into the ``bytes`` it is handed on as (in huge pages), and a
+reply's body apart from its tag: each would otherwise be a copy of it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from collections.abc import Callable, Iterator
 
 import msgspec
 
-from skyward.core import handshake
+from skyward.core import handshake, huge_pages
 from skyward.core.accepting import accepted
 from skyward.core.codec import MalformedFrame
 from skyward.core.peers import ForeignPeer, require_same_user
@@ -174,11 +176,11 @@ class LaneClient:
             self._drop(connection)
             return None  # never reached the agent: nothing ran
         with _awaiting_reply(lambda: self._drop(connection), timeout):
-            frame = _receive(connection, _patience(connection, timeout))
-            if frame is None:
+            reply = _receive_reply(connection, _patience(connection, timeout))
+            if reply is None:
                 raise LaneBroken("the agent closed the connection")
         self._release(connection)
-        return _reply(frame)
+        return _reply(*reply)
 
     async def call_async(self, payload: bytes, timeout: float | None) -> Payload | None:
         """``call`` on the running loop (always the same one), without a thread between:
@@ -195,15 +197,15 @@ class LaneClient:
             self._drop_stream(writer)
             return None  # never reached the agent: nothing ran
         with _awaiting_reply(lambda: self._drop_stream(writer), timeout):
-            frame = await asyncio.wait_for(_receive_async(reader), timeout)
-            if frame is None:
+            reply = await asyncio.wait_for(_receive_reply_async(reader), timeout)
+            if reply is None:
                 raise LaneBroken("the agent closed the connection")
         self._busy_streams.discard(writer)
         if self._closed:
             writer.close()
         else:
             self._idle_streams.append(stream)
-        return _reply(frame)
+        return _reply(*reply)
 
     async def _stream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """An idle or new connection of ``call_async``, or None: use Ray."""
@@ -372,23 +374,27 @@ def _keep_alive(connection: socket.socket) -> None:
             connection.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
-def _reply(frame: bytes) -> Payload:
+def _reply(tag: bytes, body: bytes) -> Payload:
     """What a reply frame carries; ``LaneFailed`` for the agent's error."""
-    tag, body = frame[:1], frame[1:]
     if tag == b"E":
         raise LaneFailed(body.decode(errors="replace"))
     return body if tag == b"B" else _split(body)
 
 
-async def _receive_async(reader: asyncio.StreamReader) -> bytes | None:
-    """``_receive`` on a stream: one frame, or None if the peer closed before one began."""
+async def _receive_reply_async(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
+    """``_receive_reply`` on a stream: a reply's tag and body, or None if the peer closed
+    before one began."""
     try:
         header = await reader.readexactly(_LENGTH.size)
     except asyncio.IncompleteReadError as exc:
         if exc.partial:
             raise
         return None
-    return await reader.readexactly(_LENGTH.unpack(header)[0])
+    size = _LENGTH.unpack(header)[0]
+    if size < huge_pages.HUGE_FROM:
+        frame = await reader.readexactly(size)
+        return frame[:1], frame[1:]
+    return await reader.readexactly(1), await reader.readexactly(size - 1)
 
 
 _PAYLOAD = msgspec.msgpack.Decoder(tuple[bytes, list[bytes]])
@@ -404,7 +410,12 @@ def _split(body: bytes) -> Payload:
 
 
 def _send(connection: socket.socket, tag: bytes, payload: bytes) -> None:
-    connection.sendall(_LENGTH.pack(len(tag) + len(payload)) + tag + payload)
+    head = _LENGTH.pack(len(tag) + len(payload)) + tag
+    if len(payload) < huge_pages.HUGE_FROM:
+        connection.sendall(head + payload)  # one write
+    else:  # two, rather than copying a large payload to join them
+        connection.sendall(head)
+        connection.sendall(payload)
 
 
 def _patience(connection: socket.socket, timeout: float | None) -> float | None:
@@ -423,16 +434,33 @@ def _receive(connection: socket.socket, deadline: float | None = None) -> bytes 
     ``deadline`` (a ``time.monotonic()`` value) a read that times out is tried again until
     then, and TimeoutError is raised after it."""
     header = _exactly(connection, _LENGTH.size, True, deadline)
+    return None if header is None else _body(connection, _LENGTH.unpack(header)[0], deadline)
+
+
+def _receive_reply(connection: socket.socket, deadline: float | None) -> tuple[bytes, bytes] | None:
+    """``_receive`` for a reply: its tag and its body, a large body read apart from its tag
+    (splitting the frame would copy it)."""
+    header = _exactly(connection, _LENGTH.size, True, deadline)
     if header is None:
         return None
-    body = _exactly(connection, _LENGTH.unpack(header)[0], False, deadline)
+    size = _LENGTH.unpack(header)[0]
+    if size < huge_pages.HUGE_FROM:
+        frame = _body(connection, size, deadline)
+        return frame[:1], frame[1:]
+    return _body(connection, 1, deadline), _body(connection, size - 1, deadline)
+
+
+def _body(connection: socket.socket, size: int, deadline: float | None) -> bytes:
+    body = _exactly(connection, size, False, deadline)
     assert body is not None
     return body
 
 
 def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float | None) -> bytes | None:
-    buffer = bytearray(size)
-    view = memoryview(buffer)
+    """``size`` bytes: a large frame straight into the ``bytes`` returned, in huge pages
+    (``huge_pages.to_fill``), a small one copied out of the buffer it was read into."""
+    filled = huge_pages.to_fill(size)
+    made, view = filled if filled is not None else (None, memoryview(bytearray(size)))
     got = 0
     while got < size:
         try:
@@ -450,4 +478,4 @@ def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float
                 return None
             raise ConnectionResetError("the peer closed mid-frame")
         got += count
-    return bytes(buffer)
+    return bytes(view) if made is None else made
