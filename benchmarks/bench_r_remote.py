@@ -11,12 +11,12 @@ deprecated, so a Ray driver has to live in the cluster's network). Dask:
 `distributed.SSHCluster` on the same hosts (scheduler on host 0, one single-threaded
 worker per host), driven from this client. Each measures trivial round trips
 (round-robin over the 3 nodes), a map of 10,000 trivial items, and a 100 MB broadcast
-(one object sent to every node and read there); Ray and Dask map the items both as one
+(one object sent to every node and read there; 3 of them a round); Ray and Dask map the items both as one
 task per item and as tasks of 1,000 items each (the batching both projects' docs advise
 for tiny tasks), and the fastest peer row is the one to beat. A fourth subject times the
 hop every skyward call to a remote pool makes and the peers' drivers on host 0 do not:
 an asyncssh port forward (the pool's ciphers) from this client to an echo server on
-host 0, with no engine on either end (a 200-byte echo, and 100 MB sent once; skyward's
+host 0, with no engine on either end (a 200-byte echo, and 100 MB sent; skyward's
 broadcast sends its 100 MB over the relay's TLS upload lane instead, docs/architecture.md,
 so that row is the SSH channel it no longer takes). All four are started once and
 stay up together; they are measured in turns (skyward, Ray, Dask, the tunnel, skyward,
@@ -48,6 +48,9 @@ MAP_ITEMS = 10_000
 BATCH = 1_000
 """Items per task in the peers' batched maps."""
 BROADCAST_BYTES = 100_000_000
+BROADCASTS = 3
+"""Broadcasts each subject times in a round: one a round left a row's median of 100 MB
+to chance (a Ray broadcast measured 308 ms and 945 ms in one run)."""
 WARMUP = 20
 """Untimed round trips of each subject before its first round."""
 RAY = "Ray (driver on host 0)"
@@ -178,7 +181,7 @@ def _skyward(lab: Any, dask: str, calls: int) -> Iterator[Round]:
         yield lambda: {
             TRIP: repeat(lambda: noop() >> pool, calls),
             MAP: repeat(lambda: pool.map(_noop, range(MAP_ITEMS)), 1),
-            BROADCAST: repeat(broadcast, 1),
+            BROADCAST: repeat(broadcast, BROADCASTS),
         }
 
 
@@ -210,6 +213,7 @@ are given (``noops`` a batch of items), one that reads a broadcast's size, and a
 RAY_DRIVER = RAY_REMOTES + """
 ray.init(address=sys.argv[5], log_to_driver=False)
 calls, items, batch, size = (int(a) for a in sys.argv[1:5])
+broadcasts = int(sys.argv[7])
 def broadcast():
     ref = ray.put(data)
     assert ray.get([length.options(resources={f"node-{i}": 0.01}).remote(ref) for i in range(3)]) == [size] * 3
@@ -223,7 +227,7 @@ for _ in sys.stdin:  # a round per line; stdin's end ends the driver
     trips = [timed(lambda: ray.get(actors[i % 3].noop.remote())) for i in range(calls)]
     mapped = timed(lambda: ray.get([noop.remote(x) for x in range(items)]))
     batched = timed(lambda: ray.get([noops.remote(b) for b in batches]))
-    print("RESULT " + json.dumps([trips, [mapped], [batched], [timed(broadcast)]]), flush=True)
+    print("RESULT " + json.dumps([trips, [mapped], [batched], [timed(broadcast) for _ in range(broadcasts)]]), flush=True)
 """
 """The Ray peer's driver: its measurements in the order of ``PEER_LABELS``."""
 
@@ -247,7 +251,7 @@ def _ray(lab: Any, python: str, calls: int) -> Iterator[Round]:
         script = f"{temp}-driver.py"
         ssh_run(lab, head, f"cat > {script}", 30, RAY_DRIVER)
         driver = (f"cd /tmp && {env} {python} {script} {calls} {MAP_ITEMS} {BATCH} {BROADCAST_BYTES} "
-                  f"{head.address}:{port} {WARMUP}")
+                  f"{head.address}:{port} {WARMUP} {BROADCASTS}")
         with answering(lab, head, driver) as ask:
             yield lambda: dict(zip(PEER_LABELS, ask(), strict=True))
     finally:
@@ -346,9 +350,12 @@ def _dask(lab: Any, python: str, calls: int) -> Iterator[Round]:
                 MAP: repeat(lambda: client.gather(client.map(noop, range(MAP_ITEMS), pure=False)), 1),
                 BATCHED: repeat(lambda: client.gather(client.map(noops, batches, pure=False)), 1),
             }
-            seconds, shared = timed(broadcast)
-            client.cancel(shared)  # not timed
-            return {**out, BROADCAST: [seconds]}
+            broadcasts = []
+            for _ in range(BROADCASTS):
+                seconds, shared = timed(broadcast)
+                client.cancel(shared)  # not timed
+                broadcasts.append(seconds)
+            return {**out, BROADCAST: broadcasts}
 
         repeat(trip, 0, WARMUP)
         yield one_round
@@ -384,8 +391,8 @@ CALL_BYTES = 200
 @contextlib.contextmanager
 def _tunnel(lab: Any, python: str, calls: int) -> Iterator[Round]:
     """The client-to-host-0 hop of a skyward SSH pool without the engine, for the block
-    (``_echo``), on an event loop of its own. A round trip echoes CALL_BYTES; the
-    broadcast sends 100 MB once and reads its size."""
+    (``_echo``), on an event loop of its own. A round trip echoes CALL_BYTES; a
+    broadcast sends 100 MB and reads its size."""
     import asyncio
 
     loop = asyncio.new_event_loop()
@@ -397,7 +404,7 @@ def _tunnel(lab: Any, python: str, calls: int) -> Iterator[Round]:
             loop.run_until_complete(_sends(send, call, WARMUP))
 
             async def one_round() -> Samples:
-                return {TRIP: await _sends(send, call, calls), BROADCAST: await _sends(send, data, 1)}
+                return {TRIP: await _sends(send, call, calls), BROADCAST: await _sends(send, data, BROADCASTS)}
 
             yield lambda: loop.run_until_complete(one_round())
         finally:
