@@ -96,6 +96,8 @@ class TaskStream(io.TextIOBase):
 
     def flush_task(self, task_id: str) -> None:
         """Send a task's unterminated last line, if any (called when the task ends)."""
+        if task_id not in self._partial:  # only the task's own thread, done now, adds it
+            return
         with self._lock:
             rest = self._partial.pop(task_id, "")
         if rest:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dis
 import hashlib
 import io
+import operator
 import threading
 import types
 import weakref
@@ -82,6 +83,15 @@ class Shipment(Struct):
         self.held.add(kept.digest)
         return (receive, (kept.digest, kept.payload))
 
+    def reference(self, fn: types.FunctionType) -> _ReducedType | None:
+        """``fn`` as a reference to the function its node holds, when it holds ``fn``'s
+        current pickle; None otherwise (then ``reduce`` it). Pickles nothing."""
+        dependencies = _dependencies(fn)
+        kept = None if dependencies is None else self.functions.current(fn, dependencies)
+        if kept is None or kept.digest not in self.held:
+            return None
+        return (received, (kept.digest,))
+
 
 class ShippedFunctions:
     """The client's side: the pickles it keeps and the digests each node holds.
@@ -108,9 +118,8 @@ class ShippedFunctions:
         dependencies = _dependencies(fn)
         if dependencies is None:
             return None
-        with self._lock:
-            kept = self._kept.get(fn)
-        if kept is not None and _same(kept.dependencies, dependencies):
+        kept = self.current(fn, dependencies)
+        if kept is not None:
             return kept
         if any(_writes_globals(dep) for dep in dependencies if isinstance(dep, types.CodeType)):
             return None
@@ -121,8 +130,15 @@ class ShippedFunctions:
         return kept
 
 
+    def current(self, fn: types.FunctionType, dependencies: tuple[object, ...]) -> _Kept | None:
+        """``fn``'s kept pickle if it was made with these ``dependencies`` (``_dependencies``)."""
+        with self._lock:
+            kept = self._kept.get(fn)
+        return kept if kept is not None and _same(kept.dependencies, dependencies) else None
+
+
 def _same(old: tuple[object, ...], new: tuple[object, ...]) -> bool:
-    return len(old) == len(new) and all(a is b for a, b in zip(old, new))
+    return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
 def _dependencies(fn: types.FunctionType) -> tuple[object, ...] | None:

@@ -14,7 +14,9 @@ clusters and the head relay of remote pools all use it).
 
 from __future__ import annotations
 
+import functools
 import os
+import queue
 import sys
 import threading
 import time
@@ -79,11 +81,26 @@ class AgentSetup:
     """How Ray starts the agent (another interpreter, a launcher's prefix); None: Ray's default."""
 
 
-class _SlotLease:
-    """A held concurrency slot that is given back exactly once."""
+class _Slots:
+    """``count`` task slots: a queue of tokens, taken and given back in C (a
+    ``threading.Semaphore`` is Python code around a condition, a few µs a call)."""
 
-    def __init__(self, semaphore: threading.BoundedSemaphore) -> None:
-        self._semaphore = semaphore
+    def __init__(self, count: int) -> None:
+        self._free: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(count):
+            self._free.put(None)
+
+    def take(self) -> _SlotLease:
+        """Wait for a free slot and hold it."""
+        self._free.get()
+        return _SlotLease(self._free)
+
+
+class _SlotLease:
+    """A held slot, given back exactly once."""
+
+    def __init__(self, free: queue.SimpleQueue[None]) -> None:
+        self._free = free
         self._lock = threading.Lock()
         self._held = True
 
@@ -92,7 +109,7 @@ class _SlotLease:
             if not self._held:
                 return
             self._held = False
-        self._semaphore.release()
+        self._free.put(None)
 
 
 class NodeRunner:
@@ -105,7 +122,7 @@ class NodeRunner:
         self.outbox = Outbox()
         self._sampler = MetricSampler(setup.metrics, setup.info.node, self.outbox.put).start()
         self._printed: set[str] = set()
-        self._running = threading.BoundedSemaphore(setup.worker.concurrency)
+        self._slots = _Slots(setup.worker.concurrency)
         self.gateway = Gateway(collections_installed.node_operations, setup.info.node)
         self._task_ended_hooks: list[Callable[[str], object]] = []
         self._info_hooks: list[Callable[[InstanceInfo], object]] = []
@@ -167,8 +184,7 @@ class NodeRunner:
             self._apply(request.view)
         if request.kind == PROBE:
             return encode((*self._probes.run(structs.replace(request, kind=CALL), lambda: None), 0))
-        self._running.acquire()
-        slot = _SlotLease(self._running)
+        slot = self._slots.take()
         writes_lost = collections_installed.writes_lost()
         try:
             ok, value = self._executor.run(request, slot.release)
@@ -198,6 +214,16 @@ class NodeRunner:
         """An event task ``task_id`` sends to the client (its result waits for it)."""
         self._printed.add(task_id)
         self.outbox.put(event)
+
+    def line_from_task(self, stream: str, line: str) -> None:
+        """``line`` for the task running on this thread (none: the node's)."""
+        task = current_task()
+        self.line(task.task_id if task else "", stream, line)
+
+    def publish_from_task(self, event: Event) -> None:
+        """``publish`` for the task running on this thread (none: the node's)."""
+        task = current_task()
+        self.publish(task.task_id if task else "", event)
 
     def _task_ended(self, task_id: str) -> None:
         for hook in self._task_ended_hooks:
@@ -229,13 +255,15 @@ class NodeAgent:
         collections_installed.install_node(setup.collections)
         self._runner = NodeRunner(setup)
         self._runner.on_info(install_node_info)
-        publish.install(self._publish)
+        # the runner's methods and plain functions, not this class's: Ray wraps every method
+        # of an actor class in a tracing span, a few µs a call
+        publish.install(self._runner.publish_from_task)
         self._streams = [
-            TaskStream("stdout", sys.stdout, self._current_line),
-            TaskStream("stderr", sys.stderr, self._current_line),
+            TaskStream("stdout", sys.stdout, self._runner.line_from_task),
+            TaskStream("stderr", sys.stderr, self._runner.line_from_task),
         ]
         sys.stdout, sys.stderr = self._streams
-        self._runner.on_task_end(self._flush_task)
+        self._runner.on_task_end(functools.partial(_flush_streams, tuple(self._streams)))
         # the runner's own method: a lane call has no use for the tracing wrapper Ray puts on actor methods
         self._lane = _open_lane(setup, self._runner.execute, ray.util.get_node_ip_address)
 
@@ -286,24 +314,18 @@ class NodeAgent:
         """Remote client ``client`` is gone: free its locks, break the barriers it joined."""
         self._runner.gateway.end_client(client)
 
-    def _publish(self, event: Event) -> None:
-        task = current_task()
-        self._runner.publish(task.task_id if task else "", event)
-
-    def _current_line(self, stream: str, line: str) -> None:
-        task = current_task()
-        self._runner.line(task.task_id if task else "", stream, line)
-
-    def _flush_task(self, task_id: str) -> None:
-        for stream in self._streams:
-            stream.flush_task(task_id)
-
     def shutdown(self) -> None:
         """Stop sampling and executor children; ``stop_agents`` then kills the actor."""
         if self._lane is not None:
             self._lane.close()
         self._runner.shutdown()
         self._plugins.close()
+
+
+def _flush_streams(streams: tuple[TaskStream, ...], task_id: str) -> None:
+    """End task ``task_id``'s unfinished lines in ``streams``."""
+    for stream in streams:
+        stream.flush_task(task_id)
 
 
 def _open_lane(

@@ -41,13 +41,14 @@ class DeadlineTimer:
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._cancelled: set[int] = set()
         self._ids = itertools.count()
-        self._wake = threading.Condition()
+        self._lock = threading.Lock()  # taken directly: a Condition's own `with` is Python code
+        self._wake = threading.Condition(self._lock)
         threading.Thread(target=self._loop, name="skyward-deadlines", daemon=True).start()
 
     def watch(self, seconds: float, callback: Callable[[], None]) -> int:
         """Call ``callback`` in ``seconds`` unless ``cancel`` is called with the returned id."""
         entry = next(self._ids)
-        with self._wake:
+        with self._lock:
             heapq.heappush(self._heap, (time.monotonic() + seconds, entry, callback))
             if self._heap[0][1] == entry:
                 self._wake.notify()
@@ -55,7 +56,7 @@ class DeadlineTimer:
 
     def cancel(self, entry: int) -> None:
         """Forget ``entry``; the heap is compacted when most of it is cancelled."""
-        with self._wake:
+        with self._lock:
             self._cancelled.add(entry)
             if len(self._cancelled) > 1024 and len(self._cancelled) * 2 > len(self._heap):
                 self._heap = [item for item in self._heap if item[1] not in self._cancelled]
@@ -64,7 +65,7 @@ class DeadlineTimer:
 
     def _loop(self) -> None:
         while True:
-            with self._wake:
+            with self._lock:
                 while not self._heap:
                     self._wake.wait()
                 deadline, entry, callback = self._heap[0]

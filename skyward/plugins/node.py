@@ -68,6 +68,8 @@ def _enter(plugins: tuple[Plugin, ...], hook: Literal["around_app", "around_proc
 
 def decorated(fn: Callable[..., object]) -> Callable[..., object]:
     """``fn`` wrapped by the installed plugins' ``decorate`` hooks (``fn`` itself when none)."""
+    if not _installed:
+        return fn
     for plugin, decorate in reversed(list(hooks.each(_installed, "decorate"))):
         with hooks.blame(plugin, "decorate"):
             fn = decorate(fn)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +168,66 @@ def test_a_request_travels_whole_and_refers_to_skywards_own_names(script: types.
             "t7", "scaled", (2.5,), {"k": [1]}, 4.0, "call", view
         )
         assert back.fn.timeout == 4.0 and back.fn.local(2.5) == 6
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "remote"])
+def test_a_call_with_plain_arguments_of_a_held_function_refers_to_it_without_its_wrapper(
+    script: types.SimpleNamespace, remote: bool,
+) -> None:
+    """The second call to a node, with plain arguments only (``wire._plain_pickle``), is
+    pickled by the C pickler alone: it refers to the very function the node holds, not to
+    an ``@sky.function`` wrapper rebuilt on each call. A rebound global or an argument
+    cloudpickle must handle takes the full path, and each runs what the client has now.
+    The same with a remote pool's encoder."""
+    from skyward.core.function import SkywardFunction
+    from skyward.engine.wire import ByValueEncoder, TaskRequest
+
+    encoder = ByValueEncoder() if remote else encode
+    functions = ShippedFunctions()
+    decorated = SkywardFunction(script.scaled, None)
+
+    def request(*args: object) -> TaskRequest:
+        return TaskRequest("t1", "scaled", decorated, args, {}, None, "call", None)
+
+    first = decode(encoder(request(2.5), functions.shipment(0)))
+    assert type(first.fn) is SkywardFunction, "the first call ships the function in full"
+    second = decode(encoder(request(2.5), functions.shipment(0)))
+    assert second.fn is first.fn.local, "the node's own function, no wrapper"
+    assert (second.task_id, second.args, second.kwargs, second.timeout, second.view) == ("t1", (2.5,), {}, None, None)
+    assert second.fn(*second.args) == 6
+    listed = decode(encoder(request([2.5]), functions.shipment(0)))
+    assert type(listed.fn) is SkywardFunction, "a list argument goes the full way"
+    script.scaled.__globals__["SCALE"] = 4
+    rebound = decode(encoder(request(2.5), functions.shipment(0)))
+    assert type(rebound.fn) is SkywardFunction and rebound.fn.local(2.5) == 8
+
+
+def test_an_outcome_of_plain_values_pickles_as_cloudpickle_would() -> None:
+    import pickle
+
+    import cloudpickle
+
+    for outcome in [(True, None, 0), (True, 3.5, 2), (False, "text", 0), (True, b"x" * 100, 0)]:
+        assert encode(outcome) == pickle.dumps(outcome, protocol=5) == cloudpickle.dumps(outcome, protocol=5)
+        assert decode(encode(outcome)) == outcome
+    assert decode(encode((True, [1, {2}], 0))) == (True, [1, {2}], 0)
+
+
+def test_a_call_of_an_importable_function_travels_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``@sky.function`` the node can import, and a plain importable function, go by
+    name on every call: the node gets the very objects its import makes."""
+    import importlib
+
+    from skyward.engine.wire import TaskRequest
+
+    (tmp_path / "importable_tasks.py").write_text(
+        "import skyward as sky\n\n@sky.function\ndef double(x):\n    return 2 * x\n\ndef triple(x):\n    return 3 * x\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("importable_tasks")
+    functions = ShippedFunctions()
+    for fn in (module.double, module.triple):
+        for _ in range(2):
+            back = decode(encode(TaskRequest("t1", "f", fn, (2,), {}, None, "call", None), functions.shipment(0)))
+            assert back.fn is fn
+    assert not shipping._received, "nothing was shipped by value"

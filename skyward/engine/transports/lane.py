@@ -40,6 +40,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import msgspec
 
@@ -54,6 +55,10 @@ from skyward.engine.wire import Payload
 log = logging.getLogger("skyward.lane")
 
 _LENGTH = struct.Struct("!Q")
+_SMALL = 1 << 16
+"""A frame up to this size is read with ``recv``, each read making the bytes it returns."""
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 TCP = "tcp://"
 """A lane address ``tcp://HOST:PORT``; a setup's ``tcp://`` alone: the agent picks them."""
 MAX_UNPROVEN = 16
@@ -457,14 +462,38 @@ def _body(connection: socket.socket, size: int, deadline: float | None) -> bytes
 
 
 def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float | None) -> bytes | None:
-    """``size`` bytes: a large frame straight into the ``bytes`` returned, in huge pages
-    (``huge_pages.to_fill``), a small one copied out of the buffer it was read into."""
+    """``size`` bytes: a small frame as ``recv`` returns it (one read, most often), a
+    large one straight into the ``bytes`` returned, in huge pages (``huge_pages.to_fill``),
+    one in between read into a buffer and copied out."""
+    if size <= _SMALL:
+        parts: list[bytes] = []
+        got = 0
+        while got < size:
+            part = _read(connection, connection.recv, size - got, deadline)
+            if not part:
+                _ended(got, eof_ok)
+                return None
+            parts.append(part)
+            got += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
     filled = huge_pages.to_fill(size)
     made, view = filled if filled is not None else (None, memoryview(bytearray(size)))
     got = 0
     while got < size:
+        count = _read(connection, connection.recv_into, view[got:], deadline)
+        if count == 0:
+            _ended(got, eof_ok)
+            return None
+        got += count
+    return bytes(view) if made is None else made
+
+
+def _read(connection: socket.socket, read: Callable[[_T], _R], into: _T, deadline: float | None) -> _R:
+    """``read(into)``, a read of ``connection``: one that times out is tried again until
+    ``deadline`` (see ``_receive``)."""
+    while True:
         try:
-            count = connection.recv_into(view[got:])
+            return read(into)
         except TimeoutError as exc:
             if exc.errno is not None:  # ETIMEDOUT: the peer stopped answering keepalives
                 raise ConnectionResetError(f"the peer is gone: {exc}") from None
@@ -472,10 +501,11 @@ def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float
             if left <= 0:
                 raise
             connection.settimeout(min(interruptible.SLICE, left))
-            continue
-        if count == 0:
-            if got == 0 and eof_ok:
-                return None
-            raise ConnectionResetError("the peer closed mid-frame")
-        got += count
-    return bytes(view) if made is None else made
+
+
+def _ended(got: int, eof_ok: bool) -> None:
+    """The peer closed after ``got`` bytes of a frame: fine before it began when
+    ``eof_ok``, else ConnectionResetError."""
+    if got == 0 and eof_ok:
+        return
+    raise ConnectionResetError("the peer closed mid-frame")
