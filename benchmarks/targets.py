@@ -408,7 +408,7 @@ def check_all(rows: Sequence[Row]) -> list[Check]:
 
 EXPLANATIONS: dict[str, str] = {
     "B4-dask": (
-        "**Latest.** The two full runs of 2026-12-05 afternoon (14:38, load average 0.50 at its start; 15:16, 1.68, on this tree, which this table is) measured 1.64 s against Dask's 888 ms (1.85x) and 1.28 s against 844 ms (1.52x); `ray.init` plus 4 actors 3.14 s and 3.17 s (0.52x and 0.41x). "
+        "**Latest.** The full run of 2026-12-05 17:33 (load average 0.97 at its start; on this tree, which this table is) measured 1.57 s against Dask's 937 ms (1.68x), `ray.init` plus 4 actors 3.31 s (0.47x), on a machine slower in this group than in the runs before (the imports 0.36 s against 0.28 s). Nothing on a local open's path changed since. Before it, the two full runs of that afternoon (14:38, load average 0.50 at its start; 15:16, 1.68) measured 1.64 s against Dask's 888 ms (1.85x) and 1.28 s against 844 ms (1.52x); `ray.init` plus 4 actors 3.14 s and 3.17 s (0.52x and 0.41x). "
         "**Where it stands.** 1.23 s to 4 ready nodes against Dask's LocalCluster 888 ms (1.38x) and "
         "`ray.init` plus 4 actors 3.81 s (0.32x) in the run of 2026-12-05 08:12, the best full run (3.7x "
         "on 2026-11-26, 1.58x at 04:39 that day). A skyward pool's cold start is a private Ray instance (a GCS, a raylet and Ray "
@@ -449,7 +449,7 @@ EXPLANATIONS: dict[str, str] = {
         "1.80x, 16:28 1.69x, 22:40 2.06x; 2026-12-05 04:39 1.58x, 08:12 1.38x."
     ),
     "B5-cpu": (
-        '**Latest.** The two full runs of 2026-12-05 afternoon (14:38, load average 0.50 at its start; 15:16, 1.68, on this tree, which this table is) measured 4.2% (max 4.6%) and 3.2% of a core (max 3.8%), Ray with 4 idle actors 4.0% in the second (0.80x). '
+        '**Latest.** The full run of 2026-12-05 17:33 (load average 0.97 at its start; on this tree, which this table is) measured 3.1% of a core (max 3.4%), Ray with 4 idle actors 3.5% (0.89x). Before it, the two full runs of that afternoon (14:38, load average 0.50 at its start; 15:16, 1.68) measured 4.2% (max 4.6%) and 3.2% of a core (max 3.8%), Ray with 4 idle actors 4.0% in the second (0.80x). '
         "**Where it stands.** An idle 4-node pool used 5.1% of a core (max 5.4%) in the run of 2026-12-05"
         " 08:12, Ray with 4 idle actors 5.7% (0.89x) and Dask's LocalCluster 14.2%; the pool's memory is "
         "388 MiB PSS against Ray's 593 MiB (416 MiB at 04:39, before Ray was imported without "
@@ -501,7 +501,7 @@ EXPLANATIONS: dict[str, str] = {
         "(1.05x). Nothing on the local broadcast's path changed between those runs."
     ),
     "R-trip": (
-        "**Latest.** The two full runs of 2026-12-05 afternoon (14:38, load average 0.50 at its start; 15:16, 1.68, on this tree, which this table is) measured 868 µs against Ray's 827 µs (1.05x, a pass), then 1.12 ms against 897 µs (1.25x), when the SSH tunnel alone, with no engine on either end, took 198 µs against 137 µs in the first: the machine was slower in the second run. "
+        "**Latest.** The full run of 2026-12-05 17:33 (load average 0.97 at its start; on this tree, which this table is) measured 713 µs against Ray's 770 µs (0.93x, a pass), the SSH tunnel alone 126 µs. Since the run before, a call with plain arguments is pickled by the C pickler alone by the remote encoder too, and a node agent does less per call (docs/architecture.md, the local lanes): both ends of a remote `>>` run that code. Before it, the two full runs of that afternoon (14:38, load average 0.50 at its start; 15:16, 1.68) measured 868 µs against Ray's 827 µs (1.05x, a pass), then 1.12 ms against 897 µs (1.25x), when the SSH tunnel alone, with no engine on either end, took 198 µs against 137 µs in the first: the machine was slower in the second run. "
         "The peers run their driver on host 0, inside the cluster's network; skyward's client "
         "stays on this machine and reaches the pool over a channel of its SSH connection to "
         "the head relay on host 0, which passes each call to the node's agent over a lane (a "
@@ -542,7 +542,7 @@ EXPLANATIONS: dict[str, str] = {
         "which Ray's driver on host 0 does not cross."
     ),
     "R-broadcast": (
-        "**Latest.** The two full runs of 2026-12-05 afternoon (14:38, load average 0.50 at its start; 15:16, 1.68, on this tree, which this table is) measured skyward's 100 MB broadcast at 445 ms (min 288 ms) against Ray's 359 ms (min 308 ms), 1.24x over 3 broadcasts each, and, timing 3 a round since (9 each), at 477 ms (min 344 ms) against Ray's 856 ms (min 307 ms, max 1.70 s), 0.56x: a pass, by the peer's spread more than by skyward's speed (the best of each is still Ray's). Since the run of 12:45 the relay receives an upload into memory backed by huge pages and each node makes the `bytes` it hands the function the same way (`core/huge_pages.py`): alone, 15 broadcasts each, the trees alternating twice, a median of 403 and 381 ms against 498 and 468 ms. "
+        "**Latest.** The full run of 2026-12-05 17:33 (load average 0.97 at its start; on this tree, which this table is) measured skyward's 100 MB broadcast at 373 ms (min 318 ms) against Ray's 624 ms (min 317 ms, max 1.06 s), 0.60x over 9 broadcasts each. Before it, the two full runs of that afternoon (14:38, load average 0.50 at its start; 15:16, 1.68) measured skyward's 100 MB broadcast at 445 ms (min 288 ms) against Ray's 359 ms (min 308 ms), 1.24x over 3 broadcasts each, and, timing 3 a round since (9 each), at 477 ms (min 344 ms) against Ray's 856 ms (min 307 ms, max 1.70 s), 0.56x: a pass, by the peer's spread more than by skyward's speed (the best of each is still Ray's). Since the run of 12:45 the relay receives an upload into memory backed by huge pages and each node makes the `bytes` it hands the function the same way (`core/huge_pages.py`): alone, 15 broadcasts each, the trees alternating twice, a median of 403 and 381 ms against 498 and 468 ms. "
         '**Where it stands.** 459 ms (min 434) for a 100 MB argument to every node of a 3-host pool agai'
         "nst Ray's 406 ms (min 401) in the run of 2026-12-05 12:45: 1.13x, from 1.96x in the run of 08:1"
         "2 that day and 1.63x at 04:39. Ray's driver runs on host 0 and already holds the data there, so"
@@ -588,7 +588,7 @@ EXPLANATIONS: dict[str, str] = {
         ' takes.'
     ),
     "R-warm": (
-        '**Latest.** The two full runs of 2026-12-05 afternoon (14:38, load average 0.50 at its start; 15:16, 1.68, on this tree, which this table is) measured 3.56 s (max 4.09) and 3.59 s (max 4.06), the `ray start` phase 1.67 s and the agents 1.18 s in the second; the cold open 11.5 s and 9.71 s. '
+        '**Latest.** The full run of 2026-12-05 17:33 (load average 0.97 at its start; on this tree, which this table is) measured 3.28 s (max 3.55 s), the `ray start` phase 1.74 s and the agents 1.05 s; the cold open 10.7 s. Before it, the two full runs of that afternoon (14:38, load average 0.50 at its start; 15:16, 1.68) measured 3.56 s (max 4.09) and 3.59 s (max 4.06), the `ray start` phase 1.67 s and the agents 1.18 s in the second; the cold open 11.5 s and 9.71 s. '
         "**Where it stands.** Missed in the run of 2026-12-05 12:45: 4.29 s (min 3.65 s), the `ray start` "
         "phase 2.31 s and the agents 1.49 s, on a machine that started processes 1.6x slower than at 08:12"
         " (`python -c pass` 38 ms against 24 ms; the cold open 13.2 s against 9.86 s); not measured alone "
@@ -748,7 +748,7 @@ EXPLANATIONS: dict[str, str] = {
         "of 17:41 measured 1.50 s against 3.47 s (0.43x)."
     ),
     "B1-ppe": (
-        "**Latest.** The two full runs of 2026-12-05 afternoon (14:38, load average 0.50 at its start; 15:16, 1.68, on this tree, which this table is) measured a script's function at 169 µs against ProcessPoolExecutor's 238 µs (0.71x) and 169 µs against 189 µs (0.89x); an imported function 163 and 156 µs. Nothing on a small `>>`'s path changed but a size check per frame on the lanes. "
+        "**Latest.** The full run of 2026-12-05 17:33 (load average 0.97 at its start; on this tree, which this table is) measured a script's function at 135 µs against ProcessPoolExecutor's 232 µs (0.58x, a pass), an imported function 126 µs. Since the run before, a call with plain arguments of a function the node holds or imports is pickled by the C pickler alone, and the agent does less per call (docs/architecture.md, the local lanes): an A/B the trees alternating three times gave 132-160 µs against 194-240 µs. Before it, the two full runs of that afternoon (14:38, load average 0.50 at its start; 15:16, 1.68) measured a script's function at 169 µs against ProcessPoolExecutor's 238 µs (0.71x) and 169 µs against 189 µs (0.89x); an imported function 163 and 156 µs. Nothing on a small `>>`'s path changed but a size check per frame on the lanes. "
         "**Where it stands.** Missed in the run of 2026-12-05 12:45: 182 µs against ProcessPoolExecutor's "
         "258 µs (0.71x), on a machine that started processes 1.6x slower than at 08:12 (`python -c pass` "
         "38 ms against 24 ms). The B1 group alone right after it, the tree of 08:12 and this one taking "
@@ -935,7 +935,7 @@ EXPLANATIONS: dict[str, str] = {
         "(max 459 ms) against 829 ms in the run of 01:53, and `ray.init` plus 4 actors 1.35 s."
     ),
     "B6": (
-        '**Latest.** The two full runs of 2026-12-05 afternoon (14:38, load average 0.50 at its start; 15:16, 1.68, on this tree, which this table is) measured 100% (calls) and 103% (map) of the ideal, a pass, then 80% and 84% of an ideal of 1.70 s, with Ray tasks at 73%, Dask 71% and ProcessPoolExecutor 91%. '
+        '**Latest.** The full run of 2026-12-05 17:33 (load average 0.97 at its start; on this tree, which this table is) measured 82% (calls) and 84% (map) of an ideal of 1.94 s, with Ray tasks at 79%, Dask 64% and ProcessPoolExecutor 86%. Before it, the two full runs of that afternoon (14:38, load average 0.50 at its start; 15:16, 1.68) measured 100% (calls) and 103% (map) of the ideal, a pass, then 80% and 84% of an ideal of 1.70 s, with Ray tasks at 73%, Dask 71% and ProcessPoolExecutor 91%. '
         "The ideal is 200 × the task's time measured serially on an idle core, ÷ 2 cores; "
         "4 agent processes then share those 2 cores with the client and Ray. Measured: "
         "(1) time-slicing: CPU accounting (psutil) of one `sky.gather` of the 200 tasks gave "
