@@ -175,6 +175,8 @@ def _plain_pickle(obj: object, shipment: Shipment | None) -> bytes | None:
         return None
     if not all(map(_plain, obj.args)) or not all(map(_plain, obj.kwargs.values())):
         return None
+    if not all(type(name) is str for name in obj.kwargs):  # a str subclass would go by reference
+        return None
     fn = _function_on_wire(obj.fn, shipment)
     if fn is None:
         return None

@@ -197,6 +197,12 @@ def test_a_call_with_plain_arguments_of_a_held_function_refers_to_it_without_its
     assert second.fn(*second.args) == 6
     listed = decode(encoder(request([2.5]), functions.shipment(0)))
     assert type(listed.fn) is SkywardFunction, "a list argument goes the full way"
+
+    class Name(str):
+        """A script's str subclass: the C pickler would send it by a reference the node cannot resolve."""
+
+    named = TaskRequest("t1", "scaled", decorated, (), {Name("x"): 2.5}, None, "call", None)
+    assert type(decode(encoder(named, functions.shipment(0))).fn) is SkywardFunction, "so it goes the full way"
     script.scaled.__globals__["SCALE"] = 4
     rebound = decode(encoder(request(2.5), functions.shipment(0)))
     assert type(rebound.fn) is SkywardFunction and rebound.fn.local(2.5) == 8
