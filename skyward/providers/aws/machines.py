@@ -86,7 +86,7 @@ class PoolResources:
 
 def create_access(resources: PoolResources, vpc_id: str, ssh_cidr: str) -> None:
     """The pool's key pair and security group (SSH from ``ssh_cidr`` only)."""
-    import asyncssh
+    from skyward.providers.ssh.asyncssh_import import asyncssh
 
     ec2 = client("ec2", resources.region)
     name = f"skyward-{resources.pool_id[:12]}"

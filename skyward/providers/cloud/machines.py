@@ -36,7 +36,7 @@ class PoolMachines:
 def make_key(resources: PoolMachines) -> str:
     """A fresh ed25519 key for the pool: the private half in the pool's directory
     (``registry.files_of``, mode 0600), the public half (OpenSSH text) returned."""
-    import asyncssh
+    from skyward.providers.ssh.asyncssh_import import asyncssh
 
     key = asyncssh.generate_private_key("ssh-ed25519")
     path = registry.files_of(resources.pool_id) / f"{resources.key_name}.pem"

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncssh
-
 from skyward.image.script import Artifacts
+from skyward.providers.ssh.asyncssh_import import asyncssh
 from skyward.providers.ssh.connection import RemoteFiles
 
 REMOTE_CACHE = ".cache/skyward"

@@ -22,8 +22,6 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-import asyncssh
-
 from skyward.core import messages
 from skyward.core.codec import read_marker
 from skyward.engine.transports.relay import RelayEndpoint, SessionOver
@@ -31,6 +29,7 @@ from skyward.engine.transports.upload_lane import Credentials, UploadLane
 from skyward.model.nodes import NodeHandle, SSHEndpoint
 from skyward.providers import ray_ports, ray_start
 from skyward.providers.ssh import bootstrap as runner
+from skyward.providers.ssh.asyncssh_import import asyncssh
 from skyward.providers.ssh.connection import RemoteFiles, SSHReach, connect, went_silent
 from skyward.providers.ssh.versions import mismatches
 from skyward.providers.ssh.watchdog import CLOSE, POOL_ENV, REJOIN, STOP

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-import asyncssh
-
 from skyward.core.paths import skyward_home
 from skyward.core.private_dir import open_private
 from skyward.core.validation import fail
 from skyward.model.nodes import SSHEndpoint
 from skyward.providers import registry
+from skyward.providers.ssh.asyncssh_import import asyncssh
 
 KEEPALIVE_SECONDS = 5
 QUIET_LINK_SECONDS = 15
