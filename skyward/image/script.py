@@ -72,6 +72,12 @@ def env_hash(image: Image, artifacts: Artifacts) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def env_dir(image: Image, artifacts: Artifacts) -> str:
+    """The environment the script makes for ``image``, as a host's shell spells it in
+    double quotes (it names ``$HOME``)."""
+    return f"{CACHE}/envs/{env_hash(image, artifacts)}"
+
+
 def render(
     image: Image,
     artifacts: Artifacts,
@@ -86,11 +92,10 @@ def render(
     user cannot create (through sudo, owned by that user; they stay, empty, after the
     pool). ``plugin_ops`` (the plugins' bootstrap hooks) run last, at every bootstrap,
     in the pool's work directory with the node's environment active."""
-    digest = env_hash(image, artifacts)
     q = shlex.quote
     lines = [
         _PRELUDE.format(
-            env=f"{CACHE}/envs/{digest}", pool=q(pool_dir), wheels=WHEELS, python=q(image.python_version),
+            env=env_dir(image, artifacts), pool=q(pool_dir), wheels=WHEELS, python=q(image.python_version),
             lock_timeout=int(lock_timeout),
         ),
         "take_lock",
@@ -321,10 +326,22 @@ REPORT='import importlib.util as u, json, runpy
 site = u.find_spec("skyward").submodule_search_locations[0]
 print("::site " + site)
 print("::versions " + json.dumps(runpy.run_path(site + "/providers/ssh/versions.py")["report"]()))'
+REPORTED="$ENV/.report"
+
+report() {{  # kept beside the env, a Python start fewer per open, until the env changes:
+    local site=""  # a package installed there (its metadata is new), a file of skyward's
+    [ -s "$REPORTED" ] && read -r _ site < "$REPORTED"
+    if [ ! -d "$site" ] || [ -n "$(find "${{site%/*}}" -maxdepth 1 -name '*.dist-info' -newer "$REPORTED" -print -quit
+                                  find "$site" -name '*.py' -newer "$REPORTED" -print -quit)" ]; then
+        "$VPY" -c "$REPORT" > "$REPORTED.new" || exit 1
+        mv "$REPORTED.new" "$REPORTED"
+    fi
+    while IFS= read -r line; do printf '%s\n' "$line"; done < "$REPORTED"
+}}
 
 finish() {{
     touch "$ENV/.ready"
-    "$VPY" -c "$REPORT" || exit 1
+    report
     echo "::ready $ENV"
 }}
 

@@ -72,12 +72,17 @@ class _Phase:
 
 async def bootstrap(
     conn: asyncssh.SSHClientConnection, files: RemoteFiles, host: str, image_script: str, pool_dir: str,
-    timeout: float, on_phase: Callable[[str, float], None],
+    timeout: float, on_phase: Callable[[str, float], None], then: str,
+    ready: Callable[[asyncssh.SSHClientProcess[str]], None],
 ) -> Bootstrapped:
     """Run the bootstrap script; BootstrapError (failing command + output) or TimeoutError.
     The host's own ``timeout`` stops the script (and everything it started) when
-    ``timeout`` seconds pass, so nothing keeps installing after we gave up. The pool
-    directory ``pool_dir`` is there already (``RemoteHosts.gather_facts`` made it)."""
+    ``timeout`` seconds pass, so nothing keeps installing after we gave up. The script
+    reads nothing: its stdin is /dev/null. Once it succeeded the same command goes on as
+    the shell command ``then`` (one command: each costs a host a login shell's start),
+    whose process ``ready`` gets as soon as the script said it is ready, before this
+    returns; what ``then`` prints follows on that process's stdout. The pool directory
+    ``pool_dir`` is there already (``RemoteHosts.gather_facts`` made it)."""
     script_path = posixpath.join(pool_dir, "bootstrap.sh")
     await files.write(image_script.encode(), script_path)
     lines: list[str] = []
@@ -91,30 +96,33 @@ async def bootstrap(
             phases.append((state.name, duration))
             on_phase(state.name, duration)
 
-    command = f"timeout --kill-after={KILL_GRACE} {int(timeout)} bash {shlex.quote(script_path)}"
+    command = f"timeout --kill-after={KILL_GRACE} {int(timeout)} bash {shlex.quote(script_path)} </dev/null && {then}"
+    process = await conn.create_process(command, stderr=asyncssh.STDOUT)
 
-    async def consume() -> int:
-        async with conn.create_process(command, stderr=asyncssh.STDOUT) as process:
-            async for line in process.stdout:
-                line = line.rstrip("\n")
-                if line.startswith("::phase "):
-                    close_phase()
-                    state.name, state.since = line.split(" ", 1)[1], time.monotonic()
-                elif line.startswith("::site "):
-                    result["site"] = line.split(" ", 1)[1]
-                elif line.startswith("::versions "):
-                    result["versions"] = line.split(" ", 1)[1]
-                elif line.startswith("::ready "):
-                    close_phase()
-                    result["env"] = line.split(" ", 1)[1]
-                else:
-                    lines.append(line)
-            completed = await process.wait()
-            return completed.exit_status if completed.exit_status is not None else -1
+    async def consume() -> bool:
+        """Whether the script said it is ready (else its output ended first)."""
+        while said := await process.stdout.readline():
+            line = said.rstrip("\n")
+            if line.startswith("::phase "):
+                close_phase()
+                state.name, state.since = line.split(" ", 1)[1], time.monotonic()
+            elif line.startswith("::site "):
+                result["site"] = line.split(" ", 1)[1]
+            elif line.startswith("::versions "):
+                result["versions"] = line.split(" ", 1)[1]
+            elif line.startswith("::ready "):
+                close_phase()
+                result["env"] = line.split(" ", 1)[1]
+                return True
+            else:
+                lines.append(line)
+        return False
 
     try:
-        status = await asyncio.wait_for(consume(), timeout + KILL_GRACE + 10)
+        said_ready = await asyncio.wait_for(consume(), timeout + KILL_GRACE + 10)
+        status = 0 if said_ready else await _exit_status(process)
     except asyncio.TimeoutError:
+        process.close()
         status = 124
     if status in (124, 137):
         raise TimeoutError(
@@ -124,9 +132,20 @@ async def bootstrap(
         )
     if status != 0 or "env" not in result:
         raise BootstrapError(_failure(host, status, lines))
+    ready(process)
     raw = await files.read(posixpath.join(pool_dir, "shell_vars"))
     versions = json.loads(result.get("versions", "{}"))
     return Bootstrapped(result["env"], result.get("site", ""), versions, _parse_vars(raw), phases)
+
+
+async def _exit_status(process: asyncssh.SSHClientProcess[str]) -> int:
+    """The exit status of ``process``, whose output ended; -1 when none comes in time."""
+    try:
+        completed = await asyncio.wait_for(process.wait(), KILL_GRACE + 10)
+    except (asyncio.TimeoutError, asyncssh.Error, OSError):
+        process.close()
+        return -1
+    return completed.exit_status if completed.exit_status is not None else -1
 
 
 def _failure(host: str, status: int, lines: list[str]) -> str:

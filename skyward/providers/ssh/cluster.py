@@ -59,6 +59,9 @@ HEAD_RESOURCE = "skyward-head"
 of it, so they live on the head, which the pool never removes."""
 HEAD_CAPACITY = 1000.0
 START_TIMEOUT = 120.0
+WATCHDOG = "skyward.providers.ssh.watchdog"
+"""The watchdog's module, which a node's Python runs with ``-P``: nothing of the login
+directory's may shadow what it imports."""
 STOP_TIMEOUT = 30.0
 EXITED_WITHIN = 5.0
 """How long a watchdog that ended its output before watching gets to report its exit."""
@@ -230,19 +233,35 @@ class RemoteHosts:
         await all_of(one(node) for node in (self.nodes if nodes is None else nodes))
 
     async def bootstrap(
-        self, script_for: Callable[[RemoteNode], str], shipments: dict[int, runner.Shipment], timeout: float,
-        nodes: Sequence[RemoteNode] | None = None,
+        self, script_for: Callable[[RemoteNode], tuple[str, str]], shipments: dict[int, runner.Shipment], timeout: float,
+        halt: bool, volumes: Sequence[NodeVolume] = (), nodes: Sequence[RemoteNode] | None = None,
     ) -> None:
         """Ship and bootstrap every host (or ``nodes``, whose directories
-        ``gather_facts`` made); ``shipments`` by rank."""
+        ``gather_facts`` made); ``shipments`` by rank, ``script_for`` a host's bootstrap
+        script and the Python it makes (``image.script.env_dir``). The same command then
+        goes on as the host's watchdog (``watchdog``; ``watching`` waits for it): it
+        mounts ``volumes`` (their keys go on its stdin as its first line, the moment the
+        script is done, never on a command line), then stops the pool there and unmounts
+        them once the client is gone (and, with ``halt``, shuts the machine down after)."""
+        self.volume_count = len(volumes)
+        self.halt = halt
+        mode = ("halt" if halt else "stay") + (" mount" if volumes else "")
 
         async def one(node: RemoteNode) -> None:
             started = time.monotonic()
             await runner.ship(node.files, shipments[node.index])
             self.on_phase("ship", time.monotonic() - started, node.index)
+            script, python = script_for(node)
+            watchdog = f'exec "{python}" -u -P -m {WATCHDOG} {shlex.quote(node.pool_dir)} {self.ttl} {HEARTBEAT} {mode}'
+
+            def watched_by(process: asyncssh.SSHClientProcess[str]) -> None:
+                if volumes:
+                    process.stdin.write(encode_volumes(volumes) + "\n")
+                node.watchdog = process  # heartbeats may go to it from now on
+
             node.ready = await runner.bootstrap(
-                node.conn, node.files, str(node.address), script_for(node), node.pool_dir, timeout,
-                lambda phase, seconds: self.on_phase(phase, seconds, node.index),
+                node.conn, node.files, str(node.address), script, node.pool_dir, timeout,
+                lambda phase, seconds: self.on_phase(phase, seconds, node.index), watchdog, watched_by,
             )
 
         await all_of(one(node) for node in (self.nodes if nodes is None else nodes))
@@ -258,27 +277,17 @@ class RemoteHosts:
                     "the nodes' version"
                 )
 
-    async def start_watchdogs(
-        self, halt: bool, volumes: Sequence[NodeVolume] = (), nodes: Sequence[RemoteNode] | None = None
-    ) -> None:
-        """A watchdog per node (or per one of ``nodes``): it mounts ``volumes`` (their
-        keys go on its stdin), then stops the pool there and unmounts them once the
-        client is gone (and, with ``halt``, shuts the machine down after).
-        VolumeMountError naming the node when a mount fails there."""
-        self.volume_count = len(volumes)
-        self.halt = halt
+    async def watching(self, nodes: Sequence[RemoteNode] | None = None) -> None:
+        """Wait until every node's (or ``nodes``') watchdog, begun by ``bootstrap``,
+        watches (it mounts the pool's volumes first), and heartbeat it. RuntimeError
+        with its output when one exits first; VolumeMountError naming the node when a
+        mount fails there."""
 
         async def one(node: RemoteNode) -> None:
-            assert node.ready is not None
-            python = posixpath.join(node.ready.env_dir, "venv/bin/python")
-            script = shlex.quote(posixpath.join(node.ready.site, "providers", "ssh", "watchdog.py"))
-            mode = ("halt" if halt else "stay") + (" mount" if volumes else "")
-            command = f"exec {shlex.quote(python)} -u {script} {shlex.quote(node.pool_dir)} {self.ttl} {HEARTBEAT} {mode}"
-            watchdog = node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
-            if volumes:
-                watchdog.stdin.write(encode_volumes(volumes) + "\n")
+            watchdog = node.watchdog
+            assert watchdog is not None
             output: list[str] = []
-            deadline = time.monotonic() + START_TIMEOUT + len(volumes) * MOUNT_TIMEOUT_S
+            deadline = time.monotonic() + START_TIMEOUT + self.volume_count * MOUNT_TIMEOUT_S
             while True:
                 line = await asyncio.wait_for(watchdog.stdout.readline(), deadline - time.monotonic())
                 if not line:
@@ -310,8 +319,7 @@ class RemoteHosts:
         async def one(node: RemoteNode) -> None:
             assert node.ready is not None
             python = posixpath.join(node.ready.env_dir, "venv/bin/python")
-            script = shlex.quote(posixpath.join(node.ready.site, "providers", "ssh", "watchdog.py"))
-            command = f"exec {shlex.quote(python)} -u {script} {REJOIN}"
+            command = f"exec {shlex.quote(python)} -u -P -m {WATCHDOG} {REJOIN}"
             watchdog = node.watchdog = await node.conn.create_process(command, stderr=asyncssh.STDOUT)
             watchdog.stdin.write(node.pool_dir + "\n")
             said: list[str] = []  # what the host's shell printed first (a login script's noise)

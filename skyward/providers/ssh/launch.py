@@ -35,7 +35,7 @@ from skyward.engine.transports.relay import RelayTransport
 from skyward.engine.transports.upload_lane import new_credentials
 from skyward.engine.wire import ByValueEncoder
 from skyward.image.image import Image
-from skyward.image.script import Artifacts, BootstrapOp, index_urls, render, requirement_name
+from skyward.image.script import Artifacts, BootstrapOp, env_dir, index_urls, render, requirement_name
 from skyward.model.cluster import Cluster
 from skyward.model.nodes import NodeHandle
 from skyward.model.spec import Options, Spec
@@ -277,8 +277,9 @@ def encoder_for(spec: Spec) -> ByValueEncoder:
 class HostPath:
     """The steps every host of a remote pool goes through, for those it opens with and
     those that join later: connect, read its facts and check the Spec's hardware
-    against them, ship and bootstrap, check versions, start its watchdog (which mounts
-    ``Spec.volumes``); and the ``AgentSetup`` of its agent."""
+    against them, ship and bootstrap (the same command then runs its watchdog), check
+    versions, wait until the watchdog watches (it mounts ``Spec.volumes`` first); and the
+    ``AgentSetup`` of its agent."""
 
     def __init__(
         self, spec: Spec, options: Options, cluster: RemoteHosts, loop: LoopThread, reach: SSHReach,
@@ -319,18 +320,19 @@ class HostPath:
         shipments = _shipments(spec.image, nodes, cluster.on_phase)
         points = tuple(item.volume.mount for item in self._volumes)
 
-        def script_for(node: RemoteNode) -> str:
+        def script_for(node: RemoteNode) -> tuple[str, str]:
             artifacts = shipments[node.index].artifacts
-            return render(
+            script = render(
                 spec.image, artifacts, node.pool_dir, self._bootstrap_timeout, mount_points=points, plugin_ops=ops
             )
+            return script, f"{env_dir(spec.image, artifacts)}/venv/bin/python"
 
         versions = {**report(), "skyward_digest": shipments[nodes[0].index].skyward_digest}
 
-        async def ready(node: RemoteNode) -> None:  # a host's watchdog starts while slower hosts bootstrap
-            await cluster.bootstrap(script_for, shipments, self._bootstrap_timeout, [node])
+        async def ready(node: RemoteNode) -> None:  # a host watches while slower hosts bootstrap
+            await cluster.bootstrap(script_for, shipments, self._bootstrap_timeout, self._halt, self._volumes, [node])
             cluster.check_versions(versions, [node])
-            await cluster.start_watchdogs(self._halt, self._volumes, [node])
+            await cluster.watching([node])
 
         waited = self._bootstrap_timeout * 2 + 120 + 60 + len(self._volumes) * MOUNT_TIMEOUT_S
         loop.run(all_of(ready(node) for node in nodes), waited)

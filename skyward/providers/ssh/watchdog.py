@@ -1,6 +1,7 @@
 """The watchdog: one small process per remote node, the pool's dead-man switch there.
 
-Started over SSH with the pool directory. With ``mount``, the first line of its stdin
+Started over SSH with the pool directory, by the command that bootstrapped the node
+once its script succeeded (``bootstrap.bootstrap``). With ``mount``, the first line of its stdin
 carries the pool's volumes (``skyward.storage.pool_volumes.encode``: keys included, so
 never on a command line): it mounts them before it reports ``Watching`` (with
 ``VolumesMounted`` first), or reports ``MountFailed``, cleans up and exits; the mounts
@@ -17,11 +18,12 @@ pool on the node (``pool_processes``), removes the pool directory, unmounts the 
 In ``halt`` mode (machines created for the pool) it is the machine's dead-man switch:
 it cancels the shutdown the machine scheduled at boot for a client that never came,
 and when the client vanished it shuts the machine down after the cleanup (a cloud then
-terminates it). Run as a script:
-``python watchdog.py POOL_DIR TTL HEARTBEAT stay|halt [mount]``.
+terminates it). Run as a module, with ``-P`` so that nothing of the login directory's
+shadows what it imports:
+``python -P -m skyward.providers.ssh.watchdog POOL_DIR TTL HEARTBEAT stay|halt [mount]``.
 
 A client that takes the pool over from one that died (the pool daemon's successor, for
-a kept pool) rejoins it before ``ttl`` runs out: ``python watchdog.py --rejoin`` with the
+a kept pool) rejoins it before ``ttl`` runs out: ``... watchdog --rejoin`` with the
 pool directory as the first line of its stdin connects to the watchdog's Unix socket
 (``SOCKET`` in the private pool directory; a peer of another user is refused) and
 carries its stdin there and what the watchdog says back, so the new client heartbeats,
@@ -364,7 +366,6 @@ def rejoin() -> None:
 
 
 if __name__ == "__main__":
-    del sys.path[0]  # this file's directory: its siblings must not shadow what mounting imports
     if sys.argv[1:] == [REJOIN]:
         rejoin()
     else:

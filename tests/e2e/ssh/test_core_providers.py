@@ -175,6 +175,6 @@ def test_every_process_of_the_pool_carries_its_mark(ssh_pool: sky.Pool, lab: Hos
     after = lab.leftovers()
     for host in lab.hosts:
         steady = set(before.get(host.name, [])) & set(after.get(host.name, []))
-        unmarked = {pid: _title(pid) for pid in steady - marked if "watchdog.py" not in _title(pid)}
+        unmarked = {pid: _title(pid) for pid in steady - marked if "skyward.providers.ssh.watchdog" not in _title(pid)}
         assert unmarked == {}, f"processes of the pool on {host.name} that only their parent ties to it: {unmarked}"
     assert any(_title(pid).startswith("ray::") for pid in marked), "no retitled Ray process to check"

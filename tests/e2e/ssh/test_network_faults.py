@@ -178,7 +178,7 @@ def test_a_link_dropped_past_ttl_ends_the_map_saying_why_and_leaves_nothing(lab:
     def left() -> dict[int, str]:
         # not a rejoin: the dropped link ended the module's pool's connection to host 0
         # too, and its watchdog there has a rejoin of its own once the link is back
-        return {pid: seen for pid, seen in strays(lab, before, pool_id).items() if "watchdog.py --rejoin" not in seen}
+        return {pid: seen for pid, seen in strays(lab, before, pool_id).items() if "skyward.providers.ssh.watchdog --rejoin" not in seen}
 
     gone = wait_for(lambda: not any(pool_traces(lab, pool_id).values()) and not left(), timeout=30)
     assert gone, {**pool_traces(lab, pool_id), "strays": left()}

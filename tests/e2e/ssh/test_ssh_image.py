@@ -36,13 +36,30 @@ def test_image_pip_env_includes_visible(ssh_pool: sky.Pool, lab: HostLab) -> Non
     assert all(s["demo"] == "1.0" and s["shipped"] == "shipped with includes" and s["double"] == "42" for s in seen)
 
 
+def _reports(lab: HostLab) -> dict[str, int]:
+    """Each host's kept environment reports (the bootstrap's ``.report``) and their mtimes."""
+    found = {}
+    for host in lab.hosts:
+        envs = os.path.join(host.private("/root/.cache"), "skyward", "envs")
+        for name in os.listdir(envs):
+            path = os.path.join(envs, name, ".report")
+            if os.path.exists(path):
+                found[path] = os.stat(path).st_mtime_ns
+    return found
+
+
 def test_bootstrap_phases_are_events_and_warm_start_skips(lab: HostLab, ssh_pool: sky.Pool, index: str) -> None:
+    """A warm open installs nothing and reuses what each environment reported (no Python
+    start for it); nothing of the pool is left after it."""
     phases: list[sky.BootstrapPhase] = []
     pool = sky.Compute(provider=ssh_provider(lab), nodes=3, image=make_image(index), options=QUIET)
     pool.on(sky.BootstrapPhase, phases.append)
     before = {pid for host in lab.hosts for pid in host.pids()}
+    reported = _reports(lab)
+    assert reported, "no environment kept its report"
     with pool:
         assert len(environment() @ pool) == 3
+    assert _reports(lab) == reported, "a warm open ran the environment's report again"
     names = {p.phase for p in phases}
     assert {"ssh", "uv", "python", "venv", "skyward", "pip", "includes", "ray", "agents"} <= names
     installs = [p.duration for p in phases if p.phase in ("skyward", "pip", "venv")]
