@@ -41,7 +41,6 @@ class Bootstrapped:
     """What a host reported once ready."""
 
     env_dir: str
-    site: str
     versions: dict[str, str]
     shell_vars: dict[str, str]
     phases: list[tuple[str, float]] = field(default_factory=list)
@@ -106,8 +105,6 @@ async def bootstrap(
             if line.startswith("::phase "):
                 close_phase()
                 state.name, state.since = line.split(" ", 1)[1], time.monotonic()
-            elif line.startswith("::site "):
-                result["site"] = line.split(" ", 1)[1]
             elif line.startswith("::versions "):
                 result["versions"] = line.split(" ", 1)[1]
             elif line.startswith("::ready "):
@@ -135,7 +132,7 @@ async def bootstrap(
     ready(process)
     raw = await files.read(posixpath.join(pool_dir, "shell_vars"))
     versions = json.loads(result.get("versions", "{}"))
-    return Bootstrapped(result["env"], result.get("site", ""), versions, _parse_vars(raw), phases)
+    return Bootstrapped(result["env"], versions, _parse_vars(raw), phases)
 
 
 async def _exit_status(process: asyncssh.SSHClientProcess[str]) -> int:
