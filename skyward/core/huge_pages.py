@@ -37,7 +37,10 @@ def zeroed(size: int) -> bytearray | mmap.mmap:
 
 def bytes_of(buffer: ReadableBuffer) -> bytes:
     """``bytes(buffer)``, its memory asked to be backed by huge pages from ``HUGE_FROM``
-    bytes (``to_fill``)."""
+    bytes (``to_fill``); ``buffer`` itself when it is a ``bytes`` already (a lane read it
+    into one: ``engine.transports.lane``), which nothing can change."""
+    if type(buffer) is bytes:
+        return buffer
     view = memoryview(buffer)
     filled = to_fill(view.nbytes) if view.c_contiguous else None
     if filled is None:

@@ -329,7 +329,7 @@ def _flush_streams(streams: tuple[TaskStream, ...], task_id: str) -> None:
 
 
 def _open_lane(
-    setup: AgentSetup, handle: Callable[[bytes], Payload], host: Callable[[], str]
+    setup: AgentSetup, handle: Callable[[Payload], Payload], host: Callable[[], str]
 ) -> LaneServer | None:
     """The agent's lane, if its setup asks for one. A TCP lane listens on ``host()`` (the
     host's Ray address), on the port this node's previous agent had (kept beside its

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from skyward.core import handshake
 from skyward.core.instance import InstanceInfo
 from skyward.engine.transports.lane import TCP, LaneBroken, LaneClient, LaneServer
 from skyward.model.spec import Worker
@@ -184,3 +185,46 @@ def test_large_frames_arrive_whole_both_ways(echo: EchoLane, caller: Callable[[b
         return [await client.call_async(frame, 10) for frame in frames]
 
     assert asyncio.run(on_a_loop()) == [b"re:" + frame for frame in frames]
+
+
+def test_a_request_with_buffers_arrives_as_its_pickle_and_buffers() -> None:
+    """The head relay sends a held broadcast as a frame of parts (RayTransport's
+    ``share_by_lanes``): the agent is handed the pickle and each buffer as a ``bytes`` of
+    its own, what was sent, large or small, writable or not; an empty list of buffers too."""
+    got: list[object] = []
+
+    def handle(payload: object) -> bytes:
+        got.append(payload)
+        return b"ok"
+
+    server = LaneServer(f"{TCP}127.0.0.1:0", handle, SECRET)
+    client = LaneClient(server.address, SECRET)
+    try:
+        large, small = os.urandom((3 << 20) + 5), bytearray(b"small")
+        assert client.call((b"pickle", [large, small, memoryview(large)[:7]]), 10) == b"ok"
+        assert client.call((b"alone", []), 10) == b"ok"
+        assert client.call(bytearray(b"plain"), 10) == b"ok"
+        header, buffers = got[0]  # type: ignore[misc]
+        assert header == b"pickle" and buffers == [large, b"small", large[:7]]
+        assert all(type(b) is bytes for b in buffers)
+        assert got[1:] == [(b"alone", []), b"plain"]
+    finally:
+        client.close()
+        server.close()
+
+
+def test_a_request_claiming_too_many_parts_is_refused_and_runs_nothing() -> None:
+    got: list[object] = []
+    server = LaneServer(f"{TCP}127.0.0.1:0", lambda payload: got.append(payload) or b"", SECRET)
+    host, port = server.address[len(TCP):].rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as connection:
+            assert handshake.prove_to_server(connection, SECRET)
+            connection.sendall((1 << 63 | (1 << 20)).to_bytes(8, "big") + b"\0" * 64)
+            try:  # the agent closed it, having read no part (a reset: it left the rest unread)
+                assert connection.recv(16) == b""
+            except ConnectionResetError:
+                pass
+        assert got == []
+    finally:
+        server.close()

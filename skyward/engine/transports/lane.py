@@ -19,7 +19,11 @@ before any frame is read (``core.handshake``), so the secret never crosses the n
 stranger gets nothing read or run, and a caller never sends a task to a process that took
 a dead agent's port. At most ``MAX_UNPROVEN`` connections wait in the handshake at once.
 
-Frames are an 8-byte big-endian length and the bytes. A reply is the agent's encoded
+Frames are an 8-byte big-endian length and the bytes. A request with out-of-band buffers
+(a broadcast the head relay holds: ``RayTransport.share``) is a frame of parts instead:
+its first 8 bytes are ``PARTS`` plus the count of parts, then each part's length, then
+the pickle and its buffers, each read into a ``bytes`` of its own (a large one in huge
+pages). A reply is the agent's encoded
 outcome; when it holds out-of-band buffers it is a msgpack pair of the header and the
 buffers (tag ``P``), else sent as it is (tag ``B``); if ``execute`` raised, the error's
 text (tag ``E``). A frame of ``huge_pages.HUGE_FROM`` bytes or more is sent apart from
@@ -39,8 +43,8 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -51,6 +55,9 @@ from skyward.core.peers import ForeignPeer, require_same_user
 from skyward.core.unix_listener import listening_at, socket_path
 from skyward.engine import interruptible
 from skyward.engine.wire import Payload
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 log = logging.getLogger("skyward.lane")
 
@@ -63,6 +70,9 @@ TCP = "tcp://"
 """A lane address ``tcp://HOST:PORT``; a setup's ``tcp://`` alone: the agent picks them."""
 MAX_UNPROVEN = 16
 """TCP connections that may wait in the handshake at once; more are closed at once."""
+PARTS = 1 << 63
+"""Set in a request's length: the frame is a count of parts (a pickle and its buffers)."""
+MAX_PARTS = 1 << 16
 
 
 class LaneBroken(ConnectionError):
@@ -81,7 +91,7 @@ def lane_path(directory: str | None, pool_id: str, node: int) -> str:
 class LaneServer:
     """Accepts connections on ``address`` and answers each frame with ``handle(frame)``."""
 
-    def __init__(self, address: str, handle: Callable[[bytes], Payload], secret: bytes = b"") -> None:
+    def __init__(self, address: str, handle: Callable[[Payload], Payload], secret: bytes = b"") -> None:
         """Listen on ``address``: a Unix socket path (mode 0600), or ``tcp://HOST:PORT``
         (PORT 0: any free one), where each connection must prove it knows ``secret``.
         OSError when the address cannot be bound."""
@@ -121,7 +131,7 @@ class LaneServer:
                     if not proven:
                         return  # a stranger: nothing is read from it
                 while True:
-                    frame = _receive(connection)
+                    frame = _receive_request(connection)
                     if frame is None:
                         return
                     try:
@@ -136,6 +146,8 @@ class LaneServer:
                         _send(connection, b"P", msgspec.msgpack.encode((header, [memoryview(b) for b in buffers])))
             except OSError:
                 return  # the client gave up on this connection (timeout, Ctrl-C)
+            except MalformedFrame as exc:
+                log.warning("lane request refused: %s", exc)
 
     def close(self) -> None:
         try:
@@ -166,7 +178,7 @@ class LaneClient:
         self._busy_streams: set[asyncio.StreamWriter] = set()
         self._stream_loop: asyncio.AbstractEventLoop | None = None
 
-    def call(self, payload: bytes, timeout: float | None) -> Payload | None:
+    def call(self, payload: Payload | bytearray, timeout: float | None) -> Payload | None:
         """The agent's reply to ``payload``; None if it was not delivered (no agent is
         listening: use Ray). Raises ``LaneBroken`` if the agent died (or the lane was
         closed) after receiving it, ``LaneFailed`` if it could not handle it,
@@ -176,7 +188,10 @@ class LaneClient:
             return None
         try:
             connection.settimeout(None)  # a send is not bounded by the last call's read timeout
-            _send(connection, b"", payload)
+            if not isinstance(payload, tuple):
+                _send(connection, b"", payload)
+            else:
+                _send_parts(connection, *payload)
         except OSError:
             self._drop(connection)
             return None  # never reached the agent: nothing ran
@@ -414,7 +429,7 @@ def _split(body: bytes) -> Payload:
         raise MalformedFrame(f"a lane reply that is not a header and buffers: {exc}") from None
 
 
-def _send(connection: socket.socket, tag: bytes, payload: bytes) -> None:
+def _send(connection: socket.socket, tag: bytes, payload: bytes | bytearray) -> None:
     head = _LENGTH.pack(len(tag) + len(payload)) + tag
     if len(payload) < huge_pages.HUGE_FROM:
         connection.sendall(head + payload)  # one write
@@ -423,9 +438,41 @@ def _send(connection: socket.socket, tag: bytes, payload: bytes) -> None:
         connection.sendall(payload)
 
 
+def _send_parts(connection: socket.socket, header: bytes, buffers: Sequence[ReadableBuffer]) -> None:
+    """A request of ``header`` and its out-of-band ``buffers`` as one frame of parts, each
+    buffer written from where it lies."""
+    views = [memoryview(buffer).cast("B") for buffer in buffers]
+    lengths = b"".join(_LENGTH.pack(part) for part in (len(header), *(view.nbytes for view in views)))
+    head = _LENGTH.pack(PARTS | (1 + len(views))) + lengths
+    if len(header) < huge_pages.HUGE_FROM:
+        connection.sendall(head + header)
+    else:
+        connection.sendall(head)
+        connection.sendall(header)
+    for view in views:
+        connection.sendall(view)
+
+
+def _receive_request(connection: socket.socket) -> Payload | None:
+    """A request: one frame's bytes, or a frame of parts' pickle and buffers; None if the
+    peer closed before a new one began."""
+    header = _exactly(connection, _LENGTH.size, True, None)
+    if header is None:
+        return None
+    size = _LENGTH.unpack(header)[0]
+    if not size & PARTS:
+        return _body(connection, size, None)
+    count = size & ~PARTS
+    if not 0 < count <= MAX_PARTS:
+        raise MalformedFrame(f"a lane request of {count} parts")
+    lengths = _body(connection, _LENGTH.size * count, None)
+    pickled, *buffers = (_body(connection, part, None) for (part,) in _LENGTH.iter_unpack(lengths))
+    return pickled, buffers
+
+
 def _patience(connection: socket.socket, timeout: float | None) -> float | None:
     """Set ``connection`` up to wait ``timeout`` seconds (None: forever) for a reply and
-    return the deadline ``_receive`` keeps to: None where a read's own timeout does it. In
+    return the deadline ``_receive_reply`` keeps to: None where a read's own timeout does it. In
     the main thread each read waits one slice at most (see ``interruptible``)."""
     if not interruptible.sliced():
         connection.settimeout(timeout)
@@ -434,16 +481,8 @@ def _patience(connection: socket.socket, timeout: float | None) -> float | None:
     return time.monotonic() + (float("inf") if timeout is None else timeout)
 
 
-def _receive(connection: socket.socket, deadline: float | None = None) -> bytes | None:
-    """One frame, or None if the peer closed before a new frame began. With a
-    ``deadline`` (a ``time.monotonic()`` value) a read that times out is tried again until
-    then, and TimeoutError is raised after it."""
-    header = _exactly(connection, _LENGTH.size, True, deadline)
-    return None if header is None else _body(connection, _LENGTH.unpack(header)[0], deadline)
-
-
 def _receive_reply(connection: socket.socket, deadline: float | None) -> tuple[bytes, bytes] | None:
-    """``_receive`` for a reply: its tag and its body, a large body read apart from its tag
+    """A reply frame's tag and its body, a large body read apart from its tag
     (splitting the frame would copy it)."""
     header = _exactly(connection, _LENGTH.size, True, deadline)
     if header is None:
@@ -490,7 +529,7 @@ def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float
 
 def _read(connection: socket.socket, read: Callable[[_T], _R], into: _T, deadline: float | None) -> _R:
     """``read(into)``, a read of ``connection``: one that times out is tried again until
-    ``deadline`` (see ``_receive``)."""
+    ``deadline`` (see ``_patience``)."""
     while True:
         try:
             return read(into)

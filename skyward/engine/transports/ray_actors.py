@@ -3,8 +3,9 @@ attached Ray cluster, and the head relay of a remote pool).
 
 A call goes through the agent's lane when it has one (see ``lane``: a Unix socket on the
 caller's host, TCP from the head relay to another host's agent), else as a Ray actor
-call; a broadcast's payload is stored once in Ray's
-object store. ``RayEventSource`` keeps a long poll open on every agent's outbox, on one
+call. A broadcast's payload is stored once in Ray's object store; the head relay of a
+pool of up to ``LANE_SHARE_NODES`` nodes holds it instead and sends it over each node's
+lane (``share_by_lanes``). ``RayEventSource`` keeps a long poll open on every agent's outbox, on one
 thread, and hands each encoded batch to a sink as it arrives.
 """
 
@@ -16,6 +17,7 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 import ray
@@ -42,6 +44,10 @@ anyone listens for metrics."""
 FAILURES_BEFORE_GIVING_UP = 20
 STOP_TIMEOUT = 5.0
 REPLACEMENT_WAIT = 60.0
+LANE_SHARE_NODES = 8
+"""The most nodes a relay sends a shared payload to over their lanes, each its own copy
+from the head's host; a larger pool's go through Ray's object store, whose nodes also
+fetch from each other."""
 
 
 P = ParamSpec("P")
@@ -92,10 +98,32 @@ class RayAgent(Struct, frozen=True):
     lane: str = ""
 
 
+class HeldShare:
+    """A shared payload kept in this process for the lanes (``share_by_lanes``), and put
+    in Ray's object store the first time a call has to go through Ray."""
+
+    __slots__ = ("payload", "_stored")
+
+    def __init__(self, payload: Payload | bytearray) -> None:
+        self.payload = payload
+        self._stored: ObjectRef[object] | None = None
+
+    def stored(self, put: Callable[[Payload | bytearray], ObjectRef[object]]) -> ObjectRef[object]:
+        """Its reference in the object store, ``put`` there on the first call (on the
+        transport's loop only)."""
+        if self._stored is None:
+            self._stored = put(self.payload)
+        return self._stored
+
+
 class RayTransport:
     """Calls ``agents[i]`` (node ``i``); ``lanes[i]`` is its lane's address or "" for
     none (``lane_secret``: what its TCP lanes ask for). Nodes that join later are
-    ``attach``ed, nodes that left ``detach``ed."""
+    ``attach``ed, nodes that left ``detach``ed. With ``share_by_lanes`` (the head relay,
+    whose agents are on other hosts) a shared payload travels over the lanes of a pool of
+    up to ``LANE_SHARE_NODES`` nodes: Ray's object store copies it in, and each other
+    host pulls it through its own store in chunks before its agent copies it out again,
+    where a lane writes it once into the ``bytes`` the task receives (``lane``)."""
 
     def __init__(
         self,
@@ -103,10 +131,13 @@ class RayTransport:
         lanes: Sequence[str] = (),
         postmortem: Callable[[int], Death | None] = lambda node: None,
         lane_secret: bytes = b"",
+        share_by_lanes: bool = False,
     ) -> None:
         self.agents: dict[int, AgentHandle] = dict(enumerate(agents))
         self._postmortem = postmortem
         self._lane_secret = lane_secret
+        self._share_by_lanes = share_by_lanes
+        self._senders: ThreadPoolExecutor | None = None
         self._lanes = {node: LaneClient(path, lane_secret) for node, path in enumerate(lanes) if path}
         self._events: RayEventSource | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -149,7 +180,7 @@ class RayTransport:
         return True
 
     def call_now(self, node: int, payload: Payload, timeout: float | None) -> Payload:
-        reply = self._via_lane(node, payload, timeout)
+        reply = self._via_lane(node, payload, timeout) if isinstance(payload, bytes) else None
         if reply is not None:
             return reply
         ref = self._send(node, payload)
@@ -163,7 +194,16 @@ class RayTransport:
             reply = await self._via_lane_async(node, payload, timeout)
             if reply is not None:
                 return reply
-        ref = self._send(node, payload.handle if isinstance(payload, Shared) else payload)
+        held = payload.handle if isinstance(payload, Shared) else None
+        if isinstance(held, HeldShare):
+            if node in self._lanes:
+                reply = await asyncio.get_running_loop().run_in_executor(
+                    self._sender(), self._via_lane, node, held.payload, timeout
+                )
+                if reply is not None:
+                    return reply
+            held = held.stored(self._stored)
+        ref = self._send(node, payload if held is None else held)
         answer: asyncio.Future[Payload] = asyncio.wrap_future(ref.future())
         gone = self._gone_of(node)
         try:
@@ -186,17 +226,31 @@ class RayTransport:
         raise NoReply(node, "no answer in time")
 
     async def share(self, payload: Payload | bytearray) -> Shared:
-        """``payload`` stored once in Ray's object store. A pickle of ``OUT_OF_BAND_BYTES``
-        or more, and every out-of-band buffer of one, go in as out-of-band buffers, so each
+        """``payload`` held here for the lanes (``share_by_lanes``, a pool of up to
+        ``LANE_SHARE_NODES`` nodes with lanes), else stored once in Ray's object store."""
+        if self._share_by_lanes and self._lanes and len(self.agents) <= LANE_SHARE_NODES:
+            return Shared(next(self._keys), HeldShare(payload))
+        return Shared(next(self._keys), self._stored(payload))
+
+    @staticmethod
+    def _stored(payload: Payload | bytearray) -> ObjectRef[object]:
+        """``payload`` put in Ray's object store. A pickle of ``OUT_OF_BAND_BYTES`` or
+        more, and every out-of-band buffer of one, go in as out-of-band buffers, so each
         node's agent unpickles it where it lies in the store (``wire.Received``) instead of
         copying it out first (Ray would copy a ``bytes`` buffer into the pickle, and
         rebuild a ``bytearray`` one by copying it out)."""
         if isinstance(payload, (bytes, bytearray)) and len(payload) >= OUT_OF_BAND_BYTES:
-            return Shared(next(self._keys), ray.put(pickle.PickleBuffer(payload)))
+            return ray.put(pickle.PickleBuffer(payload))
         if isinstance(payload, tuple):
             header, buffers = payload
-            return Shared(next(self._keys), ray.put((header, [pickle.PickleBuffer(b) for b in buffers])))
-        return Shared(next(self._keys), ray.put(payload))
+            return ray.put((header, [pickle.PickleBuffer(b) for b in buffers]))
+        return ray.put(payload)
+
+    def _sender(self) -> ThreadPoolExecutor:
+        """The threads that send held payloads over the lanes, one per node at once."""
+        if self._senders is None:
+            self._senders = ThreadPoolExecutor(LANE_SHARE_NODES, thread_name_prefix="skyward-lane-share")
+        return self._senders
 
     def unshare(self, shared: Shared) -> None:
         """Nothing to do: the object store frees the payload when its last reference goes."""
@@ -205,6 +259,8 @@ class RayTransport:
         self._closing = True
         for lane in self._lanes.values():
             lane.close()
+        if self._senders is not None:
+            self._senders.shutdown(wait=False)
         if self._events is not None:
             self._events.stop()
 
@@ -224,10 +280,10 @@ class RayTransport:
     def _send(self, node: int, payload: object) -> ObjectRef[Payload]:
         return self._agent(node).execute.remote(payload)
 
-    def _via_lane(self, node: int, payload: Payload, timeout: float | None) -> Payload | None:
+    def _via_lane(self, node: int, payload: Payload | bytearray, timeout: float | None) -> Payload | None:
         """The agent's reply through its lane (blocks), or None: send through Ray."""
         lane = self._lanes.get(node)
-        if lane is None or not isinstance(payload, bytes):
+        if lane is None:
             return None
         try:
             return lane.call(payload, timeout)

@@ -293,7 +293,7 @@ class RayAgentsBackend(TransportBackend):
         self._client = client
         self._loop = asyncio.get_running_loop()
         self._transport = RayTransport(
-            [], postmortem=relay.postmortem, lane_secret=relay.lane_secret
+            [], postmortem=relay.postmortem, lane_secret=relay.lane_secret, share_by_lanes=True
         )
         for node, agent in relay.agents.items():
             self._transport.attach(node, RayAgent(agent, relay.lanes.get(node, "")))
