@@ -140,6 +140,19 @@ def start_hosts_if_enabled(config: CollectionsConfig, detached: bool) -> HostsHa
     return start_hosts(config, detached)
 
 
+def settle_hosts(hosts: HostsHandle | None, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for ``hosts`` (``start_hosts_if_enabled``'s) to
+    answer: a pool opened with its hosts still starting would share the CPU with its first
+    tasks (100-400 ms of a process's start on 2 cores). A host that failed to start is left
+    for the first collection operation to report, as it was when nothing waited."""
+    if hosts is None:
+        return
+    import ray
+
+    with contextlib.suppress(Exception):
+        ray.get(hosts.__ray_ready__.remote(), timeout=timeout)
+
+
 def release(config: CollectionsConfig) -> None:
     """Called when a pool closes, in the client: stop its operations, kill its hosts
     and remove their lanes' socket paths."""

@@ -96,8 +96,9 @@ def start(
         setups = [placement.setup for placement in placements]
         timeout = options.provision_timeout or DEFAULT_READY_TIMEOUT
         agents = start_agents(setups, [placement.options for placement in placements])
-        installed.start_hosts_if_enabled(collections, detached=True)  # after the agents: their workers start first
+        hosts = installed.start_hosts_if_enabled(collections, detached=True)  # after the agents: their workers start first
         wait_ready(agents, timeout, "on this machine", "raise Options.provision_timeout or use fewer nodes")
+        installed.settle_hosts(hosts, timeout)
     except BaseException:
         try:
             stop_started(agents, collections)

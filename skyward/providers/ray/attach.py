@@ -109,6 +109,7 @@ def launch_on_cluster(provider: Ray, spec: Spec, options: Options, pool_id: str)
             agents, ready_timeout, where,
             "check that its nodes have this skyward and Python installed, or raise Options.provision_timeout",
         )
+        installed.settle_hosts(hosts, ready_timeout)
     except BaseException:
         try:
             stop_started(agents, collections)
