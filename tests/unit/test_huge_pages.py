@@ -24,6 +24,15 @@ def test_bytes_of_equals_bytes_for_every_kind_of_buffer(size: int) -> None:
         assert type(made) is bytes and made == data and hash(made) == hash(data)
 
 
+def test_bytes_of_a_bytes_is_that_bytes_and_of_anything_else_a_copy() -> None:
+    """A lane reads a large argument into a ``bytes`` of its own: the node hands that on
+    rather than copying it again; any other buffer (Ray's store, a writable one) is copied."""
+    data = os.urandom(huge_pages.HUGE_FROM)
+    assert huge_pages.bytes_of(data) is data
+    for buffer in (bytearray(data), memoryview(data)):
+        assert huge_pages.bytes_of(buffer) is not data
+
+
 def test_bytes_of_a_strided_view_copies_its_items() -> None:
     data = os.urandom(2 * huge_pages.HUGE_FROM)
     assert huge_pages.bytes_of(memoryview(data)[::2]) == data[::2]
