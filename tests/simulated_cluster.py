@@ -64,7 +64,7 @@ from skyward.engine.relay_server import RelayServer, Sink
 from skyward.engine.transport import NodeLost, NoReply, Refused, Shared
 from skyward.engine.transports.lane import TCP, LaneBroken, LaneClient, LaneFailed, LaneServer
 from skyward.engine.transports.relay import RelayEndpoint, RelayTransport, RemoteAgent
-from skyward.engine.wire import MAP, Payload, TaskFailure, TaskRequest, decode, encode
+from skyward.engine.wire import MAP, Payload, TaskFailure, TaskRequest, decode_request, encode
 from skyward.model.nodes import NodeHandle
 from skyward.node.execution import execute
 from skyward.observe.events import Metric
@@ -127,11 +127,11 @@ class SimulatedBackend:
             return reply
         try:
             if not isinstance(payload, Shared):
-                request: TaskRequest = decode(payload)
+                request: TaskRequest = decode_request(payload)
             elif (found := self._shared.get(payload.key)) is not None:
                 request = found
             else:
-                request = self._shared[payload.key] = decode(payload.handle)  # type: ignore[arg-type]
+                request = self._shared[payload.key] = decode_request(payload.handle)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - answered as an agent answers an unloadable task
             return _unloadable(exc, node)
         reply = _answer(request, node)
@@ -246,7 +246,7 @@ def host_agents(first: int, count: int, behaviour: Behaviour) -> None:
     def agent(node: int) -> Callable[[bytes], Payload]:
         def handle(frame: bytes) -> Payload:
             try:
-                request: TaskRequest = decode(frame)
+                request: TaskRequest = decode_request(frame)
             except Exception as exc:  # noqa: BLE001 - answered as an agent answers an unloadable task
                 return _unloadable(exc, node)
             reply = _answer(request, node)

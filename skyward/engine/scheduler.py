@@ -256,13 +256,13 @@ class SlotScheduler:
     def release(self, nodes: int | list[int]) -> None:
         """Give back a slot on each node named (from any thread)."""
         with self._lock:
-            for node in nodes if isinstance(nodes, list) else [nodes]:
+            for node in nodes if isinstance(nodes, list) else (nodes,):
                 if self._stale.get(node):
                     self._stale[node] -= 1
                 elif node in self._free:
-                    self._free[node] += 1
+                    free = self._free[node] = self._free[node] + 1
                     self._reopen(node)
-                    if self._free[node] == self._slots:
+                    if free == self._slots:
                         self._idle_since[node] = time.monotonic()
             waiting = self._waiting > 0
         if waiting:
@@ -350,11 +350,14 @@ class SlotScheduler:
         if not self._open:
             return None
         active = self._ordered()
+        count = len(active)
         start = bisect.bisect_left(active, self._next)
-        near = (active[(start + offset) % len(active)] for offset in range(min(SCAN, len(active))))
-        found = next((rank for rank in near if rank in self._open), None)
-        # few nodes have a free slot: the first of them at or after the cursor
-        chosen = found if found is not None else min(self._open, key=lambda rank: (rank < self._next, rank))
+        for offset in range(min(SCAN, count)):
+            chosen = active[(start + offset) % count]
+            if chosen in self._open:
+                break
+        else:  # few nodes have a free slot: the first of them at or after the cursor
+            chosen = min(self._open, key=lambda rank: (rank < self._next, rank))
         self._take(chosen)
         self._next = chosen + 1
         return chosen

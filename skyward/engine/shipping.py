@@ -83,14 +83,15 @@ class Shipment(Struct):
         self.held.add(kept.digest)
         return (receive, (kept.digest, kept.payload))
 
-    def reference(self, fn: types.FunctionType) -> _ReducedType | None:
-        """``fn`` as a reference to the function its node holds, when it holds ``fn``'s
-        current pickle; None otherwise (then ``reduce`` it). Pickles nothing."""
+    def digest_held(self, fn: types.FunctionType) -> bytes | None:
+        """The digest of ``fn``'s current pickle when its node holds it (a request may
+        refer to ``fn`` by it: ``received``); None otherwise (then ``reduce`` it).
+        Pickles nothing."""
         dependencies = _dependencies(fn)
         kept = None if dependencies is None else self.functions.current(fn, dependencies)
         if kept is None or kept.digest not in self.held:
             return None
-        return (received, (kept.digest,))
+        return kept.digest
 
 
 class ShippedFunctions:
@@ -155,19 +156,25 @@ def _collect(fn: types.FunctionType, found: list[object], seen: set[int]) -> boo
     seen.add(id(fn))
     if fn.__dict__ or fn.__kwdefaults__:
         return False
-    found += (fn.__code__, fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, fn.__defaults__)
-    values: list[object] = list(fn.__defaults__ or ())
-    values += fn.__annotations__.values()
-    found.append(fn.__annotations__)
+    defaults, annotations = fn.__defaults__, fn.__annotations__
+    found += (fn.__code__, fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, defaults, annotations)
+    values: list[object] = [*defaults] if defaults else []
+    if annotations:
+        values += annotations.values()
     for cell in fn.__closure__ or ():
         try:
             values.append(cell.cell_contents)
         except ValueError:  # a cell not filled yet
             return False
-    names = cloudpickle.cloudpickle._extract_code_globals(fn.__code__)
-    values += (fn.__globals__.get(name, _ABSENT) for name in sorted(names))
+    names = cloudpickle.cloudpickle._extract_code_globals(fn.__code__)  # kept per code, in a fixed order
+    if names:
+        scope = fn.__globals__
+        values += [scope.get(name, _ABSENT) for name in names]
     found += values
-    return all(_stays(value, found, seen) for value in values)
+    for value in values:
+        if not _stays(value, found, seen):
+            return False
+    return True
 
 
 def _stays(value: object, found: list[object], seen: set[int]) -> bool:

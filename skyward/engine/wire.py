@@ -5,7 +5,9 @@ of 1 MiB or more (large numpy arrays, ...) travel out of band: Ray stores them o
 its shared-memory object store and the receiver reads them without copying (read-only,
 as with Ray's own arguments). An outcome is ``(True, value)`` or ``(False, TaskFailure)``;
 a failure carries the exception pickled (when it can be) and the remote traceback as
-text, so the client re-raises the remote exception as its own type.
+text, so the client re-raises the remote exception as its own type. A plain call (plain
+arguments, a function the node imports or holds) travels as a bare tuple, which a node
+makes a ``TaskRequest`` of (``decode_request``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import types
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, SupportsIndex, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeAlias, TypeGuard, cast
 
 import cloudpickle
 import msgspec
@@ -151,43 +153,31 @@ def _plain(value: object) -> bool:
     return type(value) in _PLAIN or (type(value) is bytes and len(value) < OUT_OF_BAND_BYTES)
 
 
-class _Reduced:
-    """Pickles as the reduction it holds."""
-
-    __slots__ = ("reduction",)
-
-    def __init__(self, reduction: _ReducedType) -> None:
-        self.reduction = reduction
-
-    def __reduce__(self) -> _ReducedType:
-        return self.reduction
-
-
 def _plain_pickle(obj: object, shipment: Shipment | None) -> bytes | None:
     """``obj`` pickled by the C pickler alone, when cloudpickle would add nothing: a tuple
-    of plain values (an outcome such as ``(True, None, 0)``), or a call with plain
-    arguments of a function that travels by name or that its node holds (``shipment``).
-    None otherwise. This skips cloudpickle's per-object hook, about 15 µs of a trivial
-    call's encoding."""
+    of plain values (an outcome such as ``(True, None, 0)``), or a plain call: a call
+    with plain arguments of a function that travels by name or that its node holds
+    (``shipment``), pickled as the tuple ``decode_request`` makes whole again. None
+    otherwise. This skips cloudpickle's per-object hook, about 15 µs of a trivial call's
+    encoding, and the node's rebuilding of the request's classes."""
     if type(obj) is tuple:
         return pickle.dumps(obj, protocol=5) if all(map(_plain, obj)) else None
     if type(obj) is not TaskRequest or shipment is None or obj.kind != CALL or obj.view is not None:
         return None
     if not all(map(_plain, obj.args)) or not all(map(_plain, obj.kwargs.values())):
         return None
-    if not all(type(name) is str for name in obj.kwargs):  # a str subclass would go by reference
+    if obj.kwargs and not all(type(name) is str for name in obj.kwargs):  # a str subclass would go by reference
         return None
     fn = _function_on_wire(obj.fn, shipment)
     if fn is None:
         return None
-    fields = (obj.task_id, obj.name, fn, obj.args, obj.kwargs, obj.timeout, obj.kind, None)
-    return pickle.dumps(_Reduced((TaskRequest, fields)), protocol=5)
+    return pickle.dumps((obj.task_id, obj.name, fn, obj.args, obj.kwargs, obj.timeout), protocol=5)
 
 
 def _function_on_wire(fn: object, shipment: Shipment) -> object | None:
-    """What stands for ``fn`` in a plainly pickled request: ``fn`` itself when it travels
-    by name (an ``@sky.function`` of an importable module, unless registered by value),
-    else the function it wraps, by name or as a reference to what the node holds; None
+    """What stands for ``fn`` in a plain call: ``fn`` itself when it travels by name (an
+    ``@sky.function`` of an importable module, unless registered by value), else the
+    function it wraps, by name or as the digest of what the node holds (``bytes``); None
     when that takes cloudpickle (the node lacks it, it is not a plain function)."""
     if type(fn) is SkywardFunction:
         if isinstance(fn.__reduce__(), str) and not _by_value(fn.__module__):
@@ -197,8 +187,7 @@ def _function_on_wire(fn: object, shipment: Shipment) -> object | None:
         return None
     if cloudpickle.cloudpickle._should_pickle_by_reference(fn):
         return fn
-    reference = shipment.reference(fn)
-    return None if reference is None else _Reduced(reference)
+    return shipment.digest_held(fn)
 
 
 def _dump(obj: object, pickler: type[_Pickler], shipment: Shipment | None = None) -> Payload:
@@ -322,6 +311,19 @@ def decode(payload: Received) -> Any:
         return load_payload(memoryview(payload))
     header, buffers = payload
     return load_payload(header, buffers=buffers)
+
+
+def decode_request(payload: Received) -> TaskRequest:
+    """The ``TaskRequest`` that ``encode`` packed, a plain call (``_plain_pickle``) made
+    whole again: its function looked up among those this node holds when it travelled as
+    their digest. ``ShippedFunctionMissing`` when this node does not hold it; whatever
+    unpickling raises otherwise (a module this node lacks)."""
+    request = decode(payload)
+    if type(request) is not tuple:
+        return cast("TaskRequest", request)
+    task_id, name, fn, args, kwargs, timeout = request
+    function = cast("Callable[..., object]", received(fn) if type(fn) is bytes else fn)
+    return TaskRequest(task_id, name, function, args, kwargs, timeout)
 
 
 class TaskRequest(Struct, frozen=True):

@@ -40,7 +40,7 @@ from skyward.engine import death, publish
 from skyward.engine.events import EventBatch
 from skyward.engine.transports.lane import TCP, LaneServer
 from skyward.engine.transports.ray_actors import AgentHandle
-from skyward.engine.wire import CALL, PROBE, Payload, Received, TaskFailure, TaskRequest, decode, encode
+from skyward.engine.wire import CALL, PROBE, Payload, Received, TaskFailure, TaskRequest, decode_request, encode
 from skyward.model.plugin import LaunchCommand
 from skyward.model.spec import Worker
 from skyward.node.outbox import Outbox
@@ -97,18 +97,20 @@ class _Slots:
 
 
 class _SlotLease:
-    """A held slot, given back exactly once."""
+    """A held slot, given back exactly once: by whichever ``release`` first takes the one
+    token it holds (``list.pop`` is atomic, so no lock is needed)."""
+
+    __slots__ = ("_free", "_token")
 
     def __init__(self, free: queue.SimpleQueue[None]) -> None:
         self._free = free
-        self._lock = threading.Lock()
-        self._held = True
+        self._token: list[None] = [None]
 
     def release(self) -> None:
-        with self._lock:
-            if not self._held:
-                return
-            self._held = False
+        try:
+            self._token.pop()
+        except IndexError:  # given back already (its deadline passed)
+            return
         self._free.put(None)
 
 
@@ -176,7 +178,7 @@ class NodeRunner:
         nothing, else how many events this node's outbox held once its output was in,
         so the client can deliver that output before the result."""
         try:
-            request: TaskRequest = decode(payload)
+            request = decode_request(payload)
         except Exception as exc:  # e.g. the function's module does not exist on this node
             failure = TaskFailure.from_exception(exc, self.info.node)
             return encode((False, _unloadable(failure, self.info.node), 0))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import operator
 import time
 from collections.abc import Callable, Iterator
@@ -121,7 +120,7 @@ def _not_generator(value: object, name: str) -> object:
     """``value``; TypeError when it is a generator, which cannot travel back (the client
     streams the values of a generator function's calls, so only a plain function that
     returns a generator, or a map over a generator function, gets here)."""
-    if inspect.isgenerator(value):
+    if isinstance(value, GeneratorType):  # not inspect.isgenerator: Ray (_raylet) replaces it with a slower one
         raise TypeError(
             f"{name} returned a generator, which cannot be sent back: make {name} itself a "
             f"generator function (one that uses `yield`) and iterate its values with "

@@ -71,6 +71,8 @@ class EventBus:
         self._lock = threading.Lock()
         self._reported: set[int] = set()
         self._types: frozenset[type[Event]] = frozenset()
+        self._wanted: dict[type, bool] = {}
+        """``wants``'s answer for each class asked about since the last change."""
         self._routes: dict[type, tuple[_Delivery, ...]] = {}
         """The handlers of each event class emitted so far, worked out on its first emit
         after a change (a pool emits thousands of metric events a second)."""
@@ -101,6 +103,7 @@ class EventBus:
 
     def _refresh(self) -> None:
         self._types = frozenset(entry.event_type for entry in self._handlers)
+        self._wanted = {}  # after the types: an answer kept in the new one is of the new types
         self._routes = {}
         self._legacy_wanted = any(entry.legacy for entry in self._handlers)
 
@@ -108,7 +111,11 @@ class EventBus:
         """True when someone listens for ``event_type`` (lets hot paths skip building events)."""
         if _global_callbacks or self._legacy_wanted:
             return True
-        return any(issubclass(event_type, t) for t in self._types)
+        known = self._wanted
+        wanted = known.get(event_type)
+        if wanted is None:
+            wanted = known[event_type] = any(issubclass(event_type, t) for t in self._types)
+        return wanted
 
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to matching handlers, then to the callbacks; then its older

@@ -16,7 +16,7 @@ import pytest
 
 from skyward.engine import shipping
 from skyward.engine.shipping import ShippedFunctionMissing, ShippedFunctions
-from skyward.engine.wire import decode, encode
+from skyward.engine.wire import decode, decode_request, encode
 
 SCRIPT = '''
 import math
@@ -163,7 +163,7 @@ def test_a_request_travels_whole_and_refers_to_skywards_own_names(script: types.
         payload = encode(request, functions.shipment(0))
         assert isinstance(payload, bytes)
         assert b"TaskRequest" in payload and b"MembershipView" in payload and b"SkywardFunction" in payload
-        back = decode(payload)
+        back = decode_request(payload)
         assert (back.task_id, back.name, back.args, back.kwargs, back.timeout, back.kind, back.view) == (
             "t7", "scaled", (2.5,), {"k": [1]}, 4.0, "call", view
         )
@@ -175,7 +175,8 @@ def test_a_call_with_plain_arguments_of_a_held_function_refers_to_it_without_its
     script: types.SimpleNamespace, remote: bool,
 ) -> None:
     """The second call to a node, with plain arguments only (``wire._plain_pickle``), is
-    pickled by the C pickler alone: it refers to the very function the node holds, not to
+    pickled by the C pickler alone, as a tuple the node makes a request of
+    (``wire.decode_request``): it refers to the very function the node holds, not to
     an ``@sky.function`` wrapper rebuilt on each call. A rebound global or an argument
     cloudpickle must handle takes the full path, and each runs what the client has now.
     The same with a remote pool's encoder."""
@@ -189,22 +190,24 @@ def test_a_call_with_plain_arguments_of_a_held_function_refers_to_it_without_its
     def request(*args: object) -> TaskRequest:
         return TaskRequest("t1", "scaled", decorated, args, {}, None, "call", None)
 
-    first = decode(encoder(request(2.5), functions.shipment(0)))
+    first = decode_request(encoder(request(2.5), functions.shipment(0)))
     assert type(first.fn) is SkywardFunction, "the first call ships the function in full"
-    second = decode(encoder(request(2.5), functions.shipment(0)))
+    plain = encoder(request(2.5), functions.shipment(0))
+    assert isinstance(plain, bytes) and b"TaskRequest" not in plain, "a plain call names no class"
+    second = decode_request(plain)
     assert second.fn is first.fn.local, "the node's own function, no wrapper"
     assert (second.task_id, second.args, second.kwargs, second.timeout, second.view) == ("t1", (2.5,), {}, None, None)
     assert second.fn(*second.args) == 6
-    listed = decode(encoder(request([2.5]), functions.shipment(0)))
+    listed = decode_request(encoder(request([2.5]), functions.shipment(0)))
     assert type(listed.fn) is SkywardFunction, "a list argument goes the full way"
 
     class Name(str):
         """A script's str subclass: the C pickler would send it by a reference the node cannot resolve."""
 
     named = TaskRequest("t1", "scaled", decorated, (), {Name("x"): 2.5}, None, "call", None)
-    assert type(decode(encoder(named, functions.shipment(0))).fn) is SkywardFunction, "so it goes the full way"
+    assert type(decode_request(encoder(named, functions.shipment(0))).fn) is SkywardFunction, "so it goes the full way"
     script.scaled.__globals__["SCALE"] = 4
-    rebound = decode(encoder(request(2.5), functions.shipment(0)))
+    rebound = decode_request(encoder(request(2.5), functions.shipment(0)))
     assert type(rebound.fn) is SkywardFunction and rebound.fn.local(2.5) == 8
 
 
@@ -234,6 +237,7 @@ def test_a_call_of_an_importable_function_travels_by_name(tmp_path: Path, monkey
     functions = ShippedFunctions()
     for fn in (module.double, module.triple):
         for _ in range(2):
-            back = decode(encode(TaskRequest("t1", "f", fn, (2,), {}, None, "call", None), functions.shipment(0)))
+            request = TaskRequest("t1", "f", fn, (2,), {}, None, "call", None)
+            back = decode_request(encode(request, functions.shipment(0)))
             assert back.fn is fn
     assert not shipping._received, "nothing was shipped by value"

@@ -228,3 +228,29 @@ def test_a_request_claiming_too_many_parts_is_refused_and_runs_nothing() -> None
         assert got == []
     finally:
         server.close()
+
+
+def test_a_frame_arrives_whole_however_it_is_cut_and_a_second_one_unasked_ends_the_connection() -> None:
+    """A frame is read with one ``recv`` when it came whole, and put together when it
+    came in pieces (a length cut short, a body in several writes). A caller that sends a
+    second frame before the reply to its first breaks the one-frame-at-a-time rule: the
+    agent runs neither and closes the connection."""
+    got: list[object] = []
+    server = LaneServer(f"{TCP}127.0.0.1:0", lambda payload: got.append(payload) or b"ok", SECRET)
+    host, port = server.address[len(TCP):].rsplit(":", 1)
+    frame = (11).to_bytes(8, "big") + b"hello world"
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as connection:
+            assert handshake.prove_to_server(connection, SECRET)
+            for piece in (frame[:3], frame[3:10], frame[10:]):
+                connection.sendall(piece)
+                time.sleep(0.05)  # each piece its own read
+            assert connection.recv(64) == (3).to_bytes(8, "big") + b"Bok"
+            connection.sendall(frame + frame)
+            try:
+                assert connection.recv(64) == b""
+            except ConnectionResetError:
+                pass
+        assert got == [b"hello world"]
+    finally:
+        server.close()

@@ -19,7 +19,9 @@ before any frame is read (``core.handshake``), so the secret never crosses the n
 stranger gets nothing read or run, and a caller never sends a task to a process that took
 a dead agent's port. At most ``MAX_UNPROVEN`` connections wait in the handshake at once.
 
-Frames are an 8-byte big-endian length and the bytes. A request with out-of-band buffers
+Frames are an 8-byte big-endian length and the bytes; a caller sends one and waits for
+the reply (an agent that reads more than a frame closes the connection), so a small frame
+is read whole by one ``recv``. A request with out-of-band buffers
 (a broadcast the head relay holds: ``RayTransport.share``) is a frame of parts instead:
 its first 8 bytes are ``PARTS`` plus the count of parts, then each part's length, then
 the pickle and its buffers, each read into a ``bytes`` of its own (a large one in huge
@@ -64,6 +66,8 @@ log = logging.getLogger("skyward.lane")
 _LENGTH = struct.Struct("!Q")
 _SMALL = 1 << 16
 """A frame up to this size is read with ``recv``, each read making the bytes it returns."""
+_FIRST = 1 << 14
+"""The most a frame's first read takes: a frame this small arrives in one ``recv``."""
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 TCP = "tcp://"
@@ -187,7 +191,9 @@ class LaneClient:
         if connection is None:
             return None
         try:
-            connection.settimeout(None)  # a send is not bounded by the last call's read timeout
+            if isinstance(payload, tuple) or len(payload) >= _SMALL:
+                _set_timeout(connection, None)  # not bounded by the last call's read timeout
+            # a small one goes out at once, whatever the timeout
             if not isinstance(payload, tuple):
                 _send(connection, b"", payload)
             else:
@@ -195,10 +201,16 @@ class LaneClient:
         except OSError:
             self._drop(connection)
             return None  # never reached the agent: nothing ran
-        with _awaiting_reply(lambda: self._drop(connection), timeout):
+        try:
             reply = _receive_reply(connection, _patience(connection, timeout))
             if reply is None:
                 raise LaneBroken("the agent closed the connection")
+        except BaseException as exc:
+            self._drop(connection)  # a late reply would confuse its next caller
+            failure = _reply_failure(exc, timeout)
+            if failure is exc:
+                raise
+            raise failure from None
         self._release(connection)
         return _reply(*reply)
 
@@ -361,22 +373,31 @@ class LaneClient:
 def _awaiting_reply(drop: Callable[[], None], timeout: float | None) -> Iterator[None]:
     """Run the block that waits for the reply to a request the agent received. When it
     raises, ``drop()`` the connection (a late reply would confuse its next caller) and
-    raise: a timeout as ``TimeoutError("no reply within ...")``, a broken or closed
-    connection (``OSError``, ``asyncio.IncompleteReadError``) as ``LaneBroken``, anything
-    else (``LaneBroken`` itself, an interrupt, a cancellation) as it is. A connection the
-    kernel gave up on (``ETIMEDOUT``: its keepalives went unanswered, the agent's host is
-    unreachable) is broken, not slow, though Python raises it as a ``TimeoutError`` too."""
+    raise what ``_reply_failure`` makes of it."""
     try:
         yield
     except BaseException as exc:
         drop()
-        if isinstance(exc, TimeoutError) and exc.errno == errno.ETIMEDOUT:
-            raise LaneBroken(f"the connection timed out: {exc.strerror} (the agent's host is unreachable)") from None
-        if isinstance(exc, TimeoutError):
-            raise TimeoutError(f"no reply within {timeout}s") from None
-        if isinstance(exc, (OSError, asyncio.IncompleteReadError)) and not isinstance(exc, LaneBroken):
-            raise LaneBroken(str(exc) or "the agent closed the connection") from None
-        raise
+        failure = _reply_failure(exc, timeout)
+        if failure is exc:
+            raise
+        raise failure from None
+
+
+def _reply_failure(exc: BaseException, timeout: float | None) -> BaseException:
+    """What a wait for a reply that raised ``exc`` raises: a timeout as
+    ``TimeoutError("no reply within ...")``, a broken or closed connection (``OSError``,
+    ``asyncio.IncompleteReadError``) as ``LaneBroken``, anything else (``LaneBroken``
+    itself, an interrupt, a cancellation) as it is. A connection the kernel gave up on
+    (``ETIMEDOUT``: its keepalives went unanswered, the agent's host is unreachable) is
+    broken, not slow, though Python raises it as a ``TimeoutError`` too."""
+    if isinstance(exc, TimeoutError) and exc.errno == errno.ETIMEDOUT:
+        return LaneBroken(f"the connection timed out: {exc.strerror} (the agent's host is unreachable)")
+    if isinstance(exc, TimeoutError):
+        return TimeoutError(f"no reply within {timeout}s")
+    if isinstance(exc, (OSError, asyncio.IncompleteReadError)) and not isinstance(exc, LaneBroken):
+        return LaneBroken(str(exc) or "the agent closed the connection")
+    return exc
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -456,18 +477,19 @@ def _send_parts(connection: socket.socket, header: bytes, buffers: Sequence[Read
 def _receive_request(connection: socket.socket) -> Payload | None:
     """A request: one frame's bytes, or a frame of parts' pickle and buffers; None if the
     peer closed before a new one began."""
-    header = _exactly(connection, _LENGTH.size, True, None)
-    if header is None:
+    frame = _Incoming(connection, None)
+    if not frame.begin():
         return None
-    size = _LENGTH.unpack(header)[0]
+    size = _LENGTH.unpack(frame.take(_LENGTH.size))[0]
     if not size & PARTS:
-        return _body(connection, size, None)
+        return frame.last(size)
     count = size & ~PARTS
     if not 0 < count <= MAX_PARTS:
         raise MalformedFrame(f"a lane request of {count} parts")
-    lengths = _body(connection, _LENGTH.size * count, None)
-    pickled, *buffers = (_body(connection, part, None) for (part,) in _LENGTH.iter_unpack(lengths))
-    return pickled, buffers
+    lengths = [part for (part,) in _LENGTH.iter_unpack(frame.take(_LENGTH.size * count))]
+    parts = [frame.take(part) for part in lengths[:-1]]
+    parts.append(frame.last(lengths[-1]))
+    return parts[0], parts[1:]
 
 
 def _patience(connection: socket.socket, timeout: float | None) -> float | None:
@@ -475,54 +497,92 @@ def _patience(connection: socket.socket, timeout: float | None) -> float | None:
     return the deadline ``_receive_reply`` keeps to: None where a read's own timeout does it. In
     the main thread each read waits one slice at most (see ``interruptible``)."""
     if not interruptible.sliced():
-        connection.settimeout(timeout)
+        _set_timeout(connection, timeout)
         return None
-    connection.settimeout(interruptible.SLICE if timeout is None else min(interruptible.SLICE, timeout))
+    _set_timeout(connection, interruptible.SLICE if timeout is None else min(interruptible.SLICE, timeout))
     return time.monotonic() + (float("inf") if timeout is None else timeout)
+
+
+def _set_timeout(connection: socket.socket, timeout: float | None) -> None:
+    """``connection.settimeout(timeout)`` unless it has that timeout already (each change
+    is a system call or two)."""
+    if connection.gettimeout() != timeout:
+        connection.settimeout(timeout)
 
 
 def _receive_reply(connection: socket.socket, deadline: float | None) -> tuple[bytes, bytes] | None:
     """A reply frame's tag and its body, a large body read apart from its tag
     (splitting the frame would copy it)."""
-    header = _exactly(connection, _LENGTH.size, True, deadline)
-    if header is None:
+    frame = _Incoming(connection, deadline)
+    if not frame.begin():
         return None
-    size = _LENGTH.unpack(header)[0]
+    size = _LENGTH.unpack(frame.take(_LENGTH.size))[0]
     if size < huge_pages.HUGE_FROM:
-        frame = _body(connection, size, deadline)
-        return frame[:1], frame[1:]
-    return _body(connection, 1, deadline), _body(connection, size - 1, deadline)
+        body = frame.last(size)
+        return body[:1], body[1:]
+    return frame.take(1), frame.last(size - 1)
 
 
-def _body(connection: socket.socket, size: int, deadline: float | None) -> bytes:
-    body = _exactly(connection, size, False, deadline)
-    assert body is not None
-    return body
+class _Incoming:
+    """One frame as it arrives on ``connection``. The first read takes whatever is there,
+    up to ``_FIRST`` bytes, so a small frame costs one ``recv``; later reads take exactly
+    what is still missing. A peer sends one frame and waits for the answer, so bytes
+    beyond the frame are a ``MalformedFrame``."""
+
+    __slots__ = ("_connection", "_deadline", "_held", "_at")
+
+    def __init__(self, connection: socket.socket, deadline: float | None) -> None:
+        self._connection = connection
+        self._deadline = deadline
+        self._held = b""
+        self._at = 0
+
+    def begin(self) -> bool:
+        """Wait for the frame's first bytes; False if the peer closed before it began."""
+        self._held = _read(self._connection, self._connection.recv, _FIRST, self._deadline)
+        return bool(self._held)
+
+    def take(self, size: int) -> bytes:
+        """The frame's next ``size`` bytes."""
+        held, at = self._held, self._at
+        if len(held) - at >= size:
+            self._at = at + size
+            return held if at == 0 and size == len(held) else held[at:at + size]
+        self._held, self._at = b"", 0
+        body = _exactly(self._connection, size, self._deadline, held[at:])
+        assert body is not None
+        return body
+
+    def last(self, size: int) -> bytes:
+        """The frame's last ``size`` bytes; ``MalformedFrame`` if more came after them."""
+        body = self.take(size)
+        if self._at < len(self._held):
+            raise MalformedFrame("a lane peer sent more than one frame at a time")
+        return body
 
 
-def _exactly(connection: socket.socket, size: int, eof_ok: bool, deadline: float | None) -> bytes | None:
-    """``size`` bytes: a small frame as ``recv`` returns it (one read, most often), a
-    large one straight into the ``bytes`` returned, in huge pages (``huge_pages.to_fill``),
-    one in between read into a buffer and copied out."""
+def _exactly(connection: socket.socket, size: int, deadline: float | None, start: bytes = b"") -> bytes:
+    """``size`` bytes that begin with ``start`` (what a first read brought): a small frame
+    as ``recv`` returns it, a large one straight into the ``bytes`` returned, in huge
+    pages (``huge_pages.to_fill``), one in between read into a buffer and copied out.
+    ``ConnectionResetError`` if the peer closes before they all came."""
+    got = len(start)
     if size <= _SMALL:
-        parts: list[bytes] = []
-        got = 0
+        parts = [start] if start else []
         while got < size:
             part = _read(connection, connection.recv, size - got, deadline)
             if not part:
-                _ended(got, eof_ok)
-                return None
+                raise ConnectionResetError("the peer closed mid-frame")
             parts.append(part)
             got += len(part)
         return parts[0] if len(parts) == 1 else b"".join(parts)
     filled = huge_pages.to_fill(size)
     made, view = filled if filled is not None else (None, memoryview(bytearray(size)))
-    got = 0
+    view[:got] = start
     while got < size:
         count = _read(connection, connection.recv_into, view[got:], deadline)
         if count == 0:
-            _ended(got, eof_ok)
-            return None
+            raise ConnectionResetError("the peer closed mid-frame")
         got += count
     return bytes(view) if made is None else made
 
@@ -540,11 +600,3 @@ def _read(connection: socket.socket, read: Callable[[_T], _R], into: _T, deadlin
             if left <= 0:
                 raise
             connection.settimeout(min(interruptible.SLICE, left))
-
-
-def _ended(got: int, eof_ok: bool) -> None:
-    """The peer closed after ``got`` bytes of a frame: fine before it began when
-    ``eof_ok``, else ConnectionResetError."""
-    if got == 0 and eof_ok:
-        return
-    raise ConnectionResetError("the peer closed mid-frame")
