@@ -77,6 +77,7 @@ MAX_UNPROVEN = 16
 PARTS = 1 << 63
 """Set in a request's length: the frame is a count of parts (a pickle and its buffers)."""
 MAX_PARTS = 1 << 16
+"""The most parts a request may claim: a frame claiming more is refused before any part is read."""
 
 
 class LaneBroken(ConnectionError):

@@ -121,9 +121,9 @@ class RayTransport:
     none (``lane_secret``: what its TCP lanes ask for). Nodes that join later are
     ``attach``ed, nodes that left ``detach``ed. With ``share_by_lanes`` (the head relay,
     whose agents are on other hosts) a shared payload travels over the lanes of a pool of
-    up to ``LANE_SHARE_NODES`` nodes: Ray's object store copies it in, and each other
-    host pulls it through its own store in chunks before its agent copies it out again,
-    where a lane writes it once into the ``bytes`` the task receives (``lane``)."""
+    up to ``LANE_SHARE_NODES`` nodes, each lane writing it once into the ``bytes`` the
+    task receives (``lane``). Through Ray's object store it would be copied in, pulled by
+    each other host through its own store in chunks, and copied out again by each agent."""
 
     def __init__(
         self,
@@ -253,7 +253,8 @@ class RayTransport:
         return self._senders
 
     def unshare(self, shared: Shared) -> None:
-        """Nothing to do: the object store frees the payload when its last reference goes."""
+        """Nothing to do: the object store frees a stored payload when its last reference
+        goes, and a payload held for the lanes (``HeldShare``) goes with its ``Shared``."""
 
     def close(self) -> None:
         self._closing = True
