@@ -36,7 +36,6 @@ reply's body apart from its tag: each would otherwise be a copy of it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import logging
 import os
@@ -45,8 +44,8 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import msgspec
 
@@ -208,10 +207,7 @@ class LaneClient:
                 raise LaneBroken("the agent closed the connection")
         except BaseException as exc:
             self._drop(connection)  # a late reply would confuse its next caller
-            failure = _reply_failure(exc, timeout)
-            if failure is exc:
-                raise
-            raise failure from None
+            _raise_reply_failure(exc, timeout)
         self._release(connection)
         return _reply(*reply)
 
@@ -229,10 +225,13 @@ class LaneClient:
         except OSError:
             self._drop_stream(writer)
             return None  # never reached the agent: nothing ran
-        with _awaiting_reply(lambda: self._drop_stream(writer), timeout):
+        try:
             reply = await asyncio.wait_for(_receive_reply_async(reader), timeout)
             if reply is None:
                 raise LaneBroken("the agent closed the connection")
+        except BaseException as exc:
+            self._drop_stream(writer)  # a late reply would confuse its next caller
+            _raise_reply_failure(exc, timeout)
         self._busy_streams.discard(writer)
         if self._closed:
             writer.close()
@@ -370,35 +369,20 @@ class LaneClient:
         connection.close()
 
 
-@contextlib.contextmanager
-def _awaiting_reply(drop: Callable[[], None], timeout: float | None) -> Iterator[None]:
-    """Run the block that waits for the reply to a request the agent received. When it
-    raises, ``drop()`` the connection (a late reply would confuse its next caller) and
-    raise what ``_reply_failure`` makes of it."""
-    try:
-        yield
-    except BaseException as exc:
-        drop()
-        failure = _reply_failure(exc, timeout)
-        if failure is exc:
-            raise
-        raise failure from None
-
-
-def _reply_failure(exc: BaseException, timeout: float | None) -> BaseException:
-    """What a wait for a reply that raised ``exc`` raises: a timeout as
+def _raise_reply_failure(exc: BaseException, timeout: float | None) -> NoReturn:
+    """Raise what a wait for a reply that raised ``exc`` raises: a timeout as
     ``TimeoutError("no reply within ...")``, a broken or closed connection (``OSError``,
     ``asyncio.IncompleteReadError``) as ``LaneBroken``, anything else (``LaneBroken``
     itself, an interrupt, a cancellation) as it is. A connection the kernel gave up on
     (``ETIMEDOUT``: its keepalives went unanswered, the agent's host is unreachable) is
     broken, not slow, though Python raises it as a ``TimeoutError`` too."""
     if isinstance(exc, TimeoutError) and exc.errno == errno.ETIMEDOUT:
-        return LaneBroken(f"the connection timed out: {exc.strerror} (the agent's host is unreachable)")
+        raise LaneBroken(f"the connection timed out: {exc.strerror} (the agent's host is unreachable)") from None
     if isinstance(exc, TimeoutError):
-        return TimeoutError(f"no reply within {timeout}s")
+        raise TimeoutError(f"no reply within {timeout}s") from None
     if isinstance(exc, (OSError, asyncio.IncompleteReadError)) and not isinstance(exc, LaneBroken):
-        return LaneBroken(str(exc) or "the agent closed the connection")
-    return exc
+        raise LaneBroken(str(exc) or "the agent closed the connection") from None
+    raise exc
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -452,12 +436,17 @@ def _split(body: bytes) -> Payload:
 
 
 def _send(connection: socket.socket, tag: bytes, payload: bytes | bytearray) -> None:
-    head = _LENGTH.pack(len(tag) + len(payload)) + tag
-    if len(payload) < huge_pages.HUGE_FROM:
-        connection.sendall(head + payload)  # one write
-    else:  # two, rather than copying a large payload to join them
+    _write(connection, _LENGTH.pack(len(tag) + len(payload)) + tag, payload)
+
+
+def _write(connection: socket.socket, head: bytes, body: bytes | bytearray) -> None:
+    """``head``, then ``body``: one write, or two when ``body`` is large, rather than
+    copying it to join them."""
+    if len(body) < huge_pages.HUGE_FROM:
+        connection.sendall(head + body)
+    else:
         connection.sendall(head)
-        connection.sendall(payload)
+        connection.sendall(body)
 
 
 def _send_parts(connection: socket.socket, header: bytes, buffers: Sequence[ReadableBuffer]) -> None:
@@ -465,12 +454,7 @@ def _send_parts(connection: socket.socket, header: bytes, buffers: Sequence[Read
     buffer written from where it lies."""
     views = [memoryview(buffer).cast("B") for buffer in buffers]
     lengths = b"".join(_LENGTH.pack(part) for part in (len(header), *(view.nbytes for view in views)))
-    head = _LENGTH.pack(PARTS | (1 + len(views))) + lengths
-    if len(header) < huge_pages.HUGE_FROM:
-        connection.sendall(head + header)
-    else:
-        connection.sendall(head)
-        connection.sendall(header)
+    _write(connection, _LENGTH.pack(PARTS | (1 + len(views))) + lengths, header)
     for view in views:
         connection.sendall(view)
 
@@ -550,9 +534,7 @@ class _Incoming:
             self._at = at + size
             return held if at == 0 and size == len(held) else held[at:at + size]
         self._held, self._at = b"", 0
-        body = _exactly(self._connection, size, self._deadline, held[at:])
-        assert body is not None
-        return body
+        return _exactly(self._connection, size, self._deadline, held[at:])
 
     def last(self, size: int) -> bytes:
         """The frame's last ``size`` bytes; ``MalformedFrame`` if more came after them."""
